@@ -1,0 +1,98 @@
+package toolgate
+
+import (
+	"context"
+	"errors"
+
+	"github.com/toolgate/toolgate/storage"
+)
+
+// SetApproval records the caller's standing approval of a tool's current
+// version: ask on every call, ask only for charged calls, or never ask for
+// this exact manifest digest. digest must be the current one, so a caller
+// can only ever approve what they have seen. A blocked tool stays blocked.
+func (g *Gateway) SetApproval(ctx context.Context, principal, tool string, mode storage.ApprovalMode, digest string) (*StandingApproval, error) {
+	if err := validPrincipal(principal); err != nil {
+		return nil, err
+	}
+	v, err := g.lookup(tool)
+	if err != nil {
+		return nil, err
+	}
+	switch mode {
+	case storage.ApprovalAskEveryCall, storage.ApprovalAskChargedCalls, storage.ApprovalNeverAsk:
+	default:
+		return nil, newError(CodeInvalidRequest, "mode must be %s, %s or %s", storage.ApprovalAskEveryCall, storage.ApprovalAskChargedCalls, storage.ApprovalNeverAsk)
+	}
+	policy := EvaluatePolicy(v)
+	explain := func(e *Error) *Error {
+		e.ApprovalRequirement = policy.Approval.Requirement
+		e.ManifestDigest = policy.Approval.ManifestDigest
+		e.Reasons = policy.Reasons
+		return e
+	}
+	if v.Digest == "" {
+		return nil, explain(newError(CodeToolBlocked, "%s has no immutable version to approve", v.Tool.Slug))
+	}
+	if digest == "" {
+		return nil, explain(newError(CodeApprovalRequired, "a standing approval must name the manifest digest it approves"))
+	}
+	if digest != v.Digest {
+		return nil, explain(newError(CodeApprovalMismatch, "the digest is not that of %s's current version", v.Tool.Slug))
+	}
+	a := storage.Approval{Principal: principal, ToolID: v.Tool.ID, ManifestDigest: digest, Mode: mode, UpdatedAt: g.clock.Now().UTC()}
+	if err := g.store.PutApproval(ctx, a); err != nil {
+		return nil, internalError(err)
+	}
+	return &StandingApproval{Mode: mode, ManifestDigest: digest}, nil
+}
+
+// ToolApproval is a standing approval together with the tool it covers.
+type ToolApproval struct {
+	Tool ToolRef `json:"tool"`
+	StandingApproval
+}
+
+// Approvals lists the caller's standing approvals, each marked stale when
+// the tool's digest has changed since. Approvals of tools no longer
+// registered are left out.
+func (g *Gateway) Approvals(ctx context.Context, principal string) ([]ToolApproval, error) {
+	if err := validPrincipal(principal); err != nil {
+		return nil, err
+	}
+	list, err := g.store.ListApprovals(ctx, principal)
+	if err != nil {
+		return nil, internalError(err)
+	}
+	out := make([]ToolApproval, 0, len(list))
+	for _, a := range list {
+		v, err := g.registry.Lookup(a.ToolID)
+		if err != nil {
+			continue
+		}
+		out = append(out, ToolApproval{
+			Tool:             toolRef(v.Tool),
+			StandingApproval: StandingApproval{Mode: a.Mode, ManifestDigest: a.ManifestDigest, Stale: a.ManifestDigest != v.Digest},
+		})
+	}
+	return out, nil
+}
+
+// DeleteApproval removes the caller's standing approval of a tool.
+func (g *Gateway) DeleteApproval(ctx context.Context, principal, tool string) error {
+	if err := validPrincipal(principal); err != nil {
+		return err
+	}
+	v, err := g.lookup(tool)
+	if err != nil {
+		return err
+	}
+	err = g.store.DeleteApproval(ctx, principal, v.Tool.ID)
+	if errors.Is(err, storage.ErrNotFound) {
+		return newError(CodeNotFound, "there is no standing approval of %s", v.Tool.Slug)
+	}
+	if err != nil {
+		return internalError(err)
+	}
+	return nil
+}

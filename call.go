@@ -1,0 +1,430 @@
+package toolgate
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/storage"
+)
+
+// CallRequest is one call of a tool under a quote.
+type CallRequest struct {
+	// Tool is the tool's slug or id.
+	Tool string
+	// QuoteID is the id of an open quote of this caller for this tool.
+	QuoteID string
+	// Input is the tool's input object.
+	Input json.RawMessage
+	// ApprovalDigest is the manifest digest the user approved; empty when
+	// the caller sends no approval.
+	ApprovalDigest string
+	// IdempotencyKey identifies the logical call; retries reuse it.
+	IdempotencyKey string
+}
+
+// CallResult is the outcome of a call.
+type CallResult struct {
+	Execution Execution
+	// Body is the execution result exactly as stored: a replay returns the
+	// same bytes as the original call.
+	Body []byte
+	// Replayed is true when the result is a stored one returned for a retry.
+	Replayed bool
+}
+
+// Execution is the normalized result of one call.
+type Execution struct {
+	ID     string          `json:"id"`
+	Tool   ToolRef         `json:"tool"`
+	Status string          `json:"status"`
+	Cost   Cost            `json:"cost"`
+	Output json.RawMessage `json:"output"`
+	Error  *ExecutionError `json:"error"`
+}
+
+// Cost is what a call costs. A failed execution shows the quoted amounts
+// but is not charged.
+type Cost struct {
+	PriceUSD string `json:"priceUsd"`
+	FeeUSD   string `json:"feeUsd"`
+	TotalUSD string `json:"totalUsd"`
+	Currency string `json:"currency"`
+}
+
+// ExecutionError says why an execution failed. Its message is the
+// gateway's, never the provider's unfiltered text.
+type ExecutionError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// CodeToolChangedDuringCall is the error code of a call retried after its
+// first run was abandoned, when the tool changed or was blocked meanwhile.
+const CodeToolChangedDuringCall = "tool_changed"
+
+// Execution statuses as callers see them.
+const (
+	StatusCompleted = "completed"
+	StatusFailed    = "failed"
+)
+
+// Call runs one call: it checks the request, the quote, the policy, the
+// input and the caller's limits, reserves the amount, calls the provider,
+// normalizes and validates the output, and records the result, charging only
+// a completed execution. Every rejection is an *Error and leaves nothing
+// stored, so the same Idempotency-Key can be used again once the request is
+// corrected. A retry with the same key and request returns the stored result
+// (Replayed), without calling the provider again.
+func (g *Gateway) Call(ctx context.Context, principal string, req CallRequest) (*CallResult, error) {
+	if err := validPrincipal(principal); err != nil {
+		return nil, err
+	}
+	if err := ValidateIdempotencyKey(req.IdempotencyKey); err != nil {
+		return nil, err
+	}
+	v, err := g.lookup(req.Tool)
+	if err != nil {
+		return nil, err
+	}
+	quoteID, err := uuid.Parse(req.QuoteID)
+	if err != nil {
+		return nil, newError(CodeInvalidRequest, "quoteId must be the id of a quote (a UUID)")
+	}
+	if len(bytes.TrimSpace(req.Input)) == 0 {
+		return nil, newError(CodeInvalidRequest, "input is required")
+	}
+	input, err := registry.Canonicalize(req.Input)
+	if err != nil {
+		return nil, newError(CodeInvalidRequest, "input is not valid JSON: %v", strings.TrimPrefix(err.Error(), registry.ErrNotCanonicalizable.Error()+": "))
+	}
+	fp := fingerprint(v.Tool.ID, quoteID.String(), input, req.ApprovalDigest)
+
+	now := g.clock.Now().UTC()
+	takeover := false
+	rec, err := g.store.GetIdempotency(ctx, principal, req.IdempotencyKey)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+	case err != nil:
+		return nil, internalError(err)
+	default:
+		res, err := g.existingRecord(rec, fp, now)
+		if res != nil || err != nil {
+			return res, err
+		}
+		takeover = true // an abandoned run of this very request
+	}
+
+	q, err := g.checkQuote(ctx, principal, req.IdempotencyKey, quoteID, v, now)
+	var policy Policy
+	// abandon is why a taken-over run must not reach the provider after all.
+	// That run was admitted when its quote was valid; it is finished as
+	// failed rather than rejected, so its reservation is released and its
+	// key answers from then on.
+	var abandon *registry.UpstreamError
+	switch {
+	case !takeover && err != nil:
+		return nil, err
+	case !takeover:
+		if policy, err = g.admit(ctx, principal, v, q, req.ApprovalDigest, input); err != nil {
+			return nil, err
+		}
+	case isCode(err, CodeQuoteNotFound):
+		return nil, err
+	case isCode(err, CodeQuoteOutdated) || !EvaluatePolicy(v).Callable:
+		abandon = registry.Upstreamf(CodeToolChangedDuringCall, "%s changed or was blocked before this call could run; request a new quote", v.Tool.Slug)
+	}
+
+	limits, err := g.limitsFor(ctx, principal, v.Tool.Slug)
+	if err != nil {
+		return nil, internalError(err)
+	}
+	if !takeover {
+		if violations := limits.staticViolations(q.TotalUSD); len(violations) > 0 {
+			return nil, &Error{Code: CodeSpendLimitExceeded, Message: "the call would break your spend controls", Violations: violations}
+		}
+	}
+	built := limits.storageLimits(v.Tool.ID, now)
+	storeLimits := make([]storage.Limit, len(built))
+	for i, b := range built {
+		storeLimits[i] = b.limit
+	}
+	lease := uuid.New()
+	begun, err := g.store.BeginExecution(ctx, storage.Begin{
+		Principal:   principal,
+		Key:         req.IdempotencyKey,
+		Fingerprint: fp,
+		QuoteID:     q.ID,
+		ExecutionID: uuid.New(),
+		ToolID:      v.Tool.ID,
+		AmountUSD:   q.TotalUSD,
+		Limits:      storeLimits,
+		LeaseToken:  lease,
+		LeaseUntil:  now.Add(g.cfg.IdempotencyLease),
+		Now:         now,
+	})
+	if err != nil {
+		return g.beginFailed(ctx, principal, req.IdempotencyKey, fp, built, err, now)
+	}
+	if begun.TookOver {
+		g.log.InfoContext(ctx, "took over an abandoned call", "execution", begun.Execution.ID, "tool", v.Tool.Slug)
+	}
+
+	exec := g.execute(ctx, v, q, begun.Execution.ID, input, abandon)
+	body, err := json.Marshal(exec)
+	if err != nil {
+		return nil, internalError(err)
+	}
+	// The result is recorded even if the caller has gone away: a call that
+	// reached the provider must not be left half-written.
+	finishCtx := context.WithoutCancel(ctx)
+	err = g.store.FinishExecution(finishCtx, storage.Finish{
+		Principal:   principal,
+		Key:         req.IdempotencyKey,
+		ExecutionID: begun.Execution.ID,
+		LeaseToken:  lease,
+		Status:      storage.ExecutionStatus(exec.Status),
+		Charged:     exec.Status == StatusCompleted,
+		Response:    body,
+		Now:         g.clock.Now().UTC(),
+	})
+	if errors.Is(err, storage.ErrLeaseLost) {
+		// Another run took this call over; its result is the one that counts.
+		rec, err := g.store.GetIdempotency(finishCtx, principal, req.IdempotencyKey)
+		if err == nil && rec.Finished {
+			return replay(rec.Response)
+		}
+		return nil, newError(CodeIdempotencyKeyInUse, "another request with this Idempotency-Key is in progress; retry later")
+	}
+	if err != nil {
+		return nil, internalError(fmt.Errorf("record execution %s: %w", begun.Execution.ID, err))
+	}
+	if exec.Status == StatusCompleted && req.ApprovalDigest != "" && !takeover &&
+		policy.Approval.Requirement == RequirementFirstUse {
+		g.rememberFirstUse(finishCtx, principal, v)
+	}
+	return &CallResult{Execution: exec, Body: body}, nil
+}
+
+// existingRecord decides what a call meets when its key was claimed before:
+// the stored result, 422 for another request under the same key, 409 while
+// the first run holds its lease. (nil, nil) means an abandoned run of the
+// same request that this call may take over.
+func (g *Gateway) existingRecord(rec storage.IdempotencyRecord, fp string, now time.Time) (*CallResult, error) {
+	switch {
+	case rec.Fingerprint != fp:
+		return nil, newError(CodeIdempotencyKeyReused, "this Idempotency-Key was used for a different request; use a new key for a new call")
+	case rec.Finished:
+		return replay(rec.Response)
+	case now.Before(rec.LeaseUntil):
+		return nil, newError(CodeIdempotencyKeyInUse, "a request with this Idempotency-Key is still in progress; retry later")
+	}
+	return nil, nil
+}
+
+func replay(body []byte) (*CallResult, error) {
+	var exec Execution
+	if err := json.Unmarshal(body, &exec); err != nil {
+		return nil, internalError(fmt.Errorf("stored response is unreadable: %w", err))
+	}
+	return &CallResult{Execution: exec, Body: body, Replayed: true}, nil
+}
+
+// admit applies the policy and input checks of a call.
+func (g *Gateway) admit(ctx context.Context, principal string, v *registry.Version, q storage.Quote, approval string, input []byte) (Policy, error) {
+	policy, err := g.policyFor(ctx, principal, v, q.TotalUSD.IsZero())
+	if err != nil {
+		return policy, internalError(err)
+	}
+	explain := func(e *Error) *Error {
+		e.ApprovalRequirement = policy.Approval.Requirement
+		e.ManifestDigest = policy.Approval.ManifestDigest
+		e.Reasons = policy.Reasons
+		return e
+	}
+	if !policy.Callable {
+		return policy, explain(newError(CodeToolBlocked, "%s cannot be called: %s", v.Tool.Slug, strings.Join(policy.Reasons, "; ")))
+	}
+	switch {
+	case approval == "" && policy.needsApproval():
+		return policy, explain(newError(CodeApprovalRequired, "calling %s requires approval of its manifest digest (%s)", v.Tool.Slug, policy.Approval.Requirement))
+	case approval != "" && approval != v.Digest:
+		// Even where no approval is needed, one for another digest means the
+		// user approved something else.
+		return policy, explain(newError(CodeApprovalMismatch, "the approval names another manifest digest than %s's current version", v.Tool.Slug))
+	}
+	if failures := v.Input.Validate(input, "input"); failures != nil {
+		return policy, &Error{Code: CodeInputInvalid, Message: "the input does not match the tool's input schema", Details: failures}
+	}
+	return policy, nil
+}
+
+// beginFailed turns a refused admission into the caller's error.
+func (g *Gateway) beginFailed(ctx context.Context, principal, key, fp string, built []builtLimit, err error, now time.Time) (*CallResult, error) {
+	var limitErr *storage.LimitError
+	switch {
+	case errors.Is(err, storage.ErrIdempotencyConflict):
+		// A concurrent request claimed the key between our read and our claim.
+		rec, err := g.store.GetIdempotency(ctx, principal, key)
+		if err != nil {
+			return nil, internalError(err)
+		}
+		res, err := g.existingRecord(rec, fp, now)
+		if res == nil && err == nil {
+			err = newError(CodeIdempotencyKeyInUse, "a request with this Idempotency-Key is still in progress; retry later")
+		}
+		return res, err
+	case errors.Is(err, storage.ErrQuoteUsed):
+		return nil, newError(CodeQuoteUsed, "the quote was already used by another call; request a new quote")
+	case errors.Is(err, storage.ErrQuoteNotFound):
+		return nil, newError(CodeQuoteNotFound, "the quote does not exist for this caller")
+	case errors.As(err, &limitErr):
+		return nil, limitError(built, limitErr, now)
+	}
+	return nil, internalError(err)
+}
+
+// limitError reports rate limits before spend limits: a rate-limited caller
+// should wait, not raise a budget.
+func limitError(built []builtLimit, le *storage.LimitError, now time.Time) *Error {
+	var violations []string
+	var retryAt time.Time
+	for _, f := range le.Failures {
+		b := built[f.Index]
+		if b.limit.Measure == storage.MeasureCalls {
+			at := f.Oldest.Add(b.window)
+			if f.Oldest.IsZero() {
+				at = now.Add(b.window) // a limit of zero never frees up; say when to look again
+			}
+			if at.After(retryAt) {
+				retryAt = at
+			}
+			continue
+		}
+		violations = append(violations, spendViolation(b.kind, b.limit.Max))
+	}
+	if !retryAt.IsZero() {
+		// A call stays in its window up to and including oldest+window, so
+		// the first whole second strictly after that is when a retry succeeds.
+		wait := retryAt.Sub(now).Truncate(time.Second) + time.Second
+		return &Error{Code: CodeRateLimited, Message: fmt.Sprintf("too many calls; retry in %d seconds", int(wait.Seconds())), RetryAfter: wait}
+	}
+	return &Error{Code: CodeSpendLimitExceeded, Message: "the call would break your spend controls", Violations: violations}
+}
+
+// execute calls the provider and turns whatever comes back into an
+// execution result. Nothing the provider returns reaches anything but the
+// output field, and only after normalization and validation.
+func (g *Gateway) execute(ctx context.Context, v *registry.Version, q storage.Quote, id uuid.UUID, input []byte, abandon *registry.UpstreamError) Execution {
+	exec := Execution{
+		ID:     id.String(),
+		Tool:   toolRef(v.Tool),
+		Status: StatusFailed,
+		Cost:   Cost{PriceUSD: usd(q.PriceUSD), FeeUSD: usd(q.FeeUSD), TotalUSD: usd(q.TotalUSD), Currency: "USD"},
+		Output: json.RawMessage("null"),
+	}
+	fail := func(err error) Execution {
+		var ue *registry.UpstreamError
+		if !errors.As(err, &ue) {
+			ue = registry.Upstreamf(registry.CodeUpstreamInvalidResponse, "the provider's answer could not be read as this tool's output")
+		}
+		exec.Error = &ExecutionError{Code: ue.Code, Message: ue.Message}
+		g.log.InfoContext(ctx, "execution failed", "execution", exec.ID, "tool", v.Tool.Slug, "code", ue.Code)
+		return exec
+	}
+	if abandon != nil {
+		return fail(abandon)
+	}
+	if v.Output == nil {
+		return fail(registry.Upstreamf(registry.CodeOutputInvalid, "%s declares no output schema, so its output cannot be checked", v.Tool.Slug))
+	}
+	upReq, err := v.Tool.BuildRequest(ctx, v.Origin, input)
+	if err != nil {
+		return fail(registry.Upstreamf(registry.CodeUpstreamUnavailable, "the upstream request could not be built"))
+	}
+	resp, err := g.upstream.do(ctx, v, upReq)
+	if err != nil {
+		return fail(err)
+	}
+	out, err := normalize(v, resp)
+	if err != nil {
+		return fail(err)
+	}
+	raw, err := json.Marshal(out)
+	if err != nil {
+		return fail(err)
+	}
+	if failures := v.Output.Validate(raw, "output"); failures != nil {
+		return fail(registry.Upstreamf(registry.CodeOutputInvalid, "the provider's answer does not match the tool's output schema at %s: %s", failures[0].Path, failures[0].Message))
+	}
+	exec.Status = StatusCompleted
+	exec.Output = raw
+	return exec
+}
+
+// normalize runs the tool's mapping, turning a panic on hostile input into
+// a failed execution rather than a crashed gateway.
+func normalize(v *registry.Version, resp registry.UpstreamResponse) (out any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = registry.Upstreamf(registry.CodeUpstreamInvalidResponse, "the provider's answer could not be read as this tool's output")
+		}
+	}()
+	return v.Tool.Normalize(resp)
+}
+
+// rememberFirstUse records that the caller approved this exact digest, so a
+// first_use tool needs no approval again until its digest changes. A
+// standing approval the caller set themselves is left as it is.
+func (g *Gateway) rememberFirstUse(ctx context.Context, principal string, v *registry.Version) {
+	existing, err := g.store.GetApproval(ctx, principal, v.Tool.ID)
+	if err == nil && existing.ManifestDigest == v.Digest {
+		return
+	}
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return
+	}
+	if err == nil && existing.Mode != storage.ApprovalFirstUse {
+		return
+	}
+	a := storage.Approval{Principal: principal, ToolID: v.Tool.ID, ManifestDigest: v.Digest, Mode: storage.ApprovalFirstUse, UpdatedAt: g.clock.Now().UTC()}
+	if err := g.store.PutApproval(ctx, a); err != nil {
+		g.log.WarnContext(ctx, "could not remember first use", "tool", v.Tool.Slug, "error", err)
+	}
+}
+
+func isCode(err error, code Code) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code == code
+}
+
+// GetExecution returns one of the caller's executions; another caller's is
+// reported as not found.
+func (g *Gateway) GetExecution(ctx context.Context, principal, id string) (*CallResult, error) {
+	if err := validPrincipal(principal); err != nil {
+		return nil, err
+	}
+	eid, err := uuid.Parse(id)
+	if err != nil {
+		return nil, newError(CodeExecutionNotFound, "no execution %q exists for this caller", id)
+	}
+	e, err := g.store.GetExecution(ctx, eid)
+	if errors.Is(err, storage.ErrNotFound) || (err == nil && (e.Principal != principal || e.Status == storage.ExecutionRunning)) {
+		return nil, newError(CodeExecutionNotFound, "no finished execution %s exists for this caller", id)
+	}
+	if err != nil {
+		return nil, internalError(err)
+	}
+	res, err := replay(e.Response)
+	if err != nil {
+		return nil, err
+	}
+	res.Replayed = false
+	return res, nil
+}

@@ -1,0 +1,388 @@
+package toolgate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/storage"
+)
+
+// Contract defaults for every principal.
+var (
+	DefaultMaxPerCallUSD      = decimal.RequireFromString("25")
+	DefaultDailyLimitUSD      = decimal.RequireFromString("100")
+	DefaultMonthlyLimitUSD    = decimal.RequireFromString("1000")
+	DefaultRateLimitPerMinute = 60
+	DefaultRateLimitPerHour   = 1000
+)
+
+// Controls is the spend-control decision for one call, as shown in a quote.
+type Controls struct {
+	Approved     bool            `json:"approved"`
+	Violations   []string        `json:"violations"`
+	RequestedUSD string          `json:"requestedUsd"`
+	Global       GlobalControls  `json:"global"`
+	Tool         *ToolControls   `json:"tool"`
+	limits       effectiveLimits // what produced the decision, for the call that follows
+}
+
+// GlobalControls are a principal's limits over all tools, with what is used.
+type GlobalControls struct {
+	MaxPerCallUSD       string `json:"maxPerCallUsd"`
+	DailyLimitUSD       string `json:"dailyLimitUsd"`
+	MonthlyLimitUSD     string `json:"monthlyLimitUsd"`
+	RateLimitPerMinute  int    `json:"rateLimitPerMinute"`
+	RateLimitPerHour    int    `json:"rateLimitPerHour"`
+	DailyUsedUSD        string `json:"dailyUsedUsd"`
+	MonthlyUsedUSD      string `json:"monthlyUsedUsd"`
+	DailyRemainingUSD   string `json:"dailyRemainingUsd"`
+	MonthlyRemainingUSD string `json:"monthlyRemainingUsd"`
+}
+
+// ToolControls are a principal's limits on one tool; unset limits are null.
+type ToolControls struct {
+	Allowed             bool    `json:"allowed"`
+	MaxPerCallUSD       *string `json:"maxPerCallUsd"`
+	DailyLimitUSD       *string `json:"dailyLimitUsd"`
+	MonthlyLimitUSD     *string `json:"monthlyLimitUsd"`
+	RateLimitPerMinute  *int    `json:"rateLimitPerMinute"`
+	RateLimitPerHour    *int    `json:"rateLimitPerHour"`
+	DailyUsedUSD        string  `json:"dailyUsedUsd"`
+	MonthlyUsedUSD      string  `json:"monthlyUsedUsd"`
+	DailyRemainingUSD   *string `json:"dailyRemainingUsd"`
+	MonthlyRemainingUSD *string `json:"monthlyRemainingUsd"`
+}
+
+// effectiveLimits are a principal's limits once defaults, the operator's
+// settings and the caller's own are layered.
+type effectiveLimits struct {
+	MaxPerCall, Daily, Monthly decimal.Decimal
+	PerMinute, PerHour         int
+	Tool                       *toolLimits // nil when nothing is set for the tool
+}
+
+type toolLimits struct {
+	Allowed                    bool
+	MaxPerCall, Daily, Monthly *decimal.Decimal
+	PerMinute, PerHour         *int
+}
+
+// limitsFor layers the contract defaults, the operator's controls and the
+// caller's own. A caller's settings only ever tighten: they are a caller's
+// self-restraint, not a way past the operator's ceiling.
+func (g *Gateway) limitsFor(ctx context.Context, principal, slug string) (effectiveLimits, error) {
+	l := effectiveLimits{
+		MaxPerCall: DefaultMaxPerCallUSD, Daily: DefaultDailyLimitUSD, Monthly: DefaultMonthlyLimitUSD,
+		PerMinute: DefaultRateLimitPerMinute, PerHour: DefaultRateLimitPerHour,
+	}
+	if g.controls != nil {
+		op, err := g.controls.SpendControls(ctx, principal)
+		if err != nil {
+			return l, fmt.Errorf("operator spend controls: %w", err)
+		}
+		l.apply(op, slug, false)
+	}
+	own, err := g.store.GetSpendControls(ctx, principal)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+	case err != nil:
+		return l, fmt.Errorf("caller spend controls: %w", err)
+	default:
+		l.apply(own, slug, true)
+	}
+	return l, nil
+}
+
+func (l *effectiveLimits) apply(c storage.SpendControls, slug string, tighten bool) {
+	setDec := func(dst *decimal.Decimal, src *decimal.Decimal) {
+		if src != nil && (!tighten || src.LessThan(*dst)) {
+			*dst = *src
+		}
+	}
+	setInt := func(dst *int, src *int) {
+		if src != nil && (!tighten || *src < *dst) {
+			*dst = *src
+		}
+	}
+	setDec(&l.MaxPerCall, c.MaxPerCallUSD)
+	setDec(&l.Daily, c.DailyLimitUSD)
+	setDec(&l.Monthly, c.MonthlyLimitUSD)
+	setInt(&l.PerMinute, c.RateLimitPerMinute)
+	setInt(&l.PerHour, c.RateLimitPerHour)
+
+	tc, ok := c.Tools[slug]
+	if !ok {
+		return
+	}
+	if l.Tool == nil {
+		l.Tool = &toolLimits{Allowed: true}
+	}
+	t := l.Tool
+	if tc.Allowed != nil && (!tighten || !*tc.Allowed) {
+		t.Allowed = *tc.Allowed
+	}
+	setOptDec := func(dst **decimal.Decimal, src *decimal.Decimal) {
+		if src != nil && (!tighten || *dst == nil || src.LessThan(**dst)) {
+			v := *src
+			*dst = &v
+		}
+	}
+	setOptInt := func(dst **int, src *int) {
+		if src != nil && (!tighten || *dst == nil || *src < **dst) {
+			v := *src
+			*dst = &v
+		}
+	}
+	setOptDec(&t.MaxPerCall, tc.MaxPerCallUSD)
+	setOptDec(&t.Daily, tc.DailyLimitUSD)
+	setOptDec(&t.Monthly, tc.MonthlyLimitUSD)
+	setOptInt(&t.PerMinute, tc.RateLimitPerMinute)
+	setOptInt(&t.PerHour, tc.RateLimitPerHour)
+}
+
+// limit kinds, in the order storage limits are built, so a failure's index
+// says which violation string it is.
+type limitKind int
+
+const (
+	limitGlobalDaily limitKind = iota
+	limitGlobalMonthly
+	limitToolDaily
+	limitToolMonthly
+	limitGlobalMinute
+	limitGlobalHour
+	limitToolMinute
+	limitToolHour
+)
+
+type builtLimit struct {
+	kind   limitKind
+	window time.Duration // for rate limits: how long a call counts
+	limit  storage.Limit
+}
+
+// storageLimits turns effective limits into the windows the store counts:
+// spend over the current UTC day and month, calls over the last minute and hour.
+func (l effectiveLimits) storageLimits(toolID string, now time.Time) []builtLimit {
+	now = now.UTC()
+	day := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
+	month := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
+	spend := func(kind limitKind, tool string, since time.Time, max decimal.Decimal) builtLimit {
+		return builtLimit{kind: kind, limit: storage.Limit{ToolID: tool, Measure: storage.MeasureSpend, Since: since, Max: max}}
+	}
+	calls := func(kind limitKind, tool string, window time.Duration, max int) builtLimit {
+		return builtLimit{kind: kind, window: window, limit: storage.Limit{
+			ToolID: tool, Measure: storage.MeasureCalls, Since: now.Add(-window), Max: decimal.NewFromInt(int64(max)),
+		}}
+	}
+	out := []builtLimit{
+		spend(limitGlobalDaily, "", day, l.Daily),
+		spend(limitGlobalMonthly, "", month, l.Monthly),
+	}
+	if t := l.Tool; t != nil {
+		if t.Daily != nil {
+			out = append(out, spend(limitToolDaily, toolID, day, *t.Daily))
+		}
+		if t.Monthly != nil {
+			out = append(out, spend(limitToolMonthly, toolID, month, *t.Monthly))
+		}
+	}
+	out = append(out,
+		calls(limitGlobalMinute, "", time.Minute, l.PerMinute),
+		calls(limitGlobalHour, "", time.Hour, l.PerHour))
+	if t := l.Tool; t != nil {
+		if t.PerMinute != nil {
+			out = append(out, calls(limitToolMinute, toolID, time.Minute, *t.PerMinute))
+		}
+		if t.PerHour != nil {
+			out = append(out, calls(limitToolHour, toolID, time.Hour, *t.PerHour))
+		}
+	}
+	return out
+}
+
+func spendViolation(kind limitKind, max decimal.Decimal) string {
+	switch kind {
+	case limitGlobalDaily:
+		return "Call would exceed global daily limit of $" + usd(max)
+	case limitGlobalMonthly:
+		return "Call would exceed global monthly limit of $" + usd(max)
+	case limitToolDaily:
+		return "Call would exceed this tool's daily limit of $" + usd(max)
+	case limitToolMonthly:
+		return "Call would exceed this tool's monthly limit of $" + usd(max)
+	}
+	return ""
+}
+
+// Violation strings that do not depend on usage.
+const violationToolBlocked = "This tool is blocked by its spend control"
+
+// staticViolations are the checks that need no history: the tool allowed at
+// all, and the per-call maximums.
+func (l effectiveLimits) staticViolations(total decimal.Decimal) []string {
+	var v []string
+	if total.GreaterThan(l.MaxPerCall) {
+		v = append(v, "Call cost exceeds global per-call limit of $"+usd(l.MaxPerCall))
+	}
+	if t := l.Tool; t != nil {
+		if !t.Allowed {
+			v = append(v, violationToolBlocked)
+		}
+		if t.MaxPerCall != nil && total.GreaterThan(*t.MaxPerCall) {
+			v = append(v, "Call cost exceeds this tool's per-call limit of $"+usd(*t.MaxPerCall))
+		}
+	}
+	return v
+}
+
+// previewControls is the spend decision a quote shows: the same checks the
+// call will make, against what is used now.
+func (g *Gateway) previewControls(ctx context.Context, principal string, v *registry.Version, total decimal.Decimal, now time.Time) (Controls, error) {
+	l, err := g.limitsFor(ctx, principal, v.Tool.Slug)
+	if err != nil {
+		return Controls{}, err
+	}
+	built := l.storageLimits(v.Tool.ID, now)
+	spendOnly := make([]storage.Limit, 0, 4)
+	for _, b := range built {
+		if b.limit.Measure == storage.MeasureSpend {
+			spendOnly = append(spendOnly, b.limit)
+		}
+	}
+	used, err := g.store.MeasureLimits(ctx, principal, spendOnly)
+	if err != nil {
+		return Controls{}, fmt.Errorf("measure spend: %w", err)
+	}
+	usedBy := map[limitKind]decimal.Decimal{}
+	violations := l.staticViolations(total)
+	for i, b := range built[:len(spendOnly)] {
+		usedBy[b.kind] = used[i]
+		if used[i].Add(total).GreaterThan(b.limit.Max) {
+			violations = append(violations, spendViolation(b.kind, b.limit.Max))
+		}
+	}
+	if violations == nil {
+		violations = []string{}
+	}
+	remaining := func(max, used decimal.Decimal) decimal.Decimal {
+		if r := max.Sub(used); r.IsPositive() {
+			return r
+		}
+		return decimal.Zero
+	}
+	c := Controls{
+		Approved:     len(violations) == 0,
+		Violations:   violations,
+		RequestedUSD: usd(total),
+		Global: GlobalControls{
+			MaxPerCallUSD:       usd(l.MaxPerCall),
+			DailyLimitUSD:       usd(l.Daily),
+			MonthlyLimitUSD:     usd(l.Monthly),
+			RateLimitPerMinute:  l.PerMinute,
+			RateLimitPerHour:    l.PerHour,
+			DailyUsedUSD:        usd(usedBy[limitGlobalDaily]),
+			MonthlyUsedUSD:      usd(usedBy[limitGlobalMonthly]),
+			DailyRemainingUSD:   usd(remaining(l.Daily, usedBy[limitGlobalDaily])),
+			MonthlyRemainingUSD: usd(remaining(l.Monthly, usedBy[limitGlobalMonthly])),
+		},
+		limits: l,
+	}
+	if t := l.Tool; t != nil {
+		optUSD := func(d *decimal.Decimal) *string {
+			if d == nil {
+				return nil
+			}
+			s := usd(*d)
+			return &s
+		}
+		tc := &ToolControls{
+			Allowed:            t.Allowed,
+			MaxPerCallUSD:      optUSD(t.MaxPerCall),
+			DailyLimitUSD:      optUSD(t.Daily),
+			MonthlyLimitUSD:    optUSD(t.Monthly),
+			RateLimitPerMinute: t.PerMinute,
+			RateLimitPerHour:   t.PerHour,
+			DailyUsedUSD:       usd(usedBy[limitToolDaily]),
+			MonthlyUsedUSD:     usd(usedBy[limitToolMonthly]),
+		}
+		if t.Daily != nil {
+			r := remaining(*t.Daily, usedBy[limitToolDaily])
+			tc.DailyRemainingUSD = optUSD(&r)
+		}
+		if t.Monthly != nil {
+			r := remaining(*t.Monthly, usedBy[limitToolMonthly])
+			tc.MonthlyRemainingUSD = optUSD(&r)
+		}
+		c.Tool = tc
+	}
+	return c, nil
+}
+
+// SpendControls returns the caller's own stored spend controls (which can
+// only tighten the operator's) and the effective ones as a quote would show
+// them for no particular tool.
+func (g *Gateway) SpendControls(ctx context.Context, principal string) (storage.SpendControls, error) {
+	if err := validPrincipal(principal); err != nil {
+		return storage.SpendControls{}, err
+	}
+	c, err := g.store.GetSpendControls(ctx, principal)
+	if errors.Is(err, storage.ErrNotFound) {
+		return storage.SpendControls{}, nil
+	}
+	if err != nil {
+		return storage.SpendControls{}, internalError(err)
+	}
+	return c, nil
+}
+
+// SetSpendControls stores the caller's own spend controls. They apply to the
+// caller's next quote and call, and can only tighten the operator's limits.
+func (g *Gateway) SetSpendControls(ctx context.Context, principal string, c storage.SpendControls) error {
+	if err := validPrincipal(principal); err != nil {
+		return err
+	}
+	if err := validateSpendControls(c); err != nil {
+		return err
+	}
+	if err := g.store.PutSpendControls(ctx, principal, c); err != nil {
+		return internalError(err)
+	}
+	return nil
+}
+
+func validateSpendControls(c storage.SpendControls) *Error {
+	checkDec := func(name string, d *decimal.Decimal) *Error {
+		if d != nil && (d.IsNegative() || d.Exponent() < -4) {
+			return newError(CodeInvalidRequest, "%s must be a non-negative amount with at most 4 decimals", name)
+		}
+		return nil
+	}
+	checkInt := func(name string, n *int) *Error {
+		if n != nil && *n < 0 {
+			return newError(CodeInvalidRequest, "%s must not be negative", name)
+		}
+		return nil
+	}
+	errs := []*Error{
+		checkDec("maxPerCallUsd", c.MaxPerCallUSD), checkDec("dailyLimitUsd", c.DailyLimitUSD),
+		checkDec("monthlyLimitUsd", c.MonthlyLimitUSD),
+		checkInt("rateLimitPerMinute", c.RateLimitPerMinute), checkInt("rateLimitPerHour", c.RateLimitPerHour),
+	}
+	for slug, t := range c.Tools {
+		errs = append(errs,
+			checkDec("tools."+slug+".maxPerCallUsd", t.MaxPerCallUSD), checkDec("tools."+slug+".dailyLimitUsd", t.DailyLimitUSD),
+			checkDec("tools."+slug+".monthlyLimitUsd", t.MonthlyLimitUSD),
+			checkInt("tools."+slug+".rateLimitPerMinute", t.RateLimitPerMinute), checkInt("tools."+slug+".rateLimitPerHour", t.RateLimitPerHour))
+	}
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}

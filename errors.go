@@ -1,0 +1,124 @@
+package toolgate
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/toolgate/toolgate/registry"
+)
+
+// Code is the stable, machine-readable code of an error. Callers branch on
+// codes, never on messages.
+type Code string
+
+// Error codes, as in the contract's HTTP error table.
+const (
+	CodeInvalidRequest        Code = "invalid_request"
+	CodeIdempotencyKeyMissing Code = "idempotency_key_missing"
+	CodeIdempotencyKeyInvalid Code = "idempotency_key_invalid"
+	CodeUnauthorized          Code = "unauthorized"
+	CodeToolBlocked           Code = "tool_blocked"
+	CodeApprovalRequired      Code = "approval_required"
+	CodeApprovalMismatch      Code = "approval_mismatch"
+	CodeSpendLimitExceeded    Code = "spend_limit_exceeded"
+	CodeToolNotFound          Code = "tool_not_found"
+	CodeQuoteNotFound         Code = "quote_not_found"
+	CodeExecutionNotFound     Code = "execution_not_found"
+	CodeNotFound              Code = "not_found"
+	CodeMethodNotAllowed      Code = "method_not_allowed"
+	CodeQuoteExpired          Code = "quote_expired"
+	CodeQuoteUsed             Code = "quote_used"
+	CodeQuoteOutdated         Code = "quote_outdated"
+	CodeIdempotencyKeyInUse   Code = "idempotency_key_in_use"
+	CodePayloadTooLarge       Code = "payload_too_large"
+	CodeUnsupportedMediaType  Code = "unsupported_media_type"
+	CodeInputInvalid          Code = "input_invalid"
+	CodeQuoteToolMismatch     Code = "quote_tool_mismatch"
+	CodeIdempotencyKeyReused  Code = "idempotency_key_reused"
+	CodeRateLimited           Code = "rate_limited"
+	CodeInternal              Code = "internal_error"
+)
+
+var codeStatus = map[Code]int{
+	CodeInvalidRequest:        http.StatusBadRequest,
+	CodeIdempotencyKeyMissing: http.StatusBadRequest,
+	CodeIdempotencyKeyInvalid: http.StatusBadRequest,
+	CodeUnauthorized:          http.StatusUnauthorized,
+	CodeToolBlocked:           http.StatusForbidden,
+	CodeApprovalRequired:      http.StatusForbidden,
+	CodeApprovalMismatch:      http.StatusForbidden,
+	CodeSpendLimitExceeded:    http.StatusForbidden,
+	CodeToolNotFound:          http.StatusNotFound,
+	CodeQuoteNotFound:         http.StatusNotFound,
+	CodeExecutionNotFound:     http.StatusNotFound,
+	CodeNotFound:              http.StatusNotFound,
+	CodeMethodNotAllowed:      http.StatusMethodNotAllowed,
+	CodeQuoteExpired:          http.StatusConflict,
+	CodeQuoteUsed:             http.StatusConflict,
+	CodeQuoteOutdated:         http.StatusConflict,
+	CodeIdempotencyKeyInUse:   http.StatusConflict,
+	CodePayloadTooLarge:       http.StatusRequestEntityTooLarge,
+	CodeUnsupportedMediaType:  http.StatusUnsupportedMediaType,
+	CodeInputInvalid:          http.StatusUnprocessableEntity,
+	CodeQuoteToolMismatch:     http.StatusUnprocessableEntity,
+	CodeIdempotencyKeyReused:  http.StatusUnprocessableEntity,
+	CodeRateLimited:           http.StatusTooManyRequests,
+	CodeInternal:              http.StatusInternalServerError,
+}
+
+// HTTPStatus is the HTTP status the code is answered with.
+func (c Code) HTTPStatus() int {
+	if s, ok := codeStatus[c]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
+}
+
+// Error is every error the gateway returns for a rejected request. Match it
+// with errors.As and branch on Code. The detail fields are set only for the
+// codes that carry them.
+type Error struct {
+	Code    Code
+	Message string
+
+	// Details lists what failed the input schema (input_invalid).
+	Details []registry.FieldError
+	// Violations lists the spend controls a call would break (spend_limit_exceeded).
+	Violations []string
+	// RetryAfter says when a rate-limited caller may try again (rate_limited).
+	RetryAfter time.Duration
+	// ApprovalRequirement, ManifestDigest and Reasons explain tool_blocked,
+	// approval_required and approval_mismatch.
+	ApprovalRequirement string
+	ManifestDigest      *string
+	Reasons             []string
+
+	// Err is the underlying cause, for logs; it is never shown to callers.
+	Err error
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("toolgate: %s: %s: %v", e.Code, e.Message, e.Err)
+	}
+	return fmt.Sprintf("toolgate: %s: %s", e.Code, e.Message)
+}
+
+// Unwrap returns the underlying cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, &Error{Code: c}) match any *Error with code c.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Code == e.Code && t.Message == ""
+}
+
+func newError(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// internalError hides cause from the caller but keeps it for logs.
+func internalError(cause error) *Error {
+	return &Error{Code: CodeInternal, Message: "the gateway could not complete the request", Err: cause}
+}

@@ -1,0 +1,94 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/toolgate/toolgate"
+)
+
+// readBody reads a request body within the size cap. Over the cap is
+// payload_too_large; a body the client cut short is invalid_request.
+func (h *handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return nil, apiError(toolgate.CodePayloadTooLarge, "the request body is larger than %d bytes", h.opts.MaxBodyBytes)
+	case err != nil:
+		return nil, apiError(toolgate.CodeInvalidRequest, "the request body could not be read")
+	}
+	return body, nil
+}
+
+// requireJSONContentType refuses bodies not declared as JSON.
+func requireJSONContentType(r *http.Request) error {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "application/json" {
+		return apiError(toolgate.CodeUnsupportedMediaType, "the request body must be sent as Content-Type: application/json")
+	}
+	return nil
+}
+
+// decodeStrict decodes one JSON value into dst, refusing unknown fields,
+// wrong types and trailing data, with a message that names the field.
+func decodeStrict(body []byte, dst any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return apiError(toolgate.CodeInvalidRequest, "%s", describeJSONError(err))
+	}
+	if dec.More() {
+		return apiError(toolgate.CodeInvalidRequest, "the request body holds more than one JSON value")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return apiError(toolgate.CodeInvalidRequest, "the request body has data after its JSON value")
+	}
+	return nil
+}
+
+// describeJSONError turns a decoder error into a sentence for the caller.
+func describeJSONError(err error) string {
+	var syntax *json.SyntaxError
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case errors.Is(err, io.EOF):
+		return "the request body is empty; a JSON object is required"
+	case errors.As(err, &syntax):
+		return "the request body is not valid JSON"
+	case errors.As(err, &typeErr):
+		field := typeErr.Field
+		if field == "" {
+			return "the request body must be a JSON object"
+		}
+		return field + " must be " + jsonKind(typeErr.Type.Kind().String())
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return "unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field ")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "the request body is truncated JSON"
+	}
+	return "the request body is not valid JSON"
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "string":
+		return "a string"
+	case "struct", "map":
+		return "an object"
+	case "slice", "array":
+		return "an array"
+	case "bool":
+		return "a boolean"
+	case "int", "int64", "int32", "float64":
+		return "a number"
+	case "ptr":
+		return "an object or null"
+	}
+	return "of another type"
+}

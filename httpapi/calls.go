@@ -1,0 +1,107 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+
+	"github.com/toolgate/toolgate"
+)
+
+// callBody is the body of POST /v1/tools/{tool}/call.
+type callBody struct {
+	QuoteID  *string         `json:"quoteId"`
+	Input    json.RawMessage `json:"input"`
+	Approval *struct {
+		ManifestDigest *string `json:"manifestDigest"`
+	} `json:"approval"`
+}
+
+func (h *handler) quote(w http.ResponseWriter, r *http.Request) {
+	body, err := h.readBody(w, r)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	// The body is documented as an empty object; anything sent must at least be JSON.
+	if len(bytes.TrimSpace(body)) > 0 && !json.Valid(body) {
+		h.writeError(w, r, apiError(toolgate.CodeInvalidRequest, "the request body is not valid JSON"))
+		return
+	}
+	q, err := h.gw.Quote(r.Context(), principalOf(r), r.PathValue("tool"))
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, q)
+}
+
+func (h *handler) call(w http.ResponseWriter, r *http.Request) {
+	keys := r.Header.Values("Idempotency-Key")
+	if len(keys) > 1 {
+		h.writeError(w, r, apiError(toolgate.CodeIdempotencyKeyInvalid, "send exactly one Idempotency-Key header"))
+		return
+	}
+	key := ""
+	if len(keys) == 1 {
+		key = keys[0]
+	}
+	if err := toolgate.ValidateIdempotencyKey(key); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	if err := requireJSONContentType(r); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	raw, err := h.readBody(w, r)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	var body callBody
+	if err := decodeStrict(raw, &body); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	if body.QuoteID == nil {
+		h.writeError(w, r, apiError(toolgate.CodeInvalidRequest, "quoteId is required"))
+		return
+	}
+	req := toolgate.CallRequest{
+		Tool:           r.PathValue("tool"),
+		QuoteID:        *body.QuoteID,
+		Input:          body.Input,
+		IdempotencyKey: key,
+	}
+	if body.Approval != nil && body.Approval.ManifestDigest != nil {
+		req.ApprovalDigest = *body.Approval.ManifestDigest
+		if req.ApprovalDigest == "" {
+			h.writeError(w, r, apiError(toolgate.CodeInvalidRequest, "approval.manifestDigest must not be empty"))
+			return
+		}
+	}
+	if bytes.Equal(bytes.TrimSpace(req.Input), []byte("null")) {
+		req.Input = nil // "input": null is as missing as no input at all
+	}
+	res, err := h.gw.Call(r.Context(), principalOf(r), req)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Toolgate-Execution-Id", res.Execution.ID)
+	if res.Replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	writeRaw(w, http.StatusOK, res.Body)
+}
+
+func (h *handler) execution(w http.ResponseWriter, r *http.Request) {
+	res, err := h.gw.GetExecution(r.Context(), principalOf(r), r.PathValue("id"))
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Toolgate-Execution-Id", res.Execution.ID)
+	writeRaw(w, http.StatusOK, res.Body)
+}

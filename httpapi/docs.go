@@ -1,0 +1,6 @@
+package httpapi
+
+import "net/http"
+
+// docRoutes registers the documentation endpoints.
+func (h *handler) docRoutes(m *http.ServeMux) {}

@@ -1,0 +1,151 @@
+// Package httpapi serves a toolgate.Gateway over HTTP: quote and call, the
+// caller's executions, spend controls and standing approvals, and the public
+// registry with each tool's documentation (JSON record, OpenAPI 3.1,
+// llms.txt and an HTML page).
+//
+// NewHandler returns a plain http.Handler built on the standard library's
+// router, so it mounts on any net/http server, under any prefix:
+//
+//	mux.Handle("/gateway/", http.StripPrefix("/gateway", httpapi.NewHandler(gw, opts)))
+package httpapi
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+
+	"github.com/toolgate/toolgate"
+)
+
+// DefaultMaxBodyBytes caps request bodies (1 MiB).
+const DefaultMaxBodyBytes = 1 << 20
+
+// Options configure a handler. A nil *Options means the defaults.
+type Options struct {
+	// Authenticator maps API keys to principals. Nil refuses every key,
+	// which leaves only the public registry and documentation reachable.
+	Authenticator Authenticator
+	// MaxBodyBytes caps request bodies; 0 means 1 MiB.
+	MaxBodyBytes int64
+	// ExposeUsageCounts shows exact usage counts in registry entries next to
+	// the coarse labels.
+	ExposeUsageCounts bool
+	// Logger receives request errors; nil discards them. API keys are never logged.
+	Logger *slog.Logger
+}
+
+type handler struct {
+	gw   *toolgate.Gateway
+	auth Authenticator
+	opts Options
+	log  *slog.Logger
+	mux  *http.ServeMux
+}
+
+// NewHandler returns the HTTP API of gw.
+func NewHandler(gw *toolgate.Gateway, opts *Options) http.Handler {
+	o := Options{}
+	if opts != nil {
+		o = *opts
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	auth := o.Authenticator
+	if auth == nil {
+		auth = NewKeyStore()
+	}
+	h := &handler{gw: gw, auth: auth, opts: o, log: o.Logger, mux: http.NewServeMux()}
+	h.routes()
+	return h
+}
+
+func (h *handler) routes() {
+	m := h.mux
+	// The call flow, for authenticated callers.
+	m.HandleFunc("POST /v1/tools/{tool}/quote", h.authed(h.quote))
+	m.HandleFunc("POST /v1/tools/{tool}/call", h.authed(h.call))
+	m.HandleFunc("GET /v1/executions/{id}", h.authed(h.execution))
+
+	// A caller's own settings.
+	m.HandleFunc("GET /v1/spend-controls", h.authed(h.getSpendControls))
+	m.HandleFunc("PUT /v1/spend-controls", h.authed(h.putSpendControls))
+	m.HandleFunc("GET /v1/spend-controls/tools/{tool}", h.authed(h.getToolSpendControls))
+	m.HandleFunc("PUT /v1/spend-controls/tools/{tool}", h.authed(h.putToolSpendControls))
+	m.HandleFunc("DELETE /v1/spend-controls/tools/{tool}", h.authed(h.deleteToolSpendControls))
+	m.HandleFunc("GET /v1/approvals", h.authed(h.listApprovals))
+	m.HandleFunc("PUT /v1/approvals/{tool}", h.authed(h.putApproval))
+	m.HandleFunc("DELETE /v1/approvals/{tool}", h.authed(h.deleteApproval))
+
+	// The public registry and documentation.
+	m.HandleFunc("GET /v1/registry/tools", h.listTools)
+	m.HandleFunc("GET /v1/registry/tools/{tool}", h.toolEntry)
+	h.docRoutes(m)
+	m.HandleFunc("GET /healthz", h.healthz)
+}
+
+// ServeHTTP answers unknown paths and wrong methods with the same JSON
+// error body as everything else, rather than the router's plain text.
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if _, pattern := h.mux.Handler(r); pattern == "" {
+		probe := &statusProbe{header: http.Header{}}
+		h.mux.ServeHTTP(probe, r)
+		switch probe.status {
+		case http.StatusMethodNotAllowed:
+			w.Header().Set("Allow", probe.header.Get("Allow"))
+			h.writeError(w, r, apiError(toolgate.CodeMethodNotAllowed, "%s is not allowed on %s", r.Method, r.URL.Path))
+		case http.StatusMovedPermanently, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+			// The router's own redirect to a cleaned path: pass it on.
+			for k, v := range probe.header {
+				w.Header()[k] = v
+			}
+			w.WriteHeader(probe.status)
+		default:
+			h.writeError(w, r, apiError(toolgate.CodeNotFound, "there is nothing at %s", r.URL.Path))
+		}
+		return
+	}
+	h.mux.ServeHTTP(w, r)
+}
+
+// statusProbe records what the router would answer for an unmatched request.
+type statusProbe struct {
+	header http.Header
+	status int
+}
+
+func (p *statusProbe) Header() http.Header         { return p.header }
+func (p *statusProbe) Write(b []byte) (int, error) { return len(b), nil }
+func (p *statusProbe) WriteHeader(status int)      { p.status = status }
+
+type principalKey struct{}
+
+// authed requires a valid API key and puts its principal in the context.
+// A missing, malformed and unknown key all get the same answer.
+func (h *handler) authed(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		key, ok := bearerToken(r)
+		var principal string
+		if ok {
+			principal, ok = h.auth.Authenticate(r.Context(), key)
+		}
+		if !ok {
+			h.writeError(w, r, apiError(toolgate.CodeUnauthorized, "a valid API key is required: Authorization: Bearer <API_KEY>"))
+			return
+		}
+		next(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, principal)))
+	}
+}
+
+func principalOf(r *http.Request) string {
+	p, _ := r.Context().Value(principalKey{}).(string)
+	return p
+}
+
+func (h *handler) healthz(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}

@@ -1,0 +1,55 @@
+package httpapi
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/toolgate/toolgate"
+)
+
+func (h *handler) entryOptions() toolgate.EntryOptions {
+	return toolgate.EntryOptions{ExposeUsageCounts: h.opts.ExposeUsageCounts}
+}
+
+// listTools answers GET /v1/registry/tools?q=&limit=&offset=.
+func (h *handler) listTools(w http.ResponseWriter, r *http.Request) {
+	query := r.URL.Query()
+	limit, err := intParam(query.Get("limit"), "limit")
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	offset, err := intParam(query.Get("offset"), "offset")
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	list, err := h.gw.List(r.Context(), query.Get("q"), limit, offset, h.entryOptions())
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, list)
+}
+
+// intParam parses an optional integer query parameter; empty is 0.
+func intParam(v, name string) (int, error) {
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, apiError(toolgate.CodeInvalidRequest, "%s must be an integer", name)
+	}
+	return n, nil
+}
+
+// toolEntry answers GET /v1/registry/tools/{tool} with the full entry.
+func (h *handler) toolEntry(w http.ResponseWriter, r *http.Request) {
+	e, err := h.gw.Entry(r.Context(), r.PathValue("tool"), h.entryOptions())
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, e)
+}

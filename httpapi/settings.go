@@ -1,0 +1,293 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/shopspring/decimal"
+	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/storage"
+)
+
+// spendControlsJSON is a caller's own spend controls on the wire. Amounts
+// are decimal text; null or absent means "not set".
+type spendControlsJSON struct {
+	MaxPerCallUSD      *string                     `json:"maxPerCallUsd"`
+	DailyLimitUSD      *string                     `json:"dailyLimitUsd"`
+	MonthlyLimitUSD    *string                     `json:"monthlyLimitUsd"`
+	RateLimitPerMinute *int                        `json:"rateLimitPerMinute"`
+	RateLimitPerHour   *int                        `json:"rateLimitPerHour"`
+	Tools              map[string]toolControlsJSON `json:"tools,omitempty"`
+}
+
+type toolControlsJSON struct {
+	Allowed            *bool   `json:"allowed"`
+	MaxPerCallUSD      *string `json:"maxPerCallUsd"`
+	DailyLimitUSD      *string `json:"dailyLimitUsd"`
+	MonthlyLimitUSD    *string `json:"monthlyLimitUsd"`
+	RateLimitPerMinute *int    `json:"rateLimitPerMinute"`
+	RateLimitPerHour   *int    `json:"rateLimitPerHour"`
+}
+
+func amountOut(d *decimal.Decimal) *string {
+	if d == nil {
+		return nil
+	}
+	s := d.StringFixed(4)
+	return &s
+}
+
+func amountIn(s *string, field string) (*decimal.Decimal, error) {
+	if s == nil {
+		return nil, nil
+	}
+	d, err := decimal.NewFromString(*s)
+	if err != nil {
+		return nil, apiError(toolgate.CodeInvalidRequest, "%s must be a decimal amount as text, e.g. \"10.0000\"", field)
+	}
+	return &d, nil
+}
+
+func toolControlsOut(t storage.ToolSpendControls) toolControlsJSON {
+	return toolControlsJSON{
+		Allowed:            t.Allowed,
+		MaxPerCallUSD:      amountOut(t.MaxPerCallUSD),
+		DailyLimitUSD:      amountOut(t.DailyLimitUSD),
+		MonthlyLimitUSD:    amountOut(t.MonthlyLimitUSD),
+		RateLimitPerMinute: t.RateLimitPerMinute,
+		RateLimitPerHour:   t.RateLimitPerHour,
+	}
+}
+
+func toolControlsIn(j toolControlsJSON, prefix string) (storage.ToolSpendControls, error) {
+	var t storage.ToolSpendControls
+	var err error
+	if t.MaxPerCallUSD, err = amountIn(j.MaxPerCallUSD, prefix+"maxPerCallUsd"); err != nil {
+		return t, err
+	}
+	if t.DailyLimitUSD, err = amountIn(j.DailyLimitUSD, prefix+"dailyLimitUsd"); err != nil {
+		return t, err
+	}
+	if t.MonthlyLimitUSD, err = amountIn(j.MonthlyLimitUSD, prefix+"monthlyLimitUsd"); err != nil {
+		return t, err
+	}
+	t.Allowed, t.RateLimitPerMinute, t.RateLimitPerHour = j.Allowed, j.RateLimitPerMinute, j.RateLimitPerHour
+	return t, nil
+}
+
+func controlsOut(c storage.SpendControls) spendControlsJSON {
+	out := spendControlsJSON{
+		MaxPerCallUSD:      amountOut(c.MaxPerCallUSD),
+		DailyLimitUSD:      amountOut(c.DailyLimitUSD),
+		MonthlyLimitUSD:    amountOut(c.MonthlyLimitUSD),
+		RateLimitPerMinute: c.RateLimitPerMinute,
+		RateLimitPerHour:   c.RateLimitPerHour,
+		Tools:              map[string]toolControlsJSON{},
+	}
+	for slug, t := range c.Tools {
+		out.Tools[slug] = toolControlsOut(t)
+	}
+	return out
+}
+
+// readJSON reads and strictly decodes a JSON request body.
+func (h *handler) readJSON(w http.ResponseWriter, r *http.Request, dst any) error {
+	if err := requireJSONContentType(r); err != nil {
+		return err
+	}
+	body, err := h.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	return decodeStrict(body, dst)
+}
+
+func (h *handler) getSpendControls(w http.ResponseWriter, r *http.Request) {
+	c, err := h.gw.SpendControls(r.Context(), principalOf(r))
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, controlsOut(c))
+}
+
+// putSpendControls replaces the caller's limits over all tools. The
+// per-tool map is replaced when sent and kept when absent.
+func (h *handler) putSpendControls(w http.ResponseWriter, r *http.Request) {
+	var in spendControlsJSON
+	if err := h.readJSON(w, r, &in); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	ctx, principal := r.Context(), principalOf(r)
+	current, err := h.gw.SpendControls(ctx, principal)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	global, err := toolControlsIn(toolControlsJSON{
+		MaxPerCallUSD: in.MaxPerCallUSD, DailyLimitUSD: in.DailyLimitUSD, MonthlyLimitUSD: in.MonthlyLimitUSD,
+		RateLimitPerMinute: in.RateLimitPerMinute, RateLimitPerHour: in.RateLimitPerHour,
+	}, "")
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	next := storage.SpendControls{
+		MaxPerCallUSD: global.MaxPerCallUSD, DailyLimitUSD: global.DailyLimitUSD, MonthlyLimitUSD: global.MonthlyLimitUSD,
+		RateLimitPerMinute: global.RateLimitPerMinute, RateLimitPerHour: global.RateLimitPerHour,
+		Tools: current.Tools,
+	}
+	if in.Tools != nil {
+		next.Tools = map[string]storage.ToolSpendControls{}
+		for slug, t := range in.Tools {
+			if _, err := h.gw.Registry().Lookup(slug); err != nil {
+				h.writeError(w, r, apiError(toolgate.CodeToolNotFound, "no tool %q is registered", slug))
+				return
+			}
+			if next.Tools[slug], err = toolControlsIn(t, "tools."+slug+"."); err != nil {
+				h.writeError(w, r, err)
+				return
+			}
+		}
+	}
+	if err := h.gw.SetSpendControls(ctx, principal, next); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, controlsOut(next))
+}
+
+// toolSlug resolves the {tool} path value to a registered slug.
+func (h *handler) toolSlug(r *http.Request) (string, error) {
+	v, err := h.gw.Registry().Lookup(r.PathValue("tool"))
+	if err != nil {
+		return "", apiError(toolgate.CodeToolNotFound, "no tool %q is registered", r.PathValue("tool"))
+	}
+	return v.Tool.Slug, nil
+}
+
+func (h *handler) getToolSpendControls(w http.ResponseWriter, r *http.Request) {
+	slug, err := h.toolSlug(r)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	c, err := h.gw.SpendControls(r.Context(), principalOf(r))
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	t, ok := c.Tools[slug]
+	if !ok {
+		h.writeError(w, r, apiError(toolgate.CodeNotFound, "you have set no spend controls for %s", slug))
+		return
+	}
+	writeJSON(w, http.StatusOK, toolControlsOut(t))
+}
+
+func (h *handler) putToolSpendControls(w http.ResponseWriter, r *http.Request) {
+	slug, err := h.toolSlug(r)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	var in toolControlsJSON
+	if err := h.readJSON(w, r, &in); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	t, err := toolControlsIn(in, "")
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	h.updateToolControls(w, r, slug, &t)
+}
+
+func (h *handler) deleteToolSpendControls(w http.ResponseWriter, r *http.Request) {
+	slug, err := h.toolSlug(r)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	h.updateToolControls(w, r, slug, nil)
+}
+
+// updateToolControls sets (t non-nil) or removes the caller's controls of one tool.
+func (h *handler) updateToolControls(w http.ResponseWriter, r *http.Request, slug string, t *storage.ToolSpendControls) {
+	ctx, principal := r.Context(), principalOf(r)
+	c, err := h.gw.SpendControls(ctx, principal)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	tools := make(map[string]storage.ToolSpendControls, len(c.Tools)+1)
+	for k, v := range c.Tools {
+		tools[k] = v
+	}
+	if t == nil {
+		if _, ok := tools[slug]; !ok {
+			h.writeError(w, r, apiError(toolgate.CodeNotFound, "you have set no spend controls for %s", slug))
+			return
+		}
+		delete(tools, slug)
+	} else {
+		tools[slug] = *t
+	}
+	c.Tools = tools
+	if err := h.gw.SetSpendControls(ctx, principal, c); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	if t == nil {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	writeJSON(w, http.StatusOK, toolControlsOut(*t))
+}
+
+func (h *handler) listApprovals(w http.ResponseWriter, r *http.Request) {
+	list, err := h.gw.Approvals(r.Context(), principalOf(r))
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"approvals": list})
+}
+
+// approvalBody is the body of PUT /v1/approvals/{tool}.
+type approvalBody struct {
+	Mode           *storage.ApprovalMode `json:"mode"`
+	ManifestDigest *string               `json:"manifestDigest"`
+}
+
+func (h *handler) putApproval(w http.ResponseWriter, r *http.Request) {
+	var in approvalBody
+	if err := h.readJSON(w, r, &in); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	if in.Mode == nil {
+		h.writeError(w, r, apiError(toolgate.CodeInvalidRequest, "mode is required: %s, %s or %s",
+			storage.ApprovalAskEveryCall, storage.ApprovalAskChargedCalls, storage.ApprovalNeverAsk))
+		return
+	}
+	digest := ""
+	if in.ManifestDigest != nil {
+		digest = *in.ManifestDigest
+	}
+	a, err := h.gw.SetApproval(r.Context(), principalOf(r), r.PathValue("tool"), *in.Mode, digest)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, a)
+}
+
+func (h *handler) deleteApproval(w http.ResponseWriter, r *http.Request) {
+	if err := h.gw.DeleteApproval(r.Context(), principalOf(r), r.PathValue("tool")); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

@@ -1,0 +1,158 @@
+package toolgate_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/registry"
+)
+
+func TestRiskLevel(t *testing.T) {
+	t.Parallel()
+	declared := func(mut func(*registry.Capabilities)) registry.NormalizedCapabilities {
+		c := &registry.Capabilities{ReadOnly: registry.Bool(true), OpenWorld: registry.Bool(false),
+			SeesUntrustedContent: registry.Bool(false), DataRetention: "none"}
+		mut(c)
+		return registry.NormalizeCapabilities(c, "https://x.example")
+	}
+	tests := []struct {
+		name string
+		caps registry.NormalizedCapabilities
+		want string
+	}{
+		{"undeclared", registry.NormalizeCapabilities(nil, "https://x.example"), toolgate.RiskUnknown},
+		{"low", declared(func(*registry.Capabilities) {}), toolgate.RiskLow},
+		{"executes code", declared(func(c *registry.Capabilities) { c.ExecutesCode = registry.Bool(true) }), toolgate.RiskCritical},
+		{"spends money", declared(func(c *registry.Capabilities) { c.SpendsMoney = registry.Bool(true) }), toolgate.RiskCritical},
+		{"destructive", declared(func(c *registry.Capabilities) { c.Destructive = registry.Bool(true) }), toolgate.RiskCritical},
+		{"sends messages", declared(func(c *registry.Capabilities) { c.SendsMessages = registry.Bool(true) }), toolgate.RiskHigh},
+		{"writes external", declared(func(c *registry.Capabilities) { c.WritesExternalData = registry.Bool(true) }), toolgate.RiskHigh},
+		{"reads private", declared(func(c *registry.Capabilities) { c.ReadsPrivateData = registry.Bool(true) }), toolgate.RiskHigh},
+		{"needs credential", declared(func(c *registry.Capabilities) { c.RequiresUserCredential = registry.Bool(true) }), toolgate.RiskHigh},
+		{"stores data", declared(func(c *registry.Capabilities) { c.DataRetention = "stored" }), toolgate.RiskHigh},
+		{"open world", declared(func(c *registry.Capabilities) { c.OpenWorld = registry.Bool(true) }), toolgate.RiskMedium},
+		{"untrusted content", declared(func(c *registry.Capabilities) { c.SeesUntrustedContent = registry.Bool(true) }), toolgate.RiskMedium},
+		{"not read-only", declared(func(c *registry.Capabilities) { c.ReadOnly = registry.Bool(false) }), toolgate.RiskMedium},
+		{"retention unknown", declared(func(c *registry.Capabilities) { c.DataRetention = "" }), toolgate.RiskMedium},
+		{"declared with defaults", registry.NormalizeCapabilities(&registry.Capabilities{}, "https://x.example"), toolgate.RiskMedium},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, toolgate.RiskLevel(tt.caps))
+		})
+	}
+}
+
+func TestEvaluatePolicyRequirements(t *testing.T) {
+	t.Parallel()
+	high := readOnly()
+	high.SendsMessages = registry.Bool(true)
+	medium := readOnly()
+	medium.OpenWorld = registry.Bool(true)
+	tests := []struct {
+		name         string
+		spec         toolSpec
+		requirement  string
+		callable     bool
+		autoCall     bool
+		monetization bool
+		reasons      []string
+	}{
+		{
+			name:        "no immutable version",
+			spec:        toolSpec{capabilities: readOnly(), endpointVerified: true},
+			requirement: toolgate.RequirementBlocked, monetization: true,
+			reasons: []string{toolgate.ReasonNoImmutableVersion},
+		},
+		{
+			name:        "paid without payment verification",
+			spec:        toolSpec{price: "0.1", immutable: true, endpointVerified: true, capabilities: readOnly()},
+			requirement: toolgate.RequirementBlocked,
+			reasons:     []string{toolgate.ReasonPaymentNotVerified},
+		},
+		{
+			name:        "paid with unverified endpoint",
+			spec:        toolSpec{price: "0.1", immutable: true, paymentVerified: true, capabilities: readOnly()},
+			requirement: toolgate.RequirementBlocked,
+			reasons:     []string{toolgate.ReasonEndpointNotVerified, toolgate.ReasonPaidEndpointUnverified},
+		},
+		{
+			name:        "all five reasons",
+			spec:        toolSpec{price: "0.001"},
+			requirement: toolgate.RequirementBlocked,
+			reasons: []string{toolgate.ReasonNoImmutableVersion, toolgate.ReasonEndpointNotVerified,
+				toolgate.ReasonCapabilitiesUndeclared, toolgate.ReasonPaymentNotVerified, toolgate.ReasonPaidEndpointUnverified},
+		},
+		{
+			name:        "free with unverified endpoint",
+			spec:        toolSpec{immutable: true, capabilities: readOnly()},
+			requirement: toolgate.RequirementExplicitUnverified, callable: true, monetization: true,
+			reasons: []string{toolgate.ReasonEndpointNotVerified},
+		},
+		{
+			name:        "verified but capabilities undeclared",
+			spec:        toolSpec{immutable: true, endpointVerified: true},
+			requirement: toolgate.RequirementExplicitUnverified, callable: true, monetization: true,
+			reasons: []string{toolgate.ReasonCapabilitiesUndeclared},
+		},
+		{
+			name:        "high risk",
+			spec:        toolSpec{immutable: true, endpointVerified: true, capabilities: high},
+			requirement: toolgate.RequirementPerCall, callable: true, monetization: true, reasons: []string{},
+		},
+		{
+			name:        "medium risk",
+			spec:        toolSpec{immutable: true, endpointVerified: true, capabilities: medium},
+			requirement: toolgate.RequirementFirstUse, callable: true, monetization: true, reasons: []string{},
+		},
+		{
+			name:        "low risk, paid and verified",
+			spec:        paidCallable,
+			requirement: toolgate.RequirementCoveredByUserPolicy, callable: true, autoCall: true, monetization: true, reasons: []string{},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reg := registry.New()
+			require.NoError(t, reg.Register(echoTool(tt.spec)))
+			v, err := reg.Lookup("echo")
+			if err != nil {
+				v, err = reg.Lookup(tt.spec.slug)
+			}
+			require.NoError(t, err)
+			p := toolgate.EvaluatePolicy(v)
+			assert.Equal(t, tt.requirement, p.Approval.Requirement)
+			assert.Equal(t, tt.callable, p.Callable)
+			assert.Equal(t, tt.autoCall, p.EligibleForAutoCall)
+			assert.Equal(t, tt.monetization, p.MonetizationEligible)
+			assert.Equal(t, tt.reasons, p.Reasons)
+			if tt.spec.immutable {
+				require.NotNil(t, p.Approval.ManifestDigest)
+				assert.Equal(t, v.Digest, *p.Approval.ManifestDigest)
+			} else {
+				assert.Nil(t, p.Approval.ManifestDigest)
+			}
+		})
+	}
+}
+
+func TestUsageLabels(t *testing.T) {
+	t.Parallel()
+	invocations := map[int64]string{
+		0: "Under 1K invokes", 999: "Under 1K invokes", 1000: "1K invokes", 1250: "1.2K invokes",
+		1300: "1.3K invokes", 1999: "1.9K invokes", 25_000: "25K invokes", 2_000_000: "2M invokes",
+		2_350_000: "2.3M invokes", 3_000_000_000: "3B invokes",
+	}
+	for n, want := range invocations {
+		assert.Equal(t, want, toolgate.InvocationsLabel(n), "count %d", n)
+	}
+	users := map[int64]string{
+		0: "Under 100 users", 99: "Under 100 users", 100: "100 users", 125: "125 users",
+		999: "999 users", 1200: "1.2K users", 15_000: "15K users",
+	}
+	for n, want := range users {
+		assert.Equal(t, want, toolgate.UsersLabel(n), "users %d", n)
+	}
+}

@@ -1,0 +1,137 @@
+package toolgate
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/storage"
+)
+
+// QuoteResult is the answer to a quote: the amounts, the tool, the policy
+// for this caller and the spend-control decision. Check Policy.Callable,
+// Policy.Approval and Controls.Approved before calling.
+type QuoteResult struct {
+	Quote    QuoteInfo `json:"quote"`
+	Tool     ToolRef   `json:"tool"`
+	Policy   Policy    `json:"policy"`
+	Controls Controls  `json:"controls"`
+}
+
+// QuoteInfo is the quote itself.
+type QuoteInfo struct {
+	ID        string    `json:"id"`
+	PriceUSD  string    `json:"priceUsd"`
+	FeeUSD    string    `json:"feeUsd"`
+	TotalUSD  string    `json:"totalUsd"`
+	ExpiresAt time.Time `json:"expiresAt"`
+	// ManifestDigest is the digest an approval must name; nil for a tool
+	// with no immutable version.
+	ManifestDigest *string `json:"manifestDigest"`
+}
+
+// ToolRef names a tool in quotes and executions.
+type ToolRef struct {
+	ID   string `json:"id"`
+	Slug string `json:"slug"`
+	Name string `json:"name"`
+}
+
+func toolRef(t *registry.Tool) ToolRef { return ToolRef{ID: t.ID, Slug: t.Slug, Name: t.Name} }
+
+// Quote prices a call of the tool (by slug or id) for principal and returns
+// the policy and spend-control decisions. A quote is issued even when the
+// tool is blocked or the controls deny, so the caller can read why; it stays
+// usable for one call until it expires.
+func (g *Gateway) Quote(ctx context.Context, principal, tool string) (*QuoteResult, error) {
+	if err := validPrincipal(principal); err != nil {
+		return nil, err
+	}
+	v, err := g.lookup(tool)
+	if err != nil {
+		return nil, err
+	}
+	now := g.clock.Now().UTC()
+	amt := priceWithFee(v.Tool.Pricing.Amount, g.feeRate)
+
+	policy, err := g.policyFor(ctx, principal, v, amt.Total.IsZero())
+	if err != nil {
+		return nil, internalError(err)
+	}
+	controls, err := g.previewControls(ctx, principal, v, amt.Total, now)
+	if err != nil {
+		return nil, internalError(err)
+	}
+
+	q := storage.Quote{
+		ID:             uuid.New(),
+		Principal:      principal,
+		ToolID:         v.Tool.ID,
+		ToolSlug:       v.Tool.Slug,
+		ToolVersion:    v.Tool.Version,
+		ManifestDigest: v.Digest,
+		PriceUSD:       amt.Price,
+		FeeUSD:         amt.Fee,
+		TotalUSD:       amt.Total,
+		CreatedAt:      now,
+		ExpiresAt:      now.Add(g.cfg.QuoteTTL),
+		State:          storage.QuoteOpen,
+	}
+	if err := g.store.CreateQuote(ctx, q); err != nil {
+		return nil, internalError(err)
+	}
+	return &QuoteResult{
+		Quote: QuoteInfo{
+			ID:             q.ID.String(),
+			PriceUSD:       usd(q.PriceUSD),
+			FeeUSD:         usd(q.FeeUSD),
+			TotalUSD:       usd(q.TotalUSD),
+			ExpiresAt:      q.ExpiresAt,
+			ManifestDigest: policy.Approval.ManifestDigest,
+		},
+		Tool:     toolRef(v.Tool),
+		Policy:   policy,
+		Controls: controls,
+	}, nil
+}
+
+// policyFor is the tool's policy with the caller's standing approval applied.
+func (g *Gateway) policyFor(ctx context.Context, principal string, v *registry.Version, totalIsZero bool) (Policy, error) {
+	p := EvaluatePolicy(v)
+	a, err := g.approvals.GetApproval(ctx, principal, v.Tool.ID)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return p, nil
+	case err != nil:
+		return p, err
+	}
+	return p.forCaller(&a, totalIsZero), nil
+}
+
+// checkQuote applies the quote rules of a call: the quote exists for this
+// caller, is for this tool, is open (or already used by this very key, when a
+// retry takes over an abandoned run), has not expired and was issued for the
+// tool version now current.
+func (g *Gateway) checkQuote(ctx context.Context, principal, key string, quoteID uuid.UUID, v *registry.Version, now time.Time) (storage.Quote, error) {
+	q, err := g.store.GetQuote(ctx, quoteID)
+	if errors.Is(err, storage.ErrNotFound) || (err == nil && q.Principal != principal) {
+		// Another caller's quote is reported as absent, so ids cannot be probed.
+		return q, newError(CodeQuoteNotFound, "no quote %s exists for this caller", quoteID)
+	}
+	if err != nil {
+		return q, internalError(err)
+	}
+	switch {
+	case q.ToolID != v.Tool.ID:
+		return q, newError(CodeQuoteToolMismatch, "quote %s was issued for %s, not %s", quoteID, q.ToolSlug, v.Tool.Slug)
+	case q.State == storage.QuoteUsed && q.UsedByKey != key:
+		return q, newError(CodeQuoteUsed, "quote %s was already used by another call; request a new quote", quoteID)
+	case !now.Before(q.ExpiresAt):
+		return q, newError(CodeQuoteExpired, "quote %s expired at %s; request a new quote", quoteID, q.ExpiresAt.Format(time.RFC3339))
+	case q.ManifestDigest != v.Digest || q.ToolVersion != v.Tool.Version:
+		return q, newError(CodeQuoteOutdated, "the tool changed since quote %s was issued; request a new quote", quoteID)
+	}
+	return q, nil
+}

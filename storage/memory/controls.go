@@ -1,0 +1,68 @@
+package memory
+
+import (
+	"context"
+
+	"github.com/toolgate/toolgate/storage"
+)
+
+// PutSpendControls implements storage.Store.
+func (s *Store) PutSpendControls(ctx context.Context, principal string, c storage.SpendControls) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c = cloneControls(c) // the caller keeps its pointers and map
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.controls[principal] = c
+	return nil
+}
+
+// GetSpendControls implements storage.Store.
+func (s *Store) GetSpendControls(ctx context.Context, principal string) (storage.SpendControls, error) {
+	if err := ctx.Err(); err != nil {
+		return storage.SpendControls{}, err
+	}
+	s.mu.Lock()
+	c, ok := s.controls[principal]
+	s.mu.Unlock()
+	if !ok {
+		return storage.SpendControls{}, storage.ErrNotFound
+	}
+	// Stored controls are replaced, never edited, so cloning outside the
+	// lock is safe.
+	return cloneControls(c), nil
+}
+
+// cloneControls deep-copies c so that no pointer or map is shared.
+func cloneControls(c storage.SpendControls) storage.SpendControls {
+	out := storage.SpendControls{
+		MaxPerCallUSD:      clonePtr(c.MaxPerCallUSD),
+		DailyLimitUSD:      clonePtr(c.DailyLimitUSD),
+		MonthlyLimitUSD:    clonePtr(c.MonthlyLimitUSD),
+		RateLimitPerMinute: clonePtr(c.RateLimitPerMinute),
+		RateLimitPerHour:   clonePtr(c.RateLimitPerHour),
+	}
+	if c.Tools != nil {
+		out.Tools = make(map[string]storage.ToolSpendControls, len(c.Tools))
+		for slug, t := range c.Tools {
+			out.Tools[slug] = storage.ToolSpendControls{
+				Allowed:            clonePtr(t.Allowed),
+				MaxPerCallUSD:      clonePtr(t.MaxPerCallUSD),
+				DailyLimitUSD:      clonePtr(t.DailyLimitUSD),
+				MonthlyLimitUSD:    clonePtr(t.MonthlyLimitUSD),
+				RateLimitPerMinute: clonePtr(t.RateLimitPerMinute),
+				RateLimitPerHour:   clonePtr(t.RateLimitPerHour),
+			}
+		}
+	}
+	return out
+}
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}

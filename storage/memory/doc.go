@@ -1,0 +1,28 @@
+// Package memory is an in-process storage.Store for tests, demos and
+// single-process deployments that can afford to lose their state on restart.
+//
+// Every method takes one mutex for a short, bounded piece of work, so the
+// atomicity guarantees of storage.Store hold across goroutines of one process
+// (and only one process: two gateways with two memory stores share nothing).
+// Byte slices and maps are copied on the way in and out, so callers can never
+// reach the store's internals.
+//
+// # Retention
+//
+// The store never deletes anything on its own. Quotes, idempotency records,
+// executions and the spend ledger grow with traffic until the gateway calls
+// Prune, and memory stays bounded only if it does so on a schedule (for
+// example every minute, with IdempotencyBefore 24 hours ago, QuotesBefore a
+// few minutes ago and LedgerBefore the start of the previous UTC month).
+// Executions are pruned together with their idempotency record; the ledger of
+// spend and calls is kept apart from them so that monthly limits still see
+// spend whose execution is long gone. Prune walks each kind in time order and
+// stops after Limit deletions, so its cost is proportional to what it deletes,
+// not to the size of the store.
+//
+// Usage counters, unique-user sets, standing approvals and spend controls are
+// never pruned: they are small per principal and tool and meant to last.
+// Go maps do not return their buckets to the allocator when entries are
+// deleted, so after a traffic peak the process keeps roughly the peak's map
+// capacity even though pruned entries are gone.
+package memory

@@ -1,0 +1,61 @@
+package memory
+
+import (
+	"sync"
+
+	"github.com/google/uuid"
+
+	"github.com/toolgate/toolgate/storage"
+)
+
+// Interface guards.
+var _ storage.Store = (*Store)(nil)
+
+// Store is an in-memory storage.Store. The zero value is not usable; create
+// one with New.
+type Store struct {
+	// mu guards everything below. One lock keeps BeginExecution's
+	// all-or-nothing check-then-write trivially atomic; every critical
+	// section is short (no I/O, no copying of caller-sized data).
+	mu sync.Mutex
+
+	quotes     map[uuid.UUID]*storage.Quote
+	quoteQueue timeQueue[uuid.UUID] // by ExpiresAt
+
+	records     map[idemKey]*storage.IdempotencyRecord
+	recordQueue timeQueue[idemKey] // by CreatedAt
+	executions  map[uuid.UUID]*storage.Execution
+
+	// The ledger is indexed three ways: per principal for limits, which
+	// must not scan anyone else's history; in one queue for Prune, which
+	// must not visit every principal; by execution for FinishExecution.
+	ledger       map[string]*principalLedger
+	ledgerQueue  timeQueue[*ledgerRow] // all rows by creation time
+	ledgerByExec map[uuid.UUID]*ledgerRow
+
+	usage map[string]*toolUsage // by tool id
+
+	approvals map[string]map[string]storage.Approval // by principal, then tool id
+	controls  map[string]storage.SpendControls       // by principal
+}
+
+// New returns an empty Store.
+func New() *Store {
+	return &Store{
+		quotes:       make(map[uuid.UUID]*storage.Quote),
+		records:      make(map[idemKey]*storage.IdempotencyRecord),
+		executions:   make(map[uuid.UUID]*storage.Execution),
+		ledger:       make(map[string]*principalLedger),
+		ledgerByExec: make(map[uuid.UUID]*ledgerRow),
+		usage:        make(map[string]*toolUsage),
+		approvals:    make(map[string]map[string]storage.Approval),
+		controls:     make(map[string]storage.SpendControls),
+	}
+}
+
+// idemKey is the scope of an Idempotency-Key: the same key sent by two
+// principals names two unrelated calls.
+type idemKey struct {
+	principal string
+	key       string
+}

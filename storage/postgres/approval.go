@@ -1,0 +1,81 @@
+package postgres
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/toolgate/toolgate/storage"
+)
+
+// approvalColumns is the select list scanApproval reads.
+const approvalColumns = `principal, tool_id, manifest_digest, mode, updated_at`
+
+func scanApproval(row pgx.Row) (storage.Approval, error) {
+	var (
+		a    storage.Approval
+		mode string
+	)
+	if err := row.Scan(&a.Principal, &a.ToolID, &a.ManifestDigest, &mode, &a.UpdatedAt); err != nil {
+		return storage.Approval{}, translate(err)
+	}
+	a.Mode = storage.ApprovalMode(mode)
+	a.UpdatedAt = utc(a.UpdatedAt)
+	return a, nil
+}
+
+// PutApproval creates or replaces the principal's standing approval for a tool.
+func (s *Store) PutApproval(ctx context.Context, a storage.Approval) error {
+	_, err := s.pool.Exec(ctx, s.sql(`
+		INSERT INTO {schema}.approvals (principal, tool_id, manifest_digest, mode, updated_at)
+		VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (principal, tool_id) DO UPDATE
+		SET manifest_digest = EXCLUDED.manifest_digest, mode = EXCLUDED.mode, updated_at = EXCLUDED.updated_at`),
+		a.Principal, a.ToolID, a.ManifestDigest, string(a.Mode), a.UpdatedAt)
+	return translate(err)
+}
+
+// GetApproval returns the principal's standing approval for a tool.
+// ErrNotFound if absent.
+func (s *Store) GetApproval(ctx context.Context, principal, toolID string) (storage.Approval, error) {
+	return scanApproval(s.pool.QueryRow(ctx, s.sql(`
+		SELECT `+approvalColumns+` FROM {schema}.approvals WHERE principal = $1 AND tool_id = $2`),
+		principal, toolID))
+}
+
+// ListApprovals returns the principal's standing approvals ordered by tool id.
+func (s *Store) ListApprovals(ctx context.Context, principal string) ([]storage.Approval, error) {
+	// COLLATE "C" orders by bytes, as Go compares strings, whatever the
+	// database's default collation.
+	rows, err := s.pool.Query(ctx, s.sql(`
+		SELECT `+approvalColumns+` FROM {schema}.approvals WHERE principal = $1 ORDER BY tool_id COLLATE "C"`), principal)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	var out []storage.Approval
+	for rows.Next() {
+		a, err := scanApproval(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, translate(err)
+	}
+	return out, nil
+}
+
+// DeleteApproval removes a standing approval. ErrNotFound if absent.
+func (s *Store) DeleteApproval(ctx context.Context, principal, toolID string) error {
+	tag, err := s.pool.Exec(ctx, s.sql(`DELETE FROM {schema}.approvals WHERE principal = $1 AND tool_id = $2`),
+		principal, toolID)
+	if err != nil {
+		return translate(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return storage.ErrNotFound
+	}
+	return nil
+}

@@ -1,0 +1,95 @@
+package postgres
+
+import (
+	"context"
+
+	"github.com/toolgate/toolgate/storage"
+)
+
+// defaultPruneLimit is Prune's per-kind cap when p.Limit is 0.
+const defaultPruneLimit = 1000
+
+// Prune deletes what the retention policy no longer needs, at most p.Limit
+// rows of each kind. Each kind is one statement in its own transaction, so
+// a run holds its row locks only briefly; rows another transaction has
+// locked (a finish or a takeover in flight) are skipped, not waited for, and
+// left for the next run.
+//
+// A zero cutoff prunes nothing of that kind.
+func (s *Store) Prune(ctx context.Context, p storage.Prune) (storage.PruneResult, error) {
+	limit := p.Limit
+	if limit <= 0 {
+		limit = defaultPruneLimit
+	}
+	var res storage.PruneResult
+	var err error
+	if !p.IdempotencyBefore.IsZero() {
+		// A running record is only deleted once its lease ended before the
+		// cutoff, so a run with a live lease keeps its record and its
+		// execution. The execution goes with its record: it is what a
+		// replay would read.
+		if res.Idempotency, err = s.pruneCount(ctx, `
+			WITH doomed AS (
+				SELECT principal, key FROM {schema}.idempotency_records
+				WHERE (finished AND created_at < $1) OR (NOT finished AND lease_until < $1)
+				LIMIT $2
+				FOR UPDATE SKIP LOCKED
+			), gone AS (
+				DELETE FROM {schema}.idempotency_records i USING doomed d
+				WHERE i.principal = d.principal AND i.key = d.key
+				RETURNING i.execution_id
+			), gone_executions AS (
+				DELETE FROM {schema}.executions e USING gone g WHERE e.id = g.execution_id
+			)
+			SELECT count(*) FROM gone`, p.IdempotencyBefore, limit); err != nil {
+			return res, err
+		}
+	}
+	if !p.QuotesBefore.IsZero() {
+		// A quote whose call is still running is kept: the call's
+		// record may yet be taken over, and it names this quote.
+		if res.Quotes, err = s.pruneCount(ctx, `
+			WITH gone AS (
+				DELETE FROM {schema}.quotes WHERE id IN (
+					SELECT q.id FROM {schema}.quotes q
+					WHERE q.expires_at < $1
+					AND NOT (q.state = 'used' AND EXISTS (
+						SELECT 1 FROM {schema}.idempotency_records i
+						WHERE i.principal = q.principal AND i.key = q.used_by_key AND NOT i.finished))
+					LIMIT $2 FOR UPDATE SKIP LOCKED)
+				RETURNING 1
+			)
+			SELECT count(*) FROM gone`, p.QuotesBefore, limit); err != nil {
+			return res, err
+		}
+	}
+	if !p.LedgerBefore.IsZero() {
+		// The reservation of a call still running is kept whatever its
+		// age: its FinishExecution must find it to charge it once. Once
+		// an abandoned run's execution is pruned with its record, its
+		// reservation goes with the rest of the old history.
+		if res.Ledger, err = s.pruneCount(ctx, `
+			WITH gone AS (
+				DELETE FROM {schema}.spend_ledger WHERE execution_id IN (
+					SELECT l.execution_id FROM {schema}.spend_ledger l
+					WHERE l.created_at < $1
+					AND NOT EXISTS (
+						SELECT 1 FROM {schema}.executions e
+						WHERE e.id = l.execution_id AND e.status = 'running')
+					LIMIT $2 FOR UPDATE SKIP LOCKED)
+				RETURNING 1
+			)
+			SELECT count(*) FROM gone`, p.LedgerBefore, limit); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+func (s *Store) pruneCount(ctx context.Context, query string, before any, limit int) (int, error) {
+	var n int
+	if err := s.pool.QueryRow(ctx, s.sql(query), before, limit).Scan(&n); err != nil {
+		return 0, translate(err)
+	}
+	return n, nil
+}

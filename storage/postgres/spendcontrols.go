@@ -1,0 +1,145 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/toolgate/toolgate/storage"
+)
+
+// spendControlsDoc is the stored JSON shape of storage.SpendControls. It has
+// its own tags so that renaming a Go field never changes what is on disk,
+// and it keeps amounts as strings with their scale ("25.0000" stays
+// "25.0000"), so what is read back is exactly what was put.
+type spendControlsDoc struct {
+	MaxPerCallUSD      *string                 `json:"maxPerCallUsd,omitempty"`
+	DailyLimitUSD      *string                 `json:"dailyLimitUsd,omitempty"`
+	MonthlyLimitUSD    *string                 `json:"monthlyLimitUsd,omitempty"`
+	RateLimitPerMinute *int                    `json:"rateLimitPerMinute,omitempty"`
+	RateLimitPerHour   *int                    `json:"rateLimitPerHour,omitempty"`
+	Tools              map[string]toolControls `json:"tools"`
+}
+
+type toolControls struct {
+	Allowed            *bool   `json:"allowed,omitempty"`
+	MaxPerCallUSD      *string `json:"maxPerCallUsd,omitempty"`
+	DailyLimitUSD      *string `json:"dailyLimitUsd,omitempty"`
+	MonthlyLimitUSD    *string `json:"monthlyLimitUsd,omitempty"`
+	RateLimitPerMinute *int    `json:"rateLimitPerMinute,omitempty"`
+	RateLimitPerHour   *int    `json:"rateLimitPerHour,omitempty"`
+}
+
+func encodeAmount(d *decimal.Decimal) *string {
+	if d == nil {
+		return nil
+	}
+	s := d.String() // trims trailing zeros, so keep the scale explicitly
+	if exp := d.Exponent(); exp < 0 {
+		s = d.StringFixed(-exp)
+	}
+	return &s
+}
+
+func decodeAmount(s *string) (*decimal.Decimal, error) {
+	if s == nil {
+		return nil, nil
+	}
+	d, err := parseDecimal(*s)
+	if err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+func encodeSpendControls(c storage.SpendControls) spendControlsDoc {
+	doc := spendControlsDoc{
+		MaxPerCallUSD:      encodeAmount(c.MaxPerCallUSD),
+		DailyLimitUSD:      encodeAmount(c.DailyLimitUSD),
+		MonthlyLimitUSD:    encodeAmount(c.MonthlyLimitUSD),
+		RateLimitPerMinute: c.RateLimitPerMinute,
+		RateLimitPerHour:   c.RateLimitPerHour,
+	}
+	if c.Tools != nil {
+		doc.Tools = make(map[string]toolControls, len(c.Tools))
+		for slug, t := range c.Tools {
+			doc.Tools[slug] = toolControls{
+				Allowed:            t.Allowed,
+				MaxPerCallUSD:      encodeAmount(t.MaxPerCallUSD),
+				DailyLimitUSD:      encodeAmount(t.DailyLimitUSD),
+				MonthlyLimitUSD:    encodeAmount(t.MonthlyLimitUSD),
+				RateLimitPerMinute: t.RateLimitPerMinute,
+				RateLimitPerHour:   t.RateLimitPerHour,
+			}
+		}
+	}
+	return doc
+}
+
+func (doc spendControlsDoc) decode() (storage.SpendControls, error) {
+	var (
+		c   storage.SpendControls
+		err error
+	)
+	if c.MaxPerCallUSD, err = decodeAmount(doc.MaxPerCallUSD); err != nil {
+		return c, err
+	}
+	if c.DailyLimitUSD, err = decodeAmount(doc.DailyLimitUSD); err != nil {
+		return c, err
+	}
+	if c.MonthlyLimitUSD, err = decodeAmount(doc.MonthlyLimitUSD); err != nil {
+		return c, err
+	}
+	c.RateLimitPerMinute, c.RateLimitPerHour = doc.RateLimitPerMinute, doc.RateLimitPerHour
+	if doc.Tools != nil {
+		c.Tools = make(map[string]storage.ToolSpendControls, len(doc.Tools))
+		for slug, td := range doc.Tools {
+			t := storage.ToolSpendControls{
+				Allowed:            td.Allowed,
+				RateLimitPerMinute: td.RateLimitPerMinute,
+				RateLimitPerHour:   td.RateLimitPerHour,
+			}
+			if t.MaxPerCallUSD, err = decodeAmount(td.MaxPerCallUSD); err != nil {
+				return c, err
+			}
+			if t.DailyLimitUSD, err = decodeAmount(td.DailyLimitUSD); err != nil {
+				return c, err
+			}
+			if t.MonthlyLimitUSD, err = decodeAmount(td.MonthlyLimitUSD); err != nil {
+				return c, err
+			}
+			c.Tools[slug] = t
+		}
+	}
+	return c, nil
+}
+
+// PutSpendControls stores a caller's own spend controls, replacing any earlier.
+func (s *Store) PutSpendControls(ctx context.Context, principal string, c storage.SpendControls) error {
+	doc, err := json.Marshal(encodeSpendControls(c))
+	if err != nil {
+		return fmt.Errorf("postgres: encode spend controls: %w", err)
+	}
+	_, err = s.pool.Exec(ctx, s.sql(`
+		INSERT INTO {schema}.spend_controls (principal, controls) VALUES ($1, $2)
+		ON CONFLICT (principal) DO UPDATE SET controls = EXCLUDED.controls`),
+		principal, doc)
+	return translate(err)
+}
+
+// GetSpendControls returns a caller's stored spend controls. ErrNotFound if none.
+func (s *Store) GetSpendControls(ctx context.Context, principal string) (storage.SpendControls, error) {
+	var raw []byte
+	err := s.pool.QueryRow(ctx, s.sql(`SELECT controls FROM {schema}.spend_controls WHERE principal = $1`),
+		principal).Scan(&raw)
+	if err != nil {
+		return storage.SpendControls{}, translate(err)
+	}
+	var doc spendControlsDoc
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return storage.SpendControls{}, fmt.Errorf("postgres: decode spend controls of %q: %w", principal, err)
+	}
+	return doc.decode()
+}

@@ -1,0 +1,79 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/toolgate/toolgate/storage"
+)
+
+// Interface guards.
+var _ storage.Store = (*Store)(nil)
+
+// Store is a storage.Store kept in PostgreSQL. Every guarantee of the
+// storage contract is enforced by the database (primary keys, conditional
+// updates, row locks inside transactions), never by locks in this process,
+// so any number of Stores in any number of processes may share one schema.
+type Store struct {
+	pool *pgxpool.Pool
+	// ownsPool is true when Open created the pool, so Close must close it.
+	ownsPool bool
+	// schema is the configured schema, already quoted for use in SQL.
+	schema string
+}
+
+// New returns a Store that keeps its tables in cfg.Schema of the database
+// behind pool, creating or upgrading them first. Several processes may call
+// New on the same schema at once: migrations are serialized by the database.
+// The caller keeps ownership of pool; Close does not close it.
+func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Store, error) {
+	if pool == nil {
+		return nil, fmt.Errorf("postgres: New needs a pool")
+	}
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	s := &Store{pool: pool, schema: pgx.Identifier{cfg.Schema}.Sanitize()}
+	if err := s.migrate(ctx, cfg.Schema); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Open connects to the database at url (a PostgreSQL URL or key=value
+// connection string understood by pgxpool) and returns a Store over a pool
+// that it owns: Close closes it.
+func Open(ctx context.Context, url string, cfg *Config) (*Store, error) {
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: open pool: %w", err)
+	}
+	s, err := New(ctx, pool, cfg)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	s.ownsPool = true
+	return s, nil
+}
+
+// Close releases the pool when the Store was made by Open. A Store made by
+// New leaves the caller's pool open.
+func (s *Store) Close() {
+	if s.ownsPool {
+		s.pool.Close()
+	}
+}
+
+// sql qualifies the table names of a query with the configured schema. The
+// pool may belong to the caller, so the Store cannot rely on a search_path
+// set on its connections; qualified names also keep pgx's statement cache
+// correct when two Stores over different schemas share one pool.
+func (s *Store) sql(query string) string {
+	return strings.ReplaceAll(query, "{schema}", s.schema)
+}

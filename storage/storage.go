@@ -1,0 +1,335 @@
+// Package storage defines the contract between the gateway and the place its
+// state lives: quotes, idempotency records with leases, executions, the spend
+// ledger, usage counters, standing approvals and caller spend controls.
+//
+// The gateway keeps no state of its own. Every rule that must hold across
+// concurrent calls (a quote is used once, a key runs once, a budget is never
+// overspent) is enforced by one atomic Store method, so a backend that honours
+// the guarantees documented here makes the gateway correct on any number of
+// processes. storagetest.Run checks those guarantees; every backend, and every
+// user-written fake, should pass it.
+package storage
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
+)
+
+// Sentinel errors returned by every Store implementation. Backends translate
+// their driver's errors into these in one place; callers match with errors.Is.
+var (
+	// ErrNotFound: the requested record does not exist (or was pruned).
+	ErrNotFound = errors.New("storage: not found")
+	// ErrAlreadyExists: a create collided with an existing primary key.
+	ErrAlreadyExists = errors.New("storage: already exists")
+	// ErrIdempotencyConflict: BeginExecution found a record for (principal,
+	// key) that it may not take over: finished, running under a live lease, or
+	// with another fingerprint. The caller reads it with GetIdempotency to
+	// decide between replay, 409 and 422.
+	ErrIdempotencyConflict = errors.New("storage: idempotency key already claimed")
+	// ErrQuoteNotFound: BeginExecution's quote does not exist for the principal.
+	ErrQuoteNotFound = errors.New("storage: quote not found")
+	// ErrQuoteUsed: BeginExecution's quote was already used by another key.
+	ErrQuoteUsed = errors.New("storage: quote already used")
+	// ErrLeaseLost: FinishExecution was called by a run whose lease was taken
+	// over by another run; its result must be discarded.
+	ErrLeaseLost = errors.New("storage: lease lost to another run")
+)
+
+// Store is everything the gateway persists. Implementations must be safe for
+// concurrent use by many goroutines and, for shared backends, by many
+// processes.
+type Store interface {
+	// CreateQuote stores a new open quote. ErrAlreadyExists if the id is taken.
+	CreateQuote(ctx context.Context, q Quote) error
+	// GetQuote returns the quote with this id. ErrNotFound if absent.
+	GetQuote(ctx context.Context, id uuid.UUID) (Quote, error)
+
+	// GetIdempotency returns the record for (principal, key) together with
+	// the stored response when it is finished. ErrNotFound if absent.
+	GetIdempotency(ctx context.Context, principal, key string) (IdempotencyRecord, error)
+
+	// BeginExecution is the single atomic step that admits a call. In one
+	// indivisible operation it:
+	//
+	//   - claims (principal, key) with the given fingerprint and lease, or,
+	//     when a record with the same fingerprint is still running but its
+	//     lease ended before b.Now, takes it over (Result.TookOver, the
+	//     original execution and reservation are kept, limits are not
+	//     re-checked and nothing is reserved twice); any other existing
+	//     record fails with ErrIdempotencyConflict;
+	//   - marks the quote used by this key (ErrQuoteNotFound when it does not
+	//     exist for b.Principal, ErrQuoteUsed when another key used it);
+	//   - counts each of b.Limits over the ledger, including in-flight
+	//     reservations, and fails with *LimitError listing every limit the
+	//     call would break;
+	//   - records the execution as running and reserves its amount.
+	//
+	// On any error nothing is written.
+	BeginExecution(ctx context.Context, b Begin) (BeginResult, error)
+
+	// FinishExecution records the outcome of a running execution in one
+	// atomic step: the execution's status and response, the idempotency
+	// record finished with that response, the reservation committed
+	// (Charged) or released, and, for completed executions, the tool's usage
+	// counters. ErrLeaseLost when f.LeaseToken no longer holds the lease
+	// (a finished execution holds none, so a second finish gets it too);
+	// ErrNotFound when the execution does not exist.
+	FinishExecution(ctx context.Context, f Finish) error
+
+	// GetExecution returns an execution by id. ErrNotFound if absent.
+	GetExecution(ctx context.Context, id uuid.UUID) (Execution, error)
+
+	// MeasureLimits returns, for each limit, the amount (MeasureSpend) or
+	// count (MeasureCalls) already used by the principal, in-flight
+	// reservations included. It is a read for previews; only BeginExecution
+	// enforces.
+	MeasureLimits(ctx context.Context, principal string, limits []Limit) ([]decimal.Decimal, error)
+
+	// Usage returns the usage counters of one tool; zero values when unused.
+	Usage(ctx context.Context, toolID string) (Usage, error)
+	// UsageAll returns the usage counters of every tool that has any.
+	UsageAll(ctx context.Context) (map[string]Usage, error)
+
+	// PutApproval creates or replaces the principal's standing approval for a tool.
+	PutApproval(ctx context.Context, a Approval) error
+	// GetApproval returns the principal's standing approval for a tool. ErrNotFound if absent.
+	GetApproval(ctx context.Context, principal, toolID string) (Approval, error)
+	// ListApprovals returns the principal's standing approvals ordered by tool id.
+	ListApprovals(ctx context.Context, principal string) ([]Approval, error)
+	// DeleteApproval removes a standing approval. ErrNotFound if absent.
+	DeleteApproval(ctx context.Context, principal, toolID string) error
+
+	// PutSpendControls stores a caller's own spend controls, replacing any earlier.
+	PutSpendControls(ctx context.Context, principal string, c SpendControls) error
+	// GetSpendControls returns a caller's stored spend controls. ErrNotFound if none.
+	GetSpendControls(ctx context.Context, principal string) (SpendControls, error)
+
+	// Prune deletes records the retention policy no longer needs, at most
+	// p.Limit of each kind per call so one run never holds the store long.
+	// Running executions whose lease is still live are never pruned.
+	Prune(ctx context.Context, p Prune) (PruneResult, error)
+}
+
+// QuoteState is the lifecycle state of a stored quote. Expiry is not a
+// stored state: a quote is expired when Now is at or after ExpiresAt.
+type QuoteState string
+
+// Quote states.
+const (
+	QuoteOpen QuoteState = "open"
+	QuoteUsed QuoteState = "used"
+)
+
+// Quote is a price and policy decision bound to one principal, one tool
+// version and its amounts.
+type Quote struct {
+	ID             uuid.UUID
+	Principal      string
+	ToolID         string
+	ToolSlug       string
+	ToolVersion    int
+	ManifestDigest string // empty when the tool has no immutable version
+	PriceUSD       decimal.Decimal
+	FeeUSD         decimal.Decimal
+	TotalUSD       decimal.Decimal
+	CreatedAt      time.Time
+	ExpiresAt      time.Time
+	State          QuoteState
+	UsedByKey      string // the Idempotency-Key that used it, when State is QuoteUsed
+}
+
+// ExecutionStatus is the state of an execution.
+type ExecutionStatus string
+
+// Execution statuses. Running is internal: callers only ever see a finished one.
+const (
+	ExecutionRunning   ExecutionStatus = "running"
+	ExecutionCompleted ExecutionStatus = "completed"
+	ExecutionFailed    ExecutionStatus = "failed"
+)
+
+// Execution is one admitted call.
+type Execution struct {
+	ID             uuid.UUID
+	Principal      string
+	ToolID         string
+	QuoteID        uuid.UUID
+	IdempotencyKey string
+	Status         ExecutionStatus
+	AmountUSD      decimal.Decimal // the quote total, reserved while running
+	Charged        bool            // true once the amount is committed to the ledger
+	Response       []byte          // the exact response body, once finished
+	CreatedAt      time.Time
+	FinishedAt     time.Time // zero while running
+}
+
+// IdempotencyRecord is the claim of one Idempotency-Key by one principal.
+type IdempotencyRecord struct {
+	Principal   string
+	Key         string
+	Fingerprint string
+	ExecutionID uuid.UUID
+	// LeaseToken identifies the run that holds the lease; a takeover changes it.
+	LeaseToken uuid.UUID
+	LeaseUntil time.Time
+	Finished   bool
+	Response   []byte // the stored response body, when Finished
+	CreatedAt  time.Time
+}
+
+// Measure says what a Limit counts.
+type Measure string
+
+// Measures.
+const (
+	// MeasureSpend sums the amounts of executions reserved or charged (released ones excluded).
+	MeasureSpend Measure = "spend"
+	// MeasureCalls counts executions begun, whatever their outcome.
+	MeasureCalls Measure = "calls"
+)
+
+// Limit is one budget or rate limit checked when a call is admitted.
+type Limit struct {
+	// ToolID scopes the limit to one tool; empty means all of the principal's calls.
+	ToolID  string
+	Measure Measure
+	// Since is the start of the window: executions created at or after it count.
+	Since time.Time
+	// Max is the most the window may hold including this call.
+	Max decimal.Decimal
+}
+
+// LimitFailure is one limit a call would break.
+type LimitFailure struct {
+	Index int             // position in Begin.Limits
+	Limit Limit           // the limit itself
+	Used  decimal.Decimal // what the window held before this call
+	// Oldest is the creation time of the oldest execution counted, so a
+	// caller can tell when a rate window frees up. Zero when nothing counted.
+	Oldest time.Time
+}
+
+// LimitError is returned by BeginExecution when a call would break limits.
+type LimitError struct {
+	Failures []LimitFailure
+}
+
+func (e *LimitError) Error() string {
+	return "storage: call would exceed a spend or rate limit"
+}
+
+// Begin is the input of BeginExecution.
+type Begin struct {
+	Principal   string
+	Key         string
+	Fingerprint string
+	QuoteID     uuid.UUID
+	ExecutionID uuid.UUID // used when a new execution is created
+	ToolID      string
+	AmountUSD   decimal.Decimal
+	Limits      []Limit
+	LeaseToken  uuid.UUID
+	LeaseUntil  time.Time
+	Now         time.Time
+}
+
+// BeginResult is the outcome of a successful BeginExecution.
+type BeginResult struct {
+	Execution Execution
+	// TookOver is true when an abandoned run's lease was taken over; the
+	// execution is the original one.
+	TookOver bool
+}
+
+// Finish is the input of FinishExecution.
+type Finish struct {
+	Principal   string
+	Key         string
+	ExecutionID uuid.UUID
+	LeaseToken  uuid.UUID
+	Status      ExecutionStatus // completed or failed
+	Charged     bool            // commit the reservation; false releases it
+	Response    []byte
+	Now         time.Time
+}
+
+// Usage is a tool's usage counters.
+type Usage struct {
+	Count       int64 // completed executions
+	UniqueUsers int64 // distinct principals with a completed execution
+}
+
+// ApprovalMode is how a standing approval treats future calls.
+type ApprovalMode string
+
+// Approval modes.
+const (
+	// ApprovalAskEveryCall: an explicit approval is required on every call,
+	// even where a first approved use would otherwise be remembered.
+	ApprovalAskEveryCall ApprovalMode = "ask_every_call"
+	// ApprovalAskChargedCalls: calls whose quote total is zero need no
+	// explicit approval; charged calls do.
+	ApprovalAskChargedCalls ApprovalMode = "ask_charged_calls"
+	// ApprovalNeverAsk: no explicit approval for this exact manifest digest.
+	ApprovalNeverAsk ApprovalMode = "never_ask"
+	// ApprovalFirstUse is written by the gateway after the first approved
+	// call of a tool whose requirement is first_use.
+	ApprovalFirstUse ApprovalMode = "first_use"
+)
+
+// Approval is a principal's standing approval of one tool, bound to the
+// manifest digest it was given for. A different current digest makes it stale.
+type Approval struct {
+	Principal      string
+	ToolID         string
+	ManifestDigest string
+	Mode           ApprovalMode
+	UpdatedAt      time.Time
+}
+
+// SpendControls are one principal's limits. Nil pointers mean "not set" so
+// that stored caller settings can be layered over operator defaults.
+type SpendControls struct {
+	MaxPerCallUSD      *decimal.Decimal
+	DailyLimitUSD      *decimal.Decimal
+	MonthlyLimitUSD    *decimal.Decimal
+	RateLimitPerMinute *int
+	RateLimitPerHour   *int
+	Tools              map[string]ToolSpendControls // keyed by tool slug
+}
+
+// ToolSpendControls are the limits of one principal on one tool.
+type ToolSpendControls struct {
+	Allowed            *bool
+	MaxPerCallUSD      *decimal.Decimal
+	DailyLimitUSD      *decimal.Decimal
+	MonthlyLimitUSD    *decimal.Decimal
+	RateLimitPerMinute *int
+	RateLimitPerHour   *int
+}
+
+// Prune is the input of Store.Prune: what is old enough to delete.
+type Prune struct {
+	// IdempotencyBefore: finished idempotency records and their executions
+	// created before this, and running ones whose lease ended before it.
+	IdempotencyBefore time.Time
+	// QuotesBefore: quotes that expired before this.
+	QuotesBefore time.Time
+	// LedgerBefore: spend and call history created before this. It must be
+	// older than every window a limit looks at (the current UTC month).
+	LedgerBefore time.Time
+	// Limit caps the rows of each kind one call deletes; 0 means 1000.
+	Limit int
+}
+
+// PruneResult says how much one Prune call deleted.
+type PruneResult struct {
+	Idempotency int
+	Quotes      int
+	Ledger      int
+}

@@ -1,0 +1,251 @@
+package storagetest
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/storage"
+)
+
+// race runs fn(i) for i in [0, n) on n goroutines released together, so the
+// calls overlap as much as the scheduler allows.
+func race(n int, fn func(i int)) {
+	var (
+		start = make(chan struct{})
+		wg    sync.WaitGroup
+	)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			fn(i)
+		}()
+	}
+	close(start)
+	wg.Wait()
+}
+
+func testConcurrency(t *testing.T, newStore newStoreFunc) {
+	t.Run("OneKeyManyRacers", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t, newStore)
+		const n = 100
+		q := h.quote("alice", "tool-a", "0.11", t0)
+		errs := make([]error, n)
+		results := make([]storage.BeginResult, n)
+		race(n, func(i int) {
+			// Each racer is a separate request: its own execution id and
+			// lease token, the same key, fingerprint and quote.
+			results[i], errs[i] = h.s.BeginExecution(h.ctx, beginFor(q, "key-1", t0))
+		})
+
+		winners := 0
+		for i, err := range errs {
+			if err == nil {
+				winners++
+				assert.False(t, results[i].TookOver)
+				continue
+			}
+			assert.ErrorIs(t, err, storage.ErrIdempotencyConflict, "racer %d", i)
+		}
+		assert.Equal(t, 1, winners)
+		h.assertUsed("alice", "0.11", "1")
+	})
+
+	t.Run("OneQuoteManyKeys", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t, newStore)
+		const n = 100
+		q := h.quote("alice", "tool-a", "0.11", t0)
+		errs := make([]error, n)
+		race(n, func(i int) {
+			_, errs[i] = h.s.BeginExecution(h.ctx, beginFor(q, fmt.Sprint("key-", i), t0))
+		})
+
+		winners := 0
+		for i, err := range errs {
+			if err == nil {
+				winners++
+				continue
+			}
+			assert.ErrorIs(t, err, storage.ErrQuoteUsed, "racer %d", i)
+		}
+		assert.Equal(t, 1, winners)
+		h.assertUsed("alice", "0.11", "1")
+	})
+
+	t.Run("LimitsHoldUnderContention", func(t *testing.T) {
+		t.Parallel()
+		day := t0.Truncate(24 * time.Hour)
+		cases := []struct {
+			name     string
+			racers   int
+			amount   string
+			limit    storage.Limit
+			winners  int
+			wantUsed string
+		}{
+			{"daily spend", 200, "0.11", spendLimit("", day, "5.50"), 50, "5.50"},
+			{"tool daily spend", 200, "0.11", spendLimit("tool-a", day, "1.10"), 10, "1.10"},
+			{"calls per minute", 100, "0", callsLimit("", t0.Add(-time.Minute), "10"), 10, "10"},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
+				h := newHarness(t, newStore)
+				begins := make([]storage.Begin, tc.racers)
+				for i := range begins {
+					q := h.quote("alice", "tool-a", tc.amount, t0)
+					begins[i] = beginFor(q, fmt.Sprint("key-", i), t0, tc.limit)
+				}
+				errs := make([]error, tc.racers)
+				race(tc.racers, func(i int) {
+					_, errs[i] = h.s.BeginExecution(h.ctx, begins[i])
+				})
+
+				winners := 0
+				for i, err := range errs {
+					if err == nil {
+						winners++
+						continue
+					}
+					var le *storage.LimitError
+					if assert.ErrorAs(t, err, &le, "racer %d", i) && assert.Len(t, le.Failures, 1) {
+						assert.Equal(t, 0, le.Failures[0].Index)
+					}
+				}
+				assert.Equal(t, tc.winners, winners)
+				assertDecimal(t, tc.wantUsed, h.used("alice", tc.limit), "used after the race")
+			})
+		}
+	})
+
+	t.Run("FinishRacesTakeover", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t, newStore)
+		const rounds = 50
+		// Each round: the original run finishes late, exactly while a retry
+		// takes its expired lease and finishes too. Only one of them may
+		// land, and the call is charged and counted once.
+		firsts := make([]storage.Begin, rounds)
+		retries := make([]storage.Begin, rounds)
+		for r := range rounds {
+			q := h.quote("alice", "tool-a", "0.11", t0)
+			firsts[r] = beginFor(q, fmt.Sprint("key-", r), t0)
+			h.begin(firsts[r])
+			retries[r] = beginFor(q, firsts[r].Key, firsts[r].LeaseUntil.Add(time.Second))
+		}
+		oldErrs := make([]error, rounds)
+		takeErrs := make([]error, rounds)
+		newErrs := make([]error, rounds)
+		race(2*rounds, func(i int) {
+			r := i / 2
+			first, retry := firsts[r], retries[r]
+			if i%2 == 0 {
+				oldErrs[r] = h.s.FinishExecution(h.ctx, finishFor(first, storage.ExecutionCompleted, "old", retry.Now))
+				return
+			}
+			if _, takeErrs[r] = h.s.BeginExecution(h.ctx, retry); takeErrs[r] != nil {
+				return
+			}
+			f := finishFor(first, storage.ExecutionCompleted, "new", retry.Now)
+			f.LeaseToken = retry.LeaseToken
+			newErrs[r] = h.s.FinishExecution(h.ctx, f)
+		})
+
+		for r := range rounds {
+			key := firsts[r].Key
+			want := "new"
+			switch {
+			case oldErrs[r] == nil:
+				// The original finished first, so the retry found a
+				// finished record.
+				want = "old"
+				assert.ErrorIs(t, takeErrs[r], storage.ErrIdempotencyConflict, key)
+			case errors.Is(oldErrs[r], storage.ErrLeaseLost):
+				assert.NoError(t, takeErrs[r], key)
+				assert.NoError(t, newErrs[r], key)
+			default:
+				assert.Fail(t, "unexpected error from the original run", "%s: %v", key, oldErrs[r])
+			}
+			rec, err := h.s.GetIdempotency(h.ctx, "alice", key)
+			if assert.NoError(t, err, key) {
+				assert.True(t, rec.Finished, key)
+				assert.Equal(t, want, string(rec.Response), key)
+			}
+		}
+		h.assertUsed("alice", dec("0.11").Mul(decimal.NewFromInt(rounds)).String(), fmt.Sprint(rounds))
+		u, err := h.s.Usage(h.ctx, "tool-a")
+		require.NoError(t, err)
+		assert.Equal(t, storage.Usage{Count: rounds, UniqueUsers: 1}, u)
+	})
+
+	t.Run("MixedTraffic", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t, newStore)
+		// Readers, writers and Prune on every kind of record at once, for
+		// the race detector; the totals at the end check nothing was lost.
+		// Only assert runs off the test goroutine: require would stop the
+		// wrong goroutine.
+		const principals, calls = 8, 25
+		race(principals*3, func(i int) {
+			p := fmt.Sprint("p", i%principals)
+			switch i / principals {
+			case 0: // callers
+				for c := range calls {
+					at := t0.Add(time.Duration(c) * time.Second)
+					q := newQuote(p, fmt.Sprint("tool-", c%3), "0.01", at)
+					b := beginFor(q, fmt.Sprint("k", c), at)
+					status := storage.ExecutionCompleted
+					if c%5 == 0 {
+						status = storage.ExecutionFailed
+					}
+					assert.NoError(t, h.s.CreateQuote(h.ctx, q))
+					_, err := h.s.BeginExecution(h.ctx, b)
+					assert.NoError(t, err)
+					assert.NoError(t, h.s.FinishExecution(h.ctx, finishFor(b, status, "{}", at)))
+					_, err = h.s.GetIdempotency(h.ctx, p, b.Key)
+					assert.NoError(t, err)
+					_, err = h.s.GetExecution(h.ctx, b.ExecutionID)
+					assert.NoError(t, err)
+				}
+			case 1: // settings
+				for c := range calls {
+					id := fmt.Sprint("tool-", c%3)
+					_ = h.s.PutApproval(h.ctx, approval(p, id, "d", storage.ApprovalNeverAsk))
+					_ = h.s.PutSpendControls(h.ctx, p, storage.SpendControls{DailyLimitUSD: decPtr("1")})
+					_, _ = h.s.ListApprovals(h.ctx, p)
+					_, _ = h.s.GetSpendControls(h.ctx, p)
+					_ = h.s.DeleteApproval(h.ctx, p, id)
+				}
+			default: // previews and housekeeping
+				for range calls {
+					_, _ = h.s.MeasureLimits(h.ctx, p, []storage.Limit{spendLimit("", t0, "1"), callsLimit("tool-1", t0, "1")})
+					_, _ = h.s.UsageAll(h.ctx)
+					_, _ = h.s.Prune(h.ctx, storage.Prune{QuotesBefore: t0.Add(-time.Hour), IdempotencyBefore: t0.Add(-time.Hour)})
+				}
+			}
+		})
+
+		// 20 of each principal's 25 calls complete.
+		for p := range principals {
+			h.assertUsed(fmt.Sprint("p", p), "0.20", fmt.Sprint(calls))
+		}
+		all, err := h.s.UsageAll(h.ctx)
+		require.NoError(t, err)
+		var total int64
+		for _, u := range all {
+			total += u.Count
+			assert.Equal(t, int64(principals), u.UniqueUsers)
+		}
+		assert.Equal(t, int64(principals*20), total)
+	})
+}

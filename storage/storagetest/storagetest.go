@@ -1,0 +1,48 @@
+// Package storagetest is the conformance suite for storage.Store. Every
+// backend in this module runs it, and so should any fake a user writes:
+//
+//	func TestStore(t *testing.T) {
+//		storagetest.Run(t, func(t *testing.T) storage.Store { return mystore.New() })
+//	}
+//
+// The suite checks the behaviour the gateway relies on, as documented on
+// storage.Store: the all-or-nothing admission of BeginExecution, lease
+// takeover, limits that hold under contention, retention and copying. Its
+// concurrency tests are meant to run under the race detector.
+package storagetest
+
+import (
+	"testing"
+
+	"github.com/toolgate/toolgate/storage"
+)
+
+// newStoreFunc is Run's store factory.
+type newStoreFunc = func(t *testing.T) storage.Store
+
+// Run runs the whole conformance suite against stores made by newStore.
+// newStore is called once per subtest and must return an empty store. The
+// subtests run in parallel, so stores from different calls must not share
+// state; a backend over a shared database can create a schema per call and
+// drop it with t.Cleanup.
+func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
+	t.Helper()
+	groups := []struct {
+		name string
+		run  func(*testing.T, newStoreFunc)
+	}{
+		{"Quote", testQuote},
+		{"BeginExecution", testBegin},
+		{"MeasureLimits", testMeasure},
+		{"FinishExecution", testFinish},
+		{"Usage", testUsage},
+		{"Approval", testApproval},
+		{"SpendControls", testSpendControls},
+		{"Prune", testPrune},
+		{"Copies", testCopies},
+		{"Concurrency", testConcurrency},
+	}
+	for _, g := range groups {
+		t.Run(g.name, func(t *testing.T) { g.run(t, newStore) })
+	}
+}
