@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/toolgate/toolgate/registry"
@@ -351,6 +352,11 @@ func (g *Gateway) execute(ctx context.Context, v *registry.Version, q storage.Qu
 	resp, err := g.upstream.do(ctx, v, upReq)
 	if err != nil {
 		return fail(err)
+	}
+	if !utf8.Valid(resp.Body) {
+		// Decoders would quietly replace the bad bytes; an answer that is
+		// not text is not an answer.
+		return fail(registry.Upstreamf(registry.CodeUpstreamInvalidResponse, "the provider's answer is not valid UTF-8"))
 	}
 	out, err := normalize(v, resp)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/hashicorp/go-retryablehttp"
 	"github.com/shopspring/decimal"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
@@ -30,8 +31,9 @@ type Config struct {
 	Registry *registry.Registry
 	// Clock tells the time; nil means the system clock.
 	Clock Clock
-	// Transport sends upstream requests; nil means a clone of
-	// http.DefaultTransport. Tests plug in fakes, operators plug in proxies.
+	// Transport sends upstream requests; nil means NewUpstreamTransport(),
+	// which refuses internal addresses at dial time. Tests plug in fakes;
+	// an operator's own transport should keep that dial check.
 	Transport http.RoundTripper
 	// FeeRate is the gateway fee as a share of the price; nil means 0.10.
 	FeeRate *decimal.Decimal
@@ -48,6 +50,16 @@ type Config struct {
 	UpstreamTimeout time.Duration
 	// MaxUpstreamBytes caps an upstream response body (default 1 MiB).
 	MaxUpstreamBytes int64
+	// UpstreamAttempts is how many times a safe read may be tried (default 3).
+	UpstreamAttempts int
+	// UpstreamCheckRetry decides whether to try again; nil means RetrySafeReads.
+	UpstreamCheckRetry retryablehttp.CheckRetry
+	// UpstreamBackoff says how long to wait before trying again; nil means JitteredBackoff.
+	UpstreamBackoff retryablehttp.Backoff
+	// BreakerThreshold is how many consecutive failures of an upstream open
+	// its circuit (default 5); BreakerCooldown how long it stays open (30 s).
+	BreakerThreshold int
+	BreakerCooldown  time.Duration
 	// SpendControls supplies the operator's spend controls per principal;
 	// nil means the contract defaults for everyone. Callers' own settings,
 	// kept in the store, can only tighten them.
@@ -120,7 +132,7 @@ func New(store storage.Store, cfg *Config) (*Gateway, error) {
 	if gw.approvals == nil {
 		gw.approvals = store
 	}
-	gw.upstream = newUpstreamClient(c.Transport, c.UpstreamTimeout, c.MaxUpstreamBytes)
+	gw.upstream = newUpstreamClient(c)
 	return gw, nil
 }
 
@@ -132,7 +144,7 @@ func (c Config) withDefaults() Config {
 		c.Clock = SystemClock{}
 	}
 	if c.Transport == nil {
-		c.Transport = http.DefaultTransport.(*http.Transport).Clone()
+		c.Transport = NewUpstreamTransport()
 	}
 	if c.FeeRate == nil {
 		rate := DefaultFeeRate
@@ -152,6 +164,21 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxUpstreamBytes == 0 {
 		c.MaxUpstreamBytes = DefaultMaxUpstreamBytes
+	}
+	if c.UpstreamAttempts == 0 {
+		c.UpstreamAttempts = DefaultUpstreamAttempts
+	}
+	if c.UpstreamCheckRetry == nil {
+		c.UpstreamCheckRetry = RetrySafeReads
+	}
+	if c.UpstreamBackoff == nil {
+		c.UpstreamBackoff = JitteredBackoff
+	}
+	if c.BreakerThreshold == 0 {
+		c.BreakerThreshold = DefaultBreakerThreshold
+	}
+	if c.BreakerCooldown == 0 {
+		c.BreakerCooldown = DefaultBreakerCooldown
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -177,6 +204,10 @@ func (c Config) validate() error {
 		return fmt.Errorf("toolgate: UpstreamTimeout %s must be shorter than IdempotencyLease %s", c.UpstreamTimeout, c.IdempotencyLease)
 	case c.MaxUpstreamBytes < 0:
 		return errors.New("toolgate: MaxUpstreamBytes must be positive")
+	case c.UpstreamAttempts < 1:
+		return errors.New("toolgate: UpstreamAttempts must be at least 1")
+	case c.BreakerThreshold < 1 || c.BreakerCooldown < 0:
+		return errors.New("toolgate: BreakerThreshold must be at least 1 and BreakerCooldown positive")
 	}
 	return nil
 }

@@ -259,7 +259,9 @@ func TestErrorCodes(t *testing.T) {
 		}, nil},
 		{"no API key", 401, "unauthorized", func(a *api) reply {
 			return a.do("POST", "/v1/tools/"+quake+"/quote", "", "{}")
-		}, func(t *testing.T, r reply) { assert.Equal(t, `Bearer realm="toolgate"`, r.header.Get("WWW-Authenticate")) }},
+		}, func(t *testing.T, r reply) {
+			assert.Equal(t, `Bearer realm="toolgate"`, r.header.Get("WWW-Authenticate"))
+		}},
 		{"unknown API key", 401, "unauthorized", func(a *api) reply {
 			return a.do("POST", "/v1/tools/"+quake+"/quote", "tg_wrong", "{}")
 		}, func(t *testing.T, r reply) { assert.NotEmpty(t, r.header.Get("WWW-Authenticate")) }},

@@ -42,8 +42,8 @@ func Upstreamf(code, format string, args ...any) *UpstreamError {
 const maxExcerpt = 200
 
 // Excerpt returns provider text fit to quote in an error message: control
-// characters and invalid UTF-8 replaced, white space folded, cut to 200
-// characters.
+// and invisible format characters dropped, invalid UTF-8 replaced, white
+// space folded, cut to 200 characters.
 func Excerpt(b []byte) string {
 	var sb strings.Builder
 	space := false
@@ -51,6 +51,11 @@ func Excerpt(b []byte) string {
 	for _, r := range strings.ToValidUTF8(string(b), "\uFFFD") {
 		if unicode.IsSpace(r) || unicode.IsControl(r) {
 			space = sb.Len() > 0
+			continue
+		}
+		if unicode.Is(unicode.Cf, r) {
+			// Invisible format characters (direction overrides, zero-width
+			// joiners) could make the excerpt read as something else.
 			continue
 		}
 		need := 1

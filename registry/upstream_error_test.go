@@ -71,3 +71,9 @@ func TestUpstreamf(t *testing.T) {
 		assert.Equal(t, ue.Message, ue.Error())
 	}
 }
+
+func TestExcerptDropsFormatCharacters(t *testing.T) {
+	t.Parallel()
+	// A right-to-left override would display "01$" as "$10".
+	assert.Equal(t, "price is $01 total", registry.Excerpt([]byte("price is $\u202e01\u202c total\u200b")))
+}

@@ -7,6 +7,10 @@
 // Byte slices and maps are copied on the way in and out, so callers can never
 // reach the store's internals.
 //
+// Measuring a limit visits only the caller's own history, through sums kept
+// per hour and per day, so a monthly window costs a few dozen additions and
+// the rows of one partial hour rather than one addition per call.
+//
 // # Retention
 //
 // The store never deletes anything on its own. Quotes, idempotency records,

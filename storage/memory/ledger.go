@@ -20,10 +20,10 @@ const (
 	ledgerReleased                    // execution not charged: counts as a call only
 )
 
-// bucketSpan is the width of the sums kept per principal. A monthly window
-// then costs one addition per hour plus the rows of one partial hour,
-// instead of one addition per call in the month.
-const bucketSpan = time.Hour
+// levels are the widths of the sums kept per principal, finest first. A
+// monthly window then costs at most one partial hour of rows, 23 hour sums
+// and 31 day sums, instead of one addition per call in the month.
+var levels = [...]time.Duration{time.Hour, 24 * time.Hour}
 
 var one = decimal.NewFromInt(1)
 
@@ -37,18 +37,18 @@ type ledgerRow struct {
 	amount    decimal.Decimal
 	createdAt time.Time
 	state     ledgerState
-	bucket    *ledgerBucket // the sums this row is part of
-	pruned    bool          // dropped from ledgerQueue, still to be dropped from its principal's rows
+	buckets   [len(levels)]*ledgerBucket // the sums this row is part of, one per level
+	pruned    bool                       // dropped from ledgerQueue, still to be dropped from its principal's rows
 }
 
 // principalLedger is one principal's history, so that measuring a limit never
 // touches anyone else's.
 type principalLedger struct {
 	rows    timeQueue[*ledgerRow]
-	buckets timeQueue[*ledgerBucket] // by start
+	buckets [len(levels)]timeQueue[*ledgerBucket] // per level, by start
 }
 
-// ledgerBucket sums a principal's rows created in one bucketSpan.
+// ledgerBucket sums a principal's rows created in one span of a level.
 type ledgerBucket struct {
 	start time.Time
 	all   ledgerSums
@@ -76,6 +76,14 @@ func (a *ledgerSums) add(r *ledgerRow, sign int64) {
 	}
 }
 
+// rows returns how many of the summed rows a limit of this measure counts.
+func (a *ledgerSums) rows(spend bool) int64 {
+	if spend {
+		return a.counted
+	}
+	return a.calls
+}
+
 // add adds r to the bucket's sums, or takes it out when sign is -1.
 func (b *ledgerBucket) add(r *ledgerRow, sign int64) {
 	b.all.add(r, sign)
@@ -99,12 +107,28 @@ func (b *ledgerBucket) sums(toolID string) *ledgerSums {
 	return b.tools[toolID]
 }
 
+// addToBuckets adds r, or takes it out when sign is -1, to its bucket at every level.
+func (r *ledgerRow) addToBuckets(sign int64) {
+	for _, b := range r.buckets {
+		b.add(r, sign)
+	}
+}
+
 // counts reports whether limit l counts row r.
 func counts(l storage.Limit, r *ledgerRow) bool {
 	if l.ToolID != "" && r.toolID != l.ToolID {
 		return false
 	}
 	return l.Measure == storage.MeasureCalls || r.state != ledgerReleased
+}
+
+// ceil rounds t up to a multiple of span.
+func ceil(t time.Time, span time.Duration) time.Time {
+	u := t.Truncate(span)
+	if u.Before(t) {
+		u = u.Add(span)
+	}
+	return u
 }
 
 // addLedgerRow records a new reservation. The caller holds s.mu.
@@ -115,15 +139,17 @@ func (s *Store) addLedgerRow(r *ledgerRow) {
 		s.ledger[r.principal] = pl
 	}
 	pl.rows.push(r.createdAt, r)
-
-	start := r.createdAt.Truncate(bucketSpan)
-	if bs := pl.buckets.since(start); len(bs) > 0 && bs[0].at.Equal(start) {
-		r.bucket = bs[0].key
-	} else {
-		r.bucket = &ledgerBucket{start: start, tools: make(map[string]*ledgerSums)}
-		pl.buckets.push(start, r.bucket)
+	for lv, span := range levels {
+		start := r.createdAt.Truncate(span)
+		q := &pl.buckets[lv]
+		if bs := q.since(start); len(bs) > 0 && bs[0].at.Equal(start) {
+			r.buckets[lv] = bs[0].key
+		} else {
+			r.buckets[lv] = &ledgerBucket{start: start, tools: make(map[string]*ledgerSums)}
+			q.push(start, r.buckets[lv])
+		}
 	}
-	r.bucket.add(r, 1)
+	r.addToBuckets(1)
 
 	s.ledgerQueue.push(r.createdAt, r)
 	s.ledgerByExec[r.execID] = r
@@ -131,12 +157,12 @@ func (s *Store) addLedgerRow(r *ledgerRow) {
 
 // settle moves a reservation to its final state. The caller holds s.mu.
 func settle(r *ledgerRow, charged bool) {
-	r.bucket.add(r, -1)
+	r.addToBuckets(-1)
 	r.state = ledgerReleased
 	if charged {
 		r.state = ledgerCharged
 	}
-	r.bucket.add(r, 1)
+	r.addToBuckets(1)
 }
 
 // measure returns what limit l has used of principal's history and the
@@ -147,54 +173,84 @@ func (s *Store) measure(principal string, l storage.Limit) (used decimal.Decimal
 	if pl == nil {
 		return decimal.Zero, time.Time{}
 	}
-	var total ledgerSums
+	var (
+		isSpend = l.Measure == storage.MeasureSpend
+		calls   int64
+		spend   decimal.Decimal
+	)
 
-	// Rows between Since and the next bucket boundary are counted one by
-	// one; every bucket from that boundary on is counted whole.
-	whole := l.Since.Truncate(bucketSpan)
-	if whole.Before(l.Since) {
-		whole = whole.Add(bucketSpan)
-	}
+	// The window is cut at the next hour and the next day after Since:
+	// single rows up to the hour, hour sums up to the day, day sums after.
+	edge := ceil(l.Since, levels[0])
 	for _, it := range pl.rows.since(l.Since) {
-		if !it.at.Before(whole) {
+		if !it.at.Before(edge) {
 			break
 		}
 		if r := it.key; counts(l, r) {
-			total.add(r, 1)
+			calls++
+			if isSpend {
+				spend = spend.Add(r.amount)
+			}
 			if oldest.IsZero() {
 				oldest = r.createdAt
 			}
 		}
 	}
-	for _, it := range pl.buckets.since(whole) {
-		b := it.key
-		sums := b.sums(l.ToolID)
-		if sums == nil {
-			continue
+	for lv := range levels {
+		last := lv+1 == len(levels) // runs to the end of history
+		var end time.Time
+		if !last {
+			end = ceil(edge, levels[lv+1])
 		}
-		if oldest.IsZero() && (sums.counted > 0 || l.Measure == storage.MeasureCalls && sums.calls > 0) {
-			oldest = pl.oldestIn(b, l)
+		for _, it := range pl.buckets[lv].since(edge) {
+			if !last && !it.at.Before(end) {
+				break
+			}
+			sums := it.key.sums(l.ToolID)
+			if sums == nil {
+				continue
+			}
+			n := sums.rows(isSpend)
+			calls += n
+			if isSpend {
+				spend = spend.Add(sums.spend)
+			}
+			if oldest.IsZero() && n > 0 {
+				oldest = pl.oldestIn(lv, it.key, l)
+			}
 		}
-		total.calls += sums.calls
-		total.spend = total.spend.Add(sums.spend)
+		edge = end
 	}
 
-	if l.Measure == storage.MeasureCalls {
-		return decimal.NewFromInt(total.calls), oldest
+	if isSpend {
+		return spend, oldest
 	}
-	return total.spend, oldest
+	return decimal.NewFromInt(calls), oldest
 }
 
-// oldestIn returns the creation time of the first row of bucket b that l
-// counts. Only called for a bucket whose sums say there is one.
-func (pl *principalLedger) oldestIn(b *ledgerBucket, l storage.Limit) time.Time {
-	end := b.start.Add(bucketSpan)
-	for _, it := range pl.rows.since(b.start) {
+// oldestIn returns the creation time of the first row in bucket b of level
+// lv that l counts, descending through the finer levels so that it never
+// scans more than one hour of rows. Only called for a bucket whose sums say
+// there is such a row.
+func (pl *principalLedger) oldestIn(lv int, b *ledgerBucket, l storage.Limit) time.Time {
+	end := b.start.Add(levels[lv])
+	if lv == 0 {
+		for _, it := range pl.rows.since(b.start) {
+			if !it.at.Before(end) {
+				break
+			}
+			if r := it.key; counts(l, r) {
+				return r.createdAt
+			}
+		}
+		return time.Time{}
+	}
+	for _, it := range pl.buckets[lv-1].since(b.start) {
 		if !it.at.Before(end) {
 			break
 		}
-		if r := it.key; counts(l, r) {
-			return r.createdAt
+		if sums := it.key.sums(l.ToolID); sums != nil && sums.rows(l.Measure == storage.MeasureSpend) > 0 {
+			return pl.oldestIn(lv-1, it.key, l)
 		}
 	}
 	return time.Time{}

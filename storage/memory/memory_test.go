@@ -50,7 +50,9 @@ func (s *Store) sizes() map[string]int {
 	rows, buckets := 0, 0
 	for _, pl := range s.ledger {
 		rows += pl.rows.len()
-		buckets += pl.buckets.len()
+		for _, q := range pl.buckets {
+			buckets += q.len()
+		}
 	}
 	return map[string]int{
 		"quotes":       len(s.quotes),
@@ -254,8 +256,9 @@ func BenchmarkBeginExecutionWithLimits(b *testing.B) {
 	}
 	// A month at 500 calls an hour for the benchmarked principal, and
 	// others' traffic beside it.
-	for i := range 30 * 24 * 500 {
-		at := t0.Add(-time.Duration(i) * 7200 * time.Millisecond)
+	const history = 30 * 24 * 500
+	for i := range history {
+		at := t0.Add(-time.Duration(history-i) * 7200 * time.Millisecond)
 		_ = admit("busy", fmt.Sprint("h", i), at, nil)
 		if i%10 == 0 {
 			_ = admit(fmt.Sprint("p", i%300), fmt.Sprint("o", i), at, nil)

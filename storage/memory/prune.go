@@ -87,7 +87,7 @@ func (s *Store) pruneLedger(before time.Time, limit int) int {
 		pl.rows.drain(before, n, func(r *ledgerRow) verdict {
 			switch {
 			case r.pruned:
-				r.bucket.add(r, -1)
+				r.addToBuckets(-1)
 				return drop
 			case s.running(r.execID):
 				return keep
@@ -97,12 +97,14 @@ func (s *Store) pruneLedger(before time.Time, limit int) int {
 		})
 		// Buckets empty out oldest first too; one kept for a running row
 		// holds back the empty ones after it until that row goes.
-		pl.buckets.drain(before, n, func(b *ledgerBucket) verdict {
-			if b.all.calls == 0 {
-				return drop
-			}
-			return stop
-		})
+		for lv := range pl.buckets {
+			pl.buckets[lv].drain(before, n, func(b *ledgerBucket) verdict {
+				if b.all.calls == 0 {
+					return drop
+				}
+				return stop
+			})
+		}
 		if pl.rows.len() == 0 {
 			delete(s.ledger, principal)
 		}

@@ -1,7 +1,6 @@
 package storagetest
 
 import (
-	"errors"
 	"testing"
 	"time"
 
@@ -366,10 +365,4 @@ func assertRunning(t *testing.T, b storage.Begin, e storage.Execution) {
 	assert.Empty(t, e.Response)
 	assertTime(t, b.Now, e.CreatedAt, "CreatedAt")
 	assert.True(t, e.FinishedAt.IsZero(), "FinishedAt of a running execution")
-}
-
-// isLimitError reports whether err carries a *storage.LimitError.
-func isLimitError(err error) bool {
-	var le *storage.LimitError
-	return errors.As(err, &le)
 }

@@ -220,17 +220,25 @@ func testConcurrency(t *testing.T, newStore newStoreFunc) {
 			case 1: // settings
 				for c := range calls {
 					id := fmt.Sprint("tool-", c%3)
-					_ = h.s.PutApproval(h.ctx, approval(p, id, "d", storage.ApprovalNeverAsk))
-					_ = h.s.PutSpendControls(h.ctx, p, storage.SpendControls{DailyLimitUSD: decPtr("1")})
-					_, _ = h.s.ListApprovals(h.ctx, p)
-					_, _ = h.s.GetSpendControls(h.ctx, p)
-					_ = h.s.DeleteApproval(h.ctx, p, id)
+					// One goroutine per principal edits settings, so each
+					// step must succeed.
+					assert.NoError(t, h.s.PutApproval(h.ctx, approval(p, id, "d", storage.ApprovalNeverAsk)))
+					assert.NoError(t, h.s.PutSpendControls(h.ctx, p, storage.SpendControls{DailyLimitUSD: decPtr("1")}))
+					list, err := h.s.ListApprovals(h.ctx, p)
+					assert.NoError(t, err)
+					assert.Len(t, list, 1)
+					_, err = h.s.GetSpendControls(h.ctx, p)
+					assert.NoError(t, err)
+					assert.NoError(t, h.s.DeleteApproval(h.ctx, p, id))
 				}
 			default: // previews and housekeeping
 				for range calls {
-					_, _ = h.s.MeasureLimits(h.ctx, p, []storage.Limit{spendLimit("", t0, "1"), callsLimit("tool-1", t0, "1")})
-					_, _ = h.s.UsageAll(h.ctx)
-					_, _ = h.s.Prune(h.ctx, storage.Prune{QuotesBefore: t0.Add(-time.Hour), IdempotencyBefore: t0.Add(-time.Hour)})
+					_, err := h.s.MeasureLimits(h.ctx, p, []storage.Limit{spendLimit("", t0, "1"), callsLimit("tool-1", t0, "1")})
+					assert.NoError(t, err)
+					_, err = h.s.UsageAll(h.ctx)
+					assert.NoError(t, err)
+					_, err = h.s.Prune(h.ctx, storage.Prune{QuotesBefore: t0.Add(-time.Hour), IdempotencyBefore: t0.Add(-time.Hour)})
+					assert.NoError(t, err)
 				}
 			}
 		})

@@ -41,10 +41,12 @@ func testMeasure(t *testing.T, newStore newStoreFunc) {
 			{"spend on an unused tool", spendLimit("tool-c", day, "0"), "0"},
 			{"spend since the running call, inclusive", spendLimit("", t0.Add(-30*time.Minute), "0"), "0.75"},
 			{"spend since just after it", spendLimit("", t0.Add(-30*time.Minute+time.Second), "0"), "0.25"},
+			{"spend in the last 90 minutes, released excluded", spendLimit("", t0.Add(-90*time.Minute), "0"), "0.75"},
 			{"spend in the future", spendLimit("", t0.Add(time.Hour), "0"), "0"},
 			{"calls all time", callsLimit("", time.Time{}, "0"), "5"},
 			{"calls today, failed included", callsLimit("", day, "0"), "4"},
 			{"calls in the last hour on tool-a", callsLimit("tool-a", t0.Add(-time.Hour), "0"), "2"},
+			{"calls in the last 90 minutes, released included", callsLimit("", t0.Add(-90*time.Minute), "0"), "3"},
 			{"calls on tool-b", callsLimit("tool-b", time.Time{}, "0"), "1"},
 		}
 		limits := make([]storage.Limit, len(cases))

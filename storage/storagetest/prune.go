@@ -129,21 +129,26 @@ func testPrune(t *testing.T, newStore newStoreFunc) {
 		h.assertUsed("bob", "0", "0")
 	})
 
-	t.Run("LedgerKeepsReservationsOfRunningCalls", func(t *testing.T) {
+	t.Run("LedgerPruneDoesNotBreakARunningCall", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t, newStore)
-		// A run older than the ledger cutoff that is still running must
-		// still be charged exactly once when it finishes.
-		b := beginFor(h.quote("alice", "tool-a", "0.11", t0.Add(-time.Hour)), "k1", t0.Add(-time.Hour))
+		// A long call began last month and is still running when last
+		// month's ledger is pruned: it must still finish, and count in no
+		// window of this month.
+		began := t0.AddDate(0, -1, 0)
+		b := beginFor(h.quote("alice", "tool-a", "0.11", began), "k1", began)
 		b.LeaseUntil = t0.Add(time.Hour)
 		h.begin(b)
+		monthStart := time.Date(t0.Year(), t0.Month(), 1, 0, 0, 0, 0, time.UTC)
 
-		res, err := h.s.Prune(h.ctx, storage.Prune{LedgerBefore: t0})
+		_, err := h.s.Prune(h.ctx, storage.Prune{LedgerBefore: monthStart})
 		require.NoError(t, err)
-		assert.Equal(t, 0, res.Ledger)
-		h.assertUsed("alice", "0.11", "1")
 		h.finish(b, storage.ExecutionCompleted, `{}`, t0)
-		h.assertUsed("alice", "0.11", "1")
+
+		e, err := h.s.GetExecution(h.ctx, b.ExecutionID)
+		require.NoError(t, err)
+		assert.Equal(t, storage.ExecutionCompleted, e.Status)
+		assertDecimal(t, "0", h.used("alice", spendLimit("", monthStart, "0")))
 	})
 
 	t.Run("HonoursLimit", func(t *testing.T) {

@@ -1,0 +1,440 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/shopspring/decimal"
+
+	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/storage"
+)
+
+// Defaults of the config file's fields.
+const (
+	defaultListen  = "127.0.0.1:8080"
+	storageMemory  = "memory"
+	maxPrincipalID = 255 // what the gateway accepts as a principal
+	maxKeyLen      = 512 // what the HTTP API accepts as a bearer token
+)
+
+// Config is the server's configuration file (contract section 13), parsed
+// and checked. Zero fields mean the gateway's defaults.
+type Config struct {
+	Listen            string
+	Storage           string // "memory" or a PostgreSQL URL
+	QuoteTTL          time.Duration
+	FeeRate           *decimal.Decimal
+	ExposeUsageCounts bool
+	Principals        []Principal
+	Upstreams         map[string]string         // tool slug -> origin
+	Trust             map[string]registry.Trust // tool slug -> override
+}
+
+// Principal is one caller: its API keys, in clear or as SHA-256 digests,
+// and the operator's spend controls over it.
+type Principal struct {
+	ID            string
+	APIKeys       []string
+	APIKeyDigests [][sha256.Size]byte
+	SpendControls storage.SpendControls
+}
+
+// postgres reports whether the config stores in PostgreSQL.
+func (c *Config) postgres() bool { return c.Storage != storageMemory }
+
+// loadConfig reads and parses the config file at path.
+func loadConfig(path string, reg *registry.Registry) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &ConfigError{Msg: "cannot read the config file: " + err.Error()}
+	}
+	return parseConfig(data, reg)
+}
+
+// parseConfig parses a config file. Every tool it names must be in reg.
+// Errors are *ConfigError naming the field; no error ever quotes an API
+// key or a database URL, since they end up in logs.
+func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
+	root, err := parseDocument(data)
+	if err != nil {
+		return nil, err
+	}
+	fs, err := root.fields("listen", "storage", "quoteTTL", "feeRate", "exposeUsageCounts",
+		"principals", "upstreams", "trust")
+	if err != nil {
+		return nil, err
+	}
+	p := configParser{reg: reg}
+	cfg := &Config{Listen: defaultListen, Storage: storageMemory}
+	for _, f := range fs {
+		switch f.name {
+		case "listen":
+			cfg.Listen, err = p.listen(f.node)
+		case "storage":
+			cfg.Storage, err = p.storage(f.node)
+		case "quoteTTL":
+			cfg.QuoteTTL, err = f.duration()
+		case "feeRate":
+			cfg.FeeRate, err = p.feeRate(f.node)
+		case "exposeUsageCounts":
+			cfg.ExposeUsageCounts, err = f.boolean()
+		case "principals":
+			cfg.Principals, err = p.principals(f.node)
+		case "upstreams":
+			cfg.Upstreams, err = p.upstreams(f.node)
+		case "trust":
+			cfg.Trust, err = p.trust(f.node)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return cfg, nil
+}
+
+type configParser struct {
+	reg *registry.Registry
+}
+
+// checkListen accepts host:port with a numeric port; an empty host listens
+// on every interface.
+func checkListen(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not a host:port address", addr)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("%q has no port number from 0 to 65535", addr)
+	}
+	return nil
+}
+
+func (configParser) listen(n node) (string, error) {
+	s, err := n.str()
+	if err != nil {
+		return "", err
+	}
+	if err := checkListen(s); err != nil {
+		return "", n.errorf("%v", err)
+	}
+	return s, nil
+}
+
+func (configParser) storage(n node) (string, error) {
+	s, err := n.str()
+	if err != nil {
+		return "", err
+	}
+	if s == storageMemory {
+		return s, nil
+	}
+	// A URL may carry a password, so it is never quoted back, nor is the
+	// parser's error. The parser is pgx's own, so whatever the store will
+	// accept (several hosts, say) passes here too.
+	if !strings.HasPrefix(s, "postgres://") && !strings.HasPrefix(s, "postgresql://") {
+		return "", n.errorf(`must be "memory" or a PostgreSQL URL (postgres://user:password@host:5432/db)`)
+	}
+	if _, err := pgconn.ParseConfig(s); err != nil {
+		return "", n.errorf("is not a valid PostgreSQL URL (postgres://user:password@host:5432/db)")
+	}
+	return s, nil
+}
+
+func (configParser) feeRate(n node) (*decimal.Decimal, error) {
+	d, err := n.amount()
+	if err != nil {
+		return nil, err
+	}
+	if d.GreaterThan(decimal.NewFromInt(1)) {
+		return nil, n.errorf("%s must be from 0 to 1 (0.10 is a 10%% fee)", d)
+	}
+	return &d, nil
+}
+
+func (p configParser) principals(n node) ([]Principal, error) {
+	items, err := n.items()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Principal, 0, len(items))
+	owner := map[[sha256.Size]byte]string{} // key digest -> principal, across principals
+	for _, item := range items {
+		pr, err := p.principal(item, owner)
+		if err != nil {
+			return nil, err
+		}
+		for _, other := range out {
+			if other.ID == pr.ID {
+				return nil, item.child("id").errorf("principal %q is given twice", pr.ID)
+			}
+		}
+		out = append(out, pr)
+	}
+	return out, nil
+}
+
+func (p configParser) principal(n node, owner map[[sha256.Size]byte]string) (Principal, error) {
+	fs, err := n.fields("id", "apiKeys", "apiKeySha256", "spendControls")
+	if err != nil {
+		return Principal{}, err
+	}
+	var pr Principal
+	var keys, digests []node // checked once the id is known, to name it in clashes
+	for _, f := range fs {
+		switch f.name {
+		case "id":
+			if pr.ID, err = f.str(); err == nil && (pr.ID == "" || len(pr.ID) > maxPrincipalID) {
+				err = f.errorf("must be 1 to %d characters", maxPrincipalID)
+			}
+		case "apiKeys":
+			keys, err = f.items()
+		case "apiKeySha256":
+			digests, err = f.items()
+		case "spendControls":
+			pr.SpendControls, err = p.spendControls(f.node)
+		}
+		if err != nil {
+			return Principal{}, err
+		}
+	}
+	if pr.ID == "" {
+		return Principal{}, n.errorf("id is required")
+	}
+	claim := func(k node, d [sha256.Size]byte) error {
+		if other, taken := owner[d]; taken && other != pr.ID {
+			return k.errorf("this key already belongs to principal %q", other)
+		}
+		owner[d] = pr.ID
+		return nil
+	}
+	for _, k := range keys {
+		key, err := k.str()
+		if err != nil {
+			return Principal{}, err
+		}
+		if !validKey(key) {
+			return Principal{}, k.errorf("an API key must be 1 to %d visible ASCII characters (no spaces)", maxKeyLen)
+		}
+		if err := claim(k, sha256.Sum256([]byte(key))); err != nil {
+			return Principal{}, err
+		}
+		pr.APIKeys = append(pr.APIKeys, key)
+	}
+	for _, k := range digests {
+		s, err := k.str()
+		if err != nil {
+			return Principal{}, err
+		}
+		// Not quoted back: a key pasted here by mistake must not reach a log.
+		raw, err := hex.DecodeString(s)
+		if err != nil || len(raw) != sha256.Size {
+			return Principal{}, k.errorf("must be the SHA-256 of a key as 64 hex digits")
+		}
+		var d [sha256.Size]byte
+		copy(d[:], raw)
+		if err := claim(k, d); err != nil {
+			return Principal{}, err
+		}
+		pr.APIKeyDigests = append(pr.APIKeyDigests, d)
+	}
+	if len(pr.APIKeys)+len(pr.APIKeyDigests) == 0 {
+		return Principal{}, n.errorf("principal %q has no apiKeys or apiKeySha256, so it could never call", pr.ID)
+	}
+	return pr, nil
+}
+
+// validKey matches what the HTTP API accepts as a bearer token, so a key
+// that could never authenticate is refused at start, not at the first call.
+func validKey(key string) bool {
+	if key == "" || len(key) > maxKeyLen {
+		return false
+	}
+	for i := 0; i < len(key); i++ {
+		if key[i] <= ' ' || key[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// limitFields are the five fields global and per-tool spend controls share.
+var limitFields = []string{"maxPerCallUsd", "dailyLimitUsd", "monthlyLimitUsd", "rateLimitPerMinute", "rateLimitPerHour"}
+
+// limits collects limitFields before they go into the storage types.
+type limits struct {
+	maxPerCall, daily, monthly *decimal.Decimal
+	perMinute, perHour         *int
+}
+
+func (l *limits) set(f field) error {
+	amount := func(dst **decimal.Decimal) error {
+		d, err := f.amount()
+		*dst = &d
+		return err
+	}
+	count := func(dst **int) error {
+		n, err := f.count()
+		*dst = &n
+		return err
+	}
+	switch f.name {
+	case "maxPerCallUsd":
+		return amount(&l.maxPerCall)
+	case "dailyLimitUsd":
+		return amount(&l.daily)
+	case "monthlyLimitUsd":
+		return amount(&l.monthly)
+	case "rateLimitPerMinute":
+		return count(&l.perMinute)
+	case "rateLimitPerHour":
+		return count(&l.perHour)
+	}
+	return nil
+}
+
+func (p configParser) spendControls(n node) (storage.SpendControls, error) {
+	fs, err := n.fields(append([]string{"tools"}, limitFields...)...)
+	if err != nil {
+		return storage.SpendControls{}, err
+	}
+	var c storage.SpendControls
+	var l limits
+	for _, f := range fs {
+		if f.name == "tools" {
+			c.Tools, err = p.toolControls(f.node)
+		} else {
+			err = l.set(f)
+		}
+		if err != nil {
+			return storage.SpendControls{}, err
+		}
+	}
+	c.MaxPerCallUSD, c.DailyLimitUSD, c.MonthlyLimitUSD = l.maxPerCall, l.daily, l.monthly
+	c.RateLimitPerMinute, c.RateLimitPerHour = l.perMinute, l.perHour
+	return c, nil
+}
+
+func (p configParser) toolControls(n node) (map[string]storage.ToolSpendControls, error) {
+	tools, err := n.members()
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]storage.ToolSpendControls, len(tools))
+	for _, t := range tools {
+		if err := p.knownTool(n, t.name); err != nil {
+			return nil, err
+		}
+		fs, err := t.fields(append([]string{"allowed"}, limitFields...)...)
+		if err != nil {
+			return nil, err
+		}
+		var c storage.ToolSpendControls
+		var l limits
+		for _, f := range fs {
+			if f.name == "allowed" {
+				var b bool
+				b, err = f.boolean()
+				c.Allowed = &b
+			} else {
+				err = l.set(f)
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+		c.MaxPerCallUSD, c.DailyLimitUSD, c.MonthlyLimitUSD = l.maxPerCall, l.daily, l.monthly
+		c.RateLimitPerMinute, c.RateLimitPerHour = l.perMinute, l.perHour
+		out[t.name] = c
+	}
+	return out, nil
+}
+
+// knownTool refuses a slug the registry does not hold, so a typo in a slug
+// fails at start rather than silently configuring nothing.
+func (p configParser) knownTool(in node, slug string) error {
+	if v, err := p.reg.Lookup(slug); err != nil || v.Tool.Slug != slug {
+		return in.errorf("no tool %q (the tools are %s)", slug, strings.Join(p.slugs(), ", "))
+	}
+	return nil
+}
+
+func (p configParser) slugs() []string {
+	vs, _ := p.reg.List("", 1000, 0)
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = v.Tool.Slug
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (p configParser) upstreams(n node) (map[string]string, error) {
+	fs, err := n.members()
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(fs))
+	for _, f := range fs {
+		if err := p.knownTool(n, f.name); err != nil {
+			return nil, err
+		}
+		origin, err := f.str()
+		if err != nil {
+			return nil, err
+		}
+		if !validOrigin(origin) {
+			return nil, f.errorf("%q is not an origin: use scheme://host[:port] with http or https and no path", origin)
+		}
+		out[f.name] = strings.TrimSuffix(origin, "/")
+	}
+	return out, nil
+}
+
+// validOrigin is the registry's rule for an origin: http or https, a host,
+// nothing after it but an optional "/".
+func validOrigin(origin string) bool {
+	u, err := url.Parse(origin)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" &&
+		(u.Path == "" || u.Path == "/") && u.RawQuery == "" && u.Fragment == "" && u.User == nil && !u.ForceQuery
+}
+
+func (p configParser) trust(n node) (map[string]registry.Trust, error) {
+	tools, err := n.members()
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]registry.Trust, len(tools))
+	for _, t := range tools {
+		if err := p.knownTool(n, t.name); err != nil {
+			return nil, err
+		}
+		fs, err := t.fields("paymentVerified", "endpointVerified")
+		if err != nil {
+			return nil, err
+		}
+		var tr registry.Trust
+		for _, f := range fs {
+			b, err := f.boolean()
+			if err != nil {
+				return nil, err
+			}
+			if f.name == "paymentVerified" {
+				tr.PaymentVerified = &b
+			} else {
+				tr.EndpointVerified = &b
+			}
+		}
+		out[t.name] = tr
+	}
+	return out, nil
+}

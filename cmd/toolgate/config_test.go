@@ -1,0 +1,304 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/registry"
+)
+
+func testRegistry(t *testing.T) *registry.Registry {
+	t.Helper()
+	reg, err := newRegistry()
+	require.NoError(t, err)
+	return reg
+}
+
+func sha256Hex(s string) string {
+	d := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(d[:])
+}
+
+// contractExample is contract section 13's example, with a real digest in
+// place of its placeholder.
+var contractExample = `{
+  "listen": "127.0.0.1:8080",
+  "storage": "memory",
+  "quoteTTL": "5m",
+  "feeRate": "0.10",
+  "exposeUsageCounts": false,
+  "principals": [
+    {"id": "alice",
+     "apiKeys": ["tg_dev_alice"],
+     "apiKeySha256": ["` + sha256Hex("tg_kept_elsewhere") + `"],
+     "spendControls": {"maxPerCallUsd": "25.0000", "dailyLimitUsd": "100.0000", "monthlyLimitUsd": "1000.0000",
+                       "rateLimitPerMinute": 60, "rateLimitPerHour": 1000,
+                       "tools": {"goal-data": {"allowed": true, "dailyLimitUsd": "0.2000"}}}}
+  ],
+  "upstreams": {"earthquake-search": "http://127.0.0.1:9001"},
+  "trust": {"goal-data": {"paymentVerified": true, "endpointVerified": true}}
+}`
+
+func dec(s string) decimal.Decimal { return decimal.RequireFromString(s) }
+
+func TestParseConfigContractExample(t *testing.T) {
+	t.Parallel()
+	cfg, err := parseConfig([]byte(contractExample), testRegistry(t))
+	require.NoError(t, err)
+
+	assert.Equal(t, "127.0.0.1:8080", cfg.Listen)
+	assert.Equal(t, "memory", cfg.Storage)
+	assert.Equal(t, 5*time.Minute, cfg.QuoteTTL)
+	require.NotNil(t, cfg.FeeRate)
+	assert.True(t, cfg.FeeRate.Equal(dec("0.10")))
+	assert.False(t, cfg.ExposeUsageCounts)
+
+	require.Len(t, cfg.Principals, 1)
+	p := cfg.Principals[0]
+	assert.Equal(t, "alice", p.ID)
+	assert.Equal(t, []string{"tg_dev_alice"}, p.APIKeys)
+	assert.Equal(t, [][sha256.Size]byte{sha256.Sum256([]byte("tg_kept_elsewhere"))}, p.APIKeyDigests)
+	sc := p.SpendControls
+	assert.True(t, sc.MaxPerCallUSD.Equal(dec("25")))
+	assert.True(t, sc.DailyLimitUSD.Equal(dec("100")))
+	assert.True(t, sc.MonthlyLimitUSD.Equal(dec("1000")))
+	assert.Equal(t, 60, *sc.RateLimitPerMinute)
+	assert.Equal(t, 1000, *sc.RateLimitPerHour)
+	require.Contains(t, sc.Tools, "goal-data")
+	goal := sc.Tools["goal-data"]
+	assert.True(t, *goal.Allowed)
+	assert.True(t, goal.DailyLimitUSD.Equal(dec("0.2")))
+	assert.Nil(t, goal.MaxPerCallUSD, "unset tool limits stay unset")
+	assert.Nil(t, goal.RateLimitPerMinute)
+
+	assert.Equal(t, map[string]string{"earthquake-search": "http://127.0.0.1:9001"}, cfg.Upstreams)
+	require.Contains(t, cfg.Trust, "goal-data")
+	assert.True(t, *cfg.Trust["goal-data"].PaymentVerified)
+	assert.True(t, *cfg.Trust["goal-data"].EndpointVerified)
+}
+
+func TestParseConfigDefaults(t *testing.T) {
+	t.Parallel()
+	for _, doc := range []string{`{}`, `{"listen": null, "principals": null}`} {
+		cfg, err := parseConfig([]byte(doc), testRegistry(t))
+		require.NoError(t, err, doc)
+		assert.Equal(t, "127.0.0.1:8080", cfg.Listen, doc)
+		assert.Equal(t, "memory", cfg.Storage, doc)
+		assert.False(t, cfg.postgres(), doc)
+		assert.Zero(t, cfg.QuoteTTL, "zero means the gateway's default")
+		assert.Nil(t, cfg.FeeRate, "nil means the gateway's default")
+		assert.Empty(t, cfg.Principals)
+	}
+}
+
+func TestParseConfigAccepts(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		doc   string
+		check func(t *testing.T, cfg *Config)
+	}{
+		{"postgres URL", `{"storage": "postgres://toolgate:secret@db:5432/toolgate?sslmode=disable"}`,
+			func(t *testing.T, cfg *Config) { assert.True(t, cfg.postgres()) }},
+		{"postgresql URL", `{"storage": "postgresql:///toolgate?host=/var/run/postgresql"}`,
+			func(t *testing.T, cfg *Config) { assert.True(t, cfg.postgres()) }},
+		{"postgres URL with several hosts", `{"storage": "postgres://toolgate@db1:5432,db2:5432/toolgate"}`,
+			func(t *testing.T, cfg *Config) { assert.True(t, cfg.postgres()) }},
+		{"every interface, any port", `{"listen": ":0"}`,
+			func(t *testing.T, cfg *Config) { assert.Equal(t, ":0", cfg.Listen) }},
+		{"amount as a JSON number, taken by its text", `{"principals": [{"id": "a", "apiKeys": ["k"], "spendControls": {"dailyLimitUsd": 0.1}}]}`,
+			func(t *testing.T, cfg *Config) {
+				assert.Equal(t, "0.1", cfg.Principals[0].SpendControls.DailyLimitUSD.String())
+			}},
+		{"uppercase digest", `{"principals": [{"id": "a", "apiKeySha256": ["` + strings.ToUpper(sha256Hex("k")) + `"]}]}`,
+			func(t *testing.T, cfg *Config) {
+				assert.Equal(t, sha256.Sum256([]byte("k")), cfg.Principals[0].APIKeyDigests[0])
+			}},
+		{"trailing slash on an origin", `{"upstreams": {"goal-data": "https://goal.internal:8443/"}}`,
+			func(t *testing.T, cfg *Config) {
+				assert.Equal(t, "https://goal.internal:8443", cfg.Upstreams["goal-data"])
+			}},
+		{"a tool blocked for a principal", `{"principals": [{"id": "a", "apiKeys": ["k"], "spendControls": {"tools": {"goal-data": {"allowed": false}}}}]}`,
+			func(t *testing.T, cfg *Config) {
+				assert.False(t, *cfg.Principals[0].SpendControls.Tools["goal-data"].Allowed)
+			}},
+		{"a free fee", `{"feeRate": "0"}`,
+			func(t *testing.T, cfg *Config) { assert.True(t, cfg.FeeRate.IsZero()) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cfg, err := parseConfig([]byte(tt.doc), testRegistry(t))
+			require.NoError(t, err)
+			tt.check(t, cfg)
+		})
+	}
+}
+
+// TestParseConfigErrors checks that every mistake is refused with a message
+// that names the field, so an operator knows where to look.
+func TestParseConfigErrors(t *testing.T) {
+	t.Parallel()
+	principal := func(fields string) string {
+		return `{"principals": [{"id": "alice", "apiKeys": ["tg_alice"]` + fields + `}]}`
+	}
+	tests := []struct {
+		name string
+		doc  string
+		want string // the whole message, or its start when it ends in "..."
+	}{
+		{"unknown top-level field", `{"listn": "127.0.0.1:8080"}`,
+			`config: unknown field "listn"`},
+		{"unknown field in a principal", `{"principals": [{"id": "a", "apikeys": ["k"]}]}`,
+			`config: principals[0]: unknown field "apikeys"`},
+		{"unknown field in spend controls", principal(`, "spendControls": {"maxPerCall": "1"}`),
+			`config: principals[0].spendControls: unknown field "maxPerCall"`},
+		{"unknown field in tool controls", principal(`, "spendControls": {"tools": {"goal-data": {"allow": true}}}`),
+			`config: principals[0].spendControls.tools.goal-data: unknown field "allow"`},
+		{"unknown field in trust", `{"trust": {"goal-data": {"paid": true}}}`,
+			`config: trust.goal-data: unknown field "paid"`},
+
+		{"not JSON", "{\n  \"listen\": \"x\",\n  oops\n}",
+			`config: invalid JSON at line 3, column 3: ...`},
+		{"empty file", ``, `config: the file is empty; it must hold a JSON object`},
+		{"two documents", `{} {}`, `config: the file holds more than one JSON value`},
+		{"not an object", `["listen"]`, `config: must be an object, not an array`},
+		{"a field twice", `{"listen": "127.0.0.1:1", "listen": "127.0.0.1:2"}`,
+			`config: field "listen" is given twice`},
+
+		{"listen not host:port", `{"listen": "localhost"}`,
+			`config: listen: "localhost" is not a host:port address`},
+		{"listen port out of range", `{"listen": "127.0.0.1:99999"}`,
+			`config: listen: "127.0.0.1:99999" has no port number from 0 to 65535`},
+		{"listen not a string", `{"listen": 8080}`,
+			`config: listen: must be a string, not a number`},
+
+		{"storage a broken postgres URL", `{"storage": "postgres://root:hunter2@db:port/x"}`,
+			`config: storage: is not a valid PostgreSQL URL (postgres://user:password@host:5432/db)`},
+		{"storage neither memory nor postgres", `{"storage": "mysql://root:hunter2@db/x"}`,
+			`config: storage: must be "memory" or a PostgreSQL URL (postgres://user:password@host:5432/db)`},
+
+		{"quoteTTL not a duration", `{"quoteTTL": "5 minutes"}`,
+			`config: quoteTTL: "5 minutes" is not a duration (use a form such as "5m" or "90s")`},
+		{"quoteTTL a number", `{"quoteTTL": 300}`,
+			`config: quoteTTL: must be a duration such as "5m", not a number`},
+		{"quoteTTL zero", `{"quoteTTL": "0s"}`, `config: quoteTTL: "0s" must be longer than zero`},
+
+		{"feeRate not a decimal", `{"feeRate": "ten percent"}`, `config: feeRate: "ten percent" is not a decimal amount`},
+		{"feeRate above 1", `{"feeRate": "1.5"}`, `config: feeRate: 1.5 must be from 0 to 1 (0.10 is a 10% fee)`},
+		{"feeRate negative", `{"feeRate": "-0.1"}`, `config: feeRate: "-0.1" must be a non-negative amount with at most 4 decimals`},
+		{"exposeUsageCounts not a boolean", `{"exposeUsageCounts": "yes"}`,
+			`config: exposeUsageCounts: must be true or false, not a string`},
+
+		{"principals not an array", `{"principals": {"id": "a"}}`, `config: principals: must be an array, not an object`},
+		{"principal without id", `{"principals": [{"apiKeys": ["k"]}]}`, `config: principals[0]: id is required`},
+		{"principal with empty id", `{"principals": [{"id": "", "apiKeys": ["k"]}]}`,
+			`config: principals[0].id: must be 1 to 255 characters`},
+		{"principal twice", `{"principals": [{"id": "a", "apiKeys": ["k1"]}, {"id": "a", "apiKeys": ["k2"]}]}`,
+			`config: principals[1].id: principal "a" is given twice`},
+		{"principal without keys", `{"principals": [{"id": "a"}]}`,
+			`config: principals[0]: principal "a" has no apiKeys or apiKeySha256, so it could never call`},
+		{"empty key", `{"principals": [{"id": "a", "apiKeys": [""]}]}`,
+			`config: principals[0].apiKeys[0]: an API key must be 1 to 512 visible ASCII characters (no spaces)`},
+		{"key with a space", `{"principals": [{"id": "a", "apiKeys": ["ok", "tg secret"]}]}`,
+			`config: principals[0].apiKeys[1]: an API key must be 1 to 512 visible ASCII characters (no spaces)`},
+		{"key not a string", `{"principals": [{"id": "a", "apiKeys": [42]}]}`,
+			`config: principals[0].apiKeys[0]: must be a string, not a number`},
+		{"one key for two principals", `{"principals": [{"id": "a", "apiKeys": ["tg_shared"]}, {"id": "b", "apiKeys": ["tg_shared"]}]}`,
+			`config: principals[1].apiKeys[0]: this key already belongs to principal "a"`},
+		{"a key and its digest for two principals", `{"principals": [{"id": "a", "apiKeys": ["tg_shared"]}, {"id": "b", "apiKeySha256": ["` + sha256Hex("tg_shared") + `"]}]}`,
+			`config: principals[1].apiKeySha256[0]: this key already belongs to principal "a"`},
+		{"digest not hex", `{"principals": [{"id": "a", "apiKeySha256": ["tg_pasted_the_key_here"]}]}`,
+			`config: principals[0].apiKeySha256[0]: must be the SHA-256 of a key as 64 hex digits`},
+		{"digest too short", `{"principals": [{"id": "a", "apiKeySha256": ["abcd"]}]}`,
+			`config: principals[0].apiKeySha256[0]: must be the SHA-256 of a key as 64 hex digits`},
+
+		{"daily limit not a decimal", principal(`, "spendControls": {"dailyLimitUsd": "abc"}`),
+			`config: principals[0].spendControls.dailyLimitUsd: "abc" is not a decimal amount`},
+		{"limit with 5 decimals", principal(`, "spendControls": {"maxPerCallUsd": "0.00001"}`),
+			`config: principals[0].spendControls.maxPerCallUsd: "0.00001" must be a non-negative amount with at most 4 decimals`},
+		{"limit a boolean", principal(`, "spendControls": {"monthlyLimitUsd": true}`),
+			`config: principals[0].spendControls.monthlyLimitUsd: must be a decimal amount such as "25.0000", not a boolean`},
+		{"negative rate limit", principal(`, "spendControls": {"rateLimitPerMinute": -1}`),
+			`config: principals[0].spendControls.rateLimitPerMinute: -1 is not a whole number from 0 to 2147483647`},
+		{"fractional rate limit", principal(`, "spendControls": {"rateLimitPerHour": 1.5}`),
+			`config: principals[0].spendControls.rateLimitPerHour: 1.5 is not a whole number from 0 to 2147483647`},
+		{"rate limit as a string", principal(`, "spendControls": {"rateLimitPerHour": "60"}`),
+			`config: principals[0].spendControls.rateLimitPerHour: must be a whole number, not a string`},
+		{"controls for no such tool", principal(`, "spendControls": {"tools": {"nope": {"allowed": false}}}`),
+			`config: principals[0].spendControls.tools: no tool "nope" (the tools are current-weather, earthquake-search, exchange-rates, goal-data, public-holidays)`},
+		{"tool allowed not a boolean", principal(`, "spendControls": {"tools": {"goal-data": {"allowed": "yes"}}}`),
+			`config: principals[0].spendControls.tools.goal-data.allowed: must be true or false, not a string`},
+		{"tool limit not a decimal", principal(`, "spendControls": {"tools": {"goal-data": {"dailyLimitUsd": "lots"}}}`),
+			`config: principals[0].spendControls.tools.goal-data.dailyLimitUsd: "lots" is not a decimal amount`},
+
+		{"upstream for no such tool", `{"upstreams": {"nope": "http://127.0.0.1:9001"}}`,
+			`config: upstreams: no tool "nope" ...`},
+		{"upstream by tool id, not slug", `{"upstreams": {"` + registry.StableID("tool:goal-data") + `": "http://127.0.0.1:9001"}}`,
+			`config: upstreams: no tool "` + registry.StableID("tool:goal-data") + `" ...`},
+		{"upstream with a path", `{"upstreams": {"earthquake-search": "http://127.0.0.1:9001/usgs"}}`,
+			`config: upstreams.earthquake-search: "http://127.0.0.1:9001/usgs" is not an origin: use scheme://host[:port] with http or https and no path`},
+		{"upstream another scheme", `{"upstreams": {"earthquake-search": "ftp://mirror"}}`,
+			`config: upstreams.earthquake-search: "ftp://mirror" is not an origin: ...`},
+		{"upstream without scheme", `{"upstreams": {"earthquake-search": "127.0.0.1:9001"}}`,
+			`config: upstreams.earthquake-search: "127.0.0.1:9001" is not an origin: ...`},
+		{"upstreams not an object", `{"upstreams": ["http://127.0.0.1:9001"]}`,
+			`config: upstreams: must be an object, not an array`},
+
+		{"trust for no such tool", `{"trust": {"nope": {"paymentVerified": true}}}`,
+			`config: trust: no tool "nope" ...`},
+		{"trust not a boolean", `{"trust": {"goal-data": {"paymentVerified": "true"}}}`,
+			`config: trust.goal-data.paymentVerified: must be true or false, not a string`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cfg, err := parseConfig([]byte(tt.doc), testRegistry(t))
+			require.Error(t, err)
+			assert.Nil(t, cfg)
+			var ce *ConfigError
+			require.ErrorAs(t, err, &ce)
+			if prefix, ok := strings.CutSuffix(tt.want, "..."); ok {
+				assert.True(t, strings.HasPrefix(err.Error(), prefix), "got %q, want it to start with %q", err, prefix)
+			} else {
+				assert.Equal(t, tt.want, err.Error())
+			}
+			// Secrets given in the config never come back in a message.
+			for _, secret := range []string{"hunter2", "tg_shared", "tg secret", "tg_pasted_the_key_here"} {
+				assert.NotContains(t, err.Error(), secret)
+			}
+		})
+	}
+}
+
+func TestLoadConfigMissingFile(t *testing.T) {
+	t.Parallel()
+	_, err := loadConfig(t.TempDir()+"/nope.json", testRegistry(t))
+	var ce *ConfigError
+	require.ErrorAs(t, err, &ce)
+	assert.Contains(t, err.Error(), "config: cannot read the config file: open ")
+}
+
+// TestREADMEConfigExample keeps the README's config example valid.
+func TestREADMEConfigExample(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	_, section, found := strings.Cut(string(readme), "\n## The server\n")
+	require.True(t, found, "the README has a section on the server")
+	_, example, found := strings.Cut(section, "```json\n")
+	require.True(t, found, "the section has a config example")
+	example, _, _ = strings.Cut(example, "```")
+
+	cfg, err := parseConfig([]byte(example), testRegistry(t))
+	require.NoError(t, err)
+	assert.Len(t, cfg.Principals, 1)
+}

@@ -1,0 +1,152 @@
+// Command toolgate is the standalone toolgate server: the gateway's HTTP API
+// over the built-in tools, configured by one JSON file.
+//
+//	toolgate [-config FILE] [-offline] [-listen ADDR]
+//
+// The config file is named by -config or, failing that, by the
+// TOOLGATE_CONFIG environment variable. With neither, the server runs a
+// development setup on 127.0.0.1:8080: the in-memory store, live upstreams
+// and one fresh API key, printed on stdout with example commands. -offline
+// answers every upstream request from recorded provider responses, so the
+// whole flow works with no network. -listen overrides the config's address.
+//
+// Once listening, the server prints "toolgate listening on http://ADDR" on
+// stdout, and logs JSON to stderr (never an API key). SIGINT or SIGTERM stops
+// accepting connections, lets the calls in flight finish, and exits 0.
+//
+// Exit codes: 0 after a clean stop, 1 when the server cannot start or stop
+// cleanly, 2 for a mistake in the flags or the config file.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+// Exit codes.
+const (
+	exitOK     = 0
+	exitFailed = 1
+	exitUsage  = 2
+)
+
+// retentionInterval is how often expired records are pruned.
+const retentionInterval = time.Minute
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop() // from here on, a second signal stops the process at once
+	}()
+	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+}
+
+// options are the command-line flags.
+type options struct {
+	configPath string
+	offline    bool
+	listen     string
+}
+
+func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("toolgate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.configPath, "config", "", "read the JSON config `file` (default $TOOLGATE_CONFIG; with neither, a development setup)")
+	fs.BoolVar(&o.offline, "offline", false, "answer every upstream request from recorded provider responses (no network)")
+	fs.StringVar(&o.listen, "listen", "", "listen on `host:port`, overriding the config (\"127.0.0.1:0\" picks a free port)")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected argument %q (see -h)", fs.Arg(0))
+	}
+	if o.configPath == "" {
+		o.configPath = getenv("TOOLGATE_CONFIG")
+	}
+	if o.listen != "" {
+		if err := checkListen(o.listen); err != nil {
+			return o, fmt.Errorf("-listen: %w", err)
+		}
+	}
+	return o, nil
+}
+
+// run is the whole server; ctx is done when it should stop. It returns the
+// exit code.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	opts, err := parseFlags(args, getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "toolgate: %v\n", err)
+		return exitUsage
+	}
+	reg, err := newRegistry()
+	if err != nil {
+		fmt.Fprintf(stderr, "toolgate: %v\n", err)
+		return exitFailed
+	}
+
+	var cfg *Config
+	var devKey string
+	if opts.configPath != "" {
+		if cfg, err = loadConfig(opts.configPath, reg); err != nil {
+			fmt.Fprintf(stderr, "toolgate: %s: %v\n", opts.configPath, err)
+			return exitUsage
+		}
+	} else if cfg, devKey, err = devConfig(); err != nil {
+		fmt.Fprintf(stderr, "toolgate: %v\n", err)
+		return exitFailed
+	}
+	if opts.listen != "" {
+		cfg.Listen = opts.listen
+	}
+
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	a, err := build(ctx, cfg, reg, opts.offline, log)
+	if err != nil {
+		log.Error("cannot start", "error", err)
+		return exitFailed
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		a.close()
+		log.Error("cannot listen", "error", err)
+		return exitFailed
+	}
+	baseURL := "http://" + ln.Addr().String()
+	fmt.Fprintf(stdout, "toolgate listening on %s\n", baseURL)
+	if devKey != "" {
+		printDevHelp(stdout, baseURL, devKey, opts.offline)
+	}
+	storageKind := "memory" // never the URL: it may hold a password
+	if cfg.postgres() {
+		storageKind = "postgres"
+	}
+	log.Info("started", "address", ln.Addr().String(), "storage", storageKind, "offline", opts.offline,
+		"principals", len(cfg.Principals), "development", devKey != "")
+
+	retention, stopRetention := context.WithCancel(context.Background())
+	go a.gw.RunRetention(retention, retentionInterval)
+	err = serve(ctx, ln, logRequests(log, a.handler), log)
+	stopRetention()
+	a.close() // after the drain: calls in flight still write to the store
+	if err != nil {
+		log.Error("stopped with an error", "error", err)
+		return exitFailed
+	}
+	log.Info("stopped")
+	return exitOK
+}

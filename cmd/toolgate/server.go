@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/toolgate/toolgate"
+)
+
+// Server timeouts. A call can spend up to the gateway's upstream deadline
+// waiting on its provider, so writing the answer must be allowed a little
+// longer than that; shutdown waits longer still, so that a call in flight
+// when the signal comes always finishes.
+const (
+	readHeaderTimeout = 5 * time.Second
+	readTimeout       = 15 * time.Second
+	writeTimeout      = toolgate.DefaultUpstreamTimeout + 10*time.Second
+	idleTimeout       = 60 * time.Second
+	shutdownTimeout   = 30 * time.Second
+	maxHeaderBytes    = 64 << 10
+)
+
+// serve answers on ln until ctx is done, then stops accepting connections
+// and waits for the requests in flight to finish.
+func serve(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logger) error {
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: finishing requests in flight; a second signal stops at once",
+		"timeout", shutdownTimeout.String())
+	drain, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(drain); err != nil {
+		_ = srv.Close()
+		return fmt.Errorf("shutdown: requests still running after %s: %w", shutdownTimeout, err)
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/httpapi"
+	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/storage/memory"
+	"github.com/toolgate/toolgate/storage/postgres"
+	"github.com/toolgate/toolgate/tools"
+	"github.com/toolgate/toolgate/tools/recorded"
+)
+
+// storeOpenTimeout bounds connecting to PostgreSQL and migrating its schema
+// at start, so a database that does not answer fails the start visibly.
+const storeOpenTimeout = 30 * time.Second
+
+// app is a configured gateway and its HTTP API, ready to serve.
+type app struct {
+	gw      *toolgate.Gateway
+	handler http.Handler
+	close   func() // releases the store
+}
+
+// newRegistry returns a registry of the built-in tools. The server keeps its
+// own rather than registry.Default, so nothing else in the process can
+// change what it serves.
+func newRegistry() (*registry.Registry, error) {
+	reg := registry.New()
+	if err := tools.RegisterAll(reg); err != nil {
+		return nil, err
+	}
+	return reg, nil
+}
+
+// build applies cfg to reg and assembles the gateway over the configured
+// store. With offline, every upstream request is answered from recorded
+// provider responses; tools pointed elsewhere by cfg.Upstreams keep their
+// origin (and so their manifest digest), and the recordings answer them by
+// path.
+func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline bool, log *slog.Logger) (*app, error) {
+	// The config was checked against reg, so these only fail on a bug.
+	for slug, origin := range cfg.Upstreams {
+		if err := reg.SetOrigin(slug, origin); err != nil {
+			return nil, fmt.Errorf("upstreams.%s: %w", slug, err)
+		}
+	}
+	for slug, t := range cfg.Trust {
+		if err := reg.SetTrust(slug, t); err != nil {
+			return nil, fmt.Errorf("trust.%s: %w", slug, err)
+		}
+	}
+
+	keys := httpapi.NewKeyStore()
+	controls := toolgate.StaticSpendControls{}
+	for _, p := range cfg.Principals {
+		for _, k := range p.APIKeys {
+			if err := keys.AddKey(p.ID, k); err != nil {
+				return nil, fmt.Errorf("principal %q: %w", p.ID, err)
+			}
+		}
+		for _, d := range p.APIKeyDigests {
+			if err := keys.AddKeyDigest(p.ID, hex.EncodeToString(d[:])); err != nil {
+				return nil, fmt.Errorf("principal %q: %w", p.ID, err)
+			}
+		}
+		controls[p.ID] = p.SpendControls
+	}
+
+	store, closeStore, err := openStore(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	gcfg := &toolgate.Config{
+		Registry:      reg,
+		FeeRate:       cfg.FeeRate,
+		QuoteTTL:      cfg.QuoteTTL,
+		SpendControls: controls,
+		Logger:        log,
+	}
+	if offline {
+		gcfg.Transport = recorded.Transport()
+	}
+	gw, err := toolgate.New(store, gcfg)
+	if err != nil {
+		closeStore()
+		return nil, err
+	}
+	h := httpapi.NewHandler(gw, &httpapi.Options{
+		Authenticator:     keys,
+		ExposeUsageCounts: cfg.ExposeUsageCounts,
+		Logger:            log,
+	})
+	return &app{gw: gw, handler: h, close: closeStore}, nil
+}
+
+// openStore opens the configured store; PostgreSQL's schema is created or
+// migrated on the way.
+func openStore(ctx context.Context, cfg *Config) (storage.Store, func(), error) {
+	if !cfg.postgres() {
+		return memory.New(), func() {}, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, storeOpenTimeout)
+	defer cancel()
+	s, err := postgres.Open(ctx, cfg.Storage, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open PostgreSQL store: %w", err)
+	}
+	return s, s.Close, nil
+}

@@ -1,0 +1,342 @@
+package postgres_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/storage"
+)
+
+// The tests in this file run whole gateways, not just stores: two
+// toolgate.Gateways, each with a Store on a pool of its own over one schema,
+// stand in for two processes behind a load balancer. They share what two
+// such processes would: the database, the same tool definitions, the
+// provider and the time (a FakeClock, so a lease can run out on demand).
+
+const echoOrigin = "https://echo.example.test"
+
+// echoTool is a paid tool ($0.1000, so $0.1100 with the default fee) whose
+// provider echoes the input's "v". Its endpoint and its provider's payment
+// account are verified and it declares low-risk capabilities, so it is
+// covered by user policy: calls need no approval.
+func echoTool() *registry.Tool {
+	return &registry.Tool{
+		Slug:        "echo",
+		Name:        "Echo",
+		Description: "Echoes its input",
+		Category:    "developer-tools",
+		Provider:    registry.Provider{Name: "Echo Co", TrustTier: "basic", PaymentVerified: true},
+		Endpoint:    registry.Endpoint{Origin: echoOrigin, Method: http.MethodGet, Path: "/echo", Verified: true},
+		Version:     1,
+		Immutable:   true,
+		Capabilities: &registry.Capabilities{
+			ReadOnly: registry.Bool(true), Idempotent: registry.Bool(true),
+			OpenWorld: registry.Bool(false), SeesUntrustedContent: registry.Bool(false), DataRetention: "none",
+		},
+		Pricing:      registry.Pricing{Type: registry.PricingPerCall, Amount: decimal.RequireFromString("0.1000"), Currency: "USD"},
+		InputSchema:  json.RawMessage(`{"type":"object","required":["v"],"additionalProperties":false,"properties":{"v":{"type":"string","minLength":1}}}`),
+		OutputSchema: json.RawMessage(`{"type":"object","required":["value"],"properties":{"value":{"type":"string"}}}`),
+		BuildRequest: func(ctx context.Context, origin string, input json.RawMessage) (*http.Request, error) {
+			var in struct {
+				V string `json:"v"`
+			}
+			if err := json.Unmarshal(input, &in); err != nil {
+				return nil, err
+			}
+			return http.NewRequestWithContext(ctx, http.MethodGet, origin+"/echo?v="+url.QueryEscape(in.V), nil)
+		},
+		Normalize: func(resp registry.UpstreamResponse) (any, error) {
+			if resp.StatusCode != http.StatusOK {
+				return nil, registry.Upstreamf(registry.CodeUpstreamError, "provider answered %d", resp.StatusCode)
+			}
+			var out struct {
+				Value string `json:"value"`
+			}
+			if err := json.Unmarshal(resp.Body, &out); err != nil {
+				return nil, registry.Upstreamf(registry.CodeUpstreamInvalidResponse, "not JSON")
+			}
+			return out, nil
+		},
+		UpdatedAt: t0,
+	}
+}
+
+// provider is the echo tool's upstream behind a fake transport, shared by
+// every gateway of a test. It counts the requests that reach it; hold, when
+// set, runs before it answers.
+type provider struct {
+	calls atomic.Int64
+	hold  func(n int64)
+}
+
+var _ http.RoundTripper = (*provider)(nil)
+
+func (p *provider) RoundTrip(req *http.Request) (*http.Response, error) {
+	n := p.calls.Add(1)
+	if p.hold != nil {
+		p.hold(n)
+	}
+	body := fmt.Sprintf(`{"value":%q}`, req.URL.Query().Get("v"))
+	return &http.Response{
+		StatusCode:    http.StatusOK,
+		Header:        http.Header{"Content-Type": {"application/json"}},
+		Body:          io.NopCloser(strings.NewReader(body)),
+		ContentLength: int64(len(body)),
+		Request:       req,
+	}, nil
+}
+
+// cluster is one test's gateways over one schema, one per instance.
+type cluster struct {
+	gws      []*toolgate.Gateway
+	stores   []storage.Store
+	clock    *toolgate.FakeClock
+	provider *provider
+}
+
+// newCluster puts a gateway over each store, all sharing one registry, one
+// clock and one provider. cfg (which may be nil) supplies the rest of each
+// gateway's config.
+func newCluster(t *testing.T, stores []storage.Store, p *provider, cfg *toolgate.Config) *cluster {
+	t.Helper()
+	reg := registry.New()
+	require.NoError(t, reg.Register(echoTool()))
+	c := &cluster{stores: stores, clock: toolgate.NewFakeClock(t0), provider: p}
+	for _, s := range stores {
+		gc := toolgate.Config{}
+		if cfg != nil {
+			gc = *cfg
+		}
+		gc.Registry, gc.Clock, gc.Transport = reg, c.clock, p
+		gw, err := toolgate.New(s, &gc)
+		require.NoError(t, err)
+		c.gws = append(c.gws, gw)
+	}
+	return c
+}
+
+// twoGateways is a cluster of two gateways on two instances over one schema.
+func twoGateways(t *testing.T, p *provider, cfg *toolgate.Config) *cluster {
+	t.Helper()
+	instances := twoInstances(t)
+	return newCluster(t, []storage.Store{instances[0], instances[1]}, p, cfg)
+}
+
+// quote asks gateway i for a quote of the echo tool and checks that the
+// call will need no approval, as every test here assumes.
+func (c *cluster) quote(t *testing.T, i int, principal string) *toolgate.QuoteResult {
+	t.Helper()
+	q, err := c.gws[i].Quote(t.Context(), principal, "echo")
+	require.NoError(t, err)
+	require.Equal(t, toolgate.RequirementCoveredByUserPolicy, q.Policy.Approval.Requirement)
+	require.Equal(t, "0.1100", q.Quote.TotalUSD)
+	return q
+}
+
+func echoCall(q *toolgate.QuoteResult, key string) toolgate.CallRequest {
+	return toolgate.CallRequest{
+		Tool:           q.Tool.Slug,
+		QuoteID:        q.Quote.ID,
+		Input:          json.RawMessage(`{"v":"hello"}`),
+		IdempotencyKey: key,
+	}
+}
+
+func requireCode(t *testing.T, err error, code toolgate.Code) *toolgate.Error {
+	t.Helper()
+	var te *toolgate.Error
+	require.ErrorAs(t, err, &te)
+	require.Equal(t, code, te.Code, "message: %s", te.Message)
+	return te
+}
+
+func (c *cluster) requireUsage(t *testing.T, q *toolgate.QuoteResult, want storage.Usage) {
+	t.Helper()
+	u, err := c.stores[0].Usage(t.Context(), q.Tool.ID)
+	require.NoError(t, err)
+	assert.Equal(t, want, u)
+}
+
+// TestGatewaysOneKeyReachUpstreamOnce fires 100 identical calls, one
+// Idempotency-Key, at two gateways at once. The provider is reached once;
+// every other caller gets the stored result byte for byte or is told the key
+// is busy, and the charge is taken once.
+func TestGatewaysOneKeyReachUpstreamOnce(t *testing.T) {
+	t.Parallel()
+	// Hold the provider a moment so the racers overlap the running call.
+	c := twoGateways(t, &provider{hold: func(int64) { time.Sleep(100 * time.Millisecond) }}, nil)
+	ctx := t.Context()
+	q := c.quote(t, 0, "alice")
+	req := echoCall(q, "one-key")
+
+	const n = 100
+	results := make([]*toolgate.CallResult, n)
+	errs := make([]error, n)
+	goAll(n, func(i int) {
+		results[i], errs[i] = c.gws[i%2].Call(ctx, "alice", req)
+	})
+
+	assert.EqualValues(t, 1, c.provider.calls.Load(), "the provider is reached once")
+	final, err := c.gws[1].Call(ctx, "alice", req)
+	require.NoError(t, err)
+	require.True(t, final.Replayed)
+	require.Equal(t, toolgate.StatusCompleted, final.Execution.Status)
+	again, err := c.gws[0].Call(ctx, "alice", req)
+	require.NoError(t, err)
+	assert.Equal(t, final.Body, again.Body, "both instances replay the same bytes")
+
+	ran, replayed, busy := 0, 0, 0
+	for i := range n {
+		if errs[i] != nil {
+			requireCode(t, errs[i], toolgate.CodeIdempotencyKeyInUse)
+			busy++
+			continue
+		}
+		assert.Equal(t, string(final.Body), string(results[i].Body), "reply %d", i)
+		if results[i].Replayed {
+			replayed++
+		} else {
+			ran++
+		}
+	}
+	assert.Equal(t, 1, ran, "exactly one call ran")
+	t.Logf("%d ran, %d replayed, %d busy", ran, replayed, busy)
+	assertUsed(t, c.stores[0], "alice", "0.1100", "1")
+	c.requireUsage(t, q, storage.Usage{Count: 1, UniqueUsers: 1})
+}
+
+// TestGatewaysDailyLimitHolds fires 200 paid calls, each with its own quote
+// and key, at two gateways at once, against a daily limit that fits exactly
+// 50 of them. Every quote is used on the other gateway than the one that
+// issued it.
+func TestGatewaysDailyLimitHolds(t *testing.T) {
+	t.Parallel()
+	daily := decimal.RequireFromString("5.5000")
+	perMinute := 1000 // the default of 60 would refuse first
+	controls := toolgate.StaticSpendControls{"alice": {DailyLimitUSD: &daily, RateLimitPerMinute: &perMinute}}
+	c := twoGateways(t, &provider{}, &toolgate.Config{SpendControls: controls})
+	ctx := t.Context()
+
+	const n = 200
+	quotes := make([]*toolgate.QuoteResult, n)
+	for i := range quotes {
+		quotes[i] = c.quote(t, i%2, "alice")
+	}
+	results := make([]*toolgate.CallResult, n)
+	errs := make([]error, n)
+	goAll(n, func(i int) {
+		results[i], errs[i] = c.gws[(i+1)%2].Call(ctx, "alice", echoCall(quotes[i], fmt.Sprintf("key-%d", i)))
+	})
+
+	completed, refused := 0, 0
+	for i := range n {
+		if errs[i] != nil {
+			te := requireCode(t, errs[i], toolgate.CodeSpendLimitExceeded)
+			assert.Equal(t, []string{"Call would exceed global daily limit of $5.5000"}, te.Violations)
+			refused++
+			continue
+		}
+		require.Equal(t, toolgate.StatusCompleted, results[i].Execution.Status, "call %d", i)
+		completed++
+	}
+	assert.Equal(t, 50, completed, "5.5000 / 0.1100 calls, no more")
+	assert.Equal(t, 150, refused)
+	assert.EqualValues(t, 50, c.provider.calls.Load())
+	assertUsed(t, c.stores[1], "alice", "5.5000", "50")
+	c.requireUsage(t, quotes[0], storage.Usage{Count: 50, UniqueUsers: 1})
+}
+
+// dyingStore is an instance whose process dies between calling the provider
+// and recording the result: while dead is set, FinishExecution writes
+// nothing and fails, as the lost connection of a crashed process would.
+type dyingStore struct {
+	storage.Store
+	dead atomic.Bool
+}
+
+func (s *dyingStore) FinishExecution(ctx context.Context, f storage.Finish) error {
+	if s.dead.Load() {
+		return errors.New("connection lost: the process died")
+	}
+	return s.Store.FinishExecution(ctx, f)
+}
+
+// TestGatewaysTakeoverAfterCrash: instance A dies mid-call, leaving its run
+// holding the key. B answers "in use" until A's lease runs out, then takes
+// the call over and completes it; the call is charged once, and A, back up,
+// replays B's result byte for byte.
+func TestGatewaysTakeoverAfterCrash(t *testing.T) {
+	t.Parallel()
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	p := &provider{hold: func(n int64) {
+		if n == 1 { // only A's run blocks
+			close(entered)
+			<-release
+		}
+	}}
+	instances := twoInstances(t)
+	a := &dyingStore{Store: instances[0]}
+	a.dead.Store(true)
+	c := newCluster(t, []storage.Store{a, instances[1]}, p, nil)
+	ctx := t.Context()
+	q := c.quote(t, 0, "alice")
+	req := echoCall(q, "the-key")
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.gws[0].Call(ctx, "alice", req)
+		done <- err
+	}()
+	select {
+	case <-entered:
+	case err := <-done:
+		t.Fatalf("A's call ended before reaching the provider: %v", err)
+	}
+	// While A is running, its live lease holds the key on every instance.
+	_, err := c.gws[1].Call(ctx, "alice", req)
+	requireCode(t, err, toolgate.CodeIdempotencyKeyInUse)
+	close(release)
+	requireCode(t, <-done, toolgate.CodeInternal)
+	a.dead.Store(false) // A is restarted
+
+	// The abandoned run keeps its lease, and its reservation, to the end.
+	c.clock.Advance(toolgate.DefaultIdempotencyLease - time.Second)
+	_, err = c.gws[1].Call(ctx, "alice", req)
+	requireCode(t, err, toolgate.CodeIdempotencyKeyInUse)
+	assertUsed(t, c.stores[1], "alice", "0.1100", "1")
+
+	c.clock.Advance(2 * time.Second)
+	res, err := c.gws[1].Call(ctx, "alice", req)
+	require.NoError(t, err)
+	assert.False(t, res.Replayed)
+	assert.Equal(t, toolgate.StatusCompleted, res.Execution.Status)
+	assert.JSONEq(t, `{"value":"hello"}`, string(res.Execution.Output))
+	assert.EqualValues(t, 2, c.provider.calls.Load(), "A's run reached the provider before it died")
+	assertUsed(t, c.stores[0], "alice", "0.1100", "1") // charged once, not 0.2200
+	c.requireUsage(t, q, storage.Usage{Count: 1, UniqueUsers: 1})
+
+	again, err := c.gws[0].Call(ctx, "alice", req)
+	require.NoError(t, err)
+	assert.True(t, again.Replayed)
+	assert.Equal(t, string(res.Body), string(again.Body), "A replays B's result byte for byte")
+	exec, err := c.gws[0].GetExecution(ctx, "alice", res.Execution.ID)
+	require.NoError(t, err)
+	assert.Equal(t, string(res.Body), string(exec.Body))
+	assert.EqualValues(t, 2, c.provider.calls.Load(), "a replay does not reach the provider")
+}
