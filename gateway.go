@@ -215,6 +215,17 @@ func (c Config) validate() error {
 // Registry returns the gateway's registry.
 func (g *Gateway) Registry() *registry.Registry { return g.registry }
 
+// FeeRate returns the gateway fee as a share of the price.
+func (g *Gateway) FeeRate() decimal.Decimal { return g.feeRate }
+
+// Amounts returns what a call of a tool at price costs under this gateway:
+// the price, the fee and the total, each rounded to 4 decimals exactly as a
+// quote states them.
+func (g *Gateway) Amounts(price decimal.Decimal) (p, fee, total decimal.Decimal) {
+	a := priceWithFee(price, g.feeRate)
+	return a.Price, a.Fee, a.Total
+}
+
 // Store returns the gateway's store.
 func (g *Gateway) Store() storage.Store { return g.store }
 

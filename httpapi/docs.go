@@ -79,19 +79,10 @@ func (d *toolDoc) requirement() string   { return d.entry.Policy.Approval.Requir
 func (d *toolDoc) hasOutputSchema() bool { return d.v.Output != nil }
 
 // callAmounts are the price, gateway fee and total of one call, as a quote
-// would state them. The Gateway keeps its fee rate to itself; until it
-// exposes it (FeeRate), the documentation assumes the default rate, which
-// is what every gateway built without Config.FeeRate charges.
+// would state them.
 func (h *handler) callAmounts(price decimal.Decimal) (p, fee, total string) {
-	rate := toolgate.DefaultFeeRate
-	if fr, ok := any(h.gw).(interface{ FeeRate() decimal.Decimal }); ok {
-		rate = fr.FeeRate()
-	}
-	// The same arithmetic as the gateway's quote: fee rounded to 4 decimals,
-	// total the exact sum, so the documented amounts add up.
-	pr := price.Round(4)
-	f := pr.Mul(rate).Round(4)
-	return pr.StringFixed(4), f.StringFixed(4), pr.Add(f).StringFixed(4)
+	pr, f, t := h.gw.Amounts(price)
+	return pr.StringFixed(4), f.StringFixed(4), t.StringFixed(4)
 }
 
 // baseURL is the address the caller reached the gateway at, for the

@@ -7,6 +7,11 @@
 // router, so it mounts on any net/http server, under any prefix:
 //
 //	mux.Handle("/gateway/", http.StripPrefix("/gateway", httpapi.NewHandler(gw, opts)))
+//
+// The documentation's absolute links are built from the request: its Host,
+// https when the connection is TLS or X-Forwarded-Proto says so, and the
+// prefix http.StripPrefix removed, or X-Forwarded-Prefix from a proxy that
+// strips it itself.
 package httpapi
 
 import (

@@ -95,11 +95,11 @@ func approvalMeaning(requirement, digest string) string {
 	case toolgate.RequirementBlocked:
 		return "The tool cannot be called until the reasons below are resolved."
 	case toolgate.RequirementExplicitUnverified:
-		return "Every call needs the user's explicit approval of manifest digest `" + digest + "` and the quoted total, sent as approval.manifestDigest: the endpoint is unverified or the risk unknown."
+		return "Every call needs the user's explicit approval of manifest digest " + digest + " and the quoted total, sent as approval.manifestDigest: the endpoint is unverified or the risk unknown."
 	case toolgate.RequirementPerCall:
-		return "Every call needs the user's explicit approval of manifest digest `" + digest + "` and the quoted total, sent as approval.manifestDigest."
+		return "Every call needs the user's explicit approval of manifest digest " + digest + " and the quoted total, sent as approval.manifestDigest."
 	case toolgate.RequirementFirstUse:
-		return "The first call needs the user's approval of manifest digest `" + digest + "`, sent as approval.manifestDigest; the gateway remembers it for this exact digest."
+		return "The first call needs the user's approval of manifest digest " + digest + ", sent as approval.manifestDigest; the gateway remembers it for this exact digest."
 	case toolgate.RequirementCoveredByUserPolicy:
 		return "No explicit approval is needed; still confirm controls.approved in the quote."
 	}

@@ -1,0 +1,369 @@
+package toolgate_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
+	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/storage/memory"
+	"github.com/toolgate/toolgate/tools"
+	"github.com/toolgate/toolgate/tools/recorded"
+)
+
+// The benchmarks here put the gateway's cost per call next to the floor:
+// the work any gateway must do for the same call. BENCHMARKS.md has the
+// commands, the machine and the figures.
+
+const benchTool = "earthquake-search"
+
+var benchInput = json.RawMessage(`{"starttime":"2024-09-25"}`)
+
+// benchBody is the recorded ten-event USGS answer every benchmark call gets.
+var benchBody = recorded.Body(recorded.USGSTenFeatures)
+
+// bodyTransport answers every request with benchBody at once, so what is
+// measured is the gateway, not a network.
+type bodyTransport struct{}
+
+func (bodyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Body != nil {
+		req.Body.Close()
+	}
+	h := make(http.Header, 2)
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(benchBody)))
+	return &http.Response{
+		StatusCode: http.StatusOK, Status: "200 OK", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: h, Body: io.NopCloser(bytes.NewReader(benchBody)), ContentLength: int64(len(benchBody)), Request: req,
+	}, nil
+}
+
+// highLimits is an operator who raises every limit out of the benchmark's
+// reach, so it measures admitted calls rather than refusals. The limits are
+// still measured and enforced on every call.
+type highLimits struct{}
+
+func (highLimits) SpendControls(context.Context, string) (storage.SpendControls, error) {
+	usd := decimal.NewFromInt(1_000_000_000)
+	calls := 1 << 30
+	return storage.SpendControls{
+		DailyLimitUSD: &usd, MonthlyLimitUSD: &usd,
+		RateLimitPerMinute: &calls, RateLimitPerHour: &calls,
+	}, nil
+}
+
+// newBenchGateway is a gateway over store with earthquake-search as its one
+// tool, answered by bodyTransport.
+func newBenchGateway(b *testing.B, store storage.Store) *toolgate.Gateway {
+	b.Helper()
+	reg := registry.New()
+	if err := reg.Register(tools.EarthquakeSearch()); err != nil {
+		b.Fatal(err)
+	}
+	gw, err := toolgate.New(store, &toolgate.Config{Registry: reg, Transport: bodyTransport{}, SpendControls: highLimits{}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return gw
+}
+
+// quoteCall is one quote and the call under it, with the digest approved.
+func quoteCall(ctx context.Context, gw *toolgate.Gateway, principal, key string) error {
+	q, err := gw.Quote(ctx, principal, benchTool)
+	if err != nil {
+		return err
+	}
+	res, err := gw.Call(ctx, principal, toolgate.CallRequest{
+		Tool: benchTool, QuoteID: q.Quote.ID, Input: benchInput,
+		ApprovalDigest: *q.Quote.ManifestDigest, IdempotencyKey: key,
+	})
+	if err != nil {
+		return err
+	}
+	if res.Execution.Status != toolgate.StatusCompleted {
+		return fmt.Errorf("execution %s: %+v", res.Execution.Status, res.Execution.Error)
+	}
+	return nil
+}
+
+// BenchmarkQuoteCall is one quote and one call of earthquake-search on the
+// memory store, each call with its own Idempotency-Key and the manifest
+// digest approved. In parallel, each goroutine is its own principal.
+func BenchmarkQuoteCall(b *testing.B) {
+	b.Run("serial", func(b *testing.B) {
+		gw := newBenchGateway(b, memory.New())
+		ctx := context.Background()
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			if err := quoteCall(ctx, gw, "bench", "k-"+strconv.Itoa(i)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		gw := newBenchGateway(b, memory.New())
+		var callers atomic.Int64
+		b.ReportAllocs()
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			ctx := context.Background()
+			principal := "bench-" + strconv.FormatInt(callers.Add(1), 10)
+			for i := 0; pb.Next(); i++ {
+				if err := quoteCall(ctx, gw, principal, "k-"+strconv.Itoa(i)); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+}
+
+// floorExecution is an execution result as the call returns it, with the
+// output still typed, so that it is encoded once.
+type floorExecution struct {
+	ID     string                   `json:"id"`
+	Tool   toolgate.ToolRef         `json:"tool"`
+	Status string                   `json:"status"`
+	Cost   toolgate.Cost            `json:"cost"`
+	Output any                      `json:"output"`
+	Error  *toolgate.ExecutionError `json:"error"`
+}
+
+// BenchmarkFloor is the work no gateway can avoid for the call
+// BenchmarkQuoteCall makes: decode the upstream body into the tool's output
+// shape with the tool's own normalizer, and encode the execution result once.
+func BenchmarkFloor(b *testing.B) {
+	tool := tools.EarthquakeSearch()
+	ref := toolgate.ToolRef{ID: registry.StableID("tool:" + tool.Slug), Slug: tool.Slug, Name: tool.Name}
+	header := http.Header{"Content-Type": {"application/json"}}
+	floor := func() error {
+		out, err := tool.Normalize(registry.UpstreamResponse{StatusCode: http.StatusOK, Header: header, Body: benchBody})
+		if err != nil {
+			return err
+		}
+		_, err = json.Marshal(floorExecution{
+			ID: uuid.NewString(), Tool: ref, Status: toolgate.StatusCompleted,
+			Cost:   toolgate.Cost{PriceUSD: "0.0000", FeeUSD: "0.0000", TotalUSD: "0.0000", Currency: "USD"},
+			Output: out,
+		})
+		return err
+	}
+	b.Run("serial", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if err := floor(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if err := floor(); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+}
+
+// scaleEnv turns on the 1,000,000-record variant of BenchmarkQuoteCallScale,
+// which takes a few seconds and about 2 GiB to set up.
+const scaleEnv = "TOOLGATE_BENCH_1M"
+
+// BenchmarkQuoteCallScale is BenchmarkQuoteCall (serial) on an empty memory
+// store and on one already holding 1,000,000 finished calls (with their
+// quotes, idempotency records, executions and ledger rows) from 10,000
+// other principals over the last 23 hours. The second runs only with
+// TOOLGATE_BENCH_1M=1. It reports the median and 99th percentile of one
+// pair's latency beside the mean.
+func BenchmarkQuoteCallScale(b *testing.B) {
+	for _, n := range []int{0, 1_000_000} {
+		b.Run("records="+strconv.Itoa(n), func(b *testing.B) {
+			if n > 0 && os.Getenv(scaleEnv) != "1" {
+				b.Skipf("set %s=1 to preload %d records", scaleEnv, n)
+			}
+			store := memory.New()
+			preload(b, store, n)
+			gw := newBenchGateway(b, store)
+			ctx := context.Background()
+			lat := make([]time.Duration, 0, b.N)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				start := time.Now()
+				if err := quoteCall(ctx, gw, "bench", "k-"+strconv.Itoa(i)); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(start))
+			}
+			b.StopTimer()
+			reportPercentiles(b, lat)
+			runtime.KeepAlive(store)
+		})
+	}
+}
+
+// preload stores n finished calls through the Store interface, oldest
+// first (the memory store keeps its queues in time order), spread over
+// 10,000 principals and the last 23 hours. Their stored response is a
+// short execution body: the point is the number of records, and 1M full
+// ten-event results would need 3 GiB.
+func preload(b *testing.B, store storage.Store, n int) {
+	b.Helper()
+	if n == 0 {
+		return
+	}
+	const principals = 10_000
+	ctx := context.Background()
+	resp := []byte(`{"id":"00000000-0000-0000-0000-000000000000","tool":{"id":"x","slug":"earthquake-search","name":"Earthquake Search"},` +
+		`"status":"completed","cost":{"priceUsd":"0.0000","feeUsd":"0.0000","totalUsd":"0.0000","currency":"USD"},` +
+		`"output":{"type":"FeatureCollection","metadata":{"count":0,"title":"USGS Earthquakes","status":200},"features":[]},"error":null}`)
+	toolID := registry.StableID("tool:" + benchTool)
+	span := 23 * time.Hour
+	start := time.Now().Add(-span)
+	step := span / time.Duration(n)
+	for i := 0; i < n; i++ {
+		at := start.Add(time.Duration(i) * step)
+		principal := "p-" + strconv.Itoa(i%principals)
+		key := "pre-" + strconv.Itoa(i)
+		q := storage.Quote{
+			ID: uuid.New(), Principal: principal, ToolID: toolID, ToolSlug: benchTool, ToolVersion: 1,
+			CreatedAt: at, ExpiresAt: at.Add(toolgate.DefaultQuoteTTL), State: storage.QuoteOpen,
+		}
+		if err := store.CreateQuote(ctx, q); err != nil {
+			b.Fatal(err)
+		}
+		exec, lease := uuid.New(), uuid.New()
+		if _, err := store.BeginExecution(ctx, storage.Begin{
+			Principal: principal, Key: key, Fingerprint: key, QuoteID: q.ID, ExecutionID: exec, ToolID: toolID,
+			LeaseToken: lease, LeaseUntil: at.Add(time.Minute), Now: at,
+		}); err != nil {
+			b.Fatal(err)
+		}
+		if err := store.FinishExecution(ctx, storage.Finish{
+			Principal: principal, Key: key, ExecutionID: exec, LeaseToken: lease,
+			Status: storage.ExecutionCompleted, Charged: true, Response: resp, Now: at,
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	runtime.GC() // the setup's garbage is not the benchmark's
+}
+
+// reportPercentiles adds the median and 99th percentile of lat to the
+// benchmark's figures.
+func reportPercentiles(b *testing.B, lat []time.Duration) {
+	if len(lat) == 0 {
+		return
+	}
+	slices.Sort(lat)
+	at := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Nanoseconds()) }
+	b.ReportMetric(at(0.50), "p50-ns")
+	b.ReportMetric(at(0.99), "p99-ns")
+}
+
+// BenchmarkRegistryList lists and searches a registry of 10,000 tools the
+// way GET /v1/registry/tools does, a page of 20 entries with usage, and
+// reports the 99th percentile of one listing.
+func BenchmarkRegistryList(b *testing.B) {
+	gw := newScaleRegistryGateway(b, 10_000)
+	for _, c := range []struct{ name, q string }{
+		{"all", ""},
+		{"search-category", "finance"}, // a tenth of the tools
+		{"search-rare", "tool 4242"},   // one tool
+		{"search-none", "no such tool"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			ctx := context.Background()
+			lat := make([]time.Duration, 0, b.N)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				start := time.Now()
+				if _, err := gw.List(ctx, c.q, 20, 0, toolgate.EntryOptions{}); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(start))
+			}
+			b.StopTimer()
+			reportPercentiles(b, lat)
+		})
+	}
+}
+
+var (
+	scaleRegistryOnce sync.Once
+	scaleRegistry     *registry.Registry
+	scaleRegistryErr  error
+)
+
+// newScaleRegistryGateway is a gateway over a registry of n copies of
+// earthquake-search under other slugs, names and categories, every one of
+// them used once, so listings carry usage.
+func newScaleRegistryGateway(b *testing.B, n int) *toolgate.Gateway {
+	b.Helper()
+	scaleRegistryOnce.Do(func() {
+		reg := registry.New()
+		categories := []string{"Data", "Finance", "Weather", "Sports", "Travel", "Health", "Media", "Maps", "Science", "Text"}
+		base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		for i := 0; i < n; i++ {
+			t := tools.EarthquakeSearch()
+			t.Slug = "tool-" + strconv.Itoa(i)
+			t.Name = "Tool " + strconv.Itoa(i)
+			t.Description = "Benchmark tool number " + strconv.Itoa(i)
+			t.Category = categories[i%len(categories)]
+			t.Endpoint.Verified = i%7 == 0
+			t.UpdatedAt = base.Add(time.Duration(i) * time.Minute)
+			if scaleRegistryErr = reg.Register(t); scaleRegistryErr != nil {
+				return
+			}
+		}
+		scaleRegistry = reg
+	})
+	if scaleRegistryErr != nil {
+		b.Fatal(scaleRegistryErr)
+	}
+	store := memory.New()
+	ctx := context.Background()
+	versions, _ := scaleRegistry.List("", n, 0)
+	for _, v := range versions {
+		q := storage.Quote{ID: uuid.New(), Principal: "p", ToolID: v.Tool.ID, CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Minute), State: storage.QuoteOpen}
+		exec, lease := uuid.New(), uuid.New()
+		if err := store.CreateQuote(ctx, q); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := store.BeginExecution(ctx, storage.Begin{Principal: "p", Key: v.Tool.Slug, Fingerprint: "f", QuoteID: q.ID,
+			ExecutionID: exec, ToolID: v.Tool.ID, LeaseToken: lease, LeaseUntil: time.Now().Add(time.Minute), Now: time.Now()}); err != nil {
+			b.Fatal(err)
+		}
+		if err := store.FinishExecution(ctx, storage.Finish{Principal: "p", Key: v.Tool.Slug, ExecutionID: exec, LeaseToken: lease,
+			Status: storage.ExecutionCompleted, Charged: true, Response: []byte(`{}`), Now: time.Now()}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	gw, err := toolgate.New(store, &toolgate.Config{Registry: scaleRegistry, Transport: bodyTransport{}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return gw
+}
