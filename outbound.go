@@ -39,8 +39,10 @@ func NewUpstreamTransport() *http.Transport {
 		MaxIdleConnsPerHost:   64,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   5 * time.Second,
-		ResponseHeaderTimeout: DefaultUpstreamTimeout,
 		ExpectContinueTimeout: time.Second,
+		// No ResponseHeaderTimeout: each call's own deadline
+		// (Config.UpstreamTimeout) bounds the whole exchange, and a fixed
+		// one here would cut calls short of a longer configured deadline.
 	}
 }
 
