@@ -2,25 +2,228 @@ package postgres
 
 import (
 	"context"
+	"errors"
+	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/shopspring/decimal"
 
 	"github.com/toolgate/toolgate/storage"
 )
 
-// BeginExecution admits a call in one transaction: it claims or takes over
+// BeginExecution admits a call atomically: it claims or takes over
 // (principal, key), marks the quote used, and for a new claim checks
-// b.Limits and reserves the amount. Any error rolls the whole transaction
-// back, so nothing is written.
+// b.Limits and reserves the amount. On any error nothing is written.
 //
 // Competing admissions of one principal are serialized by a row lock on the
-// principal's principal_locks row, taken first. With that lock held, each
-// later statement's snapshot (READ COMMITTED) includes every admission the
-// previous holders committed, so limits are measured and the reservation
-// written with no other admission of that principal in between, on any
-// process. Other principals are not held up.
+// principal's principal_locks row, taken first and held until the
+// transaction ends. Each later statement's snapshot (READ COMMITTED) then
+// includes every admission the previous holders committed, so limits are
+// measured and the reservation written with no other admission of that
+// principal in between, on any process. Other principals are not held up.
+//
+// A new key, the usual case, costs one round trip: the lock and one
+// statement that decides and writes, pipelined in one implicit transaction
+// (see admitSQL). A key that is already claimed is left to takeOver.
 func (s *Store) BeginExecution(ctx context.Context, b storage.Begin) (storage.BeginResult, error) {
+	res, claimed, err := s.admit(ctx, b)
+	if err != nil || !claimed {
+		return res, err
+	}
+	return s.takeOver(ctx, b)
+}
+
+// lockPrincipalSQL takes the principal's admission lock until the
+// transaction ends, creating its row on first use, in one statement: the
+// no-op update locks an existing row, and a concurrent first insert is
+// waited for and then locked in turn.
+const lockPrincipalSQL = `
+	INSERT INTO {schema}.principal_locks AS p (principal) VALUES ($1)
+	ON CONFLICT (principal) DO UPDATE SET principal = p.principal`
+
+// admitSQL admits a call under a new key in one statement, run right after
+// lockPrincipalSQL. It first decides (verdict), from one snapshot that the
+// lock makes current, then writes only when the verdict is 'admit':
+//
+//   - 'claimed': the key has a record; takeOver decides what that means.
+//   - 'quote_not_found', 'quote_used': the quote is absent for the principal,
+//     or used by another key.
+//   - 'execution_exists': the execution id is taken, whatever the limits say.
+//   - 'over_limit': a limit would be broken; failed lists each one.
+//
+// Under the principal's lock no other admission can claim the key, use the
+// quote or reserve, so the decision holds when the writes run. The one
+// writer outside the lock that could change a row decided on is Prune,
+// deleting an expired quote: every insert therefore hangs off the quote's
+// update (used_quote), and a quote pruned in between admits nothing (the
+// caller reports it as not found). An execution id taken concurrently fails
+// the insert with a unique violation, which rolls everything back.
+//
+// $1 principal, $2-$6 limitArgs, $7 key, $8 fingerprint, $9 quote id,
+// $10 execution id, $11 tool id, $12 amount, $13 lease token, $14 lease
+// until, $15 now.
+const admitSQL = `
+WITH ` + limitsCTE + `,
+verdict AS (
+	SELECT CASE
+		WHEN EXISTS (SELECT FROM {schema}.idempotency_records WHERE principal = $1 AND key = $7)
+			THEN 'claimed'
+		WHEN NOT EXISTS (SELECT FROM {schema}.quotes WHERE id = $9 AND principal = $1)
+			THEN 'quote_not_found'
+		WHEN NOT EXISTS (SELECT FROM {schema}.quotes
+			WHERE id = $9 AND principal = $1 AND (state = 'open' OR used_by_key = $7))
+			THEN 'quote_used'
+		WHEN EXISTS (SELECT FROM {schema}.executions WHERE id = $10)
+			THEN 'execution_exists'
+		WHEN EXISTS (SELECT FROM limits
+			WHERE used + CASE measure WHEN 'spend' THEN $12::numeric ELSE 1 END > max)
+			THEN 'over_limit'
+		ELSE 'admit'
+	END AS v
+),
+used_quote AS (
+	UPDATE {schema}.quotes SET state = 'used', used_by_key = $7
+	WHERE id = $9 AND principal = $1 AND (state = 'open' OR used_by_key = $7)
+		AND (SELECT v FROM verdict) = 'admit'
+	RETURNING 1
+),
+claim AS (
+	INSERT INTO {schema}.idempotency_records
+		(principal, key, fingerprint, execution_id, lease_token, lease_until, finished, created_at)
+	SELECT $1, $7, $8::text, $10::uuid, $13::uuid, $14::timestamptz, false, $15::timestamptz
+	FROM used_quote
+),
+execution AS (
+	INSERT INTO {schema}.executions (id, principal, tool_id, quote_id, idempotency_key, status,
+		amount_usd, charged, created_at)
+	SELECT $10::uuid, $1, $11::text, $9::uuid, $7, 'running', $12::numeric, false, $15::timestamptz
+	FROM used_quote
+	RETURNING amount_usd::text AS amount, created_at
+),
+reservation AS (
+	INSERT INTO {schema}.spend_ledger (execution_id, principal, tool_id, amount_usd, state, created_at)
+	SELECT $10::uuid, $1, $11::text, $12::numeric, 'reserved', $15::timestamptz
+	FROM used_quote
+),
+failed AS (
+	SELECT l.i, l.used, (
+		SELECT min(s.created_at) FROM {schema}.spend_ledger s
+		WHERE s.principal = $1 AND s.created_at >= l.since
+			AND (l.tool_id = '' OR s.tool_id = l.tool_id)
+			AND (l.measure = 'calls' OR s.state <> 'released')
+	) AS oldest
+	FROM limits l
+	WHERE (SELECT v FROM verdict) = 'over_limit'
+		AND l.used + CASE l.measure WHEN 'spend' THEN $12::numeric ELSE 1 END > l.max
+)
+SELECT v.v, e.amount, e.created_at,
+	(SELECT array_agg(i ORDER BY i) FROM failed),
+	(SELECT array_agg(used::text ORDER BY i) FROM failed),
+	(SELECT array_agg(oldest ORDER BY i) FROM failed)
+FROM verdict v LEFT JOIN execution e ON true`
+
+// admit runs the new-key path. claimed reports that the key already has a
+// record, in which case nothing was written.
+func (s *Store) admit(ctx context.Context, b storage.Begin) (res storage.BeginResult, claimed bool, err error) {
+	limits, err := newLimitArgs(b.Limits)
+	if err != nil {
+		return res, false, err
+	}
+	args := append([]any{b.Principal}, limits.params()...)
+	args = append(args, b.Key, b.Fingerprint, bytesOf(b.QuoteID), bytesOf(b.ExecutionID), b.ToolID,
+		b.AmountUSD.String(), bytesOf(b.LeaseToken), b.LeaseUntil, b.Now)
+
+	// No BEGIN: a batch runs as one implicit transaction, committed when
+	// the server reaches its end and rolled back on any error.
+	batch := &pgx.Batch{}
+	batch.Queue(s.sql(lockPrincipalSQL), b.Principal)
+	batch.Queue(s.sql(admitSQL), args...)
+	br := s.pool.SendBatch(ctx, batch)
+	var (
+		verdict    string
+		amount     *string
+		createdAt  *time.Time
+		failIndex  []int64
+		failUsed   []string
+		failOldest []*time.Time
+	)
+	_, err = br.Exec()
+	if err == nil {
+		err = br.QueryRow().Scan(&verdict, &amount, &createdAt, &failIndex, &failUsed, &failOldest)
+	}
+	// Close reports the commit's outcome: nothing counts before it.
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return res, false, translate(err)
+	}
+
+	switch verdict {
+	case "admit":
+	case "claimed":
+		return res, true, nil
+	case "quote_not_found":
+		return res, false, storage.ErrQuoteNotFound
+	case "quote_used":
+		return res, false, storage.ErrQuoteUsed
+	case "execution_exists":
+		return res, false, storage.ErrAlreadyExists
+	case "over_limit":
+		return res, false, limitError(b.Limits, failIndex, failUsed, failOldest)
+	default:
+		return res, false, errors.New("postgres: unexpected admission verdict " + verdict)
+	}
+	if amount == nil || createdAt == nil {
+		// The quote was pruned between the decision and its update.
+		return res, false, storage.ErrQuoteNotFound
+	}
+	d, err := parseDecimal(*amount)
+	if err != nil {
+		return res, false, err
+	}
+	res.Execution = storage.Execution{
+		ID:             b.ExecutionID,
+		Principal:      b.Principal,
+		ToolID:         b.ToolID,
+		QuoteID:        b.QuoteID,
+		IdempotencyKey: b.Key,
+		Status:         storage.ExecutionRunning,
+		AmountUSD:      d,
+		CreatedAt:      utc(*createdAt),
+	}
+	return res, false, nil
+}
+
+// limitError builds the *storage.LimitError of the limits admitSQL found
+// broken, given by 1-based position.
+func limitError(limits []storage.Limit, index []int64, used []string, oldest []*time.Time) error {
+	if len(index) == 0 || len(used) != len(index) || len(oldest) != len(index) {
+		return errors.New("postgres: over a limit, but none reported")
+	}
+	le := &storage.LimitError{Failures: make([]storage.LimitFailure, len(index))}
+	for j, i := range index {
+		u, err := parseDecimal(used[j])
+		if err != nil {
+			return err
+		}
+		le.Failures[j] = storage.LimitFailure{
+			Index:  int(i - 1),
+			Limit:  limits[i-1],
+			Used:   u,
+			Oldest: nullTime(oldest[j]),
+		}
+	}
+	return le
+}
+
+// takeOver handles a key admit found claimed, in one transaction: when the
+// record has the same fingerprint, is not finished and its lease ended
+// before b.Now, its lease moves to this run and the original execution is
+// returned (its reservation is kept as it is, limits are not measured again
+// and nothing is reserved twice); any other record is ErrIdempotencyConflict.
+// Taking over is rare (a retry after a crash), so it keeps the plain
+// statement-by-statement form.
+func (s *Store) takeOver(ctx context.Context, b storage.Begin) (storage.BeginResult, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return storage.BeginResult{}, translate(err)
@@ -28,115 +231,43 @@ func (s *Store) BeginExecution(ctx context.Context, b storage.Begin) (storage.Be
 	// A no-op after Commit; on every error path it discards all writes.
 	defer func() { _ = tx.Rollback(ctx) }()
 
-	res, err := s.begin(ctx, tx, b)
+	if _, err := tx.Exec(ctx, s.sql(lockPrincipalSQL), b.Principal); err != nil {
+		return storage.BeginResult{}, translate(err)
+	}
+	if err := s.takeOverLease(ctx, tx, b); err != nil {
+		return storage.BeginResult{}, err
+	}
+	// The key comes before the quote so that a retry of a finished or
+	// running call is answered from its record, whatever became of its
+	// quote.
+	if err := s.useQuote(ctx, tx, b); err != nil {
+		return storage.BeginResult{}, err
+	}
+	exec, err := scanExecution(tx.QueryRow(ctx, s.sql(`
+		SELECT `+executionColumns+` FROM {schema}.executions
+		WHERE id = (SELECT execution_id FROM {schema}.idempotency_records WHERE principal = $1 AND key = $2)`),
+		b.Principal, b.Key))
 	if err != nil {
 		return storage.BeginResult{}, err
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return storage.BeginResult{}, translate(err)
 	}
-	return res, nil
-}
-
-func (s *Store) begin(ctx context.Context, tx pgx.Tx, b storage.Begin) (storage.BeginResult, error) {
-	if err := s.lockPrincipal(ctx, tx, b.Principal); err != nil {
-		return storage.BeginResult{}, err
-	}
-
-	// The key comes first so that a retry of a finished or running call is
-	// answered from its record, whatever became of its quote.
-	claimed, err := s.claimKey(ctx, tx, b)
-	if err != nil {
-		return storage.BeginResult{}, err
-	}
-	if !claimed {
-		if err := s.takeOverLease(ctx, tx, b); err != nil {
-			return storage.BeginResult{}, err
-		}
-	}
-	if err := s.useQuote(ctx, tx, b); err != nil {
-		return storage.BeginResult{}, err
-	}
-	if !claimed {
-		// The original execution and its reservation are kept as they
-		// are: its amount is already counted, so limits are not measured
-		// again and nothing is reserved twice.
-		exec, err := scanExecution(tx.QueryRow(ctx, s.sql(`
-			SELECT `+executionColumns+` FROM {schema}.executions
-			WHERE id = (SELECT execution_id FROM {schema}.idempotency_records WHERE principal = $1 AND key = $2)`),
-			b.Principal, b.Key))
-		if err != nil {
-			return storage.BeginResult{}, err
-		}
-		return storage.BeginResult{Execution: exec, TookOver: true}, nil
-	}
-
-	// Inserted before the limits are measured (they read only the ledger)
-	// so that a colliding execution id is reported as ErrAlreadyExists
-	// whatever the limits say.
-	exec, err := scanExecution(tx.QueryRow(ctx, s.sql(`
-		INSERT INTO {schema}.executions (id, principal, tool_id, quote_id, idempotency_key, status,
-			amount_usd, charged, created_at)
-		VALUES ($1, $2, $3, $4, $5, 'running', $6::numeric, false, $7)
-		RETURNING `+executionColumns),
-		b.ExecutionID, b.Principal, b.ToolID, b.QuoteID, b.Key, b.AmountUSD.String(), b.Now))
-	if err != nil {
-		return storage.BeginResult{}, err
-	}
-	if err := s.checkLimits(ctx, tx, b); err != nil {
-		return storage.BeginResult{}, err
-	}
-	if _, err := tx.Exec(ctx, s.sql(`
-		INSERT INTO {schema}.spend_ledger (execution_id, principal, tool_id, amount_usd, state, created_at)
-		VALUES ($1, $2, $3, $4::numeric, 'reserved', $5)`),
-		b.ExecutionID, b.Principal, b.ToolID, b.AmountUSD.String(), b.Now); err != nil {
-		return storage.BeginResult{}, translate(err)
-	}
-	return storage.BeginResult{Execution: exec}, nil
-}
-
-// lockPrincipal takes the principal's admission lock until the transaction
-// ends, creating its row on first use. ON CONFLICT DO NOTHING waits for a
-// concurrent creator to commit, then the SELECT ... FOR UPDATE queues behind
-// whoever holds the row.
-func (s *Store) lockPrincipal(ctx context.Context, tx pgx.Tx, principal string) error {
-	if _, err := tx.Exec(ctx, s.sql(`
-		INSERT INTO {schema}.principal_locks (principal) VALUES ($1) ON CONFLICT (principal) DO NOTHING`),
-		principal); err != nil {
-		return translate(err)
-	}
-	if _, err := tx.Exec(ctx, s.sql(`
-		SELECT 1 FROM {schema}.principal_locks WHERE principal = $1 FOR UPDATE`), principal); err != nil {
-		return translate(err)
-	}
-	return nil
-}
-
-// claimKey inserts the idempotency record and reports whether it was new.
-// The primary key (principal, key) is what guarantees a single claim.
-func (s *Store) claimKey(ctx context.Context, tx pgx.Tx, b storage.Begin) (bool, error) {
-	tag, err := tx.Exec(ctx, s.sql(`
-		INSERT INTO {schema}.idempotency_records
-			(principal, key, fingerprint, execution_id, lease_token, lease_until, finished, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, false, $7)
-		ON CONFLICT (principal, key) DO NOTHING`),
-		b.Principal, b.Key, b.Fingerprint, b.ExecutionID, b.LeaseToken, b.LeaseUntil, b.Now)
-	if err != nil {
-		return false, translate(err)
-	}
-	return tag.RowsAffected() == 1, nil
+	return storage.BeginResult{Execution: exec, TookOver: true}, nil
 }
 
 // takeOverLease moves the lease of an abandoned run to this one: same
 // fingerprint, not finished, lease ended before b.Now (the caller's clock,
 // not the database's, so every process judges leases by the same rule).
-// Any other existing record is ErrIdempotencyConflict. Replacing the token
-// is what makes the abandoned run's FinishExecution fail with ErrLeaseLost.
+// Any other existing record is ErrIdempotencyConflict, and so is a record
+// pruned since admit saw it: the caller reads the key again either way.
+// Replacing the token is what makes the abandoned run's FinishExecution
+// fail with ErrLeaseLost.
 func (s *Store) takeOverLease(ctx context.Context, tx pgx.Tx, b storage.Begin) error {
 	tag, err := tx.Exec(ctx, s.sql(`
 		UPDATE {schema}.idempotency_records SET lease_token = $3, lease_until = $4
 		WHERE principal = $1 AND key = $2 AND NOT finished AND fingerprint = $5 AND lease_until < $6`),
-		b.Principal, b.Key, b.LeaseToken, b.LeaseUntil, b.Fingerprint, b.Now)
+		b.Principal, b.Key, bytesOf(b.LeaseToken), b.LeaseUntil, b.Fingerprint, b.Now)
 	if err != nil {
 		return translate(err)
 	}
@@ -146,14 +277,13 @@ func (s *Store) takeOverLease(ctx context.Context, tx pgx.Tx, b storage.Begin) e
 	return nil
 }
 
-// useQuote marks the quote used by this key in one conditional update; a
-// quote this key already used (a takeover, or a retry of a key whose record
-// was pruned) is the same logical call, not a reuse.
+// useQuote checks, for a takeover, that the quote is still this key's: a
+// quote this key already used is the same logical call, not a reuse.
 func (s *Store) useQuote(ctx context.Context, tx pgx.Tx, b storage.Begin) error {
 	tag, err := tx.Exec(ctx, s.sql(`
 		UPDATE {schema}.quotes SET state = 'used', used_by_key = $3
 		WHERE id = $1 AND principal = $2 AND (state = 'open' OR used_by_key = $3)`),
-		b.QuoteID, b.Principal, b.Key)
+		bytesOf(b.QuoteID), b.Principal, b.Key)
 	if err != nil {
 		return translate(err)
 	}
@@ -163,34 +293,11 @@ func (s *Store) useQuote(ctx context.Context, tx pgx.Tx, b storage.Begin) error 
 	var exists bool
 	if err := tx.QueryRow(ctx, s.sql(`
 		SELECT EXISTS (SELECT 1 FROM {schema}.quotes WHERE id = $1 AND principal = $2)`),
-		b.QuoteID, b.Principal).Scan(&exists); err != nil {
+		bytesOf(b.QuoteID), b.Principal).Scan(&exists); err != nil {
 		return translate(err)
 	}
 	if !exists {
 		return storage.ErrQuoteNotFound
 	}
 	return storage.ErrQuoteUsed
-}
-
-// checkLimits fails with *storage.LimitError listing every limit this call
-// would break.
-func (s *Store) checkLimits(ctx context.Context, tx pgx.Tx, b storage.Begin) error {
-	ms, err := s.measure(ctx, tx, b.Principal, b.Limits)
-	if err != nil {
-		return err
-	}
-	var failures []storage.LimitFailure
-	for i, l := range b.Limits {
-		add := decimal.NewFromInt(1)
-		if l.Measure == storage.MeasureSpend {
-			add = b.AmountUSD
-		}
-		if ms[i].used.Add(add).GreaterThan(l.Max) {
-			failures = append(failures, storage.LimitFailure{Index: i, Limit: l, Used: ms[i].used, Oldest: ms[i].oldest})
-		}
-	}
-	if len(failures) > 0 {
-		return &storage.LimitError{Failures: failures}
-	}
-	return nil
 }

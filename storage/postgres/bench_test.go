@@ -2,14 +2,11 @@ package postgres_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"fmt"
-	"os"
 	"runtime"
 	"strconv"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -31,18 +28,26 @@ const benchCallers = 16
 // answers at once: what is left is the gateway and its store.
 func BenchmarkQuoteCallPostgres(b *testing.B) {
 	store, trips := benchPostgresStore(b)
-	benchmarkQuoteCall(b, store, trips)
+	benchmarkQuoteCall(b, store, trips, callerNamed("caller-", 0))
 }
 
 // BenchmarkQuoteCallMemory is BenchmarkQuoteCallPostgres on the memory
 // store, for comparison from the same run.
 func BenchmarkQuoteCallMemory(b *testing.B) {
-	benchmarkQuoteCall(b, memory.New(), nil)
+	benchmarkQuoteCall(b, memory.New(), nil, callerNamed("caller-", 0))
 }
 
-// benchmarkQuoteCall reports pairs/s beside ns/op, and, given the store's
-// round-trip counter, the round trips to the database per pair.
-func benchmarkQuoteCall(b *testing.B, store storage.Store, trips *roundTrips) {
+// callerNamed names the callers of one run prefix0 to prefix15, from first
+// on.
+func callerNamed(prefix string, first int) func(i int) string {
+	return func(i int) string { return prefix + strconv.Itoa(first+i) }
+}
+
+// benchmarkQuoteCall reports pairs/s beside ns/op, the mean time one caller
+// waits for one pair (latency-µs, which it also returns), and, given the
+// store's round-trip counter, the round trips to the database per pair.
+// principal names the callers, numbered 0 to benchCallers-1.
+func benchmarkQuoteCall(b *testing.B, store storage.Store, trips *roundTrips, principal func(i int) string) (latencyMicros float64) {
 	reg := registry.New()
 	if err := reg.Register(echoTool()); err != nil {
 		b.Fatal(err)
@@ -53,7 +58,10 @@ func benchmarkQuoteCall(b *testing.B, store storage.Store, trips *roundTrips) {
 	}
 	procs := runtime.GOMAXPROCS(0)
 	b.SetParallelism((benchCallers + procs - 1) / procs)
-	var callers atomic.Int64
+	var (
+		callers atomic.Int64
+		waited  atomic.Int64 // nanoseconds, summed over pairs
+	)
 	b.ReportAllocs()
 	b.ResetTimer()
 	if trips != nil {
@@ -61,14 +69,15 @@ func benchmarkQuoteCall(b *testing.B, store storage.Store, trips *roundTrips) {
 	}
 	b.RunParallel(func(pb *testing.PB) {
 		ctx := context.Background()
-		principal := fmt.Sprintf("caller-%d", callers.Add(1))
+		who := principal(int(callers.Add(1) - 1))
 		for i := 0; pb.Next(); i++ {
-			q, err := gw.Quote(ctx, principal, "echo")
+			start := time.Now()
+			q, err := gw.Quote(ctx, who, "echo")
 			if err != nil {
 				b.Error(err)
 				return
 			}
-			res, err := gw.Call(ctx, principal, toolgate.CallRequest{
+			res, err := gw.Call(ctx, who, toolgate.CallRequest{
 				Tool: "echo", QuoteID: q.Quote.ID, Input: []byte(`{"v":"hello"}`), IdempotencyKey: strconv.Itoa(i),
 			})
 			if err != nil {
@@ -79,16 +88,20 @@ func benchmarkQuoteCall(b *testing.B, store storage.Store, trips *roundTrips) {
 				b.Errorf("execution %s: %+v", res.Execution.Status, res.Execution.Error)
 				return
 			}
+			waited.Add(int64(time.Since(start)))
 		}
 	})
 	b.StopTimer()
 	if n := callers.Load(); n < benchCallers {
 		b.Fatalf("%d callers ran, want %d", n, benchCallers)
 	}
+	latencyMicros = float64(waited.Load()) / float64(b.N) / 1e3
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pairs/s")
+	b.ReportMetric(latencyMicros, "latency-µs")
 	if trips != nil {
 		b.ReportMetric(float64(trips.n.Load())/float64(b.N), "roundtrips/op")
 	}
+	return latencyMicros
 }
 
 // noLimits raises every operator limit out of reach, so the benchmark
@@ -106,43 +119,35 @@ func (noLimits) SpendControls(context.Context, string) (storage.SpendControls, e
 }
 
 // benchPostgresStore is newStore for a benchmark: a fresh schema, dropped
-// afterwards, on a pool with a connection per caller whose round trips are
-// counted. It follows testURL's rule: skip without a server, except in CI.
+// afterwards, on a pool of its own (see benchPool).
 func benchPostgresStore(b *testing.B) (*postgres.Store, *roundTrips) {
 	b.Helper()
-	url := os.Getenv(urlEnv)
-	if url == "" {
-		if os.Getenv("CI") == "true" {
-			b.Fatalf("%s is not set; CI must run the PostgreSQL benchmarks", urlEnv)
-		}
-		b.Skipf("%s is not set; skipping PostgreSQL benchmarks", urlEnv)
+	schema := newSchema(b)
+	pool, trips := benchPool(b)
+	b.Cleanup(pool.Close) // before the schema is dropped
+	store, err := postgres.New(b.Context(), pool, &postgres.Config{Schema: schema})
+	if err != nil {
+		b.Fatal(err)
 	}
-	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(url)
+	return store, trips
+}
+
+// benchPool returns a pool with a connection per caller whose round trips
+// are counted. The caller closes it.
+func benchPool(b *testing.B) (*pgxpool.Pool, *roundTrips) {
+	b.Helper()
+	cfg, err := pgxpool.ParseConfig(testURL(b))
 	if err != nil {
 		b.Fatal(err)
 	}
 	cfg.MaxConns = benchCallers
 	trips := &roundTrips{}
 	cfg.ConnConfig.Tracer = trips
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
-	var r [6]byte
-	_, _ = rand.Read(r[:])
-	schema := "toolgate_bench_" + hex.EncodeToString(r[:])
-	b.Cleanup(func() {
-		defer pool.Close()
-		if _, err := pool.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-			b.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	store, err := postgres.New(ctx, pool, &postgres.Config{Schema: schema})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return store, trips
+	return pool, trips
 }
 
 // roundTrips counts what a pool sends the server: each statement, BEGIN and

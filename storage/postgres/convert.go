@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 )
 
@@ -18,6 +19,15 @@ func parseDecimal(s string) (decimal.Decimal, error) {
 	}
 	return d, nil
 }
+
+// bytesOf passes a UUID to pgx as its 16 bytes. pgx takes a uuid.UUID for
+// the driver.Valuer it is: it formats it as text, fails to encode that text
+// as a binary uuid (formatting an error message on the way), and parses it
+// back, on every argument. Bytes take its direct path.
+func bytesOf(id uuid.UUID) [16]byte { return id }
+
+// bytesAt is bytesOf for a scan target.
+func bytesAt(id *uuid.UUID) *[16]byte { return (*[16]byte)(id) }
 
 // utc returns t in UTC, keeping the zero time zero. pgx returns timestamptz
 // in the local zone; UTC makes stored and returned times print alike.

@@ -11,20 +11,32 @@
 // database, never by locks in a Go process:
 //
 //   - an Idempotency-Key runs once: the idempotency record's primary key is
-//     (principal, key), claimed with INSERT ... ON CONFLICT DO NOTHING; an
-//     abandoned run is taken over by a conditional UPDATE that requires the
-//     same fingerprint, an unfinished record and a lease that ended before
-//     the caller's clock, and that replaces the lease token, which is what
-//     makes the old run's FinishExecution fail with storage.ErrLeaseLost;
+//     (principal, key), and only BeginExecution inserts records, under the
+//     principal's admission lock; an abandoned run is taken over by a
+//     conditional UPDATE that requires the same fingerprint, an unfinished
+//     record and a lease that ended before the caller's clock, and that
+//     replaces the lease token, which is what makes the old run's
+//     FinishExecution fail with storage.ErrLeaseLost;
 //   - a quote is used once: one conditional UPDATE (state open, or already
 //     used by this very key);
-//   - a budget is never overspent: BeginExecution runs in one transaction
-//     that first locks the principal's row in principal_locks (created on
-//     demand), so admissions of one principal measure the spend ledger and
-//     write their reservation one after the other, on any process;
-//   - usage counters are exact: FinishExecution increments a per-tool
-//     counter row in its own transaction, and counts a principal as a new
-//     user only when its (tool, principal) row was inserted.
+//   - a budget is never overspent: BeginExecution first locks the
+//     principal's row in principal_locks (created on demand), so admissions
+//     of one principal measure the spend ledger and write their reservation
+//     one after the other, on any process;
+//   - usage counters are exact: FinishExecution adds to one of a tool's
+//     counter shards in the same statement that finishes the execution, and
+//     counts a principal as a new user only when its (tool, principal) row
+//     was inserted.
+//
+// The hot path is short. BeginExecution admits a new key in one round trip
+// (the lock and one statement that decides and writes, pipelined in one
+// implicit transaction) and FinishExecution is one statement. Limits are
+// measured from daily rollups of the ledger (spend_daily, kept exact by
+// triggers on the ledger) plus the raw rows of at most one partial day, so
+// admission costs the same however long a principal's history (see
+// limits.go). Usage counters are spread over shards so that finishes of one
+// tool do not queue on one row. Quotes alone are committed without waiting
+// for the disk (see Store.CreateQuote).
 //
 // Times that decide anything (leases, limit windows, retention) are the ones
 // the caller passes in, never the database clock, so a gateway with a fake

@@ -21,7 +21,7 @@ func scanExecution(row pgx.Row) (storage.Execution, error) {
 		amount   string
 		finished *time.Time
 	)
-	if err := row.Scan(&e.ID, &e.Principal, &e.ToolID, &e.QuoteID, &e.IdempotencyKey, &status,
+	if err := row.Scan(bytesAt(&e.ID), &e.Principal, &e.ToolID, bytesAt(&e.QuoteID), &e.IdempotencyKey, &status,
 		&amount, &e.Charged, &e.Response, &e.CreatedAt, &finished); err != nil {
 		return storage.Execution{}, translate(err)
 	}
@@ -38,5 +38,5 @@ func scanExecution(row pgx.Row) (storage.Execution, error) {
 
 // GetExecution returns an execution by id. ErrNotFound if absent.
 func (s *Store) GetExecution(ctx context.Context, id uuid.UUID) (storage.Execution, error) {
-	return scanExecution(s.pool.QueryRow(ctx, s.sql(`SELECT `+executionColumns+` FROM {schema}.executions WHERE id = $1`), id))
+	return scanExecution(s.pool.QueryRow(ctx, s.sql(`SELECT `+executionColumns+` FROM {schema}.executions WHERE id = $1`), bytesOf(id)))
 }

@@ -18,7 +18,7 @@ func (s *Store) GetIdempotency(ctx context.Context, principal, key string) (stor
 		FROM {schema}.idempotency_records i
 		LEFT JOIN {schema}.executions e ON e.id = i.execution_id
 		WHERE i.principal = $1 AND i.key = $2`), principal, key).Scan(
-		&r.Principal, &r.Key, &r.Fingerprint, &r.ExecutionID, &r.LeaseToken, &r.LeaseUntil,
+		&r.Principal, &r.Key, &r.Fingerprint, bytesAt(&r.ExecutionID), bytesAt(&r.LeaseToken), &r.LeaseUntil,
 		&r.Finished, &r.Response, &r.CreatedAt)
 	if err != nil {
 		return storage.IdempotencyRecord{}, translate(err)

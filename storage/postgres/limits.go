@@ -5,99 +5,138 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/shopspring/decimal"
 
 	"github.com/toolgate/toolgate/storage"
 )
 
-// batcher is what measure needs from a pool or a transaction.
-type batcher interface {
-	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+// A limit's window is measured in two parts that meet at the first UTC
+// midnight at or after its Since (the boundary):
+//
+//   - from the boundary on, whole UTC days, summed from spend_daily, at most
+//     one row per tool and day (a month's window is at most 31 days);
+//   - before the boundary, raw spend_ledger rows created at or after Since,
+//     less than one day's worth.
+//
+// A window that starts at a UTC midnight (the gateway's daily and monthly
+// limits) reads no raw rows at all, and one that starts within the last
+// minute or hour (its rate limits) reads only those rows, so admission costs
+// the same however long the principal's history. The split is exact for any
+// Since: the rollups count exactly the rows the ledger holds.
+
+// limitsCTE is the WITH item "limits" that measures each limit: its 1-based
+// position i, its measure, tool and Since, its max and what its window
+// already holds (used). $1 is the principal and $2 to $6 are the columns of
+// limitArgs. The tool filter is an OR rather than two statements: every scan
+// it filters is already narrowed to one principal and a bounded range.
+//
+// The arrays are unnested from sub-selects so that the planner cannot see
+// how many limits there are. Given the values it would count them, and the
+// plan for those exact values would always look cheaper than the generic
+// plan, which guesses ten: the plan cache would then plan every execution
+// afresh, which cost more than executing it.
+const limitsCTE = `limits AS (
+	SELECT l.i, l.measure, l.tool_id, l.since, l.max::numeric AS max,
+		CASE l.measure WHEN 'spend' THEN COALESCE(d.spend, 0) + COALESCE(r.spend, 0)
+			ELSE COALESCE(d.calls, 0) + COALESCE(r.calls, 0) END AS used
+	FROM unnest((SELECT $2::text[]), (SELECT $3::text[]), (SELECT $4::timestamptz[]),
+		(SELECT $5::timestamptz[]), (SELECT $6::text[]))
+		WITH ORDINALITY AS l(measure, tool_id, since, boundary, max, i)
+	CROSS JOIN LATERAL (
+		SELECT sum(s.calls) AS calls, sum(s.spend_usd) AS spend FROM {schema}.spend_daily s
+		WHERE s.principal = $1 AND s.day >= (l.boundary AT TIME ZONE 'UTC')::date
+			AND (l.tool_id = '' OR s.tool_id = l.tool_id)
+	) d
+	CROSS JOIN LATERAL (
+		SELECT count(*) AS calls, sum(s.amount_usd) FILTER (WHERE s.state <> 'released') AS spend
+		FROM {schema}.spend_ledger s
+		WHERE l.since < l.boundary -- no scan at all for a window from a midnight
+			AND s.principal = $1 AND s.created_at >= l.since AND s.created_at < l.boundary
+			AND (l.tool_id = '' OR s.tool_id = l.tool_id)
+	) r
+)`
+
+// limitArgs are limits as the array parameters $2 to $6 of limitsCTE.
+type limitArgs struct {
+	measures []string
+	toolIDs  []string
+	since    []time.Time
+	boundary []time.Time
+	max      []string
 }
 
-// measurement is what one limit's window already holds.
-type measurement struct {
-	used   decimal.Decimal
-	oldest time.Time // zero when nothing counted
-}
-
-// measureQuery returns the statement that measures one limit. The tool
-// filter is written into the text rather than made optional with an OR, so
-// the planner can use the (principal, tool_id, created_at) index.
-func (s *Store) measureQuery(l storage.Limit) (string, error) {
-	var q string
-	switch l.Measure {
-	case storage.MeasureSpend:
-		q = `SELECT COALESCE(SUM(amount_usd), 0)::text, MIN(created_at) FROM {schema}.spend_ledger
-			WHERE principal = $1 AND created_at >= $2 AND state <> 'released'`
-	case storage.MeasureCalls:
-		q = `SELECT COUNT(*)::text, MIN(created_at) FROM {schema}.spend_ledger
-			WHERE principal = $1 AND created_at >= $2`
-	default:
-		return "", fmt.Errorf("postgres: unknown limit measure %q", l.Measure)
+func newLimitArgs(limits []storage.Limit) (limitArgs, error) {
+	a := limitArgs{
+		measures: make([]string, len(limits)),
+		toolIDs:  make([]string, len(limits)),
+		since:    make([]time.Time, len(limits)),
+		boundary: make([]time.Time, len(limits)),
+		max:      make([]string, len(limits)),
 	}
-	if l.ToolID != "" {
-		q += ` AND tool_id = $3`
+	for i, l := range limits {
+		switch l.Measure {
+		case storage.MeasureSpend, storage.MeasureCalls:
+		default:
+			return limitArgs{}, fmt.Errorf("postgres: unknown limit measure %q", l.Measure)
+		}
+		a.measures[i] = string(l.Measure)
+		a.toolIDs[i] = l.ToolID
+		a.since[i] = l.Since
+		a.boundary[i] = nextUTCMidnight(l.Since)
+		a.max[i] = l.Max.String()
 	}
-	return s.sql(q), nil
+	return a, nil
 }
 
-// measure returns what each limit's window holds for principal, in-flight
-// reservations included, in one round trip. Called inside BeginExecution's
-// transaction after the principal's lock is held, each statement's snapshot
-// includes every admission committed before ours.
-func (s *Store) measure(ctx context.Context, db batcher, principal string, limits []storage.Limit) ([]measurement, error) {
+// params returns the limits as $2 to $6.
+func (a limitArgs) params() []any {
+	return []any{a.measures, a.toolIDs, a.since, a.boundary, a.max}
+}
+
+// nextUTCMidnight returns the first UTC midnight at or after t. Truncate
+// counts from the zero time, itself a UTC midnight, so it rounds down to one.
+func nextUTCMidnight(t time.Time) time.Time {
+	m := t.UTC().Truncate(24 * time.Hour)
+	if m.Before(t) {
+		m = m.Add(24 * time.Hour)
+	}
+	return m
+}
+
+// MeasureLimits returns what each limit's window already holds for the
+// principal, in-flight reservations included, in one statement. It takes no
+// lock: it is a preview, and only BeginExecution enforces.
+func (s *Store) MeasureLimits(ctx context.Context, principal string, limits []storage.Limit) ([]decimal.Decimal, error) {
 	if len(limits) == 0 {
 		return nil, nil
 	}
-	batch := &pgx.Batch{}
-	for _, l := range limits {
-		q, err := s.measureQuery(l)
-		if err != nil {
-			return nil, err
-		}
-		if l.ToolID != "" {
-			batch.Queue(q, principal, l.Since, l.ToolID)
-		} else {
-			batch.Queue(q, principal, l.Since)
-		}
+	args, err := newLimitArgs(limits)
+	if err != nil {
+		return nil, err
 	}
-	results := db.SendBatch(ctx, batch)
-	out := make([]measurement, len(limits))
-	for i := range limits {
-		var (
-			used   string
-			oldest *time.Time
-		)
-		if err := results.QueryRow().Scan(&used, &oldest); err != nil {
-			_ = results.Close()
+	rows, err := s.pool.Query(ctx, s.sql(`WITH `+limitsCTE+` SELECT used::text FROM limits ORDER BY i`),
+		append([]any{principal}, args.params()...)...)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	out := make([]decimal.Decimal, 0, len(limits))
+	for rows.Next() {
+		var used string
+		if err := rows.Scan(&used); err != nil {
 			return nil, translate(err)
 		}
 		d, err := parseDecimal(used)
 		if err != nil {
-			_ = results.Close()
 			return nil, err
 		}
-		out[i] = measurement{used: d, oldest: nullTime(oldest)}
+		out = append(out, d)
 	}
-	if err := results.Close(); err != nil {
+	if err := rows.Err(); err != nil {
 		return nil, translate(err)
 	}
-	return out, nil
-}
-
-// MeasureLimits returns what each limit's window already holds for the
-// principal, in-flight reservations included. It takes no lock: it is a
-// preview, and only BeginExecution enforces.
-func (s *Store) MeasureLimits(ctx context.Context, principal string, limits []storage.Limit) ([]decimal.Decimal, error) {
-	ms, err := s.measure(ctx, s.pool, principal, limits)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]decimal.Decimal, len(ms))
-	for i, m := range ms {
-		out[i] = m.used
+	if len(out) != len(limits) {
+		return nil, fmt.Errorf("postgres: measured %d of %d limits", len(out), len(limits))
 	}
 	return out, nil
 }

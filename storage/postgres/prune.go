@@ -2,6 +2,9 @@ package postgres
 
 import (
 	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/toolgate/toolgate/storage"
 )
@@ -27,11 +30,13 @@ func (s *Store) Prune(ctx context.Context, p storage.Prune) (storage.PruneResult
 		// A running record is only deleted once its lease ended before the
 		// cutoff, so a run with a live lease keeps its record and its
 		// execution. The execution goes with its record: it is what a
-		// replay would read.
+		// replay would read. The first condition, implied by the others,
+		// is the one idempotency_prune_idx answers.
 		if res.Idempotency, err = s.pruneCount(ctx, `
 			WITH doomed AS (
 				SELECT principal, key FROM {schema}.idempotency_records
-				WHERE (finished AND created_at < $1) OR (NOT finished AND lease_until < $1)
+				WHERE LEAST(created_at, lease_until) < $1
+					AND ((finished AND created_at < $1) OR (NOT finished AND lease_until < $1))
 				LIMIT $2
 				FOR UPDATE SKIP LOCKED
 			), gone AS (
@@ -64,26 +69,57 @@ func (s *Store) Prune(ctx context.Context, p storage.Prune) (storage.PruneResult
 		}
 	}
 	if !p.LedgerBefore.IsZero() {
-		// The reservation of a call still running is kept whatever its
-		// age: its FinishExecution must find it to charge it once. Once
-		// an abandoned run's execution is pruned with its record, its
-		// reservation goes with the rest of the old history.
-		if res.Ledger, err = s.pruneCount(ctx, `
-			WITH gone AS (
-				DELETE FROM {schema}.spend_ledger WHERE execution_id IN (
-					SELECT l.execution_id FROM {schema}.spend_ledger l
-					WHERE l.created_at < $1
-					AND NOT EXISTS (
-						SELECT 1 FROM {schema}.executions e
-						WHERE e.id = l.execution_id AND e.status = 'running')
-					LIMIT $2 FOR UPDATE SKIP LOCKED)
-				RETURNING 1
-			)
-			SELECT count(*) FROM gone`, p.LedgerBefore, limit); err != nil {
+		if res.Ledger, err = s.pruneLedger(ctx, p.LedgerBefore, limit); err != nil {
 			return res, err
 		}
 	}
 	return res, nil
+}
+
+// pruneLedgerLockClass is the first key of the advisory lock that lets one
+// ledger prune at a time run per schema (the second is the schema's hash).
+const pruneLedgerLockClass = 0x6c656467 // "ledg"
+
+// pruneLedger deletes old spend and call history. The reservation of a call
+// still running is kept whatever its age: its FinishExecution must find it
+// to charge it once. Once an abandoned run's execution is pruned with its
+// record, its reservation goes with the rest of the old history.
+//
+// Each deleted row's trigger takes away its count from its spend_daily row.
+// Two prunes deleting at once would lock those rollup rows in no particular
+// order and could deadlock, so ledger prunes take turns on an advisory lock
+// held until the deletion commits. Admissions and finishes lock one rollup
+// row each and never wait on a prune's ledger rows, so they cannot close a
+// cycle with it.
+func (s *Store) pruneLedger(ctx context.Context, before time.Time, limit int) (int, error) {
+	batch := &pgx.Batch{}
+	batch.Queue(`SELECT pg_advisory_xact_lock($1, hashtext($2))`, pruneLedgerLockClass, s.schema)
+	batch.Queue(s.sql(`
+		WITH gone AS (
+			DELETE FROM {schema}.spend_ledger WHERE execution_id IN (
+				SELECT l.execution_id FROM {schema}.spend_ledger l
+				WHERE l.created_at < $1
+				AND NOT EXISTS (
+					SELECT 1 FROM {schema}.executions e
+					WHERE e.id = l.execution_id AND e.status = 'running')
+				LIMIT $2 FOR UPDATE SKIP LOCKED)
+			RETURNING 1
+		)
+		SELECT count(*) FROM gone`), before, limit)
+	// One implicit transaction: the lock is held until the batch commits.
+	br := s.pool.SendBatch(ctx, batch)
+	var n int
+	_, err := br.Exec()
+	if err == nil {
+		err = br.QueryRow().Scan(&n)
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, translate(err)
+	}
+	return n, nil
 }
 
 func (s *Store) pruneCount(ctx context.Context, query string, before any, limit int) (int, error) {

@@ -2,22 +2,27 @@ package postgres
 
 import (
 	"context"
-	"errors"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/toolgate/toolgate/storage"
 )
 
-// Usage returns one tool's usage counters, zero when it has none. It reads
-// one counter row that FinishExecution maintains, never the executions.
+// usageRows is every counter row: the shards FinishExecution adds to, and
+// tool_usage, which holds the counts written before migration 0002 and by
+// processes of an older version (see 0002_usage_shards.sql).
+const usageRows = `(
+	SELECT tool_id, count, unique_users FROM {schema}.tool_usage_shards
+	UNION ALL
+	SELECT tool_id, count, unique_users FROM {schema}.tool_usage
+)`
+
+// Usage returns one tool's usage counters, zero when it has none. It sums
+// the tool's counter rows, never the executions.
 func (s *Store) Usage(ctx context.Context, toolID string) (storage.Usage, error) {
 	var u storage.Usage
-	err := s.pool.QueryRow(ctx, s.sql(`SELECT count, unique_users FROM {schema}.tool_usage WHERE tool_id = $1`),
+	err := s.pool.QueryRow(ctx, s.sql(`
+		SELECT COALESCE(sum(count), 0)::bigint, COALESCE(sum(unique_users), 0)::bigint FROM `+usageRows+` u
+		WHERE tool_id = $1`),
 		toolID).Scan(&u.Count, &u.UniqueUsers)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return storage.Usage{}, nil
-	}
 	if err != nil {
 		return storage.Usage{}, translate(err)
 	}
@@ -26,7 +31,8 @@ func (s *Store) Usage(ctx context.Context, toolID string) (storage.Usage, error)
 
 // UsageAll returns the usage counters of every tool that has any.
 func (s *Store) UsageAll(ctx context.Context) (map[string]storage.Usage, error) {
-	rows, err := s.pool.Query(ctx, s.sql(`SELECT tool_id, count, unique_users FROM {schema}.tool_usage`))
+	rows, err := s.pool.Query(ctx, s.sql(`
+		SELECT tool_id, sum(count)::bigint, sum(unique_users)::bigint FROM `+usageRows+` u GROUP BY tool_id`))
 	if err != nil {
 		return nil, translate(err)
 	}
