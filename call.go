@@ -3,9 +3,12 @@ package toolgate
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -105,80 +108,57 @@ func (g *Gateway) Call(ctx context.Context, principal string, req CallRequest) (
 	if err != nil {
 		return nil, newError(CodeInvalidRequest, "input is not valid JSON: %v", strings.TrimPrefix(err.Error(), registry.ErrNotCanonicalizable.Error()+": "))
 	}
-	fp := fingerprint(v.Tool.ID, quoteID.String(), input, req.ApprovalDigest)
+	fp := fingerprintOf(v.Tool.ID, quoteID.String(), input, req.ApprovalDigest)
 
 	now := g.clock.Now().UTC()
-	takeover := false
-	rec, err := g.store.GetIdempotency(ctx, principal, req.IdempotencyKey)
-	switch {
-	case errors.Is(err, storage.ErrNotFound):
-	case err != nil:
-		return nil, internalError(err)
-	default:
-		res, err := g.existingRecord(rec, fp, now)
-		if res != nil || err != nil {
+	// Most calls are new, so the key's record is not read up front: a key
+	// already claimed makes BeginExecution fail, and a call refused before
+	// its key is claimed reads the record then. Either way a retry is
+	// answered as it was when the record was read first (replayed, 409, 422
+	// or taken over), and a new call saves a store round trip.
+	adm, err := g.admitCall(ctx, principal, req, v, quoteID, input, now, false)
+	var (
+		begun     storage.BeginResult
+		built     []builtLimit
+		lease     uuid.UUID
+		fromBegin bool // err is the store's refusal, still to be explained
+	)
+	if err == nil {
+		begun, built, lease, err = g.begin(ctx, principal, req.IdempotencyKey, fp, v, adm, now)
+		if errors.Is(err, storage.ErrIdempotencyConflict) {
+			return g.beginFailed(ctx, principal, req.IdempotencyKey, fp, built, err, now)
+		}
+		fromBegin = true // a store may check the quote or the limits before the key
+	}
+	if err != nil {
+		rec, rerr := g.store.GetIdempotency(ctx, principal, req.IdempotencyKey)
+		switch {
+		case errors.Is(rerr, storage.ErrNotFound) && fromBegin:
+			return g.beginFailed(ctx, principal, req.IdempotencyKey, fp, built, err, now)
+		case errors.Is(rerr, storage.ErrNotFound):
+			return nil, err
+		case rerr != nil:
+			return nil, internalError(rerr)
+		}
+		if res, err := g.existingRecord(rec, fp, now); res != nil || err != nil {
 			return res, err
 		}
-		takeover = true // an abandoned run of this very request
-	}
-
-	q, err := g.checkQuote(ctx, principal, req.IdempotencyKey, quoteID, v, now)
-	var policy Policy
-	// abandon is why a taken-over run must not reach the provider after all.
-	// That run was admitted when its quote was valid; it is finished as
-	// failed rather than rejected, so its reservation is released and its
-	// key answers from then on.
-	var abandon *registry.UpstreamError
-	switch {
-	case !takeover && err != nil:
-		return nil, err
-	case !takeover:
-		if policy, err = g.admit(ctx, principal, v, q, req.ApprovalDigest, input); err != nil {
+		// An abandoned run of this very request, which this call takes over.
+		if adm, err = g.admitCall(ctx, principal, req, v, quoteID, input, now, true); err != nil {
 			return nil, err
 		}
-	case isCode(err, CodeQuoteNotFound):
-		return nil, err
-	case isCode(err, CodeQuoteOutdated) || !EvaluatePolicy(v).Callable:
-		abandon = registry.Upstreamf(CodeToolChangedDuringCall, "%s changed or was blocked before this call could run; request a new quote", v.Tool.Slug)
-	}
-
-	limits, err := g.limitsFor(ctx, principal, v.Tool.Slug)
-	if err != nil {
-		return nil, internalError(err)
-	}
-	if !takeover {
-		if violations := limits.staticViolations(q.TotalUSD); len(violations) > 0 {
-			return nil, &Error{Code: CodeSpendLimitExceeded, Message: "the call would break your spend controls", Violations: violations}
+		if begun, built, lease, err = g.begin(ctx, principal, req.IdempotencyKey, fp, v, adm, now); err != nil {
+			return g.beginFailed(ctx, principal, req.IdempotencyKey, fp, built, err, now)
 		}
 	}
-	built := limits.storageLimits(v.Tool.ID, now)
-	storeLimits := make([]storage.Limit, len(built))
-	for i, b := range built {
-		storeLimits[i] = b.limit
-	}
-	lease := uuid.New()
-	begun, err := g.store.BeginExecution(ctx, storage.Begin{
-		Principal:   principal,
-		Key:         req.IdempotencyKey,
-		Fingerprint: fp,
-		QuoteID:     q.ID,
-		ExecutionID: uuid.New(),
-		ToolID:      v.Tool.ID,
-		AmountUSD:   q.TotalUSD,
-		Limits:      storeLimits,
-		LeaseToken:  lease,
-		LeaseUntil:  now.Add(g.cfg.IdempotencyLease),
-		Now:         now,
-	})
-	if err != nil {
-		return g.beginFailed(ctx, principal, req.IdempotencyKey, fp, built, err, now)
-	}
+	q := adm.quote
+	takeover := adm.takeover || begun.TookOver
 	if begun.TookOver {
 		g.log.InfoContext(ctx, "took over an abandoned call", "execution", begun.Execution.ID, "tool", v.Tool.Slug)
 	}
 
-	exec := g.execute(ctx, v, q, begun.Execution.ID, input, abandon)
-	body, err := json.Marshal(exec)
+	exec := g.execute(ctx, v, q, begun.Execution.ID, input, adm.abandon)
+	body, err := encodeExecution(exec)
 	if err != nil {
 		return nil, internalError(err)
 	}
@@ -207,10 +187,141 @@ func (g *Gateway) Call(ctx context.Context, principal string, req CallRequest) (
 		return nil, internalError(fmt.Errorf("record execution %s: %w", begun.Execution.ID, err))
 	}
 	if exec.Status == StatusCompleted && req.ApprovalDigest != "" && !takeover &&
-		policy.Approval.Requirement == RequirementFirstUse {
+		adm.policy.Approval.Requirement == RequirementFirstUse {
 		g.rememberFirstUse(finishCtx, principal, v)
 	}
 	return &CallResult{Execution: exec, Body: body}, nil
+}
+
+// fingerprintOf returns what fingerprint returns, as it must, or retries
+// would stop matching their first run. fingerprint encodes its document and
+// canonicalizes it again, decoding the input a second time; when the ids and
+// the digest are plain printable ASCII, which is their canonical form as it
+// is, the canonical document is written directly around the input, already
+// canonical, with its members in their canonical order.
+func fingerprintOf(toolID, quoteID string, canonicalInput []byte, approvalDigest string) string {
+	if !plainASCII(toolID) || !plainASCII(quoteID) || !plainASCII(approvalDigest) {
+		return fingerprint(toolID, quoteID, canonicalInput, approvalDigest)
+	}
+	doc := make([]byte, 0, 64+len(toolID)+len(quoteID)+len(canonicalInput)+len(approvalDigest))
+	doc = append(doc, `{"approval":"`...)
+	doc = append(doc, approvalDigest...)
+	doc = append(doc, `","input":`...)
+	doc = append(doc, canonicalInput...)
+	doc = append(doc, `,"quoteId":"`...)
+	doc = append(doc, quoteID...)
+	doc = append(doc, `","tool":"`...)
+	doc = append(doc, toolID...)
+	doc = append(doc, `"}`...)
+	sum := sha256.Sum256(doc)
+	return hex.EncodeToString(sum[:])
+}
+
+// plainASCII reports whether s is printable ASCII without a quote or a
+// backslash: a string RFC 8785 writes exactly as it is.
+func plainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// encodeExecution is json.Marshal(exec) without encoding/json going over a
+// completed execution's output a second time (json.RawMessage is re-checked
+// and re-compacted byte by byte). That output comes from json.Marshal, so it
+// is already exactly what Marshal would write, and is spliced in as it is.
+func encodeExecution(exec Execution) ([]byte, error) {
+	if exec.Status != StatusCompleted {
+		return json.Marshal(exec)
+	}
+	out := exec.Output
+	exec.Output = nil // written as null
+	head, err := json.Marshal(exec)
+	if err != nil {
+		return nil, err
+	}
+	// The marker cannot occur inside a string, where every quote is escaped.
+	const marker, null = `,"output":null,"error":`, `null`
+	i := bytes.Index(head, []byte(marker))
+	if i < 0 {
+		exec.Output = out
+		return json.Marshal(exec)
+	}
+	cut := i + len(marker) - len(`,"error":`) - len(null)
+	body := make([]byte, 0, len(head)+len(out))
+	body = append(body, head[:cut]...)
+	body = append(body, out...)
+	return append(body, head[cut+len(null):]...), nil
+}
+
+// begin claims the key, uses the quote and reserves the amount of an
+// admitted call, in the store's one atomic step.
+func (g *Gateway) begin(ctx context.Context, principal, key, fp string, v *registry.Version, adm admission, now time.Time) (storage.BeginResult, []builtLimit, uuid.UUID, error) {
+	built := adm.limits.storageLimits(v.Tool.ID, now)
+	limits := make([]storage.Limit, len(built))
+	for i, b := range built {
+		limits[i] = b.limit
+	}
+	lease := uuid.New()
+	begun, err := g.store.BeginExecution(ctx, storage.Begin{
+		Principal:   principal,
+		Key:         key,
+		Fingerprint: fp,
+		QuoteID:     adm.quote.ID,
+		ExecutionID: uuid.New(),
+		ToolID:      v.Tool.ID,
+		AmountUSD:   adm.quote.TotalUSD,
+		Limits:      limits,
+		LeaseToken:  lease,
+		LeaseUntil:  now.Add(g.cfg.IdempotencyLease),
+		Now:         now,
+	})
+	return begun, built, lease, err
+}
+
+// admission is what a call was admitted with.
+type admission struct {
+	quote  storage.Quote
+	policy Policy // zero for a takeover
+	limits effectiveLimits
+	// abandon is why a taken-over run must not reach the provider after
+	// all. That run was admitted when its quote was valid; it is finished as
+	// failed rather than rejected, so its reservation is released and its
+	// key answers from then on.
+	abandon  *registry.UpstreamError
+	takeover bool
+}
+
+// admitCall applies the quote, policy, input and static limit checks of a
+// call, or, taking over an abandoned run of it, only those that still
+// matter: that run was admitted already.
+func (g *Gateway) admitCall(ctx context.Context, principal string, req CallRequest, v *registry.Version, quoteID uuid.UUID, input []byte, now time.Time, takeover bool) (admission, error) {
+	a := admission{takeover: takeover}
+	q, err := g.checkQuote(ctx, principal, req.IdempotencyKey, quoteID, v, now)
+	a.quote = q
+	switch {
+	case !takeover && err != nil:
+		return a, err
+	case !takeover:
+		if a.policy, err = g.admit(ctx, principal, v, q, req.ApprovalDigest, input); err != nil {
+			return a, err
+		}
+	case isCode(err, CodeQuoteNotFound):
+		return a, err
+	case isCode(err, CodeQuoteOutdated) || !EvaluatePolicy(v).Callable:
+		a.abandon = registry.Upstreamf(CodeToolChangedDuringCall, "%s changed or was blocked before this call could run; request a new quote", v.Tool.Slug)
+	}
+	if a.limits, err = g.limitsFor(ctx, principal, v.Tool.Slug); err != nil {
+		return a, internalError(err)
+	}
+	if !takeover {
+		if violations := a.limits.staticViolations(q.TotalUSD); len(violations) > 0 {
+			return a, &Error{Code: CodeSpendLimitExceeded, Message: "the call would break your spend controls", Violations: violations}
+		}
+	}
+	return a, nil
 }
 
 // existingRecord decides what a call meets when its key was claimed before:
@@ -239,9 +350,20 @@ func replay(body []byte) (*CallResult, error) {
 
 // admit applies the policy and input checks of a call.
 func (g *Gateway) admit(ctx context.Context, principal string, v *registry.Version, q storage.Quote, approval string, input []byte) (Policy, error) {
-	policy, err := g.policyFor(ctx, principal, v, q.TotalUSD.IsZero())
-	if err != nil {
-		return policy, internalError(err)
+	var policy Policy
+	if approval != "" && approval == v.Digest && g.approvalsInStore() {
+		// The caller approved this very digest, which is all any approval
+		// requirement asks, and a standing approval changes only the
+		// requirement, never whether the tool is callable: it cannot change
+		// the outcome, so it is not read. (The one later use of the policy,
+		// rememberFirstUse, reads the standing approval itself and leaves it
+		// be whenever it would have changed a first_use requirement.)
+		policy = EvaluatePolicy(v)
+	} else {
+		var err error
+		if policy, err = g.policyFor(ctx, principal, v, q.TotalUSD.IsZero()); err != nil {
+			return policy, internalError(err)
+		}
 	}
 	explain := func(e *Error) *Error {
 		e.ApprovalRequirement = policy.Approval.Requirement
@@ -264,6 +386,15 @@ func (g *Gateway) admit(ctx context.Context, principal string, v *registry.Versi
 		return policy, &Error{Code: CodeInputInvalid, Message: "the input does not match the tool's input schema", Details: failures}
 	}
 	return policy, nil
+}
+
+// approvalsInStore reports whether standing approvals come from the store,
+// where rememberFirstUse reads and writes them.
+func (g *Gateway) approvalsInStore() bool {
+	a, s := any(g.approvals), any(g.store)
+	t := reflect.TypeOf(a)
+	// Comparing interfaces holding the same uncomparable type would panic.
+	return t == reflect.TypeOf(s) && t.Comparable() && a == s
 }
 
 // beginFailed turns a refused admission into the caller's error.

@@ -142,7 +142,7 @@ func (g *Gateway) List(ctx context.Context, q string, limit, offset int, opts En
 		offset = 0
 	}
 	versions, total := g.registry.List(q, limit, offset)
-	usage, err := g.store.UsageAll(ctx)
+	usage, err := g.usageOf(ctx, versions)
 	if err != nil {
 		return nil, internalError(err)
 	}
@@ -151,6 +151,27 @@ func (g *Gateway) List(ctx context.Context, q string, limit, offset int, opts En
 		out.Tools = append(out.Tools, NewRegistryEntry(v, usage[v.Tool.ID], opts))
 	}
 	return out, nil
+}
+
+// usageLister is a store that reads the usage of some tools only, as
+// memory.Store does. A listing shows at most 100 tools, and copying the
+// counters of every tool ever used for each page grew with the registry.
+type usageLister interface {
+	UsageOf(ctx context.Context, toolIDs []string) (map[string]storage.Usage, error)
+}
+
+// usageOf returns the usage of the listed versions' tools (and, from a store
+// without UsageOf, of every tool).
+func (g *Gateway) usageOf(ctx context.Context, versions []*registry.Version) (map[string]storage.Usage, error) {
+	ul, ok := g.store.(usageLister)
+	if !ok {
+		return g.store.UsageAll(ctx)
+	}
+	ids := make([]string, len(versions))
+	for i, v := range versions {
+		ids[i] = v.Tool.ID
+	}
+	return ul.UsageOf(ctx, ids)
 }
 
 // NewRegistryEntry builds the entry of a tool version with its usage.

@@ -199,7 +199,7 @@ func (u *upstreamClient) send(ctx context.Context, v *registry.Version, req *htt
 	// The body is read as a stream and never beyond the cap; the transport
 	// has already undone any gzip it negotiated, so the cap applies to the
 	// decompressed bytes and a compression bomb stops here.
-	body, err := io.ReadAll(io.LimitReader(resp.Body, u.maxBytes+1))
+	body, err := readCapped(resp.Body, resp.ContentLength, u.maxBytes)
 	if err != nil {
 		if ctx.Err() != nil {
 			return registry.UpstreamResponse{}, registry.Upstreamf(registry.CodeUpstreamUnavailable, "the provider did not finish its answer within %s", u.timeout)
@@ -210,6 +210,30 @@ func (u *upstreamClient) send(ctx context.Context, v *registry.Version, req *htt
 		return registry.UpstreamResponse{}, registry.Upstreamf(registry.CodeUpstreamTooLarge, "the provider's answer exceeded %s", byteSize(u.maxBytes))
 	}
 	return registry.UpstreamResponse{StatusCode: resp.StatusCode, Header: resp.Header.Clone(), Body: body}, nil
+}
+
+// readCapped reads r up to max+1 bytes, so that a longer body shows. When
+// the response says its length, the buffer is allocated once at that size
+// rather than grown from 512 bytes; a wrong length costs only a regrowth.
+func readCapped(r io.Reader, length, max int64) ([]byte, error) {
+	lr := io.LimitReader(r, max+1)
+	if length < 0 || length > max {
+		return io.ReadAll(lr)
+	}
+	buf := make([]byte, 0, length+1) // +1: room to read the EOF without growing
+	for {
+		n, err := lr.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+	}
 }
 
 func allowedHost(domains []string, host string) bool {

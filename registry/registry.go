@@ -13,9 +13,11 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -46,6 +48,10 @@ type Version struct {
 	Output *Schema // nil when the tool declares no output schema
 	// OperatorOrigin is true when the operator configured Origin for this tool.
 	OperatorOrigin bool
+
+	// search is the name, description and category lowercased once, joined
+	// by NULs, so that List compares rather than lowercases every tool.
+	search string
 }
 
 // Trust is an operator's override of a tool's trust facts. Nil fields keep
@@ -63,8 +69,29 @@ type Registry struct {
 	history  map[string][]*Version // by slug, oldest first
 	origins  map[string]string     // operator origin overrides, by slug
 	now      func() time.Time
-	ordering []string // slugs, re-sorted on change: verified first, then newest
+	ordering []*Version // the current versions in listing order: verified first, then newest
+	// changes counts changes to ordering; index is the search index of
+	// ordering as of some count, built by the first List that needs it.
+	changes uint64
+	index   atomic.Pointer[searchIndex]
 }
+
+// searchIndex finds the versions whose search text holds a query without
+// visiting every version. grams lists, for each three-byte sequence of the
+// lowercased texts, the positions in ordering of the versions whose text
+// has it, ascending; a query of three bytes or more can only be in the
+// versions listed under each of its own, so the shortest such list is all
+// there is to check. Shorter or unselective queries scan text, every
+// version's search text in listing order with a NUL after each, in one
+// pass through memory.
+type searchIndex struct {
+	changes uint64
+	grams   map[uint32][]int32
+	text    string
+	starts  []int // where each version's text starts, by position in ordering
+}
+
+func gram(s string, i int) uint32 { return uint32(s[i])<<16 | uint32(s[i+1])<<8 | uint32(s[i+2]) }
 
 // New returns an empty registry.
 func New() *Registry {
@@ -130,10 +157,11 @@ func (r *Registry) Register(t *Tool) error {
 	if err != nil {
 		return err
 	}
+	prev := r.current[def.Slug]
 	r.current[def.Slug] = v
 	r.byID[def.ID] = def.Slug
 	r.history[def.Slug] = append(r.history[def.Slug], v)
-	r.reorder()
+	r.place(def.Slug, prev)
 	return nil
 }
 
@@ -243,6 +271,7 @@ func (r *Registry) build(def *Tool) (*Version, error) {
 		Input:          in,
 		Output:         out,
 		OperatorOrigin: hasOverride,
+		search:         strings.ToLower(def.Name) + "\x00" + strings.ToLower(def.Description) + "\x00" + strings.ToLower(def.Category),
 	}
 	if def.Immutable {
 		if v.Digest, err = ManifestOf(def, origin).Digest(); err != nil {
@@ -284,41 +313,138 @@ func (r *Registry) List(q string, limit, offset int) (versions []*Version, total
 	q = strings.ToLower(strings.TrimSpace(q))
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	for _, slug := range r.ordering {
-		v := r.current[slug]
-		if q != "" && !matches(v.Tool, q) {
-			continue
-		}
+	take := func(v *Version) {
 		if total >= offset && len(versions) < limit {
 			versions = append(versions, v)
 		}
 		total++
 	}
+	if q == "" || strings.IndexByte(q, 0) >= 0 {
+		for _, v := range r.ordering {
+			if q == "" || matches(v, q) {
+				take(v)
+			}
+		}
+		return versions, total
+	}
+	// Without a NUL in q, no match can straddle two fields or two versions.
+	idx := r.searchIndex()
+	if cands, ok := idx.candidates(q); ok && len(cands) <= len(r.ordering)/8 {
+		for _, k := range cands {
+			if v := r.ordering[k]; strings.Contains(v.search, q) {
+				take(v)
+			}
+		}
+		return versions, total
+	}
+	for at := 0; at < len(idx.text); {
+		i := strings.Index(idx.text[at:], q)
+		if i < 0 {
+			break
+		}
+		// The version whose text holds the match: the last one starting at or before it.
+		k := sort.SearchInts(idx.starts, at+i+1) - 1
+		take(r.ordering[k])
+		at = len(idx.text)
+		if k+1 < len(idx.starts) {
+			at = idx.starts[k+1]
+		}
+	}
 	return versions, total
 }
 
-func matches(t *Tool, q string) bool {
+// candidates returns the positions of the versions that may hold q, from
+// the shortest list of q's three-byte sequences; ok is false when q is too
+// short to have any.
+func (idx *searchIndex) candidates(q string) (cands []int32, ok bool) {
+	if len(q) < 3 {
+		return nil, false
+	}
+	for i := 0; i+3 <= len(q); i++ {
+		list := idx.grams[gram(q, i)]
+		if len(list) == 0 {
+			return nil, true // no version has this part of q
+		}
+		if !ok || len(list) < len(cands) {
+			cands, ok = list, true
+		}
+	}
+	return cands, true
+}
+
+// searchIndex returns the search index of the current ordering, building it
+// when the ordering has changed since it was last built. The caller holds
+// r.mu for reading at least, so ordering cannot change meanwhile; two Lists
+// may both build it, to the same result.
+func (r *Registry) searchIndex() *searchIndex {
+	if idx := r.index.Load(); idx != nil && idx.changes == r.changes {
+		return idx
+	}
+	size := 0
+	for _, v := range r.ordering {
+		size += len(v.search) + 1
+	}
+	var b strings.Builder
+	b.Grow(size)
+	idx := &searchIndex{changes: r.changes, grams: map[uint32][]int32{}, starts: make([]int, len(r.ordering))}
+	for k, v := range r.ordering {
+		idx.starts[k] = b.Len()
+		b.WriteString(v.search)
+		b.WriteByte(0)
+		for i := 0; i+3 <= len(v.search); i++ {
+			g := gram(v.search, i)
+			if g>>16 == 0 || g>>8&0xff == 0 || g&0xff == 0 {
+				continue // spans two fields: no query without a NUL has it
+			}
+			if list := idx.grams[g]; len(list) == 0 || list[len(list)-1] != int32(k) {
+				idx.grams[g] = append(list, int32(k))
+			}
+		}
+	}
+	idx.text = b.String()
+	r.index.Store(idx)
+	return idx
+}
+
+// matches reports whether q, lowercased, is in the name, description or
+// category of v.
+func matches(v *Version, q string) bool {
+	t := v.Tool
 	return strings.Contains(strings.ToLower(t.Name), q) ||
 		strings.Contains(strings.ToLower(t.Description), q) ||
 		strings.Contains(strings.ToLower(t.Category), q)
 }
 
-// reorder sorts the listing order. The caller holds r.mu.
-func (r *Registry) reorder() {
-	r.ordering = r.ordering[:0]
-	for slug := range r.current {
-		r.ordering = append(r.ordering, slug)
+// listsBefore is the listing order: verified endpoints first, then the
+// most recently updated, then by slug.
+func listsBefore(a, b *Tool) bool {
+	if a.Endpoint.Verified != b.Endpoint.Verified {
+		return a.Endpoint.Verified
 	}
-	sort.Slice(r.ordering, func(i, j int) bool {
-		a, b := r.current[r.ordering[i]].Tool, r.current[r.ordering[j]].Tool
-		if a.Endpoint.Verified != b.Endpoint.Verified {
-			return a.Endpoint.Verified
+	if !a.UpdatedAt.Equal(b.UpdatedAt) {
+		return a.UpdatedAt.After(b.UpdatedAt)
+	}
+	return a.Slug < b.Slug
+}
+
+// place puts the current version of slug where it belongs in the listing
+// order, in place of prev, the version it replaces (nil for a new tool): one
+// binary search and one move, rather than sorting every tool on every
+// change, which made registering ten thousand tools take minutes. The caller
+// holds r.mu.
+func (r *Registry) place(slug string, prev *Version) {
+	if prev != nil {
+		i := sort.Search(len(r.ordering), func(i int) bool { return !listsBefore(r.ordering[i].Tool, prev.Tool) })
+		if i < len(r.ordering) && r.ordering[i] == prev {
+			r.ordering = slices.Delete(r.ordering, i, i+1)
+		} else if i = slices.Index(r.ordering, prev); i >= 0 { // unreachable while the order is total
+			r.ordering = slices.Delete(r.ordering, i, i+1)
 		}
-		if !a.UpdatedAt.Equal(b.UpdatedAt) {
-			return a.UpdatedAt.After(b.UpdatedAt)
-		}
-		return a.Slug < b.Slug
-	})
+	}
+	v := r.current[slug]
+	i := sort.Search(len(r.ordering), func(i int) bool { return listsBefore(v.Tool, r.ordering[i].Tool) })
+	r.ordering = slices.Insert(r.ordering, i, v)
+	r.changes++
 }
 
 // SetTrust applies an operator's trust override to the current version of a
@@ -389,8 +515,9 @@ func (r *Registry) resolve(slugOrID string) (string, error) {
 // replace publishes a new current version in place of the old one, in the
 // history too. The caller holds r.mu.
 func (r *Registry) replace(slug string, v *Version) {
+	prev := r.current[slug]
 	r.current[slug] = v
 	h := r.history[slug]
 	h[len(h)-1] = v
-	r.reorder()
+	r.place(slug, prev)
 }

@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/google/uuid"
@@ -182,7 +183,20 @@ func (s *Store) measure(principal string, l storage.Limit) (used decimal.Decimal
 	// The window is cut at the next hour and the next day after Since:
 	// single rows up to the hour, hour sums up to the day, day sums after.
 	edge := ceil(l.Since, levels[0])
-	for _, it := range pl.rows.since(l.Since) {
+	rows := pl.rows.since(l.Since)
+	if !isSpend && l.ToolID == "" {
+		// Every row counts towards a call limit over all tools, so the
+		// partial hour, which is most of a rate window, costs a binary search
+		// rather than a visit per call: a busy caller's minute and hour
+		// limits would otherwise cost more with every call they allow.
+		n := sort.Search(len(rows), func(i int) bool { return !rows[i].at.Before(edge) })
+		calls = int64(n)
+		if n > 0 {
+			oldest = rows[0].key.createdAt
+		}
+		rows = nil
+	}
+	for _, it := range rows {
 		if !it.at.Before(edge) {
 			break
 		}

@@ -51,3 +51,22 @@ func (s *Store) UsageAll(ctx context.Context) (map[string]storage.Usage, error) 
 	}
 	return out, nil
 }
+
+// UsageOf returns the usage counters of the given tools, leaving out those
+// never used: UsageAll for a page of a registry listing, at the cost of the
+// page rather than of every tool ever used. The gateway uses it when its
+// store has it.
+func (s *Store) UsageOf(ctx context.Context, toolIDs []string) (map[string]storage.Usage, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	out := make(map[string]storage.Usage, len(toolIDs))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range toolIDs {
+		if u := s.usage[id]; u != nil {
+			out[id] = storage.Usage{Count: u.count, UniqueUsers: int64(len(u.users))}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRunMemory runs every phase briefly, so the tool keeps working; the
+// figures themselves are BENCHMARKS.md's business, not a test's.
+func TestRunMemory(t *testing.T) {
+	var out bytes.Buffer
+	err := run(context.Background(), config{duration: 200 * time.Millisecond, slice: 100 * time.Millisecond, warmup: 20 * time.Millisecond, clients: 2, store: "memory", memory: true}, &out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	for _, want := range []string{"direct ", "memory ", "pairs/s ÷ direct/s (memory)", "RSS: "} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// TestRunPostgres adds the PostgreSQL phase when a server is configured,
+// as for the storage/postgres tests.
+func TestRunPostgres(t *testing.T) {
+	url := os.Getenv("TOOLGATE_TEST_POSTGRES_URL")
+	if url == "" {
+		t.Skip("TOOLGATE_TEST_POSTGRES_URL is not set")
+	}
+	var out bytes.Buffer
+	err := run(context.Background(), config{duration: 200 * time.Millisecond, slice: 100 * time.Millisecond, warmup: 20 * time.Millisecond, clients: 2, store: url, memory: true}, &out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "pairs/s postgres ÷ memory") {
+		t.Errorf("no PostgreSQL figures:\n%s", out.String())
+	}
+}
+
+func TestFlags(t *testing.T) {
+	cases := []struct {
+		args []string
+		ok   bool
+	}{
+		{nil, true},
+		{[]string{"-duration", "1s", "-clients", "4"}, true},
+		{[]string{"-store", "postgres://u@h/db"}, true},
+		{[]string{"-store", "mysql://x"}, false},
+		{[]string{"-clients", "0"}, false},
+		{[]string{"extra"}, false},
+		{[]string{"-memory=false"}, false},
+		{[]string{"-memory=false", "-store", "postgres://u@h/db"}, true},
+	}
+	for _, c := range cases {
+		_, err := parseFlags(c.args, io.Discard)
+		if (err == nil) != c.ok {
+			t.Errorf("%q: err %v, want ok %t", c.args, err, c.ok)
+		}
+	}
+	cfg, _ := parseFlags([]string{"-duration", "1s"}, io.Discard)
+	if cfg.warmup != 100*time.Millisecond {
+		t.Errorf("warm-up for 1s is %s, want 100ms", cfg.warmup)
+	}
+}
+
+func TestHistogram(t *testing.T) {
+	var h histogram
+	if h.percentile(0.5) != 0 {
+		t.Error("an empty histogram has no median")
+	}
+	for d := time.Duration(1); d <= 100_000; d++ {
+		h.add(d * time.Microsecond)
+	}
+	for _, c := range []struct {
+		q    float64
+		want time.Duration
+	}{{0.5, 50 * time.Millisecond}, {0.99, 99 * time.Millisecond}, {1, 100 * time.Millisecond}} {
+		got := h.percentile(c.q)
+		if got < c.want || float64(got) > float64(c.want)*1.04 {
+			t.Errorf("p%v = %s, want %s to 4%% above", c.q*100, got, c.want)
+		}
+	}
+	for _, d := range []time.Duration{0, 1, 31, 32, 33, 63, 64, 1000, 1 << 40} {
+		if b := bucket(d); upper(b) < d || bucket(upper(b)) != b || bucket(upper(b)+1) == b {
+			t.Errorf("%d falls in bucket %d, whose upper end is %d", d, b, upper(b))
+		}
+	}
+}

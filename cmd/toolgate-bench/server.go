@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/shopspring/decimal"
+
+	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/httpapi"
+	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/storage/memory"
+	"github.com/toolgate/toolgate/storage/postgres"
+	"github.com/toolgate/toolgate/tools"
+	"github.com/toolgate/toolgate/tools/recorded"
+)
+
+// server is an HTTP server on a free loopback port.
+type server struct {
+	url   string
+	close func()
+}
+
+func listen(h http.Handler) (*server, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return &server{url: "http://" + ln.Addr().String(), close: func() { _ = srv.Close() }}, nil
+}
+
+// startStub serves the recorded ten-event USGS body on every path, as the
+// provider would for the gateway's query.
+func startStub() (*server, error) {
+	body := recorded.Body(recorded.USGSTenFeatures)
+	length := strconv.Itoa(len(body))
+	return listen(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", length)
+		_, _ = w.Write(body)
+	}))
+}
+
+// gatewayServer is the gateway's HTTP API with one API key per client.
+type gatewayServer struct {
+	url   string
+	keys  []string // by client
+	close func()
+}
+
+// startGateway serves a gateway over the named store ("memory" or a
+// PostgreSQL URL) whose earthquake-search forwards to stubURL.
+func startGateway(ctx context.Context, stubURL, store string, clients int) (*gatewayServer, error) {
+	st, closeStore, err := openStore(ctx, store, clients)
+	if err != nil {
+		return nil, err
+	}
+	reg := registry.New()
+	if err := reg.Register(tools.EarthquakeSearch()); err != nil {
+		closeStore()
+		return nil, err
+	}
+	if err := reg.SetOrigin("earthquake-search", stubURL); err != nil {
+		closeStore()
+		return nil, err
+	}
+	transport := toolgate.NewUpstreamTransport()
+	transport.MaxIdleConnsPerHost = max(transport.MaxIdleConnsPerHost, clients)
+	gw, err := toolgate.New(st, &toolgate.Config{Registry: reg, Transport: transport, SpendControls: raisedLimits{}})
+	if err != nil {
+		closeStore()
+		return nil, err
+	}
+	keys := httpapi.NewKeyStore()
+	var secret [8]byte
+	_, _ = rand.Read(secret[:])
+	g := &gatewayServer{}
+	for c := 0; c < clients; c++ {
+		key := "tg_bench_" + strconv.Itoa(c) + "_" + hex.EncodeToString(secret[:])
+		if err := keys.AddKey("client-"+strconv.Itoa(c), key); err != nil {
+			closeStore()
+			return nil, err
+		}
+		g.keys = append(g.keys, key)
+	}
+	srv, err := listen(httpapi.NewHandler(gw, &httpapi.Options{Authenticator: keys}))
+	if err != nil {
+		closeStore()
+		return nil, err
+	}
+	g.url = srv.url
+	g.close = func() {
+		srv.close()
+		transport.CloseIdleConnections()
+		closeStore()
+	}
+	return g, nil
+}
+
+// openStore opens the memory store, or a fresh schema on PostgreSQL with a
+// connection per client (unless the URL sets pool_max_conns), dropped on close.
+func openStore(ctx context.Context, store string, clients int) (storage.Store, func(), error) {
+	if store == "memory" {
+		return memory.New(), func() {}, nil
+	}
+	cfg, err := pgxpool.ParseConfig(store)
+	if err != nil {
+		return nil, nil, fmt.Errorf("-store: %w", err)
+	}
+	if !strings.Contains(store, "pool_max_conns") {
+		cfg.MaxConns = int32(clients)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	var r [6]byte
+	_, _ = rand.Read(r[:])
+	schema := "toolgate_bench_" + hex.EncodeToString(r[:])
+	drop := func() error {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		_, err := pool.Exec(dctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
+		return err
+	}
+	st, err := postgres.New(ctx, pool, &postgres.Config{Schema: schema})
+	if err != nil {
+		err = errors.Join(err, drop())
+		pool.Close()
+		return nil, nil, err
+	}
+	return st, func() {
+		_ = drop()
+		pool.Close()
+	}, nil
+}
+
+// raisedLimits is an operator who raises every limit out of the benchmark's
+// reach, so that it measures admitted calls rather than refusals. The
+// limits are still measured and enforced on every call.
+type raisedLimits struct{}
+
+func (raisedLimits) SpendControls(context.Context, string) (storage.SpendControls, error) {
+	usd := decimal.NewFromInt(1_000_000_000)
+	calls := 1 << 30
+	return storage.SpendControls{
+		DailyLimitUSD: &usd, MonthlyLimitUSD: &usd,
+		RateLimitPerMinute: &calls, RateLimitPerHour: &calls,
+	}, nil
+}

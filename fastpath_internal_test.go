@@ -1,0 +1,84 @@
+package toolgate
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"strconv"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/registry"
+)
+
+// The call path writes a few things faster than the general code would;
+// each must give exactly the same bytes, since they are stored, compared
+// with earlier calls' and returned byte for byte on replay.
+
+func TestFingerprintOfMatchesFingerprint(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(3, 4))
+	inputs := []string{
+		`{}`, `{"starttime":"2024-09-25"}`, `{"b":1,"a":[1,2.5,1e21,-0,1e-7,"x"]}`, `{"s":"<&>\u2028\u00e9\"\\\n"}`,
+		`{"n":null,"t":true,"f":false,"o":{"z":{},"y":[]}}`, `{"\ud83d\ude00":"\ud800"}`, `{"big":123456789012345678901234567890}`,
+		`[1,2,3]`, `"just a string"`, `12.50`,
+	}
+	approvals := []string{"", "sha256:" + "ab12", "not plain \"quoted\"", "back\\slash", "é", "<&>", "\x01", "tab\there"}
+	for i := 0; i < 300; i++ {
+		in, err := registry.Canonicalize([]byte(inputs[rng.IntN(len(inputs))]))
+		require.NoError(t, err)
+		tool, quote := uuid.NewString(), uuid.NewString()
+		if i%7 == 0 {
+			tool = "tool \"odd\" é"
+		}
+		approval := approvals[rng.IntN(len(approvals))]
+		assert.Equal(t, fingerprint(tool, quote, in, approval), fingerprintOf(tool, quote, in, approval), "%s %s %q", tool, in, approval)
+	}
+}
+
+func TestUSDMatchesStringFixed(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(5, 6))
+	cases := []decimal.Decimal{
+		decimal.Zero, decimal.New(0, -4), decimal.New(-0, 3), DefaultMaxPerCallUSD, DefaultDailyLimitUSD, DefaultFeeRate,
+		decimal.NewFromInt(1_000_000_000), decimal.RequireFromString("0.0001"), decimal.RequireFromString("-0.0001"),
+		decimal.RequireFromString("0.00005"), decimal.RequireFromString("-0.00005"), decimal.RequireFromString("12345678901234.5678"),
+		decimal.RequireFromString("99999999999999.9999"), decimal.RequireFromString("999999999999999.9999"), decimal.New(1, 4), decimal.New(-7, 4),
+		decimal.New(123, 12), decimal.RequireFromString("1e-30"),
+	}
+	for i := 0; i < 5000; i++ {
+		cases = append(cases, decimal.New(rng.Int64N(2_000_000_000_000)-1_000_000_000_000, int32(rng.IntN(13)-8)))
+	}
+	for _, d := range cases {
+		assert.Equal(t, d.StringFixed(4), usd(d), "%s", d.String())
+	}
+}
+
+func TestEncodeExecutionMatchesMarshal(t *testing.T) {
+	t.Parallel()
+	out, err := json.Marshal(map[string]any{"s": "<&>\u2028 \"q\" é", "n": 1.5e300, "a": []any{nil, true, "x"}})
+	require.NoError(t, err)
+	for _, e := range []Execution{
+		{ID: uuid.NewString(), Tool: ToolRef{ID: "t", Slug: "s", Name: `a ,"output":null,"error": name`}, Status: StatusCompleted,
+			Cost: Cost{PriceUSD: "0.0000", FeeUSD: "0.0000", TotalUSD: "0.0000", Currency: "USD"}, Output: out},
+		{ID: "x", Status: StatusCompleted, Output: json.RawMessage(`null`)},
+		{ID: "y", Status: StatusFailed, Output: json.RawMessage(`null`), Error: &ExecutionError{Code: "c", Message: "<m>"}},
+	} {
+		want, err := json.Marshal(e)
+		require.NoError(t, err)
+		got, err := encodeExecution(e)
+		require.NoError(t, err)
+		assert.Equal(t, string(want), string(got))
+	}
+	for i := 0; i < 100; i++ {
+		n := strconv.Itoa(i)
+		e := Execution{ID: n, Status: StatusCompleted, Output: json.RawMessage(`{"i":` + n + `}`)}
+		want, _ := json.Marshal(e)
+		got, err := encodeExecution(e)
+		require.NoError(t, err)
+		assert.Equal(t, string(want), string(got))
+	}
+}
