@@ -157,14 +157,17 @@ func (g *Gateway) Call(ctx context.Context, principal string, req CallRequest) (
 		g.log.InfoContext(ctx, "took over an abandoned call", "execution", begun.Execution.ID, "tool", v.Tool.Slug)
 	}
 
-	exec := g.execute(ctx, v, q, begun.Execution.ID, input, adm.abandon)
+	// Once admitted, a call runs to its end even if the caller goes away:
+	// the upstream deadline still bounds it, and a retry with the same key
+	// then gets the real outcome, not a failure the caller caused by
+	// disconnecting. The result is recorded in any case, so a call that
+	// reached the provider is never left half-written.
+	finishCtx := context.WithoutCancel(ctx)
+	exec := g.execute(finishCtx, v, q, begun.Execution.ID, input, adm.abandon)
 	body, err := encodeExecution(exec)
 	if err != nil {
 		return nil, internalError(err)
 	}
-	// The result is recorded even if the caller has gone away: a call that
-	// reached the provider must not be left half-written.
-	finishCtx := context.WithoutCancel(ctx)
 	err = g.store.FinishExecution(finishCtx, storage.Finish{
 		Principal:   principal,
 		Key:         req.IdempotencyKey,

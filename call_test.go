@@ -575,3 +575,33 @@ func TestUsageCountsCompletedCallsAndUniqueUsers(t *testing.T) {
 	raw, _ := json.Marshal(hidden.Usage)
 	assert.NotContains(t, string(raw), "count")
 }
+
+func TestCallOutlivesItsCaller(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, []toolSpec{paidCallable})
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	e.upstream.set(func(w http.ResponseWriter, r *http.Request) {
+		close(entered)
+		<-release
+		echoReply(w, r)
+	})
+	q := e.quote("alice", "paid")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.gw.Call(ctx, "alice", approvedCall(q, "k1", "hello"))
+		done <- err
+	}()
+	<-entered
+	cancel() // the caller disconnects mid-call
+	close(release)
+	require.NoError(t, <-done)
+
+	// The retry gets the real, completed outcome, charged once.
+	res, err := e.gw.Call(context.Background(), "alice", approvedCall(q, "k1", "hello"))
+	require.NoError(t, err)
+	assert.True(t, res.Replayed)
+	assert.Equal(t, toolgate.StatusCompleted, res.Execution.Status)
+	assertSpent(t, e, "alice", "0.1100")
+}

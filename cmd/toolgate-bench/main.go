@@ -156,8 +156,12 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	}
 	n := max(1, int((cfg.duration+cfg.slice-1)/cfg.slice))
 	slice := cfg.duration / time.Duration(n)
-	fmt.Fprintf(out, "toolgate-bench: %d clients, %s per phase in %d slices taken in turn, after %s of warm-up each; GOMAXPROCS %d, %s\n",
-		cfg.clients, cfg.duration, n, cfg.warmup, runtime.GOMAXPROCS(0), runtime.Version())
+	slices := "1 slice"
+	if n > 1 {
+		slices = fmt.Sprintf("%d slices taken in turn", n)
+	}
+	fmt.Fprintf(out, "toolgate-bench: %d clients, %s per phase in %s, after %s of warm-up each; GOMAXPROCS %d, %s\n",
+		cfg.clients, cfg.duration, slices, cfg.warmup, runtime.GOMAXPROCS(0), runtime.Version())
 	runtime.GC()
 	for _, p := range phases {
 		runSlice(ctx, p, cfg.warmup, false)

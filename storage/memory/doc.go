@@ -9,7 +9,8 @@
 //
 // Measuring a limit visits only the caller's own history, through sums kept
 // per hour and per day, so a monthly window costs a few dozen additions and
-// the rows of one partial hour rather than one addition per call.
+// the rows of one partial hour rather than one addition per call; a call
+// limit over all tools counts that partial hour by binary search.
 //
 // # Retention
 //
