@@ -5,13 +5,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/toolgate/toolgate/internal/testproc"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -31,7 +31,7 @@ type server struct {
 	name   string
 	cmd    *exec.Cmd
 	base   string // http://127.0.0.1:PORT
-	stdout *syncBuffer
+	stdout *testproc.SyncBuffer
 	logs   string        // path of the stderr file
 	exited chan struct{} // closed once the process has exited
 	err    error         // from Wait, set before exited is closed
@@ -53,7 +53,7 @@ func startServer(t *testing.T, bin, name, configPath string) *server {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	s := &server{t: t, name: name, cmd: cmd, stdout: &syncBuffer{}, logs: logs, exited: make(chan struct{})}
+	s := &server{t: t, name: name, cmd: cmd, stdout: &testproc.SyncBuffer{}, logs: logs, exited: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = s.stdout, stderr
 	if err := cmd.Start(); err != nil {
 		stderr.Close()
@@ -215,24 +215,6 @@ func (l logSummary) server5xx() int {
 		}
 	}
 	return n
-}
-
-// syncBuffer is a bytes.Buffer safe for the process's writes and the test's reads.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // readRSS returns the resident set of process pid in KiB, from

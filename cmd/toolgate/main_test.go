@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/toolgate/toolgate/internal/testproc"
 	"net"
 	"strings"
 	"testing"
@@ -74,7 +75,7 @@ func TestRunCannotListen(t *testing.T) {
 func TestRunStopsWhenCancelled(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
-	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	stdout, stderr := &testproc.SyncBuffer{}, &testproc.SyncBuffer{}
 	exited := make(chan int, 1)
 	go func() { exited <- run(ctx, []string{"-offline", "-listen", "127.0.0.1:0"}, noEnv, stdout, stderr) }()
 	p := &process{t: t, stdout: stdout, stderr: stderr, exited: make(chan struct{})}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/toolgate/toolgate/internal/testproc"
 )
 
 // The server binary, built once for every end-to-end test.
@@ -76,8 +77,8 @@ func toolgateBinary(t *testing.T) string {
 type process struct {
 	t      *testing.T
 	cmd    *exec.Cmd
-	stdout *syncBuffer
-	stderr *syncBuffer
+	stdout *testproc.SyncBuffer
+	stderr *testproc.SyncBuffer
 	exited chan struct{} // closed once the process has exited
 	err    error         // from Wait, set before exited is closed
 }
@@ -94,7 +95,7 @@ func startProcess(t *testing.T, args []string, env ...string) *process {
 		}
 	}
 	cmd.Env = append(cmd.Env, env...)
-	p := &process{t: t, cmd: cmd, stdout: &syncBuffer{}, stderr: &syncBuffer{}, exited: make(chan struct{})}
+	p := &process{t: t, cmd: cmd, stdout: &testproc.SyncBuffer{}, stderr: &testproc.SyncBuffer{}, exited: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.stdout, p.stderr
 	require.NoError(t, cmd.Start())
 	go func() {
@@ -180,24 +181,6 @@ func (p *process) logLines() []map[string]any {
 		out = append(out, rec)
 	}
 	return out
-}
-
-// syncBuffer is a bytes.Buffer safe for the process's writes and the test's reads.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // client talks to a server as one caller.

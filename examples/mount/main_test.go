@@ -1,39 +1,20 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/toolgate/toolgate/internal/testproc"
 )
 
-// syncBuffer takes the app's log lines from the server's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 func TestMountedGatewayBesideTheAppsOwnRoutes(t *testing.T) {
-	var logs syncBuffer
+	var logs testproc.SyncBuffer
 	app, err := newApp(t.Context(), &logs)
 	require.NoError(t, err)
 	srv := httptest.NewServer(app)
