@@ -14,13 +14,13 @@ import (
 // docRoutes registers the documentation endpoints. They are public, like
 // the registry: everything they show is what the registry already shows,
 // arranged for a reader.
-func (h *handler) docRoutes(m *http.ServeMux) {
-	m.HandleFunc("GET /v1/registry/tools/{tool}/docs", h.toolDocsRecord)
-	m.HandleFunc("GET /v1/registry/tools/{tool}/openapi.json", h.toolOpenAPI)
-	m.HandleFunc("GET /v1/registry/tools/{tool}/llms.txt", h.toolLLMs)
-	m.HandleFunc("GET /v1/registry/tools/{tool}/versions", h.toolVersions)
-	m.HandleFunc("GET /v1/registry/llms.txt", h.registryLLMs)
-	m.HandleFunc("GET /tools/{tool}", h.toolPage)
+func (h *handler) docRoutes(m *router) {
+	m.handle("GET /v1/registry/tools/{tool}/docs", h.toolDocsRecord)
+	m.handle("GET /v1/registry/tools/{tool}/openapi.json", h.toolOpenAPI)
+	m.handle("GET /v1/registry/tools/{tool}/llms.txt", h.toolLLMs)
+	m.handle("GET /v1/registry/tools/{tool}/versions", h.toolVersions)
+	m.handle("GET /v1/registry/llms.txt", h.registryLLMs)
+	m.handle("GET /tools/{tool}", h.toolPage)
 }
 
 // toolDoc is one tool as its documentation shows it: the current version,

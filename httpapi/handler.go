@@ -19,6 +19,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/toolgate/toolgate"
 )
@@ -70,62 +71,71 @@ func NewHandler(gw *toolgate.Gateway, opts *Options) http.Handler {
 }
 
 func (h *handler) routes() {
-	m := h.mux
+	m := &router{mux: h.mux, methods: map[string][]string{}}
 	// The call flow, for authenticated callers.
-	m.HandleFunc("POST /v1/tools/{tool}/quote", h.authed(h.quote))
-	m.HandleFunc("POST /v1/tools/{tool}/call", h.authed(h.call))
-	m.HandleFunc("GET /v1/executions/{id}", h.authed(h.execution))
+	m.handle("POST /v1/tools/{tool}/quote", h.authed(h.quote))
+	m.handle("POST /v1/tools/{tool}/call", h.authed(h.call))
+	m.handle("GET /v1/executions/{id}", h.authed(h.execution))
 
 	// A caller's own settings.
-	m.HandleFunc("GET /v1/spend-controls", h.authed(h.getSpendControls))
-	m.HandleFunc("PUT /v1/spend-controls", h.authed(h.putSpendControls))
-	m.HandleFunc("GET /v1/spend-controls/tools/{tool}", h.authed(h.getToolSpendControls))
-	m.HandleFunc("PUT /v1/spend-controls/tools/{tool}", h.authed(h.putToolSpendControls))
-	m.HandleFunc("DELETE /v1/spend-controls/tools/{tool}", h.authed(h.deleteToolSpendControls))
-	m.HandleFunc("GET /v1/approvals", h.authed(h.listApprovals))
-	m.HandleFunc("PUT /v1/approvals/{tool}", h.authed(h.putApproval))
-	m.HandleFunc("DELETE /v1/approvals/{tool}", h.authed(h.deleteApproval))
+	m.handle("GET /v1/spend-controls", h.authed(h.getSpendControls))
+	m.handle("PUT /v1/spend-controls", h.authed(h.putSpendControls))
+	m.handle("GET /v1/spend-controls/tools/{tool}", h.authed(h.getToolSpendControls))
+	m.handle("PUT /v1/spend-controls/tools/{tool}", h.authed(h.putToolSpendControls))
+	m.handle("DELETE /v1/spend-controls/tools/{tool}", h.authed(h.deleteToolSpendControls))
+	m.handle("GET /v1/approvals", h.authed(h.listApprovals))
+	m.handle("PUT /v1/approvals/{tool}", h.authed(h.putApproval))
+	m.handle("DELETE /v1/approvals/{tool}", h.authed(h.deleteApproval))
 
 	// The public registry and documentation.
-	m.HandleFunc("GET /v1/registry/tools", h.listTools)
-	m.HandleFunc("GET /v1/registry/tools/{tool}", h.toolEntry)
+	m.handle("GET /v1/registry/tools", h.listTools)
+	m.handle("GET /v1/registry/tools/{tool}", h.toolEntry)
 	h.docRoutes(m)
-	m.HandleFunc("GET /healthz", h.healthz)
+	m.handle("GET /healthz", h.healthz)
+	m.fallbacks(h)
 }
 
-// ServeHTTP answers unknown paths and wrong methods with the same JSON
-// error body as everything else, rather than the router's plain text.
-func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if _, pattern := h.mux.Handler(r); pattern == "" {
-		probe := &statusProbe{header: http.Header{}}
-		h.mux.ServeHTTP(probe, r)
-		switch probe.status {
-		case http.StatusMethodNotAllowed:
-			w.Header().Set("Allow", probe.header.Get("Allow"))
-			h.writeError(w, r, apiError(toolgate.CodeMethodNotAllowed, "%s is not allowed on %s", r.Method, r.URL.Path))
-		case http.StatusMovedPermanently, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
-			// The router's own redirect to a cleaned path: pass it on.
-			for k, v := range probe.header {
-				w.Header()[k] = v
+// router registers routes on a ServeMux and remembers each path's methods,
+// so that wrong methods and unknown paths get the same JSON error body as
+// everything else, from handlers of their own rather than by routing every
+// request twice.
+type router struct {
+	mux     *http.ServeMux
+	methods map[string][]string // by path pattern
+}
+
+func (m *router) handle(pattern string, h http.HandlerFunc) {
+	method, path, _ := strings.Cut(pattern, " ")
+	m.mux.HandleFunc(pattern, h)
+	m.methods[path] = append(m.methods[path], method)
+}
+
+// fallbacks answers 405 on every known path for the methods it lacks
+// (a method-less pattern is less specific than the real routes, so it only
+// sees what they do not take), and 404 everywhere else.
+func (m *router) fallbacks(h *handler) {
+	for path, methods := range m.methods {
+		allow := append([]string(nil), methods...)
+		for _, method := range methods {
+			if method == http.MethodGet {
+				allow = append(allow, http.MethodHead)
 			}
-			w.WriteHeader(probe.status)
-		default:
-			h.writeError(w, r, apiError(toolgate.CodeNotFound, "there is nothing at %s", r.URL.Path))
 		}
-		return
+		allowHeader := strings.Join(allow, ", ")
+		m.mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", allowHeader)
+			h.writeError(w, r, apiError(toolgate.CodeMethodNotAllowed, "%s is not allowed on %s", r.Method, r.URL.Path))
+		})
 	}
+	m.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		h.writeError(w, r, apiError(toolgate.CodeNotFound, "there is nothing at %s", r.URL.Path))
+	})
+}
+
+// ServeHTTP serves the API.
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mux.ServeHTTP(w, r)
 }
-
-// statusProbe records what the router would answer for an unmatched request.
-type statusProbe struct {
-	header http.Header
-	status int
-}
-
-func (p *statusProbe) Header() http.Header         { return p.header }
-func (p *statusProbe) Write(b []byte) (int, error) { return len(b), nil }
-func (p *statusProbe) WriteHeader(status int)      { p.status = status }
 
 type principalKey struct{}
 
