@@ -1,14 +1,11 @@
 package loadtest
 
 import (
-	"errors"
 	"flag"
+	"github.com/toolgate/toolgate/internal/testproc"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 )
@@ -72,20 +69,12 @@ func loadSettings(t *testing.T) settings {
 }
 
 // The server binary, built once for every test.
-var binary struct {
-	once sync.Once
-	dir  string
-	path string
-	took time.Duration
-	err  error
-}
+var binary testproc.Binary
 
 func TestMain(m *testing.M) {
 	flag.Parse()
 	code := m.Run()
-	if binary.dir != "" {
-		os.RemoveAll(binary.dir)
-	}
+	binary.Remove()
 	os.Exit(code)
 }
 
@@ -106,31 +95,7 @@ func setup(t *testing.T) settings {
 // it (see the package documentation for why).
 func toolgateBinary(t *testing.T) string {
 	t.Helper()
-	binary.once.Do(func() {
-		goTool, err := exec.LookPath("go")
-		if err != nil {
-			binary.err = err
-			return
-		}
-		if binary.dir, binary.err = os.MkdirTemp("", "toolgate-load-"); binary.err != nil {
-			return
-		}
-		binary.path = filepath.Join(binary.dir, "toolgate")
-		args := []string{"build", "-o", binary.path}
-		if raceEnabled {
-			args = append(args, "-race")
-		}
-		start := time.Now()
-		out, err := exec.Command(goTool, append(args, "../cmd/toolgate")...).CombinedOutput()
-		if err != nil {
-			binary.err = errors.New("go build: " + err.Error() + "\n" + string(out))
-			return
-		}
-		binary.took = time.Since(start)
-	})
-	if binary.err != nil {
-		t.Fatal(binary.err)
-	}
-	t.Logf("server binary (race=%v) built in %s", raceEnabled, binary.took.Round(time.Millisecond))
-	return binary.path
+	path, took := binary.Build(t, "../cmd/toolgate", raceEnabled)
+	t.Logf("server binary (race=%v) built in %s", raceEnabled, took.Round(time.Millisecond))
+	return path
 }

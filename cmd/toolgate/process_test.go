@@ -3,16 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"flag"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,24 +19,17 @@ import (
 )
 
 // The server binary, built once for every end-to-end test.
-var binary struct {
-	once sync.Once
-	dir  string
-	path string
-	err  error
-}
+var binary testproc.Binary
 
 func TestMain(m *testing.M) {
 	flag.Parse()
 	code := m.Run()
-	if binary.dir != "" {
-		os.RemoveAll(binary.dir)
-	}
+	binary.Remove()
 	os.Exit(code)
 }
 
-// toolgateBinary builds ./cmd/toolgate with the go tool, with -race when
-// the tests run with it, so the end-to-end tests race-check the server too.
+// toolgateBinary builds ./cmd/toolgate, with -race when the tests run with
+// it, so the end-to-end tests race-check the server too.
 func toolgateBinary(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
@@ -48,29 +38,8 @@ func toolgateBinary(t *testing.T) string {
 	if runtime.GOOS == "windows" {
 		t.Skip("the end-to-end tests stop the server with SIGTERM")
 	}
-	binary.once.Do(func() {
-		goTool, err := exec.LookPath("go")
-		if err != nil {
-			binary.err = err
-			return
-		}
-		if binary.dir, binary.err = os.MkdirTemp("", "toolgate-e2e-"); binary.err != nil {
-			return
-		}
-		binary.path = filepath.Join(binary.dir, "toolgate")
-		args := []string{"build", "-o", binary.path}
-		if raceEnabled {
-			args = append(args, "-race")
-		}
-		out, err := exec.Command(goTool, append(args, ".")...).CombinedOutput()
-		if err != nil {
-			binary.err = errors.New("go build: " + err.Error() + "\n" + string(out))
-		}
-	})
-	if binary.err != nil {
-		t.Fatal(binary.err)
-	}
-	return binary.path
+	path, _ := binary.Build(t, ".", raceEnabled)
+	return path
 }
 
 // process is a running server binary.
