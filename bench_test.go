@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/toolgate/toolgate/internal/testproc"
 	"io"
 	"net/http"
 	"os"
@@ -19,7 +20,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/shopspring/decimal"
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
@@ -56,20 +56,6 @@ func (bodyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}, nil
 }
 
-// highLimits is an operator who raises every limit out of the benchmark's
-// reach, so it measures admitted calls rather than refusals. The limits are
-// still measured and enforced on every call.
-type highLimits struct{}
-
-func (highLimits) SpendControls(context.Context, string) (storage.SpendControls, error) {
-	usd := decimal.NewFromInt(1_000_000_000)
-	calls := 1 << 30
-	return storage.SpendControls{
-		DailyLimitUSD: &usd, MonthlyLimitUSD: &usd,
-		RateLimitPerMinute: &calls, RateLimitPerHour: &calls,
-	}, nil
-}
-
 // newBenchGateway is a gateway over store with earthquake-search as its one
 // tool, answered by bodyTransport.
 func newBenchGateway(b *testing.B, store storage.Store) *toolgate.Gateway {
@@ -78,7 +64,7 @@ func newBenchGateway(b *testing.B, store storage.Store) *toolgate.Gateway {
 	if err := reg.Register(tools.EarthquakeSearch()); err != nil {
 		b.Fatal(err)
 	}
-	gw, err := toolgate.New(store, &toolgate.Config{Registry: reg, Transport: bodyTransport{}, SpendControls: highLimits{}})
+	gw, err := toolgate.New(store, &toolgate.Config{Registry: reg, Transport: bodyTransport{}, SpendControls: testproc.RaisedLimits{}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/toolgate/toolgate/internal/testproc"
 	"net"
 	"net/http"
 	"strconv"
@@ -14,7 +15,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/shopspring/decimal"
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/httpapi"
@@ -79,7 +79,7 @@ func startGateway(ctx context.Context, stubURL, store string, clients int) (*gat
 	}
 	transport := toolgate.NewUpstreamTransport()
 	transport.MaxIdleConnsPerHost = max(transport.MaxIdleConnsPerHost, clients)
-	gw, err := toolgate.New(st, &toolgate.Config{Registry: reg, Transport: transport, SpendControls: raisedLimits{}})
+	gw, err := toolgate.New(st, &toolgate.Config{Registry: reg, Transport: transport, SpendControls: testproc.RaisedLimits{}})
 	if err != nil {
 		closeStore()
 		return nil, err
@@ -145,19 +145,5 @@ func openStore(ctx context.Context, store string, clients int) (storage.Store, f
 	return st, func() {
 		_ = drop()
 		pool.Close()
-	}, nil
-}
-
-// raisedLimits is an operator who raises every limit out of the benchmark's
-// reach, so that it measures admitted calls rather than refusals. The
-// limits are still measured and enforced on every call.
-type raisedLimits struct{}
-
-func (raisedLimits) SpendControls(context.Context, string) (storage.SpendControls, error) {
-	usd := decimal.NewFromInt(1_000_000_000)
-	calls := 1 << 30
-	return storage.SpendControls{
-		DailyLimitUSD: &usd, MonthlyLimitUSD: &usd,
-		RateLimitPerMinute: &calls, RateLimitPerHour: &calls,
 	}, nil
 }

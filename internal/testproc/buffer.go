@@ -1,5 +1,5 @@
-// Package testproc holds helpers shared by the tests that run servers and
-// processes: the end-to-end tests, the load tests and the examples' tests.
+// Package testproc holds helpers shared by the tests and benchmarks that run
+// servers and processes: end-to-end, load, example tests and the benchmarks.
 package testproc
 
 import (

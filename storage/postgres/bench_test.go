@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"github.com/toolgate/toolgate/internal/testproc"
 	"runtime"
 	"strconv"
 	"sync/atomic"
@@ -10,7 +11,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/shopspring/decimal"
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/registry"
@@ -52,7 +52,7 @@ func benchmarkQuoteCall(b *testing.B, store storage.Store, trips *roundTrips, pr
 	if err := reg.Register(echoTool()); err != nil {
 		b.Fatal(err)
 	}
-	gw, err := toolgate.New(store, &toolgate.Config{Registry: reg, Transport: &provider{}, SpendControls: noLimits{}})
+	gw, err := toolgate.New(store, &toolgate.Config{Registry: reg, Transport: &provider{}, SpendControls: testproc.RaisedLimits{}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -102,20 +102,6 @@ func benchmarkQuoteCall(b *testing.B, store storage.Store, trips *roundTrips, pr
 		b.ReportMetric(float64(trips.n.Load())/float64(b.N), "roundtrips/op")
 	}
 	return latencyMicros
-}
-
-// noLimits raises every operator limit out of reach, so the benchmark
-// measures admitted calls rather than refusals. The limits are still
-// measured and enforced on every call.
-type noLimits struct{}
-
-func (noLimits) SpendControls(context.Context, string) (storage.SpendControls, error) {
-	usd := decimal.NewFromInt(1_000_000_000)
-	calls := 1 << 30
-	return storage.SpendControls{
-		DailyLimitUSD: &usd, MonthlyLimitUSD: &usd,
-		RateLimitPerMinute: &calls, RateLimitPerHour: &calls,
-	}, nil
 }
 
 // benchPostgresStore is newStore for a benchmark: a fresh schema, dropped
