@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/shopspring/decimal"
 
 	"github.com/toolgate/toolgate/storage"
@@ -114,13 +115,21 @@ func (s *Store) MeasureLimits(ctx context.Context, principal string, limits []st
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, s.sql(`WITH `+limitsCTE+` SELECT used::text FROM limits ORDER BY i`),
-		append([]any{principal}, args.params()...)...)
+	rows, err := s.pool.Query(ctx, s.sql(measureLimitsSQL), append([]any{principal}, args.params()...)...)
 	if err != nil {
 		return nil, translate(err)
 	}
+	return scanMeasured(rows, len(limits))
+}
+
+// measureLimitsSQL measures limits: $1 the principal, then limitArgs.params.
+// It returns one row per limit, in order, with what its window holds.
+const measureLimitsSQL = `WITH ` + limitsCTE + ` SELECT used::text FROM limits ORDER BY i`
+
+// scanMeasured reads and closes the rows of measureLimitsSQL for n limits.
+func scanMeasured(rows pgx.Rows, n int) ([]decimal.Decimal, error) {
 	defer rows.Close()
-	out := make([]decimal.Decimal, 0, len(limits))
+	out := make([]decimal.Decimal, 0, n)
 	for rows.Next() {
 		var used string
 		if err := rows.Scan(&used); err != nil {
@@ -135,8 +144,8 @@ func (s *Store) MeasureLimits(ctx context.Context, principal string, limits []st
 	if err := rows.Err(); err != nil {
 		return nil, translate(err)
 	}
-	if len(out) != len(limits) {
-		return nil, fmt.Errorf("postgres: measured %d of %d limits", len(out), len(limits))
+	if len(out) != n {
+		return nil, fmt.Errorf("postgres: measured %d of %d limits", len(out), n)
 	}
 	return out, nil
 }
