@@ -302,13 +302,27 @@ type admission struct {
 // matter: that run was admitted already.
 func (g *Gateway) admitCall(ctx context.Context, principal string, req CallRequest, v *registry.Version, quoteID uuid.UUID, input []byte, now time.Time, takeover bool) (admission, error) {
 	a := admission{takeover: takeover}
-	q, err := g.checkQuote(ctx, principal, req.IdempotencyKey, quoteID, v, now)
+	// A call reads its quote, the caller's spend controls and, unless the
+	// approval it carries settles the policy (see admit), the standing
+	// approval, all in one step: one round trip on a database.
+	settled := req.ApprovalDigest != "" && req.ApprovalDigest == v.Digest
+	read, err := storage.ReadBatch(ctx, g.store, storage.Reads{
+		Principal:     principal,
+		QuoteID:       quoteID,
+		SpendControls: true,
+		Approval:      g.approvalsFromStore && !takeover && !settled,
+		ToolID:        v.Tool.ID,
+	})
+	if err != nil {
+		return a, internalError(err)
+	}
+	q, err := g.checkQuote(principal, req.IdempotencyKey, quoteID, read.Quote, v, now)
 	a.quote = q
 	switch {
 	case !takeover && err != nil:
 		return a, err
 	case !takeover:
-		if a.policy, err = g.admit(ctx, principal, v, q, req.ApprovalDigest, input); err != nil {
+		if a.policy, err = g.admit(ctx, principal, v, q, req.ApprovalDigest, read.Approval, input); err != nil {
 			return a, err
 		}
 	case isCode(err, CodeQuoteNotFound):
@@ -316,9 +330,11 @@ func (g *Gateway) admitCall(ctx context.Context, principal string, req CallReque
 	case isCode(err, CodeQuoteOutdated) || !EvaluatePolicy(v).Callable:
 		a.abandon = registry.Upstreamf(CodeToolChangedDuringCall, "%s changed or was blocked before this call could run; request a new quote", v.Tool.Slug)
 	}
-	if a.limits, err = g.limitsFor(ctx, principal, v.Tool.Slug); err != nil {
+	limits, err := g.operatorLimits(ctx, principal, v.Tool.Slug)
+	if err != nil {
 		return a, internalError(err)
 	}
+	a.limits = limits.withOwn(read.SpendControls, v.Tool.Slug)
 	if !takeover {
 		if violations := a.limits.staticViolations(q.TotalUSD); len(violations) > 0 {
 			return a, &Error{Code: CodeSpendLimitExceeded, Message: "the call would break your spend controls", Violations: violations}
@@ -351,22 +367,26 @@ func replay(body []byte) (*CallResult, error) {
 	return &CallResult{Execution: exec, Body: body, Replayed: true}, nil
 }
 
-// admit applies the policy and input checks of a call.
-func (g *Gateway) admit(ctx context.Context, principal string, v *registry.Version, q storage.Quote, approval string, input []byte) (Policy, error) {
-	var policy Policy
-	if approval != "" && approval == v.Digest && g.approvalsInStore() {
+// admit applies the policy and input checks of a call. stored is the
+// caller's standing approval when it was read from the store.
+func (g *Gateway) admit(ctx context.Context, principal string, v *registry.Version, q storage.Quote, approval string, stored *storage.Approval, input []byte) (Policy, error) {
+	policy := EvaluatePolicy(v)
+	switch {
+	case approval != "" && approval == v.Digest && g.approvalsFromStore:
 		// The caller approved this very digest, which is all any approval
 		// requirement asks, and a standing approval changes only the
 		// requirement, never whether the tool is callable: it cannot change
-		// the outcome, so it is not read. (The one later use of the policy,
+		// the outcome, so it was not read. (The one later use of the policy,
 		// rememberFirstUse, reads the standing approval itself and leaves it
 		// be whenever it would have changed a first_use requirement.)
-		policy = EvaluatePolicy(v)
-	} else {
-		var err error
-		if policy, err = g.policyFor(ctx, principal, v, q.TotalUSD.IsZero()); err != nil {
+	case g.approvalsFromStore:
+		policy = policy.forCaller(stored, q.TotalUSD.IsZero())
+	default:
+		external, err := g.externalApproval(ctx, principal, v)
+		if err != nil {
 			return policy, internalError(err)
 		}
+		policy = policy.forCaller(external, q.TotalUSD.IsZero())
 	}
 	explain := func(e *Error) *Error {
 		e.ApprovalRequirement = policy.Approval.Requirement
@@ -391,13 +411,12 @@ func (g *Gateway) admit(ctx context.Context, principal string, v *registry.Versi
 	return policy, nil
 }
 
-// approvalsInStore reports whether standing approvals come from the store,
-// where rememberFirstUse reads and writes them.
-func (g *Gateway) approvalsInStore() bool {
-	a, s := any(g.approvals), any(g.store)
-	t := reflect.TypeOf(a)
+// sameSource reports whether approvals come from the store itself.
+func sameSource(a ApprovalSource, s storage.Store) bool {
+	ai, si := any(a), any(s)
+	t := reflect.TypeOf(ai)
 	// Comparing interfaces holding the same uncomparable type would panic.
-	return t == reflect.TypeOf(s) && t.Comparable() && a == s
+	return t == reflect.TypeOf(si) && t.Comparable() && ai == si
 }
 
 // beginFailed turns a refused admission into the caller's error.

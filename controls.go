@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/shopspring/decimal"
-	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
 )
 
@@ -71,10 +70,9 @@ type toolLimits struct {
 	PerMinute, PerHour         *int
 }
 
-// limitsFor layers the contract defaults, the operator's controls and the
-// caller's own. A caller's settings only ever tighten: they are a caller's
-// self-restraint, not a way past the operator's ceiling.
-func (g *Gateway) limitsFor(ctx context.Context, principal, slug string) (effectiveLimits, error) {
+// operatorLimits layers the operator's controls over the contract defaults:
+// a principal's limits before their own settings tighten them.
+func (g *Gateway) operatorLimits(ctx context.Context, principal, slug string) (effectiveLimits, error) {
 	l := effectiveLimits{
 		MaxPerCall: DefaultMaxPerCallUSD, Daily: DefaultDailyLimitUSD, Monthly: DefaultMonthlyLimitUSD,
 		PerMinute: DefaultRateLimitPerMinute, PerHour: DefaultRateLimitPerHour,
@@ -86,15 +84,17 @@ func (g *Gateway) limitsFor(ctx context.Context, principal, slug string) (effect
 		}
 		l.apply(op, slug, false)
 	}
-	own, err := g.store.GetSpendControls(ctx, principal)
-	switch {
-	case errors.Is(err, storage.ErrNotFound):
-	case err != nil:
-		return l, fmt.Errorf("caller spend controls: %w", err)
-	default:
-		l.apply(own, slug, true)
-	}
 	return l, nil
+}
+
+// withOwn applies a caller's own stored controls (nil: none). They only
+// ever tighten: they are a caller's self-restraint, not a way past the
+// operator's ceiling.
+func (l effectiveLimits) withOwn(own *storage.SpendControls, slug string) effectiveLimits {
+	if own != nil {
+		l.apply(*own, slug, true)
+	}
+	return l
 }
 
 func (l *effectiveLimits) apply(c storage.SpendControls, slug string, tighten bool) {
@@ -168,9 +168,7 @@ type builtLimit struct {
 // storageLimits turns effective limits into the windows the store counts:
 // spend over the current UTC day and month, calls over the last minute and hour.
 func (l effectiveLimits) storageLimits(toolID string, now time.Time) []builtLimit {
-	now = now.UTC()
-	day := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
-	month := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
+	day, month := spendPeriods(now)
 	spend := func(kind limitKind, tool string, since time.Time, max decimal.Decimal) builtLimit {
 		return builtLimit{kind: kind, limit: storage.Limit{ToolID: tool, Measure: storage.MeasureSpend, Since: since, Max: max}}
 	}
@@ -240,30 +238,48 @@ func (l effectiveLimits) staticViolations(total decimal.Decimal) []string {
 	return v
 }
 
+// spendPeriods returns the starts of the UTC day and month of now, over
+// which spend limits count.
+func spendPeriods(now time.Time) (day, month time.Time) {
+	now = now.UTC()
+	return time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC),
+		time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
+}
+
+// spendWindows are the spend windows a quote shows, whether or not a limit
+// is set on each, indexed by their limitKind: the caller's spend over all
+// tools and on this tool, today and this month (UTC). Measuring the tool's
+// windows even with no tool limit lets a quote read its controls and its
+// spend in one step.
+func spendWindows(toolID string, now time.Time) []storage.Limit {
+	day, month := spendPeriods(now)
+	w := make([]storage.Limit, limitToolMonthly+1)
+	w[limitGlobalDaily] = storage.Limit{Measure: storage.MeasureSpend, Since: day}
+	w[limitGlobalMonthly] = storage.Limit{Measure: storage.MeasureSpend, Since: month}
+	w[limitToolDaily] = storage.Limit{ToolID: toolID, Measure: storage.MeasureSpend, Since: day}
+	w[limitToolMonthly] = storage.Limit{ToolID: toolID, Measure: storage.MeasureSpend, Since: month}
+	return w
+}
+
 // previewControls is the spend decision a quote shows: the same checks the
-// call will make, against what is used now.
-func (g *Gateway) previewControls(ctx context.Context, principal string, v *registry.Version, total decimal.Decimal, now time.Time) (Controls, error) {
-	l, err := g.limitsFor(ctx, principal, v.Tool.Slug)
-	if err != nil {
-		return Controls{}, err
-	}
-	built := l.storageLimits(v.Tool.ID, now)
-	spendOnly := make([]storage.Limit, 0, 4)
-	for _, b := range built {
-		if b.limit.Measure == storage.MeasureSpend {
-			spendOnly = append(spendOnly, b.limit)
+// call will make, against what is used now (used, measured over
+// spendWindows).
+func previewControls(l effectiveLimits, used []decimal.Decimal, total decimal.Decimal) Controls {
+	usedBy := func(k limitKind) decimal.Decimal { return used[k] }
+	violations := l.staticViolations(total)
+	check := func(k limitKind, max decimal.Decimal) {
+		if usedBy(k).Add(total).GreaterThan(max) {
+			violations = append(violations, spendViolation(k, max))
 		}
 	}
-	used, err := g.store.MeasureLimits(ctx, principal, spendOnly)
-	if err != nil {
-		return Controls{}, fmt.Errorf("measure spend: %w", err)
-	}
-	usedBy := map[limitKind]decimal.Decimal{}
-	violations := l.staticViolations(total)
-	for i, b := range built[:len(spendOnly)] {
-		usedBy[b.kind] = used[i]
-		if used[i].Add(total).GreaterThan(b.limit.Max) {
-			violations = append(violations, spendViolation(b.kind, b.limit.Max))
+	check(limitGlobalDaily, l.Daily)
+	check(limitGlobalMonthly, l.Monthly)
+	if t := l.Tool; t != nil {
+		if t.Daily != nil {
+			check(limitToolDaily, *t.Daily)
+		}
+		if t.Monthly != nil {
+			check(limitToolMonthly, *t.Monthly)
 		}
 	}
 	if violations == nil {
@@ -285,10 +301,10 @@ func (g *Gateway) previewControls(ctx context.Context, principal string, v *regi
 			MonthlyLimitUSD:     usd(l.Monthly),
 			RateLimitPerMinute:  l.PerMinute,
 			RateLimitPerHour:    l.PerHour,
-			DailyUsedUSD:        usd(usedBy[limitGlobalDaily]),
-			MonthlyUsedUSD:      usd(usedBy[limitGlobalMonthly]),
-			DailyRemainingUSD:   usd(remaining(l.Daily, usedBy[limitGlobalDaily])),
-			MonthlyRemainingUSD: usd(remaining(l.Monthly, usedBy[limitGlobalMonthly])),
+			DailyUsedUSD:        usd(usedBy(limitGlobalDaily)),
+			MonthlyUsedUSD:      usd(usedBy(limitGlobalMonthly)),
+			DailyRemainingUSD:   usd(remaining(l.Daily, usedBy(limitGlobalDaily))),
+			MonthlyRemainingUSD: usd(remaining(l.Monthly, usedBy(limitGlobalMonthly))),
 		},
 		limits: l,
 	}
@@ -307,20 +323,20 @@ func (g *Gateway) previewControls(ctx context.Context, principal string, v *regi
 			MonthlyLimitUSD:    optUSD(t.Monthly),
 			RateLimitPerMinute: t.PerMinute,
 			RateLimitPerHour:   t.PerHour,
-			DailyUsedUSD:       usd(usedBy[limitToolDaily]),
-			MonthlyUsedUSD:     usd(usedBy[limitToolMonthly]),
+			DailyUsedUSD:       usd(usedBy(limitToolDaily)),
+			MonthlyUsedUSD:     usd(usedBy(limitToolMonthly)),
 		}
 		if t.Daily != nil {
-			r := remaining(*t.Daily, usedBy[limitToolDaily])
+			r := remaining(*t.Daily, usedBy(limitToolDaily))
 			tc.DailyRemainingUSD = optUSD(&r)
 		}
 		if t.Monthly != nil {
-			r := remaining(*t.Monthly, usedBy[limitToolMonthly])
+			r := remaining(*t.Monthly, usedBy(limitToolMonthly))
 			tc.MonthlyRemainingUSD = optUSD(&r)
 		}
 		c.Tool = tc
 	}
-	return c, nil
+	return c
 }
 
 // SpendControls returns the caller's own stored spend controls (which can

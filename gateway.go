@@ -103,7 +103,11 @@ type Gateway struct {
 	upstream  *upstreamClient
 	controls  SpendControlsSource
 	approvals ApprovalSource
-	log       *slog.Logger
+	// approvalsFromStore: standing approvals are the store's, read together
+	// with a quote's or a call's other reads, and where first uses are
+	// remembered.
+	approvalsFromStore bool
+	log                *slog.Logger
 }
 
 // New returns a Gateway over store. cfg may be nil.
@@ -132,6 +136,7 @@ func New(store storage.Store, cfg *Config) (*Gateway, error) {
 	if gw.approvals == nil {
 		gw.approvals = store
 	}
+	gw.approvalsFromStore = sameSource(gw.approvals, store)
 	gw.upstream = newUpstreamClient(c)
 	return gw, nil
 }

@@ -56,15 +56,14 @@ func (g *Gateway) Quote(ctx context.Context, principal, tool string) (*QuoteResu
 	now := g.clock.Now().UTC()
 	amt := priceWithFee(v.Tool.Pricing.Amount, g.feeRate)
 
-	policy, err := g.policyFor(ctx, principal, v, amt.Total.IsZero())
+	limits, err := g.operatorLimits(ctx, principal, v.Tool.Slug)
 	if err != nil {
 		return nil, internalError(err)
 	}
-	controls, err := g.previewControls(ctx, principal, v, amt.Total, now)
+	approval, err := g.externalApproval(ctx, principal, v)
 	if err != nil {
 		return nil, internalError(err)
 	}
-
 	q := storage.Quote{
 		ID:             uuid.New(),
 		Principal:      principal,
@@ -79,9 +78,24 @@ func (g *Gateway) Quote(ctx context.Context, principal, tool string) (*QuoteResu
 		ExpiresAt:      now.Add(g.cfg.QuoteTTL),
 		State:          storage.QuoteOpen,
 	}
-	if err := g.store.CreateQuote(ctx, q); err != nil {
+	// The quote is stored whatever the decisions, so it is stored in the
+	// same step as the reads they need: one round trip on a database.
+	read, err := storage.ReadBatch(ctx, g.store, storage.Reads{
+		Principal:     principal,
+		Approval:      g.approvalsFromStore,
+		ToolID:        v.Tool.ID,
+		SpendControls: true,
+		Limits:        spendWindows(v.Tool.ID, now),
+		CreateQuote:   &q,
+	})
+	if err != nil {
 		return nil, internalError(err)
 	}
+	if g.approvalsFromStore {
+		approval = read.Approval
+	}
+	policy := EvaluatePolicy(v).forCaller(approval, amt.Total.IsZero())
+	controls := previewControls(limits.withOwn(read.SpendControls, v.Tool.Slug), read.Used, amt.Total)
 	return &QuoteResult{
 		Quote: QuoteInfo{
 			ID:             q.ID.String(),
@@ -97,32 +111,35 @@ func (g *Gateway) Quote(ctx context.Context, principal, tool string) (*QuoteResu
 	}, nil
 }
 
-// policyFor is the tool's policy with the caller's standing approval applied.
-func (g *Gateway) policyFor(ctx context.Context, principal string, v *registry.Version, totalIsZero bool) (Policy, error) {
-	p := EvaluatePolicy(v)
+// externalApproval reads the caller's standing approval of the tool when
+// approvals come from somewhere other than the store (Config.Approvals);
+// nil when none is given, or when they come from the store, which is read
+// with everything else.
+func (g *Gateway) externalApproval(ctx context.Context, principal string, v *registry.Version) (*storage.Approval, error) {
+	if g.approvalsFromStore {
+		return nil, nil
+	}
 	a, err := g.approvals.GetApproval(ctx, principal, v.Tool.ID)
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
-		return p, nil
+		return nil, nil
 	case err != nil:
-		return p, err
+		return nil, err
 	}
-	return p.forCaller(&a, totalIsZero), nil
+	return &a, nil
 }
 
-// checkQuote applies the quote rules of a call: the quote exists for this
+// checkQuote applies the quote rules of a call to found, the quote read for
+// it (nil: none): the quote exists for this
 // caller, is for this tool, is open (or already used by this very key, when a
 // retry takes over an abandoned run), has not expired and was issued for the
 // tool version now current.
-func (g *Gateway) checkQuote(ctx context.Context, principal, key string, quoteID uuid.UUID, v *registry.Version, now time.Time) (storage.Quote, error) {
-	q, err := g.store.GetQuote(ctx, quoteID)
-	if errors.Is(err, storage.ErrNotFound) || (err == nil && q.Principal != principal) {
+func (g *Gateway) checkQuote(principal, key string, quoteID uuid.UUID, found *storage.Quote, v *registry.Version, now time.Time) (storage.Quote, error) {
+	if found == nil || found.Principal != principal {
 		// Another caller's quote is reported as absent, so ids cannot be probed.
-		return q, newError(CodeQuoteNotFound, "no quote %s exists for this caller", quoteID)
+		return storage.Quote{}, newError(CodeQuoteNotFound, "no quote %s exists for this caller", quoteID)
 	}
-	if err != nil {
-		return q, internalError(err)
-	}
+	q := *found
 	switch {
 	case q.ToolID != v.Tool.ID:
 		return q, newError(CodeQuoteToolMismatch, "quote %s was issued for %s, not %s", quoteID, q.ToolSlug, v.Tool.Slug)

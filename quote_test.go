@@ -145,3 +145,24 @@ func TestQuotePreviewCountsSpend(t *testing.T) {
 	assert.False(t, q.Controls.Approved)
 	assert.Equal(t, []string{"Call would exceed global daily limit of $0.2000"}, q.Controls.Violations)
 }
+
+// A tool's controls show what was spent on it even where only some of its
+// limits are set: used amounts are facts, limits are settings.
+func TestQuotePreviewShowsToolSpendWithoutToolLimit(t *testing.T) {
+	t.Parallel()
+	controls := toolgate.StaticSpendControls{
+		"alice": {Tools: map[string]storage.ToolSpendControls{"paid": {MonthlyLimitUSD: dec("5")}}},
+	}
+	e := newEnv(t, []toolSpec{paidCallable}, func(c *toolgate.Config) { c.SpendControls = controls })
+	q := e.quote("alice", "paid")
+	_, err := e.gw.Call(context.Background(), "alice", approvedCall(q, "k1", "a"))
+	require.NoError(t, err)
+
+	q = e.quote("alice", "paid")
+	require.NotNil(t, q.Controls.Tool)
+	assert.Nil(t, q.Controls.Tool.DailyLimitUSD)
+	assert.Equal(t, "0.1100", q.Controls.Tool.DailyUsedUSD, "spent today on the tool, with no daily tool limit")
+	assert.Nil(t, q.Controls.Tool.DailyRemainingUSD)
+	assert.Equal(t, "0.1100", q.Controls.Tool.MonthlyUsedUSD)
+	assert.Equal(t, "4.8900", *q.Controls.Tool.MonthlyRemainingUSD)
+}

@@ -38,10 +38,11 @@ func (s *Store) PutApproval(ctx context.Context, a storage.Approval) error {
 // GetApproval returns the principal's standing approval for a tool.
 // ErrNotFound if absent.
 func (s *Store) GetApproval(ctx context.Context, principal, toolID string) (storage.Approval, error) {
-	return scanApproval(s.pool.QueryRow(ctx, s.sql(`
-		SELECT `+approvalColumns+` FROM {schema}.approvals WHERE principal = $1 AND tool_id = $2`),
-		principal, toolID))
+	return scanApproval(s.pool.QueryRow(ctx, s.sql(getApprovalSQL), principal, toolID))
 }
+
+// getApprovalSQL reads the approval of principal $1 for tool $2 for scanApproval.
+const getApprovalSQL = `SELECT ` + approvalColumns + ` FROM {schema}.approvals WHERE principal = $1 AND tool_id = $2`
 
 // ListApprovals returns the principal's standing approvals ordered by tool id.
 func (s *Store) ListApprovals(ctx context.Context, principal string) ([]storage.Approval, error) {

@@ -58,50 +58,50 @@ const lockPrincipalSQL = `
 // caller reports it as not found). An execution id taken concurrently fails
 // the insert with a unique violation, which rolls everything back.
 //
-// $1 principal, $2-$6 limitArgs, $7 key, $8 fingerprint, $9 quote id,
-// $10 execution id, $11 tool id, $12 amount, $13 lease token, $14 lease
-// until, $15 now.
+// $1 principal, $2-$7 limitArgs, $8 key, $9 fingerprint, $10 quote id,
+// $11 execution id, $12 tool id, $13 amount, $14 lease token, $15 lease
+// until, $16 now.
 const admitSQL = `
 WITH ` + limitsCTE + `,
 verdict AS (
 	SELECT CASE
-		WHEN EXISTS (SELECT FROM {schema}.idempotency_records WHERE principal = $1 AND key = $7)
+		WHEN EXISTS (SELECT FROM {schema}.idempotency_records WHERE principal = $1 AND key = $8)
 			THEN 'claimed'
-		WHEN NOT EXISTS (SELECT FROM {schema}.quotes WHERE id = $9 AND principal = $1)
+		WHEN NOT EXISTS (SELECT FROM {schema}.quotes WHERE id = $10 AND principal = $1)
 			THEN 'quote_not_found'
 		WHEN NOT EXISTS (SELECT FROM {schema}.quotes
-			WHERE id = $9 AND principal = $1 AND (state = 'open' OR used_by_key = $7))
+			WHERE id = $10 AND principal = $1 AND (state = 'open' OR used_by_key = $8))
 			THEN 'quote_used'
-		WHEN EXISTS (SELECT FROM {schema}.executions WHERE id = $10)
+		WHEN EXISTS (SELECT FROM {schema}.executions WHERE id = $11)
 			THEN 'execution_exists'
 		WHEN EXISTS (SELECT FROM limits
-			WHERE used + CASE measure WHEN 'spend' THEN $12::numeric ELSE 1 END > max)
+			WHERE used + CASE measure WHEN 'spend' THEN $13::numeric ELSE 1 END > max)
 			THEN 'over_limit'
 		ELSE 'admit'
 	END AS v
 ),
 used_quote AS (
-	UPDATE {schema}.quotes SET state = 'used', used_by_key = $7
-	WHERE id = $9 AND principal = $1 AND (state = 'open' OR used_by_key = $7)
+	UPDATE {schema}.quotes SET state = 'used', used_by_key = $8
+	WHERE id = $10 AND principal = $1 AND (state = 'open' OR used_by_key = $8)
 		AND (SELECT v FROM verdict) = 'admit'
 	RETURNING 1
 ),
 claim AS (
 	INSERT INTO {schema}.idempotency_records
 		(principal, key, fingerprint, execution_id, lease_token, lease_until, finished, created_at)
-	SELECT $1, $7, $8::text, $10::uuid, $13::uuid, $14::timestamptz, false, $15::timestamptz
+	SELECT $1, $8, $9::text, $11::uuid, $14::uuid, $15::timestamptz, false, $16::timestamptz
 	FROM used_quote
 ),
 execution AS (
 	INSERT INTO {schema}.executions (id, principal, tool_id, quote_id, idempotency_key, status,
 		amount_usd, charged, created_at)
-	SELECT $10::uuid, $1, $11::text, $9::uuid, $7, 'running', $12::numeric, false, $15::timestamptz
+	SELECT $11::uuid, $1, $12::text, $10::uuid, $8, 'running', $13::numeric, false, $16::timestamptz
 	FROM used_quote
 	RETURNING amount_usd::text AS amount, created_at
 ),
 reservation AS (
 	INSERT INTO {schema}.spend_ledger (execution_id, principal, tool_id, amount_usd, state, created_at)
-	SELECT $10::uuid, $1, $11::text, $12::numeric, 'reserved', $15::timestamptz
+	SELECT $11::uuid, $1, $12::text, $13::numeric, 'reserved', $16::timestamptz
 	FROM used_quote
 ),
 failed AS (
@@ -113,7 +113,7 @@ failed AS (
 	) AS oldest
 	FROM limits l
 	WHERE (SELECT v FROM verdict) = 'over_limit'
-		AND l.used + CASE l.measure WHEN 'spend' THEN $12::numeric ELSE 1 END > l.max
+		AND l.used + CASE l.measure WHEN 'spend' THEN $13::numeric ELSE 1 END > l.max
 )
 SELECT v.v, e.amount, e.created_at,
 	(SELECT array_agg(i ORDER BY i) FROM failed),

@@ -120,7 +120,7 @@ func benchPostgresStore(b *testing.B) (*postgres.Store, *roundTrips) {
 
 // benchPool returns a pool with a connection per caller whose round trips
 // are counted. The caller closes it.
-func benchPool(b *testing.B) (*pgxpool.Pool, *roundTrips) {
+func benchPool(b testing.TB) (*pgxpool.Pool, *roundTrips) {
 	b.Helper()
 	cfg, err := pgxpool.ParseConfig(testURL(b))
 	if err != nil {

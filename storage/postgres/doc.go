@@ -30,11 +30,13 @@
 //
 // The hot path is short. BeginExecution admits a new key in one round trip
 // (the lock and one statement that decides and writes, pipelined in one
-// implicit transaction) and FinishExecution is one statement. Limits are
-// measured from daily rollups of the ledger (spend_daily, kept exact by
-// triggers on the ledger) plus the raw rows of at most one partial day, so
-// admission costs the same however long a principal's history (see
-// limits.go). Usage counters are spread over shards so that finishes of one
+// implicit transaction) and FinishExecution is one statement; the reads a
+// quote or a call needs first go together in one batch (ReadBatch), with the
+// quote a quote stores. Limits are measured from rollups of the ledger kept
+// exact by triggers on it, whole UTC days (spend_daily) and whole minutes
+// (spend_minute), plus the raw rows of at most half a minute, so admission
+// costs the same however long a principal's history and however busy its
+// last hour (see limits.go). Usage counters are spread over shards so that finishes of one
 // tool do not queue on one row. Quotes alone are committed without waiting
 // for the disk (see Store.CreateQuote).
 //

@@ -85,12 +85,13 @@ const pruneLedgerLockClass = 0x6c656467 // "ledg"
 // to charge it once. Once an abandoned run's execution is pruned with its
 // record, its reservation goes with the rest of the old history.
 //
-// Each deleted row's trigger takes away its count from its spend_daily row.
-// Two prunes deleting at once would lock those rollup rows in no particular
-// order and could deadlock, so ledger prunes take turns on an advisory lock
-// held until the deletion commits. Admissions and finishes lock one rollup
-// row each and never wait on a prune's ledger rows, so they cannot close a
-// cycle with it.
+// Each deleted row's trigger takes away its count from its spend_daily and
+// spend_minute rows. Two prunes deleting at once would lock those rollup
+// rows in no particular order and could deadlock, so ledger prunes take
+// turns on an advisory lock held until the deletion commits. Admissions and
+// finishes lock the rollup rows of one ledger row, its day's and then its
+// minute's, and never wait on a prune's ledger rows, so they cannot close a
+// cycle with it: a prune that holds a minute's row took its day's first.
 func (s *Store) pruneLedger(ctx context.Context, before time.Time, limit int) (int, error) {
 	batch := &pgx.Batch{}
 	batch.Queue(`SELECT pg_advisory_xact_lock($1, hashtext($2))`, pruneLedgerLockClass, s.schema)

@@ -21,12 +21,20 @@ import (
 // used and commits synchronously, which flushes the WAL up to and past the
 // quote's own commit.
 func (s *Store) CreateQuote(ctx context.Context, q storage.Quote) error {
+	// One implicit transaction: the setting lasts until the batch commits.
+	batch := &pgx.Batch{}
+	s.queueCreateQuote(batch, q)
+	return translate(s.pool.SendBatch(ctx, batch).Close())
+}
+
+// queueCreateQuote queues the two statements that store q, for a batch that
+// commits as one implicit transaction: the commit that does not wait for
+// its WAL (see CreateQuote), then the insert.
+func (s *Store) queueCreateQuote(batch *pgx.Batch, q storage.Quote) {
 	state := q.State
 	if state == "" {
 		state = storage.QuoteOpen
 	}
-	// One implicit transaction: the setting lasts until the batch commits.
-	batch := &pgx.Batch{}
 	batch.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
 	batch.Queue(s.sql(`
 		INSERT INTO {schema}.quotes (id, principal, tool_id, tool_slug, tool_version, manifest_digest,
@@ -35,20 +43,26 @@ func (s *Store) CreateQuote(ctx context.Context, q storage.Quote) error {
 		bytesOf(q.ID), q.Principal, q.ToolID, q.ToolSlug, q.ToolVersion, q.ManifestDigest,
 		q.PriceUSD.String(), q.FeeUSD.String(), q.TotalUSD.String(), q.CreatedAt, q.ExpiresAt,
 		string(state), q.UsedByKey)
-	return translate(s.pool.SendBatch(ctx, batch).Close())
 }
 
 // GetQuote returns the quote with this id. ErrNotFound if absent.
 func (s *Store) GetQuote(ctx context.Context, id uuid.UUID) (storage.Quote, error) {
+	return scanQuote(s.pool.QueryRow(ctx, s.sql(getQuoteSQL), bytesOf(id)))
+}
+
+// getQuoteSQL reads the quote with id $1 for scanQuote.
+const getQuoteSQL = `
+	SELECT id, principal, tool_id, tool_slug, tool_version, manifest_digest,
+		price_usd::text, fee_usd::text, total_usd::text, created_at, expires_at, state, used_by_key
+	FROM {schema}.quotes WHERE id = $1`
+
+func scanQuote(row pgx.Row) (storage.Quote, error) {
 	var (
 		q                 storage.Quote
 		price, fee, total string
 		state             string
 	)
-	err := s.pool.QueryRow(ctx, s.sql(`
-		SELECT id, principal, tool_id, tool_slug, tool_version, manifest_digest,
-			price_usd::text, fee_usd::text, total_usd::text, created_at, expires_at, state, used_by_key
-		FROM {schema}.quotes WHERE id = $1`), bytesOf(id)).Scan(
+	err := row.Scan(
 		bytesAt(&q.ID), &q.Principal, &q.ToolID, &q.ToolSlug, &q.ToolVersion, &q.ManifestDigest,
 		&price, &fee, &total, &q.CreatedAt, &q.ExpiresAt, &state, &q.UsedByKey)
 	if err != nil {

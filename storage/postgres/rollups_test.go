@@ -3,6 +3,8 @@ package postgres_test
 import (
 	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -32,9 +34,11 @@ func recount(t *testing.T, schema, principal string, l storage.Limit) decimal.De
 	return dec(calls)
 }
 
-// assertMeasuresExact checks every limit of every principal against recount.
+// assertMeasuresExact checks every limit of every principal against
+// recount, and every rollup row against the ledger rows it counts.
 func assertMeasuresExact(t *testing.T, s *postgres.Store, schema string, principals []string, limits []storage.Limit) {
 	t.Helper()
+	assertRollupsExact(t, schema)
 	for _, p := range principals {
 		got, err := s.MeasureLimits(t.Context(), p, limits)
 		require.NoError(t, err)
@@ -46,10 +50,44 @@ func assertMeasuresExact(t *testing.T, s *postgres.Store, schema string, princip
 	}
 }
 
+// assertRollupsExact checks that spend_daily and spend_minute hold exactly
+// one row per bucket of ledger rows, with their count and unreleased spend:
+// no bucket missing, none left empty, none counted twice.
+func assertRollupsExact(t *testing.T, schema string) {
+	t.Helper()
+	for _, r := range []struct{ table, bucket, ledgerBucket string }{
+		{"spend_daily", "to_char(day, 'YYYY-MM-DD')", "to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')"},
+		{"spend_minute", "to_char(minute AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')",
+			"to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI') || ':00.000000'"},
+	} {
+		rows, err := sharedPool(t).Query(t.Context(), `
+			WITH want AS (
+				SELECT principal, `+r.ledgerBucket+` AS bucket, tool_id, count(*) AS calls,
+					COALESCE(sum(amount_usd) FILTER (WHERE state <> 'released'), 0) AS spend_usd
+				FROM `+pgx.Identifier{schema, "spend_ledger"}.Sanitize()+` GROUP BY 1, 2, 3
+			), got AS (
+				SELECT principal, `+r.bucket+` AS bucket, tool_id, calls, spend_usd
+				FROM `+pgx.Identifier{schema, r.table}.Sanitize()+`
+			)
+			SELECT format('%s %s %s: want %s calls %s, got %s calls %s', principal, bucket, tool_id,
+				w.calls, w.spend_usd, g.calls, g.spend_usd)
+			FROM want w FULL JOIN got g USING (principal, bucket, tool_id)
+			WHERE w.calls IS DISTINCT FROM g.calls OR w.spend_usd IS DISTINCT FROM g.spend_usd`)
+		require.NoError(t, err)
+		wrong, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		assert.Emptyf(t, wrong, "%s differs from the ledger", r.table)
+	}
+}
+
 // everySince is a limit of each measure and tool filter for each window
-// start: UTC midnights, the instants just around them, and times within
-// days, so that windows split between rollups and raw rows every way.
-func everySince(days []time.Time) []storage.Limit {
+// start: the zero time; around the UTC midnight of each of instants, the
+// instants just around it and just before the next one; and around each
+// instant itself, the instants just around it, within its minute, and a
+// minute, an hour and more before and after it. Tests place calls at and
+// around the same instants, so that windows split between daily rollups,
+// minute rollups and raw rows every way.
+func everySince(instants []time.Time) []storage.Limit {
 	var out []storage.Limit
 	add := func(since time.Time) {
 		for _, tool := range []string{"", "tool-a"} {
@@ -59,12 +97,33 @@ func everySince(days []time.Time) []storage.Limit {
 		}
 	}
 	add(time.Time{})
-	for _, d := range days {
-		for _, off := range []time.Duration{-time.Microsecond, 0, time.Microsecond, 90 * time.Minute, 23*time.Hour + 59*time.Minute} {
-			add(d.Add(off))
+	for _, x := range instants {
+		midnight := x.Truncate(24 * time.Hour)
+		for _, off := range []time.Duration{
+			-time.Microsecond, 0, time.Microsecond, 29 * time.Second, 30 * time.Second,
+			23*time.Hour + 59*time.Minute, 23*time.Hour + 59*time.Minute + 29*time.Second,
+			23*time.Hour + 59*time.Minute + 30*time.Second, 24*time.Hour - time.Microsecond,
+		} {
+			add(midnight.Add(off))
+		}
+		for _, off := range []time.Duration{
+			-time.Hour, -59*time.Minute - 59*time.Second, -time.Minute, -30 * time.Second,
+			-time.Microsecond, -500 * time.Nanosecond, 0, time.Microsecond,
+			29 * time.Second, 30*time.Second - time.Microsecond, 30 * time.Second, 30*time.Second + time.Microsecond,
+			31 * time.Second, time.Minute - time.Microsecond, time.Minute, time.Minute + time.Microsecond,
+			90 * time.Minute, 13*time.Hour + 17*time.Minute + 23456789*time.Nanosecond,
+		} {
+			add(x.Add(off))
 		}
 	}
 	return out
+}
+
+// aroundMinute is where calls fall around a whole minute: just before, on
+// it, just after, around its middle, at its end and on the next one.
+var aroundMinute = []time.Duration{
+	-time.Microsecond, 0, time.Microsecond, 30*time.Second - time.Microsecond, 30 * time.Second,
+	time.Minute - time.Microsecond, time.Minute,
 }
 
 // The rollups make limits cheap; they must never make them wrong: for any
@@ -78,18 +137,31 @@ func TestMeasureMatchesLedgerForAnySince(t *testing.T) {
 
 	day0 := t0.Truncate(24*time.Hour).AddDate(0, 0, -3)
 	days := []time.Time{day0, day0.AddDate(0, 0, 1), day0.AddDate(0, 0, 2), day0.AddDate(0, 0, 3)}
+	// Calls every 97 minutes from just before day0's midnight, and on each
+	// day around its midnight, around one whole minute within it and
+	// within the minute before the next midnight.
+	var calls, instants []time.Time
+	for i := range 60 {
+		calls = append(calls, day0.Add(-time.Microsecond).Add(time.Duration(i)*97*time.Minute))
+	}
+	for _, d := range days {
+		minute := d.Add(90 * time.Minute)
+		instants = append(instants, minute)
+		for _, at := range []time.Time{d, minute} {
+			for _, off := range aroundMinute {
+				calls = append(calls, at.Add(off))
+			}
+		}
+		calls = append(calls, d.Add(24*time.Hour-30*time.Second))
+	}
 	principals := []string{"alice", "bob"}
 	var running []storage.Begin
-	for i := range 60 {
-		// Calls every 97 minutes from just before day0's midnight, some on
-		// a midnight exactly, on two tools; one in five fails (released)
-		// and one in seven is left running (reserved).
-		at := day0.Add(-time.Microsecond).Add(time.Duration(i) * 97 * time.Minute)
-		if i%11 == 0 {
-			at = days[i%4]
-		}
-		tool := []string{"tool-a", "tool-b"}[i%2]
-		q := testQuote(principals[i%2], tool, fmt.Sprintf("%d.%02d", i%3, i), at)
+	for i, at := range calls {
+		// Each principal calls both tools, around every instant on one day
+		// or another; one call in five fails (released) and one in seven is
+		// left running (reserved).
+		tool := []string{"tool-a", "tool-b"}[i/2%2]
+		q := testQuote(principals[i%2], tool, fmt.Sprintf("%d.%02d", i%3, i%100), at)
 		require.NoError(t, s.CreateQuote(ctx, q))
 		b := testBegin(q, fmt.Sprint("k", i), at)
 		_, err := s.BeginExecution(ctx, b)
@@ -103,16 +175,20 @@ func TestMeasureMatchesLedgerForAnySince(t *testing.T) {
 			require.NoError(t, s.FinishExecution(ctx, testFinish(b, storage.ExecutionCompleted, at.Add(time.Second))))
 		}
 	}
-	limits := everySince(days)
+	limits := everySince(instants)
 	assertMeasuresExact(t, s, schema, principals, limits)
 
-	// Prune part of a day, then all of it, while a call of that day runs.
-	_, err = s.Prune(ctx, storage.Prune{LedgerBefore: days[1].Add(5 * time.Hour), Limit: 3})
-	require.NoError(t, err)
-	assertMeasuresExact(t, s, schema, principals, limits)
-	_, err = s.Prune(ctx, storage.Prune{LedgerBefore: days[1].Add(5 * time.Hour)})
-	require.NoError(t, err)
-	assertMeasuresExact(t, s, schema, principals, limits)
+	// Prune part of a day, then all of it, while a call of that day runs;
+	// then up to the middle of a minute, which leaves part of its rollup.
+	for _, p := range []storage.Prune{
+		{LedgerBefore: days[1].Add(5 * time.Hour), Limit: 3},
+		{LedgerBefore: days[1].Add(5 * time.Hour)},
+		{LedgerBefore: instants[2].Add(30 * time.Second)},
+	} {
+		_, err = s.Prune(ctx, p)
+		require.NoError(t, err)
+		assertMeasuresExact(t, s, schema, principals, limits)
+	}
 
 	for _, b := range running {
 		require.NoError(t, s.FinishExecution(ctx, testFinish(b, storage.ExecutionFailed, t0)))
@@ -127,10 +203,12 @@ func TestMeasureMatchesLedgerForAnySince(t *testing.T) {
 			break
 		}
 	}
-	var left int
-	require.NoError(t, sharedPool(t).QueryRow(ctx,
-		`SELECT count(*) FROM `+pgx.Identifier{schema, "spend_daily"}.Sanitize()).Scan(&left))
-	assert.Zero(t, left)
+	for _, table := range []string{"spend_ledger", "spend_daily", "spend_minute"} {
+		var left int
+		require.NoError(t, sharedPool(t).QueryRow(ctx,
+			`SELECT count(*) FROM `+pgx.Identifier{schema, table}.Sanitize()).Scan(&left))
+		assert.Zerof(t, left, "rows left in %s", table)
+	}
 	assertMeasuresExact(t, s, schema, principals, limits)
 }
 
@@ -144,7 +222,7 @@ func TestConcurrentLedgerPrunes(t *testing.T) {
 	principals := []string{"p0", "p1", "p2", "p3"}
 	const old = 120
 	for i := range old {
-		at := t0.AddDate(0, 0, -40).Add(time.Duration(i) * 7 * time.Hour)
+		at := t0.AddDate(0, 0, -40).Add(time.Duration(i)*7*time.Hour + aroundMinute[i%len(aroundMinute)])
 		q := testQuote(principals[i%4], "tool-a", "0.10", at)
 		require.NoError(t, stores[0].CreateQuote(ctx, q))
 		b := testBegin(q, fmt.Sprint("old", i), at)
@@ -173,52 +251,85 @@ func TestConcurrentLedgerPrunes(t *testing.T) {
 	}
 	for i := range 20 {
 		wg.Go(func() {
-			q := testQuote(principals[i%4], "tool-a", "0.10", t0)
+			at := t0.Add(aroundMinute[i%len(aroundMinute)])
+			q := testQuote(principals[i%4], "tool-a", "0.10", at)
 			assert.NoError(t, stores[i%2].CreateQuote(ctx, q))
-			b := testBegin(q, fmt.Sprint("new", i), t0)
+			b := testBegin(q, fmt.Sprint("new", i), at)
 			_, err := stores[i%2].BeginExecution(ctx, b)
 			assert.NoError(t, err)
-			assert.NoError(t, stores[i%2].FinishExecution(ctx, testFinish(b, storage.ExecutionCompleted, t0)))
+			assert.NoError(t, stores[i%2].FinishExecution(ctx, testFinish(b, storage.ExecutionCompleted, at)))
 		})
 	}
 	wg.Wait()
 	assert.Equal(t, old, pruned, "each old row pruned exactly once")
-	assertMeasuresExact(t, stores[1], schema, principals, everySince([]time.Time{t0.Truncate(24 * time.Hour)}))
+	assertMeasuresExact(t, stores[1], schema, principals, everySince([]time.Time{t0}))
 	for _, p := range principals {
 		assertUsed(t, stores[0], p, "0.50", "5")
 	}
 }
 
-// A schema created and used by a version with only migration 0001 (one
-// usage row per tool, limits summed from the raw ledger) is upgraded in
-// place: its history counts in limits and usage exactly as before, and new
-// calls add to it.
-func TestUpgradeFromFirstSchema(t *testing.T) {
+// A schema created and used by an earlier version is upgraded in place: by
+// one with only migration 0001 (one usage row per tool, limits summed from
+// the raw ledger) or one with 0004 (daily rollups kept by its triggers). Its
+// history counts in limits and usage exactly as before, the rollups are
+// filled from it exactly, and new calls add to it once.
+func TestUpgradeFromEarlierSchemas(t *testing.T) {
 	t.Parallel()
+	for _, from := range []int{1, 4} {
+		t.Run(fmt.Sprint("from ", from), func(t *testing.T) {
+			t.Parallel()
+			testUpgradeFrom(t, from)
+		})
+	}
+}
+
+// testUpgradeFrom writes a schema as the version with the migrations up to
+// version did, then opens it with this one.
+func testUpgradeFrom(t *testing.T, version int) {
 	ctx := t.Context()
 	schema := newSchema(t)
 	pool := sharedPool(t)
-	first, err := os.ReadFile("migrations/0001_init.sql")
-	require.NoError(t, err)
 
-	// What migrate.go did at version 1, and what that version wrote.
+	// What migrate.go did up to version, and what that version wrote.
 	ident := pgx.Identifier{schema}.Sanitize()
-	tx, err := pool.Begin(ctx)
-	require.NoError(t, err)
-	for _, stmt := range []string{
+	stmts := []string{
 		`SET LOCAL search_path TO ` + ident,
 		`CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,
 			applied_at timestamptz NOT NULL DEFAULT now())`,
-		string(first),
-		`INSERT INTO schema_migrations (version, name) VALUES (1, '0001_init.sql')`,
+	}
+	files, err := filepath.Glob("migrations/*.sql")
+	require.NoError(t, err)
+	for _, f := range files {
+		name := filepath.Base(f)
+		v, err := strconv.Atoi(name[:4])
+		require.NoError(t, err)
+		if v > version {
+			break
+		}
+		body, err := os.ReadFile(f)
+		require.NoError(t, err)
+		stmts = append(stmts, string(body),
+			fmt.Sprintf(`INSERT INTO schema_migrations (version, name) VALUES (%d, '%s')`, v, name))
+	}
+	stmts = append(stmts,
 		`INSERT INTO spend_ledger (execution_id, principal, tool_id, amount_usd, state, created_at) VALUES
 			(gen_random_uuid(), 'alice', 'tool-a', 1.00, 'charged',  '2030-03-01 00:00:00+00'),
 			(gen_random_uuid(), 'alice', 'tool-a', 2.00, 'released', '2030-03-14 23:59:59.999999+00'),
 			(gen_random_uuid(), 'alice', 'tool-b', 4.00, 'charged',  '2030-03-15 11:00:00+00'),
-			(gen_random_uuid(), 'alice', 'tool-a', 8.00, 'reserved', '2030-02-20 10:00:00+00')`,
+			(gen_random_uuid(), 'alice', 'tool-a', 8.00, 'reserved', '2030-02-20 10:00:00+00'),
+			(gen_random_uuid(), 'bob',   'tool-a', 0.10, 'charged',  '2030-03-15 10:59:59.999999+00'),
+			(gen_random_uuid(), 'bob',   'tool-a', 0.20, 'released', '2030-03-15 11:00:00+00'),
+			(gen_random_uuid(), 'bob',   'tool-b', 0.40, 'charged',  '2030-03-15 11:00:00.000001+00'),
+			(gen_random_uuid(), 'bob',   'tool-a', 0.80, 'reserved', '2030-03-15 11:00:30+00'),
+			(gen_random_uuid(), 'bob',   'tool-a', 1.60, 'charged',  '2030-03-15 11:00:59.999999+00'),
+			(gen_random_uuid(), 'bob',   'tool-b', 3.20, 'released', '2030-03-15 11:01:00+00'),
+			(gen_random_uuid(), 'bob',   'tool-a', 6.40, 'charged',  '2030-03-14 23:59:30+00')`,
 		`INSERT INTO tool_usage (tool_id, count, unique_users) VALUES ('tool-a', 7, 2)`,
 		`INSERT INTO tool_users (tool_id, principal) VALUES ('tool-a', 'alice'), ('tool-a', 'bob')`,
-	} {
+	)
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	for _, stmt := range stmts {
 		_, err := tx.Exec(ctx, stmt)
 		require.NoError(t, err, stmt)
 	}
@@ -238,7 +349,9 @@ func TestUpgradeFromFirstSchema(t *testing.T) {
 	for i, want := range []string{"5", "3", "4", "9"} {
 		assert.Truef(t, dec(want).Equal(got[i]), "limit %d: want %s, got %s", i, want, got[i])
 	}
-	assertMeasuresExact(t, s, schema, []string{"alice"}, everySince([]time.Time{month, day}))
+	principals := []string{"alice", "bob", "carol"}
+	limits := everySince([]time.Time{month, t0.Add(-time.Hour), t0})
+	assertMeasuresExact(t, s, schema, principals, limits)
 
 	// A new principal's completed call counts once more, and once more as
 	// a user; alice's does not add a user.
@@ -257,4 +370,5 @@ func TestUpgradeFromFirstSchema(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, map[string]storage.Usage{"tool-a": u}, all)
 	assertUsed(t, s, "alice", "13.50", "5")
+	assertMeasuresExact(t, s, schema, principals, limits)
 }

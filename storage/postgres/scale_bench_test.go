@@ -159,7 +159,7 @@ func loadHistory(ctx context.Context, pool *pgxpool.Pool, schema string, n int, 
 		build = append(build, loadStep{sql: ix.def})
 	}
 	var vacuum []loadStep
-	for _, table := range []string{"quotes", "idempotency_records", "executions", "spend_ledger", "spend_daily", "tool_users"} {
+	for _, table := range []string{"quotes", "idempotency_records", "executions", "spend_ledger", "spend_daily", "spend_minute", "tool_users"} {
 		vacuum = append(vacuum, loadStep{sql: `VACUUM (ANALYZE) ` + pgx.Identifier{schema, table}.Sanitize()})
 	}
 	phases := [][]loadStep{
@@ -186,10 +186,14 @@ func loadHistory(ctx context.Context, pool *pgxpool.Pool, schema string, n int, 
 				FROM (` + call + `) c ORDER BY execution_id`), args},
 		},
 		// Empty unless the triggers had to stay on.
-		{{q(`DELETE FROM {schema}.spend_daily`), nil}},
+		{{q(`DELETE FROM {schema}.spend_daily`), nil}, {q(`DELETE FROM {schema}.spend_minute`), nil}},
 		{
 			{q(`INSERT INTO {schema}.spend_daily (principal, day, tool_id, calls, spend_usd)
 				SELECT principal, (created_at AT TIME ZONE 'UTC')::date, tool_id, count(*),
+					COALESCE(sum(amount_usd) FILTER (WHERE state <> 'released'), 0)
+				FROM {schema}.spend_ledger GROUP BY 1, 2, 3`), nil},
+			{q(`INSERT INTO {schema}.spend_minute (principal, minute, tool_id, calls, spend_usd)
+				SELECT principal, date_trunc('minute', created_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC', tool_id, count(*),
 					COALESCE(sum(amount_usd) FILTER (WHERE state <> 'released'), 0)
 				FROM {schema}.spend_ledger GROUP BY 1, 2, 3`), nil},
 			{q(`INSERT INTO {schema}.tool_users (tool_id, principal)

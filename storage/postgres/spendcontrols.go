@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/shopspring/decimal"
 
 	"github.com/toolgate/toolgate/storage"
@@ -131,10 +132,15 @@ func (s *Store) PutSpendControls(ctx context.Context, principal string, c storag
 
 // GetSpendControls returns a caller's stored spend controls. ErrNotFound if none.
 func (s *Store) GetSpendControls(ctx context.Context, principal string) (storage.SpendControls, error) {
+	return scanSpendControls(s.pool.QueryRow(ctx, s.sql(getSpendControlsSQL), principal), principal)
+}
+
+// getSpendControlsSQL reads the controls of principal $1 for scanSpendControls.
+const getSpendControlsSQL = `SELECT controls FROM {schema}.spend_controls WHERE principal = $1`
+
+func scanSpendControls(row pgx.Row, principal string) (storage.SpendControls, error) {
 	var raw []byte
-	err := s.pool.QueryRow(ctx, s.sql(`SELECT controls FROM {schema}.spend_controls WHERE principal = $1`),
-		principal).Scan(&raw)
-	if err != nil {
+	if err := row.Scan(&raw); err != nil {
 		return storage.SpendControls{}, translate(err)
 	}
 	var doc spendControlsDoc

@@ -34,6 +34,7 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 		{"Quote", testQuote},
 		{"BeginExecution", testBegin},
 		{"MeasureLimits", testMeasure},
+		{"ReadBatch", testReadBatch},
 		{"FinishExecution", testFinish},
 		{"Usage", testUsage},
 		{"Approval", testApproval},

@@ -1,0 +1,108 @@
+package storage
+
+import (
+	"context"
+	"errors"
+
+	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
+)
+
+// Reads are the reads one gateway step needs before it decides anything,
+// and, for a quote, the quote it then stores. A quote reads the caller's
+// standing approval, spend controls and spend so far, and stores the quote;
+// a call reads its quote, the caller's spend controls and, unless the
+// approval it carries settles it, the standing approval. Asking for them
+// together lets a store that pays a network round trip per method answer in
+// one (see BatchReader).
+type Reads struct {
+	Principal string
+	// Approval asks for the principal's standing approval of ToolID.
+	Approval bool
+	ToolID   string
+	// SpendControls asks for the principal's own spend controls.
+	SpendControls bool
+	// QuoteID asks for that quote, whoever it belongs to; uuid.Nil asks for none.
+	QuoteID uuid.UUID
+	// Limits asks what each limit's window holds for the principal, as
+	// MeasureLimits measures it.
+	Limits []Limit
+	// CreateQuote, when set, is stored as Store.CreateQuote stores it, after
+	// the reads and only if they all succeed.
+	CreateQuote *Quote
+}
+
+// ReadResult answers Reads. Something asked for and absent is nil, not an
+// error; something not asked for is nil too.
+type ReadResult struct {
+	Approval      *Approval
+	SpendControls *SpendControls
+	Quote         *Quote
+	Used          []decimal.Decimal // one per Reads.Limits, in order
+}
+
+// BatchReader is an optional Store method for backends where every method
+// call costs a round trip to a server: it does all of r in one. Its answers
+// must be exactly what the Store's own methods would give, and on an error
+// nothing of r is stored. storagetest.Run checks both when a Store
+// implements it.
+type BatchReader interface {
+	ReadBatch(ctx context.Context, r Reads) (ReadResult, error)
+}
+
+// ReadBatch does r on s: in one step when s is a BatchReader, otherwise
+// method by method, which costs nothing extra on a store in memory.
+func ReadBatch(ctx context.Context, s Store, r Reads) (ReadResult, error) {
+	if b, ok := s.(BatchReader); ok {
+		return b.ReadBatch(ctx, r)
+	}
+	var res ReadResult
+	if r.Approval {
+		a, err := s.GetApproval(ctx, r.Principal, r.ToolID)
+		if found, err := present(err); err != nil {
+			return ReadResult{}, err
+		} else if found {
+			res.Approval = &a
+		}
+	}
+	if r.SpendControls {
+		c, err := s.GetSpendControls(ctx, r.Principal)
+		if found, err := present(err); err != nil {
+			return ReadResult{}, err
+		} else if found {
+			res.SpendControls = &c
+		}
+	}
+	if r.QuoteID != uuid.Nil {
+		q, err := s.GetQuote(ctx, r.QuoteID)
+		if found, err := present(err); err != nil {
+			return ReadResult{}, err
+		} else if found {
+			res.Quote = &q
+		}
+	}
+	if len(r.Limits) > 0 {
+		used, err := s.MeasureLimits(ctx, r.Principal, r.Limits)
+		if err != nil {
+			return ReadResult{}, err
+		}
+		res.Used = used
+	}
+	if r.CreateQuote != nil {
+		if err := s.CreateQuote(ctx, *r.CreateQuote); err != nil {
+			return ReadResult{}, err
+		}
+	}
+	return res, nil
+}
+
+// present turns a getter's error into whether the record was found.
+func present(err error) (bool, error) {
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, ErrNotFound):
+		return false, nil
+	}
+	return false, err
+}

@@ -1,0 +1,86 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/toolgate/toolgate/storage"
+)
+
+// ReadBatch does the reads of r, and stores r.CreateQuote after them, in one
+// round trip: the statements are pipelined in one batch, which the server
+// runs as one implicit transaction, so a failing statement stores nothing.
+// Each statement is the one the Store's own method runs, so the answers are
+// the same. A quote and a call each start with such a batch, which makes a
+// quote one round trip and a call three (these reads, BeginExecution and
+// FinishExecution) instead of the five and four of one method at a time.
+func (s *Store) ReadBatch(ctx context.Context, r storage.Reads) (storage.ReadResult, error) {
+	var (
+		res   storage.ReadResult
+		batch = &pgx.Batch{}
+	)
+	if r.Approval {
+		batch.Queue(s.sql(getApprovalSQL), r.Principal, r.ToolID).QueryRow(func(row pgx.Row) error {
+			a, err := scanApproval(row)
+			if err == nil {
+				res.Approval = &a
+			}
+			return absentIsNil(err)
+		})
+	}
+	if r.SpendControls {
+		batch.Queue(s.sql(getSpendControlsSQL), r.Principal).QueryRow(func(row pgx.Row) error {
+			c, err := scanSpendControls(row, r.Principal)
+			if err == nil {
+				res.SpendControls = &c
+			}
+			return absentIsNil(err)
+		})
+	}
+	if r.QuoteID != uuid.Nil {
+		batch.Queue(s.sql(getQuoteSQL), bytesOf(r.QuoteID)).QueryRow(func(row pgx.Row) error {
+			q, err := scanQuote(row)
+			if err == nil {
+				res.Quote = &q
+			}
+			return absentIsNil(err)
+		})
+	}
+	if len(r.Limits) > 0 {
+		args, err := newLimitArgs(r.Limits)
+		if err != nil {
+			return storage.ReadResult{}, err
+		}
+		batch.Queue(s.sql(measureLimitsSQL), append([]any{r.Principal}, args.params()...)...).Query(func(rows pgx.Rows) error {
+			used, err := scanMeasured(rows, len(r.Limits))
+			res.Used = used
+			return err
+		})
+	}
+	if r.CreateQuote != nil {
+		s.queueCreateQuote(batch, *r.CreateQuote)
+	}
+	if batch.Len() == 0 {
+		return res, nil
+	}
+	// Close runs the callbacks in order and reports the first error, the
+	// commit's included: nothing counts before it.
+	if err := s.pool.SendBatch(ctx, batch).Close(); err != nil {
+		return storage.ReadResult{}, translate(err)
+	}
+	return res, nil
+}
+
+// absentIsNil makes a read that found nothing a success that leaves its
+// answer nil.
+func absentIsNil(err error) error {
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+var _ storage.BatchReader = (*Store)(nil)

@@ -1,0 +1,122 @@
+package storagetest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/storage"
+)
+
+// methodsOnly hides a store's optional methods, so that storage.ReadBatch
+// falls back to calling the Store methods one by one.
+type methodsOnly struct{ storage.Store }
+
+// testReadBatch holds storage.ReadBatch, whether the store does it in one
+// step (storage.BatchReader) or method by method, to what the Store's own
+// methods answer, and checks that a batch that fails stores nothing.
+func testReadBatch(t *testing.T, newStore newStoreFunc) {
+	ways := []struct {
+		name string
+		wrap func(storage.Store) storage.Store
+	}{
+		{"AsTheStoreDoesIt", func(s storage.Store) storage.Store { return s }},
+		{"MethodByMethod", func(s storage.Store) storage.Store { return methodsOnly{s} }},
+	}
+	for _, way := range ways {
+		t.Run(way.name, func(t *testing.T) {
+			t.Run("AnswersAsTheMethodsDo", func(t *testing.T) {
+				t.Parallel()
+				h := newHarness(t, newStore)
+				s := way.wrap(h.s)
+				h.call("alice", "tool-a", "1.25", "k1", storage.ExecutionCompleted, t0.Add(-time.Hour))
+				h.admit("alice", "tool-b", "0.50", "k2", t0.Add(-time.Minute))
+				q := h.quote("alice", "tool-a", "0.10", t0)
+				require.NoError(t, h.s.PutApproval(h.ctx, approval("alice", "tool-a", "sha256:a", storage.ApprovalNeverAsk)))
+				max := dec("25.0000")
+				require.NoError(t, h.s.PutSpendControls(h.ctx, "alice", storage.SpendControls{DailyLimitUSD: &max}))
+				limits := []storage.Limit{
+					spendLimit("", t0.Truncate(24*time.Hour), "0"),
+					spendLimit("tool-a", time.Time{}, "0"),
+					callsLimit("", t0.Add(-time.Hour), "0"),
+				}
+				created := newQuote("alice", "tool-a", "0.10", t0)
+
+				got, err := storage.ReadBatch(h.ctx, s, storage.Reads{
+					Principal: "alice", Approval: true, ToolID: "tool-a", SpendControls: true,
+					QuoteID: q.ID, Limits: limits, CreateQuote: &created,
+				})
+				require.NoError(t, err)
+
+				wantApproval, err := h.s.GetApproval(h.ctx, "alice", "tool-a")
+				require.NoError(t, err)
+				require.NotNil(t, got.Approval)
+				assertApproval(t, wantApproval, *got.Approval)
+				wantControls, err := h.s.GetSpendControls(h.ctx, "alice")
+				require.NoError(t, err)
+				assert.Equal(t, wantControls, *got.SpendControls)
+				require.NotNil(t, got.Quote)
+				assertQuote(t, q, *got.Quote)
+				wantUsed, err := h.s.MeasureLimits(h.ctx, "alice", limits)
+				require.NoError(t, err)
+				require.Len(t, got.Used, len(limits))
+				for i := range limits {
+					assert.Truef(t, wantUsed[i].Equal(got.Used[i]), "limit %d: want %s, got %s", i, wantUsed[i], got.Used[i])
+				}
+				stored, err := h.s.GetQuote(h.ctx, created.ID)
+				require.NoError(t, err, "the quote is stored with the reads")
+				assertQuote(t, created, stored)
+			})
+
+			t.Run("AbsentIsNilNotAnError", func(t *testing.T) {
+				t.Parallel()
+				h := newHarness(t, newStore)
+				got, err := storage.ReadBatch(h.ctx, way.wrap(h.s), storage.Reads{
+					Principal: "nobody", Approval: true, ToolID: "tool-a", SpendControls: true, QuoteID: uuid.New(),
+				})
+				require.NoError(t, err)
+				assert.Equal(t, storage.ReadResult{}, got)
+			})
+
+			t.Run("OnlyWhatIsAskedFor", func(t *testing.T) {
+				t.Parallel()
+				h := newHarness(t, newStore)
+				q := h.quote("alice", "tool-a", "0.10", t0)
+				require.NoError(t, h.s.PutApproval(h.ctx, approval("alice", "tool-a", "sha256:a", storage.ApprovalNeverAsk)))
+				got, err := storage.ReadBatch(h.ctx, way.wrap(h.s), storage.Reads{Principal: "alice", QuoteID: q.ID, ToolID: "tool-a"})
+				require.NoError(t, err)
+				assert.Nil(t, got.Approval, "an approval not asked for is not read")
+				require.NotNil(t, got.Quote)
+				assertQuote(t, q, *got.Quote)
+			})
+
+			t.Run("FailureStoresNothing", func(t *testing.T) {
+				t.Parallel()
+				h := newHarness(t, newStore)
+				taken := h.quote("alice", "tool-a", "0.10", t0)
+				again := newQuote("alice", "tool-b", "0.20", t0)
+				again.ID = taken.ID
+				_, err := storage.ReadBatch(h.ctx, way.wrap(h.s), storage.Reads{Principal: "alice", SpendControls: true, CreateQuote: &again})
+				assert.ErrorIs(t, err, storage.ErrAlreadyExists)
+				stored, err := h.s.GetQuote(h.ctx, taken.ID)
+				require.NoError(t, err)
+				assertQuote(t, taken, stored)
+
+				// A read that fails (a limit no store can measure) stores no quote.
+				fresh := newQuote("alice", "tool-a", "0.10", t0)
+				_, err = storage.ReadBatch(h.ctx, way.wrap(h.s), storage.Reads{
+					Principal:   "alice",
+					Limits:      []storage.Limit{{Measure: "bogus", Since: t0}},
+					CreateQuote: &fresh,
+				})
+				assert.Error(t, err)
+				_, err = h.s.GetQuote(context.WithoutCancel(h.ctx), fresh.ID)
+				assert.ErrorIs(t, err, storage.ErrNotFound)
+			})
+		})
+	}
+}
