@@ -8,6 +8,10 @@
 // the guarantees documented here makes the gateway correct on any number of
 // processes. storagetest.Run checks those guarantees; every backend, and every
 // user-written fake, should pass it.
+//
+// A backend that pays a network round trip per method can also implement
+// BatchReader, which lets a quote, and the reads that start a call, cost one
+// round trip each; the gateway uses it through ReadBatch when it is there.
 package storage
 
 import (
