@@ -9,9 +9,11 @@
 // processes. storagetest.Run checks those guarantees; every backend, and every
 // user-written fake, should pass it.
 //
-// A backend that pays a network round trip per method can also implement
+// Two optional interfaces let a backend answer faster than method by method:
 // BatchReader, which lets a quote, and the reads that start a call, cost one
-// round trip each; the gateway uses it through ReadBatch when it is there.
+// round trip each (the gateway uses it through ReadBatch), and UsageLister,
+// which reads the usage of one page of tools rather than of every tool
+// (through UsageOf). storagetest.Run checks both whenever a Store has them.
 package storage
 
 import (
@@ -112,6 +114,14 @@ type Store interface {
 	PutSpendControls(ctx context.Context, principal string, c SpendControls) error
 	// GetSpendControls returns a caller's stored spend controls. ErrNotFound if none.
 	GetSpendControls(ctx context.Context, principal string) (SpendControls, error)
+	// UpdateSpendControls changes a caller's own spend controls in one atomic
+	// step, so that two concurrent changes (two tools' limits set at once)
+	// both survive. update is handed the stored controls (the zero value when
+	// there are none) and what it leaves is stored and returned. It may be
+	// called more than once, when a backend retries after a conflict, so it
+	// must only change its argument, and it must not call the store. An error
+	// from update aborts the change, writes nothing and is returned as it is.
+	UpdateSpendControls(ctx context.Context, principal string, update func(*SpendControls) error) (SpendControls, error)
 
 	// Prune deletes records the retention policy no longer needs, at most
 	// p.Limit of each kind per call so one run never holds the store long.

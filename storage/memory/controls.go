@@ -34,6 +34,23 @@ func (s *Store) GetSpendControls(ctx context.Context, principal string) (storage
 	return cloneControls(c), nil
 }
 
+// UpdateSpendControls implements storage.Store. update runs under the
+// store's lock, once.
+func (s *Store) UpdateSpendControls(ctx context.Context, principal string, update func(*storage.SpendControls) error) (storage.SpendControls, error) {
+	if err := ctx.Err(); err != nil {
+		return storage.SpendControls{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	next := cloneControls(s.controls[principal]) // update may keep no reference into the store
+	if err := update(&next); err != nil {
+		return storage.SpendControls{}, err
+	}
+	next = cloneControls(next) // nor may it change what was stored afterwards
+	s.controls[principal] = next
+	return cloneControls(next), nil
+}
+
 // cloneControls deep-copies c so that no pointer or map is shared.
 func cloneControls(c storage.SpendControls) storage.SpendControls {
 	out := storage.SpendControls{

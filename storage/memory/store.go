@@ -9,7 +9,10 @@ import (
 )
 
 // Interface guards.
-var _ storage.Store = (*Store)(nil)
+var (
+	_ storage.Store       = (*Store)(nil)
+	_ storage.UsageLister = (*Store)(nil)
+)
 
 // Store is an in-memory storage.Store. The zero value is not usable; create
 // one with New.

@@ -52,10 +52,7 @@ func (s *Store) UsageAll(ctx context.Context) (map[string]storage.Usage, error) 
 	return out, nil
 }
 
-// UsageOf returns the usage counters of the given tools, leaving out those
-// never used: UsageAll for a page of a registry listing, at the cost of the
-// page rather than of every tool ever used. The gateway uses it when its
-// store has it.
+// UsageOf implements storage.UsageLister.
 func (s *Store) UsageOf(ctx context.Context, toolIDs []string) (map[string]storage.Usage, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err

@@ -83,4 +83,3 @@ func absentIsNil(err error) error {
 	return err
 }
 
-var _ storage.BatchReader = (*Store)(nil)

@@ -130,6 +130,47 @@ func (s *Store) PutSpendControls(ctx context.Context, principal string, c storag
 	return translate(err)
 }
 
+// UpdateSpendControls implements storage.Store. The principal's row is
+// locked for the length of one transaction: a row is inserted first when
+// there is none, so that two first updates also queue on one row lock
+// rather than both reading "none". update runs once.
+func (s *Store) UpdateSpendControls(ctx context.Context, principal string, update func(*storage.SpendControls) error) (storage.SpendControls, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return storage.SpendControls{}, translate(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // a no-op once committed
+	_, err = tx.Exec(ctx, s.sql(`
+		INSERT INTO {schema}.spend_controls (principal, controls) VALUES ($1, '{"tools":null}')
+		ON CONFLICT (principal) DO NOTHING`), principal)
+	if err != nil {
+		return storage.SpendControls{}, translate(err)
+	}
+	c, err := scanSpendControls(tx.QueryRow(ctx, s.sql(getSpendControlsSQL+` FOR UPDATE`), principal), principal)
+	if err != nil {
+		return storage.SpendControls{}, err
+	}
+	if err := update(&c); err != nil {
+		return storage.SpendControls{}, err
+	}
+	doc, err := json.Marshal(encodeSpendControls(c))
+	if err != nil {
+		return storage.SpendControls{}, fmt.Errorf("postgres: encode spend controls: %w", err)
+	}
+	if _, err := tx.Exec(ctx, s.sql(`UPDATE {schema}.spend_controls SET controls = $2 WHERE principal = $1`), principal, doc); err != nil {
+		return storage.SpendControls{}, translate(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return storage.SpendControls{}, translate(err)
+	}
+	// What is returned is what a read gives back, not update's own values.
+	var stored spendControlsDoc
+	if err := json.Unmarshal(doc, &stored); err != nil {
+		return storage.SpendControls{}, fmt.Errorf("postgres: decode spend controls of %q: %w", principal, err)
+	}
+	return stored.decode()
+}
+
 // GetSpendControls returns a caller's stored spend controls. ErrNotFound if none.
 func (s *Store) GetSpendControls(ctx context.Context, principal string) (storage.SpendControls, error) {
 	return scanSpendControls(s.pool.QueryRow(ctx, s.sql(getSpendControlsSQL), principal), principal)

@@ -53,3 +53,35 @@ func (s *Store) UsageAll(ctx context.Context) (map[string]storage.Usage, error) 
 	}
 	return out, nil
 }
+
+// UsageOf implements storage.UsageLister: the counters of one page of a
+// registry listing, read in one statement.
+func (s *Store) UsageOf(ctx context.Context, toolIDs []string) (map[string]storage.Usage, error) {
+	out := make(map[string]storage.Usage, len(toolIDs))
+	if len(toolIDs) == 0 {
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx, s.sql(`
+		SELECT tool_id, sum(count)::bigint, sum(unique_users)::bigint FROM `+usageRows+` u
+		WHERE tool_id = ANY($1) GROUP BY tool_id`), toolIDs)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			id string
+			u  storage.Usage
+		)
+		if err := rows.Scan(&id, &u.Count, &u.UniqueUsers); err != nil {
+			return nil, translate(err)
+		}
+		if u.Count > 0 || u.UniqueUsers > 0 {
+			out[id] = u
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, translate(err)
+	}
+	return out, nil
+}

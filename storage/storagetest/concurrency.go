@@ -34,6 +34,37 @@ func race(n int, fn func(i int)) {
 }
 
 func testConcurrency(t *testing.T, newStore newStoreFunc) {
+	t.Run("SpendControlUpdatesBothSurvive", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t, newStore)
+		// Each racer sets the limits of its own tool, as two PUTs of
+		// /v1/spend-controls/tools/{tool} at once do. Read-modify-write
+		// outside the store would keep only some of them.
+		const n = 20
+		errs := make([]error, n)
+		race(n, func(i int) {
+			_, errs[i] = h.s.UpdateSpendControls(h.ctx, "alice", func(c *storage.SpendControls) error {
+				if c.Tools == nil {
+					c.Tools = map[string]storage.ToolSpendControls{}
+				}
+				c.Tools[fmt.Sprintf("tool-%d", i)] = storage.ToolSpendControls{RateLimitPerMinute: intPtr(i)}
+				return nil
+			})
+		})
+		for i, err := range errs {
+			require.NoError(t, err, "racer %d", i)
+		}
+		got, err := h.s.GetSpendControls(h.ctx, "alice")
+		require.NoError(t, err)
+		require.Len(t, got.Tools, n, "every concurrent update survives")
+		for i := range n {
+			tc, ok := got.Tools[fmt.Sprintf("tool-%d", i)]
+			if assert.True(t, ok, "tool-%d was lost", i) {
+				assert.Equal(t, intPtr(i), tc.RateLimitPerMinute)
+			}
+		}
+	})
+
 	t.Run("OneKeyManyRacers", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t, newStore)

@@ -1,6 +1,7 @@
 package storagetest
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/shopspring/decimal"
@@ -79,6 +80,74 @@ func testSpendControls(t *testing.T, newStore newStoreFunc) {
 		got, err := h.s.GetSpendControls(h.ctx, "alice")
 		require.NoError(t, err)
 		assertControls(t, second, got)
+	})
+
+	t.Run("UpdateStartsFromNothing", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t, newStore)
+		var seen storage.SpendControls
+		got, err := h.s.UpdateSpendControls(h.ctx, "alice", func(c *storage.SpendControls) error {
+			seen = *c
+			c.DailyLimitUSD = decPtr("5")
+			c.Tools = map[string]storage.ToolSpendControls{"goal-data": {Allowed: boolPtr(false)}}
+			return nil
+		})
+		require.NoError(t, err)
+		assertControls(t, storage.SpendControls{}, seen)
+		want := storage.SpendControls{
+			DailyLimitUSD: decPtr("5"),
+			Tools:         map[string]storage.ToolSpendControls{"goal-data": {Allowed: boolPtr(false)}},
+		}
+		assertControls(t, want, got)
+		stored, err := h.s.GetSpendControls(h.ctx, "alice")
+		require.NoError(t, err)
+		assertControls(t, want, stored)
+	})
+
+	t.Run("UpdateKeepsWhatItDoesNotChange", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t, newStore)
+		require.NoError(t, h.s.PutSpendControls(h.ctx, "alice", storage.SpendControls{
+			MonthlyLimitUSD: decPtr("20"),
+			Tools:           map[string]storage.ToolSpendControls{"goal-data": {DailyLimitUSD: decPtr("1")}},
+		}))
+		_, err := h.s.UpdateSpendControls(h.ctx, "alice", func(c *storage.SpendControls) error {
+			c.Tools["weather"] = storage.ToolSpendControls{RateLimitPerHour: intPtr(3)}
+			return nil
+		})
+		require.NoError(t, err)
+		got, err := h.s.GetSpendControls(h.ctx, "alice")
+		require.NoError(t, err)
+		assertControls(t, storage.SpendControls{
+			MonthlyLimitUSD: decPtr("20"),
+			Tools: map[string]storage.ToolSpendControls{
+				"goal-data": {DailyLimitUSD: decPtr("1")},
+				"weather":   {RateLimitPerHour: intPtr(3)},
+			},
+		}, got)
+	})
+
+	t.Run("UpdateErrorWritesNothing", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t, newStore)
+		refused := errors.New("refused by the caller")
+		_, err := h.s.UpdateSpendControls(h.ctx, "alice", func(c *storage.SpendControls) error {
+			c.DailyLimitUSD = decPtr("5")
+			return refused
+		})
+		require.ErrorIs(t, err, refused, "update's own error comes back as it is")
+		_, err = h.s.GetSpendControls(h.ctx, "alice")
+		require.ErrorIs(t, err, storage.ErrNotFound, "a refused first update leaves no controls behind")
+
+		require.NoError(t, h.s.PutSpendControls(h.ctx, "bob", storage.SpendControls{DailyLimitUSD: decPtr("7")}))
+		_, err = h.s.UpdateSpendControls(h.ctx, "bob", func(c *storage.SpendControls) error {
+			c.DailyLimitUSD = decPtr("1")
+			return refused
+		})
+		require.ErrorIs(t, err, refused)
+		got, err := h.s.GetSpendControls(h.ctx, "bob")
+		require.NoError(t, err)
+		assertControls(t, storage.SpendControls{DailyLimitUSD: decPtr("7")}, got)
 	})
 
 	t.Run("MissingIsNotFound", func(t *testing.T) {

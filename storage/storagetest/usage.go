@@ -47,6 +47,31 @@ func testUsage(t *testing.T, newStore newStoreFunc) {
 		}, all)
 	})
 
+	t.Run("UsageOfListsOnlyTheToolsAsked", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t, newStore)
+		h.call("alice", "tool-a", "0.11", "a1", storage.ExecutionCompleted, t0)
+		h.call("bob", "tool-a", "0.11", "b1", storage.ExecutionCompleted, t0.Add(time.Minute))
+		h.call("bob", "tool-b", "0", "b2", storage.ExecutionCompleted, t0.Add(2*time.Minute))
+		h.call("carol", "tool-c", "0.11", "c1", storage.ExecutionFailed, t0.Add(3*time.Minute))
+		want := map[string]storage.Usage{"tool-a": {Count: 2, UniqueUsers: 2}}
+		asked := []string{"tool-a", "tool-c", "never-called"}
+
+		// As the store answers it when it has UsageOf, and as the
+		// gateway's fallback picks it out of UsageAll when it does not.
+		if l, ok := h.s.(storage.UsageLister); ok {
+			got, err := l.UsageOf(h.ctx, asked)
+			require.NoError(t, err)
+			assert.Equal(t, want, got)
+			got, err = l.UsageOf(h.ctx, nil)
+			require.NoError(t, err)
+			assert.Empty(t, got)
+		}
+		got, err := storage.UsageOf(h.ctx, h.s, asked)
+		require.NoError(t, err)
+		assert.Equal(t, want, got)
+	})
+
 	t.Run("UsageAllOnEmptyStore", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t, newStore)
