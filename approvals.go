@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
 )
 
@@ -25,20 +26,14 @@ func (g *Gateway) SetApproval(ctx context.Context, principal, tool string, mode 
 		return nil, newError(CodeInvalidRequest, "mode must be %s, %s or %s", storage.ApprovalAskEveryCall, storage.ApprovalAskChargedCalls, storage.ApprovalNeverAsk)
 	}
 	policy := EvaluatePolicy(v)
-	explain := func(e *Error) *Error {
-		e.ApprovalRequirement = policy.Approval.Requirement
-		e.ManifestDigest = policy.Approval.ManifestDigest
-		e.Reasons = policy.Reasons
-		return e
-	}
 	if v.Digest == "" {
-		return nil, explain(newError(CodeToolBlocked, "%s has no immutable version to approve", v.Tool.Slug))
+		return nil, policy.explain(newError(CodeToolBlocked, "%s has no immutable version to approve", v.Tool.Slug))
 	}
 	if digest == "" {
-		return nil, explain(newError(CodeApprovalRequired, "a standing approval must name the manifest digest it approves"))
+		return nil, policy.explain(newError(CodeApprovalRequired, "a standing approval must name the manifest digest it approves"))
 	}
 	if digest != v.Digest {
-		return nil, explain(newError(CodeApprovalMismatch, "the digest is not that of %s's current version", v.Tool.Slug))
+		return nil, policy.explain(newError(CodeApprovalMismatch, "the digest is not that of %s's current version", v.Tool.Slug))
 	}
 	a := storage.Approval{Principal: principal, ToolID: v.Tool.ID, ManifestDigest: digest, Mode: mode, UpdatedAt: g.clock.Now().UTC()}
 	if err := g.store.PutApproval(ctx, a); err != nil {
@@ -95,4 +90,24 @@ func (g *Gateway) DeleteApproval(ctx context.Context, principal, tool string) er
 		return internalError(err)
 	}
 	return nil
+}
+
+// rememberFirstUse records that the caller approved this exact digest, so a
+// first_use tool needs no approval again until its digest changes. A
+// standing approval the caller set themselves is left as it is.
+func (g *Gateway) rememberFirstUse(ctx context.Context, principal string, v *registry.Version) {
+	existing, err := g.store.GetApproval(ctx, principal, v.Tool.ID)
+	if err == nil && existing.ManifestDigest == v.Digest {
+		return
+	}
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return
+	}
+	if err == nil && existing.Mode != storage.ApprovalFirstUse {
+		return
+	}
+	a := storage.Approval{Principal: principal, ToolID: v.Tool.ID, ManifestDigest: v.Digest, Mode: storage.ApprovalFirstUse, UpdatedAt: g.clock.Now().UTC()}
+	if err := g.store.PutApproval(ctx, a); err != nil {
+		g.log.WarnContext(ctx, "could not remember first use", "tool", v.Tool.Slug, "error", err)
+	}
 }

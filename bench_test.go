@@ -130,7 +130,7 @@ func BenchmarkQuoteCall(b *testing.B) {
 type floorExecution struct {
 	ID     string                   `json:"id"`
 	Tool   toolgate.ToolRef         `json:"tool"`
-	Status string                   `json:"status"`
+	Status toolgate.Status          `json:"status"`
 	Cost   toolgate.Cost            `json:"cost"`
 	Output any                      `json:"output"`
 	Error  *toolgate.ExecutionError `json:"error"`

@@ -14,6 +14,8 @@ import (
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetest"
+	"github.com/toolgate/toolgate/upstream"
 )
 
 func TestCallCompletes(t *testing.T) {
@@ -236,7 +238,7 @@ func TestCallReplayIsByteForByte(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, second.Replayed)
 	assert.Equal(t, first.Body, second.Body)
-	assert.EqualValues(t, 1, e.upstream.calls.Load(), "a replay does not reach the upstream")
+	assert.EqualValues(t, 1, e.upstream.Calls(), "a replay does not reach the upstream")
 	assertSpent(t, e, "alice", "0.1100")
 }
 
@@ -276,10 +278,10 @@ func TestCallInFlightKeyIsBusy(t *testing.T) {
 	ctx := context.Background()
 	release := make(chan struct{})
 	entered := make(chan struct{})
-	e.upstream.set(func(w http.ResponseWriter, r *http.Request) {
+	e.upstream.HandleFunc(func(w http.ResponseWriter, r *http.Request) {
 		close(entered)
 		<-release
-		echoReply(w, r)
+		toolgatetest.EchoProvider(w, r)
 	})
 	q := e.quote("alice", "echo")
 	done := make(chan error)
@@ -335,7 +337,7 @@ func TestCallLeaseTakeoverAfterCrash(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, toolgate.StatusCompleted, res.Execution.Status)
 	assertSpent(t, e, "alice", "0.1100") // charged once
-	assert.EqualValues(t, 2, e.upstream.calls.Load())
+	assert.EqualValues(t, 2, e.upstream.Calls())
 
 	again, err := e.gw.Call(ctx, "alice", approvedCall(q, "k1", "hello"))
 	require.NoError(t, err)
@@ -347,26 +349,26 @@ func TestCallFailedExecutionIsNotCharged(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name     string
-		handler  http.HandlerFunc
+		handler  http.Handler
 		wantCode string
 	}{
-		{"upstream error status", jsonReply(http.StatusBadRequest, `{"error":"bad"}`), registry.CodeUpstreamError},
-		{"invalid JSON", jsonReply(http.StatusOK, `{"value":`), registry.CodeUpstreamInvalidResponse},
-		{"output fails schema", jsonReply(http.StatusOK, `{"value":"this string is far longer than twenty"}`), registry.CodeOutputInvalid},
-		{"body over the cap", func(w http.ResponseWriter, _ *http.Request) {
+		{"upstream error status", toolgatetest.Reply(http.StatusBadRequest, `{"error":"bad"}`), registry.CodeUpstreamError},
+		{"invalid JSON", toolgatetest.Reply(http.StatusOK, `{"value":`), registry.CodeUpstreamInvalidResponse},
+		{"output fails schema", toolgatetest.Reply(http.StatusOK, `{"value":"this string is far longer than twenty"}`), registry.CodeOutputInvalid},
+		{"body over the cap", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			w.Write([]byte(`{"value":"` + strings.Repeat("x", 2048) + `"}`))
-		}, registry.CodeUpstreamTooLarge},
-		{"redirect elsewhere", func(w http.ResponseWriter, r *http.Request) {
+		}), registry.CodeUpstreamTooLarge},
+		{"redirect elsewhere", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, "http://169.254.169.254/latest/meta-data", http.StatusFound)
-		}, registry.CodeUpstreamError},
-		{"normalizer panics", func(w http.ResponseWriter, _ *http.Request) {
+		}), registry.CodeUpstreamError},
+		{"normalizer panics", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			w.WriteHeader(299) // the test tool panics on this status, see below
-		}, registry.CodeUpstreamInvalidResponse},
+		}), registry.CodeUpstreamInvalidResponse},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t, []toolSpec{paidCallable}, func(c *toolgate.Config) { c.MaxUpstreamBytes = 1024 })
+			e := newEnv(t, []toolSpec{paidCallable}, func(c *toolgate.Config) { c.Upstream = &upstream.Config{MaxBodyBytes: 1024} })
 			v, _ := e.reg.Lookup("paid")
 			inner := v.Tool.Normalize
 			v.Tool.Normalize = func(r registry.UpstreamResponse) (any, error) {
@@ -375,7 +377,7 @@ func TestCallFailedExecutionIsNotCharged(t *testing.T) {
 				}
 				return inner(r)
 			}
-			e.upstream.set(tt.handler)
+			e.upstream.Handle(tt.handler)
 			ctx := context.Background()
 			q := e.quote("alice", "paid")
 			res, err := e.gw.Call(ctx, "alice", approvedCall(q, "k1", "hello"))
@@ -409,7 +411,7 @@ func TestCallToolWithoutOutputSchemaFails(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, toolgate.StatusFailed, res.Execution.Status)
 	assert.Equal(t, registry.CodeOutputInvalid, res.Execution.Error.Code)
-	assert.Zero(t, e.upstream.calls.Load())
+	assert.Zero(t, e.upstream.Calls())
 }
 
 func TestCallRateLimitRetryAfter(t *testing.T) {
@@ -581,10 +583,10 @@ func TestCallOutlivesItsCaller(t *testing.T) {
 	e := newEnv(t, []toolSpec{paidCallable})
 	entered := make(chan struct{})
 	release := make(chan struct{})
-	e.upstream.set(func(w http.ResponseWriter, r *http.Request) {
+	e.upstream.HandleFunc(func(w http.ResponseWriter, r *http.Request) {
 		close(entered)
 		<-release
-		echoReply(w, r)
+		toolgatetest.EchoProvider(w, r)
 	})
 	q := e.quote("alice", "paid")
 	ctx, cancel := context.WithCancel(context.Background())

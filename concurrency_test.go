@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetest"
 )
 
 // TestConcurrentCallsWithOneKeyReachUpstreamOnce fires 100 identical calls
@@ -22,9 +23,9 @@ func TestConcurrentCallsWithOneKeyReachUpstreamOnce(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, []toolSpec{paidCallable})
 	// Hold the upstream a moment so the racers overlap the running call.
-	e.upstream.set(func(w http.ResponseWriter, r *http.Request) {
+	e.upstream.HandleFunc(func(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(20 * time.Millisecond)
-		echoReply(w, r)
+		toolgatetest.EchoProvider(w, r)
 	})
 	ctx := context.Background()
 	q := e.quote("alice", "paid")
@@ -50,7 +51,7 @@ func TestConcurrentCallsWithOneKeyReachUpstreamOnce(t *testing.T) {
 	close(start)
 	wg.Wait()
 
-	assert.EqualValues(t, 1, e.upstream.calls.Load())
+	assert.EqualValues(t, 1, e.upstream.Calls())
 	final, err := e.gw.Call(ctx, "alice", req)
 	require.NoError(t, err)
 	for i := 0; i < n; i++ {
@@ -88,7 +89,7 @@ func TestConcurrentSpendNeverExceedsBudget(t *testing.T) {
 			<-start
 			res, err := e.gw.Call(ctx, "alice", approvedCall(quotes[i], fmt.Sprintf("k%d", i), "hi"))
 			if err == nil && res.Execution.Status != toolgate.StatusCompleted {
-				err = errors.New("execution " + res.Execution.Status)
+				err = errors.New("execution " + string(res.Execution.Status))
 			}
 			results <- err
 		}(i)
@@ -110,7 +111,7 @@ func TestConcurrentSpendNeverExceedsBudget(t *testing.T) {
 	assert.Equal(t, 50, completed)
 	assert.Equal(t, 150, refused)
 	assertSpent(t, e, "alice", "5.5000")
-	assert.EqualValues(t, 50, e.upstream.calls.Load())
+	assert.EqualValues(t, 50, e.upstream.Calls())
 
 	u, err := e.store.Usage(ctx, quotes[0].Tool.ID)
 	require.NoError(t, err)

@@ -10,13 +10,13 @@ import (
 	"github.com/toolgate/toolgate/storage"
 )
 
-// Contract defaults for every principal.
+// The contract's defaults for every principal.
 var (
-	DefaultMaxPerCallUSD      = decimal.RequireFromString("25")
-	DefaultDailyLimitUSD      = decimal.RequireFromString("100")
-	DefaultMonthlyLimitUSD    = decimal.RequireFromString("1000")
-	DefaultRateLimitPerMinute = 60
-	DefaultRateLimitPerHour   = 1000
+	defaultMaxPerCallUSD      = decimal.RequireFromString("25")
+	defaultDailyLimitUSD      = decimal.RequireFromString("100")
+	defaultMonthlyLimitUSD    = decimal.RequireFromString("1000")
+	defaultRateLimitPerMinute = 60
+	defaultRateLimitPerHour   = 1000
 )
 
 // Controls is the spend-control decision for one call, as shown in a quote.
@@ -70,31 +70,26 @@ type toolLimits struct {
 	PerMinute, PerHour         *int
 }
 
-// operatorLimits layers the operator's controls over the contract defaults:
-// a principal's limits before their own settings tighten them.
-func (g *Gateway) operatorLimits(ctx context.Context, principal, slug string) (effectiveLimits, error) {
+// limitsFor layers a principal's limits: the contract defaults, the
+// operator's controls, then the caller's own (own; nil when none), which
+// only ever tighten: they are a caller's self-restraint, not a way past the
+// operator's ceiling.
+func (g *Gateway) limitsFor(ctx context.Context, principal, slug string, own *storage.SpendControls) (effectiveLimits, error) {
 	l := effectiveLimits{
-		MaxPerCall: DefaultMaxPerCallUSD, Daily: DefaultDailyLimitUSD, Monthly: DefaultMonthlyLimitUSD,
-		PerMinute: DefaultRateLimitPerMinute, PerHour: DefaultRateLimitPerHour,
+		MaxPerCall: defaultMaxPerCallUSD, Daily: defaultDailyLimitUSD, Monthly: defaultMonthlyLimitUSD,
+		PerMinute: defaultRateLimitPerMinute, PerHour: defaultRateLimitPerHour,
 	}
 	if g.controls != nil {
 		op, err := g.controls.SpendControls(ctx, principal)
 		if err != nil {
-			return l, fmt.Errorf("operator spend controls: %w", err)
+			return l, internalError(fmt.Errorf("operator spend controls: %w", err))
 		}
 		l.apply(op, slug, false)
 	}
-	return l, nil
-}
-
-// withOwn applies a caller's own stored controls (nil: none). They only
-// ever tighten: they are a caller's self-restraint, not a way past the
-// operator's ceiling.
-func (l effectiveLimits) withOwn(own *storage.SpendControls, slug string) effectiveLimits {
 	if own != nil {
 		l.apply(*own, slug, true)
 	}
-	return l
+	return l, nil
 }
 
 func (l *effectiveLimits) apply(c storage.SpendControls, slug string, tighten bool) {
@@ -215,6 +210,39 @@ func spendViolation(kind limitKind, max decimal.Decimal) string {
 		return "Call would exceed this tool's monthly limit of $" + usd(max)
 	}
 	return ""
+}
+
+// spendLimitError refuses a call that would break spend controls.
+func spendLimitError(violations []string) *Error {
+	return &Error{Code: CodeSpendLimitExceeded, Message: "the call would break your spend controls", Violations: violations}
+}
+
+// limitError reports rate limits before spend limits: a rate-limited caller
+// should wait, not raise a budget.
+func limitError(built []builtLimit, le *storage.LimitError, now time.Time) *Error {
+	var violations []string
+	var retryAt time.Time
+	for _, f := range le.Failures {
+		b := built[f.Index]
+		if b.limit.Measure == storage.MeasureCalls {
+			at := f.Oldest.Add(b.window)
+			if f.Oldest.IsZero() {
+				at = now.Add(b.window) // a limit of zero never frees up; say when to look again
+			}
+			if at.After(retryAt) {
+				retryAt = at
+			}
+			continue
+		}
+		violations = append(violations, spendViolation(b.kind, b.limit.Max))
+	}
+	if !retryAt.IsZero() {
+		// A call stays in its window up to and including oldest+window, so
+		// the first whole second strictly after that is when a retry succeeds.
+		wait := retryAt.Sub(now).Truncate(time.Second) + time.Second
+		return &Error{Code: CodeRateLimited, Message: fmt.Sprintf("too many calls; retry in %d seconds", int(wait.Seconds())), RetryAfter: wait}
+	}
+	return spendLimitError(violations)
 }
 
 // Violation strings that do not depend on usage.
@@ -339,9 +367,9 @@ func previewControls(l effectiveLimits, used []decimal.Decimal, total decimal.De
 	return c
 }
 
-// SpendControls returns the caller's own stored spend controls (which can
-// only tighten the operator's) and the effective ones as a quote would show
-// them for no particular tool.
+// SpendControls returns the caller's own stored spend controls, the zero
+// value when they have set none. These only ever tighten the operator's:
+// the limits in force for a tool are shown in its quote's controls.
 func (g *Gateway) SpendControls(ctx context.Context, principal string) (storage.SpendControls, error) {
 	if err := validPrincipal(principal); err != nil {
 		return storage.SpendControls{}, err
@@ -356,19 +384,44 @@ func (g *Gateway) SpendControls(ctx context.Context, principal string) (storage.
 	return c, nil
 }
 
-// SetSpendControls stores the caller's own spend controls. They apply to the
-// caller's next quote and call, and can only tighten the operator's limits.
+// SetSpendControls replaces the caller's own spend controls. They apply to
+// the caller's next quote and call, and can only tighten the operator's
+// limits.
 func (g *Gateway) SetSpendControls(ctx context.Context, principal string, c storage.SpendControls) error {
+	_, err := g.UpdateSpendControls(ctx, principal, func(stored *storage.SpendControls) error {
+		*stored = c
+		return nil
+	})
+	return err
+}
+
+// UpdateSpendControls changes the caller's own spend controls in one atomic
+// step of the store: update is handed the stored controls (the zero value
+// when none) and what it leaves is validated and stored, so two concurrent
+// changes, such as two tools' limits set at once, both survive. update may
+// run more than once and must only change its argument; an error it returns
+// aborts the change and comes back as it is. It returns the controls stored.
+func (g *Gateway) UpdateSpendControls(ctx context.Context, principal string, update func(*storage.SpendControls) error) (storage.SpendControls, error) {
 	if err := validPrincipal(principal); err != nil {
-		return err
+		return storage.SpendControls{}, err
 	}
-	if err := validateSpendControls(c); err != nil {
-		return err
+	var refused error // update's own error, or the validation's, returned as it is
+	c, err := g.store.UpdateSpendControls(ctx, principal, func(c *storage.SpendControls) error {
+		refused = update(c)
+		if refused == nil {
+			if bad := validateSpendControls(*c); bad != nil {
+				refused = bad
+			}
+		}
+		return refused
+	})
+	switch {
+	case err != nil && refused != nil && errors.Is(err, refused):
+		return storage.SpendControls{}, refused
+	case err != nil:
+		return storage.SpendControls{}, internalError(err)
 	}
-	if err := g.store.PutSpendControls(ctx, principal, c); err != nil {
-		return internalError(err)
-	}
-	return nil
+	return c, nil
 }
 
 func validateSpendControls(c storage.SpendControls) *Error {

@@ -12,6 +12,9 @@ import (
 // RegistryEntry is a tool as the registry shows it: identity, trust, risk,
 // policy, usage, pricing, schemas, how to call it and where its documentation
 // lives. It carries the policy for any caller, before standing approvals.
+//
+// Access.Endpoint and Documentation name routes, which only the layer that
+// serves them knows: httpapi fills them in; from the library they are empty.
 type RegistryEntry struct {
 	Kind          string          `json:"kind"`
 	ID            string          `json:"id"`
@@ -33,7 +36,19 @@ type RegistryEntry struct {
 	Access        EntryAccess     `json:"access"`
 	Documentation EntryDocs       `json:"documentation"`
 	UpdatedAt     time.Time       `json:"updatedAt"`
+
+	version *registry.Version
+	cost    Cost
 }
+
+// ToolVersion is the registered version the entry describes, so that
+// everything shown beside an entry (schemas, examples) comes from the same
+// version even when a new one is published meanwhile.
+func (e *RegistryEntry) ToolVersion() *registry.Version { return e.version }
+
+// CallCost is what one call of the tool costs under this gateway: the
+// price, the gateway fee and the total, as a quote states them.
+func (e *RegistryEntry) CallCost() Cost { return e.cost }
 
 // EntryProvider is the provider of a registry entry.
 type EntryProvider struct {
@@ -72,7 +87,7 @@ type EntryTrust struct {
 
 // EntryRisk is the risk of a registry entry.
 type EntryRisk struct {
-	Level        string                          `json:"level"`
+	Level        RiskLevel                       `json:"level"`
 	Capabilities registry.NormalizedCapabilities `json:"capabilities"`
 }
 
@@ -83,7 +98,8 @@ type EntryPricing struct {
 	Amount   string `json:"amount"`
 }
 
-// EntryAccess says how a tool is called.
+// EntryAccess says how a tool is called: through the gateway, at the call
+// route of the layer that serves it.
 type EntryAccess struct {
 	Mode     string `json:"mode"`
 	Endpoint struct {
@@ -92,7 +108,8 @@ type EntryAccess struct {
 	} `json:"endpoint"`
 }
 
-// EntryDocs are the relative paths of a tool's documentation.
+// EntryDocs are where a tool's documentation is served, set by the layer
+// that serves it.
 type EntryDocs struct {
 	JSON    string `json:"json"`
 	OpenAPI string `json:"openapi"`
@@ -122,7 +139,7 @@ func (g *Gateway) Entry(ctx context.Context, tool string, opts EntryOptions) (*R
 	if err != nil {
 		return nil, internalError(err)
 	}
-	e := NewRegistryEntry(v, u, opts)
+	e := g.entryOf(v, u, opts)
 	return &e, nil
 }
 
@@ -148,34 +165,22 @@ func (g *Gateway) List(ctx context.Context, q string, limit, offset int, opts En
 	}
 	out := &RegistryList{Tools: make([]RegistryEntry, 0, len(versions)), Total: total}
 	for _, v := range versions {
-		out.Tools = append(out.Tools, NewRegistryEntry(v, usage[v.Tool.ID], opts))
+		out.Tools = append(out.Tools, g.entryOf(v, usage[v.Tool.ID], opts))
 	}
 	return out, nil
 }
 
-// usageLister is a store that reads the usage of some tools only, as
-// memory.Store does. A listing shows at most 100 tools, and copying the
-// counters of every tool ever used for each page grew with the registry.
-type usageLister interface {
-	UsageOf(ctx context.Context, toolIDs []string) (map[string]storage.Usage, error)
-}
-
-// usageOf returns the usage of the listed versions' tools (and, from a store
-// without UsageOf, of every tool).
+// usageOf returns the usage of the listed versions' tools.
 func (g *Gateway) usageOf(ctx context.Context, versions []*registry.Version) (map[string]storage.Usage, error) {
-	ul, ok := g.store.(usageLister)
-	if !ok {
-		return g.store.UsageAll(ctx)
-	}
 	ids := make([]string, len(versions))
 	for i, v := range versions {
 		ids[i] = v.Tool.ID
 	}
-	return ul.UsageOf(ctx, ids)
+	return storage.UsageOf(ctx, g.store, ids)
 }
 
-// NewRegistryEntry builds the entry of a tool version with its usage.
-func NewRegistryEntry(v *registry.Version, u storage.Usage, opts EntryOptions) RegistryEntry {
+// entryOf builds the entry of a tool version with its usage.
+func (g *Gateway) entryOf(v *registry.Version, u storage.Usage, opts EntryOptions) RegistryEntry {
 	t := v.Tool
 	policy := EvaluatePolicy(v)
 	var digest *string
@@ -208,14 +213,11 @@ func NewRegistryEntry(v *registry.Version, u storage.Usage, opts EntryOptions) R
 		Pricing:      EntryPricing{Type: t.Pricing.Type, Currency: t.Pricing.Currency, Amount: usd(t.Pricing.Amount)},
 		InputSchema:  t.InputSchema,
 		OutputSchema: out,
-		Documentation: EntryDocs{
-			JSON:    "/v1/registry/tools/" + t.Slug + "/docs",
-			OpenAPI: "/v1/registry/tools/" + t.Slug + "/openapi.json",
-			LLMs:    "/v1/registry/tools/" + t.Slug + "/llms.txt",
-			Human:   "/tools/" + t.Slug,
-		},
-		UpdatedAt: t.UpdatedAt,
+		UpdatedAt:    t.UpdatedAt,
+		version:      v,
 	}
+	amt := priceWithFee(t.Pricing.Amount, g.feeRate)
+	e.cost = Cost{PriceUSD: usd(amt.Price), FeeUSD: usd(amt.Fee), TotalUSD: usd(amt.Total), Currency: "USD"}
 	e.Trust.Provider.Tier = t.Provider.TrustTier
 	e.Trust.Provider.PaymentVerified = t.Provider.PaymentVerified
 	e.Trust.Endpoint.Status = "unverified"
@@ -232,7 +234,5 @@ func NewRegistryEntry(v *registry.Version, u storage.Usage, opts EntryOptions) R
 	e.Trust.Behavior.Status = behaviorStatus(u)
 	e.Trust.Behavior.Evidence = "gateway_calls"
 	e.Access.Mode = "gateway"
-	e.Access.Endpoint.Method = "POST"
-	e.Access.Endpoint.Path = "/v1/tools/" + t.Slug + "/call"
 	return e
 }

@@ -12,7 +12,9 @@ import (
 // codes, never on messages.
 type Code string
 
-// Error codes, as in the contract's HTTP error table.
+// Error codes, as in the contract's HTTP error table. The codes only the
+// HTTP layer can meet (a wrong method, a body too large or not JSON) are
+// httpapi's.
 const (
 	CodeInvalidRequest        Code = "invalid_request"
 	CodeIdempotencyKeyMissing Code = "idempotency_key_missing"
@@ -26,13 +28,10 @@ const (
 	CodeQuoteNotFound         Code = "quote_not_found"
 	CodeExecutionNotFound     Code = "execution_not_found"
 	CodeNotFound              Code = "not_found"
-	CodeMethodNotAllowed      Code = "method_not_allowed"
 	CodeQuoteExpired          Code = "quote_expired"
 	CodeQuoteUsed             Code = "quote_used"
 	CodeQuoteOutdated         Code = "quote_outdated"
 	CodeIdempotencyKeyInUse   Code = "idempotency_key_in_use"
-	CodePayloadTooLarge       Code = "payload_too_large"
-	CodeUnsupportedMediaType  Code = "unsupported_media_type"
 	CodeInputInvalid          Code = "input_invalid"
 	CodeQuoteToolMismatch     Code = "quote_tool_mismatch"
 	CodeIdempotencyKeyReused  Code = "idempotency_key_reused"
@@ -53,13 +52,10 @@ var codeStatus = map[Code]int{
 	CodeQuoteNotFound:         http.StatusNotFound,
 	CodeExecutionNotFound:     http.StatusNotFound,
 	CodeNotFound:              http.StatusNotFound,
-	CodeMethodNotAllowed:      http.StatusMethodNotAllowed,
 	CodeQuoteExpired:          http.StatusConflict,
 	CodeQuoteUsed:             http.StatusConflict,
 	CodeQuoteOutdated:         http.StatusConflict,
 	CodeIdempotencyKeyInUse:   http.StatusConflict,
-	CodePayloadTooLarge:       http.StatusRequestEntityTooLarge,
-	CodeUnsupportedMediaType:  http.StatusUnsupportedMediaType,
 	CodeInputInvalid:          http.StatusUnprocessableEntity,
 	CodeQuoteToolMismatch:     http.StatusUnprocessableEntity,
 	CodeIdempotencyKeyReused:  http.StatusUnprocessableEntity,
@@ -90,7 +86,7 @@ type Error struct {
 	RetryAfter time.Duration
 	// ApprovalRequirement, ManifestDigest and Reasons explain tool_blocked,
 	// approval_required and approval_mismatch.
-	ApprovalRequirement string
+	ApprovalRequirement Requirement
 	ManifestDigest      *string
 	Reasons             []string
 

@@ -1,6 +1,8 @@
 package toolgate
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"math/rand/v2"
 	"strconv"
@@ -18,7 +20,23 @@ import (
 // each must give exactly the same bytes, since they are stored, compared
 // with earlier calls' and returned byte for byte on replay.
 
-func TestFingerprintOfMatchesFingerprint(t *testing.T) {
+// canonicalFingerprint is the fingerprint's definition, computed the slow,
+// general way: the canonical JSON of the document, hashed.
+func canonicalFingerprint(t *testing.T, toolID, quoteID string, canonicalInput []byte, approvalDigest string) string {
+	doc, err := json.Marshal(struct {
+		Tool     string          `json:"tool"`
+		Quote    string          `json:"quoteId"`
+		Input    json.RawMessage `json:"input"`
+		Approval string          `json:"approval"`
+	}{toolID, quoteID, canonicalInput, approvalDigest})
+	require.NoError(t, err)
+	canon, err := registry.Canonicalize(doc)
+	require.NoError(t, err)
+	sum := sha256.Sum256(canon)
+	return hex.EncodeToString(sum[:])
+}
+
+func TestFingerprintIsHashOfCanonicalDocument(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(3, 4))
 	inputs := []string{
@@ -35,7 +53,7 @@ func TestFingerprintOfMatchesFingerprint(t *testing.T) {
 			tool = "tool \"odd\" é"
 		}
 		approval := approvals[rng.IntN(len(approvals))]
-		assert.Equal(t, fingerprint(tool, quote, in, approval), fingerprintOf(tool, quote, in, approval), "%s %s %q", tool, in, approval)
+		assert.Equal(t, canonicalFingerprint(t, tool, quote, in, approval), fingerprint(tool, quote, in, approval), "%s %s %q", tool, in, approval)
 	}
 }
 
@@ -43,7 +61,7 @@ func TestUSDMatchesStringFixed(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(5, 6))
 	cases := []decimal.Decimal{
-		decimal.Zero, decimal.New(0, -4), decimal.New(-0, 3), DefaultMaxPerCallUSD, DefaultDailyLimitUSD, DefaultFeeRate,
+		decimal.Zero, decimal.New(0, -4), decimal.New(-0, 3), defaultMaxPerCallUSD, defaultDailyLimitUSD, defaultFeeRate,
 		decimal.NewFromInt(1_000_000_000), decimal.RequireFromString("0.0001"), decimal.RequireFromString("-0.0001"),
 		decimal.RequireFromString("0.00005"), decimal.RequireFromString("-0.00005"), decimal.RequireFromString("12345678901234.5678"),
 		decimal.RequireFromString("99999999999999.9999"), decimal.RequireFromString("999999999999999.9999"), decimal.New(1, 4), decimal.New(-7, 4),

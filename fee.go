@@ -2,8 +2,8 @@ package toolgate
 
 import "github.com/shopspring/decimal"
 
-// DefaultFeeRate is the gateway fee as a share of the provider's price.
-var DefaultFeeRate = decimal.RequireFromString("0.10")
+// defaultFeeRate is the gateway fee as a share of the provider's price.
+var defaultFeeRate = decimal.RequireFromString("0.10")
 
 // amounts is the price, the gateway fee and the total of one call.
 type amounts struct {

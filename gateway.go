@@ -4,15 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"time"
 
-	"github.com/hashicorp/go-retryablehttp"
 	"github.com/shopspring/decimal"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/upstream"
 )
 
 // Defaults for Config fields left zero.
@@ -20,8 +19,6 @@ const (
 	DefaultQuoteTTL             = 5 * time.Minute
 	DefaultIdempotencyLease     = 60 * time.Second
 	DefaultIdempotencyRetention = 24 * time.Hour
-	DefaultUpstreamTimeout      = 10 * time.Second
-	DefaultMaxUpstreamBytes     = 1 << 20
 )
 
 // Config holds a Gateway's optional dependencies and settings. A nil
@@ -31,38 +28,30 @@ type Config struct {
 	Registry *registry.Registry
 	// Clock tells the time; nil means the system clock.
 	Clock Clock
-	// Transport sends upstream requests; nil means NewUpstreamTransport(),
+	// Transport sends upstream requests; nil means upstream.NewTransport(),
 	// which refuses internal addresses at dial time. Tests plug in fakes;
 	// an operator's own transport should keep that dial check.
 	Transport http.RoundTripper
+	// Upstream sets how tool requests are sent: their deadline (10 s), the
+	// cap on an answer (1 MiB), retries of safe reads and the circuit
+	// breaker. Nil means upstream's defaults; its Clock, when nil, is the
+	// gateway's.
+	Upstream *upstream.Config
 	// FeeRate is the gateway fee as a share of the price; nil means 0.10.
 	FeeRate *decimal.Decimal
 	// QuoteTTL is how long a quote stays usable (default 5 minutes).
 	QuoteTTL time.Duration
 	// IdempotencyLease is how long a call holds its Idempotency-Key before a
-	// retry may take it over, should the process running it die (default 60 s).
+	// retry may take it over, should the process running it die (default
+	// 60 s). It must be longer than the upstream deadline.
 	IdempotencyLease time.Duration
 	// IdempotencyRetention is how long finished records are kept for replay
 	// (default and minimum 24 hours).
 	IdempotencyRetention time.Duration
-	// UpstreamTimeout bounds each call's upstream exchange, retries
-	// included (default 10 s).
-	UpstreamTimeout time.Duration
-	// MaxUpstreamBytes caps an upstream response body (default 1 MiB).
-	MaxUpstreamBytes int64
-	// UpstreamAttempts is how many times a safe read may be tried (default 3).
-	UpstreamAttempts int
-	// UpstreamCheckRetry decides whether to try again; nil means RetrySafeReads.
-	UpstreamCheckRetry retryablehttp.CheckRetry
-	// UpstreamBackoff says how long to wait before trying again; nil means JitteredBackoff.
-	UpstreamBackoff retryablehttp.Backoff
-	// BreakerThreshold is how many consecutive failures of an upstream open
-	// its circuit (default 5); BreakerCooldown how long it stays open (30 s).
-	BreakerThreshold int
-	BreakerCooldown  time.Duration
-	// SpendControls supplies the operator's spend controls per principal;
-	// nil means the contract defaults for everyone. Callers' own settings,
-	// kept in the store, can only tighten them.
+	// SpendControls supplies the operator's spend controls per principal.
+	// A limit it leaves unset has the contract's default: $25 per call,
+	// $100 a UTC day, $1000 a UTC month, 60 calls a minute, 1000 an hour.
+	// Callers' own settings, kept in the store, can only tighten them.
 	SpendControls SpendControlsSource
 	// Approvals supplies callers' standing approvals; nil means the store.
 	Approvals ApprovalSource
@@ -91,16 +80,20 @@ type ApprovalSource interface {
 	GetApproval(ctx context.Context, principal, toolID string) (storage.Approval, error)
 }
 
-// Gateway quotes and calls registered tools. It keeps no state of its own
-// beyond its configuration, so any number of Gateways, in one process or
-// many, can share one store. Safe for concurrent use.
+// Gateway quotes and calls registered tools. Safe for concurrent use.
+//
+// Everything that must hold across calls (quotes, Idempotency-Keys, spend
+// and rate windows, approvals) lives in its store, so any number of
+// Gateways, in one process or many, can share one store. The one thing a
+// Gateway remembers itself is which provider origins have been failing, for
+// its circuit breaker; that only ever makes it fail fast, never admit more.
 type Gateway struct {
 	store     storage.Store
 	registry  *registry.Registry
 	clock     Clock
 	feeRate   decimal.Decimal
 	cfg       Config
-	upstream  *upstreamClient
+	upstream  *upstream.Client
 	controls  SpendControlsSource
 	approvals ApprovalSource
 	// approvalsFromStore: standing approvals are the store's, read together
@@ -123,12 +116,17 @@ func New(store storage.Store, cfg *Config) (*Gateway, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
+	up, err := upstream.New(c.Transport, c.Upstream)
+	if err != nil {
+		return nil, fmt.Errorf("toolgate: %w", err)
+	}
 	gw := &Gateway{
 		store:     store,
 		registry:  c.Registry,
 		clock:     c.Clock,
 		feeRate:   *c.FeeRate,
 		cfg:       c,
+		upstream:  up,
 		controls:  c.SpendControls,
 		approvals: c.Approvals,
 		log:       c.Logger,
@@ -137,7 +135,6 @@ func New(store storage.Store, cfg *Config) (*Gateway, error) {
 		gw.approvals = store
 	}
 	gw.approvalsFromStore = sameSource(gw.approvals, store)
-	gw.upstream = newUpstreamClient(c)
 	return gw, nil
 }
 
@@ -146,13 +143,15 @@ func (c Config) withDefaults() Config {
 		c.Registry = registry.Default
 	}
 	if c.Clock == nil {
-		c.Clock = SystemClock{}
+		c.Clock = systemClock{}
 	}
-	if c.Transport == nil {
-		c.Transport = NewUpstreamTransport()
+	up := c.Upstream.WithDefaults()
+	if c.Upstream == nil || c.Upstream.Clock == nil {
+		up.Clock = c.Clock
 	}
+	c.Upstream = &up
 	if c.FeeRate == nil {
-		rate := DefaultFeeRate
+		rate := defaultFeeRate
 		c.FeeRate = &rate
 	}
 	if c.QuoteTTL == 0 {
@@ -164,29 +163,8 @@ func (c Config) withDefaults() Config {
 	if c.IdempotencyRetention == 0 {
 		c.IdempotencyRetention = DefaultIdempotencyRetention
 	}
-	if c.UpstreamTimeout == 0 {
-		c.UpstreamTimeout = DefaultUpstreamTimeout
-	}
-	if c.MaxUpstreamBytes == 0 {
-		c.MaxUpstreamBytes = DefaultMaxUpstreamBytes
-	}
-	if c.UpstreamAttempts == 0 {
-		c.UpstreamAttempts = DefaultUpstreamAttempts
-	}
-	if c.UpstreamCheckRetry == nil {
-		c.UpstreamCheckRetry = RetrySafeReads
-	}
-	if c.UpstreamBackoff == nil {
-		c.UpstreamBackoff = JitteredBackoff
-	}
-	if c.BreakerThreshold == 0 {
-		c.BreakerThreshold = DefaultBreakerThreshold
-	}
-	if c.BreakerCooldown == 0 {
-		c.BreakerCooldown = DefaultBreakerCooldown
-	}
 	if c.Logger == nil {
-		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return c
 }
@@ -201,38 +179,16 @@ func (c Config) validate() error {
 		return errors.New("toolgate: IdempotencyLease must be positive")
 	case c.IdempotencyRetention < DefaultIdempotencyRetention:
 		return fmt.Errorf("toolgate: IdempotencyRetention must be at least %s", DefaultIdempotencyRetention)
-	case c.UpstreamTimeout < 0:
-		return errors.New("toolgate: UpstreamTimeout must be positive")
-	case c.UpstreamTimeout >= c.IdempotencyLease:
+	case c.Upstream.Timeout >= c.IdempotencyLease:
 		// A run must finish within its lease, or a retry could take over a
 		// call that is still running and reach the upstream twice.
-		return fmt.Errorf("toolgate: UpstreamTimeout %s must be shorter than IdempotencyLease %s", c.UpstreamTimeout, c.IdempotencyLease)
-	case c.MaxUpstreamBytes < 0:
-		return errors.New("toolgate: MaxUpstreamBytes must be positive")
-	case c.UpstreamAttempts < 1:
-		return errors.New("toolgate: UpstreamAttempts must be at least 1")
-	case c.BreakerThreshold < 1 || c.BreakerCooldown < 0:
-		return errors.New("toolgate: BreakerThreshold must be at least 1 and BreakerCooldown positive")
+		return fmt.Errorf("toolgate: the upstream Timeout %s must be shorter than IdempotencyLease %s", c.Upstream.Timeout, c.IdempotencyLease)
 	}
 	return nil
 }
 
 // Registry returns the gateway's registry.
 func (g *Gateway) Registry() *registry.Registry { return g.registry }
-
-// FeeRate returns the gateway fee as a share of the price.
-func (g *Gateway) FeeRate() decimal.Decimal { return g.feeRate }
-
-// Amounts returns what a call of a tool at price costs under this gateway:
-// the price, the fee and the total, each rounded to 4 decimals exactly as a
-// quote states them.
-func (g *Gateway) Amounts(price decimal.Decimal) (p, fee, total decimal.Decimal) {
-	a := priceWithFee(price, g.feeRate)
-	return a.Price, a.Fee, a.Total
-}
-
-// Store returns the gateway's store.
-func (g *Gateway) Store() storage.Store { return g.store }
 
 // lookup resolves a tool by slug or id into a tool_not_found error.
 func (g *Gateway) lookup(slugOrID string) (*registry.Version, error) {

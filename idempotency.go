@@ -28,20 +28,61 @@ func ValidateIdempotencyKey(key string) error {
 	return nil
 }
 
-// fingerprint identifies what a call asks for, so that a reused key can be
-// told apart from a retry: the tool, the quote, the input in canonical form
-// (so key order and spacing do not matter) and the approval digest.
+// errKeyReused answers another request under a key already used.
+func errKeyReused() *Error {
+	return newError(CodeIdempotencyKeyReused, "this Idempotency-Key was used for a different request; use a new key for a new call")
+}
+
+// errKeyInUse answers a request whose key another run still holds.
+func errKeyInUse() *Error {
+	return newError(CodeIdempotencyKeyInUse, "a request with this Idempotency-Key is still in progress; retry later")
+}
+
+// fingerprint identifies what a call asks for, so that a retry can be told
+// from another request under the same key: the SHA-256 of the RFC 8785
+// document {"approval","input","quoteId","tool"} of the approval digest, the
+// input in canonical form (so key order and spacing do not matter), the
+// quote and the tool. The document is written directly, members in their
+// canonical order around the input, which is canonical already.
 func fingerprint(toolID, quoteID string, canonicalInput []byte, approvalDigest string) string {
-	doc, _ := json.Marshal(struct {
-		Tool     string          `json:"tool"`
-		Quote    string          `json:"quoteId"`
-		Input    json.RawMessage `json:"input"`
-		Approval string          `json:"approval"`
-	}{toolID, quoteID, canonicalInput, approvalDigest})
-	canon, err := registry.Canonicalize(doc)
-	if err != nil {
-		canon = doc // unreachable: every part is already canonical
-	}
-	sum := sha256.Sum256(canon)
+	doc := make([]byte, 0, 64+len(toolID)+len(quoteID)+len(canonicalInput)+len(approvalDigest))
+	doc = append(doc, `{"approval":`...)
+	doc = appendCanonicalString(doc, approvalDigest)
+	doc = append(doc, `,"input":`...)
+	doc = append(doc, canonicalInput...)
+	doc = append(doc, `,"quoteId":`...)
+	doc = appendCanonicalString(doc, quoteID)
+	doc = append(doc, `,"tool":`...)
+	doc = appendCanonicalString(doc, toolID)
+	doc = append(doc, '}')
+	sum := sha256.Sum256(doc)
 	return hex.EncodeToString(sum[:])
+}
+
+// appendCanonicalString appends s as RFC 8785 writes a JSON string. Ids and
+// digests are printable ASCII without quotes or backslashes, written as they
+// are; anything else (a caller may send any approval) takes the general way.
+func appendCanonicalString(dst []byte, s string) []byte {
+	if plainASCII(s) {
+		dst = append(dst, '"')
+		dst = append(dst, s...)
+		return append(dst, '"')
+	}
+	raw, _ := json.Marshal(s) // a string always encodes
+	canon, err := registry.Canonicalize(raw)
+	if err != nil {
+		canon = raw // unreachable: an encoded string is canonicalizable
+	}
+	return append(dst, canon...)
+}
+
+// plainASCII reports whether s is printable ASCII without a quote or a
+// backslash: a string RFC 8785 writes exactly as it is.
+func plainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }

@@ -1,33 +1,44 @@
 package toolgate
 
 import (
+	"context"
+	"reflect"
+	"strings"
+
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
 )
 
+// RiskLevel is how much harm a call of a tool could do, classified from its
+// declared capabilities.
+type RiskLevel string
+
 // Risk levels.
 const (
-	RiskUnknown  = "unknown"
-	RiskLow      = "low"
-	RiskMedium   = "medium"
-	RiskHigh     = "high"
-	RiskCritical = "critical"
+	RiskUnknown  RiskLevel = "unknown"
+	RiskLow      RiskLevel = "low"
+	RiskMedium   RiskLevel = "medium"
+	RiskHigh     RiskLevel = "high"
+	RiskCritical RiskLevel = "critical"
 )
+
+// Requirement is the approval a call of a tool needs.
+type Requirement string
 
 // Approval requirements, from most to least restrictive.
 const (
 	// RequirementBlocked: the tool may not be called at all.
-	RequirementBlocked = "blocked"
+	RequirementBlocked Requirement = "blocked"
 	// RequirementExplicitUnverified: every call needs an explicit approval of
 	// the exact digest, because the endpoint is unverified or the risk unknown.
-	RequirementExplicitUnverified = "explicit_unverified"
+	RequirementExplicitUnverified Requirement = "explicit_unverified"
 	// RequirementPerCall: every call needs an explicit approval (high or critical risk).
-	RequirementPerCall = "per_call"
+	RequirementPerCall Requirement = "per_call"
 	// RequirementFirstUse: the first call needs an explicit approval; the
 	// gateway remembers it for that exact digest.
-	RequirementFirstUse = "first_use"
+	RequirementFirstUse Requirement = "first_use"
 	// RequirementCoveredByUserPolicy: no explicit approval is needed.
-	RequirementCoveredByUserPolicy = "covered_by_user_policy"
+	RequirementCoveredByUserPolicy Requirement = "covered_by_user_policy"
 )
 
 // Policy reasons, in the order they are listed.
@@ -47,15 +58,15 @@ type Policy struct {
 	Callable             bool           `json:"callable"`
 	MonetizationEligible bool           `json:"monetizationEligible"`
 	EligibleForAutoCall  bool           `json:"eligibleForAutoCall"`
-	RiskLevel            string         `json:"riskLevel"`
+	RiskLevel            RiskLevel      `json:"riskLevel"`
 	Approval             ApprovalPolicy `json:"approval"`
 	Reasons              []string       `json:"reasons"`
 }
 
 // ApprovalPolicy is the approval part of a Policy.
 type ApprovalPolicy struct {
-	Requirement    string  `json:"requirement"`
-	ManifestDigest *string `json:"manifestDigest"`
+	Requirement    Requirement `json:"requirement"`
+	ManifestDigest *string     `json:"manifestDigest"`
 	// Standing is the caller's standing approval of this tool, when the
 	// policy was evaluated for a caller who has one.
 	Standing *StandingApproval `json:"standingApproval,omitempty"`
@@ -71,8 +82,8 @@ type StandingApproval struct {
 	Stale bool `json:"stale"`
 }
 
-// RiskLevel classifies normalized capabilities.
-func RiskLevel(c registry.NormalizedCapabilities) string {
+// RiskOf classifies normalized capabilities.
+func RiskOf(c registry.NormalizedCapabilities) RiskLevel {
 	switch {
 	case !c.Declared:
 		return RiskUnknown
@@ -115,8 +126,8 @@ func EvaluatePolicy(v *registry.Version) Policy {
 		reasons = append(reasons, ReasonPaidEndpointUnverified)
 	}
 
-	risk := RiskLevel(v.Capabilities)
-	var requirement string
+	risk := RiskOf(v.Capabilities)
+	var requirement Requirement
 	switch {
 	case !hasVersion || (paid && (!endpointVerified || !paymentVerified)):
 		requirement = RequirementBlocked
@@ -184,4 +195,58 @@ func (p Policy) forCaller(a *storage.Approval, totalIsZero bool) Policy {
 // explicit approval of the manifest digest.
 func (p Policy) needsApproval() bool {
 	return p.Approval.Requirement != RequirementCoveredByUserPolicy
+}
+
+// explain adds to e what the policy required and why.
+func (p Policy) explain(e *Error) *Error {
+	e.ApprovalRequirement = p.Approval.Requirement
+	e.ManifestDigest = p.Approval.ManifestDigest
+	e.Reasons = p.Reasons
+	return e
+}
+
+// checkPolicy applies the policy to a call: the tool must be callable, and
+// the call must carry the approval its requirement asks for, of this very
+// digest. stored is the caller's standing approval, when it was read from
+// the store with the call's other reads.
+func (g *Gateway) checkPolicy(ctx context.Context, c *call, q storage.Quote, stored *storage.Approval) (Policy, error) {
+	v, approval := c.tool, c.req.ApprovalDigest
+	policy := EvaluatePolicy(v)
+	switch {
+	case approval != "" && approval == v.Digest && g.approvalsFromStore:
+		// The caller approved this very digest, which is all any approval
+		// requirement asks, and a standing approval changes only the
+		// requirement, never whether the tool is callable: it cannot change
+		// the outcome, so it was not read. (The one later use of the policy,
+		// rememberFirstUse, reads the standing approval itself and leaves it
+		// be whenever it would have changed a first_use requirement.)
+	case g.approvalsFromStore:
+		policy = policy.forCaller(stored, q.TotalUSD.IsZero())
+	default:
+		external, err := g.externalApproval(ctx, c.principal, v)
+		if err != nil {
+			return policy, internalError(err)
+		}
+		policy = policy.forCaller(external, q.TotalUSD.IsZero())
+	}
+	if !policy.Callable {
+		return policy, policy.explain(newError(CodeToolBlocked, "%s cannot be called: %s", v.Tool.Slug, strings.Join(policy.Reasons, "; ")))
+	}
+	switch {
+	case approval == "" && policy.needsApproval():
+		return policy, policy.explain(newError(CodeApprovalRequired, "calling %s requires approval of its manifest digest (%s)", v.Tool.Slug, policy.Approval.Requirement))
+	case approval != "" && approval != v.Digest:
+		// Even where no approval is needed, one for another digest means the
+		// user approved something else.
+		return policy, policy.explain(newError(CodeApprovalMismatch, "the approval names another manifest digest than %s's current version", v.Tool.Slug))
+	}
+	return policy, nil
+}
+
+// sameSource reports whether approvals come from the store itself.
+func sameSource(a ApprovalSource, s storage.Store) bool {
+	ai, si := any(a), any(s)
+	t := reflect.TypeOf(ai)
+	// Comparing interfaces holding the same uncomparable type would panic.
+	return t == reflect.TypeOf(si) && t.Comparable() && ai == si
 }

@@ -20,7 +20,7 @@ func TestRiskLevel(t *testing.T) {
 	tests := []struct {
 		name string
 		caps registry.NormalizedCapabilities
-		want string
+		want toolgate.RiskLevel
 	}{
 		{"undeclared", registry.NormalizeCapabilities(nil, "https://x.example"), toolgate.RiskUnknown},
 		{"low", declared(func(*registry.Capabilities) {}), toolgate.RiskLow},
@@ -40,7 +40,7 @@ func TestRiskLevel(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, toolgate.RiskLevel(tt.caps))
+			assert.Equal(t, tt.want, toolgate.RiskOf(tt.caps))
 		})
 	}
 }
@@ -54,7 +54,7 @@ func TestEvaluatePolicyRequirements(t *testing.T) {
 	tests := []struct {
 		name         string
 		spec         toolSpec
-		requirement  string
+		requirement  toolgate.Requirement
 		callable     bool
 		autoCall     bool
 		monetization bool
@@ -135,24 +135,5 @@ func TestEvaluatePolicyRequirements(t *testing.T) {
 				assert.Nil(t, p.Approval.ManifestDigest)
 			}
 		})
-	}
-}
-
-func TestUsageLabels(t *testing.T) {
-	t.Parallel()
-	invocations := map[int64]string{
-		0: "Under 1K invokes", 999: "Under 1K invokes", 1000: "1K invokes", 1250: "1.2K invokes",
-		1300: "1.3K invokes", 1999: "1.9K invokes", 25_000: "25K invokes", 2_000_000: "2M invokes",
-		2_350_000: "2.3M invokes", 3_000_000_000: "3B invokes",
-	}
-	for n, want := range invocations {
-		assert.Equal(t, want, toolgate.InvocationsLabel(n), "count %d", n)
-	}
-	users := map[int64]string{
-		0: "Under 100 users", 99: "Under 100 users", 100: "100 users", 125: "125 users",
-		999: "999 users", 1200: "1.2K users", 15_000: "15K users",
-	}
-	for n, want := range users {
-		assert.Equal(t, want, toolgate.UsersLabel(n), "users %d", n)
 	}
 }

@@ -55,11 +55,6 @@ func (g *Gateway) Quote(ctx context.Context, principal, tool string) (*QuoteResu
 	}
 	now := g.clock.Now().UTC()
 	amt := priceWithFee(v.Tool.Pricing.Amount, g.feeRate)
-
-	limits, err := g.operatorLimits(ctx, principal, v.Tool.Slug)
-	if err != nil {
-		return nil, internalError(err)
-	}
 	approval, err := g.externalApproval(ctx, principal, v)
 	if err != nil {
 		return nil, internalError(err)
@@ -94,8 +89,12 @@ func (g *Gateway) Quote(ctx context.Context, principal, tool string) (*QuoteResu
 	if g.approvalsFromStore {
 		approval = read.Approval
 	}
+	limits, err := g.limitsFor(ctx, principal, v.Tool.Slug, read.SpendControls)
+	if err != nil {
+		return nil, err
+	}
 	policy := EvaluatePolicy(v).forCaller(approval, amt.Total.IsZero())
-	controls := previewControls(limits.withOwn(read.SpendControls, v.Tool.Slug), read.Used, amt.Total)
+	controls := previewControls(limits, read.Used, amt.Total)
 	return &QuoteResult{
 		Quote: QuoteInfo{
 			ID:             q.ID.String(),
@@ -130,25 +129,26 @@ func (g *Gateway) externalApproval(ctx context.Context, principal string, v *reg
 }
 
 // checkQuote applies the quote rules of a call to found, the quote read for
-// it (nil: none): the quote exists for this
-// caller, is for this tool, is open (or already used by this very key, when a
-// retry takes over an abandoned run), has not expired and was issued for the
-// tool version now current.
-func (g *Gateway) checkQuote(principal, key string, quoteID uuid.UUID, found *storage.Quote, v *registry.Version, now time.Time) (storage.Quote, error) {
-	if found == nil || found.Principal != principal {
+// it (nil: none): the quote exists for this caller, is for this tool, is
+// open (or already used by this very key, when a retry takes over an
+// abandoned run), has not expired and was issued for the tool version now
+// current. It returns the quote even when a rule fails, for a resumed run
+// to decide what still matters.
+func (g *Gateway) checkQuote(c *call, found *storage.Quote, now time.Time) (storage.Quote, error) {
+	if found == nil || found.Principal != c.principal {
 		// Another caller's quote is reported as absent, so ids cannot be probed.
-		return storage.Quote{}, newError(CodeQuoteNotFound, "no quote %s exists for this caller", quoteID)
+		return storage.Quote{}, newError(CodeQuoteNotFound, "no quote %s exists for this caller", c.quoteID)
 	}
-	q := *found
+	q, v := *found, c.tool
 	switch {
 	case q.ToolID != v.Tool.ID:
-		return q, newError(CodeQuoteToolMismatch, "quote %s was issued for %s, not %s", quoteID, q.ToolSlug, v.Tool.Slug)
-	case q.State == storage.QuoteUsed && q.UsedByKey != key:
-		return q, newError(CodeQuoteUsed, "quote %s was already used by another call; request a new quote", quoteID)
+		return q, newError(CodeQuoteToolMismatch, "quote %s was issued for %s, not %s", q.ID, q.ToolSlug, v.Tool.Slug)
+	case q.State == storage.QuoteUsed && q.UsedByKey != c.req.IdempotencyKey:
+		return q, newError(CodeQuoteUsed, "quote %s was already used by another call; request a new quote", q.ID)
 	case !now.Before(q.ExpiresAt):
-		return q, newError(CodeQuoteExpired, "quote %s expired at %s; request a new quote", quoteID, q.ExpiresAt.Format(time.RFC3339))
+		return q, newError(CodeQuoteExpired, "quote %s expired at %s; request a new quote", q.ID, q.ExpiresAt.Format(time.RFC3339))
 	case q.ManifestDigest != v.Digest || q.ToolVersion != v.Tool.Version:
-		return q, newError(CodeQuoteOutdated, "the tool changed since quote %s was issued; request a new quote", quoteID)
+		return q, newError(CodeQuoteOutdated, "the tool changed since quote %s was issued; request a new quote", q.ID)
 	}
 	return q, nil
 }

@@ -7,14 +7,15 @@ import (
 	"github.com/toolgate/toolgate/storage"
 )
 
-// PruneBatch is how many records of each kind one Prune deletes at most, so
+// pruneBatch is how many records of each kind one Prune deletes at most, so
 // a pass never holds the store for long; a backlog clears over later passes.
-const PruneBatch = 1000
+const pruneBatch = 1000
 
 // Prune deletes what the retention policy no longer needs: idempotency
 // records and executions older than the retention, quotes expired for as
 // long, and spend history from before the previous UTC month (no limit
-// looks further back). It deletes at most PruneBatch of each kind.
+// looks further back). It deletes at most 1,000 records of each kind, so a
+// pass never holds the store for long.
 func (g *Gateway) Prune(ctx context.Context) (storage.PruneResult, error) {
 	now := g.clock.Now().UTC()
 	prevMonth := time.Date(now.Year(), now.Month()-1, 1, 0, 0, 0, 0, time.UTC)
@@ -22,7 +23,7 @@ func (g *Gateway) Prune(ctx context.Context) (storage.PruneResult, error) {
 		IdempotencyBefore: now.Add(-g.cfg.IdempotencyRetention),
 		QuotesBefore:      now.Add(-g.cfg.IdempotencyRetention),
 		LedgerBefore:      prevMonth,
-		Limit:             PruneBatch,
+		Limit:             pruneBatch,
 	})
 }
 
@@ -44,7 +45,7 @@ func (g *Gateway) RunRetention(ctx context.Context, interval time.Duration) {
 					break
 				}
 				// A full batch means a backlog: keep going until it clears.
-				if res.Idempotency < PruneBatch && res.Quotes < PruneBatch && res.Ledger < PruneBatch {
+				if res.Idempotency < pruneBatch && res.Quotes < pruneBatch && res.Ledger < pruneBatch {
 					break
 				}
 			}

@@ -23,8 +23,8 @@ func usageOf(u storage.Usage, exact bool) Usage {
 	out := Usage{
 		Tracked:          true,
 		Coverage:         "gateway_calls",
-		InvocationsLabel: InvocationsLabel(u.Count),
-		UsersLabel:       UsersLabel(u.UniqueUsers),
+		InvocationsLabel: invocationsLabel(u.Count),
+		UsersLabel:       usersLabel(u.UniqueUsers),
 	}
 	if exact {
 		count, users := u.Count, u.UniqueUsers
@@ -33,18 +33,18 @@ func usageOf(u storage.Usage, exact bool) Usage {
 	return out
 }
 
-// InvocationsLabel is the coarse label for a number of completed calls:
+// invocationsLabel is the coarse label for a number of completed calls:
 // "Under 1K invokes" below 1000, else compact with one decimal ("1.3K invokes").
-func InvocationsLabel(n int64) string {
+func invocationsLabel(n int64) string {
 	if n < 1000 {
 		return "Under 1K invokes"
 	}
 	return compact(n) + " invokes"
 }
 
-// UsersLabel is the coarse label for a number of unique users: "Under 100
+// usersLabel is the coarse label for a number of unique users: "Under 100
 // users" below 100, else compact ("125 users", "1.2K users").
-func UsersLabel(n int64) string {
+func usersLabel(n int64) string {
 	if n < 100 {
 		return "Under 100 users"
 	}

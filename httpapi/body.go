@@ -19,7 +19,7 @@ func (h *handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, erro
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		return nil, apiError(toolgate.CodePayloadTooLarge, "the request body is larger than %d bytes", h.opts.MaxBodyBytes)
+		return nil, apiError(codePayloadTooLarge, "the request body is larger than %d bytes", h.opts.MaxBodyBytes)
 	case err != nil:
 		return nil, apiError(toolgate.CodeInvalidRequest, "the request body could not be read")
 	}
@@ -30,7 +30,7 @@ func (h *handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, erro
 func requireJSONContentType(r *http.Request) error {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "application/json" {
-		return apiError(toolgate.CodeUnsupportedMediaType, "the request body must be sent as Content-Type: application/json")
+		return apiError(codeUnsupportedMediaType, "the request body must be sent as Content-Type: application/json")
 	}
 	return nil
 }

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/shopspring/decimal"
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/registry"
 )
@@ -35,26 +34,18 @@ type toolDoc struct {
 	total string
 }
 
-// loadToolDoc resolves the {tool} path value (slug or id). It looks the
-// version up once and builds the entry from it, rather than asking
-// Gateway.Entry and the registry separately, so a version published
-// meanwhile cannot mix two versions in one document.
+// loadToolDoc resolves the {tool} path value (slug or id). Everything it
+// shows comes from one entry and the version that entry was built from, so
+// a version published meanwhile cannot mix two versions in one document.
 func (h *handler) loadToolDoc(r *http.Request) (*toolDoc, error) {
-	name := r.PathValue("tool")
-	v, err := h.gw.Registry().Lookup(name)
+	e, err := h.gw.Entry(r.Context(), r.PathValue("tool"), h.entryOptions())
 	if err != nil {
-		return nil, apiError(toolgate.CodeToolNotFound, "no tool %q is registered", name)
+		return nil, err
 	}
-	usage, err := h.gw.Store().Usage(r.Context(), v.Tool.ID)
-	if err != nil {
-		return nil, err // not a *toolgate.Error: logged, answered as internal_error
-	}
-	d := &toolDoc{
-		v:     v,
-		entry: toolgate.NewRegistryEntry(v, usage, h.entryOptions()),
-		base:  baseURL(r),
-	}
-	d.price, d.fee, d.total = h.callAmounts(v.Tool.Pricing.Amount)
+	d := &toolDoc{v: e.ToolVersion(), entry: *e, base: baseURL(r)}
+	cost := e.CallCost()
+	d.price, d.fee, d.total = cost.PriceUSD, cost.FeeUSD, cost.TotalUSD
+	withLinks(&d.entry)
 	d.entry.Documentation = toolgate.EntryDocs{
 		JSON:    d.docsURL(),
 		OpenAPI: d.openAPIURL(),
@@ -64,26 +55,19 @@ func (h *handler) loadToolDoc(r *http.Request) (*toolDoc, error) {
 	return d, nil
 }
 
-func (d *toolDoc) slug() string          { return d.v.Tool.Slug }
-func (d *toolDoc) metadataURL() string   { return d.base + "/v1/registry/tools/" + d.slug() }
-func (d *toolDoc) docsURL() string       { return d.metadataURL() + "/docs" }
-func (d *toolDoc) openAPIURL() string    { return d.metadataURL() + "/openapi.json" }
-func (d *toolDoc) llmsURL() string       { return d.metadataURL() + "/llms.txt" }
-func (d *toolDoc) versionsURL() string   { return d.metadataURL() + "/versions" }
-func (d *toolDoc) pageURL() string       { return d.base + "/tools/" + d.slug() }
-func (d *toolDoc) quotePath() string     { return "/v1/tools/" + d.slug() + "/quote" }
-func (d *toolDoc) callPath() string      { return "/v1/tools/" + d.slug() + "/call" }
-func (d *toolDoc) quoteURL() string      { return d.base + d.quotePath() }
-func (d *toolDoc) callURL() string       { return d.base + d.callPath() }
-func (d *toolDoc) requirement() string   { return d.entry.Policy.Approval.Requirement }
-func (d *toolDoc) hasOutputSchema() bool { return d.v.Output != nil }
-
-// callAmounts are the price, gateway fee and total of one call, as a quote
-// would state them.
-func (h *handler) callAmounts(price decimal.Decimal) (p, fee, total string) {
-	pr, f, t := h.gw.Amounts(price)
-	return pr.StringFixed(4), f.StringFixed(4), t.StringFixed(4)
-}
+func (d *toolDoc) slug() string                      { return d.v.Tool.Slug }
+func (d *toolDoc) metadataURL() string               { return d.base + registryPath(d.slug()) }
+func (d *toolDoc) docsURL() string                   { return d.base + docsPath(d.slug()) }
+func (d *toolDoc) openAPIURL() string                { return d.base + openAPIPath(d.slug()) }
+func (d *toolDoc) llmsURL() string                   { return d.base + llmsPath(d.slug()) }
+func (d *toolDoc) versionsURL() string               { return d.base + versionsPath(d.slug()) }
+func (d *toolDoc) pageURL() string                   { return d.base + pagePath(d.slug()) }
+func (d *toolDoc) quotePath() string                 { return quotePath(d.slug()) }
+func (d *toolDoc) callPath() string                  { return callPath(d.slug()) }
+func (d *toolDoc) quoteURL() string                  { return d.base + d.quotePath() }
+func (d *toolDoc) callURL() string                   { return d.base + d.callPath() }
+func (d *toolDoc) requirement() toolgate.Requirement { return d.entry.Policy.Approval.Requirement }
+func (d *toolDoc) hasOutputSchema() bool             { return d.v.Output != nil }
 
 // baseURL is the address the caller reached the gateway at, for the
 // absolute links of the documentation: scheme://host[/prefix].

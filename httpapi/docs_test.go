@@ -13,12 +13,10 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/httpapi"
 	"github.com/toolgate/toolgate/registry"
-	"github.com/toolgate/toolgate/storage/memory"
+	"github.com/toolgate/toolgate/toolgatetest"
 	"github.com/toolgate/toolgate/tools"
-	"github.com/toolgate/toolgate/tools/recorded"
 )
 
 // docsKey is the API key of the documentation tests' caller.
@@ -36,13 +34,8 @@ type docsServer struct {
 
 func newDocsServer(t *testing.T, extra ...*registry.Tool) *docsServer {
 	t.Helper()
-	reg := registry.New()
-	require.NoError(t, tools.RegisterAll(reg))
-	for _, tool := range extra {
-		require.NoError(t, reg.Register(tool))
-	}
-	gw, err := toolgate.New(memory.New(), &toolgate.Config{Registry: reg, Transport: recorded.Transport()})
-	require.NoError(t, err)
+	tg := toolgatetest.New(t, &toolgatetest.Options{Tools: append(tools.All(), extra...)})
+	gw, reg := tg.Gateway, tg.Registry
 	keys := httpapi.NewKeyStore()
 	require.NoError(t, keys.AddKey("docs-reader", docsKey))
 	srv := httptest.NewServer(httpapi.NewHandler(gw, &httpapi.Options{Authenticator: keys}))
@@ -222,10 +215,8 @@ func TestDocsRecordOfToolWithoutOutputSchema(t *testing.T) {
 
 func TestDocsLinksFollowTheMount(t *testing.T) {
 	t.Parallel()
-	reg := registry.New()
-	require.NoError(t, tools.RegisterAll(reg))
-	gw, err := toolgate.New(memory.New(), &toolgate.Config{Registry: reg, Transport: recorded.Transport()})
-	require.NoError(t, err)
+	tg := toolgatetest.New(t, &toolgatetest.Options{Tools: tools.All()})
+	gw, reg := tg.Gateway, tg.Registry
 	mux := http.NewServeMux()
 	mux.Handle("/gateway/", http.StripPrefix("/gateway", httpapi.NewHandler(gw, nil)))
 	srv := &docsServer{Server: httptest.NewServer(mux), reg: reg}

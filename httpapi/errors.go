@@ -23,7 +23,7 @@ type errorDetail struct {
 	Details             []registry.FieldError `json:"details,omitempty"`
 	Violations          []string              `json:"violations,omitempty"`
 	RetryAfterSeconds   int                   `json:"retryAfterSeconds,omitempty"`
-	ApprovalRequirement string                `json:"approvalRequirement,omitempty"`
+	ApprovalRequirement toolgate.Requirement  `json:"approvalRequirement,omitempty"`
 	ManifestDigest      *string               `json:"manifestDigest,omitempty"`
 	Reasons             []string              `json:"reasons,omitempty"`
 }
@@ -40,7 +40,7 @@ func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	if !errors.As(err, &te) {
 		te = &toolgate.Error{Code: toolgate.CodeInternal, Err: err}
 	}
-	status := te.Code.HTTPStatus()
+	status := statusOf(te.Code)
 	if te.Code == toolgate.CodeInternal {
 		h.log.ErrorContext(r.Context(), "internal error", "method", r.Method, "path", r.URL.Path, "error", te.Err)
 		te = &toolgate.Error{Code: toolgate.CodeInternal, Message: "the gateway could not complete the request"}

@@ -11,11 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/httpapi"
-	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/storage/memory"
+	"github.com/toolgate/toolgate/toolgatetest"
 	"github.com/toolgate/toolgate/tools"
-	"github.com/toolgate/toolgate/tools/recorded"
 )
 
 // fuzzTarget is a handler over a fresh memory store with one open quote.
@@ -27,11 +26,8 @@ type fuzzTarget struct {
 }
 
 func newFuzzTarget(tb testing.TB) *fuzzTarget {
-	reg := registry.New()
-	require.NoError(tb, tools.RegisterAll(reg))
 	store := memory.New()
-	gw, err := toolgate.New(store, &toolgate.Config{Registry: reg, Transport: recorded.Transport()})
-	require.NoError(tb, err)
+	gw := toolgatetest.New(tb, &toolgatetest.Options{Store: store, Tools: tools.All()}).Gateway
 	keys := httpapi.NewKeyStore()
 	require.NoError(tb, keys.AddKey("alice", aliceKey))
 	q, err := gw.Quote(context.Background(), "alice", "earthquake-search")

@@ -124,7 +124,7 @@ func (m *router) fallbacks(h *handler) {
 		allowHeader := strings.Join(allow, ", ")
 		m.mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", allowHeader)
-			h.writeError(w, r, apiError(toolgate.CodeMethodNotAllowed, "%s is not allowed on %s", r.Method, r.URL.Path))
+			h.writeError(w, r, apiError(codeMethodNotAllowed, "%s is not allowed on %s", r.Method, r.URL.Path))
 		})
 	}
 	m.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

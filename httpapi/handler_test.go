@@ -20,8 +20,8 @@ import (
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/storage/memory"
+	"github.com/toolgate/toolgate/toolgatetest"
 	"github.com/toolgate/toolgate/tools"
-	"github.com/toolgate/toolgate/tools/recorded"
 )
 
 const (
@@ -29,18 +29,18 @@ const (
 	bobKey   = "tg_test_bob"
 )
 
-var t0 = time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)
+var t0 = toolgatetest.DefaultStart
 
-// gatedTransport answers from the recordings, but can hold requests until
-// released, to observe a call in flight.
+// gatedTransport answers as the providers would, but can hold requests
+// until released, to observe a call in flight.
 type gatedTransport struct {
 	mu      sync.Mutex
 	gate    chan struct{}
 	entered chan struct{}
-	inner   http.RoundTripper
+	inner   http.Handler
 }
 
-func (g *gatedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+func (g *gatedTransport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.mu.Lock()
 	gate, entered := g.gate, g.entered
 	g.mu.Unlock()
@@ -48,7 +48,7 @@ func (g *gatedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		close(entered)
 		<-gate
 	}
-	return g.inner.RoundTrip(r)
+	g.inner.ServeHTTP(w, r)
 }
 
 type api struct {
@@ -56,7 +56,7 @@ type api struct {
 	srv    *httptest.Server
 	gw     *toolgate.Gateway
 	reg    *registry.Registry
-	clock  *toolgate.FakeClock
+	clock  *toolgatetest.FakeClock
 	store  storage.Store
 	upper  *gatedTransport
 	client *http.Client
@@ -64,20 +64,15 @@ type api struct {
 
 func newAPI(t *testing.T, store storage.Store, opts ...func(*toolgate.Config)) *api {
 	t.Helper()
-	reg := registry.New()
-	require.NoError(t, tools.RegisterAll(reg))
-	require.NoError(t, reg.SetTrust("goal-data", registry.Trust{PaymentVerified: registry.Bool(true)}))
-	if store == nil {
-		store = memory.New()
-	}
-	a := &api{t: t, reg: reg, clock: toolgate.NewFakeClock(t0), store: store, upper: &gatedTransport{inner: recorded.Transport()}}
-	cfg := &toolgate.Config{Registry: reg, Clock: a.clock, Transport: a.upper}
+	cfg := &toolgate.Config{}
 	for _, o := range opts {
 		o(cfg)
 	}
-	gw, err := toolgate.New(store, cfg)
-	require.NoError(t, err)
-	a.gw = gw
+	tg := toolgatetest.New(t, &toolgatetest.Options{Store: store, Tools: tools.All(), Config: cfg})
+	require.NoError(t, tg.Registry.SetTrust("goal-data", registry.Trust{PaymentVerified: registry.Bool(true)}))
+	a := &api{t: t, gw: tg.Gateway, reg: tg.Registry, clock: tg.Clock, store: tg.Store, upper: &gatedTransport{inner: tg.Upstream.Handler()}}
+	tg.Upstream.Handle(a.upper)
+	gw := tg.Gateway
 	keys := httpapi.NewKeyStore()
 	require.NoError(t, keys.AddKey("alice", aliceKey))
 	require.NoError(t, keys.AddKey("bob", bobKey))
@@ -534,10 +529,7 @@ func TestApprovalEndpoints(t *testing.T) {
 
 func TestMountedUnderPrefix(t *testing.T) {
 	t.Parallel()
-	reg := registry.New()
-	require.NoError(t, tools.RegisterAll(reg))
-	gw, err := toolgate.New(memory.New(), &toolgate.Config{Registry: reg, Transport: recorded.Transport()})
-	require.NoError(t, err)
+	gw := toolgatetest.New(t, &toolgatetest.Options{Tools: tools.All()}).Gateway
 	mux := http.NewServeMux()
 	mux.Handle("/gateway/", http.StripPrefix("/gateway", httpapi.NewHandler(gw, nil)))
 	srv := httptest.NewServer(mux)

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/shopspring/decimal"
 	"github.com/toolgate/toolgate"
 )
 
@@ -90,7 +89,7 @@ func (d *toolDoc) llmsText() string {
 }
 
 // approvalMeaning explains an approval requirement to a caller.
-func approvalMeaning(requirement, digest string) string {
+func approvalMeaning(requirement toolgate.Requirement, digest string) string {
 	switch requirement {
 	case toolgate.RequirementBlocked:
 		return "The tool cannot be called until the reasons below are resolved."
@@ -207,10 +206,8 @@ func (h *handler) registryLLMs(w http.ResponseWriter, r *http.Request) {
 	b.WriteString("## Tools\n\n")
 	for _, e := range entries {
 		tool := base + "/v1/registry/tools/" + e.Slug
-		price, fee, total := e.Pricing.Amount, "", ""
-		if amount, err := decimal.NewFromString(e.Pricing.Amount); err == nil {
-			price, fee, total = h.callAmounts(amount)
-		}
+		cost := e.CallCost()
+		price, fee, total := cost.PriceUSD, cost.FeeUSD, cost.TotalUSD
 		fmt.Fprintf(&b, "- [%s](%s/llms.txt): %s Slug `%s`; %s, total %s USD per call (price %s, fee %s); approval %s; callable %s. [docs](%s/docs), [openapi](%s/openapi.json), [page](%s/tools/%s)\n",
 			mdText(e.Name, 200), tool, sentence(mdText(e.Description, 300)), e.Slug, e.Pricing.Type, total, price, fee,
 			e.Policy.Approval.Requirement, yesNo(e.Policy.Callable), tool, tool, base, e.Slug)

@@ -106,7 +106,7 @@ func (d *toolDoc) page() pageData {
 		Callable:             e.Policy.Callable,
 		AutoCall:             e.Policy.EligibleForAutoCall,
 		MonetizationEligible: e.Policy.MonetizationEligible,
-		Requirement:          d.requirement(),
+		Requirement:          string(d.requirement()),
 		RequirementMeaning:   approvalMeaning(d.requirement(), d.v.Digest),
 		Reasons:              e.Policy.Reasons,
 		ProviderName:         t.Provider.Name,
@@ -117,7 +117,7 @@ func (d *toolDoc) page() pageData {
 		VersionStatus:        e.Trust.Version.Status,
 		BehaviorStatus:       e.Trust.Behavior.Status,
 		BehaviorEvidence:     e.Trust.Behavior.Evidence,
-		RiskLevel:            e.Risk.Level,
+		RiskLevel:            string(e.Risk.Level),
 		DataRetention:        c.DataRetention,
 		Capabilities: []capabilityRow{
 			{"Declared", c.Declared},

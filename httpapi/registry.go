@@ -29,6 +29,9 @@ func (h *handler) listTools(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
+	for i := range list.Tools {
+		withLinks(&list.Tools[i])
+	}
 	writeJSON(w, http.StatusOK, list)
 }
 
@@ -51,5 +54,6 @@ func (h *handler) toolEntry(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
+	withLinks(e)
 	writeJSON(w, http.StatusOK, e)
 }

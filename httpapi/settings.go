@@ -111,16 +111,11 @@ func (h *handler) getSpendControls(w http.ResponseWriter, r *http.Request) {
 }
 
 // putSpendControls replaces the caller's limits over all tools. The
-// per-tool map is replaced when sent and kept when absent.
+// per-tool map is replaced when sent and kept when absent, in one atomic
+// step of the store, so a concurrent change of one tool's limits survives.
 func (h *handler) putSpendControls(w http.ResponseWriter, r *http.Request) {
 	var in spendControlsJSON
 	if err := h.readJSON(w, r, &in); err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	ctx, principal := r.Context(), principalOf(r)
-	current, err := h.gw.SpendControls(ctx, principal)
-	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
@@ -132,29 +127,37 @@ func (h *handler) putSpendControls(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	next := storage.SpendControls{
-		MaxPerCallUSD: global.MaxPerCallUSD, DailyLimitUSD: global.DailyLimitUSD, MonthlyLimitUSD: global.MonthlyLimitUSD,
-		RateLimitPerMinute: global.RateLimitPerMinute, RateLimitPerHour: global.RateLimitPerHour,
-		Tools: current.Tools,
-	}
+	var tools map[string]storage.ToolSpendControls
 	if in.Tools != nil {
-		next.Tools = map[string]storage.ToolSpendControls{}
+		tools = map[string]storage.ToolSpendControls{}
 		for slug, t := range in.Tools {
 			if _, err := h.gw.Registry().Lookup(slug); err != nil {
 				h.writeError(w, r, apiError(toolgate.CodeToolNotFound, "no tool %q is registered", slug))
 				return
 			}
-			if next.Tools[slug], err = toolControlsIn(t, "tools."+slug+"."); err != nil {
+			if tools[slug], err = toolControlsIn(t, "tools."+slug+"."); err != nil {
 				h.writeError(w, r, err)
 				return
 			}
 		}
 	}
-	if err := h.gw.SetSpendControls(ctx, principal, next); err != nil {
+	stored, err := h.gw.UpdateSpendControls(r.Context(), principalOf(r), func(c *storage.SpendControls) error {
+		keep := c.Tools
+		if tools != nil {
+			keep = tools
+		}
+		*c = storage.SpendControls{
+			MaxPerCallUSD: global.MaxPerCallUSD, DailyLimitUSD: global.DailyLimitUSD, MonthlyLimitUSD: global.MonthlyLimitUSD,
+			RateLimitPerMinute: global.RateLimitPerMinute, RateLimitPerHour: global.RateLimitPerHour,
+			Tools: keep,
+		}
+		return nil
+	})
+	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, controlsOut(next))
+	writeJSON(w, http.StatusOK, controlsOut(stored))
 }
 
 // toolSlug resolves the {tool} path value to a registered slug.
@@ -213,29 +216,25 @@ func (h *handler) deleteToolSpendControls(w http.ResponseWriter, r *http.Request
 	h.updateToolControls(w, r, slug, nil)
 }
 
-// updateToolControls sets (t non-nil) or removes the caller's controls of one tool.
+// updateToolControls sets (t non-nil) or removes the caller's controls of
+// one tool, in one atomic step of the store, so that changes to two tools'
+// controls at once both survive.
 func (h *handler) updateToolControls(w http.ResponseWriter, r *http.Request, slug string, t *storage.ToolSpendControls) {
-	ctx, principal := r.Context(), principalOf(r)
-	c, err := h.gw.SpendControls(ctx, principal)
-	if err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	tools := make(map[string]storage.ToolSpendControls, len(c.Tools)+1)
-	for k, v := range c.Tools {
-		tools[k] = v
-	}
-	if t == nil {
-		if _, ok := tools[slug]; !ok {
-			h.writeError(w, r, apiError(toolgate.CodeNotFound, "you have set no spend controls for %s", slug))
-			return
+	_, err := h.gw.UpdateSpendControls(r.Context(), principalOf(r), func(c *storage.SpendControls) error {
+		if t == nil {
+			if _, ok := c.Tools[slug]; !ok {
+				return apiError(toolgate.CodeNotFound, "you have set no spend controls for %s", slug)
+			}
+			delete(c.Tools, slug)
+			return nil
 		}
-		delete(tools, slug)
-	} else {
-		tools[slug] = *t
-	}
-	c.Tools = tools
-	if err := h.gw.SetSpendControls(ctx, principal, c); err != nil {
+		if c.Tools == nil {
+			c.Tools = map[string]storage.ToolSpendControls{}
+		}
+		c.Tools[slug] = *t
+		return nil
+	})
+	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}

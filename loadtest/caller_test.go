@@ -19,7 +19,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/upstream"
 )
 
 // Bounds of the callers' loops, beyond the run's duration.
@@ -28,7 +28,7 @@ const (
 	maxCallAttempts   = 40
 	// callBudget bounds the retries of one call: a hang, an impatient
 	// caller's retries through the gateway's deadline, and a margin.
-	callBudget    = toolgate.DefaultUpstreamTimeout + 35*time.Second
+	callBudget    = upstream.DefaultTimeout + 35*time.Second
 	retryWaitMin  = 50 * time.Millisecond
 	retryWaitMax  = time.Second
 	replayPercent = 10 // calls answered 200 that are sent again to check the replay

@@ -17,15 +17,15 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/tools/goalprovider"
 	"github.com/toolgate/toolgate/tools/recorded"
+	"github.com/toolgate/toolgate/upstream"
 )
 
 // Client timeouts. A patient caller waits out the gateway's upstream
 // deadline and then some; an impatient one gives up first and retries.
 const (
-	patientTimeout   = toolgate.DefaultUpstreamTimeout + 20*time.Second
+	patientTimeout   = upstream.DefaultTimeout + 20*time.Second
 	impatientTimeout = 3 * time.Second
 	// impatientEvery makes one caller in this many impatient.
 	impatientEvery = 8

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/upstream"
 )
 
 // fault is what the upstream does with one request.
@@ -40,7 +40,7 @@ const (
 // hangFor is how long a hung request waits before answering anyway: past
 // the gateway's upstream deadline, which gives up first and closes the
 // connection.
-const hangFor = toolgate.DefaultUpstreamTimeout + 5*time.Second
+const hangFor = upstream.DefaultTimeout + 5*time.Second
 
 // maxUpstreamBody bounds what the upstream reads of a request to decide.
 const maxUpstreamBody = 64 << 10

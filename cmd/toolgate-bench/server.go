@@ -24,6 +24,7 @@ import (
 	"github.com/toolgate/toolgate/storage/postgres"
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/recorded"
+	"github.com/toolgate/toolgate/upstream"
 )
 
 // server is an HTTP server on a free loopback port.
@@ -77,7 +78,7 @@ func startGateway(ctx context.Context, stubURL, store string, clients int) (*gat
 		closeStore()
 		return nil, err
 	}
-	transport := toolgate.NewUpstreamTransport()
+	transport := upstream.NewTransport()
 	transport.MaxIdleConnsPerHost = max(transport.MaxIdleConnsPerHost, clients)
 	gw, err := toolgate.New(st, &toolgate.Config{Registry: reg, Transport: transport, SpendControls: testproc.RaisedLimits{}})
 	if err != nil {

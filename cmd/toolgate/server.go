@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/upstream"
 )
 
 // Server timeouts. A call can spend up to the gateway's upstream deadline
@@ -19,7 +19,7 @@ import (
 const (
 	readHeaderTimeout = 5 * time.Second
 	readTimeout       = 15 * time.Second
-	writeTimeout      = toolgate.DefaultUpstreamTimeout + 10*time.Second
+	writeTimeout      = upstream.DefaultTimeout + 10*time.Second
 	idleTimeout       = 60 * time.Second
 	shutdownTimeout   = 30 * time.Second
 	maxHeaderBytes    = 64 << 10

@@ -4,9 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,32 +13,15 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/registry"
-	"github.com/toolgate/toolgate/storage"
-	"github.com/toolgate/toolgate/storage/memory"
+	"github.com/toolgate/toolgate/toolgatetest"
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/goalprovider"
 )
 
-// These tests show how to unit-test agent code against the gateway: a
-// registry of its own, an in-memory store, a fake clock and a fake
-// transport that answers from an http.Handler, so nothing leaves the
-// process and every run is the same.
-
-// fakeProvider is the transport: it serves a handler in process and counts
-// what reaches it.
-type fakeProvider struct {
-	h     http.Handler
-	calls atomic.Int64
-}
-
-func (f *fakeProvider) RoundTrip(req *http.Request) (*http.Response, error) {
-	f.calls.Add(1)
-	rec := httptest.NewRecorder()
-	f.h.ServeHTTP(rec, req)
-	resp := rec.Result()
-	resp.Request = req
-	return resp, nil
-}
+// These tests show how to unit-test agent code against the gateway with
+// toolgatetest: a registry of its own, an in-memory store, a fake clock
+// and a fake upstream that answers from an http.Handler and counts what
+// reaches it, so nothing leaves the process and every run is the same.
 
 // scriptedUser records what it was asked and answers as told.
 type scriptedUser struct {
@@ -56,29 +37,25 @@ func (u *scriptedUser) Approve(_ context.Context, tool toolgate.ToolRef, digest,
 type setup struct {
 	agent    *Agent
 	user     *scriptedUser
-	provider *fakeProvider
-	store    storage.Store
+	provider *toolgatetest.Upstream
 	digest   string
 }
 
 func newSetup(t *testing.T, provider http.Handler, trusted bool, controls toolgate.SpendControlsSource) *setup {
 	t.Helper()
-	reg := registry.New()
-	require.NoError(t, tools.RegisterAll(reg))
-	if trusted {
-		require.NoError(t, reg.SetTrust("goal-data", registry.Trust{PaymentVerified: registry.Bool(true)}))
-	}
-	v, err := reg.Lookup("goal-data")
-	require.NoError(t, err)
-	s := &setup{user: &scriptedUser{answer: true}, provider: &fakeProvider{h: provider}, store: memory.New(), digest: v.Digest}
-	gw, err := toolgate.New(s.store, &toolgate.Config{
-		Registry:      reg,
-		Clock:         toolgate.NewFakeClock(time.Date(2026, 5, 5, 10, 0, 0, 0, time.UTC)),
-		Transport:     s.provider,
-		SpendControls: controls,
+	gw := toolgatetest.New(t, &toolgatetest.Options{
+		Tools:  tools.All(),
+		Start:  time.Date(2026, 5, 5, 10, 0, 0, 0, time.UTC),
+		Config: &toolgate.Config{SpendControls: controls},
 	})
+	if trusted {
+		require.NoError(t, gw.Registry.SetTrust("goal-data", registry.Trust{PaymentVerified: registry.Bool(true)}))
+	}
+	gw.Upstream.Handle(provider)
+	v, err := gw.Registry.Lookup("goal-data")
 	require.NoError(t, err)
-	s.agent = &Agent{Gateway: gw, Principal: "agent-7", Approver: s.user, MaxSteps: 5}
+	s := &setup{user: &scriptedUser{answer: true}, provider: gw.Upstream, digest: v.Digest}
+	s.agent = &Agent{Gateway: gw.Gateway, Principal: "agent-7", Approver: s.user, MaxSteps: 5}
 	return s
 }
 
@@ -91,7 +68,7 @@ func TestAgentReachesGoalAndIsAskedOnce(t *testing.T) {
 	assert.Equal(t, "verified-demo-datum-3", obs[2].Datum)
 	assert.True(t, obs[2].GoalAchieved)
 	assert.Equal(t, "0.3300", spent)
-	assert.EqualValues(t, 3, s.provider.calls.Load())
+	assert.EqualValues(t, 3, s.provider.Calls())
 	// goal-data's requirement is first_use: one approval covers this digest.
 	assert.Equal(t, []string{"goal-data " + s.digest + " $0.1100"}, s.user.asked)
 }
@@ -104,7 +81,7 @@ func TestAgentStopsWhenUserDeclines(t *testing.T) {
 	require.ErrorIs(t, err, ErrDeclined)
 	assert.Empty(t, obs)
 	assert.Equal(t, "0.0000", spent)
-	assert.Zero(t, s.provider.calls.Load(), "nothing reaches the provider without approval")
+	assert.Zero(t, s.provider.Calls(), "nothing reaches the provider without approval")
 }
 
 func TestAgentRespectsSpendControls(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net/http"
 	"os"
 	"strings"
 
@@ -24,14 +25,16 @@ import (
 )
 
 func main() {
-	if err := run(context.Background(), os.Stdout); err != nil {
+	if err := run(context.Background(), os.Stdout, recorded.Transport()); err != nil {
 		log.SetFlags(0)
 		log.Fatalf("quickstart: %v", err)
 	}
 }
 
-func run(ctx context.Context, w io.Writer) error {
-	gw, err := toolgate.New(memory.New(), &toolgate.Config{Transport: recorded.Transport()})
+// run walks the flow on a gateway whose every upstream request goes through
+// transport.
+func run(ctx context.Context, w io.Writer, transport http.RoundTripper) error {
+	gw, err := toolgate.New(memory.New(), &toolgate.Config{Transport: transport})
 	if err != nil {
 		return err
 	}

@@ -3,29 +3,24 @@ package main
 import (
 	"bytes"
 	"context"
-	"net/http"
 	"regexp"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/toolgate/toolgate/toolgatetest"
 )
 
-// offlineOnly fails any request that would leave the process, proving the
-// quickstart needs no network.
-type offlineOnly struct{}
-
-func (offlineOnly) RoundTrip(req *http.Request) (*http.Response, error) {
-	panic("quickstart tried to reach the network: " + req.URL.String())
-}
-
 func TestQuickstartCompletesAndReplaysOffline(t *testing.T) {
-	saved := http.DefaultTransport
-	http.DefaultTransport = offlineOnly{}
-	defer func() { http.DefaultTransport = saved }()
-
+	// The gateway's transport is an in-process fake that answers like the
+	// providers and counts what reaches it: the one call the quickstart
+	// makes goes through it (so nothing else carried it over the network),
+	// and the replay reaches nothing.
+	providers := toolgatetest.NewUpstream()
 	var out bytes.Buffer
-	require.NoError(t, run(context.Background(), &out))
+	require.NoError(t, run(context.Background(), &out, providers))
+	providers.RequireCalls(t, 1)
+	assert.Equal(t, "earthquake.usgs.gov", providers.Requests()[0].URL.Host)
 	text := out.String()
 	assert.Regexp(t, `execution [0-9a-f-]{36}: status=completed cost=\$0\.0000`, text)
 	assert.Contains(t, text, "replayed=true")

@@ -82,4 +82,3 @@ func absentIsNil(err error) error {
 	}
 	return err
 }
-

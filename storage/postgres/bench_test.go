@@ -2,12 +2,14 @@ package postgres_test
 
 import (
 	"context"
-	"github.com/toolgate/toolgate/internal/testproc"
 	"runtime"
 	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/testproc"
+	"github.com/toolgate/toolgate/toolgatetest"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -52,7 +54,7 @@ func benchmarkQuoteCall(b *testing.B, store storage.Store, trips *roundTrips, pr
 	if err := reg.Register(echoTool()); err != nil {
 		b.Fatal(err)
 	}
-	gw, err := toolgate.New(store, &toolgate.Config{Registry: reg, Transport: &provider{}, SpendControls: testproc.RaisedLimits{}})
+	gw, err := toolgate.New(store, &toolgate.Config{Registry: reg, Transport: toolgatetest.NewUpstream(), SpendControls: testproc.RaisedLimits{}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -5,10 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetest"
 )
 
 // The tests in this file run whole gateways, not just stores: two
@@ -28,95 +26,46 @@ import (
 // such processes would: the database, the same tool definitions, the
 // provider and the time (a FakeClock, so a lease can run out on demand).
 
-const echoOrigin = "https://echo.example.test"
-
-// echoTool is a paid tool ($0.1000, so $0.1100 with the default fee) whose
-// provider echoes the input's "v". Its endpoint and its provider's payment
-// account are verified and it declares low-risk capabilities, so it is
-// covered by user policy: calls need no approval.
+// echoTool is toolgatetest's echo tool at $0.1000 a call ($0.1100 with the
+// default fee), its endpoint and its provider's payment account verified:
+// with its low-risk capabilities it is covered by user policy, so calls
+// need no approval.
 func echoTool() *registry.Tool {
-	return &registry.Tool{
-		Slug:        "echo",
-		Name:        "Echo",
-		Description: "Echoes its input",
-		Category:    "developer-tools",
-		Provider:    registry.Provider{Name: "Echo Co", TrustTier: "basic", PaymentVerified: true},
-		Endpoint:    registry.Endpoint{Origin: echoOrigin, Method: http.MethodGet, Path: "/echo", Verified: true},
-		Version:     1,
-		Immutable:   true,
-		Capabilities: &registry.Capabilities{
-			ReadOnly: registry.Bool(true), Idempotent: registry.Bool(true),
-			OpenWorld: registry.Bool(false), SeesUntrustedContent: registry.Bool(false), DataRetention: "none",
-		},
-		Pricing:      registry.Pricing{Type: registry.PricingPerCall, Amount: decimal.RequireFromString("0.1000"), Currency: "USD"},
-		InputSchema:  json.RawMessage(`{"type":"object","required":["v"],"additionalProperties":false,"properties":{"v":{"type":"string","minLength":1}}}`),
-		OutputSchema: json.RawMessage(`{"type":"object","required":["value"],"properties":{"value":{"type":"string"}}}`),
-		BuildRequest: func(ctx context.Context, origin string, input json.RawMessage) (*http.Request, error) {
-			var in struct {
-				V string `json:"v"`
-			}
-			if err := json.Unmarshal(input, &in); err != nil {
-				return nil, err
-			}
-			return http.NewRequestWithContext(ctx, http.MethodGet, origin+"/echo?v="+url.QueryEscape(in.V), nil)
-		},
-		Normalize: func(resp registry.UpstreamResponse) (any, error) {
-			if resp.StatusCode != http.StatusOK {
-				return nil, registry.Upstreamf(registry.CodeUpstreamError, "provider answered %d", resp.StatusCode)
-			}
-			var out struct {
-				Value string `json:"value"`
-			}
-			if err := json.Unmarshal(resp.Body, &out); err != nil {
-				return nil, registry.Upstreamf(registry.CodeUpstreamInvalidResponse, "not JSON")
-			}
-			return out, nil
-		},
-		UpdatedAt: t0,
-	}
+	t := toolgatetest.Priced(toolgatetest.EchoTool(), "0.1000")
+	t.Endpoint.Verified, t.Provider.PaymentVerified = true, true
+	t.UpdatedAt = t0
+	return t
 }
 
-// provider is the echo tool's upstream behind a fake transport, shared by
-// every gateway of a test. It counts the requests that reach it; hold, when
-// set, runs before it answers.
-type provider struct {
-	calls atomic.Int64
-	hold  func(n int64)
-}
-
-var _ http.RoundTripper = (*provider)(nil)
-
-func (p *provider) RoundTrip(req *http.Request) (*http.Response, error) {
-	n := p.calls.Add(1)
-	if p.hold != nil {
-		p.hold(n)
-	}
-	body := fmt.Sprintf(`{"value":%q}`, req.URL.Query().Get("v"))
-	return &http.Response{
-		StatusCode:    http.StatusOK,
-		Header:        http.Header{"Content-Type": {"application/json"}},
-		Body:          io.NopCloser(strings.NewReader(body)),
-		ContentLength: int64(len(body)),
-		Request:       req,
-	}, nil
+// holdingProvider is the echo provider, with hold run before the n-th
+// request (counting from 1) is answered.
+func holdingProvider(hold func(n int64)) *toolgatetest.Upstream {
+	p := toolgatetest.NewUpstream()
+	var n atomic.Int64
+	echo := p.Handler()
+	p.HandleFunc(func(w http.ResponseWriter, r *http.Request) {
+		hold(n.Add(1))
+		echo.ServeHTTP(w, r)
+	})
+	return p
 }
 
 // cluster is one test's gateways over one schema, one per instance.
 type cluster struct {
 	gws      []*toolgate.Gateway
 	stores   []storage.Store
-	clock    *toolgate.FakeClock
-	provider *provider
+	clock    *toolgatetest.FakeClock
+	provider *toolgatetest.Upstream
 }
 
 // newCluster puts a gateway over each store, all sharing one registry, one
 // clock and one provider. cfg (which may be nil) supplies the rest of each
 // gateway's config.
-func newCluster(t *testing.T, stores []storage.Store, p *provider, cfg *toolgate.Config) *cluster {
+func newCluster(t *testing.T, stores []storage.Store, p *toolgatetest.Upstream, cfg *toolgate.Config) *cluster {
 	t.Helper()
 	reg := registry.New()
 	require.NoError(t, reg.Register(echoTool()))
-	c := &cluster{stores: stores, clock: toolgate.NewFakeClock(t0), provider: p}
+	c := &cluster{stores: stores, clock: toolgatetest.NewFakeClock(t0), provider: p}
 	for _, s := range stores {
 		gc := toolgate.Config{}
 		if cfg != nil {
@@ -131,7 +80,7 @@ func newCluster(t *testing.T, stores []storage.Store, p *provider, cfg *toolgate
 }
 
 // twoGateways is a cluster of two gateways on two instances over one schema.
-func twoGateways(t *testing.T, p *provider, cfg *toolgate.Config) *cluster {
+func twoGateways(t *testing.T, p *toolgatetest.Upstream, cfg *toolgate.Config) *cluster {
 	t.Helper()
 	instances := twoInstances(t)
 	return newCluster(t, []storage.Store{instances[0], instances[1]}, p, cfg)
@@ -159,10 +108,7 @@ func echoCall(q *toolgate.QuoteResult, key string) toolgate.CallRequest {
 
 func requireCode(t *testing.T, err error, code toolgate.Code) *toolgate.Error {
 	t.Helper()
-	var te *toolgate.Error
-	require.ErrorAs(t, err, &te)
-	require.Equal(t, code, te.Code, "message: %s", te.Message)
-	return te
+	return toolgatetest.RequireCode(t, err, code)
 }
 
 func (c *cluster) requireUsage(t *testing.T, q *toolgate.QuoteResult, want storage.Usage) {
@@ -179,7 +125,7 @@ func (c *cluster) requireUsage(t *testing.T, q *toolgate.QuoteResult, want stora
 func TestGatewaysOneKeyReachUpstreamOnce(t *testing.T) {
 	t.Parallel()
 	// Hold the provider a moment so the racers overlap the running call.
-	c := twoGateways(t, &provider{hold: func(int64) { time.Sleep(100 * time.Millisecond) }}, nil)
+	c := twoGateways(t, holdingProvider(func(int64) { time.Sleep(100 * time.Millisecond) }), nil)
 	ctx := t.Context()
 	q := c.quote(t, 0, "alice")
 	req := echoCall(q, "one-key")
@@ -191,7 +137,7 @@ func TestGatewaysOneKeyReachUpstreamOnce(t *testing.T) {
 		results[i], errs[i] = c.gws[i%2].Call(ctx, "alice", req)
 	})
 
-	assert.EqualValues(t, 1, c.provider.calls.Load(), "the provider is reached once")
+	assert.EqualValues(t, 1, c.provider.Calls(), "the provider is reached once")
 	final, err := c.gws[1].Call(ctx, "alice", req)
 	require.NoError(t, err)
 	require.True(t, final.Replayed)
@@ -229,7 +175,7 @@ func TestGatewaysDailyLimitHolds(t *testing.T) {
 	daily := decimal.RequireFromString("5.5000")
 	perMinute := 1000 // the default of 60 would refuse first
 	controls := toolgate.StaticSpendControls{"alice": {DailyLimitUSD: &daily, RateLimitPerMinute: &perMinute}}
-	c := twoGateways(t, &provider{}, &toolgate.Config{SpendControls: controls})
+	c := twoGateways(t, toolgatetest.NewUpstream(), &toolgate.Config{SpendControls: controls})
 	ctx := t.Context()
 
 	const n = 200
@@ -256,7 +202,7 @@ func TestGatewaysDailyLimitHolds(t *testing.T) {
 	}
 	assert.Equal(t, 50, completed, "5.5000 / 0.1100 calls, no more")
 	assert.Equal(t, 150, refused)
-	assert.EqualValues(t, 50, c.provider.calls.Load())
+	assert.EqualValues(t, 50, c.provider.Calls())
 	assertUsed(t, c.stores[1], "alice", "5.5000", "50")
 	c.requireUsage(t, quotes[0], storage.Usage{Count: 50, UniqueUsers: 1})
 }
@@ -284,12 +230,12 @@ func TestGatewaysTakeoverAfterCrash(t *testing.T) {
 	t.Parallel()
 	entered := make(chan struct{})
 	release := make(chan struct{})
-	p := &provider{hold: func(n int64) {
+	p := holdingProvider(func(n int64) {
 		if n == 1 { // only A's run blocks
 			close(entered)
 			<-release
 		}
-	}}
+	})
 	instances := twoInstances(t)
 	a := &dyingStore{Store: instances[0]}
 	a.dead.Store(true)
@@ -327,7 +273,7 @@ func TestGatewaysTakeoverAfterCrash(t *testing.T) {
 	assert.False(t, res.Replayed)
 	assert.Equal(t, toolgate.StatusCompleted, res.Execution.Status)
 	assert.JSONEq(t, `{"value":"hello"}`, string(res.Execution.Output))
-	assert.EqualValues(t, 2, c.provider.calls.Load(), "A's run reached the provider before it died")
+	assert.EqualValues(t, 2, c.provider.Calls(), "A's run reached the provider before it died")
 	assertUsed(t, c.stores[0], "alice", "0.1100", "1") // charged once, not 0.2200
 	c.requireUsage(t, q, storage.Usage{Count: 1, UniqueUsers: 1})
 
@@ -338,5 +284,5 @@ func TestGatewaysTakeoverAfterCrash(t *testing.T) {
 	exec, err := c.gws[0].GetExecution(ctx, "alice", res.Execution.ID)
 	require.NoError(t, err)
 	assert.Equal(t, string(res.Body), string(exec.Body))
-	assert.EqualValues(t, 2, c.provider.calls.Load(), "a replay does not reach the provider")
+	assert.EqualValues(t, 2, c.provider.Calls(), "a replay does not reach the provider")
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/storage/postgres"
+	"github.com/toolgate/toolgate/toolgatetest"
 )
 
 // TestGatewayRoundTrips pins what a quote and a call cost in round trips to
@@ -26,7 +27,7 @@ func TestGatewayRoundTrips(t *testing.T) {
 	require.NoError(t, err)
 	reg := registry.New()
 	require.NoError(t, reg.Register(echoTool()))
-	gw, err := toolgate.New(store, &toolgate.Config{Registry: reg, Transport: &provider{}})
+	gw, err := toolgate.New(store, &toolgate.Config{Registry: reg, Transport: toolgatetest.NewUpstream()})
 	require.NoError(t, err)
 	// The statements' first use on a connection prepares them; that
 	// one-off is not what is pinned.

@@ -1,4 +1,4 @@
-package toolgate_test
+package upstream_test
 
 import (
 	"bytes"
@@ -20,7 +20,9 @@ import (
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/storage/memory"
+	"github.com/toolgate/toolgate/toolgatetest"
 	"github.com/toolgate/toolgate/tools"
+	"github.com/toolgate/toolgate/upstream"
 )
 
 // hostileEnv is a gateway with the real upstream transport (dial checks
@@ -30,7 +32,7 @@ type hostileEnv struct {
 	gw    *toolgate.Gateway
 	reg   *registry.Registry
 	store storage.Store
-	clock *toolgate.FakeClock
+	clock *toolgatetest.FakeClock
 }
 
 func newHostileEnv(t *testing.T, mut func(*toolgate.Config)) *hostileEnv {
@@ -38,8 +40,8 @@ func newHostileEnv(t *testing.T, mut func(*toolgate.Config)) *hostileEnv {
 	reg := registry.New()
 	require.NoError(t, tools.RegisterAll(reg))
 	require.NoError(t, reg.SetTrust("goal-data", registry.Trust{PaymentVerified: registry.Bool(true)}))
-	e := &hostileEnv{reg: reg, store: memory.New(), clock: toolgate.NewFakeClock(t0)}
-	cfg := &toolgate.Config{Registry: reg, Clock: e.clock, UpstreamTimeout: 700 * time.Millisecond}
+	e := &hostileEnv{reg: reg, store: memory.New(), clock: toolgatetest.NewFakeClock(toolgatetest.DefaultStart)}
+	cfg := &toolgate.Config{Registry: reg, Clock: e.clock, Upstream: &upstream.Config{Timeout: 700 * time.Millisecond}}
 	if mut != nil {
 		mut(cfg)
 	}
@@ -247,7 +249,7 @@ func TestRetriesOnlySafeReads(t *testing.T) {
 	t.Run("GET recovers after two 503s", func(t *testing.T) {
 		t.Parallel()
 		srv, hits := flaky(2, http.StatusServiceUnavailable, "")
-		e := newHostileEnv(t, func(c *toolgate.Config) { c.UpstreamTimeout = 5 * time.Second })
+		e := newHostileEnv(t, func(c *toolgate.Config) { c.Upstream.Timeout = 5 * time.Second })
 		require.NoError(t, e.reg.SetOrigin("exchange-rates", srv.URL))
 		res := e.call(t, "alice", "exchange-rates", "k1", ratesInput)
 		assert.Equal(t, toolgate.StatusCompleted, res.Execution.Status)
@@ -256,7 +258,7 @@ func TestRetriesOnlySafeReads(t *testing.T) {
 	t.Run("GET gives up after three attempts", func(t *testing.T) {
 		t.Parallel()
 		srv, hits := flaky(10, http.StatusBadGateway, "")
-		e := newHostileEnv(t, func(c *toolgate.Config) { c.UpstreamTimeout = 5 * time.Second })
+		e := newHostileEnv(t, func(c *toolgate.Config) { c.Upstream.Timeout = 5 * time.Second })
 		require.NoError(t, e.reg.SetOrigin("exchange-rates", srv.URL))
 		res := e.call(t, "alice", "exchange-rates", "k1", ratesInput)
 		assert.Equal(t, toolgate.StatusFailed, res.Execution.Status)
@@ -305,8 +307,8 @@ func TestCircuitBreaker(t *testing.T) {
 	}))
 	defer srv.Close()
 	e := newHostileEnv(t, func(c *toolgate.Config) {
-		c.BreakerThreshold = 3
-		c.BreakerCooldown = 30 * time.Second
+		c.Upstream.BreakerThreshold = 3
+		c.Upstream.BreakerCooldown = 30 * time.Second
 	})
 	require.NoError(t, e.reg.SetOrigin("exchange-rates", srv.URL))
 
@@ -385,9 +387,9 @@ func TestInternalAddressesAreRefused(t *testing.T) {
 	}
 	allowed := []string{"93.184.216.34", "8.8.8.8", "2606:4700:4700::1111", "::ffff:8.8.8.8"}
 	for _, a := range refused {
-		assert.True(t, toolgate.InternalAddress(netip.MustParseAddr(a)), a)
+		assert.True(t, upstream.InternalAddress(netip.MustParseAddr(a)), a)
 	}
 	for _, a := range allowed {
-		assert.False(t, toolgate.InternalAddress(netip.MustParseAddr(a)), a)
+		assert.False(t, upstream.InternalAddress(netip.MustParseAddr(a)), a)
 	}
 }

@@ -1,14 +1,8 @@
-package toolgate
+package upstream
 
 import (
 	"sync"
 	"time"
-)
-
-// Circuit breaker defaults.
-const (
-	DefaultBreakerThreshold = 5
-	DefaultBreakerCooldown  = 30 * time.Second
 )
 
 // breaker fails calls fast to an upstream that keeps failing, so that calls

@@ -1,0 +1,181 @@
+package toolgate
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/storage"
+)
+
+// Execution is the normalized result of one call.
+type Execution struct {
+	ID     string          `json:"id"`
+	Tool   ToolRef         `json:"tool"`
+	Status Status          `json:"status"`
+	Cost   Cost            `json:"cost"`
+	Output json.RawMessage `json:"output"`
+	Error  *ExecutionError `json:"error"`
+}
+
+// Status is how an execution ended, as callers see it.
+type Status string
+
+// Execution statuses.
+const (
+	StatusCompleted Status = "completed"
+	StatusFailed    Status = "failed"
+)
+
+// Cost is what a call costs. A failed execution shows the quoted amounts
+// but is not charged.
+type Cost struct {
+	PriceUSD string `json:"priceUsd"`
+	FeeUSD   string `json:"feeUsd"`
+	TotalUSD string `json:"totalUsd"`
+	Currency string `json:"currency"`
+}
+
+// ExecutionError says why an execution failed. Its message is the
+// gateway's, never the provider's unfiltered text.
+type ExecutionError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// CodeToolChangedDuringCall is the error code of a call retried after its
+// first run was abandoned, when the tool changed or was blocked meanwhile.
+const CodeToolChangedDuringCall = "tool_changed"
+
+// callTool calls the provider and turns whatever comes back into an
+// execution result. Nothing the provider returns reaches anything but the
+// output field, and only after normalization and validation.
+func (g *Gateway) callTool(ctx context.Context, v *registry.Version, q storage.Quote, id uuid.UUID, input []byte, abandon *registry.UpstreamError) Execution {
+	exec := Execution{
+		ID:     id.String(),
+		Tool:   toolRef(v.Tool),
+		Status: StatusFailed,
+		Cost:   Cost{PriceUSD: usd(q.PriceUSD), FeeUSD: usd(q.FeeUSD), TotalUSD: usd(q.TotalUSD), Currency: "USD"},
+		Output: json.RawMessage("null"),
+	}
+	fail := func(err error) Execution {
+		var ue *registry.UpstreamError
+		if !errors.As(err, &ue) {
+			ue = registry.Upstreamf(registry.CodeUpstreamInvalidResponse, "the provider's answer could not be read as this tool's output")
+		}
+		exec.Error = &ExecutionError{Code: ue.Code, Message: ue.Message}
+		g.log.InfoContext(ctx, "execution failed", "execution", exec.ID, "tool", v.Tool.Slug, "code", ue.Code)
+		return exec
+	}
+	if abandon != nil {
+		return fail(abandon)
+	}
+	if v.Output == nil {
+		return fail(registry.Upstreamf(registry.CodeOutputInvalid, "%s declares no output schema, so its output cannot be checked", v.Tool.Slug))
+	}
+	upReq, err := v.Tool.BuildRequest(ctx, v.Origin, input)
+	if err != nil {
+		return fail(registry.Upstreamf(registry.CodeUpstreamUnavailable, "the upstream request could not be built"))
+	}
+	resp, err := g.upstream.Do(ctx, v, upReq)
+	if err != nil {
+		return fail(err)
+	}
+	if !utf8.Valid(resp.Body) {
+		// Decoders would quietly replace the bad bytes; an answer that is
+		// not text is not an answer.
+		return fail(registry.Upstreamf(registry.CodeUpstreamInvalidResponse, "the provider's answer is not valid UTF-8"))
+	}
+	out, err := normalize(v, resp)
+	if err != nil {
+		return fail(err)
+	}
+	raw, err := json.Marshal(out)
+	if err != nil {
+		return fail(err)
+	}
+	if failures := v.Output.Validate(raw, "output"); failures != nil {
+		return fail(registry.Upstreamf(registry.CodeOutputInvalid, "the provider's answer does not match the tool's output schema at %s: %s", failures[0].Path, failures[0].Message))
+	}
+	exec.Status = StatusCompleted
+	exec.Output = raw
+	return exec
+}
+
+// normalize runs the tool's mapping, turning a panic on hostile input into
+// a failed execution rather than a crashed gateway.
+func normalize(v *registry.Version, resp registry.UpstreamResponse) (out any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = registry.Upstreamf(registry.CodeUpstreamInvalidResponse, "the provider's answer could not be read as this tool's output")
+		}
+	}()
+	return v.Tool.Normalize(resp)
+}
+
+// encodeExecution is json.Marshal(exec) without encoding/json going over a
+// completed execution's output a second time (json.RawMessage is re-checked
+// and re-compacted byte by byte). That output comes from json.Marshal, so it
+// is already exactly what Marshal would write, and is spliced in as it is.
+func encodeExecution(exec Execution) ([]byte, error) {
+	if exec.Status != StatusCompleted {
+		return json.Marshal(exec)
+	}
+	out := exec.Output
+	exec.Output = nil // written as null
+	head, err := json.Marshal(exec)
+	if err != nil {
+		return nil, err
+	}
+	// The marker cannot occur inside a string, where every quote is escaped.
+	const marker, null = `,"output":null,"error":`, `null`
+	i := bytes.Index(head, []byte(marker))
+	if i < 0 {
+		exec.Output = out
+		return json.Marshal(exec)
+	}
+	cut := i + len(marker) - len(`,"error":`) - len(null)
+	body := make([]byte, 0, len(head)+len(out))
+	body = append(body, head[:cut]...)
+	body = append(body, out...)
+	return append(body, head[cut+len(null):]...), nil
+}
+
+// replay answers a retry with the stored result.
+func replay(body []byte) (*CallResult, error) {
+	var exec Execution
+	if err := json.Unmarshal(body, &exec); err != nil {
+		return nil, internalError(fmt.Errorf("stored response is unreadable: %w", err))
+	}
+	return &CallResult{Execution: exec, Body: body, Replayed: true}, nil
+}
+
+// GetExecution returns one of the caller's finished executions; another
+// caller's is reported as not found.
+func (g *Gateway) GetExecution(ctx context.Context, principal, id string) (*CallResult, error) {
+	if err := validPrincipal(principal); err != nil {
+		return nil, err
+	}
+	eid, err := uuid.Parse(id)
+	if err != nil {
+		return nil, newError(CodeExecutionNotFound, "no execution %q exists for this caller", id)
+	}
+	e, err := g.store.GetExecution(ctx, eid)
+	if errors.Is(err, storage.ErrNotFound) || (err == nil && (e.Principal != principal || e.Status == storage.ExecutionRunning)) {
+		return nil, newError(CodeExecutionNotFound, "no finished execution %s exists for this caller", id)
+	}
+	if err != nil {
+		return nil, internalError(err)
+	}
+	res, err := replay(e.Response)
+	if err != nil {
+		return nil, err
+	}
+	res.Replayed = false
+	return res, nil
+}

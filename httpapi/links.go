@@ -1,0 +1,31 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/toolgate/toolgate"
+)
+
+// The routes a registry entry names, relative to where the handler is
+// mounted. The gateway knows no routes: an entry gets them here, from the
+// layer that serves them.
+func registryPath(slug string) string { return "/v1/registry/tools/" + slug }
+func docsPath(slug string) string     { return registryPath(slug) + "/docs" }
+func openAPIPath(slug string) string  { return registryPath(slug) + "/openapi.json" }
+func llmsPath(slug string) string     { return registryPath(slug) + "/llms.txt" }
+func versionsPath(slug string) string { return registryPath(slug) + "/versions" }
+func pagePath(slug string) string     { return "/tools/" + slug }
+func quotePath(slug string) string    { return "/v1/tools/" + slug + "/quote" }
+func callPath(slug string) string     { return "/v1/tools/" + slug + "/call" }
+
+// withLinks fills in an entry's call route and documentation paths.
+func withLinks(e *toolgate.RegistryEntry) {
+	e.Access.Endpoint.Method = http.MethodPost
+	e.Access.Endpoint.Path = callPath(e.Slug)
+	e.Documentation = toolgate.EntryDocs{
+		JSON:    docsPath(e.Slug),
+		OpenAPI: openAPIPath(e.Slug),
+		LLMs:    llmsPath(e.Slug),
+		Human:   pagePath(e.Slug),
+	}
+}

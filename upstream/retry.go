@@ -1,0 +1,82 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+const (
+	retryWaitMin = 100 * time.Millisecond
+	retryWaitMax = 2 * time.Second
+	// maxRetryAfter caps how long a provider's Retry-After can hold a call.
+	maxRetryAfter = 3 * time.Second
+)
+
+// noRetryKey marks a request that must not be repeated, for the retry policy,
+// which sees only the context when the transport fails.
+type noRetryKey struct{}
+
+// RetrySafeReads is the default retry policy: only GETs, which providers
+// document as safe to repeat, and only for failures a repeat can cure
+// (transport errors other than a refused destination, 429, 502, 503, 504).
+func RetrySafeReads(ctx context.Context, resp *http.Response, err error) (bool, error) {
+	if ctx.Err() != nil {
+		return false, ctx.Err()
+	}
+	if ctx.Value(noRetryKey{}) != nil {
+		return false, nil
+	}
+	if err != nil {
+		return !errors.Is(err, ErrDestinationRefused), nil
+	}
+	switch resp.StatusCode {
+	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true, nil
+	}
+	return false, nil
+}
+
+// JitteredBackoff is the default backoff: exponential from min, capped at
+// max, with full jitter in its upper half so retries from many calls do not
+// arrive together; a provider's Retry-After is honoured up to 3 seconds.
+// The request's deadline still bounds every wait.
+func JitteredBackoff(min, max time.Duration, attempt int, resp *http.Response) time.Duration {
+	if resp != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
+		if d, ok := parseRetryAfter(resp.Header.Get("Retry-After")); ok {
+			return minDuration(d, maxRetryAfter)
+		}
+	}
+	wait := min << attempt
+	if wait <= 0 || wait > max {
+		wait = max
+	}
+	return wait/2 + rand.N(wait/2+1)
+}
+
+func minDuration(a, b time.Duration) time.Duration {
+	if a < b {
+		return a
+	}
+	return b
+}
+
+func parseRetryAfter(v string) (time.Duration, bool) {
+	if v == "" {
+		return 0, false
+	}
+	if secs, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && secs >= 0 {
+		return time.Duration(secs) * time.Second, true
+	}
+	if at, err := http.ParseTime(v); err == nil {
+		if d := time.Until(at); d > 0 {
+			return d, true
+		}
+		return 0, true
+	}
+	return 0, false
+}
