@@ -27,6 +27,7 @@ var iso3166 = codeSet(`
 	SA SB SC SD SE SG SH SI SJ SK SL SM SN SO SR SS ST SV SX SY SZ TC TD TF TG TH TJ TK TL TM TN TO
 	TR TT TV TW TZ UA UG UM US UY UZ VA VC VE VG VI VN VU WF WS YE YT ZA ZM ZW`)
 
+// codeSet is the set of the words of list.
 func codeSet(list string) map[string]bool {
 	set := map[string]bool{}
 	for _, code := range strings.Fields(list) {

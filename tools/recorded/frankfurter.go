@@ -27,8 +27,9 @@ var ecbData = &dataset[*ecbRates]{file: "ecb_rates.json.gz", decode: decodeECBRa
 // publications in date order, in units per euro.
 type ecbRates struct {
 	series map[string][]observation
-	codes  []string  // the currencies, sorted
-	last   time.Time // the last publication day: the service's "today"
+	codes  []string    // the currencies, sorted
+	days   []time.Time // the publication days, in order
+	last   time.Time   // the last publication day: the service's "today"
 }
 
 type observation struct {
@@ -58,6 +59,7 @@ func decodeECBRates(raw []byte) (*ecbRates, error) {
 		out.series[r.Quote] = append(out.series[r.Quote], observation{d, r.Rate})
 		if d.After(out.last) {
 			out.last = d
+			out.days = append(out.days, d)
 		}
 	}
 	slices.Sort(out.codes)
@@ -65,9 +67,11 @@ func decodeECBRates(raw []byte) (*ecbRates, error) {
 }
 
 // snapshot is each currency's last rate published on or before day,
-// within the lookback; the euro is the base the rates are quoted in.
+// within the lookback, and the euro itself at 1, dated as the latest of
+// them.
 func (e *ecbRates) snapshot(day time.Time) map[string]observation {
 	out := map[string]observation{}
+	var latest time.Time
 	for code, obs := range e.series {
 		i, found := slices.BinarySearchFunc(obs, day, func(o observation, d time.Time) int { return o.date.Compare(d) })
 		if !found {
@@ -75,7 +79,13 @@ func (e *ecbRates) snapshot(day time.Time) map[string]observation {
 		}
 		if i >= 0 && !obs[i].date.Before(day.Add(-frankfurterLookback)) {
 			out[code] = obs[i]
+			if obs[i].date.After(latest) {
+				latest = obs[i].date
+			}
 		}
+	}
+	if len(out) > 0 {
+		out["EUR"] = observation{latest, 1}
 	}
 	return out
 }
@@ -252,9 +262,9 @@ func (q frankfurterQuery) rows(data *ecbRates, day time.Time) []frankfurterRow {
 // observation listed once.
 func (q frankfurterQuery) rangeRows(data *ecbRates, from, to time.Time) []frankfurterRow {
 	anchors := []time.Time{from}
-	for _, obs := range data.series["USD"] {
-		if obs.date.After(from) && !obs.date.After(to) {
-			anchors = append(anchors, obs.date)
+	for _, d := range data.days {
+		if d.After(from) && !d.After(to) {
+			anchors = append(anchors, d)
 		}
 	}
 	seen := map[[2]string]bool{}
@@ -286,7 +296,7 @@ func (q frankfurterQuery) rebase(data *ecbRates, day time.Time) []frankfurterRow
 	if q.providers != nil && !slices.Contains(q.providers, "ECB") {
 		return nil // the ECB is the only provider recorded
 	}
-	snap := q.snapshotWithEuro(data, day)
+	snap := data.snapshot(day)
 	base, ok := snap[q.base]
 	if !ok {
 		return nil // no rate of the base: no way to derive the others
@@ -315,22 +325,6 @@ func (q frankfurterQuery) rebase(data *ecbRates, day time.Time) []frankfurterRow
 		rows = append(rows, frankfurterRow{date: latest, base: q.base, quote: q.base, rate: "1.0"})
 	}
 	return rows
-}
-
-// snapshotWithEuro is the snapshot with the euro itself at 1, dated as the
-// latest publication in it.
-func (q frankfurterQuery) snapshotWithEuro(data *ecbRates, day time.Time) map[string]observation {
-	snap := data.snapshot(day)
-	var latest time.Time
-	for _, o := range snap {
-		if o.date.After(latest) {
-			latest = o.date
-		}
-	}
-	if len(snap) > 0 {
-		snap["EUR"] = observation{latest, 1}
-	}
-	return snap
 }
 
 // roundedRate rounds a rate as the service quotes pairs: no decimals above

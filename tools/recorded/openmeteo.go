@@ -25,13 +25,13 @@ var placesData = &dataset[[]weatherCell]{file: "openmeteo_places.json.gz", decod
 // weatherCell is one recorded grid cell's answer; numbers keep the text
 // the service wrote them in.
 type weatherCell struct {
-	Latitude             json.Number `json:"latitude"`
-	Longitude            json.Number `json:"longitude"`
-	GenerationTimeMS     json.Number `json:"generationtime_ms"`
-	UTCOffsetSeconds     json.Number `json:"utc_offset_seconds"`
-	Timezone             string      `json:"timezone"`
-	TimezoneAbbreviation string      `json:"timezone_abbreviation"`
-	Elevation            json.Number `json:"elevation"`
+	Latitude             json.Number                `json:"latitude"`
+	Longitude            json.Number                `json:"longitude"`
+	GenerationTimeMS     json.Number                `json:"generationtime_ms"`
+	UTCOffsetSeconds     json.Number                `json:"utc_offset_seconds"`
+	Timezone             string                     `json:"timezone"`
+	TimezoneAbbreviation string                     `json:"timezone_abbreviation"`
+	Elevation            json.Number                `json:"elevation"`
 	Current              map[string]json.RawMessage `json:"current"`
 
 	lat, lon float64
@@ -62,27 +62,27 @@ var weatherUnits = map[string]string{"temperature_2m": "°C", "wind_speed_10m": 
 // a request for other values, or for anything beyond current conditions,
 // gets the service's answer for data it does not have.
 var weatherDefaults = map[string][]string{
-	"timezone":          {"GMT", "UTC"},
-	"timeformat":        {"iso8601"},
-	"temperature_unit":  {"celsius"},
-	"wind_speed_unit":   {"kmh"},
-	"windspeed_unit":    {"kmh"},
-	"format":            {"json"},
-	"hourly":            nil,
-	"daily":             nil,
-	"minutely_15":       nil,
-	"current_weather":   nil,
-	"past_days":         {"0"},
-	"forecast_days":     nil,
-	"past_hours":        nil,
-	"forecast_hours":    nil,
-	"start_date":        nil,
-	"end_date":          nil,
-	"start_hour":        nil,
-	"end_hour":          nil,
-	"models":            nil,
-	"elevation":         nil,
-	"cell_selection":    {"land", "nearest"},
+	"timezone":         {"GMT", "UTC"},
+	"timeformat":       {"iso8601"},
+	"temperature_unit": {"celsius"},
+	"wind_speed_unit":  {"kmh"},
+	"windspeed_unit":   {"kmh"},
+	"format":           {"json"},
+	"hourly":           nil,
+	"daily":            nil,
+	"minutely_15":      nil,
+	"current_weather":  nil,
+	"past_days":        {"0"},
+	"forecast_days":    nil,
+	"past_hours":       nil,
+	"forecast_hours":   nil,
+	"start_date":       nil,
+	"end_date":         nil,
+	"start_hour":       nil,
+	"end_hour":         nil,
+	"models":           nil,
+	"elevation":        nil,
+	"cell_selection":   {"land", "nearest"},
 }
 
 const noWeatherData = "No data is available for this location"

@@ -19,7 +19,7 @@ func TestOpenMeteoGivesThePublishedAnswers(t *testing.T) {
 	t.Parallel()
 	for query, recording := range map[string]string{
 		"latitude=52.52&longitude=13.41&current=temperature_2m,wind_speed_10m": recorded.OpenMeteoCurrent,
-		"latitude=999&longitude=13.41":                                          recorded.OpenMeteoBadLatitude,
+		"latitude=999&longitude=13.41":                                         recorded.OpenMeteoBadLatitude,
 	} {
 		a := forecast(t, query)
 		want := recorded.Response(recording)

@@ -87,18 +87,12 @@ type usgsQuery struct {
 
 // usgsNotSimulated are the parameters the service accepts that the
 // recorded catalog does not simulate.
-var usgsNotSimulated = map[string]bool{}
-
-func init() {
-	for _, name := range strings.Fields(`minlatitude minlat maxlatitude maxlat minlongitude minlon maxlongitude
-		maxlon latitude lat longitude lon minradius maxradius minradiuskm maxradiuskm mindepth maxdepth
-		magnitudetype magtype includeallorigins includeallmagnitudes includearrivals eventid catalog
-		contributor updatedafter callback eventtype reviewstatus minmmi maxmmi mincdi maxcdi minfelt
-		alertlevel mingap maxgap minsig maxsig producttype productcode kmlcolorby kmlanimated nodata
-		includedeleted includesuperseded`) {
-		usgsNotSimulated[name] = true
-	}
-}
+var usgsNotSimulated = codeSet(`minlatitude minlat maxlatitude maxlat minlongitude minlon maxlongitude
+	maxlon latitude lat longitude lon minradius maxradius minradiuskm maxradiuskm mindepth maxdepth
+	magnitudetype magtype includeallorigins includeallmagnitudes includearrivals eventid catalog
+	contributor updatedafter callback eventtype reviewstatus minmmi maxmmi mincdi maxcdi minfelt
+	alertlevel mingap maxgap minsig maxsig producttype productcode kmlcolorby kmlanimated nodata
+	includedeleted includesuperseded`)
 
 // usgsError is an answer of the service's text/plain error page.
 type usgsError struct {

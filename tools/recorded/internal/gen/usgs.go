@@ -100,7 +100,6 @@ type catalog struct {
 // event is a catalog entry while the catalog is built.
 type event struct {
 	raw      json.RawMessage
-	id       string
 	time     int64
 	lon, lat float64
 	depth    float64
@@ -135,7 +134,7 @@ func buildCatalog(two, ten []byte) ([]byte, error) {
 				return nil, errors.New("sample: a feature without id, time or coordinates")
 			}
 			c := f.Geometry.Coordinates
-			events = append(events, event{raw: raw, id: f.ID, time: f.Properties.Time, lon: c[0], lat: c[1], depth: c[2]})
+			events = append(events, event{raw: raw, time: f.Properties.Time, lon: c[0], lat: c[1], depth: c[2]})
 			used[f.ID] = true
 			if i == 1 {
 				quietFrom = min(quietFrom, f.Properties.Time)
@@ -192,7 +191,7 @@ func (g *catalogGen) add(events *[]event, f feature) error {
 		return err
 	}
 	c := f.Geometry.Coordinates
-	*events = append(*events, event{raw: raw, id: f.ID, time: f.Properties.Time, lon: c[0], lat: c[1], depth: c[2]})
+	*events = append(*events, event{raw: raw, time: f.Properties.Time, lon: c[0], lat: c[1], depth: c[2]})
 	return nil
 }
 
@@ -299,7 +298,7 @@ func (g *catalogGen) small() feature {
 		types = append(types, "dyfi")
 	}
 	g.finish(&p, types)
-	return g.feature(p, lon, lat, depth, coordPrecision(n.net))
+	return newFeature(p, lon, lat, depth, coordPrecision(n.net))
 }
 
 // global synthesizes an M4+ event of the world, reported by the NEIC.
@@ -390,7 +389,7 @@ func (g *catalogGen) global() feature {
 		}
 	}
 	g.finish(&p, types)
-	return g.feature(p, lon, lat, depth, 4)
+	return newFeature(p, lon, lat, depth, 4)
 }
 
 // finish fills what follows from the rest: links, ids, significance and
@@ -414,7 +413,7 @@ func (g *catalogGen) finish(p *properties, types []string) {
 	p.Title = "M " + strconv.FormatFloat(*p.Mag, 'f', 1, 64) + kind + " - " + *p.Place
 }
 
-func (g *catalogGen) feature(p properties, lon, lat, depth float64, decimals int) feature {
+func newFeature(p properties, lon, lat, depth float64, decimals int) feature {
 	return feature{
 		Type:       "Feature",
 		Properties: p,
