@@ -3,7 +3,6 @@ package gen
 import (
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"strconv"
 	"time"
 )
@@ -84,7 +83,7 @@ var ecbSeries = []series{
 // publication day at a time, and lists the rates as Frankfurter's answer
 // for the whole period with base EUR: by date, then by quote.
 func buildRates() ([]byte, error) {
-	rng := rand.New(rand.NewPCG(2025, 12))
+	rng := newRNG(20251201)
 	var days []time.Time
 	for d := ratesFirst; !d.After(ratesLast); d = d.AddDate(0, 0, 1) {
 		if d.Weekday() != time.Saturday && d.Weekday() != time.Sunday && !ecbClosed[d.Format(time.DateOnly)] {

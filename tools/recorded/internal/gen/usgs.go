@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -142,7 +141,7 @@ func buildCatalog(two, ten []byte) ([]byte, error) {
 		}
 	}
 
-	g := &catalogGen{rng: rand.New(rand.NewPCG(2024, 9)), used: used, quietFrom: quietFrom}
+	g := &catalogGen{rng: newRNG(20240916), used: used, quietFrom: quietFrom}
 	for range smallEvents {
 		f := g.small()
 		if err := g.add(&events, f); err != nil {
@@ -180,7 +179,7 @@ func buildCatalog(two, ten []byte) ([]byte, error) {
 }
 
 type catalogGen struct {
-	rng       *rand.Rand
+	rng       *rng
 	used      map[string]bool
 	quietFrom int64
 }

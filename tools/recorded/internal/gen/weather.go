@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"strconv"
 )
 
@@ -85,7 +84,7 @@ func buildPlaces(sample []byte) ([]byte, error) {
 	if !json.Valid(sample) {
 		return nil, errors.New("the sample is not JSON")
 	}
-	rng := rand.New(rand.NewPCG(2024, 11))
+	rng := newRNG(20241123)
 	var out bytes.Buffer
 	out.WriteString("[")
 	out.Write(bytes.TrimSpace(sample))
