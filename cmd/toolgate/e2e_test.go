@@ -235,6 +235,17 @@ func runPrintedCommands(t *testing.T, srv *process, key string) {
 	var call map[string]any
 	require.NoError(t, json.Unmarshal([]byte(lines[1]), &call), "%s", out)
 	assert.Equal(t, "completed", call["status"], "%s", out)
+
+	// The events are what the printed call asks for: from 2024-09-25 on,
+	// magnitude 4 or more (the tool's default).
+	features, _ := call["output"].(map[string]any)["features"].([]any)
+	require.NotEmpty(t, features, "%s", out)
+	since := time.Date(2024, time.September, 25, 0, 0, 0, 0, time.UTC).UnixMilli()
+	for _, f := range features {
+		props := f.(map[string]any)["properties"].(map[string]any)
+		assert.GreaterOrEqual(t, props["mag"], 4.0, "%s", out)
+		assert.GreaterOrEqual(t, props["time"], float64(since), "%s", out)
+	}
 }
 
 // TestServerDrainsCallsInFlight: SIGTERM during a call lets it finish with

@@ -70,10 +70,11 @@ func run(ctx context.Context, w io.Writer, transport http.RoundTripper) error {
 	req := toolgate.CallRequest{
 		Tool:           tool,
 		QuoteID:        q.Quote.ID,
-		Input:          json.RawMessage(`{"starttime":"2024-09-25","endtime":"2024-09-30","minmagnitude":0.5}`),
+		Input:          json.RawMessage(`{"starttime":"2024-09-25","endtime":"2024-09-30"}`),
 		ApprovalDigest: digest,
 		IdempotencyKey: "quickstart-call-1",
 	}
+	fmt.Fprintf(w, "   input %s: magnitude 4 or more, newest first, at most 10 (the tool's defaults)\n", req.Input)
 	res, err := gw.Call(ctx, caller, req)
 	if err != nil {
 		return err

@@ -1,10 +1,14 @@
-// Package recorded answers the built-in tools' upstream requests from
-// recorded provider responses, so tests, examples and the server's -offline
-// mode run the whole quote-and-call flow with no network.
+// Package recorded answers the built-in tools' upstream requests offline,
+// so tests, examples and the server's -offline mode run the whole
+// quote-and-call flow with no network, and get answers that match what
+// they asked: each provider is simulated over a recorded data set (an
+// earthquake catalog, reference rates, holidays, current weather) in the
+// provider's own answer shapes, filtered, ordered and rounded as the
+// provider does, with the provider's own errors.
 //
 // Transport is an http.RoundTripper to hand the gateway in place of a real
 // one; Handler is the same thing as an http.Handler, to serve over a real
-// listener. Body and Response give tests the recordings themselves, by the
+// listener. Body and Response give tests single recorded answers, by the
 // names declared below.
 //
 // The recordings are shaped exactly like the providers' answers, extra
@@ -28,7 +32,7 @@ const (
 	// USGSTwoFeatures: USGS 200 with two events (the provider's published sample).
 	USGSTwoFeatures = "usgs-2-features"
 	// USGSTenFeatures: USGS 200 with ten events, one with a null mag and one
-	// with a null place. Transport answers every valid USGS query with it.
+	// with a null place: the newest ten of 29 September 2024.
 	USGSTenFeatures = "usgs-10-features"
 	// USGSEmpty: USGS 200 with no matching events.
 	USGSEmpty = "usgs-empty"
@@ -75,7 +79,7 @@ const (
 	contentText    = "text/plain; charset=utf-8"
 )
 
-//go:embed testdata/*.json testdata/*.txt
+//go:embed testdata/*.json testdata/*.txt testdata/*.json.gz
 var files embed.FS
 
 type recording struct {

@@ -108,27 +108,27 @@ func TestTransportRoutes(t *testing.T) {
 		recording string // expected body, when a recording
 		contains  string // expected in the body otherwise
 	}{
-		{"USGS query", "GET", "https://earthquake.usgs.gov/fdsnws/event/1/query?format=geojson&starttime=2024-09-25&limit=10&orderby=time&minmagnitude=4", "", 200, recorded.USGSTenFeatures, ""},
-		{"USGS bad limit", "GET", "https://earthquake.usgs.gov/fdsnws/event/1/query?format=geojson&limit=20001", "", 400, recorded.USGSBadLimit, ""},
+		{"USGS query", "GET", "https://earthquake.usgs.gov/fdsnws/event/1/query?format=geojson&starttime=2024-09-25&limit=10&orderby=time&minmagnitude=4", "", 200, "", `"count":10}`},
+		{"USGS bad limit", "GET", "https://earthquake.usgs.gov/fdsnws/event/1/query?format=geojson&limit=20001", "", 400, "", `Bad limit value "20001". Valid values are 0 <= limit <= 20000`},
 		{"USGS other path", "GET", "https://earthquake.usgs.gov/fdsnws/event/1/count", "", 404, "", "not found"},
 		{"Frankfurter rates", "GET", "https://api.frankfurter.dev/v2/rates?base=USD&quotes=EUR%2CGBP", "", 200, recorded.FrankfurterRates, ""},
-		{"Frankfurter lowercase codes", "GET", "https://api.frankfurter.dev/v2/rates?base=usd&quotes=jpy", "", 200, recorded.FrankfurterRates, ""},
-		{"Frankfurter default base", "GET", "https://api.frankfurter.dev/v2/rates", "", 200, recorded.FrankfurterRates, ""},
+		{"Frankfurter lowercase codes", "GET", "https://api.frankfurter.dev/v2/rates?base=usd&quotes=jpy", "", 200, "", `"base":"USD","quote":"JPY"`},
+		{"Frankfurter default base", "GET", "https://api.frankfurter.dev/v2/rates?quotes=USD", "", 200, "", `"base":"EUR","quote":"USD"`},
 		{"Frankfurter unknown quote", "GET", "https://api.frankfurter.dev/v2/rates?base=USD&quotes=EUR,FOO", "", 422, recorded.FrankfurterInvalidCurrency, ""},
-		{"Frankfurter unknown base", "GET", "https://api.frankfurter.dev/v2/rates?base=XXX&quotes=EUR", "", 422, recorded.FrankfurterInvalidCurrency, ""},
+		{"Frankfurter unknown base", "GET", "https://api.frankfurter.dev/v2/rates?base=XYZ&quotes=EUR", "", 422, "", "invalid currency: XYZ"},
 		{"Frankfurter other path", "GET", "https://api.frankfurter.dev/v1/latest", "", 404, recorded.FrankfurterNotFound, ""},
 		{"Nager PT", "GET", "https://date.nager.at/api/v4/Holidays/PT/2027", "", 200, recorded.NagerPT2027, ""},
-		{"Nager unknown country", "GET", "https://date.nager.at/api/v4/Holidays/ZZ/2027", "", 404, recorded.NagerUnknownCountry, ""},
-		{"Nager bad year", "GET", "https://date.nager.at/api/v4/Holidays/PT/soon", "", 400, recorded.NagerBadYear, ""},
+		{"Nager unknown country", "GET", "https://date.nager.at/api/v4/Holidays/ZZ/2027", "", 404, "", `"title":"Not Found"`},
+		{"Nager bad year", "GET", "https://date.nager.at/api/v4/Holidays/PT/soon", "", 400, "", "The value 'soon' is not valid."},
 		{"Nager other path", "GET", "https://date.nager.at/api/v3/AvailableCountries", "", 404, recorded.NagerUnknownCountry, ""},
 		{"Open-Meteo", "GET", "https://api.open-meteo.com/v1/forecast?latitude=52.52&longitude=13.41&current=temperature_2m,wind_speed_10m", "", 200, recorded.OpenMeteoCurrent, ""},
 		{"Open-Meteo bad latitude", "GET", "https://api.open-meteo.com/v1/forecast?latitude=999&longitude=13.41", "", 400, recorded.OpenMeteoBadLatitude, ""},
-		{"Open-Meteo missing longitude", "GET", "https://api.open-meteo.com/v1/forecast?latitude=52.52", "", 400, recorded.OpenMeteoBadLatitude, ""},
+		{"Open-Meteo missing longitude", "GET", "https://api.open-meteo.com/v1/forecast?latitude=52.52", "", 400, "", "must have the same number of elements"},
 		{"goal provider", "POST", "https://goal-data.example/v1/goal-data", `{"goal":"g","step":3,"targetSteps":3}`, 200, "", `"goalAchieved":true`},
 		{"goal provider bad input", "POST", "https://goal-data.example/v1/goal-data", `{"goal":"g"}`, 400, "", "step is required"},
 		{"goal provider GET", "GET", "https://goal-data.example/v1/goal-data", "", 405, "", "method_not_allowed"},
 		{"unknown host and path", "GET", "https://example.com/anything", "", 404, "", "not found"},
-		{"operator origin, USGS path", "GET", "http://127.0.0.1:9001/fdsnws/event/1/query?format=geojson&starttime=2024-09-25", "", 200, recorded.USGSTenFeatures, ""},
+		{"operator origin, USGS path", "GET", "http://127.0.0.1:9001/fdsnws/event/1/query?format=geojson&starttime=2024-09-25", "", 200, "", `"type":"FeatureCollection"`},
 		{"operator origin, Nager path", "GET", "http://mirror.internal/api/v4/Holidays/PT/2027", "", 200, recorded.NagerPT2027, ""},
 		{"operator origin, goal path", "POST", "http://127.0.0.1:9004/v1/goal-data", `{"goal":"g","step":1}`, 200, "", `"goalAchieved":false`},
 		{"USGS path on another provider's host", "GET", "https://api.frankfurter.dev/fdsnws/event/1/query", "", 404, recorded.FrankfurterNotFound, ""},
@@ -149,7 +149,7 @@ func TestTransportRoutes(t *testing.T) {
 			assert.Equal(t, int64(len(got)), resp.ContentLength)
 			if tc.recording != "" {
 				want := recorded.Response(tc.recording)
-				assert.Equal(t, string(want.Body), string(got))
+				assert.True(t, sameBody(tc.recording, got), "got %s", got)
 				assert.Equal(t, want.Header.Get("Content-Type"), resp.Header.Get("Content-Type"))
 			} else {
 				assert.Contains(t, strings.ToLower(string(got)), strings.ToLower(tc.contains))
@@ -195,9 +195,15 @@ func TestTransportIsSafeForConcurrentUse(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			target := recorded.NagerOrigin + "/api/v4/Holidays/PT/2027"
-			method, payload := http.MethodGet, ""
-			if i%2 == 1 {
+			// Every data set, so their first loads race one another.
+			targets := []string{
+				recorded.NagerOrigin + "/api/v4/Holidays/PT/2027",
+				recorded.USGSOrigin + "/fdsnws/event/1/query?format=geojson&starttime=2024-09-25",
+				recorded.FrankfurterOrigin + "/v2/rates?base=USD&quotes=EUR,GBP,JPY",
+				recorded.OpenMeteoOrigin + "/v1/forecast?latitude=52.52&longitude=13.41&current=temperature_2m",
+			}
+			target, method, payload := targets[i%4], http.MethodGet, ""
+			if i%5 == 4 {
 				target, method, payload = recorded.GoalDataOrigin+"/v1/goal-data", http.MethodPost, `{"goal":"g","step":2}`
 			}
 			req, err := http.NewRequestWithContext(context.Background(), method, target, strings.NewReader(payload))
@@ -228,5 +234,5 @@ func TestHandlerOverARealListener(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, resp.Body.Close())
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
-	assert.Equal(t, string(recorded.Body(recorded.FrankfurterRates)), string(got))
+	assert.True(t, sameBody(recorded.FrankfurterRates, got), "got %s", got)
 }

@@ -4,46 +4,48 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
-	"strings"
 
 	"github.com/toolgate/toolgate/tools/goalprovider"
 )
 
-// knownCurrencies is the small set Transport accepts as Frankfurter codes;
-// any other code gets the recorded 422, as the real service answers a code
-// it does not publish.
-var knownCurrencies = map[string]bool{
-	"AUD": true, "BRL": true, "CAD": true, "CHF": true, "CNY": true, "CZK": true,
-	"DKK": true, "EUR": true, "GBP": true, "HKD": true, "JPY": true, "NOK": true,
-	"NZD": true, "PLN": true, "SEK": true, "USD": true,
-}
-
 // Handler returns an http.Handler that answers like the five providers of
-// the built-in tools, from the recordings:
+// the built-in tools, each simulated over its recorded data (the data sets
+// and how they were made are described in testdata/README.md):
 //
-//   - USGS, GET /fdsnws/event/1/query: USGSTenFeatures, whatever the query,
-//     unless limit is not an integer from 0 to 20000 (USGSBadLimit).
-//   - Frankfurter, GET /v2/rates: FrankfurterRates, whatever the base,
-//     quotes and date, unless base or a quote is not among a small set of
-//     real codes (FrankfurterInvalidCurrency); other paths on its host get
+//   - USGS, GET /fdsnws/event/1/query: the recorded catalog (16 September
+//     to 13 October 2024) filtered by starttime, endtime, minmagnitude and
+//     maxmagnitude, ordered by orderby, cut by offset and limit, with the
+//     service's metadata and bounding box; its text/plain 400 page for a
+//     bad value or an unknown parameter, and a 501 page for a parameter the
+//     recording does not simulate (a region, a depth, another format).
+//   - Frankfurter, GET /v2/rates: the recorded ECB reference rates
+//     (1 December 2025 to 25 March 2026) for the base and quotes asked,
+//     cross rates derived and rounded as the service does, a date snapping
+//     to the last publication on or before it, from/to ranges, [] before
+//     the data and after it, and the service's 422 bodies for an unknown
+//     currency, parameter or date; other paths on its host get
 //     FrankfurterNotFound.
-//   - Nager.Date, GET /api/v4/Holidays/{countryCode}/{year}: NagerPT2027
-//     for PT in any year, NagerUnknownCountry for any other code, NagerBadYear
-//     for a year that is not a number; other paths on its host get
+//   - Nager.Date, GET /api/v4/Holidays/{countryCode}/{year}: the recorded
+//     holidays of twelve countries for 2016 to 2035; 400 for a year that
+//     is not a number, 404 for a code that is not a country, 204 for any
+//     other country or year; other paths on its host get
 //     NagerUnknownCountry's 404.
-//   - Open-Meteo, GET /v1/forecast: OpenMeteoCurrent wherever, unless
-//     latitude or longitude is missing or out of range (OpenMeteoBadLatitude).
+//   - Open-Meteo, GET /v1/forecast: the recorded current conditions of the
+//     grid cell nearest the coordinates, within 25 km of one of the
+//     recorded places; the service's 400 for coordinates out of range and
+//     for data it does not have.
 //   - goal-data, /v1/goal-data: the demo goal provider itself, in process.
 //
-// The bodies are served as recorded: the rates always read USD to EUR and
-// GBP and the holidays are always Portugal's 2027 ones, whatever was asked.
+// The recorded bodies named by this package's constants are the providers'
+// answers to particular requests, and the simulation gives those same
+// answers to those requests.
 //
 // A request to one of the providers' own hosts is routed by host, then
 // path. A request to any other host (an origin the operator pointed a tool
 // at, or the listener this handler is served on) is routed by path alone,
 // so the recordings keep answering whatever origin a tool was given.
-// Anything else gets 404.
+// Anything else gets 404. The handler is safe for concurrent use; each
+// data set is loaded on its first request.
 func Handler() http.Handler {
 	mux := http.NewServeMux()
 	goal := goalprovider.New()
@@ -105,60 +107,6 @@ func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp.Request = req
 	resp.ContentLength = int64(rec.Body.Len())
 	return resp, nil
-}
-
-func serveUSGS(w http.ResponseWriter, r *http.Request) {
-	if v := r.URL.Query().Get("limit"); v != "" {
-		if n, err := strconv.Atoi(v); err != nil || n < 0 || n > 20000 {
-			serve(w, USGSBadLimit)
-			return
-		}
-	}
-	serve(w, USGSTenFeatures)
-}
-
-func serveFrankfurter(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	codes := []string{"EUR"} // Frankfurter's default base
-	if base := q.Get("base"); base != "" {
-		codes[0] = base
-	}
-	if quotes, ok := q["quotes"]; ok {
-		codes = append(codes, strings.Split(strings.Join(quotes, ","), ",")...)
-	}
-	for _, c := range codes {
-		if !knownCurrencies[strings.ToUpper(c)] {
-			serve(w, FrankfurterInvalidCurrency)
-			return
-		}
-	}
-	serve(w, FrankfurterRates)
-}
-
-func serveNager(w http.ResponseWriter, r *http.Request) {
-	if _, err := strconv.Atoi(r.PathValue("year")); err != nil {
-		serve(w, NagerBadYear)
-		return
-	}
-	if !strings.EqualFold(r.PathValue("country"), "PT") {
-		serve(w, NagerUnknownCountry)
-		return
-	}
-	serve(w, NagerPT2027)
-}
-
-func serveOpenMeteo(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	if !inRange(q.Get("latitude"), 90) || !inRange(q.Get("longitude"), 180) {
-		serve(w, OpenMeteoBadLatitude)
-		return
-	}
-	serve(w, OpenMeteoCurrent)
-}
-
-func inRange(v string, limit float64) bool {
-	f, err := strconv.ParseFloat(v, 64)
-	return err == nil && f >= -limit && f <= limit
 }
 
 func serveRecording(name string) http.HandlerFunc {
