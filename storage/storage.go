@@ -123,6 +123,19 @@ type Store interface {
 	// from update aborts the change, writes nothing and is returned as it is.
 	UpdateSpendControls(ctx context.Context, principal string, update func(*SpendControls) error) (SpendControls, error)
 
+	// ListExecutions returns the finished executions of q.Principals that
+	// match q, newest first: by CreatedAt, then by ID (as bytes) descending.
+	// Running executions are left out, and so is every Response (nil), so a
+	// page costs what its items do, not what their outputs weigh. With
+	// q.After set, only executions strictly after it in that order are
+	// returned, so paging by the last item of each page neither repeats nor
+	// skips an execution, whatever is inserted meanwhile.
+	ListExecutions(ctx context.Context, q ExecutionQuery) ([]Execution, error)
+	// SpendSummary sums the charged amounts of the completed executions of
+	// q.Principals created in [q.Since, q.Until), grouped by q.GroupBy, in
+	// ascending order of the group key. Groups with no execution are left out.
+	SpendSummary(ctx context.Context, q SpendQuery) ([]SpendGroup, error)
+
 	// Prune deletes records the retention policy no longer needs, at most
 	// p.Limit of each kind per call so one run never holds the store long.
 	// Running executions whose lease is still live are never pruned.
@@ -177,10 +190,33 @@ type Execution struct {
 	Status         ExecutionStatus
 	AmountUSD      decimal.Decimal // the quote total, reserved while running
 	Charged        bool            // true once the amount is committed to the ledger
-	Response       []byte          // the exact response body, once finished
+	Response       []byte          // the exact response body, once finished; nil in listings
 	CreatedAt      time.Time
 	FinishedAt     time.Time // zero while running
+
+	// What an audit of the call shows, as given to BeginExecution.
+	ToolSlug       string
+	ManifestDigest string
+	PriceUSD       decimal.Decimal
+	FeeUSD         decimal.Decimal
+	Approval       ApprovalKind
+	GrantID        string
 }
+
+// ApprovalKind is how an admitted call was approved.
+type ApprovalKind string
+
+// Approval kinds.
+const (
+	// ApprovalKindDigest: the call named the manifest digest it approves.
+	ApprovalKindDigest ApprovalKind = "digest"
+	// ApprovalKindStanding: no approval came with the call; the caller's
+	// policy covered it (a standing approval, a remembered first use, or a
+	// tool whose policy asks for none).
+	ApprovalKindStanding ApprovalKind = "standing"
+	// ApprovalKindGrant: an approver's grant, named by Execution.GrantID.
+	ApprovalKindGrant ApprovalKind = "grant"
+)
 
 // IdempotencyRecord is the claim of one Idempotency-Key by one principal.
 type IdempotencyRecord struct {
@@ -250,6 +286,15 @@ type Begin struct {
 	LeaseToken  uuid.UUID
 	LeaseUntil  time.Time
 	Now         time.Time
+
+	// Stored on a new execution for the audit trail; admission never reads
+	// them. AmountUSD is PriceUSD + FeeUSD.
+	ToolSlug       string
+	ManifestDigest string
+	PriceUSD       decimal.Decimal
+	FeeUSD         decimal.Decimal
+	Approval       ApprovalKind
+	GrantID        string // the approver's grant, when Approval is ApprovalKindGrant
 }
 
 // BeginResult is the outcome of a successful BeginExecution.

@@ -111,8 +111,15 @@ func (s *Store) BeginExecution(ctx context.Context, b storage.Begin) (storage.Be
 		Status:         storage.ExecutionRunning,
 		AmountUSD:      b.AmountUSD,
 		CreatedAt:      b.Now,
+		ToolSlug:       b.ToolSlug,
+		ManifestDigest: b.ManifestDigest,
+		PriceUSD:       b.PriceUSD,
+		FeeUSD:         b.FeeUSD,
+		Approval:       b.Approval,
+		GrantID:        b.GrantID,
 	}
 	s.executions[e.ID] = e
+	s.histories[e.Principal] = s.histories[e.Principal].add(e)
 	s.records[k] = &storage.IdempotencyRecord{
 		Principal:   b.Principal,
 		Key:         b.Key,

@@ -60,7 +60,8 @@ const lockPrincipalSQL = `
 //
 // $1 principal, $2-$7 limitArgs, $8 key, $9 fingerprint, $10 quote id,
 // $11 execution id, $12 tool id, $13 amount, $14 lease token, $15 lease
-// until, $16 now.
+// until, $16 now, and what the audit trail shows: $17 tool slug, $18
+// manifest digest, $19 price, $20 fee, $21 approval kind, $22 grant id.
 const admitSQL = `
 WITH ` + limitsCTE + `,
 verdict AS (
@@ -94,8 +95,9 @@ claim AS (
 ),
 execution AS (
 	INSERT INTO {schema}.executions (id, principal, tool_id, quote_id, idempotency_key, status,
-		amount_usd, charged, created_at)
-	SELECT $11::uuid, $1, $12::text, $10::uuid, $8, 'running', $13::numeric, false, $16::timestamptz
+		amount_usd, charged, created_at, tool_slug, manifest_digest, price_usd, fee_usd, approval, grant_id)
+	SELECT $11::uuid, $1, $12::text, $10::uuid, $8, 'running', $13::numeric, false, $16::timestamptz,
+		$17::text, $18::text, $19::numeric, $20::numeric, $21::text, $22::text
 	FROM used_quote
 	RETURNING amount_usd::text AS amount, created_at
 ),
@@ -130,7 +132,8 @@ func (s *Store) admit(ctx context.Context, b storage.Begin) (res storage.BeginRe
 	}
 	args := append([]any{b.Principal}, limits.params()...)
 	args = append(args, b.Key, b.Fingerprint, bytesOf(b.QuoteID), bytesOf(b.ExecutionID), b.ToolID,
-		b.AmountUSD.String(), bytesOf(b.LeaseToken), b.LeaseUntil, b.Now)
+		b.AmountUSD.String(), bytesOf(b.LeaseToken), b.LeaseUntil, b.Now,
+		b.ToolSlug, b.ManifestDigest, b.PriceUSD.String(), b.FeeUSD.String(), string(b.Approval), b.GrantID)
 
 	// No BEGIN: a batch runs as one implicit transaction, committed when
 	// the server reaches its end and rolled back on any error.
@@ -190,6 +193,12 @@ func (s *Store) admit(ctx context.Context, b storage.Begin) (res storage.BeginRe
 		Status:         storage.ExecutionRunning,
 		AmountUSD:      d,
 		CreatedAt:      utc(*createdAt),
+		ToolSlug:       b.ToolSlug,
+		ManifestDigest: b.ManifestDigest,
+		PriceUSD:       b.PriceUSD,
+		FeeUSD:         b.FeeUSD,
+		Approval:       b.Approval,
+		GrantID:        b.GrantID,
 	}
 	return res, false, nil
 }

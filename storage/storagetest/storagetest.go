@@ -7,7 +7,8 @@
 //
 // The suite checks the behaviour the gateway relies on, as documented on
 // storage.Store: the all-or-nothing admission of BeginExecution, lease
-// takeover, limits that hold under contention, retention and copying. Its
+// takeover, limits that hold under contention, retention, copying, and the
+// audit trail's listings and spend sums. Its
 // concurrency tests are meant to run under the race detector.
 package storagetest
 
@@ -40,6 +41,7 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 		{"Approval", testApproval},
 		{"SpendControls", testSpendControls},
 		{"Prune", testPrune},
+		{"Audit", testAudit},
 		{"Copies", testCopies},
 		{"Concurrency", testConcurrency},
 	}
