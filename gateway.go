@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/shopspring/decimal"
+	"go.opentelemetry.io/otel/trace"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/upstream"
@@ -45,8 +47,9 @@ type Config struct {
 	// retry may take it over, should the process running it die (default
 	// 60 s). It must be longer than the upstream deadline.
 	IdempotencyLease time.Duration
-	// IdempotencyRetention is how long finished records are kept for replay
-	// (default and minimum 24 hours).
+	// IdempotencyRetention is how long finished calls are kept: replayed
+	// for a retry of their key, read by id, listed by ListExecutions and
+	// summed by Spend (default and minimum 24 hours).
 	IdempotencyRetention time.Duration
 	// SpendControls supplies the operator's spend controls per principal.
 	// A limit it leaves unset has the contract's default: $25 per call,
@@ -55,8 +58,17 @@ type Config struct {
 	SpendControls SpendControlsSource
 	// Approvals supplies callers' standing approvals; nil means the store.
 	Approvals ApprovalSource
-	// Logger receives structured logs; nil discards them.
+	// Logger receives structured logs, among them one line per finished
+	// call; nil discards them.
 	Logger *slog.Logger
+	// Metrics is where the gateway registers its Prometheus metrics (see
+	// the README for each); nil means no metrics, at no cost. Several
+	// gateways may share one registerer.
+	Metrics prometheus.Registerer
+	// TracerProvider makes the gateway's OpenTelemetry spans: one per
+	// quote, one per call (execute_tool) and a client span per upstream
+	// attempt. Nil means no spans, at no cost.
+	TracerProvider trace.TracerProvider
 }
 
 // SpendControlsSource supplies the operator's spend controls of a principal.
@@ -101,6 +113,7 @@ type Gateway struct {
 	// remembered.
 	approvalsFromStore bool
 	log                *slog.Logger
+	obs                *observer
 }
 
 // New returns a Gateway over store. cfg may be nil.
@@ -116,6 +129,14 @@ func New(store storage.Store, cfg *Config) (*Gateway, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
+	m, err := newMetrics(c.Metrics, c.Upstream.Timeout)
+	if err != nil {
+		return nil, err
+	}
+	obs := newObserver(m, c.TracerProvider, c.Logger)
+	if obs.watchesUpstream() {
+		obs.next, c.Upstream.Observer = c.Upstream.Observer, obs
+	}
 	up, err := upstream.New(c.Transport, c.Upstream)
 	if err != nil {
 		return nil, fmt.Errorf("toolgate: %w", err)
@@ -130,6 +151,7 @@ func New(store storage.Store, cfg *Config) (*Gateway, error) {
 		controls:  c.SpendControls,
 		approvals: c.Approvals,
 		log:       c.Logger,
+		obs:       obs,
 	}
 	if gw.approvals == nil {
 		gw.approvals = store

@@ -1,0 +1,380 @@
+package toolgate
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/upstream"
+)
+
+// instrumentationName names the gateway's tracer.
+const instrumentationName = "github.com/toolgate/toolgate"
+
+// observer turns what the gateway does into metrics, spans and one log
+// line per finished call. With neither metrics nor a tracer it does no more
+// than read the clock once per call: every other step checks a nil first.
+//
+// What it reports is chosen so that nothing a caller sends or a provider
+// answers leaks: no input, output, key or credential is ever an attribute,
+// a label or a log field. Metric labels are registered tools' slugs and
+// fixed sets of words; spans also carry ids (execution, quote), the
+// manifest digest and the amounts.
+type observer struct {
+	metrics *metrics     // nil: no metrics
+	tracer  trace.Tracer // nil: no spans
+	log     *slog.Logger
+	// next is the operator's own upstream.Observer, told everything too.
+	next upstream.Observer
+}
+
+func newObserver(m *metrics, tp trace.TracerProvider, log *slog.Logger) *observer {
+	o := &observer{metrics: m, log: log}
+	if tp != nil {
+		o.tracer = tp.Tracer(instrumentationName)
+	}
+	return o
+}
+
+// watchesUpstream reports whether the upstream client should tell o about
+// its requests.
+func (o *observer) watchesUpstream() bool { return o.metrics != nil || o.tracer != nil }
+
+// toolLabel is the label and span name part for a tool: its slug, or
+// unknownTool when none is registered under what the caller sent.
+func (g *Gateway) toolLabel(v *registry.Version, requested string) string {
+	if v != nil {
+		return v.Tool.Slug
+	}
+	if v, err := g.registry.Lookup(requested); err == nil {
+		return v.Tool.Slug
+	}
+	return unknownTool
+}
+
+// callRecord is what one call reports once it is over, filled in as the
+// pipeline learns it.
+type callRecord struct {
+	start     time.Time
+	span      trace.Span // nil when not tracing
+	principal string
+	requested string            // the tool as the caller named it
+	tool      *registry.Version // nil until resolved
+	quote     *storage.Quote    // nil until admitted
+	approval  storage.ApprovalKind
+	grantID   string
+	execution string // the execution id, once there is one
+	// ran: this call ran the tool and recorded its result (the one log
+	// line is written for it); status and upstreamStatus are its outcome.
+	ran            bool
+	status         Status
+	errorCode      string
+	upstreamStatus int // 0: no answer from the provider
+}
+
+// startCall begins a call's record and, when tracing, its span, which the
+// returned context carries to the upstream attempts.
+func (o *observer) startCall(ctx context.Context, principal string, req *CallRequest) (context.Context, *callRecord) {
+	rec := &callRecord{start: time.Now(), principal: principal, requested: req.Tool}
+	if o.tracer != nil {
+		ctx, rec.span = o.tracer.Start(ctx, "execute_tool", trace.WithSpanKind(trace.SpanKindInternal),
+			trace.WithAttributes(
+				attribute.String("gen_ai.operation.name", "execute_tool"),
+				// The gateway calls an external API on the agent's behalf.
+				attribute.String("gen_ai.tool.type", "extension"),
+			))
+	}
+	return ctx, rec
+}
+
+// endCall reports a call that is over: its metrics, its span and, for a
+// call that ran, the log line.
+func (g *Gateway) endCall(ctx context.Context, rec *callRecord, res *CallResult, err error) {
+	o := g.obs
+	outcome, code := outcomeOf(rec, res, err)
+	elapsed := time.Since(rec.start)
+	if (o.metrics != nil || rec.span != nil) && rec.tool == nil {
+		if v, lerr := g.registry.Lookup(rec.requested); lerr == nil {
+			rec.tool = v
+		}
+	}
+	slug := g.toolLabel(rec.tool, rec.requested)
+	if m := o.metrics; m != nil {
+		m.calls.WithLabelValues(slug, outcome).Inc()
+		if rec.ran {
+			m.callDuration.WithLabelValues(slug).Observe(elapsed.Seconds())
+		}
+		if rec.ran && rec.status == StatusCompleted && rec.quote != nil {
+			m.charged.WithLabelValues(slug).Add(rec.quote.TotalUSD.InexactFloat64())
+		}
+	}
+	if rec.span != nil {
+		g.endCallSpan(rec, slug, outcome, code)
+	}
+	if rec.ran && o.log.Enabled(ctx, slog.LevelInfo) {
+		g.logCall(ctx, rec, slug, elapsed)
+	}
+}
+
+// outcomeOf names how a call ended, and the error code when it did not
+// complete.
+func outcomeOf(rec *callRecord, res *CallResult, err error) (outcome, code string) {
+	switch {
+	case err != nil:
+		return outcomeRefused, string(codeOf(err))
+	case res.Replayed:
+		rec.execution = res.Execution.ID
+		code := ""
+		if res.Execution.Error != nil {
+			code = res.Execution.Error.Code
+		}
+		return outcomeReplayed, code
+	case res.Execution.Status == StatusCompleted:
+		return outcomeCompleted, ""
+	}
+	if res.Execution.Error != nil {
+		code = res.Execution.Error.Code
+	}
+	return outcomeFailed, code
+}
+
+// endCallSpan finishes the execute_tool span, named and attributed as the
+// OpenTelemetry GenAI conventions ask, with toolgate's own beside them.
+func (g *Gateway) endCallSpan(rec *callRecord, slug, outcome, code string) {
+	span := rec.span
+	if slug != unknownTool {
+		span.SetName("execute_tool " + slug)
+		span.SetAttributes(attribute.String("gen_ai.tool.name", slug))
+	}
+	attrs := []attribute.KeyValue{attribute.String("toolgate.call.outcome", outcome)}
+	if rec.execution != "" {
+		attrs = append(attrs, attribute.String("gen_ai.tool.call.id", rec.execution))
+	}
+	if q := rec.quote; q != nil {
+		attrs = append(attrs,
+			attribute.String("toolgate.quote.id", q.ID.String()),
+			attribute.String("toolgate.manifest_digest", q.ManifestDigest),
+			attribute.String("toolgate.cost.total_usd", usd(q.TotalUSD)),
+		)
+	}
+	if rec.approval != "" {
+		attrs = append(attrs, attribute.String("toolgate.approval.kind", string(rec.approval)))
+	}
+	if rec.upstreamStatus > 0 {
+		attrs = append(attrs, attribute.Int("toolgate.upstream.status_code", rec.upstreamStatus))
+	}
+	if code != "" && outcome != outcomeCompleted {
+		attrs = append(attrs, attribute.String("error.type", code))
+		span.SetStatus(codes.Error, code)
+	}
+	span.SetAttributes(attrs...)
+	span.End()
+}
+
+// logCall writes the one line a finished call leaves in the log: who called
+// which tool version, what became of it and what it cost, how it was
+// approved, how long it took and what the provider answered. Never the
+// input, the output or a key.
+func (g *Gateway) logCall(ctx context.Context, rec *callRecord, slug string, elapsed time.Duration) {
+	attrs := make([]slog.Attr, 0, 12)
+	attrs = append(attrs,
+		slog.String("execution", rec.execution),
+		slog.String("principal", rec.principal),
+		slog.String("tool", slug),
+	)
+	if q := rec.quote; q != nil {
+		attrs = append(attrs,
+			slog.String("manifestDigest", q.ManifestDigest),
+			slog.Group("cost", slog.String("priceUsd", usd(q.PriceUSD)), slog.String("feeUsd", usd(q.FeeUSD)), slog.String("totalUsd", usd(q.TotalUSD))),
+		)
+	}
+	attrs = append(attrs, slog.String("status", string(rec.status)))
+	if rec.errorCode != "" {
+		attrs = append(attrs, slog.String("errorCode", rec.errorCode))
+	}
+	attrs = append(attrs, slog.String("approval", string(rec.approval)))
+	if rec.grantID != "" {
+		attrs = append(attrs, slog.String("grantId", rec.grantID))
+	}
+	attrs = append(attrs, slog.Float64("durationMs", float64(elapsed.Microseconds())/1000))
+	if rec.upstreamStatus > 0 {
+		attrs = append(attrs, slog.Int("upstreamStatus", rec.upstreamStatus))
+	}
+	g.log.LogAttrs(ctx, slog.LevelInfo, "call finished", attrs...)
+}
+
+// quoteRecord is what one quote reports once it is over.
+type quoteRecord struct {
+	span      trace.Span // nil when not tracing
+	requested string
+}
+
+// startQuote begins a quote's span, when tracing.
+func (o *observer) startQuote(ctx context.Context, tool string) (context.Context, quoteRecord) {
+	rec := quoteRecord{requested: tool}
+	if o.tracer != nil {
+		ctx, rec.span = o.tracer.Start(ctx, "quote", trace.WithSpanKind(trace.SpanKindInternal))
+	}
+	return ctx, rec
+}
+
+// endQuote reports a quote: its count, by tool, and its span.
+func (g *Gateway) endQuote(rec quoteRecord, res *QuoteResult, err error) {
+	if g.obs.metrics == nil && rec.span == nil {
+		return
+	}
+	var v *registry.Version
+	if res != nil {
+		v, _ = g.registry.Lookup(res.Tool.ID)
+	}
+	slug := g.toolLabel(v, rec.requested)
+	if m := g.obs.metrics; m != nil {
+		m.quotes.WithLabelValues(slug).Inc()
+	}
+	span := rec.span
+	if span == nil {
+		return
+	}
+	if slug != unknownTool {
+		span.SetName("quote " + slug)
+		span.SetAttributes(attribute.String("gen_ai.tool.name", slug))
+	}
+	if res != nil {
+		attrs := []attribute.KeyValue{
+			attribute.String("toolgate.quote.id", res.Quote.ID),
+			attribute.String("toolgate.cost.total_usd", res.Quote.TotalUSD),
+			attribute.String("toolgate.policy.requirement", string(res.Policy.Approval.Requirement)),
+			attribute.Bool("toolgate.controls.approved", res.Controls.Approved),
+		}
+		if d := res.Quote.ManifestDigest; d != nil {
+			attrs = append(attrs, attribute.String("toolgate.manifest_digest", *d))
+		}
+		span.SetAttributes(attrs...)
+	}
+	if err != nil {
+		code := string(codeOf(err))
+		span.SetAttributes(attribute.String("error.type", code))
+		span.SetStatus(codes.Error, code)
+	}
+	span.End()
+}
+
+// Attempt implements upstream.Observer: each attempt is counted by its
+// result and, when tracing, is a client span under the call's. The span
+// names the destination's host and port, never its path or query, which
+// may carry the tool's input.
+func (o *observer) Attempt(req *http.Request, v *registry.Version, n int) func(upstream.AttemptOutcome) {
+	var span trace.Span
+	if o.tracer != nil {
+		attrs := []attribute.KeyValue{
+			attribute.String("http.request.method", req.Method),
+			attribute.String("url.scheme", req.URL.Scheme),
+			attribute.String("server.address", req.URL.Hostname()),
+			attribute.String("gen_ai.tool.name", v.Tool.Slug),
+		}
+		if port := portOf(req); port > 0 {
+			attrs = append(attrs, attribute.Int("server.port", port))
+		}
+		if n > 0 {
+			attrs = append(attrs, attribute.Int("http.request.resend_count", n))
+		}
+		_, span = o.tracer.Start(req.Context(), req.Method, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	}
+	var next func(upstream.AttemptOutcome)
+	if o.next != nil {
+		next = o.next.Attempt(req, v, n)
+	}
+	return func(out upstream.AttemptOutcome) {
+		if o.metrics != nil {
+			o.metrics.upstreamAttempts.WithLabelValues(v.Tool.Slug, string(out.Result)).Inc()
+		}
+		if span != nil {
+			if out.StatusCode > 0 {
+				span.SetAttributes(attribute.Int("http.response.status_code", out.StatusCode))
+			}
+			if out.Result != upstream.AttemptOK {
+				errType := string(out.Result)
+				if out.StatusCode > 0 {
+					errType = strconv.Itoa(out.StatusCode)
+				}
+				span.SetAttributes(attribute.String("error.type", errType))
+				span.SetStatus(codes.Error, string(out.Result))
+			}
+			span.End()
+		}
+		if next != nil {
+			next(out)
+		}
+	}
+}
+
+// Finished implements upstream.Observer.
+func (o *observer) Finished(ctx context.Context, v *registry.Version, d time.Duration) {
+	if o.metrics != nil {
+		o.metrics.upstreamDuration.WithLabelValues(v.Tool.Slug).Observe(d.Seconds())
+	}
+	if o.next != nil {
+		o.next.Finished(ctx, v, d)
+	}
+}
+
+// Circuit implements upstream.Observer.
+func (o *observer) Circuit(v *registry.Version, open bool) {
+	if o.metrics != nil {
+		value := 0.0
+		if open {
+			value = 1
+		}
+		o.metrics.circuitOpen.WithLabelValues(v.Tool.Slug).Set(value)
+	}
+	if o.next != nil {
+		o.next.Circuit(v, open)
+	}
+}
+
+// portOf is the port a request goes to, said or implied by its scheme.
+func portOf(req *http.Request) int {
+	if p := req.URL.Port(); p != "" {
+		n, _ := strconv.Atoi(p)
+		return n
+	}
+	if _, p, err := net.SplitHostPort(req.Host); err == nil {
+		n, _ := strconv.Atoi(p)
+		return n
+	}
+	switch req.URL.Scheme {
+	case "https":
+		return 443
+	case "http":
+		return 80
+	}
+	return 0
+}
+
+// codeOf is err's code; an error that is not an *Error is internal.
+func codeOf(err error) Code {
+	var te *Error
+	if errors.As(err, &te) {
+		return te.Code
+	}
+	return CodeInternal
+}
+
+// approvalRequest counts an approval request by what became of it. The
+// approval requests of contract section 14 call it as they are created and
+// decided.
+func (o *observer) approvalRequest(decision string) {
+	if o.metrics != nil {
+		o.metrics.approvalRequests.WithLabelValues(decision).Inc()
+	}
+}
