@@ -198,14 +198,17 @@ func (g *Gateway) logCall(ctx context.Context, rec *callRecord, slug string, ela
 			slog.Group("cost", slog.String("priceUsd", usd(q.PriceUSD)), slog.String("feeUsd", usd(q.FeeUSD)), slog.String("totalUsd", usd(q.TotalUSD))),
 		)
 	}
-	attrs = append(attrs, slog.String("status", string(rec.status)))
+	// Not "status": the server's request lines use that for the HTTP
+	// status, a number, and one name with two types breaks log indexes.
+	attrs = append(attrs, slog.String("executionStatus", string(rec.status)))
 	if rec.errorCode != "" {
 		attrs = append(attrs, slog.String("errorCode", rec.errorCode))
 	}
-	attrs = append(attrs, slog.String("approval", string(rec.approval)))
+	approval := []any{slog.String("kind", string(rec.approval))}
 	if rec.grantID != "" {
-		attrs = append(attrs, slog.String("grantId", rec.grantID))
+		approval = append(approval, slog.String("grantId", rec.grantID))
 	}
+	attrs = append(attrs, slog.Group("approval", approval...))
 	attrs = append(attrs, slog.Float64("durationMs", float64(elapsed.Microseconds())/1000))
 	if rec.upstreamStatus > 0 {
 		attrs = append(attrs, slog.Int("upstreamStatus", rec.upstreamStatus))
