@@ -89,6 +89,9 @@ type Error struct {
 	ApprovalRequirement Requirement
 	ManifestDigest      *string
 	Reasons             []string
+	// Parameter names the query parameter or filter field that is wrong
+	// (invalid_request from a listing: "limit", "cursor"...).
+	Parameter string
 
 	// Err is the underlying cause, for logs; it is never shown to callers.
 	Err error

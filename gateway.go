@@ -10,10 +10,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/shopspring/decimal"
-	"go.opentelemetry.io/otel/trace"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/upstream"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Defaults for Config fields left zero.

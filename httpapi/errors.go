@@ -26,6 +26,7 @@ type errorDetail struct {
 	ApprovalRequirement toolgate.Requirement  `json:"approvalRequirement,omitempty"`
 	ManifestDigest      *string               `json:"manifestDigest,omitempty"`
 	Reasons             []string              `json:"reasons,omitempty"`
+	Parameter           string                `json:"parameter,omitempty"`
 }
 
 // apiError builds a gateway error for a condition the HTTP layer detects.
@@ -53,6 +54,7 @@ func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 		ApprovalRequirement: te.ApprovalRequirement,
 		ManifestDigest:      te.ManifestDigest,
 		Reasons:             te.Reasons,
+		Parameter:           te.Parameter,
 	}
 	switch te.Code {
 	case toolgate.CodeUnauthorized:
