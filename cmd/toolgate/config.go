@@ -38,7 +38,13 @@ type Config struct {
 	Principals        []Principal
 	Upstreams         map[string]string         // tool slug -> origin
 	Trust             map[string]registry.Trust // tool slug -> override
+	MetricsListen     string                    // "" serves no metrics
+	Retention         time.Duration             // how long executions are kept; 0: the gateway's 24 h
 }
+
+// minRetention is the shortest retention: the contract keeps every
+// finished call replayable for a day.
+const minRetention = 24 * time.Hour
 
 // Principal is one caller: its API keys, in clear or as SHA-256 digests,
 // and the operator's spend controls over it.
@@ -70,7 +76,7 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 		return nil, err
 	}
 	fs, err := root.fields("listen", "storage", "quoteTTL", "feeRate", "exposeUsageCounts",
-		"principals", "upstreams", "trust")
+		"principals", "upstreams", "trust", "metricsListen", "retention")
 	if err != nil {
 		return nil, err
 	}
@@ -94,6 +100,12 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 			cfg.Upstreams, err = p.upstreams(f.node)
 		case "trust":
 			cfg.Trust, err = p.trust(f.node)
+		case "metricsListen":
+			cfg.MetricsListen, err = p.listen(f.node)
+		case "retention":
+			if cfg.Retention, err = f.duration(); err == nil && cfg.Retention < minRetention {
+				err = f.errorf("%s is shorter than the minimum of 24h: finished calls stay replayable for a day", cfg.Retention)
+			}
 		}
 		if err != nil {
 			return nil, err

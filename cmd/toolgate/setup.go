@@ -45,7 +45,7 @@ func newRegistry() (*registry.Registry, error) {
 // provider responses; tools pointed elsewhere by cfg.Upstreams keep their
 // origin (and so their manifest digest), and the recordings answer them by
 // path.
-func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline bool, log *slog.Logger) (*app, error) {
+func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline bool, tel *telemetry, log *slog.Logger) (*app, error) {
 	// The config was checked against reg, so these only fail on a bug.
 	for slug, origin := range cfg.Upstreams {
 		if err := reg.SetOrigin(slug, origin); err != nil {
@@ -79,11 +79,19 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 		return nil, err
 	}
 	gcfg := &toolgate.Config{
-		Registry:      reg,
-		FeeRate:       cfg.FeeRate,
-		QuoteTTL:      cfg.QuoteTTL,
-		SpendControls: controls,
-		Logger:        log,
+		Registry:             reg,
+		FeeRate:              cfg.FeeRate,
+		QuoteTTL:             cfg.QuoteTTL,
+		IdempotencyRetention: cfg.Retention,
+		SpendControls:        controls,
+		Logger:               log,
+	}
+	// Interfaces holding nil pointers would not be nil: set only what is on.
+	if tel.metrics != nil {
+		gcfg.Metrics = tel.metrics
+	}
+	if tel.tracing != nil {
+		gcfg.TracerProvider = tel.tracing
 	}
 	if offline {
 		gcfg.Transport = recorded.Transport()
@@ -98,7 +106,7 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 		ExposeUsageCounts: cfg.ExposeUsageCounts,
 		Logger:            log,
 	})
-	return &app{gw: gw, handler: h, close: closeStore}, nil
+	return &app{gw: gw, handler: tel.traced(h), close: closeStore}, nil
 }
 
 // openStore opens the configured store; PostgreSQL's schema is created or
