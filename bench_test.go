@@ -20,6 +20,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
@@ -60,11 +64,28 @@ func (bodyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // tool, answered by bodyTransport.
 func newBenchGateway(b *testing.B, store storage.Store) *toolgate.Gateway {
 	b.Helper()
+	return newBenchGatewayWith(b, store, toolgate.Config{})
+}
+
+// newObservedBenchGateway is newBenchGateway with metrics and tracing on,
+// as a server exporting both would run: every span sampled and handed to a
+// batching processor (whose exporter here sends nowhere, so what is
+// measured is the gateway's instrumentation, not a collector's network).
+func newObservedBenchGateway(b *testing.B, store storage.Store) *toolgate.Gateway {
+	b.Helper()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()), sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	return newBenchGatewayWith(b, store, toolgate.Config{Metrics: prometheus.NewRegistry(), TracerProvider: tp})
+}
+
+func newBenchGatewayWith(b *testing.B, store storage.Store, cfg toolgate.Config) *toolgate.Gateway {
+	b.Helper()
 	reg := registry.New()
 	if err := reg.Register(tools.EarthquakeSearch()); err != nil {
 		b.Fatal(err)
 	}
-	gw, err := toolgate.New(store, &toolgate.Config{Registry: reg, Transport: bodyTransport{}, SpendControls: testproc.RaisedLimits{}})
+	cfg.Registry, cfg.Transport, cfg.SpendControls = reg, bodyTransport{}, testproc.RaisedLimits{}
+	gw, err := toolgate.New(store, &cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -92,36 +113,58 @@ func quoteCall(ctx context.Context, gw *toolgate.Gateway, principal, key string)
 
 // BenchmarkQuoteCall is one quote and one call of earthquake-search on the
 // memory store, each call with its own Idempotency-Key and the manifest
-// digest approved. In parallel, each goroutine is its own principal.
+// digest approved. In parallel, each goroutine is its own principal. The
+// observed variants run the same with Prometheus metrics and OpenTelemetry
+// tracing on (see newObservedBenchGateway); the plain ones have both off.
 func BenchmarkQuoteCall(b *testing.B) {
-	b.Run("serial", func(b *testing.B) {
-		gw := newBenchGateway(b, memory.New())
+	for _, v := range []struct {
+		name string
+		gw   func(*testing.B, storage.Store) *toolgate.Gateway
+	}{
+		{"serial", newBenchGateway},
+		{"serial-observed", newObservedBenchGateway},
+	} {
+		b.Run(v.name, func(b *testing.B) { benchQuoteCallSerial(b, v.gw(b, memory.New())) })
+	}
+	for _, v := range []struct {
+		name string
+		gw   func(*testing.B, storage.Store) *toolgate.Gateway
+	}{
+		{"parallel", newBenchGateway},
+		{"parallel-observed", newObservedBenchGateway},
+	} {
+		b.Run(v.name, func(b *testing.B) { benchQuoteCallParallel(b, v.gw(b, memory.New())) })
+	}
+}
+
+// benchQuoteCallSerial makes one quote and call after another.
+func benchQuoteCallSerial(b *testing.B, gw *toolgate.Gateway) {
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	defer reportCPU(b)()
+	for i := 0; i < b.N; i++ {
+		if err := quoteCall(ctx, gw, "bench", "k-"+strconv.Itoa(i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// benchQuoteCallParallel makes quotes and calls from every goroutine.
+func benchQuoteCallParallel(b *testing.B, gw *toolgate.Gateway) {
+	var callers atomic.Int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	defer reportCPU(b)()
+	b.RunParallel(func(pb *testing.PB) {
 		ctx := context.Background()
-		b.ReportAllocs()
-		b.ResetTimer()
-		defer reportCPU(b)()
-		for i := 0; i < b.N; i++ {
-			if err := quoteCall(ctx, gw, "bench", "k-"+strconv.Itoa(i)); err != nil {
-				b.Fatal(err)
+		principal := "bench-" + strconv.FormatInt(callers.Add(1), 10)
+		for i := 0; pb.Next(); i++ {
+			if err := quoteCall(ctx, gw, principal, "k-"+strconv.Itoa(i)); err != nil {
+				b.Error(err)
+				return
 			}
 		}
-	})
-	b.Run("parallel", func(b *testing.B) {
-		gw := newBenchGateway(b, memory.New())
-		var callers atomic.Int64
-		b.ReportAllocs()
-		b.ResetTimer()
-		defer reportCPU(b)()
-		b.RunParallel(func(pb *testing.PB) {
-			ctx := context.Background()
-			principal := "bench-" + strconv.FormatInt(callers.Add(1), 10)
-			for i := 0; pb.Next(); i++ {
-				if err := quoteCall(ctx, gw, principal, "k-"+strconv.Itoa(i)); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
 	})
 }
 

@@ -60,9 +60,10 @@ type CallResult struct {
 // Each call is counted in the gateway's metrics, traced as an execute_tool
 // span and, once it has run, logged in one line (see Config).
 func (g *Gateway) Call(ctx context.Context, principal string, req CallRequest) (*CallResult, error) {
-	ctx, rec := g.obs.startCall(ctx, principal, &req)
-	res, err := g.run(ctx, principal, req, rec)
-	g.endCall(ctx, rec, res, err)
+	var rec callRecord
+	ctx = g.obs.startCall(ctx, &rec, principal, req.Tool)
+	res, err := g.run(ctx, principal, req, &rec)
+	g.endCall(ctx, &rec, res, err)
 	return res, err
 }
 
@@ -163,7 +164,7 @@ func (g *Gateway) admit(ctx context.Context, c *call, now time.Time) (admission,
 	if err != nil {
 		return admission{}, err
 	}
-	c.rec.quote = &q
+	c.rec.setQuote(q)
 	policy, err := g.checkPolicy(ctx, c, q, read.Approval)
 	if err != nil {
 		return admission{}, err
@@ -232,7 +233,7 @@ func (g *Gateway) claim(ctx context.Context, c *call, adm admission, now time.Ti
 		return claim{}, refusedByStore(err, built, now)
 	}
 	// A takeover runs the original execution, approved as it was.
-	c.rec.execution = begun.Execution.ID.String()
+	c.rec.execution = begun.Execution.ID
 	c.rec.approval, c.rec.grantID = begun.Execution.Approval, begun.Execution.GrantID
 	if begun.TookOver {
 		g.log.InfoContext(ctx, "took over an abandoned call", "execution", begun.Execution.ID, "tool", c.tool.Tool.Slug)
@@ -320,7 +321,7 @@ func (g *Gateway) admitResumed(ctx context.Context, c *call, now time.Time) (adm
 	a := admission{resumed: true}
 	a.quote, err = g.checkQuote(c, read.Quote, now)
 	if read.Quote != nil {
-		c.rec.quote = &a.quote
+		c.rec.setQuote(a.quote)
 	}
 	switch {
 	case isCode(err, CodeQuoteNotFound):

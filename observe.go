@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/google/uuid"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/upstream"
@@ -70,10 +71,11 @@ type callRecord struct {
 	principal string
 	requested string            // the tool as the caller named it
 	tool      *registry.Version // nil until resolved
-	quote     *storage.Quote    // nil until admitted
+	quote     storage.Quote     // once found for the call (hasQuote)
+	hasQuote  bool
 	approval  storage.ApprovalKind
 	grantID   string
-	execution string // the execution id, once there is one
+	execution uuid.UUID // the execution, once there is one
 	// ran: this call ran the tool and recorded its result (the one log
 	// line is written for it); status and upstreamStatus are its outcome.
 	ran            bool
@@ -84,8 +86,8 @@ type callRecord struct {
 
 // startCall begins a call's record and, when tracing, its span, which the
 // returned context carries to the upstream attempts.
-func (o *observer) startCall(ctx context.Context, principal string, req *CallRequest) (context.Context, *callRecord) {
-	rec := &callRecord{start: time.Now(), principal: principal, requested: req.Tool}
+func (o *observer) startCall(ctx context.Context, rec *callRecord, principal, tool string) context.Context {
+	*rec = callRecord{start: time.Now(), principal: principal, requested: tool}
 	if o.tracer != nil {
 		ctx, rec.span = o.tracer.Start(ctx, "execute_tool", trace.WithSpanKind(trace.SpanKindInternal),
 			trace.WithAttributes(
@@ -94,8 +96,11 @@ func (o *observer) startCall(ctx context.Context, principal string, req *CallReq
 				attribute.String("gen_ai.tool.type", "extension"),
 			))
 	}
-	return ctx, rec
+	return ctx
 }
+
+// setQuote records the quote the call was made under.
+func (rec *callRecord) setQuote(q storage.Quote) { rec.quote, rec.hasQuote = q, true }
 
 // endCall reports a call that is over: its metrics, its span and, for a
 // call that ran, the log line.
@@ -114,7 +119,7 @@ func (g *Gateway) endCall(ctx context.Context, rec *callRecord, res *CallResult,
 		if rec.ran {
 			m.callDuration.WithLabelValues(slug).Observe(elapsed.Seconds())
 		}
-		if rec.ran && rec.status == StatusCompleted && rec.quote != nil {
+		if rec.ran && rec.status == StatusCompleted && rec.hasQuote {
 			m.charged.WithLabelValues(slug).Add(rec.quote.TotalUSD.InexactFloat64())
 		}
 	}
@@ -133,7 +138,7 @@ func outcomeOf(rec *callRecord, res *CallResult, err error) (outcome, code strin
 	case err != nil:
 		return outcomeRefused, string(codeOf(err))
 	case res.Replayed:
-		rec.execution = res.Execution.ID
+		rec.execution, _ = uuid.Parse(res.Execution.ID)
 		code := ""
 		if res.Execution.Error != nil {
 			code = res.Execution.Error.Code
@@ -157,10 +162,11 @@ func (g *Gateway) endCallSpan(rec *callRecord, slug, outcome, code string) {
 		span.SetAttributes(attribute.String("gen_ai.tool.name", slug))
 	}
 	attrs := []attribute.KeyValue{attribute.String("toolgate.call.outcome", outcome)}
-	if rec.execution != "" {
-		attrs = append(attrs, attribute.String("gen_ai.tool.call.id", rec.execution))
+	if rec.execution != uuid.Nil {
+		attrs = append(attrs, attribute.String("gen_ai.tool.call.id", rec.execution.String()))
 	}
-	if q := rec.quote; q != nil {
+	if rec.hasQuote {
+		q := &rec.quote
 		attrs = append(attrs,
 			attribute.String("toolgate.quote.id", q.ID.String()),
 			attribute.String("toolgate.manifest_digest", q.ManifestDigest),
@@ -188,11 +194,12 @@ func (g *Gateway) endCallSpan(rec *callRecord, slug, outcome, code string) {
 func (g *Gateway) logCall(ctx context.Context, rec *callRecord, slug string, elapsed time.Duration) {
 	attrs := make([]slog.Attr, 0, 12)
 	attrs = append(attrs,
-		slog.String("execution", rec.execution),
+		slog.String("execution", rec.execution.String()),
 		slog.String("principal", rec.principal),
 		slog.String("tool", slug),
 	)
-	if q := rec.quote; q != nil {
+	if rec.hasQuote {
+		q := &rec.quote
 		attrs = append(attrs,
 			slog.String("manifestDigest", q.ManifestDigest),
 			slog.Group("cost", slog.String("priceUsd", usd(q.PriceUSD)), slog.String("feeUsd", usd(q.FeeUSD)), slog.String("totalUsd", usd(q.TotalUSD))),

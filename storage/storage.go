@@ -9,6 +9,11 @@
 // processes. storagetest.Run checks those guarantees; every backend, and every
 // user-written fake, should pass it.
 //
+// The audit trail reads executions back: ListExecutions pages through a set
+// of principals' finished executions, newest first, by a keyset position
+// that concurrent inserts cannot shift, and SpendSummary sums what they were
+// charged, by tool or by UTC day (audit.go has their query types).
+//
 // Two optional interfaces let a backend answer faster than method by method:
 // BatchReader, which lets a quote, and the reads that start a call, cost one
 // round trip each (the gateway uses it through ReadBatch), and UsageLister,
