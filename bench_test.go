@@ -118,22 +118,16 @@ func quoteCall(ctx context.Context, gw *toolgate.Gateway, principal, key string)
 // tracing on (see newObservedBenchGateway); the plain ones have both off.
 func BenchmarkQuoteCall(b *testing.B) {
 	for _, v := range []struct {
-		name string
-		gw   func(*testing.B, storage.Store) *toolgate.Gateway
+		name  string
+		gw    func(*testing.B, storage.Store) *toolgate.Gateway
+		bench func(*testing.B, *toolgate.Gateway)
 	}{
-		{"serial", newBenchGateway},
-		{"serial-observed", newObservedBenchGateway},
+		{"serial", newBenchGateway, benchQuoteCallSerial},
+		{"serial-observed", newObservedBenchGateway, benchQuoteCallSerial},
+		{"parallel", newBenchGateway, benchQuoteCallParallel},
+		{"parallel-observed", newObservedBenchGateway, benchQuoteCallParallel},
 	} {
-		b.Run(v.name, func(b *testing.B) { benchQuoteCallSerial(b, v.gw(b, memory.New())) })
-	}
-	for _, v := range []struct {
-		name string
-		gw   func(*testing.B, storage.Store) *toolgate.Gateway
-	}{
-		{"parallel", newBenchGateway},
-		{"parallel-observed", newObservedBenchGateway},
-	} {
-		b.Run(v.name, func(b *testing.B) { benchQuoteCallParallel(b, v.gw(b, memory.New())) })
+		b.Run(v.name, func(b *testing.B) { v.bench(b, v.gw(b, memory.New())) })
 	}
 }
 

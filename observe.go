@@ -89,12 +89,9 @@ type callRecord struct {
 func (o *observer) startCall(ctx context.Context, rec *callRecord, principal, tool string) context.Context {
 	*rec = callRecord{start: time.Now(), principal: principal, requested: tool}
 	if o.tracer != nil {
-		ctx, rec.span = o.tracer.Start(ctx, "execute_tool", trace.WithSpanKind(trace.SpanKindInternal),
-			trace.WithAttributes(
-				attribute.String("gen_ai.operation.name", "execute_tool"),
-				// The gateway calls an external API on the agent's behalf.
-				attribute.String("gen_ai.tool.type", "extension"),
-			))
+		// Attributes are set once, at the end, when all are known: each
+		// SetAttributes on a recording span grows its attribute slice.
+		ctx, rec.span = o.tracer.Start(ctx, "execute_tool", trace.WithSpanKind(trace.SpanKindInternal))
 	}
 	return ctx
 }
@@ -157,11 +154,17 @@ func outcomeOf(rec *callRecord, res *CallResult, err error) (outcome, code strin
 // OpenTelemetry GenAI conventions ask, with toolgate's own beside them.
 func (g *Gateway) endCallSpan(rec *callRecord, slug, outcome, code string) {
 	span := rec.span
+	attrs := make([]attribute.KeyValue, 0, 11)
+	attrs = append(attrs,
+		attribute.String("gen_ai.operation.name", "execute_tool"),
+		// The gateway calls an external API on the agent's behalf.
+		attribute.String("gen_ai.tool.type", "extension"),
+		attribute.String("toolgate.call.outcome", outcome),
+	)
 	if slug != unknownTool {
 		span.SetName("execute_tool " + slug)
-		span.SetAttributes(attribute.String("gen_ai.tool.name", slug))
+		attrs = append(attrs, attribute.String("gen_ai.tool.name", slug))
 	}
-	attrs := []attribute.KeyValue{attribute.String("toolgate.call.outcome", outcome)}
 	if rec.execution != uuid.Nil {
 		attrs = append(attrs, attribute.String("gen_ai.tool.call.id", rec.execution.String()))
 	}
@@ -225,22 +228,24 @@ func (g *Gateway) logCall(ctx context.Context, rec *callRecord, slug string, ela
 
 // quoteRecord is what one quote reports once it is over.
 type quoteRecord struct {
-	span      trace.Span // nil when not tracing
+	start     time.Time // zero when not tracing
 	requested string
 }
 
-// startQuote begins a quote's span, when tracing.
-func (o *observer) startQuote(ctx context.Context, tool string) (context.Context, quoteRecord) {
+// startQuote notes when a quote began, when tracing.
+func (o *observer) startQuote(tool string) quoteRecord {
 	rec := quoteRecord{requested: tool}
 	if o.tracer != nil {
-		ctx, rec.span = o.tracer.Start(ctx, "quote", trace.WithSpanKind(trace.SpanKindInternal))
+		rec.start = time.Now()
 	}
-	return ctx, rec
+	return rec
 }
 
-// endQuote reports a quote: its count, by tool, and its span.
-func (g *Gateway) endQuote(rec quoteRecord, res *QuoteResult, err error) {
-	if g.obs.metrics == nil && rec.span == nil {
+// endQuote reports a quote: its count, by tool, and its span. The span has
+// no children, so it is made here, with its start time, and all its
+// attributes at once.
+func (g *Gateway) endQuote(ctx context.Context, rec quoteRecord, res *QuoteResult, err error) {
+	if g.obs.metrics == nil && g.obs.tracer == nil {
 		return
 	}
 	var v *registry.Version
@@ -251,54 +256,48 @@ func (g *Gateway) endQuote(rec quoteRecord, res *QuoteResult, err error) {
 	if m := g.obs.metrics; m != nil {
 		m.quotes.WithLabelValues(slug).Inc()
 	}
-	span := rec.span
-	if span == nil {
+	if g.obs.tracer == nil {
 		return
 	}
+	name := "quote"
+	attrs := make([]attribute.KeyValue, 0, 7)
 	if slug != unknownTool {
-		span.SetName("quote " + slug)
-		span.SetAttributes(attribute.String("gen_ai.tool.name", slug))
+		name += " " + slug
+		attrs = append(attrs, attribute.String("gen_ai.tool.name", slug))
 	}
 	if res != nil {
-		attrs := []attribute.KeyValue{
+		attrs = append(attrs,
 			attribute.String("toolgate.quote.id", res.Quote.ID),
 			attribute.String("toolgate.cost.total_usd", res.Quote.TotalUSD),
 			attribute.String("toolgate.policy.requirement", string(res.Policy.Approval.Requirement)),
 			attribute.Bool("toolgate.controls.approved", res.Controls.Approved),
-		}
+		)
 		if d := res.Quote.ManifestDigest; d != nil {
 			attrs = append(attrs, attribute.String("toolgate.manifest_digest", *d))
 		}
-		span.SetAttributes(attrs...)
 	}
+	var code string
 	if err != nil {
-		code := string(codeOf(err))
-		span.SetAttributes(attribute.String("error.type", code))
+		code = string(codeOf(err))
+		attrs = append(attrs, attribute.String("error.type", code))
+	}
+	_, span := g.obs.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithTimestamp(rec.start), trace.WithAttributes(attrs...))
+	if err != nil {
 		span.SetStatus(codes.Error, code)
 	}
 	span.End()
 }
 
 // Attempt implements upstream.Observer: each attempt is counted by its
-// result and, when tracing, is a client span under the call's. The span
-// names the destination's host and port, never its path or query, which
-// may carry the tool's input.
+// result and, when tracing, is a client span under the call's, made once
+// the attempt is over (it has no children) with all its attributes at
+// once. The span names the destination's host and port, never its path or
+// query, which may carry the tool's input.
 func (o *observer) Attempt(req *http.Request, v *registry.Version, n int) func(upstream.AttemptOutcome) {
-	var span trace.Span
+	var start time.Time
 	if o.tracer != nil {
-		attrs := []attribute.KeyValue{
-			attribute.String("http.request.method", req.Method),
-			attribute.String("url.scheme", req.URL.Scheme),
-			attribute.String("server.address", req.URL.Hostname()),
-			attribute.String("gen_ai.tool.name", v.Tool.Slug),
-		}
-		if port := portOf(req); port > 0 {
-			attrs = append(attrs, attribute.Int("server.port", port))
-		}
-		if n > 0 {
-			attrs = append(attrs, attribute.Int("http.request.resend_count", n))
-		}
-		_, span = o.tracer.Start(req.Context(), req.Method, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+		start = time.Now()
 	}
 	var next func(upstream.AttemptOutcome)
 	if o.next != nil {
@@ -308,24 +307,47 @@ func (o *observer) Attempt(req *http.Request, v *registry.Version, n int) func(u
 		if o.metrics != nil {
 			o.metrics.upstreamAttempts.WithLabelValues(v.Tool.Slug, string(out.Result)).Inc()
 		}
-		if span != nil {
-			if out.StatusCode > 0 {
-				span.SetAttributes(attribute.Int("http.response.status_code", out.StatusCode))
-			}
-			if out.Result != upstream.AttemptOK {
-				errType := string(out.Result)
-				if out.StatusCode > 0 {
-					errType = strconv.Itoa(out.StatusCode)
-				}
-				span.SetAttributes(attribute.String("error.type", errType))
-				span.SetStatus(codes.Error, string(out.Result))
-			}
-			span.End()
+		if o.tracer != nil {
+			o.attemptSpan(req, v, n, out, start)
 		}
 		if next != nil {
 			next(out)
 		}
 	}
+}
+
+// attemptSpan records one attempt as an HTTP client span.
+func (o *observer) attemptSpan(req *http.Request, v *registry.Version, n int, out upstream.AttemptOutcome, start time.Time) {
+	attrs := make([]attribute.KeyValue, 0, 8)
+	attrs = append(attrs,
+		attribute.String("http.request.method", req.Method),
+		attribute.String("url.scheme", req.URL.Scheme),
+		attribute.String("server.address", req.URL.Hostname()),
+		attribute.String("gen_ai.tool.name", v.Tool.Slug),
+	)
+	if port := portOf(req); port > 0 {
+		attrs = append(attrs, attribute.Int("server.port", port))
+	}
+	if n > 0 {
+		attrs = append(attrs, attribute.Int("http.request.resend_count", n))
+	}
+	if out.StatusCode > 0 {
+		attrs = append(attrs, attribute.Int("http.response.status_code", out.StatusCode))
+	}
+	failed := out.Result != upstream.AttemptOK
+	if failed {
+		errType := string(out.Result)
+		if out.StatusCode > 0 {
+			errType = strconv.Itoa(out.StatusCode)
+		}
+		attrs = append(attrs, attribute.String("error.type", errType))
+	}
+	_, span := o.tracer.Start(req.Context(), req.Method, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithTimestamp(start), trace.WithAttributes(attrs...))
+	if failed {
+		span.SetStatus(codes.Error, string(out.Result))
+	}
+	span.End()
 }
 
 // Finished implements upstream.Observer.

@@ -1,14 +1,12 @@
 package toolgate_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/internal/testproc"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/toolgatetest"
 	"github.com/toolgate/toolgate/upstream"
@@ -45,36 +44,18 @@ func paidEcho() *registry.Tool {
 	return t
 }
 
-// syncBuffer is a log destination safe for concurrent writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // observed is a test gateway with metrics, traces and a JSON log.
 type observed struct {
 	*toolgatetest.Gateway
 	reg   *prometheus.Registry
 	spans *tracetest.InMemoryExporter
 	tp    *sdktrace.TracerProvider
-	log   *syncBuffer
+	log   *testproc.SyncBuffer
 }
 
 func newObserved(t *testing.T) *observed {
 	t.Helper()
-	o := &observed{reg: prometheus.NewRegistry(), spans: tracetest.NewInMemoryExporter(), log: &syncBuffer{}}
+	o := &observed{reg: prometheus.NewRegistry(), spans: tracetest.NewInMemoryExporter(), log: &testproc.SyncBuffer{}}
 	o.tp = sdktrace.NewTracerProvider(sdktrace.WithSyncer(o.spans))
 	o.Gateway = toolgatetest.New(t, &toolgatetest.Options{
 		Tools: []*registry.Tool{toolgatetest.EchoTool(), paidEcho()},

@@ -46,9 +46,9 @@ func toolRef(t *registry.Tool) ToolRef { return ToolRef{ID: t.ID, Slug: t.Slug, 
 // tool is blocked or the controls deny, so the caller can read why; it stays
 // usable for one call until it expires.
 func (g *Gateway) Quote(ctx context.Context, principal, tool string) (*QuoteResult, error) {
-	ctx, rec := g.obs.startQuote(ctx, tool)
+	rec := g.obs.startQuote(tool)
 	res, err := g.quote(ctx, principal, tool)
-	g.endQuote(rec, res, err)
+	g.endQuote(ctx, rec, res, err)
 	return res, err
 }
 

@@ -19,11 +19,7 @@ func (h *handler) listExecutions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := toolgate.ExecutionFilter{Tool: q["tool"], Status: toolgate.Status(q["status"]), Cursor: q["cursor"]}
-	if f.Since, err = timeParam(q, "since"); err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	if f.Until, err = timeParam(q, "until"); err != nil {
+	if f.Since, f.Until, err = window(q); err != nil {
 		h.writeError(w, r, err)
 		return
 	}
@@ -51,11 +47,7 @@ func (h *handler) spend(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := toolgate.SpendFilter{GroupBy: storage.SpendGrouping(q["groupBy"])}
-	if f.Since, err = timeParam(q, "since"); err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	if f.Until, err = timeParam(q, "until"); err != nil {
+	if f.Since, f.Until, err = window(q); err != nil {
 		h.writeError(w, r, err)
 		return
 	}
@@ -90,6 +82,15 @@ func queryOf(r *http.Request, names ...string) (map[string]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// window reads since and until, each an RFC 3339 instant or absent (zero).
+func window(q map[string]string) (since, until time.Time, err error) {
+	if since, err = timeParam(q, "since"); err != nil {
+		return
+	}
+	until, err = timeParam(q, "until")
+	return
 }
 
 // timeParam reads an RFC 3339 instant; absent is the zero time.

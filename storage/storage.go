@@ -302,6 +302,28 @@ type Begin struct {
 	GrantID        string // the approver's grant, when Approval is ApprovalKindGrant
 }
 
+// NewExecution is the execution BeginExecution creates when it admits b
+// under a new key: running, reserving b.AmountUSD, created at b.Now, with
+// every audit field b gives.
+func (b Begin) NewExecution() Execution {
+	return Execution{
+		ID:             b.ExecutionID,
+		Principal:      b.Principal,
+		ToolID:         b.ToolID,
+		QuoteID:        b.QuoteID,
+		IdempotencyKey: b.Key,
+		Status:         ExecutionRunning,
+		AmountUSD:      b.AmountUSD,
+		CreatedAt:      b.Now,
+		ToolSlug:       b.ToolSlug,
+		ManifestDigest: b.ManifestDigest,
+		PriceUSD:       b.PriceUSD,
+		FeeUSD:         b.FeeUSD,
+		Approval:       b.Approval,
+		GrantID:        b.GrantID,
+	}
+}
+
 // BeginResult is the outcome of a successful BeginExecution.
 type BeginResult struct {
 	Execution Execution

@@ -102,22 +102,8 @@ func (s *Store) BeginExecution(ctx context.Context, b storage.Begin) (storage.Be
 	}
 
 	q.State, q.UsedByKey = storage.QuoteUsed, b.Key
-	e := &storage.Execution{
-		ID:             b.ExecutionID,
-		Principal:      b.Principal,
-		ToolID:         b.ToolID,
-		QuoteID:        b.QuoteID,
-		IdempotencyKey: b.Key,
-		Status:         storage.ExecutionRunning,
-		AmountUSD:      b.AmountUSD,
-		CreatedAt:      b.Now,
-		ToolSlug:       b.ToolSlug,
-		ManifestDigest: b.ManifestDigest,
-		PriceUSD:       b.PriceUSD,
-		FeeUSD:         b.FeeUSD,
-		Approval:       b.Approval,
-		GrantID:        b.GrantID,
-	}
+	exec := b.NewExecution()
+	e := &exec
 	s.executions[e.ID] = e
 	s.histories[e.Principal] = s.histories[e.Principal].add(e)
 	s.records[k] = &storage.IdempotencyRecord{

@@ -184,22 +184,10 @@ func (s *Store) admit(ctx context.Context, b storage.Begin) (res storage.BeginRe
 	if err != nil {
 		return res, false, err
 	}
-	res.Execution = storage.Execution{
-		ID:             b.ExecutionID,
-		Principal:      b.Principal,
-		ToolID:         b.ToolID,
-		QuoteID:        b.QuoteID,
-		IdempotencyKey: b.Key,
-		Status:         storage.ExecutionRunning,
-		AmountUSD:      d,
-		CreatedAt:      utc(*createdAt),
-		ToolSlug:       b.ToolSlug,
-		ManifestDigest: b.ManifestDigest,
-		PriceUSD:       b.PriceUSD,
-		FeeUSD:         b.FeeUSD,
-		Approval:       b.Approval,
-		GrantID:        b.GrantID,
-	}
+	// The amount and time as stored, so the caller sees what a read would.
+	res.Execution = b.NewExecution()
+	res.Execution.AmountUSD = d
+	res.Execution.CreatedAt = utc(*createdAt)
 	return res, false, nil
 }
 
