@@ -3,9 +3,12 @@ package toolgate
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/toolgate/toolgate/upstream"
 )
 
 // unknownTool is the tool label of requests that name no registered tool.
@@ -25,6 +28,10 @@ const (
 // small fixed set or is a registered tool's slug; no principal, key, quote
 // or execution id is ever one. A nil *metrics records nothing.
 type metrics struct {
+	// tools holds each tool's series once first used (*toolSeries by
+	// slug), so that recording a call hashes no labels.
+	tools sync.Map
+
 	quotes           *prometheus.CounterVec
 	calls            *prometheus.CounterVec
 	callDuration     *prometheus.HistogramVec
@@ -114,4 +121,41 @@ func shared[C prometheus.Collector](reg prometheus.Registerer, c C, errs *[]erro
 		*errs = append(*errs, err)
 	}
 	return c
+}
+
+// toolSeries are one tool's series. They are made together when the tool
+// is first seen, every outcome and attempt result at zero, so that a rate
+// or a ratio over them is defined from the start.
+type toolSeries struct {
+	quotes           prometheus.Counter
+	calls            map[string]prometheus.Counter // by outcome
+	callDuration     prometheus.Observer
+	upstreamDuration prometheus.Observer
+	attempts         map[upstream.AttemptResult]prometheus.Counter
+	charged          prometheus.Counter
+	circuitOpen      prometheus.Gauge
+}
+
+// tool returns slug's series.
+func (m *metrics) tool(slug string) *toolSeries {
+	if s, ok := m.tools.Load(slug); ok {
+		return s.(*toolSeries)
+	}
+	s := &toolSeries{
+		quotes:           m.quotes.WithLabelValues(slug),
+		calls:            map[string]prometheus.Counter{},
+		callDuration:     m.callDuration.WithLabelValues(slug),
+		upstreamDuration: m.upstreamDuration.WithLabelValues(slug),
+		attempts:         map[upstream.AttemptResult]prometheus.Counter{},
+		charged:          m.charged.WithLabelValues(slug),
+		circuitOpen:      m.circuitOpen.WithLabelValues(slug),
+	}
+	for _, o := range []string{outcomeCompleted, outcomeFailed, outcomeRefused, outcomeReplayed} {
+		s.calls[o] = m.calls.WithLabelValues(slug, o)
+	}
+	for _, r := range upstream.AttemptResults {
+		s.attempts[r] = m.upstreamAttempts.WithLabelValues(slug, string(r))
+	}
+	actual, _ := m.tools.LoadOrStore(slug, s)
+	return actual.(*toolSeries)
 }

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -37,6 +37,20 @@ type observer struct {
 	log     *slog.Logger
 	// next is the operator's own upstream.Observer, told everything too.
 	next upstream.Observer
+	// names holds each tool's span names (*spanNames by slug), made once.
+	names sync.Map
+}
+
+// spanNames are the names of one tool's spans.
+type spanNames struct{ call, quote string }
+
+// spanNamesOf returns slug's span names.
+func (o *observer) spanNamesOf(slug string) *spanNames {
+	if n, ok := o.names.Load(slug); ok {
+		return n.(*spanNames)
+	}
+	n, _ := o.names.LoadOrStore(slug, &spanNames{call: "execute_tool " + slug, quote: "quote " + slug})
+	return n.(*spanNames)
 }
 
 func newObserver(m *metrics, tp trace.TracerProvider, log *slog.Logger) *observer {
@@ -91,7 +105,7 @@ func (o *observer) startCall(ctx context.Context, rec *callRecord, principal, to
 	if o.tracer != nil {
 		// Attributes are set once, at the end, when all are known: each
 		// SetAttributes on a recording span grows its attribute slice.
-		ctx, rec.span = o.tracer.Start(ctx, "execute_tool", trace.WithSpanKind(trace.SpanKindInternal))
+		ctx, rec.span = o.tracer.Start(ctx, "execute_tool") // kind internal, the default
 	}
 	return ctx
 }
@@ -112,12 +126,13 @@ func (g *Gateway) endCall(ctx context.Context, rec *callRecord, res *CallResult,
 	}
 	slug := g.toolLabel(rec.tool, rec.requested)
 	if m := o.metrics; m != nil {
-		m.calls.WithLabelValues(slug, outcome).Inc()
+		series := m.tool(slug)
+		series.calls[outcome].Inc()
 		if rec.ran {
-			m.callDuration.WithLabelValues(slug).Observe(elapsed.Seconds())
+			series.callDuration.Observe(elapsed.Seconds())
 		}
 		if rec.ran && rec.status == StatusCompleted && rec.hasQuote {
-			m.charged.WithLabelValues(slug).Add(rec.quote.TotalUSD.InexactFloat64())
+			series.charged.Add(rec.quote.TotalUSD.InexactFloat64())
 		}
 	}
 	if rec.span != nil {
@@ -162,7 +177,7 @@ func (g *Gateway) endCallSpan(rec *callRecord, slug, outcome, code string) {
 		attribute.String("toolgate.call.outcome", outcome),
 	)
 	if slug != unknownTool {
-		span.SetName("execute_tool " + slug)
+		span.SetName(g.obs.spanNamesOf(slug).call)
 		attrs = append(attrs, attribute.String("gen_ai.tool.name", slug))
 	}
 	if rec.execution != uuid.Nil {
@@ -254,7 +269,7 @@ func (g *Gateway) endQuote(ctx context.Context, rec quoteRecord, res *QuoteResul
 	}
 	slug := g.toolLabel(v, rec.requested)
 	if m := g.obs.metrics; m != nil {
-		m.quotes.WithLabelValues(slug).Inc()
+		m.tool(slug).quotes.Inc()
 	}
 	if g.obs.tracer == nil {
 		return
@@ -262,7 +277,7 @@ func (g *Gateway) endQuote(ctx context.Context, rec quoteRecord, res *QuoteResul
 	name := "quote"
 	attrs := make([]attribute.KeyValue, 0, 7)
 	if slug != unknownTool {
-		name += " " + slug
+		name = g.obs.spanNamesOf(slug).quote
 		attrs = append(attrs, attribute.String("gen_ai.tool.name", slug))
 	}
 	if res != nil {
@@ -281,8 +296,7 @@ func (g *Gateway) endQuote(ctx context.Context, rec quoteRecord, res *QuoteResul
 		code = string(codeOf(err))
 		attrs = append(attrs, attribute.String("error.type", code))
 	}
-	_, span := g.obs.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithTimestamp(rec.start), trace.WithAttributes(attrs...))
+	_, span := g.obs.tracer.Start(ctx, name, trace.WithTimestamp(rec.start), trace.WithAttributes(attrs...))
 	if err != nil {
 		span.SetStatus(codes.Error, code)
 	}
@@ -305,7 +319,7 @@ func (o *observer) Attempt(req *http.Request, v *registry.Version, n int) func(u
 	}
 	return func(out upstream.AttemptOutcome) {
 		if o.metrics != nil {
-			o.metrics.upstreamAttempts.WithLabelValues(v.Tool.Slug, string(out.Result)).Inc()
+			o.metrics.tool(v.Tool.Slug).attempts[out.Result].Inc()
 		}
 		if o.tracer != nil {
 			o.attemptSpan(req, v, n, out, start)
@@ -353,7 +367,7 @@ func (o *observer) attemptSpan(req *http.Request, v *registry.Version, n int, ou
 // Finished implements upstream.Observer.
 func (o *observer) Finished(ctx context.Context, v *registry.Version, d time.Duration) {
 	if o.metrics != nil {
-		o.metrics.upstreamDuration.WithLabelValues(v.Tool.Slug).Observe(d.Seconds())
+		o.metrics.tool(v.Tool.Slug).upstreamDuration.Observe(d.Seconds())
 	}
 	if o.next != nil {
 		o.next.Finished(ctx, v, d)
@@ -367,7 +381,7 @@ func (o *observer) Circuit(v *registry.Version, open bool) {
 		if open {
 			value = 1
 		}
-		o.metrics.circuitOpen.WithLabelValues(v.Tool.Slug).Set(value)
+		o.metrics.tool(v.Tool.Slug).circuitOpen.Set(value)
 	}
 	if o.next != nil {
 		o.next.Circuit(v, open)
@@ -377,10 +391,6 @@ func (o *observer) Circuit(v *registry.Version, open bool) {
 // portOf is the port a request goes to, said or implied by its scheme.
 func portOf(req *http.Request) int {
 	if p := req.URL.Port(); p != "" {
-		n, _ := strconv.Atoi(p)
-		return n
-	}
-	if _, p, err := net.SplitHostPort(req.Host); err == nil {
 		n, _ := strconv.Atoi(p)
 		return n
 	}

@@ -45,6 +45,12 @@ const (
 	AttemptRefused      AttemptResult = "refused"       // the address is internal; nothing was sent
 )
 
+// AttemptResults are every AttemptResult.
+var AttemptResults = []AttemptResult{
+	AttemptOK, AttemptClientError, AttemptThrottled, AttemptServerError,
+	AttemptTimeout, AttemptNetworkError, AttemptRefused,
+}
+
 // AttemptOutcome is what an Observer learns about one attempt.
 type AttemptOutcome struct {
 	Result AttemptResult
