@@ -119,11 +119,6 @@ func (g *Gateway) endCall(ctx context.Context, rec *callRecord, res *CallResult,
 	o := g.obs
 	outcome, code := outcomeOf(rec, res, err)
 	elapsed := time.Since(rec.start)
-	if (o.metrics != nil || rec.span != nil) && rec.tool == nil {
-		if v, lerr := g.registry.Lookup(rec.requested); lerr == nil {
-			rec.tool = v
-		}
-	}
 	slug := g.toolLabel(rec.tool, rec.requested)
 	if m := o.metrics; m != nil {
 		series := m.tool(slug)
@@ -169,6 +164,11 @@ func outcomeOf(rec *callRecord, res *CallResult, err error) (outcome, code strin
 // OpenTelemetry GenAI conventions ask, with toolgate's own beside them.
 func (g *Gateway) endCallSpan(rec *callRecord, slug, outcome, code string) {
 	span := rec.span
+	if !span.IsRecording() {
+		// Sampled out: nothing to describe.
+		span.End()
+		return
+	}
 	attrs := make([]attribute.KeyValue, 0, 11)
 	attrs = append(attrs,
 		attribute.String("gen_ai.operation.name", "execute_tool"),
@@ -309,8 +309,10 @@ func (g *Gateway) endQuote(ctx context.Context, rec quoteRecord, res *QuoteResul
 // once. The span names the destination's host and port, never its path or
 // query, which may carry the tool's input.
 func (o *observer) Attempt(req *http.Request, v *registry.Version, n int) func(upstream.AttemptOutcome) {
+	// The call's span is the parent: when it was sampled out, so is this.
+	traced := o.tracer != nil && trace.SpanFromContext(req.Context()).IsRecording()
 	var start time.Time
-	if o.tracer != nil {
+	if traced {
 		start = time.Now()
 	}
 	var next func(upstream.AttemptOutcome)
@@ -321,7 +323,7 @@ func (o *observer) Attempt(req *http.Request, v *registry.Version, n int) func(u
 		if o.metrics != nil {
 			o.metrics.tool(v.Tool.Slug).attempts[out.Result].Inc()
 		}
-		if o.tracer != nil {
+		if traced {
 			o.attemptSpan(req, v, n, out, start)
 		}
 		if next != nil {
