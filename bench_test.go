@@ -25,6 +25,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/internal/spanbatch"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/storage/memory"
@@ -68,12 +69,14 @@ func newBenchGateway(b *testing.B, store storage.Store) *toolgate.Gateway {
 }
 
 // newObservedBenchGateway is newBenchGateway with metrics and tracing on,
-// as a server exporting both would run: every span sampled and handed to a
+// as the server runs them: every span sampled and handed to the server's
 // batching processor (whose exporter here sends nowhere, so what is
 // measured is the gateway's instrumentation, not a collector's network).
 func newObservedBenchGateway(b *testing.B, store storage.Store) *toolgate.Gateway {
 	b.Helper()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()), sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	tp := sdktrace.NewTracerProvider(
+		sdktrace.WithSpanProcessor(spanbatch.New(tracetest.NewNoopExporter(), nil)),
+		sdktrace.WithSampler(sdktrace.AlwaysSample()))
 	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	return newBenchGatewayWith(b, store, toolgate.Config{Metrics: prometheus.NewRegistry(), TracerProvider: tp})
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,6 +18,8 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/toolgate/toolgate/internal/spanbatch"
 )
 
 // telemetryFlushTimeout bounds sending the last spans at exit.
@@ -34,7 +37,9 @@ type telemetry struct {
 // newTelemetry sets up what cfg and the environment ask for. The exporter
 // reads the rest of the standard OTEL_EXPORTER_OTLP_* variables (headers,
 // timeout, compression) and OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES
-// itself; the service is named toolgate unless they say otherwise.
+// itself; the service is named toolgate unless they say otherwise. Spans
+// are batched by spanbatch, which reads the OTEL_BSP_* variables as the
+// SDK's batch processor would, without its goroutine handoff per span.
 func newTelemetry(ctx context.Context, cfg *Config, getenv func(string) string) (*telemetry, error) {
 	t := &telemetry{}
 	if cfg.MetricsListen != "" {
@@ -59,8 +64,29 @@ func newTelemetry(ctx context.Context, cfg *Config, getenv func(string) string) 
 	if err != nil {
 		return nil, err
 	}
-	t.tracing = sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res))
+	t.tracing = sdktrace.NewTracerProvider(
+		sdktrace.WithSpanProcessor(spanbatch.New(exporter, batchOptions(getenv))),
+		sdktrace.WithResource(res))
 	return t, nil
+}
+
+// batchOptions reads the standard OTEL_BSP_* variables, as the SDK's batch
+// processor would: delays and timeouts in milliseconds, sizes as counts. A
+// value that is not a positive whole number leaves the default.
+func batchOptions(getenv func(string) string) *spanbatch.Options {
+	number := func(name string) int {
+		n, err := strconv.Atoi(getenv(name))
+		if err != nil || n <= 0 {
+			return 0
+		}
+		return n
+	}
+	return &spanbatch.Options{
+		ScheduleDelay:      time.Duration(number("OTEL_BSP_SCHEDULE_DELAY")) * time.Millisecond,
+		ExportTimeout:      time.Duration(number("OTEL_BSP_EXPORT_TIMEOUT")) * time.Millisecond,
+		MaxQueueSize:       number("OTEL_BSP_MAX_QUEUE_SIZE"),
+		MaxExportBatchSize: number("OTEL_BSP_MAX_EXPORT_BATCH_SIZE"),
+	}
 }
 
 // traced wraps the API in a server span per request, continuing the
