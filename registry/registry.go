@@ -176,6 +176,7 @@ func cloneTool(t *Tool) Tool {
 	}
 	def.ExampleInput = append(json.RawMessage(nil), t.ExampleInput...)
 	def.ExampleOutput = append(json.RawMessage(nil), t.ExampleOutput...)
+	def.HTTP = t.HTTP.clone()
 	if t.Capabilities != nil {
 		c := *t.Capabilities
 		c.AllowedOutboundDomains = append([]string(nil), t.Capabilities.AllowedOutboundDomains...)
