@@ -60,22 +60,26 @@ func checkFormat(file string, data []byte, doc any) error {
 	if res.Valid() {
 		return nil
 	}
+	// One failure is reported: an unknown field first (a misspelt name also
+	// leaves a required one missing, and the misspelling is what to fix),
+	// a missing field last, then by path, then the more telling message.
 	type failure struct {
+		class    int
 		path     jsonPath
 		reason   string
-		priority int // lower wins among failures at one path
+		priority int
 	}
 	var fs []failure
 	for _, e := range res.Errors() {
 		path := contextPath(e.Context(), doc)
-		f := failure{path: path, priority: 1}
+		f := failure{class: 1, path: path, priority: 1}
 		switch e.Type() {
 		case "required":
 			prop, _ := e.Details()["property"].(string)
-			f.path, f.reason = path.key(prop), "is required"
+			f.class, f.path, f.reason = 2, path.key(prop), "is required"
 		case "additional_property_not_allowed":
 			prop, _ := e.Details()["property"].(string)
-			f.path, f.reason = path.key(prop), "is not a field of "+ManifestFormat
+			f.class, f.path, f.reason = 0, path.key(prop), "is not a field of "+ManifestFormat
 			if trustFields[prop] {
 				f.reason += `: a manifest cannot vouch for itself; only the operator's "trust" config marks a tool verified`
 			}
@@ -106,6 +110,9 @@ func checkFormat(file string, data []byte, doc any) error {
 		fs = append(fs, f)
 	}
 	sort.SliceStable(fs, func(i, j int) bool {
+		if fs[i].class != fs[j].class {
+			return fs[i].class < fs[j].class
+		}
 		if fs[i].path != fs[j].path {
 			return fs[i].path < fs[j].path
 		}

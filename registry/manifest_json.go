@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"unicode/utf8"
 )
 
 // maxManifestBytes bounds a manifest file: a tool description is a few
@@ -22,6 +23,11 @@ const maxManifestDepth = 64
 func decodeManifestJSON(file string, data []byte) (any, error) {
 	if len(data) > maxManifestBytes {
 		return nil, manifestErrorf(file, "", "the file is larger than %d bytes", maxManifestBytes)
+	}
+	if !utf8.Valid(data) {
+		// encoding/json would quietly replace the bad bytes, and a digest
+		// must hash what the file says.
+		return nil, manifestErrorf(file, "", "the file is not valid UTF-8")
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()

@@ -188,6 +188,7 @@ func TestParseManifestErrors(t *testing.T) {
 			path: "version", reason: "is given twice"},
 		{name: "invalid JSON", raw: `{"schemaVersion": "toolgate.tool/v1",}`, reason: "invalid JSON at byte"},
 		{name: "empty file", raw: ``, reason: "the document is empty or cut short"},
+		{name: "invalid UTF-8", raw: strings.Replace(baseManifest, "Acme Sensors", "Acme \xff Sensors", 1), reason: "not valid UTF-8"},
 		{name: "two documents", raw: baseManifest + "{}", reason: "more than one JSON value"},
 		{name: "not an object", raw: `["toolgate.tool/v1"]`, reason: "must be an object, not an array"},
 	}
