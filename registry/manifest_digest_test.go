@@ -71,9 +71,11 @@ func TestManifestToolDigestChangesWithEverythingButTheKey(t *testing.T) {
 		"pricing": func(d map[string]any) {
 			d["pricing"] = map[string]any{"type": "per_call", "amount": "0.0010"}
 		},
-		"capabilities":          func(d map[string]any) { setPath(d, "capabilities.readOnly", false) },
-		"input schema":          func(d map[string]any) { setPath(d, "inputSchema.properties.limit.maximum", 20) },
-		"output schema":         func(d map[string]any) { setPath(d, "outputSchema.items.properties.unit", map[string]any{"type": "string"}) },
+		"capabilities": func(d map[string]any) { setPath(d, "capabilities.readOnly", false) },
+		"input schema": func(d map[string]any) { setPath(d, "inputSchema.properties.limit.maximum", 20) },
+		"output schema": func(d map[string]any) {
+			setPath(d, "outputSchema.items.properties.unit", map[string]any{"type": "string"})
+		},
 		"output pointer":        func(d map[string]any) { setPath(d, "output.pointer", "/data") },
 		"error message pointer": func(d map[string]any) { setPath(d, "output.errorMessagePointer", "/message") },
 	}
