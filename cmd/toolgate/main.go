@@ -30,6 +30,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/toolgate/toolgate/registry"
 )
 
 // Exit codes.
@@ -85,6 +87,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 // run is the whole server; ctx is done when it should stop. It returns the
 // exit code.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "tools" {
+		return runTools(args[1:], stdout, stderr)
+	}
 	opts, err := parseFlags(args, getenv, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
@@ -103,7 +108,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	var devKey string
 	if opts.configPath != "" {
 		if cfg, err = loadConfig(opts.configPath, reg); err != nil {
-			fmt.Fprintf(stderr, "toolgate: %s: %v\n", opts.configPath, err)
+			var me *registry.ManifestError
+			if errors.As(err, &me) {
+				fmt.Fprintf(stderr, "toolgate: %v\n", me) // the manifest's file, path and reason
+			} else {
+				fmt.Fprintf(stderr, "toolgate: %s: %v\n", opts.configPath, err)
+			}
 			return exitUsage
 		}
 	} else if cfg, devKey, err = devConfig(); err != nil {
