@@ -143,3 +143,25 @@ func TestToolsCheckUsage(t *testing.T) {
 		assert.Empty(t, stdout.String())
 	}
 }
+
+// TestREADMEManifestExample keeps the README's manifest example valid, and
+// its example of a start-up error true.
+func TestREADMEManifestExample(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	_, section, found := strings.Cut(string(readme), "\n## Adding a tool by manifest\n")
+	require.True(t, found, "the README has a section on manifests")
+	_, example, found := strings.Cut(section, "```json\n")
+	require.True(t, found, "the section has a manifest example")
+	example, _, _ = strings.Cut(example, "```")
+
+	opts := &registry.ParseOptions{LookupEnv: func(string) (string, bool) { return "a-token", true }}
+	_, err = registry.ParseManifest("movies.json", []byte(example), opts)
+	require.NoError(t, err)
+
+	misspelt := strings.Replace(example, `"year": "{year}"`, `"year": "{yaer}"`, 1)
+	_, err = registry.ParseManifest("/etc/toolgate/tools/movies.json", []byte(misspelt), opts)
+	require.Error(t, err)
+	assert.Contains(t, section, "`toolgate: "+err.Error()+"`")
+}
