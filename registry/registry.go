@@ -5,6 +5,12 @@
 // Built-in tools register themselves into Default from init(), in the manner
 // of database/sql drivers. A gateway can instead be given its own New()
 // registry, which is what tests should do so they never share global state.
+//
+// Operators add HTTP tools without Go code by writing toolgate.tool/v1
+// manifests (ManifestFormatSchema): ParseManifest turns one into a Tool whose
+// request building and answer reading follow the manifest, holding its
+// provider credential where nothing shows it, and Registry.LoadManifests
+// registers every manifest matching a pattern in an fs.FS.
 package registry
 
 import (
