@@ -55,8 +55,9 @@ func (p *keyEchoingProvider) sent() []string {
 
 // TestServerServesManifestTools runs the built server with two keyed
 // manifest tools, one found by a glob relative to the config file and one
-// by an absolute path, each pointed at a local provider. The tools are
-// listed, documented and callable; each provider gets its key; and no
+// by an absolute path, each pointed at a local provider, one verified by
+// the config's trust. The tools are listed, documented and callable; each
+// provider gets its key; and no
 // response, and no line the server prints, holds either key, even when a
 // provider echoes its key back.
 func TestServerServesManifestTools(t *testing.T) {
@@ -76,6 +77,7 @@ func TestServerServesManifestTools(t *testing.T) {
 		"principals": []any{map[string]any{"id": "alice", "apiKeys": []string{aliceKey}}},
 		"tools":      []string{"tools/*.json", movies},
 		"upstreams":  map[string]string{"openaq-latest": openaq.URL, "movie-search": tmdb.URL},
+		"trust":      map[string]any{"movie-search": map[string]any{"endpointVerified": true}},
 	})
 	srv, base := startServer(t, []string{"-config", config},
 		"OPENAQ_API_KEY="+openaqKey, "TMDB_READ_ACCESS_TOKEN="+tmdbKey)
@@ -112,7 +114,9 @@ func TestServerServesManifestTools(t *testing.T) {
 	assert.Len(t, exec["output"], 3)
 	responses = append(responses, get(alice, "/v1/executions/"+exec["id"].(string)))
 
-	quoteID, digest, _ = alice.quote("movie-search")
+	quoteID, digest, q = alice.quote("movie-search")
+	assert.Equal(t, "first_use", q["policy"].(map[string]any)["approval"].(map[string]any)["requirement"],
+		"verified by the operator's trust config, the only way a manifest tool can be")
 	r = alice.call("movie-search", quoteID, digest, "manifest-2", map[string]any{"query": "Spirited Away", "language": "en-US"})
 	responses = append(responses, r)
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
