@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,6 +39,7 @@ type Config struct {
 	Principals        []Principal
 	Upstreams         map[string]string         // tool slug -> origin
 	Trust             map[string]registry.Trust // tool slug -> override
+	Tools             []string                  // tool manifest globs, absolute
 }
 
 // Principal is one caller: its API keys, in clear or as SHA-256 digests,
@@ -52,16 +54,27 @@ type Principal struct {
 // postgres reports whether the config stores in PostgreSQL.
 func (c *Config) postgres() bool { return c.Storage != storageMemory }
 
-// loadConfig reads and parses the config file at path.
+// loadConfig reads and parses the config file at path, registering the
+// tool manifests its "tools" globs name into reg first.
 func loadConfig(path string, reg *registry.Registry) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, &ConfigError{Msg: "cannot read the config file: " + err.Error()}
 	}
-	return parseConfig(data, reg)
+	tools, err := loadToolManifests(data, filepath.Dir(path), reg)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := parseConfig(data, reg)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Tools = tools
+	return cfg, nil
 }
 
-// parseConfig parses a config file. Every tool it names must be in reg.
+// parseConfig parses a config file. Every tool it names must be in reg,
+// the tools of its manifests included (loadConfig loads them first).
 // Errors are *ConfigError naming the field; no error ever quotes an API
 // key or a database URL, since they end up in logs.
 func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
@@ -70,7 +83,7 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 		return nil, err
 	}
 	fs, err := root.fields("listen", "storage", "quoteTTL", "feeRate", "exposeUsageCounts",
-		"principals", "upstreams", "trust")
+		"principals", "upstreams", "trust", "tools")
 	if err != nil {
 		return nil, err
 	}
@@ -94,6 +107,8 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 			cfg.Upstreams, err = p.upstreams(f.node)
 		case "trust":
 			cfg.Trust, err = p.trust(f.node)
+		case "tools":
+			_, err = f.items() // loaded by loadToolManifests, which knows the file's directory
 		}
 		if err != nil {
 			return nil, err

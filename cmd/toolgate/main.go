@@ -1,7 +1,9 @@
 // Command toolgate is the standalone toolgate server: the gateway's HTTP API
-// over the built-in tools, configured by one JSON file.
+// over the built-in tools and the tools of the manifests its config names,
+// configured by one JSON file.
 //
 //	toolgate [-config FILE] [-offline] [-listen ADDR]
+//	toolgate tools check [-config FILE] MANIFEST...
 //
 // The config file is named by -config or, failing that, by the
 // TOOLGATE_CONFIG environment variable. With neither, the server runs a
@@ -15,7 +17,11 @@
 // accepting connections, lets the calls in flight finish, and exits 0.
 //
 // Exit codes: 0 after a clean stop, 1 when the server cannot start or stop
-// cleanly, 2 for a mistake in the flags or the config file.
+// cleanly, 2 for a mistake in the flags, the config file or a tool manifest
+// it names (one line: the manifest's file, the JSON path and the reason).
+//
+// "toolgate tools check" validates tool manifests as the server would load
+// them and prints "SLUG VERSION DIGEST" for each; it exits 1 if any is bad.
 package main
 
 import (
@@ -30,6 +36,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/toolgate/toolgate/registry"
 )
 
 // Exit codes.
@@ -85,6 +93,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 // run is the whole server; ctx is done when it should stop. It returns the
 // exit code.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "tools" {
+		return runTools(args[1:], stdout, stderr)
+	}
 	opts, err := parseFlags(args, getenv, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
@@ -103,7 +114,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	var devKey string
 	if opts.configPath != "" {
 		if cfg, err = loadConfig(opts.configPath, reg); err != nil {
-			fmt.Fprintf(stderr, "toolgate: %s: %v\n", opts.configPath, err)
+			var me *registry.ManifestError
+			if errors.As(err, &me) {
+				fmt.Fprintf(stderr, "toolgate: %v\n", me) // the manifest's file, path and reason
+			} else {
+				fmt.Fprintf(stderr, "toolgate: %s: %v\n", opts.configPath, err)
+			}
 			return exitUsage
 		}
 	} else if cfg, devKey, err = devConfig(); err != nil {
