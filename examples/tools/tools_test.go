@@ -89,7 +89,7 @@ func call(t *testing.T, gw *toolgate.Gateway, slug, input string) toolgate.Execu
 	q, err := gw.Quote(t.Context(), "alice", slug)
 	require.NoError(t, err)
 	require.True(t, q.Policy.Callable, "%v", q.Policy.Reasons)
-	assert.Equal(t, "explicit_unverified", q.Policy.Approval.Requirement, "a manifest cannot verify itself")
+	assert.Equal(t, toolgate.RequirementExplicitUnverified, q.Policy.Approval.Requirement, "a manifest cannot verify itself")
 	res, err := gw.Call(t.Context(), "alice", toolgate.CallRequest{
 		Tool: slug, QuoteID: q.Quote.ID, Input: json.RawMessage(input),
 		ApprovalDigest: *q.Quote.ManifestDigest, IdempotencyKey: "example-1",
