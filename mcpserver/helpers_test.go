@@ -3,6 +3,8 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -231,3 +233,6 @@ func (s *rpcSession) call(t *testing.T, id int64, params string) *mcp.CallToolRe
 	require.False(t, res.IsError, "%s", text(&res))
 	return &res
 }
+
+// slogTo is a JSON logger writing to w.
+func slogTo(w io.Writer) *slog.Logger { return slog.New(slog.NewJSONHandler(w, nil)) }

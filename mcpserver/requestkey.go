@@ -107,7 +107,11 @@ func keyHTTPMessage(msg []byte, session string) []byte {
 	if len(head.ID) > 0 && !bytes.Equal(head.ID, []byte("null")) {
 		id = head.ID
 	}
-	fields["params"] = withRequestKey(fields["params"], session, id)
+	params := withRequestKey(fields["params"], session, id)
+	if bytes.Equal(params, fields["params"]) {
+		return msg
+	}
+	fields["params"] = params
 	out, err := json.Marshal(fields)
 	if err != nil {
 		return msg
