@@ -90,11 +90,39 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	return o, nil
 }
 
+// configure reads the config file at path into reg, or, with no path, makes
+// the development setup and its key. A mistake is reported on stderr and
+// comes back as the exit code to stop with; exitOK means go on.
+func configure(path string, reg *registry.Registry, stderr io.Writer) (*Config, string, int) {
+	if path == "" {
+		cfg, devKey, err := devConfig()
+		if err != nil {
+			fmt.Fprintf(stderr, "toolgate: %v\n", err)
+			return nil, "", exitFailed
+		}
+		return cfg, devKey, exitOK
+	}
+	cfg, err := loadConfig(path, reg)
+	if err != nil {
+		var me *registry.ManifestError
+		if errors.As(err, &me) {
+			fmt.Fprintf(stderr, "toolgate: %v\n", me) // the manifest's file, path and reason
+		} else {
+			fmt.Fprintf(stderr, "toolgate: %s: %v\n", path, err)
+		}
+		return nil, "", exitUsage
+	}
+	return cfg, "", exitOK
+}
+
 // run is the whole server; ctx is done when it should stop. It returns the
 // exit code.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "tools" {
 		return runTools(args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "mcp" {
+		return runMCP(ctx, args[1:], getenv, os.Stdin, stdout, stderr)
 	}
 	opts, err := parseFlags(args, getenv, stderr)
 	if errors.Is(err, flag.ErrHelp) {
@@ -110,21 +138,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return exitFailed
 	}
 
-	var cfg *Config
-	var devKey string
-	if opts.configPath != "" {
-		if cfg, err = loadConfig(opts.configPath, reg); err != nil {
-			var me *registry.ManifestError
-			if errors.As(err, &me) {
-				fmt.Fprintf(stderr, "toolgate: %v\n", me) // the manifest's file, path and reason
-			} else {
-				fmt.Fprintf(stderr, "toolgate: %s: %v\n", opts.configPath, err)
-			}
-			return exitUsage
-		}
-	} else if cfg, devKey, err = devConfig(); err != nil {
-		fmt.Fprintf(stderr, "toolgate: %v\n", err)
-		return exitFailed
+	cfg, devKey, code := configure(opts.configPath, reg, stderr)
+	if code != exitOK {
+		return code
 	}
 	if opts.listen != "" {
 		cfg.Listen = opts.listen
@@ -156,7 +172,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	retention, stopRetention := context.WithCancel(context.Background())
 	go a.gw.RunRetention(retention, retentionInterval)
-	err = serve(ctx, ln, logRequests(log, a.handler), log)
+	err = serve(ctx, ln, logRequests(log, a.handler), log, a.shutdown)
 	stopRetention()
 	a.close() // after the drain: calls in flight still write to the store
 	if err != nil {

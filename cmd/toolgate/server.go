@@ -26,8 +26,10 @@ const (
 )
 
 // serve answers on ln until ctx is done, then stops accepting connections
-// and waits for the requests in flight to finish.
-func serve(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logger) error {
+// and waits for the requests in flight to finish. onShutdown runs when the
+// stop begins, to end what would never finish by itself (MCP clients'
+// event streams).
+func serve(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logger, onShutdown func()) error {
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: readHeaderTimeout,
@@ -37,6 +39,7 @@ func serve(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logge
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	srv.RegisterOnShutdown(onShutdown)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 
