@@ -1,8 +1,9 @@
-// Command toolgate is the standalone toolgate server: the gateway's HTTP API
-// over the built-in tools and the tools of the manifests its config names,
-// configured by one JSON file.
+// Command toolgate is the standalone toolgate server: the gateway's HTTP API,
+// and MCP at /mcp, over the built-in tools and the tools of the manifests
+// its config names, configured by one JSON file.
 //
 //	toolgate [-config FILE] [-offline] [-listen ADDR]
+//	toolgate mcp [-config FILE -principal ID] [-offline]
 //	toolgate tools check [-config FILE] MANIFEST...
 //
 // The config file is named by -config or, failing that, by the
@@ -19,6 +20,10 @@
 // Exit codes: 0 after a clean stop, 1 when the server cannot start or stop
 // cleanly, 2 for a mistake in the flags, the config file or a tool manifest
 // it names (one line: the manifest's file, the JSON path and the reason).
+//
+// "toolgate mcp" serves MCP over stdin and stdout to one principal of the
+// config (the development principal without one), with the gateway in
+// process: stdout carries protocol messages only, logs go to stderr.
 //
 // "toolgate tools check" validates tool manifests as the server would load
 // them and prints "SLUG VERSION DIGEST" for each; it exits 1 if any is bad.
