@@ -95,17 +95,23 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	return o, nil
 }
 
-// configure reads the config file at path into reg, or, with no path, makes
-// the development setup and its key. A mistake is reported on stderr and
-// comes back as the exit code to stop with; exitOK means go on.
-func configure(path string, reg *registry.Registry, stderr io.Writer) (*Config, string, int) {
+// configure makes the registry and reads the config file at path into it,
+// or, with no path, makes the development setup and its key. A mistake is
+// reported on stderr and comes back as the exit code to stop with; exitOK
+// means go on.
+func configure(path string, stderr io.Writer) (*registry.Registry, *Config, string, int) {
+	reg, err := newRegistry()
+	if err != nil {
+		fmt.Fprintf(stderr, "toolgate: %v\n", err)
+		return nil, nil, "", exitFailed
+	}
 	if path == "" {
 		cfg, devKey, err := devConfig()
 		if err != nil {
 			fmt.Fprintf(stderr, "toolgate: %v\n", err)
-			return nil, "", exitFailed
+			return nil, nil, "", exitFailed
 		}
-		return cfg, devKey, exitOK
+		return reg, cfg, devKey, exitOK
 	}
 	cfg, err := loadConfig(path, reg)
 	if err != nil {
@@ -115,9 +121,9 @@ func configure(path string, reg *registry.Registry, stderr io.Writer) (*Config, 
 		} else {
 			fmt.Fprintf(stderr, "toolgate: %s: %v\n", path, err)
 		}
-		return nil, "", exitUsage
+		return nil, nil, "", exitUsage
 	}
-	return cfg, "", exitOK
+	return reg, cfg, "", exitOK
 }
 
 // run is the whole server; ctx is done when it should stop. It returns the
@@ -137,13 +143,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintf(stderr, "toolgate: %v\n", err)
 		return exitUsage
 	}
-	reg, err := newRegistry()
-	if err != nil {
-		fmt.Fprintf(stderr, "toolgate: %v\n", err)
-		return exitFailed
-	}
-
-	cfg, devKey, code := configure(opts.configPath, reg, stderr)
+	reg, cfg, devKey, code := configure(opts.configPath, stderr)
 	if code != exitOK {
 		return code
 	}
@@ -168,11 +168,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if devKey != "" {
 		printDevHelp(stdout, baseURL, devKey, opts.offline)
 	}
-	storageKind := "memory" // never the URL: it may hold a password
-	if cfg.postgres() {
-		storageKind = "postgres"
-	}
-	log.Info("started", "address", ln.Addr().String(), "storage", storageKind, "offline", opts.offline,
+	log.Info("started", "address", ln.Addr().String(), "storage", cfg.storageKind(), "offline", opts.offline,
 		"principals", len(cfg.Principals), "development", devKey != "")
 
 	retention, stopRetention := context.WithCancel(context.Background())

@@ -52,12 +52,7 @@ func runMCP(ctx context.Context, args []string, getenv func(string) string, stdi
 		fmt.Fprintf(stderr, "toolgate mcp: %v\n", err)
 		return exitUsage
 	}
-	reg, err := newRegistry()
-	if err != nil {
-		fmt.Fprintf(stderr, "toolgate mcp: %v\n", err)
-		return exitFailed
-	}
-	cfg, _, code := configure(opts.configPath, reg, stderr)
+	reg, cfg, _, code := configure(opts.configPath, stderr)
 	if code != exitOK {
 		return code
 	}
@@ -79,11 +74,7 @@ func runMCP(ctx context.Context, args []string, getenv func(string) string, stdi
 		log.Error("cannot start", "error", err)
 		return exitFailed
 	}
-	storageKind := "memory" // never the URL: it may hold a password
-	if cfg.postgres() {
-		storageKind = "postgres"
-	}
-	log.Info("serving MCP on stdio", "principal", principal, "storage", storageKind, "offline", opts.offline)
+	log.Info("serving MCP on stdio", "principal", principal, "storage", cfg.storageKind(), "offline", opts.offline)
 
 	retention, stopRetention := context.WithCancel(context.Background())
 	defer stopRetention()

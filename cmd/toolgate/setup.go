@@ -111,6 +111,15 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 	return &app{gw: gw, handler: mux, shutdown: agents.Close, close: closeStore}, nil
 }
 
+// storageKind names the configured store for logs: never its URL, which
+// may hold a password.
+func (c *Config) storageKind() string {
+	if c.postgres() {
+		return "postgres"
+	}
+	return storageMemory
+}
+
 // openStore opens the configured store; PostgreSQL's schema is created or
 // migrated on the way.
 func openStore(ctx context.Context, cfg *Config) (storage.Store, func(), error) {
