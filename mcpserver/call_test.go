@@ -104,7 +104,10 @@ func TestCallAsksTheUserToApprove(t *testing.T) {
 			cs := connect(t, gw, "alice", client{version: p.version, user: once})
 			requireCompleted(t, call(t, cs, "paid-echo", `{"v":"once"}`, nil))
 			assert.Equal(t, []string{question}, once.asked())
-			gw.RequireSpent(t, "alice", "0.1100")
+			// The tool is first_use: the gateway now remembers its first use.
+			requireCompleted(t, call(t, cs, "paid-echo", `{"v":"again"}`, nil))
+			assert.Len(t, once.asked(), 1)
+			gw.RequireSpent(t, "alice", "0.2200")
 
 			// "Never ask" is remembered for this exact version.
 			never := approves("never_ask")
@@ -117,7 +120,7 @@ func TestCallAsksTheUserToApprove(t *testing.T) {
 			require.Len(t, approvals, 1)
 			assert.Equal(t, storage.ApprovalNeverAsk, approvals[0].Mode)
 			assert.Equal(t, digest, approvals[0].ManifestDigest)
-			gw.Upstream.RequireCalls(t, 3)
+			gw.Upstream.RequireCalls(t, 4)
 			gw.RequireSpent(t, "bob", "0.2200")
 		})
 	}

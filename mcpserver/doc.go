@@ -34,5 +34,10 @@
 //	err := srv.Run(ctx, &mcp.StdioTransport{})
 //
 //	// streamable HTTP: each request's Bearer key names its principal.
-//	mux.Handle("/mcp", mcpserver.NewHandler(gw, &mcpserver.Options{Authenticator: keys}))
+//	h, _ := mcpserver.NewHandler(gw, &mcpserver.Options{Authenticator: keys})
+//	mux.Handle("/mcp", h)
+//	srv.RegisterOnShutdown(h.Close) // lets Shutdown end the clients' event streams
+//
+// Principals in approver mode (contract section 14) are not served yet: a
+// call that needs their approval gets a tool error saying so.
 package mcpserver

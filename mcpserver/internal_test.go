@@ -3,8 +3,10 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -76,5 +78,37 @@ func TestApproverModeStepRefusesUntilApprovalRequestsExist(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(out), string(toolgate.CodeApprovalRequired)+": echo needs an approver's approval of version "+v.Digest)
 	assert.Contains(t, string(out), "approver mode needs approval requests")
+	gw.Upstream.RequireCalls(t, 0)
+}
+
+// A client on protocol 2026-07-28 carries the approval answer and the state
+// it was asked with itself; what it sends proves nothing the gateway does
+// not check.
+func TestApprovalAnswersAreChecked(t *testing.T) {
+	t.Parallel()
+	gw := toolgatetest.New(t, nil)
+	g, err := newGateway(gw.Gateway, "alice", nil)
+	require.NoError(t, err)
+	v, err := gw.Registry.Lookup("echo")
+	require.NoError(t, err)
+	c := &toolCall{principal: "alice", tool: v, args: []byte(`{"v":"x"}`), key: "mcp-test-key"}
+	yes := &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}
+	ctx := context.Background()
+
+	textOf := func(res *mcp.CallToolResult) string {
+		require.True(t, res.IsError)
+		return res.Content[0].(*mcp.TextContent).Text
+	}
+	assert.Contains(t, textOf(g.runAnswered(ctx, c, yes, "not-a-state")), "came without the state")
+
+	// bob's quote is not alice's to use.
+	bobs := gw.MustQuote(t, "bob", "echo")
+	forged := approvalState{QuoteID: bobs.Quote.ID, Digest: v.Digest}.encode()
+	assert.Contains(t, textOf(g.runAnswered(ctx, c, yes, forged)), string(toolgate.CodeQuoteNotFound))
+
+	// Nor is another version's digest an approval of this one.
+	own := gw.MustQuote(t, "alice", "echo")
+	stale := approvalState{QuoteID: own.Quote.ID, Digest: "sha256:" + strings.Repeat("1", 64)}.encode()
+	assert.Contains(t, textOf(g.runAnswered(ctx, c, yes, stale)), string(toolgate.CodeApprovalMismatch))
 	gw.Upstream.RequireCalls(t, 0)
 }
