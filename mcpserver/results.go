@@ -82,7 +82,11 @@ func refused(err error) *mcp.CallToolResult {
 	if te.Code == toolgate.CodeRateLimited {
 		fmt.Fprintf(&b, ". Wait %d seconds before calling again", int(te.RetryAfter.Seconds()))
 	}
-	b.WriteString(". Nothing was charged.")
+	if len(te.Details) > 0 {
+		b.WriteString("\nNothing was charged.")
+	} else {
+		b.WriteString(". Nothing was charged.")
+	}
 	return toolError(nil, b.String())
 }
 
