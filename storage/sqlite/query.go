@@ -1,0 +1,77 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+)
+
+// Reads go to the read pool with statements prepared once per connection;
+// writes go through the writer (writer.go). What both sides read, such as
+// limits and executions, is written once against rowQuerier.
+
+// scanner is a *sql.Row, a *sql.Rows or an errRow.
+type scanner interface {
+	Scan(dest ...any) error
+}
+
+// errRow is a row whose query could not even be prepared.
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
+
+// rowQuerier runs a query expected to return at most one row: a writeTx,
+// inside a write, or a readQuerier, on the read pool. What is read both
+// ways (limits, executions) is written once against it.
+type rowQuerier interface {
+	queryRow(query string, args ...any) scanner
+}
+
+// readQuerier is a rowQuerier on the read pool.
+type readQuerier struct {
+	s   *Store
+	ctx context.Context
+}
+
+func (r readQuerier) queryRow(query string, args ...any) scanner {
+	st, err := r.s.read(r.ctx, query)
+	if err != nil {
+		return errRow{err}
+	}
+	return st.QueryRowContext(r.ctx, args...)
+}
+
+// read returns query prepared on the read pool, preparing it on first use.
+func (s *Store) read(ctx context.Context, query string) (*sql.Stmt, error) {
+	if st, ok := s.reads.Load(query); ok {
+		return st.(*sql.Stmt), nil
+	}
+	st, err := s.rdb.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, translate(err)
+	}
+	if prev, loaded := s.reads.LoadOrStore(query, st); loaded {
+		_ = st.Close()
+		return prev.(*sql.Stmt), nil
+	}
+	return st, nil
+}
+
+// readRow runs a query on the read pool and scans its one row into dest.
+// No row is storage.ErrNotFound.
+func (s *Store) readRow(ctx context.Context, query string, args []any, dest ...any) error {
+	st, err := s.read(ctx, query)
+	if err != nil {
+		return err
+	}
+	return translate(st.QueryRowContext(ctx, args...).Scan(dest...))
+}
+
+// readRows runs a query on the read pool; the caller closes the rows.
+func (s *Store) readRows(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	st, err := s.read(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := st.QueryContext(ctx, args...)
+	return rows, translate(err)
+}
