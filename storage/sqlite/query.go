@@ -33,33 +33,40 @@ type readQuerier struct {
 }
 
 func (r readQuerier) queryRow(query string, args ...any) scanner {
-	st, err := r.s.read(r.ctx, query)
+	st, ctx, err := r.s.read(r.ctx, query)
 	if err != nil {
 		return errRow{err}
 	}
-	return st.QueryRowContext(r.ctx, args...)
+	return st.QueryRowContext(ctx, args...)
 }
 
-// read returns query prepared on the read pool, preparing it on first use.
-func (s *Store) read(ctx context.Context, query string) (*sql.Stmt, error) {
+// read returns query prepared on the read pool, preparing it on first use,
+// and the context to run it with. ctx is checked first, but a read, once
+// started, runs to its end: reads are short, and the driver would watch a
+// context that can be cancelled from a goroutine of its own, per statement.
+func (s *Store) read(ctx context.Context, query string) (*sql.Stmt, context.Context, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	ctx = context.WithoutCancel(ctx)
 	if st, ok := s.reads.Load(query); ok {
-		return st.(*sql.Stmt), nil
+		return st.(*sql.Stmt), ctx, nil
 	}
 	st, err := s.rdb.PrepareContext(ctx, query)
 	if err != nil {
-		return nil, translate(err)
+		return nil, nil, translate(err)
 	}
 	if prev, loaded := s.reads.LoadOrStore(query, st); loaded {
 		_ = st.Close()
-		return prev.(*sql.Stmt), nil
+		return prev.(*sql.Stmt), ctx, nil
 	}
-	return st, nil
+	return st, ctx, nil
 }
 
 // readRow runs a query on the read pool and scans its one row into dest.
 // No row is storage.ErrNotFound.
 func (s *Store) readRow(ctx context.Context, query string, args []any, dest ...any) error {
-	st, err := s.read(ctx, query)
+	st, ctx, err := s.read(ctx, query)
 	if err != nil {
 		return err
 	}
@@ -68,7 +75,7 @@ func (s *Store) readRow(ctx context.Context, query string, args []any, dest ...a
 
 // readRows runs a query on the read pool; the caller closes the rows.
 func (s *Store) readRows(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	st, err := s.read(ctx, query)
+	st, ctx, err := s.read(ctx, query)
 	if err != nil {
 		return nil, err
 	}
