@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,13 +31,14 @@ func TestMeasureMatchesTheLedger(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 
 	type row struct {
-		tool     string
-		amount   decimal.Decimal
-		at       time.Time
-		released bool
+		principal string
+		tool      string
+		amount    decimal.Decimal
+		at        time.Time
+		outcome   storage.ExecutionStatus // running (reserved), completed (charged) or failed (released)
 	}
 	var rows []row
-	for i := range 400 {
+	for i := range 250 {
 		at := now.Add(-time.Duration(rng.Int64N(int64(72 * time.Hour))))
 		switch rng.IntN(8) {
 		case 0:
@@ -44,30 +46,40 @@ func TestMeasureMatchesTheLedger(t *testing.T) {
 		case 1:
 			at = at.Truncate(24 * time.Hour)
 		}
-		r := row{tool: fmt.Sprint("tool-", rng.IntN(3)), amount: decimal.New(rng.Int64N(100000), -4), at: at}
-		q := storage.Quote{ID: uuid.New(), Principal: "alice", ToolID: r.tool, TotalUSD: r.amount, CreatedAt: at, ExpiresAt: at, State: storage.QuoteOpen}
-		require.NoError(t, s.CreateQuote(ctx, q))
-		b := storage.Begin{Principal: "alice", Key: fmt.Sprint(i), Fingerprint: "fp", QuoteID: q.ID, ExecutionID: uuid.New(),
-			ToolID: r.tool, AmountUSD: r.amount, LeaseToken: uuid.New(), LeaseUntil: at.Add(time.Minute), Now: at}
-		_, err := s.BeginExecution(ctx, b)
-		require.NoError(t, err)
-		f := storage.Finish{Principal: "alice", Key: b.Key, ExecutionID: b.ExecutionID, LeaseToken: b.LeaseToken, Now: at}
-		switch rng.IntN(3) {
-		case 0: // left running: reserved
-			rows = append(rows, r)
-			continue
-		case 1:
-			f.Status, f.Charged = storage.ExecutionCompleted, true
-		case 2:
-			f.Status, r.released = storage.ExecutionFailed, true
+		r := row{principal: "alice", tool: fmt.Sprint("tool-", rng.IntN(3)), amount: decimal.New(rng.Int64N(100000), -4), at: at,
+			outcome: []storage.ExecutionStatus{storage.ExecutionRunning, storage.ExecutionCompleted, storage.ExecutionFailed}[rng.IntN(3)]}
+		if i%10 == 0 {
+			r.principal = "bob" // someone else's history, which never counts
 		}
-		require.NoError(t, s.FinishExecution(ctx, f))
 		rows = append(rows, r)
 	}
-	// Someone else's history never counts.
-	require.NoError(t, s.CreateQuote(ctx, storage.Quote{ID: uuid.New(), Principal: "bob", TotalUSD: decimal.NewFromInt(5), State: storage.QuoteOpen}))
+	// Written by several callers at once, so that the writes share commits.
+	const writers = 16
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(rows); i += writers {
+				r := rows[i]
+				q := storage.Quote{ID: uuid.New(), Principal: r.principal, ToolID: r.tool, TotalUSD: r.amount, CreatedAt: r.at, ExpiresAt: r.at, State: storage.QuoteOpen}
+				if !assert.NoError(t, s.CreateQuote(ctx, q)) {
+					return
+				}
+				b := storage.Begin{Principal: r.principal, Key: fmt.Sprint(i), Fingerprint: "fp", QuoteID: q.ID, ExecutionID: uuid.New(),
+					ToolID: r.tool, AmountUSD: r.amount, LeaseToken: uuid.New(), LeaseUntil: r.at.Add(time.Minute), Now: r.at}
+				if _, err := s.BeginExecution(ctx, b); !assert.NoError(t, err) || r.outcome == storage.ExecutionRunning {
+					continue
+				}
+				assert.NoError(t, s.FinishExecution(ctx, storage.Finish{Principal: r.principal, Key: b.Key, ExecutionID: b.ExecutionID,
+					LeaseToken: b.LeaseToken, Status: r.outcome, Charged: r.outcome == storage.ExecutionCompleted, Now: r.at}))
+			}
+		}()
+	}
+	wg.Wait()
+	require.False(t, t.Failed())
 
-	for n := range 500 {
+	for n := range 300 {
 		l := storage.Limit{Measure: storage.MeasureSpend, Since: now.Add(-time.Duration(rng.Int64N(int64(80 * time.Hour))))}
 		switch n % 5 {
 		case 0:
@@ -92,7 +104,8 @@ func TestMeasureMatchesTheLedger(t *testing.T) {
 			wantOldest time.Time
 		)
 		for _, r := range rows {
-			if r.at.Before(l.Since) || l.ToolID != "" && r.tool != l.ToolID || l.Measure == storage.MeasureSpend && r.released {
+			released := r.outcome == storage.ExecutionFailed
+			if r.principal != "alice" || r.at.Before(l.Since) || l.ToolID != "" && r.tool != l.ToolID || l.Measure == storage.MeasureSpend && released {
 				continue
 			}
 			want, calls = want.Add(r.amount), calls+1
