@@ -38,14 +38,19 @@ func (s *Store) PutApproval(ctx context.Context, a storage.Approval) error {
 // GetApproval returns the principal's standing approval for a tool.
 // ErrNotFound if absent.
 func (s *Store) GetApproval(ctx context.Context, principal, toolID string) (storage.Approval, error) {
-	return scanApproval(readQuerier{s, ctx}.queryRow(
-		`SELECT `+approvalColumns+` FROM approvals WHERE principal = ? AND tool_id = ?`, principal, toolID))
+	return getApproval(s.pool(ctx), principal, toolID)
+}
+
+// getApproval reads the principal's standing approval for a tool.
+func getApproval(r reader, principal, toolID string) (storage.Approval, error) {
+	return scanApproval(r.queryRow(`SELECT `+approvalColumns+` FROM approvals WHERE principal = ? AND tool_id = ?`,
+		principal, toolID))
 }
 
 // ListApprovals returns the principal's standing approvals ordered by tool
 // id, byte by byte as Go compares strings (SQLite's default collation).
 func (s *Store) ListApprovals(ctx context.Context, principal string) ([]storage.Approval, error) {
-	rows, err := s.readRows(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE principal = ? ORDER BY tool_id`, principal)
+	rows, err := s.pool(ctx).query(`SELECT `+approvalColumns+` FROM approvals WHERE principal = ? ORDER BY tool_id`, principal)
 	if err != nil {
 		return nil, err
 	}

@@ -40,10 +40,10 @@ func scanExecution(row scanner) (storage.Execution, error) {
 
 // GetExecution returns an execution by id. ErrNotFound if absent.
 func (s *Store) GetExecution(ctx context.Context, id uuid.UUID) (storage.Execution, error) {
-	return getExecution(readQuerier{s, ctx}, id)
+	return getExecution(s.pool(ctx), id)
 }
 
 // getExecution reads an execution by id. ErrNotFound if absent.
-func getExecution(q rowQuerier, id uuid.UUID) (storage.Execution, error) {
+func getExecution(q reader, id uuid.UUID) (storage.Execution, error) {
 	return scanExecution(q.queryRow(`SELECT `+executionColumns+` FROM executions WHERE id = ?`, idBytes(id)))
 }

@@ -17,13 +17,13 @@ func (s *Store) GetIdempotency(ctx context.Context, principal, key string) (stor
 	)
 	// The response is kept once, on the execution; both rows are written
 	// by FinishExecution's transaction and pruned by one Prune step.
-	err := s.readRow(ctx, `
+	err := translate(s.pool(ctx).queryRow(`
 		SELECT i.principal, i.key, i.fingerprint, i.execution_id, i.lease_token, i.lease_until,
 			i.finished, iif(i.finished, e.response, NULL), i.created_at
 		FROM idempotency_records i
 		LEFT JOIN executions e ON e.id = i.execution_id
-		WHERE i.principal = ? AND i.key = ?`, []any{principal, key},
-		&r.Principal, &r.Key, &r.Fingerprint, &execID, &token, &leaseUntil, &finished, &r.Response, &at)
+		WHERE i.principal = ? AND i.key = ?`, principal, key).Scan(
+		&r.Principal, &r.Key, &r.Fingerprint, &execID, &token, &leaseUntil, &finished, &r.Response, &at))
 	if err != nil {
 		return storage.IdempotencyRecord{}, err
 	}

@@ -107,7 +107,7 @@ func checkMeasures(limits []storage.Limit) error {
 
 // measure returns what limit l's window holds for principal: a sum of
 // amounts for MeasureSpend, a count for MeasureCalls.
-func measure(q rowQuerier, principal string, l storage.Limit) (decimal.Decimal, error) {
+func measure(q reader, principal string, l storage.Limit) (decimal.Decimal, error) {
 	w := windowOf(l.Since)
 	var calls, spend int64
 	if err := q.queryRow(measureSQL, principal, l.ToolID, w.day, w.minuteFrom, w.minuteTo,
@@ -122,7 +122,7 @@ func measure(q rowQuerier, principal string, l storage.Limit) (decimal.Decimal, 
 
 // oldest returns the creation of the oldest ledger row limit l counts for
 // principal, or the zero time when it counts none.
-func oldest(q rowQuerier, principal string, l storage.Limit) (time.Time, error) {
+func oldest(q reader, principal string, l storage.Limit) (time.Time, error) {
 	var at int64
 	err := translate(q.queryRow(oldestSQL, principal, l.ToolID, nanos(l.Since), string(l.Measure)).Scan(&at))
 	switch {
@@ -141,8 +141,12 @@ func (s *Store) MeasureLimits(ctx context.Context, principal string, limits []st
 	if err := checkMeasures(limits); err != nil {
 		return nil, err
 	}
+	return measureAll(s.pool(ctx), principal, limits)
+}
+
+// measureAll measures each limit; the caller has checked their measures.
+func measureAll(q reader, principal string, limits []storage.Limit) ([]decimal.Decimal, error) {
 	used := make([]decimal.Decimal, len(limits))
-	q := readQuerier{s, ctx}
 	for i, l := range limits {
 		u, err := measure(q, principal, l)
 		if err != nil {

@@ -116,10 +116,10 @@ func TestMeasureMatchesTheLedger(t *testing.T) {
 		if l.Measure == storage.MeasureCalls {
 			want = decimal.NewFromInt(calls)
 		}
-		got, err := measure(readQuerier{s, ctx}, "alice", l)
+		got, err := measure(s.pool(ctx), "alice", l)
 		require.NoError(t, err)
 		require.Truef(t, want.Equal(got), "%+v (window %+v): got %s, want %s", l, windowOf(l.Since), got, want)
-		first, err := oldest(readQuerier{s, ctx}, "alice", l)
+		first, err := oldest(s.pool(ctx), "alice", l)
 		require.NoError(t, err)
 		require.Truef(t, wantOldest.Equal(first), "%+v: oldest %s, want %s", l, first, wantOldest)
 	}

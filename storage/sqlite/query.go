@@ -6,8 +6,9 @@ import (
 )
 
 // Reads go to the read pool with statements prepared once per connection;
-// writes go through the writer (writer.go). What both sides read, such as
-// limits and executions, is written once against rowQuerier.
+// writes go through the writer (writer.go). What is read both inside a
+// write and outside one (limits, executions, quotes) is written once
+// against reader.
 
 // scanner is a *sql.Row, a *sql.Rows or an errRow.
 type scanner interface {
@@ -19,26 +20,41 @@ type errRow struct{ err error }
 
 func (r errRow) Scan(...any) error { return r.err }
 
-// rowQuerier runs a query expected to return at most one row: a writeTx,
-// inside a write, or a readQuerier, on the read pool. What is read both
-// ways (limits, executions) is written once against it.
-type rowQuerier interface {
+// reader runs queries: a *writeTx inside a write; a poolReader, one
+// statement at a time on the read pool; a txReader, inside one read
+// transaction (ReadBatch). Errors from query are translated; those of a
+// row come from its Scan, which the caller translates.
+type reader interface {
 	queryRow(query string, args ...any) scanner
+	query(query string, args ...any) (*sql.Rows, error)
 }
 
-// readQuerier is a rowQuerier on the read pool.
-type readQuerier struct {
+// poolReader reads on the read pool, each statement on whichever
+// connection is free.
+type poolReader struct {
 	s   *Store
 	ctx context.Context
 }
 
-func (r readQuerier) queryRow(query string, args ...any) scanner {
+func (r poolReader) queryRow(query string, args ...any) scanner {
 	st, ctx, err := r.s.read(r.ctx, query)
 	if err != nil {
 		return errRow{err}
 	}
 	return st.QueryRowContext(ctx, args...)
 }
+
+func (r poolReader) query(query string, args ...any) (*sql.Rows, error) {
+	st, ctx, err := r.s.read(r.ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := st.QueryContext(ctx, args...)
+	return rows, translate(err)
+}
+
+// pool returns a reader on the read pool.
+func (s *Store) pool(ctx context.Context) poolReader { return poolReader{s, ctx} }
 
 // read returns query prepared on the read pool, preparing it on first use,
 // and the context to run it with. ctx is checked first, but a read, once
@@ -61,24 +77,4 @@ func (s *Store) read(ctx context.Context, query string) (*sql.Stmt, context.Cont
 		return prev.(*sql.Stmt), ctx, nil
 	}
 	return st, ctx, nil
-}
-
-// readRow runs a query on the read pool and scans its one row into dest.
-// No row is storage.ErrNotFound.
-func (s *Store) readRow(ctx context.Context, query string, args []any, dest ...any) error {
-	st, ctx, err := s.read(ctx, query)
-	if err != nil {
-		return err
-	}
-	return translate(st.QueryRowContext(ctx, args...).Scan(dest...))
-}
-
-// readRows runs a query on the read pool; the caller closes the rows.
-func (s *Store) readRows(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	st, ctx, err := s.read(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := st.QueryContext(ctx, args...)
-	return rows, translate(err)
 }

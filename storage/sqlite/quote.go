@@ -37,6 +37,11 @@ func (s *Store) CreateQuote(ctx context.Context, q storage.Quote) error {
 
 // GetQuote returns the quote with this id. ErrNotFound if absent.
 func (s *Store) GetQuote(ctx context.Context, id uuid.UUID) (storage.Quote, error) {
+	return getQuote(s.pool(ctx), id)
+}
+
+// getQuote reads the quote with this id.
+func getQuote(r reader, id uuid.UUID) (storage.Quote, error) {
 	var (
 		q                 storage.Quote
 		rawID             []byte
@@ -44,12 +49,12 @@ func (s *Store) GetQuote(ctx context.Context, id uuid.UUID) (storage.Quote, erro
 		created, expires  int64
 		state             string
 	)
-	err := s.readRow(ctx, `
+	err := translate(r.queryRow(`
 		SELECT id, principal, tool_id, tool_slug, tool_version, manifest_digest,
 			price, fee, total, created_at, expires_at, state, used_by_key
-		FROM quotes WHERE id = ?`, []any{idBytes(id)},
+		FROM quotes WHERE id = ?`, idBytes(id)).Scan(
 		&rawID, &q.Principal, &q.ToolID, &q.ToolSlug, &q.ToolVersion, &q.ManifestDigest,
-		&price, &fee, &total, &created, &expires, &state, &q.UsedByKey)
+		&price, &fee, &total, &created, &expires, &state, &q.UsedByKey))
 	if err != nil {
 		return storage.Quote{}, err
 	}

@@ -97,7 +97,12 @@ func (s *Store) PutSpendControls(ctx context.Context, principal string, c storag
 // none. One statement reads the principal's row with its tools' rows, so
 // it sees one Put whole, never parts of two.
 func (s *Store) GetSpendControls(ctx context.Context, principal string) (storage.SpendControls, error) {
-	rows, err := s.readRows(ctx, `
+	return getSpendControls(s.pool(ctx), principal)
+}
+
+// getSpendControls reads a caller's stored spend controls.
+func getSpendControls(r reader, principal string) (storage.SpendControls, error) {
+	rows, err := r.query(`
 		SELECT c.max_per_call_usd, c.daily_limit_usd, c.monthly_limit_usd, c.rate_limit_per_minute, c.rate_limit_per_hour,
 			t.tool_slug, t.allowed, t.max_per_call_usd, t.daily_limit_usd, t.monthly_limit_usd,
 			t.rate_limit_per_minute, t.rate_limit_per_hour

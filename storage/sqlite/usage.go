@@ -25,8 +25,8 @@ func countUse(tx *writeTx, toolID, principal string) error {
 // Usage returns one tool's usage counters, zero when it has none.
 func (s *Store) Usage(ctx context.Context, toolID string) (storage.Usage, error) {
 	var u storage.Usage
-	err := s.readRow(ctx, `SELECT count, unique_users FROM tool_usage WHERE tool_id = ?`, []any{toolID},
-		&u.Count, &u.UniqueUsers)
+	err := translate(s.pool(ctx).queryRow(`SELECT count, unique_users FROM tool_usage WHERE tool_id = ?`, toolID).
+		Scan(&u.Count, &u.UniqueUsers))
 	if isNotFound(err) {
 		return storage.Usage{}, nil
 	}
@@ -35,7 +35,7 @@ func (s *Store) Usage(ctx context.Context, toolID string) (storage.Usage, error)
 
 // UsageAll returns the usage counters of every tool that has any.
 func (s *Store) UsageAll(ctx context.Context) (map[string]storage.Usage, error) {
-	rows, err := s.readRows(ctx, `SELECT tool_id, count, unique_users FROM tool_usage`)
+	rows, err := s.pool(ctx).query(`SELECT tool_id, count, unique_users FROM tool_usage`)
 	if err != nil {
 		return nil, err
 	}
