@@ -26,22 +26,32 @@ func translate(err error) error {
 	if err == nil {
 		return nil
 	}
+	e, sentinel := classify(err)
+	if sentinel {
+		return e
+	}
+	return fmt.Errorf("sqlite: %w", e)
+}
+
+// classify says what a driver error means: a storage sentinel (sentinel is
+// true), a sentence for a lock held too long, or err as it is.
+func classify(err error) (e error, sentinel bool) {
 	if errors.Is(err, sql.ErrNoRows) {
-		return storage.ErrNotFound
+		return storage.ErrNotFound, true
 	}
 	var se *sqlite.Error
 	if errors.As(err, &se) {
 		// Extended result codes are on, so the low byte is the primary code.
 		switch code := se.Code(); {
 		case code == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY || code == sqlite3.SQLITE_CONSTRAINT_UNIQUE:
-			return fmt.Errorf("%w (%s)", storage.ErrAlreadyExists, se.Error())
+			return fmt.Errorf("%w (%s)", storage.ErrAlreadyExists, se.Error()), true
 		case code == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
-			return fmt.Errorf("%w (%s)", storage.ErrNotFound, se.Error())
+			return fmt.Errorf("%w (%s)", storage.ErrNotFound, se.Error()), true
 		case code&0xff == sqlite3.SQLITE_BUSY || code&0xff == sqlite3.SQLITE_LOCKED:
-			return fmt.Errorf("sqlite: the database stayed locked by another connection for longer than the busy timeout: %w", err)
+			return fmt.Errorf("the database stayed locked by another connection for longer than the busy timeout: %w", err), false
 		}
 	}
-	return fmt.Errorf("sqlite: %w", err)
+	return err, false
 }
 
 // isNotFound reports whether err is, or wraps, storage.ErrNotFound.

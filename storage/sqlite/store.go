@@ -112,11 +112,11 @@ func (s *Store) open(ctx context.Context, cfg *Config) error {
 	s.wdb.SetConnMaxIdleTime(0)
 	conn, err := s.wdb.Conn(ctx)
 	if err != nil {
-		return fmt.Errorf("sqlite: open %s: %w", s.path, translate(err))
+		return s.openError(err)
 	}
 	if err := useWAL(ctx, conn); err != nil {
 		_ = conn.Close()
-		return fmt.Errorf("sqlite: %s: %w", s.path, err)
+		return s.openError(err)
 	}
 	if err := migrate(ctx, conn); err != nil {
 		_ = conn.Close()
@@ -134,9 +134,15 @@ func (s *Store) open(ctx context.Context, cfg *Config) error {
 	s.rdb.SetConnMaxLifetime(0)
 	s.rdb.SetConnMaxIdleTime(0)
 	if err := s.rdb.PingContext(ctx); err != nil {
-		return fmt.Errorf("sqlite: open %s: %w", s.path, translate(err))
+		return s.openError(err)
 	}
 	return nil
+}
+
+// openError says which file could not be opened, and why.
+func (s *Store) openError(err error) error {
+	e, _ := classify(err)
+	return fmt.Errorf("sqlite: open %s: %w", s.path, e)
 }
 
 // dsn is the driver's name for the file at path with the given pragmas
@@ -155,7 +161,7 @@ func dsn(path string, pragmas ...string) string {
 func useWAL(ctx context.Context, conn *sql.Conn) error {
 	var mode string
 	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
-		return translate(err)
+		return err
 	}
 	if !strings.EqualFold(mode, "wal") {
 		return fmt.Errorf("cannot use write-ahead logging (journal mode stays %q); is the file on a network file system?", mode)

@@ -41,6 +41,16 @@ func TestOpenRefusesWhatIsNotADatabaseFile(t *testing.T) {
 	}
 	_, err := os.Stat(filepath.Join(dir, "a.db"))
 	assert.ErrorIs(t, err, os.ErrNotExist, "a refused config creates no file")
+
+	// A file that is not a SQLite database is refused, and left as it was.
+	notes := filepath.Join(dir, "notes.txt")
+	text := []byte("not a database, but someone's notes, long enough to fill SQLite's header of a hundred bytes...........\n")
+	require.NoError(t, os.WriteFile(notes, text, 0o600))
+	_, err = sqlite.Open(t.Context(), notes, nil)
+	require.ErrorContains(t, err, "not a database")
+	got, err := os.ReadFile(notes)
+	require.NoError(t, err)
+	assert.Equal(t, text, got)
 }
 
 // TestNewFileIsTheOwners: the file holds every caller's results, so a new
