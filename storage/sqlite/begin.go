@@ -27,7 +27,6 @@ func (s *Store) BeginExecution(ctx context.Context, b storage.Begin) (storage.Be
 	}
 	var res storage.BeginResult
 	err = s.write(ctx, func(tx *writeTx) error {
-		res = storage.BeginResult{}
 		claimed, err := checkKey(tx, b)
 		if err != nil {
 			return err

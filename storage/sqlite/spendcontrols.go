@@ -61,36 +61,40 @@ func readInt(n sql.NullInt64) *int {
 // PutSpendControls stores a caller's own spend controls, replacing any
 // earlier ones whole, tools included, in one write.
 func (s *Store) PutSpendControls(ctx context.Context, principal string, c storage.SpendControls) error {
-	return s.write(ctx, func(tx *writeTx) error {
-		// Deleting the row deletes its tools' rows (ON DELETE CASCADE).
-		if _, err := tx.exec(`DELETE FROM spend_controls WHERE principal = ?`, principal); err != nil {
-			return err
+	return s.write(ctx, func(tx *writeTx) error { return putSpendControls(tx, principal, c) })
+}
+
+// putSpendControls replaces the principal's controls inside a write, so
+// that a read-modify-write of them is one write too.
+func putSpendControls(tx *writeTx, principal string, c storage.SpendControls) error {
+	// Deleting the row deletes its tools' rows (ON DELETE CASCADE).
+	if _, err := tx.exec(`DELETE FROM spend_controls WHERE principal = ?`, principal); err != nil {
+		return err
+	}
+	if _, err := tx.exec(`
+		INSERT INTO spend_controls (principal, max_per_call_usd, daily_limit_usd, monthly_limit_usd,
+			rate_limit_per_minute, rate_limit_per_hour)
+		VALUES (?, ?, ?, ?, ?, ?)`,
+		principal, amountText(c.MaxPerCallUSD), amountText(c.DailyLimitUSD), amountText(c.MonthlyLimitUSD),
+		optInt(c.RateLimitPerMinute), optInt(c.RateLimitPerHour)); err != nil {
+		return err
+	}
+	for slug, t := range c.Tools {
+		var allowed *int64
+		if t.Allowed != nil {
+			v := boolInt(*t.Allowed)
+			allowed = &v
 		}
 		if _, err := tx.exec(`
-			INSERT INTO spend_controls (principal, max_per_call_usd, daily_limit_usd, monthly_limit_usd,
-				rate_limit_per_minute, rate_limit_per_hour)
-			VALUES (?, ?, ?, ?, ?, ?)`,
-			principal, amountText(c.MaxPerCallUSD), amountText(c.DailyLimitUSD), amountText(c.MonthlyLimitUSD),
-			optInt(c.RateLimitPerMinute), optInt(c.RateLimitPerHour)); err != nil {
+			INSERT INTO spend_controls_tools (principal, tool_slug, allowed, max_per_call_usd, daily_limit_usd,
+				monthly_limit_usd, rate_limit_per_minute, rate_limit_per_hour)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			principal, slug, allowed, amountText(t.MaxPerCallUSD), amountText(t.DailyLimitUSD),
+			amountText(t.MonthlyLimitUSD), optInt(t.RateLimitPerMinute), optInt(t.RateLimitPerHour)); err != nil {
 			return err
 		}
-		for slug, t := range c.Tools {
-			var allowed *int64
-			if t.Allowed != nil {
-				v := boolInt(*t.Allowed)
-				allowed = &v
-			}
-			if _, err := tx.exec(`
-				INSERT INTO spend_controls_tools (principal, tool_slug, allowed, max_per_call_usd, daily_limit_usd,
-					monthly_limit_usd, rate_limit_per_minute, rate_limit_per_hour)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-				principal, slug, allowed, amountText(t.MaxPerCallUSD), amountText(t.DailyLimitUSD),
-				amountText(t.MonthlyLimitUSD), optInt(t.RateLimitPerMinute), optInt(t.RateLimitPerHour)); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	}
+	return nil
 }
 
 // GetSpendControls returns a caller's stored spend controls. ErrNotFound if
@@ -100,7 +104,8 @@ func (s *Store) GetSpendControls(ctx context.Context, principal string) (storage
 	return getSpendControls(s.pool(ctx), principal)
 }
 
-// getSpendControls reads a caller's stored spend controls.
+// getSpendControls reads a caller's stored spend controls, on the read
+// pool or inside a write.
 func getSpendControls(r reader, principal string) (storage.SpendControls, error) {
 	rows, err := r.query(`
 		SELECT c.max_per_call_usd, c.daily_limit_usd, c.monthly_limit_usd, c.rate_limit_per_minute, c.rate_limit_per_hour,
