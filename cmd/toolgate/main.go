@@ -147,16 +147,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if devKey != "" {
 		printDevHelp(stdout, baseURL, devKey, opts.offline)
 	}
-	storageKind := "memory" // never the URL: it may hold a password
-	if cfg.postgres() {
-		storageKind = "postgres"
-	}
-	log.Info("started", "address", ln.Addr().String(), "storage", storageKind, "offline", opts.offline,
+	log.Info("started", "address", ln.Addr().String(), "storage", cfg.storageKind(), "offline", opts.offline,
 		"principals", len(cfg.Principals), "development", devKey != "")
 
 	retention, stopRetention := context.WithCancel(context.Background())
 	go a.gw.RunRetention(retention, retentionInterval)
-	err = serve(ctx, ln, logRequests(log, a.handler), log)
+	err = serve(ctx, ln, logRequests(log, a.handler), cfg.upstreamTimeout(), log)
 	stopRetention()
 	a.close() // after the drain: calls in flight still write to the store
 	if err != nil {
