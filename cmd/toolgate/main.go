@@ -173,7 +173,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	retention, stopRetention := context.WithCancel(context.Background())
 	go a.gw.RunRetention(retention, retentionInterval)
-	err = serve(ctx, ln, logRequests(log, a.handler), log, a.shutdown)
+	err = serve(ctx, ln, logRequests(log, a.handler), cfg.upstreamTimeout(), log, a.shutdown)
 	stopRetention()
 	a.close() // after the drain: calls in flight still write to the store
 	if err != nil {

@@ -15,12 +15,15 @@ import (
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/storage/memory"
 	"github.com/toolgate/toolgate/storage/postgres"
+	"github.com/toolgate/toolgate/storage/sqlite"
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/recorded"
+	"github.com/toolgate/toolgate/upstream"
 )
 
-// storeOpenTimeout bounds connecting to PostgreSQL and migrating its schema
-// at start, so a database that does not answer fails the start visibly.
+// storeOpenTimeout bounds connecting to PostgreSQL, or opening a SQLite
+// file another process may hold locked, and migrating the schema at start,
+// so a store that does not answer fails the start visibly.
 const storeOpenTimeout = 30 * time.Second
 
 // app is a configured gateway and its HTTP API, ready to serve.
@@ -76,16 +79,18 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 		controls[p.ID] = p.SpendControls
 	}
 
-	store, closeStore, err := openStore(ctx, cfg)
+	store, closeStore, err := openStore(ctx, cfg, log)
 	if err != nil {
 		return nil, err
 	}
 	gcfg := &toolgate.Config{
-		Registry:      reg,
-		FeeRate:       cfg.FeeRate,
-		QuoteTTL:      cfg.QuoteTTL,
-		SpendControls: controls,
-		Logger:        log,
+		Registry:         reg,
+		FeeRate:          cfg.FeeRate,
+		QuoteTTL:         cfg.QuoteTTL,
+		IdempotencyLease: cfg.IdempotencyLease,
+		Upstream:         &upstream.Config{Timeout: cfg.UpstreamTimeout},
+		SpendControls:    controls,
+		Logger:           log,
 	}
 	if offline {
 		gcfg.Transport = recorded.Transport()
@@ -111,26 +116,28 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 	return &app{gw: gw, handler: mux, shutdown: agents.Close, close: closeStore}, nil
 }
 
-// storageKind names the configured store for logs: never its URL, which
-// may hold a password.
-func (c *Config) storageKind() string {
-	if c.postgres() {
-		return "postgres"
-	}
-	return storageMemory
-}
-
-// openStore opens the configured store; PostgreSQL's schema is created or
+// openStore opens the configured store; a database's schema is created or
 // migrated on the way.
-func openStore(ctx context.Context, cfg *Config) (storage.Store, func(), error) {
-	if !cfg.postgres() {
-		return memory.New(), func() {}, nil
-	}
+func openStore(ctx context.Context, cfg *Config, log *slog.Logger) (storage.Store, func(), error) {
 	ctx, cancel := context.WithTimeout(ctx, storeOpenTimeout)
 	defer cancel()
-	s, err := postgres.Open(ctx, cfg.Storage, nil)
-	if err != nil {
-		return nil, nil, fmt.Errorf("open PostgreSQL store: %w", err)
+	switch cfg.storageKind() {
+	case "sqlite":
+		s, err := sqlite.Open(ctx, cfg.sqlitePath(), nil)
+		if err != nil {
+			return nil, nil, fmt.Errorf("open SQLite store: %w", err)
+		}
+		return s, func() {
+			if err := s.Close(); err != nil {
+				log.Error("closing the SQLite store", "error", err)
+			}
+		}, nil
+	case "postgres":
+		s, err := postgres.Open(ctx, cfg.Storage, nil)
+		if err != nil {
+			return nil, nil, fmt.Errorf("open PostgreSQL store: %w", err)
+		}
+		return s, s.Close, nil
 	}
-	return s, s.Close, nil
+	return memory.New(), func() {}, nil
 }
