@@ -64,28 +64,48 @@ func main() {
 	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
 }
 
-// options are the command-line flags.
-type options struct {
+// setupFlags are the flags the server and "toolgate mcp" share: which
+// config, and whether upstreams are answered offline.
+type setupFlags struct {
 	configPath string
 	offline    bool
-	listen     string
+}
+
+// add adds -config and -offline to fs.
+func (s *setupFlags) add(fs *flag.FlagSet) {
+	fs.StringVar(&s.configPath, "config", "", "read the JSON config `file` (default $TOOLGATE_CONFIG; with neither, a development setup)")
+	fs.BoolVar(&s.offline, "offline", false, "answer every upstream request from recorded provider responses (no network)")
+}
+
+// parse parses args with fs, refusing stray arguments; the config file
+// falls back to $TOOLGATE_CONFIG.
+func (s *setupFlags) parse(fs *flag.FlagSet, args []string, getenv func(string) string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q (see -h)", fs.Arg(0))
+	}
+	if s.configPath == "" {
+		s.configPath = getenv("TOOLGATE_CONFIG")
+	}
+	return nil
+}
+
+// options are the command-line flags.
+type options struct {
+	setupFlags
+	listen string
 }
 
 func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("toolgate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.configPath, "config", "", "read the JSON config `file` (default $TOOLGATE_CONFIG; with neither, a development setup)")
-	fs.BoolVar(&o.offline, "offline", false, "answer every upstream request from recorded provider responses (no network)")
+	o.add(fs)
 	fs.StringVar(&o.listen, "listen", "", "listen on `host:port`, overriding the config (\"127.0.0.1:0\" picks a free port)")
-	if err := fs.Parse(args); err != nil {
+	if err := o.parse(fs, args, getenv); err != nil {
 		return o, err
-	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("unexpected argument %q (see -h)", fs.Arg(0))
-	}
-	if o.configPath == "" {
-		o.configPath = getenv("TOOLGATE_CONFIG")
 	}
 	if o.listen != "" {
 		if err := checkListen(o.listen); err != nil {

@@ -16,28 +16,17 @@ import (
 
 // mcpOptions are the flags of "toolgate mcp".
 type mcpOptions struct {
-	configPath string
-	principal  string
-	offline    bool
+	setupFlags
+	principal string
 }
 
 func parseMCPFlags(args []string, getenv func(string) string, stderr io.Writer) (mcpOptions, error) {
 	var o mcpOptions
 	fs := flag.NewFlagSet("toolgate mcp", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.configPath, "config", "", "read the JSON config `file` (default $TOOLGATE_CONFIG; with neither, the development setup)")
+	o.add(fs)
 	fs.StringVar(&o.principal, "principal", "", "call as the config's principal `id` (required with a config)")
-	fs.BoolVar(&o.offline, "offline", false, "answer every upstream request from recorded provider responses (no network)")
-	if err := fs.Parse(args); err != nil {
-		return o, err
-	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("unexpected argument %q (see -h)", fs.Arg(0))
-	}
-	if o.configPath == "" {
-		o.configPath = getenv("TOOLGATE_CONFIG")
-	}
-	return o, nil
+	return o, o.parse(fs, args, getenv)
 }
 
 // runMCP is "toolgate mcp": the gateway in process, speaking MCP over stdin
