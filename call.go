@@ -36,6 +36,9 @@ type CallResult struct {
 	Body []byte
 	// Replayed is true when the result is a stored one returned for a retry.
 	Replayed bool
+	// IdempotencyKey is the key the call was made under; with the same
+	// request it gets this result again.
+	IdempotencyKey string
 }
 
 // Call runs one call of a tool under a quote and returns its execution,
@@ -56,7 +59,13 @@ type CallResult struct {
 // its end even if ctx is cancelled: the upstream deadline still bounds it,
 // and its result is recorded, so a retry with the same key gets the real
 // outcome rather than a failure the caller caused by going away.
-func (g *Gateway) Call(ctx context.Context, principal string, req CallRequest) (*CallResult, error) {
+func (g *Gateway) Call(ctx context.Context, principal string, req CallRequest) (res *CallResult, err error) {
+	// Every way to a result (run, replayed, taken over) names its key.
+	defer func() {
+		if res != nil {
+			res.IdempotencyKey = req.IdempotencyKey
+		}
+	}()
 	c, err := g.newCall(principal, req)
 	if err != nil {
 		return nil, err
