@@ -25,8 +25,9 @@ const (
 
 // serve answers on ln until ctx is done, then stops accepting connections
 // and waits for the requests in flight to finish. upstreamTimeout is the
-// gateway's upstream deadline.
-func serve(ctx context.Context, ln net.Listener, h http.Handler, upstreamTimeout time.Duration, log *slog.Logger) error {
+// gateway's upstream deadline. onShutdown runs when the stop begins, to end
+// what would never finish by itself (MCP clients' event streams).
+func serve(ctx context.Context, ln net.Listener, h http.Handler, upstreamTimeout time.Duration, log *slog.Logger, onShutdown func()) error {
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: readHeaderTimeout,
@@ -36,6 +37,7 @@ func serve(ctx context.Context, ln net.Listener, h http.Handler, upstreamTimeout
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	srv.RegisterOnShutdown(onShutdown)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/httpapi"
+	"github.com/toolgate/toolgate/mcpserver"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/storage/memory"
@@ -27,9 +28,10 @@ const storeOpenTimeout = 30 * time.Second
 
 // app is a configured gateway and its HTTP API, ready to serve.
 type app struct {
-	gw      *toolgate.Gateway
-	handler http.Handler
-	close   func() // releases the store
+	gw       *toolgate.Gateway
+	handler  http.Handler // the HTTP API, with MCP at /mcp
+	shutdown func()       // ends what a drain cannot wait for
+	close    func()       // releases the store
 }
 
 // newRegistry returns a registry of the built-in tools. The server keeps its
@@ -98,12 +100,20 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 		closeStore()
 		return nil, err
 	}
-	h := httpapi.NewHandler(gw, &httpapi.Options{
+	api := httpapi.NewHandler(gw, &httpapi.Options{
 		Authenticator:     keys,
 		ExposeUsageCounts: cfg.ExposeUsageCounts,
 		Logger:            log,
 	})
-	return &app{gw: gw, handler: h, close: closeStore}, nil
+	agents, err := mcpserver.NewHandler(gw, &mcpserver.Options{Authenticator: keys, Logger: log})
+	if err != nil {
+		closeStore()
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", agents)
+	mux.Handle("/", api)
+	return &app{gw: gw, handler: mux, shutdown: agents.Close, close: closeStore}, nil
 }
 
 // openStore opens the configured store; a database's schema is created or
