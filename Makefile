@@ -6,6 +6,7 @@ FUZZTIME ?= 30s
 FUZZ_TARGETS = \
 	.:FuzzIdempotencyKey \
 	./registry:FuzzCanonicalize \
+	./registry:FuzzParseManifest \
 	./tools:FuzzNormalize \
 	./httpapi:FuzzCallRequest \
 	./httpapi:FuzzAuthorization

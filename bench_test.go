@@ -1,19 +1,16 @@
 package toolgate_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"github.com/toolgate/toolgate/internal/testproc"
-	"io"
 	"net/http"
 	"os"
 	"runtime"
 	"runtime/debug"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -44,25 +41,8 @@ var benchInput = json.RawMessage(`{"starttime":"2024-09-25"}`)
 // benchBody is the recorded ten-event USGS answer every benchmark call gets.
 var benchBody = recorded.Body(recorded.USGSTenFeatures)
 
-// bodyTransport answers every request with benchBody at once, so what is
-// measured is the gateway, not a network.
-type bodyTransport struct{}
-
-func (bodyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Body != nil {
-		req.Body.Close()
-	}
-	h := make(http.Header, 2)
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(benchBody)))
-	return &http.Response{
-		StatusCode: http.StatusOK, Status: "200 OK", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header: h, Body: io.NopCloser(bytes.NewReader(benchBody)), ContentLength: int64(len(benchBody)), Request: req,
-	}, nil
-}
-
 // newBenchGateway is a gateway over store with earthquake-search as its one
-// tool, answered by bodyTransport.
+// tool, answered at once with benchBody.
 func newBenchGateway(b *testing.B, store storage.Store) *toolgate.Gateway {
 	b.Helper()
 	return newBenchGatewayWith(b, store, toolgate.Config{})
@@ -87,7 +67,7 @@ func newBenchGatewayWith(b *testing.B, store storage.Store, cfg toolgate.Config)
 	if err := reg.Register(tools.EarthquakeSearch()); err != nil {
 		b.Fatal(err)
 	}
-	cfg.Registry, cfg.Transport, cfg.SpendControls = reg, bodyTransport{}, testproc.RaisedLimits{}
+	cfg.Registry, cfg.Transport, cfg.SpendControls = reg, testproc.BodyTransport{Body: benchBody}, testproc.RaisedLimits{}
 	gw, err := toolgate.New(store, &cfg)
 	if err != nil {
 		b.Fatal(err)
@@ -139,7 +119,7 @@ func benchQuoteCallSerial(b *testing.B, gw *toolgate.Gateway) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
-	defer reportCPU(b)()
+	defer testproc.ReportCPU(b)()
 	for i := 0; i < b.N; i++ {
 		if err := quoteCall(ctx, gw, "bench", "k-"+strconv.Itoa(i)); err != nil {
 			b.Fatal(err)
@@ -152,7 +132,7 @@ func benchQuoteCallParallel(b *testing.B, gw *toolgate.Gateway) {
 	var callers atomic.Int64
 	b.ReportAllocs()
 	b.ResetTimer()
-	defer reportCPU(b)()
+	defer testproc.ReportCPU(b)()
 	b.RunParallel(func(pb *testing.PB) {
 		ctx := context.Background()
 		principal := "bench-" + strconv.FormatInt(callers.Add(1), 10)
@@ -197,7 +177,7 @@ func BenchmarkFloor(b *testing.B) {
 	}
 	b.Run("serial", func(b *testing.B) {
 		b.ReportAllocs()
-		defer reportCPU(b)()
+		defer testproc.ReportCPU(b)()
 		for i := 0; i < b.N; i++ {
 			if err := floor(); err != nil {
 				b.Fatal(err)
@@ -206,7 +186,7 @@ func BenchmarkFloor(b *testing.B) {
 	})
 	b.Run("parallel", func(b *testing.B) {
 		b.ReportAllocs()
-		defer reportCPU(b)()
+		defer testproc.ReportCPU(b)()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				if err := floor(); err != nil {
@@ -335,47 +315,6 @@ func preload(b *testing.B, store storage.Store, n int) {
 	runtime.GC() // the setup's garbage is not the benchmark's
 }
 
-// reportCPU starts counting the process's CPU time and returns what
-// reports it per operation, as cpu-ns/op, when the benchmark ends. On a
-// machine shared with other work, wall time per operation depends on how
-// much CPU the benchmark was given; CPU time per operation much less so,
-// which makes it the steadier figure to compare QuoteCall with Floor by. It
-// is read from /proc/self/stat in clock ticks (10 ms), so it means little
-// for runs much shorter than a second, and is left out where /proc is not.
-func reportCPU(b *testing.B) func() {
-	start, ok := processCPU()
-	return func() {
-		end, ok2 := processCPU()
-		if ok && ok2 && b.N > 0 {
-			b.ReportMetric(float64(end-start)/float64(b.N), "cpu-ns/op")
-		}
-	}
-}
-
-// processCPU is the process's user and system CPU time from /proc/self/stat,
-// whose fields 14 and 15 count clock ticks of 1/100 s (USER_HZ, 100 on Linux).
-func processCPU() (time.Duration, bool) {
-	stat, err := os.ReadFile("/proc/self/stat")
-	if err != nil {
-		return 0, false
-	}
-	// The command name, field 2, may hold spaces; the fields after it do not.
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, false
-	}
-	fields := strings.Fields(string(stat[i+1:]))
-	if len(fields) < 13 {
-		return 0, false
-	}
-	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
-	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, false
-	}
-	return time.Duration(utime+stime) * 10 * time.Millisecond, true
-}
-
 // reportPercentiles adds the median and 99th percentile of lat to the
 // benchmark's figures.
 func reportPercentiles(b *testing.B, lat []time.Duration) {
@@ -473,7 +412,7 @@ func scaleRegistryGateway(b *testing.B, n int) *toolgate.Gateway {
 			b.Fatal(err)
 		}
 	}
-	gw, err := toolgate.New(store, &toolgate.Config{Registry: reg, Transport: bodyTransport{}})
+	gw, err := toolgate.New(store, &toolgate.Config{Registry: reg, Transport: testproc.BodyTransport{Body: benchBody}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -36,6 +36,9 @@ type CallResult struct {
 	Body []byte
 	// Replayed is true when the result is a stored one returned for a retry.
 	Replayed bool
+	// IdempotencyKey is the key the call was made under; with the same
+	// request it gets this result again.
+	IdempotencyKey string
 }
 
 // Call runs one call of a tool under a quote and returns its execution,
@@ -63,6 +66,10 @@ func (g *Gateway) Call(ctx context.Context, principal string, req CallRequest) (
 	var rec callRecord
 	ctx = g.obs.startCall(ctx, &rec, principal, req.Tool)
 	res, err := g.run(ctx, principal, req, &rec)
+	// Every way to a result (run, replayed, taken over) names its key.
+	if res != nil {
+		res.IdempotencyKey = req.IdempotencyKey
+	}
 	g.endCall(ctx, &rec, res, err)
 	return res, err
 }

@@ -8,13 +8,26 @@ import (
 	"github.com/toolgate/toolgate"
 )
 
-// callBody is the body of POST /v1/tools/{tool}/call.
-type callBody struct {
+// CallBody is the body of POST /v1/tools/{tool}/call; the tool and the
+// Idempotency-Key travel in the path and a header.
+type CallBody struct {
 	QuoteID  *string         `json:"quoteId"`
 	Input    json.RawMessage `json:"input"`
-	Approval *struct {
-		ManifestDigest *string `json:"manifestDigest"`
-	} `json:"approval"`
+	Approval *CallApproval   `json:"approval,omitempty"`
+}
+
+// CallApproval is the approval a call carries.
+type CallApproval struct {
+	ManifestDigest *string `json:"manifestDigest"`
+}
+
+// NewCallBody is the body that asks for req, for clients.
+func NewCallBody(req toolgate.CallRequest) CallBody {
+	b := CallBody{QuoteID: &req.QuoteID, Input: req.Input}
+	if req.ApprovalDigest != "" {
+		b.Approval = &CallApproval{ManifestDigest: &req.ApprovalDigest}
+	}
+	return b
 }
 
 func (h *handler) quote(w http.ResponseWriter, r *http.Request) {
@@ -59,7 +72,7 @@ func (h *handler) call(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	var body callBody
+	var body CallBody
 	if err := decodeStrict(raw, &body); err != nil {
 		h.writeError(w, r, err)
 		return

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/registry"
@@ -86,4 +87,36 @@ func writeRaw(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
 	w.Write(body)
+}
+
+// DecodeError reads an error answer of the API back into the
+// *toolgate.Error it was written from, for clients: the code (any code,
+// including ones this version does not know), the message and every
+// detail, with the retry-after from retryAfterSeconds or else the
+// Retry-After header. ok is false when body is not the API's error shape,
+// as when a proxy answered instead.
+func DecodeError(header http.Header, body []byte) (te *toolgate.Error, ok bool) {
+	var b errorBody
+	if err := json.Unmarshal(body, &b); err != nil || b.Error.Code == "" {
+		return nil, false
+	}
+	d := b.Error
+	te = &toolgate.Error{
+		Code:                d.Code,
+		Message:             d.Message,
+		Details:             d.Details,
+		Violations:          d.Violations,
+		ApprovalRequirement: d.ApprovalRequirement,
+		ManifestDigest:      d.ManifestDigest,
+		Reasons:             d.Reasons,
+		Parameter:           d.Parameter,
+	}
+	secs := d.RetryAfterSeconds
+	if secs == 0 {
+		secs, _ = strconv.Atoi(header.Get("Retry-After"))
+	}
+	if secs > 0 {
+		te.RetryAfter = time.Duration(secs) * time.Second
+	}
+	return te, true
 }

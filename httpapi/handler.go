@@ -102,6 +102,7 @@ func (h *handler) routes() {
 	// The public registry and documentation.
 	m.handle("GET /v1/registry/tools", h.listTools)
 	m.handle("GET /v1/registry/tools/{tool}", h.toolEntry)
+	m.handle("GET /v1/registry/manifest.schema.json", serveManifestSchema)
 	h.docRoutes(m)
 	m.handle("GET /healthz", h.healthz)
 	m.fallbacks(h)

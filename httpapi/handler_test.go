@@ -539,3 +539,37 @@ func TestMountedUnderPrefix(t *testing.T) {
 	defer resp.Body.Close()
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 }
+
+// TestConcurrentToolControlPutsAllSurvive sets the limits of every built-in
+// tool at once, as an operator's script or two browser tabs might: each PUT
+// changes one entry of the caller's per-tool controls, and none may be lost
+// to another's read-modify-write.
+func TestConcurrentToolControlPutsAllSurvive(t *testing.T) {
+	t.Parallel()
+	a := newAPI(t, nil)
+	slugs := []string{"earthquake-search", "exchange-rates", "public-holidays", "goal-data", "current-weather"}
+	statuses := make([]int, len(slugs))
+	var wg sync.WaitGroup
+	for i, slug := range slugs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequest(http.MethodPut, a.srv.URL+"/v1/spend-controls/tools/"+slug, strings.NewReader(`{"rateLimitPerMinute":7}`))
+			req.Header.Set("Authorization", "Bearer "+aliceKey)
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := a.client.Do(req)
+			if err == nil {
+				statuses[i] = resp.StatusCode
+				resp.Body.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	tools := a.do("GET", "/v1/spend-controls", aliceKey, "").json(t)["tools"].(map[string]any)
+	for i, slug := range slugs {
+		assert.Equal(t, http.StatusOK, statuses[i], slug)
+		if assert.Contains(t, tools, slug, "a concurrent update lost %s", slug) {
+			assert.EqualValues(t, 7, tools[slug].(map[string]any)["rateLimitPerMinute"])
+		}
+	}
+}

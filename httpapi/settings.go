@@ -8,18 +8,22 @@ import (
 	"github.com/toolgate/toolgate/storage"
 )
 
-// spendControlsJSON is a caller's own spend controls on the wire. Amounts
-// are decimal text; null or absent means "not set".
-type spendControlsJSON struct {
-	MaxPerCallUSD      *string                     `json:"maxPerCallUsd"`
-	DailyLimitUSD      *string                     `json:"dailyLimitUsd"`
-	MonthlyLimitUSD    *string                     `json:"monthlyLimitUsd"`
-	RateLimitPerMinute *int                        `json:"rateLimitPerMinute"`
-	RateLimitPerHour   *int                        `json:"rateLimitPerHour"`
-	Tools              map[string]toolControlsJSON `json:"tools,omitempty"`
+// SpendControlsBody is a caller's own spend controls on the wire, the body
+// of GET and PUT /v1/spend-controls. Amounts are decimal text; null or
+// absent means "not set". Tools, when sent with PUT, replaces the per-tool
+// controls (an empty object removes them all); absent, it keeps them.
+type SpendControlsBody struct {
+	MaxPerCallUSD      *string                          `json:"maxPerCallUsd"`
+	DailyLimitUSD      *string                          `json:"dailyLimitUsd"`
+	MonthlyLimitUSD    *string                          `json:"monthlyLimitUsd"`
+	RateLimitPerMinute *int                             `json:"rateLimitPerMinute"`
+	RateLimitPerHour   *int                             `json:"rateLimitPerHour"`
+	Tools              map[string]ToolSpendControlsBody `json:"tools,omitzero"`
 }
 
-type toolControlsJSON struct {
+// ToolSpendControlsBody is a caller's own spend controls of one tool on the
+// wire, the body of GET and PUT /v1/spend-controls/tools/{tool}.
+type ToolSpendControlsBody struct {
 	Allowed            *bool   `json:"allowed"`
 	MaxPerCallUSD      *string `json:"maxPerCallUsd"`
 	DailyLimitUSD      *string `json:"dailyLimitUsd"`
@@ -47,8 +51,9 @@ func amountIn(s *string, field string) (*decimal.Decimal, error) {
 	return &d, nil
 }
 
-func toolControlsOut(t storage.ToolSpendControls) toolControlsJSON {
-	return toolControlsJSON{
+// NewToolSpendControlsBody is t on the wire.
+func NewToolSpendControlsBody(t storage.ToolSpendControls) ToolSpendControlsBody {
+	return ToolSpendControlsBody{
 		Allowed:            t.Allowed,
 		MaxPerCallUSD:      amountOut(t.MaxPerCallUSD),
 		DailyLimitUSD:      amountOut(t.DailyLimitUSD),
@@ -58,7 +63,13 @@ func toolControlsOut(t storage.ToolSpendControls) toolControlsJSON {
 	}
 }
 
-func toolControlsIn(j toolControlsJSON, prefix string) (storage.ToolSpendControls, error) {
+// ToolSpendControls reads b into the library's type; an amount that is not
+// a decimal is invalid_request, naming the field.
+func (b ToolSpendControlsBody) ToolSpendControls() (storage.ToolSpendControls, error) {
+	return toolControlsIn(b, "")
+}
+
+func toolControlsIn(j ToolSpendControlsBody, prefix string) (storage.ToolSpendControls, error) {
 	var t storage.ToolSpendControls
 	var err error
 	if t.MaxPerCallUSD, err = amountIn(j.MaxPerCallUSD, prefix+"maxPerCallUsd"); err != nil {
@@ -74,17 +85,57 @@ func toolControlsIn(j toolControlsJSON, prefix string) (storage.ToolSpendControl
 	return t, nil
 }
 
-func controlsOut(c storage.SpendControls) spendControlsJSON {
-	out := spendControlsJSON{
+// NewSpendControlsBody is c on the wire. Tools is nil exactly when
+// c.Tools is, so that a body sent with PUT keeps the per-tool controls
+// when c has none to give.
+func NewSpendControlsBody(c storage.SpendControls) SpendControlsBody {
+	out := SpendControlsBody{
 		MaxPerCallUSD:      amountOut(c.MaxPerCallUSD),
 		DailyLimitUSD:      amountOut(c.DailyLimitUSD),
 		MonthlyLimitUSD:    amountOut(c.MonthlyLimitUSD),
 		RateLimitPerMinute: c.RateLimitPerMinute,
 		RateLimitPerHour:   c.RateLimitPerHour,
-		Tools:              map[string]toolControlsJSON{},
 	}
-	for slug, t := range c.Tools {
-		out.Tools[slug] = toolControlsOut(t)
+	if c.Tools != nil {
+		out.Tools = make(map[string]ToolSpendControlsBody, len(c.Tools))
+		for slug, t := range c.Tools {
+			out.Tools[slug] = NewToolSpendControlsBody(t)
+		}
+	}
+	return out
+}
+
+// SpendControls reads b into the library's type; an amount that is not a
+// decimal is invalid_request, naming the field.
+func (b SpendControlsBody) SpendControls() (storage.SpendControls, error) {
+	global, err := toolControlsIn(ToolSpendControlsBody{
+		MaxPerCallUSD: b.MaxPerCallUSD, DailyLimitUSD: b.DailyLimitUSD, MonthlyLimitUSD: b.MonthlyLimitUSD,
+		RateLimitPerMinute: b.RateLimitPerMinute, RateLimitPerHour: b.RateLimitPerHour,
+	}, "")
+	if err != nil {
+		return storage.SpendControls{}, err
+	}
+	c := storage.SpendControls{
+		MaxPerCallUSD: global.MaxPerCallUSD, DailyLimitUSD: global.DailyLimitUSD, MonthlyLimitUSD: global.MonthlyLimitUSD,
+		RateLimitPerMinute: global.RateLimitPerMinute, RateLimitPerHour: global.RateLimitPerHour,
+	}
+	if b.Tools != nil {
+		c.Tools = make(map[string]storage.ToolSpendControls, len(b.Tools))
+		for slug, t := range b.Tools {
+			if c.Tools[slug], err = toolControlsIn(t, "tools."+slug+"."); err != nil {
+				return storage.SpendControls{}, err
+			}
+		}
+	}
+	return c, nil
+}
+
+// controlsOut is what the API answers with: no tools member when there are
+// none, whether the store keeps an empty map or none.
+func controlsOut(c storage.SpendControls) SpendControlsBody {
+	out := NewSpendControlsBody(c)
+	if len(out.Tools) == 0 {
+		out.Tools = nil
 	}
 	return out
 }
@@ -114,42 +165,27 @@ func (h *handler) getSpendControls(w http.ResponseWriter, r *http.Request) {
 // per-tool map is replaced when sent and kept when absent, in one atomic
 // step of the store, so a concurrent change of one tool's limits survives.
 func (h *handler) putSpendControls(w http.ResponseWriter, r *http.Request) {
-	var in spendControlsJSON
+	var in SpendControlsBody
 	if err := h.readJSON(w, r, &in); err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	global, err := toolControlsIn(toolControlsJSON{
-		MaxPerCallUSD: in.MaxPerCallUSD, DailyLimitUSD: in.DailyLimitUSD, MonthlyLimitUSD: in.MonthlyLimitUSD,
-		RateLimitPerMinute: in.RateLimitPerMinute, RateLimitPerHour: in.RateLimitPerHour,
-	}, "")
+	set, err := in.SpendControls()
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	var tools map[string]storage.ToolSpendControls
-	if in.Tools != nil {
-		tools = map[string]storage.ToolSpendControls{}
-		for slug, t := range in.Tools {
-			if _, err := h.gw.Registry().Lookup(slug); err != nil {
-				h.writeError(w, r, apiError(toolgate.CodeToolNotFound, "no tool %q is registered", slug))
-				return
-			}
-			if tools[slug], err = toolControlsIn(t, "tools."+slug+"."); err != nil {
-				h.writeError(w, r, err)
-				return
-			}
+	for slug := range set.Tools {
+		if _, err := h.gw.Registry().Lookup(slug); err != nil {
+			h.writeError(w, r, apiError(toolgate.CodeToolNotFound, "no tool %q is registered", slug))
+			return
 		}
 	}
 	stored, err := h.gw.UpdateSpendControls(r.Context(), principalOf(r), func(c *storage.SpendControls) error {
 		keep := c.Tools
-		if tools != nil {
-			keep = tools
-		}
-		*c = storage.SpendControls{
-			MaxPerCallUSD: global.MaxPerCallUSD, DailyLimitUSD: global.DailyLimitUSD, MonthlyLimitUSD: global.MonthlyLimitUSD,
-			RateLimitPerMinute: global.RateLimitPerMinute, RateLimitPerHour: global.RateLimitPerHour,
-			Tools: keep,
+		*c = set
+		if set.Tools == nil {
+			c.Tools = keep
 		}
 		return nil
 	})
@@ -185,7 +221,7 @@ func (h *handler) getToolSpendControls(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, apiError(toolgate.CodeNotFound, "you have set no spend controls for %s", slug))
 		return
 	}
-	writeJSON(w, http.StatusOK, toolControlsOut(t))
+	writeJSON(w, http.StatusOK, NewToolSpendControlsBody(t))
 }
 
 func (h *handler) putToolSpendControls(w http.ResponseWriter, r *http.Request) {
@@ -194,12 +230,12 @@ func (h *handler) putToolSpendControls(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	var in toolControlsJSON
+	var in ToolSpendControlsBody
 	if err := h.readJSON(w, r, &in); err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	t, err := toolControlsIn(in, "")
+	t, err := in.ToolSpendControls()
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -242,7 +278,7 @@ func (h *handler) updateToolControls(w http.ResponseWriter, r *http.Request, slu
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	writeJSON(w, http.StatusOK, toolControlsOut(*t))
+	writeJSON(w, http.StatusOK, NewToolSpendControlsBody(*t))
 }
 
 func (h *handler) listApprovals(w http.ResponseWriter, r *http.Request) {
@@ -254,14 +290,15 @@ func (h *handler) listApprovals(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"approvals": list})
 }
 
-// approvalBody is the body of PUT /v1/approvals/{tool}.
-type approvalBody struct {
+// ApprovalBody is the body of PUT /v1/approvals/{tool}: the standing
+// approval's mode and the manifest digest it approves.
+type ApprovalBody struct {
 	Mode           *storage.ApprovalMode `json:"mode"`
 	ManifestDigest *string               `json:"manifestDigest"`
 }
 
 func (h *handler) putApproval(w http.ResponseWriter, r *http.Request) {
-	var in approvalBody
+	var in ApprovalBody
 	if err := h.readJSON(w, r, &in); err != nil {
 		h.writeError(w, r, err)
 		return

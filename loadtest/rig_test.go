@@ -85,14 +85,16 @@ type rig struct {
 	providers  *faultyUpstream // the free tools' providers, from recordings
 	goal       *faultyUpstream // the goal-data provider
 	configPath string
+	storage    string // as the config gives it
 	patient    *http.Client
 	impatient  *http.Client
 }
 
-// newRig prepares a run over storage ("memory" or a PostgreSQL URL).
+// newRig prepares a run over storage ("memory", "sqlite:" and a path beside
+// the config file, or a PostgreSQL URL).
 func newRig(t *testing.T, set settings, storage string) *rig {
 	t.Helper()
-	r := &rig{t: t, set: set, bin: toolgateBinary(t), runID: randomHex(t, 6)}
+	r := &rig{t: t, set: set, bin: toolgateBinary(t), runID: randomHex(t, 6), storage: storage}
 	r.providers = newFaultyUpstream(t, recorded.Handler(), set.seed)
 	r.goal = newFaultyUpstream(t, goalprovider.New(), set.seed+1)
 	for i := range generousPrincipals {

@@ -25,6 +25,10 @@ type Manifest struct {
 	OutputSchema  json.RawMessage        `json:"outputSchema"`
 	Capabilities  NormalizedCapabilities `json:"capabilities"`
 	Pricing       ManifestPricing        `json:"pricing"`
+	// Credential and Output appear only for tools defined by a manifest
+	// file (see HTTPTemplate).
+	Credential *ManifestCredential `json:"credential,omitempty"`
+	Output     *ManifestOutput     `json:"output,omitempty"`
 }
 
 // ManifestProvider is the provider part of a manifest.
@@ -33,11 +37,15 @@ type ManifestProvider struct {
 	Name string `json:"name"`
 }
 
-// ManifestEndpoint is the endpoint part of a manifest.
+// ManifestEndpoint is the endpoint part of a manifest. Query, Headers and
+// Body appear only for tools defined by a manifest file.
 type ManifestEndpoint struct {
-	Origin string `json:"origin"`
-	Method string `json:"method"`
-	Path   string `json:"path"`
+	Origin  string            `json:"origin"`
+	Method  string            `json:"method"`
+	Path    string            `json:"path"`
+	Query   map[string]string `json:"query,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+	Body    json.RawMessage   `json:"body,omitempty"`
 }
 
 // ManifestPricing is the pricing part of a manifest, amounts as 4-decimal text.
@@ -58,7 +66,7 @@ func ManifestOf(t *Tool, origin string) Manifest {
 	if len(out) == 0 {
 		out = json.RawMessage("null")
 	}
-	return Manifest{
+	m := Manifest{
 		SchemaVersion: ManifestSchemaVersion,
 		Slug:          t.Slug,
 		Name:          t.Name,
@@ -76,6 +84,8 @@ func ManifestOf(t *Tool, origin string) Manifest {
 			Currency: t.Pricing.Currency,
 		},
 	}
+	m.addHTTPTemplate(t.HTTP)
+	return m
 }
 
 // Digest returns "sha256:" and the lowercase hex SHA-256 of the manifest's

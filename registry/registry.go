@@ -5,6 +5,12 @@
 // Built-in tools register themselves into Default from init(), in the manner
 // of database/sql drivers. A gateway can instead be given its own New()
 // registry, which is what tests should do so they never share global state.
+//
+// Operators add HTTP tools without Go code by writing toolgate.tool/v1
+// manifests (ManifestFormatSchema): ParseManifest turns one into a Tool whose
+// request building and answer reading follow the manifest, holding its
+// provider credential where nothing shows it, and Registry.LoadManifests
+// registers every manifest matching a pattern in an fs.FS.
 package registry
 
 import (
@@ -176,6 +182,7 @@ func cloneTool(t *Tool) Tool {
 	}
 	def.ExampleInput = append(json.RawMessage(nil), t.ExampleInput...)
 	def.ExampleOutput = append(json.RawMessage(nil), t.ExampleOutput...)
+	def.HTTP = t.HTTP.clone()
 	if t.Capabilities != nil {
 		c := *t.Capabilities
 		c.AllowedOutboundDomains = append([]string(nil), t.Capabilities.AllowedOutboundDomains...)

@@ -54,6 +54,10 @@ type Tool struct {
 	// It must drop every field outside that shape; the gateway validates the
 	// result against OutputSchema afterwards. An error is a failed execution.
 	Normalize func(resp UpstreamResponse) (any, error)
+	// HTTP is, for a tool defined by a manifest file (ParseManifest), the
+	// request and response details its BuildRequest and Normalize follow;
+	// nil for tools written in Go. It is part of the manifest digest.
+	HTTP *HTTPTemplate
 
 	// Examples for documentation; optional.
 	ExampleInput  json.RawMessage

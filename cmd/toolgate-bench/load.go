@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/testproc"
 )
 
 // op is one request (or one quote+call pair) of client number c; i counts
@@ -57,7 +59,7 @@ func runSlice(ctx context.Context, p *phase, d time.Duration, measure bool) {
 		wg sync.WaitGroup
 		mu sync.Mutex
 	)
-	cpu0 := processCPU()
+	cpu0 := testproc.ProcessCPU()
 	start := time.Now()
 	deadline := start.Add(d)
 	for c := 0; c < p.clients; c++ {
@@ -97,7 +99,7 @@ func runSlice(ctx context.Context, p *phase, d time.Duration, measure bool) {
 	}
 	sleep(ctx, d)
 	end := time.Now()
-	cpu := processCPU() - cpu0
+	cpu := testproc.ProcessCPU() - cpu0
 	wg.Wait()
 	if !measure {
 		return

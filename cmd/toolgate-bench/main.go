@@ -9,19 +9,21 @@
 //
 //   - direct: GETs straight to the stub, the floor;
 //   - memory: quote+call pairs through the gateway on the memory store;
-//   - postgres: the same on PostgreSQL, when -store gives a URL.
+//   - postgres: the same on PostgreSQL, when -store gives a URL;
+//   - sqlite: the same on a SQLite file, when -store gives sqlite:PATH.
 //
 // The phases take turns in slices (-slice, 1 s), so that other work on a
 // shared machine weighs on each alike. It prints requests (or pairs) per
 // second, the median and 99th percentile latency of each phase, the
 // process's CPU time per operation, the ratio of pairs/s to direct/s, the
-// ratio of PostgreSQL's pairs/s to the memory store's, and the process's
+// ratio of PostgreSQL's or SQLite's pairs/s to the memory store's, and the process's
 // resident memory sampled under load. The stub, the gateway and the clients
 // share the process and its CPUs, as they share the machine in any loopback
 // test.
 //
 //	go run ./cmd/toolgate-bench                      # 32 clients, 10 s per phase
 //	go run ./cmd/toolgate-bench -store 'postgres://postgres@127.0.0.1:5432/test?sslmode=disable'
+//	go run ./cmd/toolgate-bench -store sqlite:bench.db         # a new file, removed afterwards
 //	go run ./cmd/toolgate-bench -duration 300ms -clients 4   # a smoke run
 //
 // It exits 1 when any request fails, and 2 on bad flags.
@@ -46,8 +48,8 @@ type config struct {
 	duration   time.Duration
 	warmup     time.Duration
 	clients    int
-	store      string        // "memory": the memory store only; a postgres:// URL adds its phase
-	memory     bool          // run the memory store's phase (false only with a PostgreSQL URL)
+	store      string        // "memory": the memory store only; a postgres:// URL or sqlite:PATH adds its phase
+	memory     bool          // run the memory store's phase (false only with another store)
 	slice      time.Duration // how long a phase runs before the next takes its turn
 	cpuprofile string        // profile of the measured slices, for pprof
 	memprofile string        // heap profile at the end, for pprof
@@ -76,8 +78,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&cfg.duration, "duration", 10*time.Second, "how long each phase is measured")
 	fs.DurationVar(&cfg.warmup, "warmup", -1, "unmeasured load before each phase (default: a tenth of -duration, at most 1s)")
 	fs.IntVar(&cfg.clients, "clients", 32, "concurrent clients")
-	fs.StringVar(&cfg.store, "store", "memory", "memory, or a PostgreSQL URL to measure it after the memory store")
-	fs.BoolVar(&cfg.memory, "memory", true, "run the memory store's phase; -memory=false with a PostgreSQL URL shows the process's memory without it")
+	fs.StringVar(&cfg.store, "store", "memory", "memory, a PostgreSQL URL, or sqlite:PATH (a new file, removed afterwards), to measure it after the memory store")
+	fs.BoolVar(&cfg.memory, "memory", true, "run the memory store's phase; -memory=false with another store shows the process's memory without it")
 	fs.DurationVar(&cfg.slice, "slice", time.Second, "phases take turns measuring for this long each")
 	fs.StringVar(&cfg.cpuprofile, "cpuprofile", "", "write a CPU profile of the measured slices, all phases, to this file")
 	fs.StringVar(&cfg.memprofile, "memprofile", "", "write a heap profile, taken when measuring ends, to this file")
@@ -96,12 +98,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		err := errors.New("-duration and -slice must be positive and -clients at least 1")
 		fmt.Fprintln(stderr, "toolgate-bench:", err)
 		return cfg, err
-	case cfg.store != "memory" && !strings.HasPrefix(cfg.store, "postgres://") && !strings.HasPrefix(cfg.store, "postgresql://"):
-		err := fmt.Errorf("-store %q: want memory or a postgres:// URL", cfg.store)
+	case storeKind(cfg.store) == "":
+		err := fmt.Errorf("-store %q: want memory, a postgres:// URL or sqlite:PATH", cfg.store)
 		fmt.Fprintln(stderr, "toolgate-bench:", err)
 		return cfg, err
 	case !cfg.memory && cfg.store == "memory":
-		err := errors.New("-memory=false needs a PostgreSQL URL in -store")
+		err := errors.New("-memory=false needs a PostgreSQL URL or sqlite:PATH in -store")
 		fmt.Fprintln(stderr, "toolgate-bench:", err)
 		return cfg, err
 	}
@@ -137,15 +139,16 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		memory = newPhase("memory", pairLoad(gw), cfg.clients)
 		phases = append(phases, memory)
 	}
-	var pg *phase
-	if cfg.store != "memory" {
+	var other *phase // the store -store names, when it is not the memory store
+	kind := storeKind(cfg.store)
+	if kind != "memory" {
 		gw, err := startGateway(ctx, stub.url, cfg.store, cfg.clients)
 		if err != nil {
 			return err
 		}
 		defer gw.close()
-		pg = newPhase("postgres", pairLoad(gw), cfg.clients)
-		phases = append(phases, pg)
+		other = newPhase(kind, pairLoad(gw), cfg.clients)
+		phases = append(phases, other)
 	}
 
 	// The phases take turns, a slice each, so that other work on a shared
@@ -195,17 +198,23 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		fmt.Fprintf(out, "pairs/s ÷ direct/s (memory): %.3f   target ≥ %.2f: %s   (by CPU per op: %.3f)\n",
 			ratio, targetPairsPerDirect, verdict(ratio >= targetPairsPerDirect), cpuRatio(direct, memory))
 	}
-	if pg != nil {
-		fmt.Fprintf(out, "pairs/s ÷ direct/s (postgres): %.3f   (by CPU per op, this process only: %.3f)\n",
-			pg.rate()/direct.rate(), cpuRatio(direct, pg))
+	if other != nil {
+		fmt.Fprintf(out, "pairs/s ÷ direct/s (%s): %.3f   (by CPU per op, this process only: %.3f)\n",
+			kind, other.rate()/direct.rate(), cpuRatio(direct, other))
 	}
-	if pg != nil && memory != nil {
-		r := pg.rate() / memory.rate()
-		fmt.Fprintf(out, "pairs/s postgres ÷ memory: %.3f   target ≥ %.2f: %s   (by CPU per op, this process only: %.3f)\n",
-			r, targetPostgresPerMem, verdict(r >= targetPostgresPerMem), cpuRatio(memory, pg))
+	if other != nil && memory != nil {
+		r := other.rate() / memory.rate()
+		target := ""
+		if kind == "postgres" {
+			target = fmt.Sprintf("   target ≥ %.2f: %s", targetPostgresPerMem, verdict(r >= targetPostgresPerMem))
+		}
+		fmt.Fprintf(out, "pairs/s %s ÷ memory: %.3f%s   (by CPU per op, this process only: %.3f)\n",
+			kind, r, target, cpuRatio(memory, other))
 	}
 	// Only the memory store keeps anything in the process: a record of each
-	// call, replayable for 24 hours. PostgreSQL keeps them in the database.
+	// call, replayable for 24 hours. PostgreSQL and SQLite keep them in the
+	// database (SQLite in this process, but on disk, beyond a bounded page
+	// cache).
 	kept := "nothing kept in the process"
 	if memory != nil {
 		kept = fmt.Sprintf("%+.2f KiB per pair the memory store kept", float64(mem.end-mem.afterWarmup)/1024/float64(max(memory.ops, 1)))
@@ -225,6 +234,20 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		return fmt.Errorf("%d requests failed; first: %v", failed, first)
 	}
 	return ctx.Err()
+}
+
+// storeKind names the store -store gives: "memory", "postgres" or
+// "sqlite", or "" when it names none of them.
+func storeKind(store string) string {
+	switch {
+	case store == "memory":
+		return "memory"
+	case strings.HasPrefix(store, "postgres://") || strings.HasPrefix(store, "postgresql://"):
+		return "postgres"
+	case strings.HasPrefix(store, "sqlite:") && len(store) > len("sqlite:"):
+		return "sqlite"
+	}
+	return ""
 }
 
 func round(d time.Duration) string {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -42,6 +43,32 @@ func TestRunPostgres(t *testing.T) {
 	}
 }
 
+// TestRunSQLite adds the SQLite phase on a new file, which it removes.
+func TestRunSQLite(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bench.db")
+	var out bytes.Buffer
+	err := run(context.Background(), config{duration: 200 * time.Millisecond, slice: 100 * time.Millisecond, warmup: 20 * time.Millisecond, clients: 2, store: "sqlite:" + path, memory: true}, &out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	for _, want := range []string{"sqlite ", "pairs/s ÷ direct/s (sqlite)", "pairs/s sqlite ÷ memory: "} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("the benchmark's file is left behind: %v", err)
+	}
+	// A file that exists is someone's: the benchmark refuses it.
+	if err := os.WriteFile(path, []byte("data"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err = run(context.Background(), config{duration: 100 * time.Millisecond, slice: 100 * time.Millisecond, clients: 1, store: "sqlite:" + path, memory: true}, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "the file exists") {
+		t.Errorf("an existing file: err %v", err)
+	}
+}
+
 func TestFlags(t *testing.T) {
 	cases := []struct {
 		args []string
@@ -55,6 +82,9 @@ func TestFlags(t *testing.T) {
 		{[]string{"extra"}, false},
 		{[]string{"-memory=false"}, false},
 		{[]string{"-memory=false", "-store", "postgres://u@h/db"}, true},
+		{[]string{"-store", "sqlite:data/bench.db"}, true},
+		{[]string{"-store", "sqlite:"}, false},
+		{[]string{"-memory=false", "-store", "sqlite:bench.db"}, true},
 	}
 	for _, c := range cases {
 		_, err := parseFlags(c.args, io.Discard)

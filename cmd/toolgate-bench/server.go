@@ -9,6 +9,7 @@ import (
 	"github.com/toolgate/toolgate/internal/testproc"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/storage/memory"
 	"github.com/toolgate/toolgate/storage/postgres"
+	"github.com/toolgate/toolgate/storage/sqlite"
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/recorded"
 	"github.com/toolgate/toolgate/upstream"
@@ -111,11 +113,15 @@ func startGateway(ctx context.Context, stubURL, store string, clients int) (*gat
 	return g, nil
 }
 
-// openStore opens the memory store, or a fresh schema on PostgreSQL with a
-// connection per client (unless the URL sets pool_max_conns), dropped on close.
+// openStore opens the memory store, a new SQLite file (removed on close),
+// or a fresh schema on PostgreSQL with a connection per client (unless the
+// URL sets pool_max_conns), dropped on close.
 func openStore(ctx context.Context, store string, clients int) (storage.Store, func(), error) {
-	if store == "memory" {
+	switch storeKind(store) {
+	case "memory":
 		return memory.New(), func() {}, nil
+	case "sqlite":
+		return openSQLite(ctx, strings.TrimPrefix(store, "sqlite:"))
 	}
 	cfg, err := pgxpool.ParseConfig(store)
 	if err != nil {
@@ -146,5 +152,27 @@ func openStore(ctx context.Context, store string, clients int) (storage.Store, f
 	return st, func() {
 		_ = drop()
 		pool.Close()
+	}, nil
+}
+
+// openSQLite opens a new SQLite file at path for the benchmark, and removes
+// it, with its write-ahead log, on close. An existing file is refused rather
+// than filled with benchmark calls and then deleted.
+func openSQLite(ctx context.Context, path string) (storage.Store, func(), error) {
+	if _, err := os.Stat(path); err == nil {
+		return nil, nil, fmt.Errorf("-store sqlite:%s: the file exists; give the path of a new file", path)
+	}
+	st, err := sqlite.Open(ctx, path, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	remove := func() {
+		for _, suffix := range []string{"", "-wal", "-shm"} {
+			_ = os.Remove(path + suffix)
+		}
+	}
+	return st, func() {
+		_ = st.Close()
+		remove()
 	}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,8 +16,10 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/shopspring/decimal"
 
+	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/upstream"
 )
 
 // Defaults of the config file's fields.
@@ -27,19 +30,30 @@ const (
 	maxKeyLen      = 512 // what the HTTP API accepts as a bearer token
 )
 
+// sqlitePrefix starts a "storage" that names a SQLite file: "sqlite:" then
+// its path.
+const sqlitePrefix = "sqlite:"
+
 // Config is the server's configuration file (contract section 13), parsed
 // and checked. Zero fields mean the gateway's defaults.
 type Config struct {
 	Listen            string
-	Storage           string // "memory" or a PostgreSQL URL
+	Storage           string // "memory", a PostgreSQL URL, or "sqlite:" and a file path
 	QuoteTTL          time.Duration
 	FeeRate           *decimal.Decimal
 	ExposeUsageCounts bool
 	Principals        []Principal
 	Upstreams         map[string]string         // tool slug -> origin
 	Trust             map[string]registry.Trust // tool slug -> override
-	MetricsListen     string                    // "" serves no metrics
-	Retention         time.Duration             // how long executions are kept; 0: the gateway's 24 h
+	Tools             []string                  // tool manifest globs, absolute
+
+	// IdempotencyLease and UpstreamTimeout are the gateway's; the lease is
+	// always longer, so that no call still waiting on its upstream is taken
+	// over by a retry.
+	IdempotencyLease time.Duration
+	UpstreamTimeout  time.Duration
+	MetricsListen    string        // "" serves no metrics
+	Retention        time.Duration // how long executions are kept; 0: the gateway's 24 h
 }
 
 // minRetention is the shortest retention: the contract keeps every
@@ -55,19 +69,55 @@ type Principal struct {
 	SpendControls storage.SpendControls
 }
 
-// postgres reports whether the config stores in PostgreSQL.
-func (c *Config) postgres() bool { return c.Storage != storageMemory }
+// storageKind names the configured store, "memory", "postgres" or
+// "sqlite", for logs: never the URL (it may hold a password) or the path.
+func (c *Config) storageKind() string {
+	switch {
+	case c.Storage == storageMemory:
+		return "memory"
+	case strings.HasPrefix(c.Storage, sqlitePrefix):
+		return "sqlite"
+	}
+	return "postgres"
+}
 
-// loadConfig reads and parses the config file at path.
+// postgres reports whether the config stores in PostgreSQL.
+func (c *Config) postgres() bool { return c.storageKind() == "postgres" }
+
+// sqlitePath is the SQLite file's path, when the config stores in one.
+func (c *Config) sqlitePath() string { return strings.TrimPrefix(c.Storage, sqlitePrefix) }
+
+// loadConfig reads and parses the config file at path, registering the
+// tool manifests its "tools" globs name into reg first. Relative paths
+// (the globs, a SQLite file) are taken from the config file's directory,
+// so that the server finds the same files whatever directory it was
+// started from.
 func loadConfig(path string, reg *registry.Registry) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, &ConfigError{Msg: "cannot read the config file: " + err.Error()}
 	}
-	return parseConfig(data, reg)
+	tools, err := loadToolManifests(data, filepath.Dir(path), reg)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := parseConfig(data, reg)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Tools = tools
+	if cfg.storageKind() == "sqlite" && !filepath.IsAbs(cfg.sqlitePath()) {
+		dir, err := filepath.Abs(filepath.Dir(path))
+		if err != nil {
+			return nil, &ConfigError{Msg: "storage: cannot resolve the SQLite path: " + err.Error()}
+		}
+		cfg.Storage = sqlitePrefix + filepath.Join(dir, cfg.sqlitePath())
+	}
+	return cfg, nil
 }
 
-// parseConfig parses a config file. Every tool it names must be in reg.
+// parseConfig parses a config file. Every tool it names must be in reg,
+// the tools of its manifests included (loadConfig loads them first).
 // Errors are *ConfigError naming the field; no error ever quotes an API
 // key or a database URL, since they end up in logs.
 func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
@@ -75,13 +125,14 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	fs, err := root.fields("listen", "storage", "quoteTTL", "feeRate", "exposeUsageCounts",
-		"principals", "upstreams", "trust", "metricsListen", "retention")
+	fs, err := root.fields("listen", "storage", "quoteTTL", "idempotencyLease", "upstreamTimeout", "feeRate",
+		"exposeUsageCounts", "principals", "upstreams", "trust", "tools", "metricsListen", "retention")
 	if err != nil {
 		return nil, err
 	}
 	p := configParser{reg: reg}
 	cfg := &Config{Listen: defaultListen, Storage: storageMemory}
+	var leaseField, upstreamField *field // for the check across the two
 	for _, f := range fs {
 		switch f.name {
 		case "listen":
@@ -90,6 +141,12 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 			cfg.Storage, err = p.storage(f.node)
 		case "quoteTTL":
 			cfg.QuoteTTL, err = f.duration()
+		case "idempotencyLease":
+			cfg.IdempotencyLease, err = f.duration()
+			leaseField = &f
+		case "upstreamTimeout":
+			cfg.UpstreamTimeout, err = f.duration()
+			upstreamField = &f
 		case "feeRate":
 			cfg.FeeRate, err = p.feeRate(f.node)
 		case "exposeUsageCounts":
@@ -100,6 +157,8 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 			cfg.Upstreams, err = p.upstreams(f.node)
 		case "trust":
 			cfg.Trust, err = p.trust(f.node)
+		case "tools":
+			_, err = f.items() // loaded by loadToolManifests, which knows the file's directory
 		case "metricsListen":
 			cfg.MetricsListen, err = p.listen(f.node)
 		case "retention":
@@ -111,7 +170,37 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 			return nil, err
 		}
 	}
+	if err := checkLease(cfg, leaseField, upstreamField); err != nil {
+		return nil, err
+	}
 	return cfg, nil
+}
+
+// upstreamTimeout is the gateway's upstream deadline: the configured one,
+// or its default.
+func (c *Config) upstreamTimeout() time.Duration {
+	if c.UpstreamTimeout == 0 {
+		return upstream.DefaultTimeout
+	}
+	return c.UpstreamTimeout
+}
+
+// checkLease requires the idempotency lease, given or default, to be longer
+// than the upstream timeout, given or default: a retry takes over a call
+// whose lease has ended, and one still waiting on its upstream would then
+// run twice. The error names the field that was set.
+func checkLease(cfg *Config, lease, upstream *field) error {
+	l, u := cfg.IdempotencyLease, cfg.upstreamTimeout()
+	if l == 0 {
+		l = toolgate.DefaultIdempotencyLease
+	}
+	if u < l {
+		return nil
+	}
+	if lease != nil {
+		return lease.errorf("%s must be longer than upstreamTimeout (%s), or a retry could take over a call still waiting on its upstream", l, u)
+	}
+	return upstream.errorf("%s must be shorter than idempotencyLease (%s), or a retry could take over a call still waiting on its upstream", u, l)
 }
 
 type configParser struct {
@@ -150,11 +239,20 @@ func (configParser) storage(n node) (string, error) {
 	if s == storageMemory {
 		return s, nil
 	}
+	if path, ok := strings.CutPrefix(s, sqlitePrefix); ok {
+		switch {
+		case path == "":
+			return "", n.errorf(`"sqlite:" must be followed by the database file's path (sqlite:/var/lib/toolgate/toolgate.db)`)
+		case path == ":memory:" || strings.HasPrefix(path, "file:"):
+			return "", n.errorf(`%q: after "sqlite:" comes a file path (for a store kept in memory, use "memory")`, s)
+		}
+		return s, nil
+	}
 	// A URL may carry a password, so it is never quoted back, nor is the
 	// parser's error. The parser is pgx's own, so whatever the store will
 	// accept (several hosts, say) passes here too.
 	if !strings.HasPrefix(s, "postgres://") && !strings.HasPrefix(s, "postgresql://") {
-		return "", n.errorf(`must be "memory" or a PostgreSQL URL (postgres://user:password@host:5432/db)`)
+		return "", n.errorf(`must be "memory", a PostgreSQL URL (postgres://user:password@host:5432/db) or "sqlite:" and a file path`)
 	}
 	if _, err := pgconn.ParseConfig(s); err != nil {
 		return "", n.errorf("is not a valid PostgreSQL URL (postgres://user:password@host:5432/db)")

@@ -3,7 +3,9 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -134,6 +136,22 @@ func TestParseConfigAccepts(t *testing.T) {
 			}},
 		{"a free fee", `{"feeRate": "0"}`,
 			func(t *testing.T, cfg *Config) { assert.True(t, cfg.FeeRate.IsZero()) }},
+		{"sqlite file", `{"storage": "sqlite:/var/lib/toolgate/toolgate.db"}`,
+			func(t *testing.T, cfg *Config) {
+				assert.Equal(t, "sqlite", cfg.storageKind())
+				assert.False(t, cfg.postgres())
+				assert.Equal(t, "/var/lib/toolgate/toolgate.db", cfg.sqlitePath())
+			}},
+		{"sqlite file with a relative path, resolved when the file is loaded", `{"storage": "sqlite:data/toolgate.db"}`,
+			func(t *testing.T, cfg *Config) { assert.Equal(t, "data/toolgate.db", cfg.sqlitePath()) }},
+		{"lease and upstream timeout", `{"idempotencyLease": "3s", "upstreamTimeout": "1500ms"}`,
+			func(t *testing.T, cfg *Config) {
+				assert.Equal(t, 3*time.Second, cfg.IdempotencyLease)
+				assert.Equal(t, 1500*time.Millisecond, cfg.UpstreamTimeout)
+				assert.Equal(t, 1500*time.Millisecond, cfg.upstreamTimeout())
+			}},
+		{"a longer lease for slow providers", `{"idempotencyLease": "5m", "upstreamTimeout": "2m"}`,
+			func(t *testing.T, cfg *Config) { assert.Equal(t, 2*time.Minute, cfg.upstreamTimeout()) }},
 		{"metrics on an address of their own", `{"metricsListen": "127.0.0.1:9464"}`,
 			func(t *testing.T, cfg *Config) { assert.Equal(t, "127.0.0.1:9464", cfg.MetricsListen) }},
 		{"retention of a month", `{"retention": "720h"}`,
@@ -191,8 +209,24 @@ func TestParseConfigErrors(t *testing.T) {
 
 		{"storage a broken postgres URL", `{"storage": "postgres://root:hunter2@db:port/x"}`,
 			`config: storage: is not a valid PostgreSQL URL (postgres://user:password@host:5432/db)`},
-		{"storage neither memory nor postgres", `{"storage": "mysql://root:hunter2@db/x"}`,
-			`config: storage: must be "memory" or a PostgreSQL URL (postgres://user:password@host:5432/db)`},
+		{"storage neither memory nor postgres nor sqlite", `{"storage": "mysql://root:hunter2@db/x"}`,
+			`config: storage: must be "memory", a PostgreSQL URL (postgres://user:password@host:5432/db) or "sqlite:" and a file path`},
+		{"sqlite without a path", `{"storage": "sqlite:"}`,
+			`config: storage: "sqlite:" must be followed by the database file's path (sqlite:/var/lib/toolgate/toolgate.db)`},
+		{"sqlite in memory", `{"storage": "sqlite::memory:"}`,
+			`config: storage: "sqlite::memory:": after "sqlite:" comes a file path (for a store kept in memory, use "memory")`},
+		{"sqlite URI", `{"storage": "sqlite:file:toolgate.db?mode=memory"}`,
+			`config: storage: "sqlite:file:toolgate.db?mode=memory": after "sqlite:" comes a file path ...`},
+
+		{"idempotencyLease not a duration", `{"idempotencyLease": "a minute"}`,
+			`config: idempotencyLease: "a minute" is not a duration (use a form such as "5m" or "90s")`},
+		{"upstreamTimeout zero", `{"upstreamTimeout": "0s"}`, `config: upstreamTimeout: "0s" must be longer than zero`},
+		{"lease shorter than the default upstream timeout", `{"idempotencyLease": "5s"}`,
+			`config: idempotencyLease: 5s must be longer than upstreamTimeout (10s), or a retry could take over a call still waiting on its upstream`},
+		{"lease equal to the upstream timeout", `{"idempotencyLease": "2s", "upstreamTimeout": "2s"}`,
+			`config: idempotencyLease: 2s must be longer than upstreamTimeout (2s), ...`},
+		{"upstream timeout past the default lease", `{"upstreamTimeout": "90s"}`,
+			`config: upstreamTimeout: 1m30s must be shorter than idempotencyLease (1m0s), or a retry could take over a call still waiting on its upstream`},
 
 		{"quoteTTL not a duration", `{"quoteTTL": "5 minutes"}`,
 			`config: quoteTTL: "5 minutes" is not a duration (use a form such as "5m" or "90s")`},
@@ -299,6 +333,29 @@ func TestLoadConfigMissingFile(t *testing.T) {
 	var ce *ConfigError
 	require.ErrorAs(t, err, &ce)
 	assert.Contains(t, err.Error(), "config: cannot read the config file: open ")
+}
+
+// TestLoadConfigSQLitePath: a relative SQLite path is the config file's
+// neighbour, wherever the server is started from; an absolute one stays.
+func TestLoadConfigSQLitePath(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cases := []struct {
+		storage string
+		want    string
+	}{
+		{"sqlite:toolgate.db", filepath.Join(dir, "toolgate.db")},
+		{"sqlite:data/toolgate.db", filepath.Join(dir, "data", "toolgate.db")},
+		{"sqlite:../toolgate.db", filepath.Join(filepath.Dir(dir), "toolgate.db")},
+		{"sqlite:/var/lib/toolgate/toolgate.db", "/var/lib/toolgate/toolgate.db"},
+	}
+	for i, tc := range cases {
+		path := filepath.Join(dir, fmt.Sprintf("config-%d.json", i))
+		require.NoError(t, os.WriteFile(path, []byte(`{"storage": "`+tc.storage+`"}`), 0o600))
+		cfg, err := loadConfig(path, testRegistry(t))
+		require.NoError(t, err, tc.storage)
+		assert.Equal(t, "sqlite:"+tc.want, cfg.Storage, tc.storage)
+	}
 }
 
 // TestREADMEConfigExample keeps the README's config example valid.

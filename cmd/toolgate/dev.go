@@ -47,6 +47,7 @@ func printDevHelp(w io.Writer, baseURL, key string, offline bool) {
 		`  curl -s -X POST ` + baseURL + `/v1/tools/earthquake-search/call -H "Authorization: Bearer $TOOLGATE_KEY" -H "Content-Type: application/json" -H "Idempotency-Key: call-$QUOTE_ID" -d '{"quoteId":"'"$QUOTE_ID"'","input":{"starttime":"2024-09-25"},"approval":{"manifestDigest":"'"$DIGEST"'"}}'`,
 		"",
 		"The tools: " + baseURL + "/v1/registry/tools",
+		"Agents over MCP: " + baseURL + "/mcp, with the header Authorization: Bearer $TOOLGATE_KEY",
 		"",
 	}
 	fmt.Fprint(w, strings.Join(lines, "\n"))

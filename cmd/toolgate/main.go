@@ -1,7 +1,10 @@
-// Command toolgate is the standalone toolgate server: the gateway's HTTP API
-// over the built-in tools, configured by one JSON file.
+// Command toolgate is the standalone toolgate server: the gateway's HTTP API,
+// and MCP at /mcp, over the built-in tools and the tools of the manifests
+// its config names, configured by one JSON file.
 //
 //	toolgate [-config FILE] [-offline] [-listen ADDR]
+//	toolgate mcp [-config FILE -principal ID] [-offline]
+//	toolgate tools check [-config FILE] MANIFEST...
 //
 // The config file is named by -config or, failing that, by the
 // TOOLGATE_CONFIG environment variable. With neither, the server runs a
@@ -18,7 +21,15 @@
 // accepting connections, lets the calls in flight finish, and exits 0.
 //
 // Exit codes: 0 after a clean stop, 1 when the server cannot start or stop
-// cleanly, 2 for a mistake in the flags or the config file.
+// cleanly, 2 for a mistake in the flags, the config file or a tool manifest
+// it names (one line: the manifest's file, the JSON path and the reason).
+//
+// "toolgate mcp" serves MCP over stdin and stdout to one principal of the
+// config (the development principal without one), with the gateway in
+// process: stdout carries protocol messages only, logs go to stderr.
+//
+// "toolgate tools check" validates tool manifests as the server would load
+// them and prints "SLUG VERSION DIGEST" for each; it exits 1 if any is bad.
 package main
 
 import (
@@ -34,6 +45,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/toolgate/toolgate/registry"
 )
 
 // Exit codes.
@@ -55,28 +68,48 @@ func main() {
 	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
 }
 
-// options are the command-line flags.
-type options struct {
+// setupFlags are the flags the server and "toolgate mcp" share: which
+// config, and whether upstreams are answered offline.
+type setupFlags struct {
 	configPath string
 	offline    bool
-	listen     string
+}
+
+// add adds -config and -offline to fs.
+func (s *setupFlags) add(fs *flag.FlagSet) {
+	fs.StringVar(&s.configPath, "config", "", "read the JSON config `file` (default $TOOLGATE_CONFIG; with neither, a development setup)")
+	fs.BoolVar(&s.offline, "offline", false, "answer every upstream request from recorded provider responses (no network)")
+}
+
+// parse parses args with fs, refusing stray arguments; the config file
+// falls back to $TOOLGATE_CONFIG.
+func (s *setupFlags) parse(fs *flag.FlagSet, args []string, getenv func(string) string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q (see -h)", fs.Arg(0))
+	}
+	if s.configPath == "" {
+		s.configPath = getenv("TOOLGATE_CONFIG")
+	}
+	return nil
+}
+
+// options are the command-line flags.
+type options struct {
+	setupFlags
+	listen string
 }
 
 func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("toolgate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.configPath, "config", "", "read the JSON config `file` (default $TOOLGATE_CONFIG; with neither, a development setup)")
-	fs.BoolVar(&o.offline, "offline", false, "answer every upstream request from recorded provider responses (no network)")
+	o.add(fs)
 	fs.StringVar(&o.listen, "listen", "", "listen on `host:port`, overriding the config (\"127.0.0.1:0\" picks a free port)")
-	if err := fs.Parse(args); err != nil {
+	if err := o.parse(fs, args, getenv); err != nil {
 		return o, err
-	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("unexpected argument %q (see -h)", fs.Arg(0))
-	}
-	if o.configPath == "" {
-		o.configPath = getenv("TOOLGATE_CONFIG")
 	}
 	if o.listen != "" {
 		if err := checkListen(o.listen); err != nil {
@@ -86,9 +119,46 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	return o, nil
 }
 
+// configure makes the registry and reads the config file at path into it,
+// or, with no path, makes the development setup and its key. A mistake is
+// reported on stderr and comes back as the exit code to stop with; exitOK
+// means go on.
+func configure(path string, stderr io.Writer) (*registry.Registry, *Config, string, int) {
+	reg, err := newRegistry()
+	if err != nil {
+		fmt.Fprintf(stderr, "toolgate: %v\n", err)
+		return nil, nil, "", exitFailed
+	}
+	if path == "" {
+		cfg, devKey, err := devConfig()
+		if err != nil {
+			fmt.Fprintf(stderr, "toolgate: %v\n", err)
+			return nil, nil, "", exitFailed
+		}
+		return reg, cfg, devKey, exitOK
+	}
+	cfg, err := loadConfig(path, reg)
+	if err != nil {
+		var me *registry.ManifestError
+		if errors.As(err, &me) {
+			fmt.Fprintf(stderr, "toolgate: %v\n", me) // the manifest's file, path and reason
+		} else {
+			fmt.Fprintf(stderr, "toolgate: %s: %v\n", path, err)
+		}
+		return nil, nil, "", exitUsage
+	}
+	return reg, cfg, "", exitOK
+}
+
 // run is the whole server; ctx is done when it should stop. It returns the
 // exit code.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "tools" {
+		return runTools(args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "mcp" {
+		return runMCP(ctx, args[1:], getenv, os.Stdin, stdout, stderr)
+	}
 	opts, err := parseFlags(args, getenv, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
@@ -97,22 +167,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintf(stderr, "toolgate: %v\n", err)
 		return exitUsage
 	}
-	reg, err := newRegistry()
-	if err != nil {
-		fmt.Fprintf(stderr, "toolgate: %v\n", err)
-		return exitFailed
-	}
-
-	var cfg *Config
-	var devKey string
-	if opts.configPath != "" {
-		if cfg, err = loadConfig(opts.configPath, reg); err != nil {
-			fmt.Fprintf(stderr, "toolgate: %s: %v\n", opts.configPath, err)
-			return exitUsage
-		}
-	} else if cfg, devKey, err = devConfig(); err != nil {
-		fmt.Fprintf(stderr, "toolgate: %v\n", err)
-		return exitFailed
+	reg, cfg, devKey, code := configure(opts.configPath, stderr)
+	if code != exitOK {
+		return code
 	}
 	if opts.listen != "" {
 		cfg.Listen = opts.listen
@@ -157,15 +214,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if devKey != "" {
 		printDevHelp(stdout, baseURL, devKey, opts.offline)
 	}
-	storageKind := "memory" // never the URL: it may hold a password
-	if cfg.postgres() {
-		storageKind = "postgres"
-	}
 	metricsAddr := ""
 	if metricsLn != nil {
 		metricsAddr = metricsLn.Addr().String()
 	}
-	log.Info("started", "address", ln.Addr().String(), "storage", storageKind, "offline", opts.offline,
+	log.Info("started", "address", ln.Addr().String(), "storage", cfg.storageKind(), "offline", opts.offline,
 		"principals", len(cfg.Principals), "development", devKey != "",
 		"metrics", metricsAddr, "tracing", tel.tracing != nil)
 
@@ -180,7 +233,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	} else {
 		close(metricsDone)
 	}
-	err = serve(ctx, ln, logRequests(log, a.handler), log)
+	err = serve(ctx, ln, logRequests(log, a.handler), cfg.upstreamTimeout(), log, a.shutdown)
 	stopBackground()
 	<-metricsDone
 	a.close() // after the drain: calls in flight still write to the store

@@ -10,23 +10,28 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/httpapi"
+	"github.com/toolgate/toolgate/mcpserver"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/storage/memory"
 	"github.com/toolgate/toolgate/storage/postgres"
+	"github.com/toolgate/toolgate/storage/sqlite"
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/recorded"
+	"github.com/toolgate/toolgate/upstream"
 )
 
-// storeOpenTimeout bounds connecting to PostgreSQL and migrating its schema
-// at start, so a database that does not answer fails the start visibly.
+// storeOpenTimeout bounds connecting to PostgreSQL, or opening a SQLite
+// file another process may hold locked, and migrating the schema at start,
+// so a store that does not answer fails the start visibly.
 const storeOpenTimeout = 30 * time.Second
 
 // app is a configured gateway and its HTTP API, ready to serve.
 type app struct {
-	gw      *toolgate.Gateway
-	handler http.Handler
-	close   func() // releases the store
+	gw       *toolgate.Gateway
+	handler  http.Handler // the HTTP API, with MCP at /mcp
+	shutdown func()       // ends what a drain cannot wait for
+	close    func()       // releases the store
 }
 
 // newRegistry returns a registry of the built-in tools. The server keeps its
@@ -74,7 +79,7 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 		controls[p.ID] = p.SpendControls
 	}
 
-	store, closeStore, err := openStore(ctx, cfg)
+	store, closeStore, err := openStore(ctx, cfg, log)
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +87,9 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 		Registry:             reg,
 		FeeRate:              cfg.FeeRate,
 		QuoteTTL:             cfg.QuoteTTL,
+		IdempotencyLease:     cfg.IdempotencyLease,
 		IdempotencyRetention: cfg.Retention,
+		Upstream:             &upstream.Config{Timeout: cfg.UpstreamTimeout},
 		SpendControls:        controls,
 		Logger:               log,
 	}
@@ -101,25 +108,44 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 		closeStore()
 		return nil, err
 	}
-	h := httpapi.NewHandler(gw, &httpapi.Options{
+	api := httpapi.NewHandler(gw, &httpapi.Options{
 		Authenticator:     keys,
 		ExposeUsageCounts: cfg.ExposeUsageCounts,
 		Logger:            log,
 	})
-	return &app{gw: gw, handler: tel.traced(h), close: closeStore}, nil
+	agents, err := mcpserver.NewHandler(gw, &mcpserver.Options{Authenticator: keys, Logger: log})
+	if err != nil {
+		closeStore()
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", agents)
+	mux.Handle("/", tel.traced(api))
+	return &app{gw: gw, handler: mux, shutdown: agents.Close, close: closeStore}, nil
 }
 
-// openStore opens the configured store; PostgreSQL's schema is created or
+// openStore opens the configured store; a database's schema is created or
 // migrated on the way.
-func openStore(ctx context.Context, cfg *Config) (storage.Store, func(), error) {
-	if !cfg.postgres() {
-		return memory.New(), func() {}, nil
-	}
+func openStore(ctx context.Context, cfg *Config, log *slog.Logger) (storage.Store, func(), error) {
 	ctx, cancel := context.WithTimeout(ctx, storeOpenTimeout)
 	defer cancel()
-	s, err := postgres.Open(ctx, cfg.Storage, nil)
-	if err != nil {
-		return nil, nil, fmt.Errorf("open PostgreSQL store: %w", err)
+	switch cfg.storageKind() {
+	case "sqlite":
+		s, err := sqlite.Open(ctx, cfg.sqlitePath(), nil)
+		if err != nil {
+			return nil, nil, fmt.Errorf("open SQLite store: %w", err)
+		}
+		return s, func() {
+			if err := s.Close(); err != nil {
+				log.Error("closing the SQLite store", "error", err)
+			}
+		}, nil
+	case "postgres":
+		s, err := postgres.Open(ctx, cfg.Storage, nil)
+		if err != nil {
+			return nil, nil, fmt.Errorf("open PostgreSQL store: %w", err)
+		}
+		return s, s.Close, nil
 	}
-	return s, s.Close, nil
+	return memory.New(), func() {}, nil
 }

@@ -20,10 +20,13 @@ type Approver interface {
 // Agent drives goal-data through the gateway until the goal is achieved:
 // quote, check the policy and the spend controls, ask for approval when the
 // policy requires it, call, read the observation, next step.
+//
+// It knows the gateway only as a toolgate.Caller, so the same agent runs
+// on a gateway embedded in its process (toolgate.Gateway.For) and on a
+// remote one (client.New), with the same results and the same errors.
 type Agent struct {
-	Gateway   *toolgate.Gateway
-	Principal string
-	Approver  Approver
+	Gateway  toolgate.Caller
+	Approver Approver
 	// MaxSteps bounds the loop whatever the tool answers: tool output is
 	// untrusted, so it may never keep an agent running forever.
 	MaxSteps int
@@ -52,7 +55,7 @@ func (a *Agent) Run(ctx context.Context, goal string, targetSteps int) ([]Observ
 	total := decimal.Zero
 	spent := func() string { return total.StringFixed(4) }
 	for step := 1; step <= a.MaxSteps; step++ {
-		q, err := a.Gateway.Quote(ctx, a.Principal, "goal-data")
+		q, err := a.Gateway.Quote(ctx, "goal-data")
 		if err != nil {
 			return seen, spent(), err
 		}
@@ -62,11 +65,14 @@ func (a *Agent) Run(ctx context.Context, goal string, targetSteps int) ([]Observ
 		if !q.Controls.Approved {
 			return seen, spent(), fmt.Errorf("%w: %v", ErrOverBudget, q.Controls.Violations)
 		}
+		// One key per logical step: should the call's outcome be lost (a
+		// crash, a dropped connection), running again gets the step's
+		// result rather than a second charge.
 		req := toolgate.CallRequest{
 			Tool:           "goal-data",
 			QuoteID:        q.Quote.ID,
 			Input:          mustJSON(map[string]any{"goal": goal, "step": step, "targetSteps": targetSteps}),
-			IdempotencyKey: fmt.Sprintf("%s/%s/step-%d", a.Principal, goal, step),
+			IdempotencyKey: fmt.Sprintf("%s/step-%d", goal, step),
 		}
 		if q.Policy.Approval.Requirement != toolgate.RequirementCoveredByUserPolicy {
 			digest := *q.Quote.ManifestDigest
@@ -75,7 +81,7 @@ func (a *Agent) Run(ctx context.Context, goal string, targetSteps int) ([]Observ
 			}
 			req.ApprovalDigest = digest
 		}
-		res, err := a.Gateway.Call(ctx, a.Principal, req)
+		res, err := a.Gateway.Call(ctx, req)
 		if err != nil {
 			return seen, spent(), err
 		}

@@ -3,6 +3,11 @@
 // stand-in user to approve the exact digest and total when the policy asks
 // for it, calls, and stops when goal-data reports goalAchieved.
 //
+// The agent knows the gateway only as a toolgate.Caller. It runs twice:
+// on the gateway embedded in this process, then on the same gateway served
+// over HTTP, as a shared gateway would be, through package client. Both
+// runs go the same way.
+//
 // goal-data is a paid tool whose provider has not completed payment
 // verification, so it ships blocked; this program plays the operator and
 // marks the payment account verified with a trust override. The demo goal
@@ -12,9 +17,15 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"log"
+	"net"
+	"net/http"
+	"os"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/client"
+	"github.com/toolgate/toolgate/httpapi"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage/memory"
 	"github.com/toolgate/toolgate/tools"
@@ -22,33 +33,68 @@ import (
 )
 
 // consoleUser approves everything and says so; a real runtime would ask.
-type consoleUser struct{}
+type consoleUser struct{ out io.Writer }
 
-func (consoleUser) Approve(_ context.Context, tool toolgate.ToolRef, digest, total string) bool {
-	fmt.Printf("   user: approve %s (%s) for $%s? yes\n", tool.Slug, digest, total)
+func (u consoleUser) Approve(_ context.Context, tool toolgate.ToolRef, digest, total string) bool {
+	fmt.Fprintf(u.out, "   user: approve %s (%s) for $%s? yes\n", tool.Slug, digest, total)
 	return true
 }
 
 func main() {
-	ctx := context.Background()
-	reg := registry.New()
-	if err := tools.RegisterAll(reg); err != nil {
+	if err := run(context.Background(), os.Stdout); err != nil {
 		log.Fatal(err)
 	}
+}
+
+func run(ctx context.Context, out io.Writer) error {
+	reg := registry.New()
+	if err := tools.RegisterAll(reg); err != nil {
+		return err
+	}
 	if err := reg.SetTrust("goal-data", registry.Trust{PaymentVerified: registry.Bool(true)}); err != nil {
-		log.Fatal(err)
+		return err
 	}
 	gw, err := toolgate.New(memory.New(), &toolgate.Config{Registry: reg, Transport: recorded.Transport()})
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
-	agent := &Agent{Gateway: gw, Principal: "agent-7", Approver: consoleUser{}, MaxSteps: 5}
+
+	fmt.Fprintln(out, "embedded, as agent-7:")
+	if err := runAgent(ctx, out, gw.For("agent-7")); err != nil {
+		return err
+	}
+
+	// The same gateway as a service: its HTTP API on a local port, with an
+	// API key for agent-8, reached through the client.
+	const key = "tg_example_agent_8"
+	keys := httpapi.NewKeyStore()
+	if err := keys.AddKey("agent-8", key); err != nil {
+		return err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: httpapi.NewHandler(gw, &httpapi.Options{Authenticator: keys})}
+	go srv.Serve(l)
+	defer srv.Close()
+	remote, err := client.New("http://"+l.Addr().String(), key, nil)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "over HTTP, as agent-8:")
+	return runAgent(ctx, out, remote)
+}
+
+func runAgent(ctx context.Context, out io.Writer, gateway toolgate.Caller) error {
+	agent := &Agent{Gateway: gateway, Approver: consoleUser{out}, MaxSteps: 5}
 	observations, spent, err := agent.Run(ctx, "find three verified data points", 3)
 	for _, o := range observations {
-		fmt.Printf("   step %d: %s (goal achieved: %t)\n", o.Step, o.Datum, o.GoalAchieved)
+		fmt.Fprintf(out, "   step %d: %s (goal achieved: %t)\n", o.Step, o.Datum, o.GoalAchieved)
 	}
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
-	fmt.Printf("done in %d steps, spent $%s\n", len(observations), spent)
+	fmt.Fprintf(out, "done in %d steps, spent $%s\n", len(observations), spent)
+	return nil
 }

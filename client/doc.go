@@ -1,0 +1,53 @@
+// Package client calls a remote toolgate gateway over its HTTP API, for Go
+// agent runtimes that cannot embed the gateway because it runs as a shared
+// service. It speaks the library's own types: a quote is a
+// *toolgate.QuoteResult, a call a *toolgate.CallResult, a registry entry a
+// *toolgate.RegistryEntry, and every refusal the same *toolgate.Error, with
+// the same Code and details, as an embedded gateway returns. A *Client is a
+// toolgate.Caller, as is an embedded gateway bound to a principal
+// (toolgate.Gateway.For), so agent code written against toolgate.Caller runs
+// on either.
+//
+//	c, err := client.New("https://gateway.example.com", os.Getenv("TOOLGATE_API_KEY"), nil)
+//	q, err := c.Quote(ctx, "exchange-rates")
+//	// check q.Policy.Callable, q.Policy.Approval, q.Controls.Approved; ask the user
+//	res, err := c.Call(ctx, toolgate.CallRequest{
+//		Tool: "exchange-rates", QuoteID: q.Quote.ID,
+//		Input:          json.RawMessage(`{"base":"USD","quotes":"EUR"}`),
+//		ApprovalDigest: *q.Quote.ManifestDigest,
+//	})
+//
+// # Exactly once over an unreliable network
+//
+// Call always sends an Idempotency-Key: the request's, or a new random one,
+// returned in the result. When the outcome is unknown or the gateway asks
+// to come back later, it sends the same body with the same key again: after
+// a connection that failed or dropped before the answer, 409
+// idempotency_key_in_use, 429 and 503 after their Retry-After, 502 and 504.
+// The gateway runs one call per key and answers a repeat with the first
+// run's result (Replayed), so the tool is reached and charged at most once.
+// Nothing else is retried, 500 included. Reads and replacements (GET, PUT,
+// DELETE) are retried the same way. A quote, which creates something, is
+// retried only when the connection was refused, so it cannot have reached
+// the gateway.
+//
+// Waits between attempts grow exponentially, jittered and capped
+// (Options.RetryWaitMin, RetryWaitMax), never shorter than a Retry-After,
+// for at most Options.MaxAttempts attempts (10), and never past ctx's
+// deadline: when the next wait would pass it, the last error comes back at
+// once (for a 429, rate_limited with its RetryAfter). With no deadline, a
+// Retry-After is waited out however long it is. Options.CheckRetry and
+// Options.Backoff replace the policy, in the manner of go-retryablehttp.
+//
+// # Errors
+//
+// A refusal is the gateway's *toolgate.Error: match it with errors.As and
+// branch on Code, as in process; codes this version does not know come
+// through too. When no answer of the gateway arrived (the connection failed
+// or dropped, or a proxy answered in its stead), the error is a
+// *TransportError, which says whether the request may have reached the
+// gateway and, for a call, the Idempotency-Key to retry it with.
+//
+// The API key is sent only in the Authorization header and never appears
+// in an error or a log line (Options.Logger, silent by default).
+package client

@@ -1,0 +1,365 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/storage/memory"
+	"github.com/toolgate/toolgate/toolgatetest"
+)
+
+// section10 is every error code of the contract's HTTP error table.
+var section10 = []toolgate.Code{
+	"invalid_request", "idempotency_key_missing", "idempotency_key_invalid", "unauthorized",
+	"tool_blocked", "approval_required", "approval_mismatch", "spend_limit_exceeded",
+	"tool_not_found", "quote_not_found", "execution_not_found", "not_found", "method_not_allowed",
+	"quote_expired", "quote_used", "quote_outdated", "idempotency_key_in_use", "payload_too_large",
+	"unsupported_media_type", "input_invalid", "quote_tool_mismatch", "idempotency_key_reused",
+	"rate_limited", "internal_error",
+}
+
+// api is what both an embedded principal and a client offer, for a request
+// to be made both ways against the same gateway.
+type api interface {
+	toolgate.Caller
+	GetExecution(ctx context.Context, id string) (*toolgate.CallResult, error)
+	SetApproval(ctx context.Context, tool string, mode storage.ApprovalMode, digest string) (*toolgate.StandingApproval, error)
+	DeleteApproval(ctx context.Context, tool string) error
+	Entry(ctx context.Context, tool string) (*toolgate.RegistryEntry, error)
+}
+
+// embedded is the gateway in process, as alice.
+type embedded struct {
+	*toolgate.PrincipalGateway
+	gw *toolgate.Gateway
+}
+
+func (e embedded) GetExecution(ctx context.Context, id string) (*toolgate.CallResult, error) {
+	return e.gw.GetExecution(ctx, e.Principal(), id)
+}
+
+func (e embedded) SetApproval(ctx context.Context, tool string, mode storage.ApprovalMode, digest string) (*toolgate.StandingApproval, error) {
+	return e.gw.SetApproval(ctx, e.Principal(), tool, mode, digest)
+}
+
+func (e embedded) DeleteApproval(ctx context.Context, tool string) error {
+	return e.gw.DeleteApproval(ctx, e.Principal(), tool)
+}
+
+func (e embedded) Entry(ctx context.Context, tool string) (*toolgate.RegistryEntry, error) {
+	return e.gw.Entry(ctx, tool, toolgate.EntryOptions{})
+}
+
+var _ api = embedded{}
+var _ api = (*Client)(nil)
+
+// failingStore is a store whose executions cannot be read.
+type failingStore struct{ storage.Store }
+
+func (failingStore) GetExecution(context.Context, uuid.UUID) (storage.Execution, error) {
+	return storage.Execution{}, errors.New("the disk is on fire")
+}
+
+func dec(s string) *decimal.Decimal {
+	d := decimal.RequireFromString(s)
+	return &d
+}
+
+// Every error the gateway returns in process comes back from the client as
+// an equal *toolgate.Error: code, message and every detail. Each case sets
+// a gateway up so that one request meets the error, then makes that request
+// in process and over the client; a refusal stores nothing, so both meet
+// the same state.
+func TestErrorsAreTheSameInProcessAndOverTheClient(t *testing.T) {
+	t.Parallel()
+	for _, tc := range gatewayErrors {
+		t.Run(string(tc.code), func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, tc.opts)
+			run := tc.setup(t, e)
+			ctx := context.Background()
+			local := toolgatetest.RequireCode(t, run(ctx, embedded{e.gw.For("alice"), e.gw.Gateway}), tc.code)
+			remote := toolgatetest.RequireCode(t, run(ctx, e.client(&Options{MaxAttempts: 1})), tc.code)
+			shown := *local
+			shown.Err = nil // the cause is for the gateway's logs
+			assert.Equal(t, &shown, remote)
+			if tc.check != nil {
+				tc.check(t, remote)
+			}
+		})
+	}
+}
+
+// op is a request to make both ways.
+type op func(ctx context.Context, a api) error
+
+func call(req toolgate.CallRequest) op {
+	return func(ctx context.Context, a api) error {
+		_, err := a.Call(ctx, req)
+		return err
+	}
+}
+
+var one = 1
+
+// gatewayErrors are the errors the gateway itself returns, each with how
+// to meet it.
+var gatewayErrors = []struct {
+	code  toolgate.Code
+	opts  *envOptions
+	setup func(t *testing.T, e *env) op
+	check func(t *testing.T, err *toolgate.Error) // that the details are there to compare
+}{
+	{code: toolgate.CodeInvalidRequest, setup: func(t *testing.T, e *env) op {
+		req := approved(e.quote("echo"), "x")
+		req.QuoteID = "not-a-uuid"
+		return call(req)
+	}},
+	{code: toolgate.CodeIdempotencyKeyInvalid, setup: func(t *testing.T, e *env) op {
+		req := approved(e.quote("echo"), "x")
+		req.IdempotencyKey = strings.Repeat("k", 256)
+		return call(req)
+	}},
+	{code: toolgate.CodeToolBlocked, setup: func(t *testing.T, e *env) op {
+		return call(approved(e.quote("blocked"), "x"))
+	}, check: func(t *testing.T, err *toolgate.Error) {
+		assert.Equal(t, toolgate.RequirementBlocked, err.ApprovalRequirement)
+		assert.NotEmpty(t, err.Reasons)
+	}},
+	{code: toolgate.CodeApprovalRequired, setup: func(t *testing.T, e *env) op {
+		req := approved(e.quote("echo"), "x")
+		req.ApprovalDigest = ""
+		return call(req)
+	}, check: func(t *testing.T, err *toolgate.Error) {
+		assert.Equal(t, toolgate.RequirementExplicitUnverified, err.ApprovalRequirement)
+		assert.NotNil(t, err.ManifestDigest)
+		assert.NotEmpty(t, err.Reasons)
+	}},
+	{code: toolgate.CodeApprovalMismatch, setup: func(t *testing.T, e *env) op {
+		req := approved(e.quote("echo"), "x")
+		req.ApprovalDigest = "sha256:00"
+		return call(req)
+	}, check: func(t *testing.T, err *toolgate.Error) { assert.NotNil(t, err.ManifestDigest) }},
+	{code: toolgate.CodeSpendLimitExceeded,
+		opts: &envOptions{config: &toolgate.Config{SpendControls: toolgate.StaticSpendControls{
+			"alice": {MaxPerCallUSD: dec("0.05"), Tools: map[string]storage.ToolSpendControls{"paid": {Allowed: new(bool)}}},
+		}}},
+		setup: func(t *testing.T, e *env) op { return call(approved(e.quote("paid"), "x")) },
+		check: func(t *testing.T, err *toolgate.Error) { assert.Len(t, err.Violations, 2) }},
+	{code: toolgate.CodeToolNotFound, setup: func(t *testing.T, e *env) op {
+		return func(ctx context.Context, a api) error { _, err := a.Quote(ctx, "nope"); return err }
+	}},
+	{code: toolgate.CodeQuoteNotFound, setup: func(t *testing.T, e *env) op {
+		req := approved(e.quote("echo"), "x")
+		req.QuoteID = uuid.NewString()
+		return call(req)
+	}},
+	{code: toolgate.CodeExecutionNotFound, setup: func(t *testing.T, e *env) op {
+		id := uuid.NewString()
+		return func(ctx context.Context, a api) error { _, err := a.GetExecution(ctx, id); return err }
+	}},
+	{code: toolgate.CodeNotFound, setup: func(t *testing.T, e *env) op {
+		return func(ctx context.Context, a api) error { return a.DeleteApproval(ctx, "echo") }
+	}},
+	{code: toolgate.CodeQuoteExpired, setup: func(t *testing.T, e *env) op {
+		q := e.quote("echo")
+		e.gw.Clock.Advance(toolgate.DefaultQuoteTTL)
+		return call(approved(q, "x"))
+	}},
+	{code: toolgate.CodeQuoteUsed, setup: func(t *testing.T, e *env) op {
+		req := approved(e.quote("echo"), "x")
+		req.IdempotencyKey = "k1"
+		_, err := e.gw.For("alice").Call(context.Background(), req)
+		require.NoError(t, err)
+		req.IdempotencyKey = "k2"
+		return call(req)
+	}},
+	{code: toolgate.CodeQuoteOutdated, setup: func(t *testing.T, e *env) op {
+		req := approved(e.quote("echo"), "x")
+		require.NoError(t, e.gw.Registry.SetOrigin("echo", "https://mirror.example.test"))
+		v, err := e.gw.Registry.Lookup("echo")
+		require.NoError(t, err)
+		req.ApprovalDigest = v.Digest
+		return call(req)
+	}},
+	{code: toolgate.CodeIdempotencyKeyInUse, setup: func(t *testing.T, e *env) op {
+		req := approved(e.quote("echo"), "x")
+		req.IdempotencyKey = "k1"
+		holdInFlight(t, e, req)
+		return call(req)
+	}},
+	{code: toolgate.CodeInputInvalid, setup: func(t *testing.T, e *env) op {
+		req := approved(e.quote("echo"), "x")
+		req.Input = json.RawMessage(`{"v":"","n":9,"w":1}`)
+		return call(req)
+	}, check: func(t *testing.T, err *toolgate.Error) { assert.Len(t, err.Details, 3) }},
+	{code: toolgate.CodeQuoteToolMismatch, setup: func(t *testing.T, e *env) op {
+		req := approved(e.quote("echo"), "x")
+		req.Tool = "paid"
+		return call(req)
+	}},
+	{code: toolgate.CodeIdempotencyKeyReused, setup: func(t *testing.T, e *env) op {
+		req := approved(e.quote("echo"), "x")
+		req.IdempotencyKey = "k1"
+		_, err := e.gw.For("alice").Call(context.Background(), req)
+		require.NoError(t, err)
+		req.Input = json.RawMessage(`{"v":"another"}`)
+		return call(req)
+	}},
+	{code: toolgate.CodeRateLimited,
+		opts: &envOptions{config: &toolgate.Config{SpendControls: toolgate.StaticSpendControls{
+			"alice": {RateLimitPerMinute: &one},
+		}}},
+		setup: func(t *testing.T, e *env) op {
+			_, err := e.gw.For("alice").Call(context.Background(), approved(e.quote("echo"), "first"))
+			require.NoError(t, err)
+			e.gw.Clock.Advance(17 * time.Second) // into the minute
+			return call(approved(e.quote("echo"), "x"))
+		},
+		check: func(t *testing.T, err *toolgate.Error) { assert.Positive(t, err.RetryAfter) }},
+	{code: toolgate.CodeInternal, opts: &envOptions{store: failingStore{memory.New()}},
+		setup: func(t *testing.T, e *env) op {
+			id := uuid.NewString()
+			return func(ctx context.Context, a api) error { _, err := a.GetExecution(ctx, id); return err }
+		}},
+}
+
+// holdInFlight starts req in process and keeps it at the provider until
+// the test ends.
+func holdInFlight(t *testing.T, e *env, req toolgate.CallRequest) {
+	finish := e.startInFlight(req)
+	t.Cleanup(func() { finish() })
+}
+
+// The codes only the HTTP layer meets have no in-process counterpart, or
+// another message there; they come back as the gateway wrote them.
+func TestErrorsOnlyTheHTTPLayerMeets(t *testing.T) {
+	t.Parallel()
+	for _, tc := range httpErrors {
+		t.Run(string(tc.code), func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, nil)
+			c := e.client(&Options{MaxAttempts: 1})
+			req := httptest.NewRequest(tc.method, e.front.URL+tc.path, strings.NewReader(tc.body))
+			req.RequestURI = ""
+			key := tc.key
+			if key == "" {
+				key = aliceKey
+			}
+			req.Header.Set("Authorization", "Bearer "+key)
+			if tc.contentType != "" {
+				req.Header.Set("Content-Type", tc.contentType)
+			}
+			resp, _, err := c.send(req, request{method: tc.method, path: tc.path})
+			got := toolgatetest.RequireCode(t, err, tc.code)
+			assert.Equal(t, tc.status, resp.StatusCode)
+
+			var wire struct {
+				Error struct{ Code, Message string }
+			}
+			raw, _ := io.ReadAll(resp.Body)
+			require.NoError(t, json.Unmarshal(raw, &wire))
+			assert.Equal(t, &toolgate.Error{Code: toolgate.Code(wire.Error.Code), Message: wire.Error.Message}, got)
+			if tc.inProcess != nil {
+				local := toolgatetest.RequireCode(t, tc.inProcess(e), tc.code)
+				assert.Equal(t, local, got)
+			}
+		})
+	}
+}
+
+const callPath = "/v1/tools/echo/call"
+
+// httpErrors are the errors the HTTP layer answers, each with a raw
+// request that meets it.
+var httpErrors = []struct {
+	code        toolgate.Code
+	status      int
+	method      string
+	path        string
+	contentType string
+	body        string
+	key         string // "" for alice's
+	inProcess   func(e *env) error
+}{
+	{code: toolgate.CodeInvalidRequest, status: 400, method: "PUT", path: "/v1/spend-controls", contentType: "application/json", body: `{"dailyLimitUsd":`},
+	{code: toolgate.CodeIdempotencyKeyMissing, status: 400, method: "POST", path: callPath, contentType: "application/json", body: `{}`,
+		inProcess: func(e *env) error {
+			_, err := e.gw.Call(context.Background(), "alice", toolgate.CallRequest{Tool: "echo"})
+			return err
+		}},
+	{code: toolgate.CodeUnauthorized, status: 401, method: "POST", path: "/v1/tools/echo/quote", key: "tg_not_a_key"},
+	{code: toolgate.CodeNotFound, status: 404, method: "GET", path: "/v1/nothing-here"},
+	{code: "method_not_allowed", status: 405, method: "PATCH", path: "/v1/tools/echo/quote"},
+	{code: "payload_too_large", status: 413, method: "PUT", path: "/v1/spend-controls", contentType: "application/json",
+		body: `{"dailyLimitUsd":"` + strings.Repeat("9", 1<<20) + `"}`},
+	{code: "unsupported_media_type", status: 415, method: "PUT", path: "/v1/spend-controls", contentType: "text/plain", body: `{}`},
+}
+
+func TestTheErrorTablesCoverSection10(t *testing.T) {
+	t.Parallel()
+	covered := map[toolgate.Code]bool{}
+	for _, c := range gatewayErrors {
+		covered[c.code] = true
+	}
+	for _, c := range httpErrors {
+		covered[c.code] = true
+	}
+	for _, code := range section10 {
+		assert.True(t, covered[code], "no case meets %s", code)
+	}
+}
+
+// The codes of the approval requests (contract section 14), which this
+// version does not know, come through as the gateway wrote them: any code
+// decodes, with the details this version reads.
+func TestCodesThisVersionDoesNotKnow(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		code   string
+		status int
+	}{
+		{"approval_pending", 403}, {"approval_denied", 403}, {"approver_required", 403},
+		{"approval_request_not_found", 404}, {"approval_expired", 409}, {"approval_already_decided", 409},
+		{"approval_grant_mismatch", 422},
+	} {
+		t.Run(tc.code, func(t *testing.T) {
+			t.Parallel()
+			var sent atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				sent.Add(1)
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(tc.status)
+				fmt.Fprintf(w, `{"error":{"code":%q,"message":"about %s","approvalRequirement":"per_call",`+
+					`"manifestDigest":"sha256:ab","reasons":["r"],"approvalRequestsUrl":"/v1/approval-requests"}}`, tc.code, tc.code)
+			}))
+			defer srv.Close()
+			c, err := New(srv.URL, aliceKey, nil)
+			require.NoError(t, err)
+			_, err = c.Call(context.Background(), toolgate.CallRequest{Tool: "echo", QuoteID: uuid.NewString(), Input: []byte(`{}`)})
+			digest := "sha256:ab"
+			want := &toolgate.Error{Code: toolgate.Code(tc.code), Message: "about " + tc.code,
+				ApprovalRequirement: toolgate.RequirementPerCall, ManifestDigest: &digest, Reasons: []string{"r"}}
+			var got *toolgate.Error
+			require.ErrorAs(t, err, &got)
+			assert.Equal(t, want, got)
+			assert.True(t, errors.Is(err, &toolgate.Error{Code: toolgate.Code(tc.code)}))
+			assert.EqualValues(t, 1, sent.Load(), "a refusal is not retried")
+		})
+	}
+}

@@ -1,0 +1,54 @@
+package client
+
+import (
+	"context"
+	"iter"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/toolgate/toolgate"
+)
+
+// Entries lists the registry's tools matching query (a case-insensitive
+// substring of name, description or category; empty for all), verified
+// endpoints first, then the newest, fetching Options.PageSize at a time as
+// the loop goes on. The registry is public: no API key is needed. The
+// listing pages by offset, so a tool registered or removed meanwhile can
+// shift an entry across a page boundary.
+//
+//	for e, err := range c.Entries(ctx, "weather") {
+//		if err != nil { ... }
+//		fmt.Println(e.Slug, e.Policy.Approval.Requirement)
+//	}
+func (c *Client) Entries(ctx context.Context, query string) iter.Seq2[*toolgate.RegistryEntry, error] {
+	return pages(ctx, func(ctx context.Context, token string) (page[*toolgate.RegistryEntry], error) {
+		offset, _ := strconv.Atoi(token) // "" on the first page: 0
+		q := url.Values{"limit": {strconv.Itoa(c.opts.PageSize)}, "offset": {strconv.Itoa(offset)}}
+		if query != "" {
+			q.Set("q", query)
+		}
+		list, err := doJSON[toolgate.RegistryList](ctx, c, request{method: http.MethodGet, path: "/v1/registry/tools", query: q})
+		if err != nil {
+			return page[*toolgate.RegistryEntry]{}, err
+		}
+		p := page[*toolgate.RegistryEntry]{items: make([]*toolgate.RegistryEntry, len(list.Tools))}
+		for i := range list.Tools {
+			p.items[i] = &list.Tools[i]
+		}
+		if end := offset + len(list.Tools); len(list.Tools) > 0 && end < list.Total {
+			p.next = strconv.Itoa(end)
+		}
+		return p, nil
+	})
+}
+
+// Entry returns the registry entry of a tool, by slug or id. The registry
+// is public: no API key is needed.
+func (c *Client) Entry(ctx context.Context, tool string) (*toolgate.RegistryEntry, error) {
+	seg, err := toolSegment(tool)
+	if err != nil {
+		return nil, err
+	}
+	return doJSON[toolgate.RegistryEntry](ctx, c, request{method: http.MethodGet, path: "/v1/registry/tools/" + seg})
+}

@@ -1,0 +1,134 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/httpapi"
+	"github.com/toolgate/toolgate/storage"
+)
+
+// SpendControls returns this principal's own spend controls, the zero
+// value when none are set, as toolgate.Gateway.SpendControls does. They
+// only ever tighten the operator's: the limits in force for a tool are in
+// its quote's Controls.
+func (c *Client) SpendControls(ctx context.Context) (storage.SpendControls, error) {
+	r := request{method: http.MethodGet, path: "/v1/spend-controls"}
+	return c.spendControls(ctx, r)
+}
+
+// PutSpendControls replaces this principal's own limits over all tools and
+// returns what is stored. sc.Tools, when not nil, replaces the per-tool
+// controls (an empty map removes them all); nil keeps them as they are,
+// in one atomic step of the gateway, so a concurrent change of one tool's
+// controls survives.
+func (c *Client) PutSpendControls(ctx context.Context, sc storage.SpendControls) (storage.SpendControls, error) {
+	body, err := json.Marshal(httpapi.NewSpendControlsBody(sc))
+	if err != nil {
+		return storage.SpendControls{}, fmt.Errorf("client: encode the spend controls: %w", err)
+	}
+	return c.spendControls(ctx, request{method: http.MethodPut, path: "/v1/spend-controls", body: body})
+}
+
+func (c *Client) spendControls(ctx context.Context, r request) (storage.SpendControls, error) {
+	b, err := doJSON[httpapi.SpendControlsBody](ctx, c, r)
+	if err != nil {
+		return storage.SpendControls{}, err
+	}
+	sc, err := b.SpendControls()
+	if err != nil {
+		return storage.SpendControls{}, c.notTheGateways(r, http.StatusOK, err)
+	}
+	return sc, nil
+}
+
+// ToolSpendControls returns this principal's own spend controls of one
+// tool; not_found when none are set.
+func (c *Client) ToolSpendControls(ctx context.Context, tool string) (storage.ToolSpendControls, error) {
+	seg, err := toolSegment(tool)
+	if err != nil {
+		return storage.ToolSpendControls{}, err
+	}
+	return c.toolSpendControls(ctx, request{method: http.MethodGet, path: "/v1/spend-controls/tools/" + seg})
+}
+
+// PutToolSpendControls sets this principal's own spend controls of one
+// tool, and returns them as stored.
+func (c *Client) PutToolSpendControls(ctx context.Context, tool string, t storage.ToolSpendControls) (storage.ToolSpendControls, error) {
+	seg, err := toolSegment(tool)
+	if err != nil {
+		return storage.ToolSpendControls{}, err
+	}
+	body, err := json.Marshal(httpapi.NewToolSpendControlsBody(t))
+	if err != nil {
+		return storage.ToolSpendControls{}, fmt.Errorf("client: encode the spend controls: %w", err)
+	}
+	return c.toolSpendControls(ctx, request{method: http.MethodPut, path: "/v1/spend-controls/tools/" + seg, body: body})
+}
+
+func (c *Client) toolSpendControls(ctx context.Context, r request) (storage.ToolSpendControls, error) {
+	b, err := doJSON[httpapi.ToolSpendControlsBody](ctx, c, r)
+	if err != nil {
+		return storage.ToolSpendControls{}, err
+	}
+	t, err := b.ToolSpendControls()
+	if err != nil {
+		return storage.ToolSpendControls{}, c.notTheGateways(r, http.StatusOK, err)
+	}
+	return t, nil
+}
+
+// DeleteToolSpendControls removes this principal's own spend controls of
+// one tool; not_found when none are set. Retried after an answer that was
+// lost, it reports not_found when the first attempt removed them.
+func (c *Client) DeleteToolSpendControls(ctx context.Context, tool string) error {
+	seg, err := toolSegment(tool)
+	if err != nil {
+		return err
+	}
+	_, err = c.do(ctx, request{method: http.MethodDelete, path: "/v1/spend-controls/tools/" + seg})
+	return err
+}
+
+// Approvals lists this principal's standing approvals, each marked stale
+// when the tool's digest has changed since, as toolgate.Gateway.Approvals
+// does.
+func (c *Client) Approvals(ctx context.Context) ([]toolgate.ToolApproval, error) {
+	list, err := doJSON[struct {
+		Approvals []toolgate.ToolApproval `json:"approvals"`
+	}](ctx, c, request{method: http.MethodGet, path: "/v1/approvals"})
+	if err != nil {
+		return nil, err
+	}
+	return list.Approvals, nil
+}
+
+// SetApproval records this principal's standing approval of a tool's
+// current version, as toolgate.Gateway.SetApproval does: digest must be
+// the tool's current manifest digest.
+func (c *Client) SetApproval(ctx context.Context, tool string, mode storage.ApprovalMode, digest string) (*toolgate.StandingApproval, error) {
+	seg, err := toolSegment(tool)
+	if err != nil {
+		return nil, err
+	}
+	body, err := json.Marshal(httpapi.ApprovalBody{Mode: &mode, ManifestDigest: &digest})
+	if err != nil {
+		return nil, fmt.Errorf("client: encode the approval: %w", err)
+	}
+	return doJSON[toolgate.StandingApproval](ctx, c, request{method: http.MethodPut, path: "/v1/approvals/" + seg, body: body})
+}
+
+// DeleteApproval removes this principal's standing approval of a tool;
+// not_found when there is none. Retried after an answer that was lost, it
+// reports not_found when the first attempt removed it.
+func (c *Client) DeleteApproval(ctx context.Context, tool string) error {
+	seg, err := toolSegment(tool)
+	if err != nil {
+		return err
+	}
+	_, err = c.do(ctx, request{method: http.MethodDelete, path: "/v1/approvals/" + seg})
+	return err
+}

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/mcpserver"
+)
+
+// mcpOptions are the flags of "toolgate mcp".
+type mcpOptions struct {
+	setupFlags
+	principal string
+}
+
+func parseMCPFlags(args []string, getenv func(string) string, stderr io.Writer) (mcpOptions, error) {
+	var o mcpOptions
+	fs := flag.NewFlagSet("toolgate mcp", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	o.add(fs)
+	fs.StringVar(&o.principal, "principal", "", "call as the config's principal `id` (required with a config)")
+	return o, o.parse(fs, args, getenv)
+}
+
+// runMCP is "toolgate mcp": the gateway in process, speaking MCP over stdin
+// and stdout for one principal. stdout carries protocol messages only;
+// everything else, logs and mistakes, goes to stderr.
+func runMCP(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
+	opts, err := parseMCPFlags(args, getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "toolgate mcp: %v\n", err)
+		return exitUsage
+	}
+	reg, cfg, _, code := configure(opts.configPath, stderr)
+	if code != exitOK {
+		return code
+	}
+	principal, err := mcpPrincipal(cfg, opts)
+	if err != nil {
+		fmt.Fprintf(stderr, "toolgate mcp: %v\n", err)
+		return exitUsage
+	}
+
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	// Over stdio there is no address to serve metrics on, and no traces.
+	a, err := build(ctx, cfg, reg, opts.offline, &telemetry{}, log)
+	if err != nil {
+		log.Error("cannot start", "error", err)
+		return exitFailed
+	}
+	defer a.close()
+	srv, err := mcpserver.NewServer(a.gw, principal, &mcpserver.Options{Logger: log})
+	if err != nil {
+		log.Error("cannot start", "error", err)
+		return exitFailed
+	}
+	log.Info("serving MCP on stdio", "principal", principal, "storage", cfg.storageKind(), "offline", opts.offline)
+
+	retention, stopRetention := context.WithCancel(context.Background())
+	defer stopRetention()
+	go a.gw.RunRetention(retention, retentionInterval)
+	transport := &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}}
+	if err := srv.Run(ctx, transport); err != nil && !errors.Is(err, io.EOF) {
+		log.Error("stopped with an error", "error", err)
+		return exitFailed
+	}
+	log.Info("stopped")
+	return exitOK
+}
+
+// mcpPrincipal is who "toolgate mcp" calls as: -principal, which must be
+// one of the config's; with no config, the development principal.
+func mcpPrincipal(cfg *Config, opts mcpOptions) (string, error) {
+	if opts.configPath == "" {
+		if opts.principal != "" && opts.principal != devPrincipal {
+			return "", fmt.Errorf("-principal: the development setup has only %q; give a config for others", devPrincipal)
+		}
+		return devPrincipal, nil
+	}
+	if opts.principal == "" {
+		return "", errors.New("-principal ID is required with a config")
+	}
+	if !slices.ContainsFunc(cfg.Principals, func(p Principal) bool { return p.ID == opts.principal }) {
+		return "", fmt.Errorf("-principal: the config has no principal %q", opts.principal)
+	}
+	return opts.principal, nil
+}
+
+// nopWriteCloser leaves closing stdout to the process's exit.
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/registry"
+)
+
+// examplesDir holds the example manifests the tests load and change.
+const examplesDir = "../../examples/tools"
+
+// exampleManifest returns an example manifest decoded, for a test to change.
+func exampleManifest(t *testing.T, name string) map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(examplesDir, name))
+	require.NoError(t, err)
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(data, &doc))
+	return doc
+}
+
+// writeManifest writes doc (a map, or raw bytes) to dir/name.
+func writeManifest(t *testing.T, dir, name string, doc any) string {
+	t.Helper()
+	data, ok := doc.([]byte)
+	if !ok {
+		var err error
+		data, err = json.MarshalIndent(doc, "", "  ")
+		require.NoError(t, err)
+	}
+	path := filepath.Join(dir, name)
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	require.NoError(t, os.WriteFile(path, data, 0o600))
+	return path
+}
+
+// servedDigest is the digest a registry gives the manifest at path, served
+// from origin when it is not empty.
+func servedDigest(t *testing.T, path, origin string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var doc struct{ Slug string }
+	require.NoError(t, json.Unmarshal(data, &doc))
+	opts := &registry.ParseOptions{}
+	if origin != "" {
+		opts.OperatorOrigins = map[string]string{doc.Slug: origin}
+	}
+	tool, err := registry.ParseManifest(path, data, opts)
+	require.NoError(t, err)
+	reg := registry.New()
+	require.NoError(t, reg.Register(tool))
+	if origin != "" {
+		require.NoError(t, reg.SetOrigin(tool.Slug, origin))
+	}
+	v, err := reg.Lookup(tool.Slug)
+	require.NoError(t, err)
+	return v.Digest
+}
+
+func runCheck(args ...string) (code int, stdout, stderr string) {
+	var out, errs bytes.Buffer
+	code = run(context.Background(), append([]string{"tools", "check"}, args...), noEnv, &out, &errs)
+	return code, out.String(), errs.String()
+}
+
+// TestToolsCheck: each good manifest gives "slug version digest" on
+// stdout, each bad one a line naming file, path and reason on stderr, and
+// the exit code says whether all were good.
+func TestToolsCheck(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	good := filepath.Join(examplesDir, "air-quality.json")
+	goodDigest := servedDigest(t, good, "")
+
+	plain := exampleManifest(t, "air-quality.json")
+	plain["endpoint"].(map[string]any)["origin"] = "http://127.0.0.1:9000"
+	plainPath := writeManifest(t, dir, "plain-http.json", plain)
+
+	clash := exampleManifest(t, "air-quality.json")
+	clash["slug"] = "exchange-rates"
+	clashPath := writeManifest(t, dir, "clash.json", clash)
+
+	code, stdout, stderr := runCheck(good)
+	assert.Equal(t, 0, code, stderr)
+	assert.Equal(t, "air-quality 1 "+goodDigest+"\n", stdout)
+	assert.Empty(t, stderr)
+
+	code, stdout, stderr = runCheck(good, plainPath, filepath.Join(dir, "nope.json"), clashPath)
+	assert.Equal(t, 1, code)
+	assert.Equal(t, "air-quality 1 "+goodDigest+"\n", stdout, "the good one is still reported")
+	assert.Equal(t, []string{
+		"toolgate: " + plainPath + ": endpoint.origin: must use https; plain http is allowed only when the operator's config names an origin for air-quality (upstreams.air-quality)",
+		"toolgate: " + filepath.Join(dir, "nope.json") + ": cannot read the file: no such file",
+		"toolgate: " + clashPath + ": version: exchange-rates version 1 is already registered; a manifest can only add a higher version",
+	}, strings.Split(strings.TrimSuffix(stderr, "\n"), "\n"))
+}
+
+// TestToolsCheckWithConfig: the config's upstreams apply as on the server:
+// a plain-HTTP origin they name is accepted, and the digest printed is the
+// one the server serves.
+func TestToolsCheckWithConfig(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	plain := exampleManifest(t, "air-quality.json")
+	plain["endpoint"].(map[string]any)["origin"] = "http://127.0.0.1:9000"
+	plainPath := writeManifest(t, dir, "plain-http.json", plain)
+	config := writeManifest(t, dir, "toolgate.json", map[string]any{
+		"upstreams": map[string]any{"air-quality": "http://127.0.0.1:9001"},
+	})
+
+	code, stdout, stderr := runCheck("-config", config, plainPath)
+	assert.Equal(t, 0, code, stderr)
+	served := servedDigest(t, plainPath, "http://127.0.0.1:9001")
+	assert.Equal(t, "air-quality 1 "+served+"\n", stdout)
+}
+
+func TestToolsCheckUsage(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"tools"}, "usage: toolgate tools check"},
+		{[]string{"tools", "lint"}, "usage: toolgate tools check"},
+		{[]string{"tools", "check"}, "name at least one manifest file"},
+		{[]string{"tools", "check", "-nope", "x.json"}, "flag provided but not defined: -nope"},
+		{[]string{"tools", "check", "-config", "/nonexistent/toolgate.json", "x.json"}, "cannot read the config file"},
+	}
+	for _, tt := range tests {
+		var stdout, stderr bytes.Buffer
+		assert.Equal(t, 2, run(context.Background(), tt.args, noEnv, &stdout, &stderr), "%v", tt.args)
+		assert.Contains(t, stderr.String(), tt.want)
+		assert.Empty(t, stdout.String())
+	}
+}
+
+// TestREADMEManifestExample keeps the README's manifest example valid, and
+// its example of a start-up error true.
+func TestREADMEManifestExample(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	_, section, found := strings.Cut(string(readme), "\n## Adding a tool by manifest\n")
+	require.True(t, found, "the README has a section on manifests")
+	_, example, found := strings.Cut(section, "```json\n")
+	require.True(t, found, "the section has a manifest example")
+	example, _, _ = strings.Cut(example, "```")
+
+	opts := &registry.ParseOptions{LookupEnv: func(string) (string, bool) { return "a-token", true }}
+	_, err = registry.ParseManifest("movies.json", []byte(example), opts)
+	require.NoError(t, err)
+
+	misspelt := strings.Replace(example, `"year": "{year}"`, `"year": "{yaer}"`, 1)
+	_, err = registry.ParseManifest("/etc/toolgate/tools/movies.json", []byte(misspelt), opts)
+	require.Error(t, err)
+	assert.Contains(t, section, "`toolgate: "+err.Error()+"`")
+}

@@ -1,0 +1,203 @@
+package mcpserver_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync/atomic"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/httpapi"
+	"github.com/toolgate/toolgate/internal/testproc"
+	"github.com/toolgate/toolgate/mcpserver"
+	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/storage/memory"
+	"github.com/toolgate/toolgate/tools"
+	"github.com/toolgate/toolgate/tools/recorded"
+)
+
+// BenchmarkCallOverHTTP puts one call of earthquake-search over MCP
+// (tools/call on streamable HTTP, through the SDK's client) next to the
+// same call through the HTTP API (a quote, then the call), in the same run,
+// on one server on 127.0.0.1 serving both, over one gateway on the memory
+// store whose provider answers at once with the recorded ten-event body.
+// Both approve the digest themselves (_meta["toolgate/approval"], the
+// call body's approval), and every call is a new one. In parallel, each
+// goroutine is its own principal with its own session or connection.
+// Each reports cpu-ns/op, the process's CPU time per call (client and
+// server both), beside ns/op. BENCHMARKS.md has the figures.
+func BenchmarkCallOverHTTP(b *testing.B) {
+	env := newBenchServer(b)
+	b.Run("mcp/serial", func(b *testing.B) { env.run(b, false, env.mcpCaller) })
+	b.Run("httpapi/serial", func(b *testing.B) { env.run(b, false, env.apiCaller) })
+	b.Run("mcp/parallel", func(b *testing.B) { env.run(b, true, env.mcpCaller) })
+	b.Run("httpapi/parallel", func(b *testing.B) { env.run(b, true, env.apiCaller) })
+}
+
+const benchTool = "earthquake-search"
+
+type benchServer struct {
+	url    string
+	digest string
+	keys   *httpapi.KeyStore
+	next   atomic.Int64 // principals handed out
+}
+
+func newBenchServer(b *testing.B) *benchServer {
+	b.Helper()
+	reg := registry.New()
+	if err := reg.Register(tools.EarthquakeSearch()); err != nil {
+		b.Fatal(err)
+	}
+	gw, err := toolgate.New(memory.New(), &toolgate.Config{
+		Registry:      reg,
+		Transport:     testproc.BodyTransport{Body: recorded.Body(recorded.USGSTenFeatures)},
+		SpendControls: testproc.RaisedLimits{},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	v, err := reg.Lookup(benchTool)
+	if err != nil {
+		b.Fatal(err)
+	}
+	env := &benchServer{digest: v.Digest, keys: httpapi.NewKeyStore()}
+	agents, err := mcpserver.NewHandler(gw, &mcpserver.Options{Authenticator: env.keys})
+	if err != nil {
+		b.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", agents)
+	mux.Handle("/", httpapi.NewHandler(gw, &httpapi.Options{Authenticator: env.keys}))
+	srv := httptest.NewServer(mux)
+	b.Cleanup(func() {
+		agents.Close()
+		srv.Close()
+	})
+	env.url = srv.URL
+	return env
+}
+
+// caller makes one whole call each time it is called.
+type caller func(ctx context.Context, i int) error
+
+// run times calls made by one caller (serial) or one per goroutine.
+func (e *benchServer) run(b *testing.B, parallel bool, newCaller func(b *testing.B) caller) {
+	ctx := context.Background()
+	if !parallel {
+		call := newCaller(b)
+		b.ReportAllocs()
+		b.ResetTimer()
+		defer testproc.ReportCPU(b)()
+		for i := 0; i < b.N; i++ {
+			if err := call(ctx, i); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	defer testproc.ReportCPU(b)()
+	b.RunParallel(func(pb *testing.PB) {
+		call := newCaller(b)
+		for i := 0; pb.Next(); i++ {
+			if err := call(ctx, i); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// principal adds a new principal and returns its key.
+func (e *benchServer) principal(b *testing.B) string {
+	n := e.next.Add(1)
+	key := "tg_bench_" + strconv.FormatInt(n, 10)
+	if err := e.keys.AddKey("bench-"+strconv.FormatInt(n, 10), key); err != nil {
+		b.Fatal(err)
+	}
+	return key
+}
+
+// mcpCaller is an MCP session of its own principal; each tools/call is a
+// new request, so a new call.
+func (e *benchServer) mcpCaller(b *testing.B) caller {
+	key := e.principal(b)
+	transport := &mcp.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: bearer{key, http.DefaultTransport}}}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(context.Background(), transport, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = cs.Close() })
+	params := &mcp.CallToolParams{Name: benchTool, Arguments: json.RawMessage(`{"starttime":"2024-09-25"}`),
+		Meta: mcp.Meta{"toolgate/approval": e.digest}}
+	return func(ctx context.Context, _ int) error {
+		res, err := cs.CallTool(ctx, params)
+		if err != nil {
+			return err
+		}
+		if res.IsError || res.StructuredContent == nil {
+			return fmt.Errorf("the call failed: %v", res.Content)
+		}
+		return nil
+	}
+}
+
+// apiCaller is a caller of the HTTP API with its own principal: a quote,
+// then the call under it with a new Idempotency-Key.
+func (e *benchServer) apiCaller(b *testing.B) caller {
+	key := e.principal(b)
+	client := &http.Client{Transport: bearer{key, http.DefaultTransport}}
+	post := func(ctx context.Context, path string, body []byte, header ...string) ([]byte, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.url+path, bytes.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		out, err := io.ReadAll(resp.Body)
+		if err == nil && resp.StatusCode >= 300 {
+			err = fmt.Errorf("%s: %d %s", path, resp.StatusCode, out)
+		}
+		return out, err
+	}
+	return func(ctx context.Context, i int) error {
+		out, err := post(ctx, "/v1/tools/"+benchTool+"/quote", nil)
+		if err != nil {
+			return err
+		}
+		var q toolgate.QuoteResult
+		if err := json.Unmarshal(out, &q); err != nil {
+			return err
+		}
+		body, err := json.Marshal(map[string]any{"quoteId": q.Quote.ID, "input": json.RawMessage(`{"starttime":"2024-09-25"}`),
+			"approval": map[string]string{"manifestDigest": e.digest}})
+		if err != nil {
+			return err
+		}
+		out, err = post(ctx, "/v1/tools/"+benchTool+"/call", body, "Idempotency-Key", "k-"+strconv.Itoa(i))
+		if err != nil {
+			return err
+		}
+		if !bytes.Contains(out, []byte(`"status":"completed"`)) {
+			return fmt.Errorf("the call failed: %s", out)
+		}
+		return nil
+	}
+}

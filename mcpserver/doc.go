@@ -1,0 +1,43 @@
+// Package mcpserver serves a toolgate.Gateway over the Model Context
+// Protocol, on the official SDK (github.com/modelcontextprotocol/go-sdk), so
+// agent runtimes reach the gateway's tools the way they reach any MCP tool.
+//
+// Every tool of the gateway's registry that a principal can call is an MCP
+// tool named by its slug, listed at the time of asking: a tool registered
+// later appears, a blocked tool or one the principal's spend controls block
+// does not. Its description states the price with the gateway fee, the
+// approval it needs, and that its output is untrusted data from its
+// provider; its _meta carries the manifest digest, the total and the
+// approval requirement.
+//
+// A tools/call goes through the same Gateway.Quote and Gateway.Call as an
+// HTTP caller, so every rule holds unchanged: the input schema (checked
+// before anything is quoted), the policy and its approval, spend controls
+// and rate limits, exactly-once calls, untrusted output, failures never
+// charged. Approval, for a principal in caller mode, is given by the
+// client: the manifest digest in _meta["toolgate/approval"] (the agent
+// asked its user itself), or a form elicitation the server sends to the
+// person at the client ("Approve {name} for ${total}? version {digest}"),
+// whose "remember: never_ask" records a standing approval of that exact
+// version. A client that can do neither gets a tool error saying how to
+// approve.
+//
+// A call runs once per _meta["toolgate/idempotencyKey"] or, without one,
+// per JSON-RPC request id within the session, so a re-sent request gets the
+// first answer back. Both are combined with the tool and its arguments: the
+// same key with other arguments is a new call.
+//
+// Two ways to serve:
+//
+//	// stdio, or any transport: one principal, the gateway in process.
+//	srv, _ := mcpserver.NewServer(gw, "alice", nil)
+//	err := srv.Run(ctx, &mcp.StdioTransport{})
+//
+//	// streamable HTTP: each request's Bearer key names its principal.
+//	h, _ := mcpserver.NewHandler(gw, &mcpserver.Options{Authenticator: keys})
+//	mux.Handle("/mcp", h)
+//	srv.RegisterOnShutdown(h.Close) // lets Shutdown end the clients' event streams
+//
+// Principals in approver mode (contract section 14) are not served yet: a
+// call that needs their approval gets a tool error saying so.
+package mcpserver

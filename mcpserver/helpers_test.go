@@ -1,0 +1,238 @@
+package mcpserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/mcpserver"
+	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetest"
+)
+
+// legacyProtocol is the newest protocol version in which the server asks the
+// client with a request of its own; from 2026-07-28 on it asks through the
+// call's result. Approval tests run under both.
+const legacyProtocol = "2025-11-25"
+
+// protocols are the two ways a server asks its client something.
+var protocols = []struct {
+	name    string
+	version string // "" for the SDK's newest
+}{
+	{"input requests", ""},
+	{"server request", legacyProtocol},
+}
+
+// coveredEcho is the echo tool with its endpoint verified: low risk, so its
+// calls need no approval (covered_by_user_policy).
+func coveredEcho() *registry.Tool {
+	t := toolgatetest.EchoTool()
+	t.Endpoint.Verified = true
+	return t
+}
+
+// paidEcho is a paid echo tool (0.1000 + 0.0100 fee) whose first call of
+// each version needs approval: verified endpoint and payment, medium risk.
+func paidEcho() *registry.Tool {
+	t := toolgatetest.Priced(toolgatetest.EchoTool(), "0.1000")
+	t.Slug, t.Name = "paid-echo", "Paid Echo"
+	t.Endpoint.Verified, t.Provider.PaymentVerified = true, true
+	t.Capabilities.OpenWorld = registry.Bool(true)
+	return t
+}
+
+// user stands in for the person at the client: it answers every approval
+// form as told and remembers the questions.
+type user struct {
+	mu        sync.Mutex
+	answer    *mcp.ElicitResult
+	questions []string
+}
+
+func approves(remember string) *user {
+	content := map[string]any{"approve": true}
+	if remember != "" {
+		content["remember"] = remember
+	}
+	return &user{answer: &mcp.ElicitResult{Action: "accept", Content: content}}
+}
+
+func answers(action string, content map[string]any) *user {
+	return &user{answer: &mcp.ElicitResult{Action: action, Content: content}}
+}
+
+func (u *user) elicit(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.questions = append(u.questions, req.Params.Message)
+	return u.answer, nil
+}
+
+func (u *user) asked() []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return append([]string(nil), u.questions...)
+}
+
+// client is how a test connects: the protocol version to ask for ("" for
+// the newest) and the person at the client (nil: no elicitation).
+type client struct {
+	version string
+	user    *user
+}
+
+// connect serves gw for principal over in-memory transports and returns the
+// SDK client's session.
+func connect(t *testing.T, gw *toolgatetest.Gateway, principal string, c client) *mcp.ClientSession {
+	t.Helper()
+	srv, err := mcpserver.NewServer(gw.Gateway, principal, nil)
+	require.NoError(t, err)
+	return connectTo(t, srv, c)
+}
+
+func connectTo(t *testing.T, srv *mcpserver.Server, c client) *mcp.ClientSession {
+	t.Helper()
+	ctx := context.Background()
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ss.Close() })
+	opts := &mcp.ClientOptions{}
+	if c.user != nil {
+		opts.ElicitationHandler = c.user.elicit
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1"}, opts).
+		Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: c.version})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+// call calls tool with args (JSON) and meta, failing t on a protocol error.
+func call(t *testing.T, cs *mcp.ClientSession, tool, args string, meta mcp.Meta) *mcp.CallToolResult {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Meta: meta, Name: tool, Arguments: json.RawMessage(args)})
+	require.NoError(t, err)
+	return res
+}
+
+// text is a result's text content, joined.
+func text(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// requireCompleted fails t unless res is a completed call's result, and
+// returns its structured content as JSON.
+func requireCompleted(t *testing.T, res *mcp.CallToolResult) string {
+	t.Helper()
+	require.False(t, res.IsError, "the call failed: %s", text(res))
+	out, err := json.Marshal(res.StructuredContent)
+	require.NoError(t, err)
+	return string(out)
+}
+
+// requireToolError fails t unless res is a tool error (not a protocol
+// error) whose text starts with code, and returns the text.
+func requireToolError(t *testing.T, res *mcp.CallToolResult, code toolgate.Code) string {
+	t.Helper()
+	require.True(t, res.IsError, "want a tool error, got %s", text(res))
+	require.True(t, strings.HasPrefix(text(res), string(code)+":"), "want %s, got %s", code, text(res))
+	return text(res)
+}
+
+// executionID is a result's _meta execution id.
+func executionID(t *testing.T, res *mcp.CallToolResult) string {
+	t.Helper()
+	id, ok := res.Meta["toolgate/executionId"].(string)
+	require.True(t, ok, "no execution id in %v", res.Meta)
+	return id
+}
+
+func digestOf(t *testing.T, gw *toolgatetest.Gateway, slug string) string {
+	t.Helper()
+	v, err := gw.Registry.Lookup(slug)
+	require.NoError(t, err)
+	return v.Digest
+}
+
+func usd(s string) *decimal.Decimal {
+	d := decimal.RequireFromString(s)
+	return &d
+}
+
+func intp(n int) *int { return &n }
+
+// controls is an operator's spend controls for one principal.
+func controls(principal string, c storage.SpendControls) *toolgate.Config {
+	return &toolgate.Config{SpendControls: toolgate.StaticSpendControls{principal: c}}
+}
+
+// rpcSession is a client that speaks JSON-RPC itself, to send what the
+// SDK's client never would: the same request id twice.
+type rpcSession struct {
+	conn mcp.Connection
+}
+
+// rawSession serves gw for principal and opens a session by hand
+// (initialize, then initialized) under the legacy protocol.
+func rawSession(t *testing.T, gw *toolgatetest.Gateway, principal string) *rpcSession {
+	t.Helper()
+	srv, err := mcpserver.NewServer(gw.Gateway, principal, nil)
+	require.NoError(t, err)
+	ctx := context.Background()
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ss.Close() })
+	conn, err := ct.Connect(ctx)
+	require.NoError(t, err)
+	s := &rpcSession{conn: conn}
+	s.roundTrip(t, 1, "initialize", `{"protocolVersion":"`+legacyProtocol+`","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}`)
+	require.NoError(t, conn.Write(ctx, &jsonrpc.Request{Method: "notifications/initialized", Params: json.RawMessage(`{}`)}))
+	return s
+}
+
+// roundTrip sends one request and returns its response's result.
+func (s *rpcSession) roundTrip(t *testing.T, id int64, method, params string) json.RawMessage {
+	t.Helper()
+	ctx := context.Background()
+	rid, err := jsonrpc.MakeID(float64(id))
+	require.NoError(t, err)
+	require.NoError(t, s.conn.Write(ctx, &jsonrpc.Request{ID: rid, Method: method, Params: json.RawMessage(params)}))
+	msg, err := s.conn.Read(ctx)
+	require.NoError(t, err)
+	resp, ok := msg.(*jsonrpc.Response)
+	require.True(t, ok, "got %T", msg)
+	require.NoError(t, resp.Error)
+	return resp.Result
+}
+
+// call sends tools/call with request id id.
+func (s *rpcSession) call(t *testing.T, id int64, params string) *mcp.CallToolResult {
+	t.Helper()
+	var res mcp.CallToolResult
+	require.NoError(t, json.Unmarshal(s.roundTrip(t, id, "tools/call", params), &res))
+	require.False(t, res.IsError, "%s", text(&res))
+	return &res
+}
+
+// slogTo is a JSON logger writing to w.
+func slogTo(w io.Writer) *slog.Logger { return slog.New(slog.NewJSONHandler(w, nil)) }

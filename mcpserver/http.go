@@ -1,0 +1,155 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate"
+)
+
+// Authenticator maps an API key to the principal it belongs to.
+// httpapi.KeyStore is one.
+type Authenticator interface {
+	// Authenticate returns the principal of key, or ok false for any key it
+	// does not accept.
+	Authenticate(ctx context.Context, key string) (principal string, ok bool)
+}
+
+// Handler serves a gateway over MCP's streamable HTTP transport, mounted at
+// any path of any mux. Every HTTP request must carry a caller's key
+// (Authorization: Bearer <key>); its principal is who calls, and a session
+// begun by one principal answers no other (403).
+type Handler struct {
+	g    *gateway
+	auth Authenticator
+	sdk  http.Handler
+	// closing ends, when Close is called, what would otherwise keep an
+	// http.Server's Shutdown waiting: the clients' standalone event streams
+	// and approvals still waiting for a person.
+	closing context.Context
+	close   context.CancelFunc
+}
+
+var _ http.Handler = (*Handler)(nil)
+
+// NewHandler returns the streamable HTTP handler of gw. opts may be nil,
+// though without an Authenticator every request is refused.
+func NewHandler(gw *toolgate.Gateway, opts *Options) (*Handler, error) {
+	g, err := newGateway(gw, "", opts)
+	if err != nil {
+		return nil, err
+	}
+	h := &Handler{g: g, auth: g.opts.Authenticator}
+	h.closing, h.close = context.WithCancel(context.Background())
+	g.closing = h.closing
+	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.mcp }, &mcp.StreamableHTTPOptions{
+		Logger:              g.log,
+		SessionTimeout:      g.opts.SessionTimeout,
+		MaxRequestBodyBytes: g.opts.MaxBodyBytes,
+		// Every request needs a caller's key, which a page that rebinds a
+		// name to 127.0.0.1 cannot have; the check would only refuse
+		// reverse proxies in front of a loopback listener.
+		DisableLocalhostProtection: true,
+	})
+	// The SDK binds each session to the principal that began it
+	// (TokenInfo.UserID) and refuses any other with 403. The key was
+	// checked already; the verifier hands its principal on.
+	h.sdk = auth.RequireBearerToken(func(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
+		principal, ok := ctx.Value(principalKey{}).(string)
+		if !ok {
+			return nil, auth.ErrInvalidToken
+		}
+		return &auth.TokenInfo{UserID: principal}, nil
+	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(streamable)
+	return h, nil
+}
+
+type principalKey struct{}
+
+// ServeHTTP authenticates the request, caps its body, marks each tools/call
+// with its session and request id, and hands it to the SDK.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	principal, ok := h.authenticate(r)
+	if !ok {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="toolgate"`)
+		writeRPCError(w, http.StatusUnauthorized, "a valid API key is required: Authorization: Bearer <API_KEY>")
+		return
+	}
+	ctx := context.WithValue(r.Context(), principalKey{}, principal)
+	rc := http.NewResponseController(w)
+	switch r.Method {
+	case http.MethodPost:
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.g.opts.MaxBodyBytes))
+		var tooBig *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooBig):
+			writeRPCError(w, http.StatusRequestEntityTooLarge, "the request body is larger than "+strconv.FormatInt(h.g.opts.MaxBodyBytes, 10)+" bytes")
+			return
+		case err != nil:
+			writeRPCError(w, http.StatusBadRequest, "the request body could not be read")
+			return
+		}
+		body = keyHTTPBody(body, r.Header.Get("Mcp-Session-Id"))
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		// An answer may wait for a person's approval, longer than the
+		// server's write timeout would allow.
+		_ = rc.SetWriteDeadline(time.Now().Add(h.g.opts.ApprovalTimeout + time.Minute))
+	case http.MethodGet:
+		// The client's standalone event stream lasts as long as its session;
+		// Close ends it.
+		_ = rc.SetWriteDeadline(time.Time{})
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		stop := context.AfterFunc(h.closing, cancel)
+		defer stop()
+	}
+	h.sdk.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// Close ends the clients' standalone event streams and the approvals still
+// waiting for an answer, so that an http.Server's Shutdown can finish: call
+// it from Server.RegisterOnShutdown. Calls already admitted run to their
+// end and are answered.
+func (h *Handler) Close() { h.close() }
+
+// authenticate returns the principal of the request's Bearer key. A
+// missing, repeated, malformed or unknown key all fail alike.
+func (h *Handler) authenticate(r *http.Request) (string, bool) {
+	if h.auth == nil {
+		return "", false
+	}
+	values := r.Header.Values("Authorization")
+	if len(values) != 1 {
+		return "", false
+	}
+	scheme, key, found := strings.Cut(values[0], " ")
+	key = strings.TrimSpace(key)
+	if !found || !strings.EqualFold(scheme, "Bearer") || key == "" || len(key) > maxKeyLength || strings.ContainsAny(key, " \t") {
+		return "", false
+	}
+	return h.auth.Authenticate(r.Context(), key)
+}
+
+// maxKeyLength is the longest key looked up, as the HTTP API's.
+const maxKeyLength = 512
+
+// writeRPCError answers an HTTP request the transport never saw with a
+// JSON-RPC error body, which MCP clients read from non-2xx answers.
+func writeRPCError(w http.ResponseWriter, status int, message string) {
+	body, _ := jsonrpc.EncodeMessage(&jsonrpc.Response{Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: message}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}

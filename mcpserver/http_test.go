@@ -1,0 +1,299 @@
+package mcpserver_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/httpapi"
+	"github.com/toolgate/toolgate/internal/testproc"
+	"github.com/toolgate/toolgate/mcpserver"
+	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetest"
+)
+
+// Distinctive keys, to look for in logs.
+const (
+	aliceKey = "tg_test_alice_3f9c2a7d1e"
+	bobKey   = "tg_test_bob_8b41d07c55"
+)
+
+// mcpHTTP serves gw's MCP handler for alice and bob on a real HTTP server
+// and returns its /mcp URL and what the handler logged.
+func mcpHTTP(t *testing.T, gw *toolgatetest.Gateway) (string, *mcpserver.Handler, *testproc.SyncBuffer) {
+	t.Helper()
+	keys := httpapi.NewKeyStore()
+	require.NoError(t, keys.AddKey("alice", aliceKey))
+	require.NoError(t, keys.AddKey("bob", bobKey))
+	logs := &testproc.SyncBuffer{}
+	h, err := mcpserver.NewHandler(gw.Gateway, &mcpserver.Options{Authenticator: keys, Logger: slogTo(logs)})
+	require.NoError(t, err)
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", h)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(func() {
+		h.Close()
+		srv.Close()
+	})
+	return srv.URL + "/mcp", h, logs
+}
+
+// bearer adds a key to every request, as an MCP client configured with a
+// header does.
+type bearer struct {
+	key  string
+	next http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.key)
+	return b.next.RoundTrip(r)
+}
+
+// connectHTTP connects the SDK's client to url with key.
+func connectHTTP(t *testing.T, url, key string, u *user) *mcp.ClientSession {
+	t.Helper()
+	opts := &mcp.ClientOptions{}
+	if u != nil {
+		opts.ElicitationHandler = u.elicit
+	}
+	transport := &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{key, http.DefaultTransport}}}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "http-agent", Version: "1"}, opts).Connect(context.Background(), transport, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+func TestHTTPServesEachPrincipalItsOwnTools(t *testing.T) {
+	t.Parallel()
+	blockEcho := storage.SpendControls{Tools: map[string]storage.ToolSpendControls{"echo": {Allowed: registry.Bool(false)}}}
+	gw := toolgatetest.New(t, &toolgatetest.Options{Config: controls("bob", blockEcho)})
+	url, _, logs := mcpHTTP(t, gw)
+
+	u := approves("once")
+	alice := connectHTTP(t, url, aliceKey, u)
+	bob := connectHTTP(t, url, bobKey, nil)
+	assert.Contains(t, listAll(t, alice), "echo")
+	assert.NotContains(t, listAll(t, bob), "echo")
+
+	// The approval form reaches alice's client over her session's stream.
+	res := call(t, alice, "echo", `{"v":"over http"}`, nil)
+	assert.JSONEq(t, `{"value":"over http"}`, requireCompleted(t, res))
+	assert.Equal(t, []string{"Approve Echo for $0.0000? version " + digestOf(t, gw, "echo")}, u.asked())
+	res = call(t, bob, "echo", `{"v":"x"}`, nil)
+	requireToolError(t, res, "spend_limit_exceeded")
+	gw.Upstream.RequireCalls(t, 1)
+
+	for _, key := range []string{aliceKey, bobKey} {
+		assert.NotContains(t, logs.String(), key)
+	}
+}
+
+func TestHTTPRefusesRequestsWithoutACallersKey(t *testing.T) {
+	t.Parallel()
+	url, _, _ := mcpHTTP(t, toolgatetest.New(t, nil))
+	for _, tc := range []struct {
+		name, method, authorization string
+	}{
+		{"no key", http.MethodPost, ""},
+		{"unknown key", http.MethodPost, "Bearer tg_test_nobody"},
+		{"not bearer", http.MethodPost, "Basic " + aliceKey},
+		{"no key on the event stream", http.MethodGet, ""},
+		{"no key to end a session", http.MethodDelete, ""},
+	} {
+		r := send(t, tc.method, url, tc.authorization, "", initialize)
+		assert.Equal(t, http.StatusUnauthorized, r.status, tc.name)
+		assert.Equal(t, `Bearer realm="toolgate"`, r.header.Get("WWW-Authenticate"), tc.name)
+		assert.Contains(t, string(r.body), `"error":{"code":-32600,"message":"a valid API key is required`, tc.name)
+	}
+}
+
+func TestHTTPSessionAnswersOnlyItsPrincipal(t *testing.T) {
+	t.Parallel()
+	url, _, _ := mcpHTTP(t, toolgatetest.New(t, nil))
+	r := send(t, http.MethodPost, url, "Bearer "+aliceKey, "", initialize)
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	session := r.header.Get("Mcp-Session-Id")
+	require.NotEmpty(t, session)
+	r = send(t, http.MethodPost, url, "Bearer "+aliceKey, session, initialized)
+	require.Equal(t, http.StatusAccepted, r.status, "%s", r.body)
+
+	// bob's key on alice's session: refused, whatever he asks.
+	r = send(t, http.MethodPost, url, "Bearer "+bobKey, session, listRequest)
+	assert.Equal(t, http.StatusForbidden, r.status, "%s", r.body)
+	r = send(t, http.MethodPost, url, "Bearer "+aliceKey, session, listRequest)
+	assert.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	assert.Contains(t, string(r.body), `"name":"echo"`)
+}
+
+func TestHTTPMalformedAndOversizedRequests(t *testing.T) {
+	t.Parallel()
+	gw := toolgatetest.New(t, nil)
+	url, _, _ := mcpHTTP(t, gw)
+	auth := "Bearer " + aliceKey
+
+	huge := `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"` + strings.Repeat("x", 1<<20) + `"}}`
+	r := send(t, http.MethodPost, url, auth, "", huge)
+	assert.Equal(t, http.StatusRequestEntityTooLarge, r.status)
+	assert.Contains(t, string(r.body), "larger than 1048576 bytes")
+
+	r = send(t, http.MethodPost, url, auth, "", initialize)
+	session := r.header.Get("Mcp-Session-Id")
+	send(t, http.MethodPost, url, auth, session, initialized)
+	for _, tc := range []struct{ body, want string }{
+		{`{not json`, ""},
+		{`[`, ""},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":"nope"}`, `"code":-32602`},
+		{`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":"nope"}}`, `arguments: must be an object`},
+		{`{"jsonrpc":"2.0","id":3,"method":"no/such/method"}`, ""},
+	} {
+		r = send(t, http.MethodPost, url, auth, session, tc.body)
+		assert.Less(t, r.status, 500, "%s: %s", tc.body, r.body)
+		if tc.want == "" {
+			assert.Equal(t, http.StatusBadRequest, r.status, "%s: %s", tc.body, r.body)
+		} else {
+			assert.Contains(t, string(r.body), tc.want, tc.body)
+		}
+	}
+	gw.Upstream.RequireCalls(t, 0)
+
+	// The server is still serving.
+	cs := connectHTTP(t, url, aliceKey, nil)
+	assert.Contains(t, listAll(t, cs), "echo")
+}
+
+func TestHTTPReSentRequestRunsOnce(t *testing.T) {
+	t.Parallel()
+	gw := toolgatetest.New(t, &toolgatetest.Options{Tools: []*registry.Tool{coveredEcho()}})
+	url, _, _ := mcpHTTP(t, gw)
+	auth := "Bearer " + aliceKey
+	r := send(t, http.MethodPost, url, auth, "", initialize)
+	session := r.header.Get("Mcp-Session-Id")
+	send(t, http.MethodPost, url, auth, session, initialized)
+
+	callReq := `{"jsonrpc":"2.0","id":"call-1","method":"tools/call","params":{"name":"echo","arguments":{"v":"once"}}}`
+	first := send(t, http.MethodPost, url, auth, session, callReq)
+	again := send(t, http.MethodPost, url, auth, session, callReq)
+	require.Equal(t, http.StatusOK, first.status, "%s", first.body)
+	id := first.executionID(t)
+	assert.Equal(t, id, again.executionID(t))
+	gw.Upstream.RequireCalls(t, 1)
+
+	// The same id in a new session is a new request.
+	r = send(t, http.MethodPost, url, auth, "", initialize)
+	other := r.header.Get("Mcp-Session-Id")
+	send(t, http.MethodPost, url, auth, other, initialized)
+	assert.NotEqual(t, id, send(t, http.MethodPost, url, auth, other, callReq).executionID(t))
+	gw.Upstream.RequireCalls(t, 2)
+}
+
+func TestHTTPCloseEndsEventStreams(t *testing.T) {
+	t.Parallel()
+	url, h, _ := mcpHTTP(t, toolgatetest.New(t, nil))
+	auth := "Bearer " + aliceKey
+	r := send(t, http.MethodPost, url, auth, "", initialize)
+	session := r.header.Get("Mcp-Session-Id")
+	send(t, http.MethodPost, url, auth, session, initialized)
+
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", auth)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", session)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	ended := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		close(ended)
+	}()
+
+	h.Close()
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second): // a guard against hanging, not a speed check
+		t.Fatal("the event stream is still open after Close")
+	}
+}
+
+// Raw JSON-RPC messages for the tests that speak HTTP themselves.
+const (
+	initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + legacyProtocol +
+		`","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
+	initialized = `{"jsonrpc":"2.0","method":"notifications/initialized","params":{}}`
+	listRequest = `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`
+)
+
+type httpReply struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// send makes one HTTP request to the MCP endpoint as a streamable HTTP
+// client does (POST bodies are JSON; answers may come as JSON or as an
+// event stream, whose first data line is returned).
+func send(t *testing.T, method, url, authorization, session, body string) httpReply {
+	t.Helper()
+	var rd io.Reader
+	if method == http.MethodPost {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if authorization != "" {
+		req.Header.Set("Authorization", authorization)
+	}
+	if session != "" {
+		req.Header.Set("Mcp-Session-Id", session)
+		req.Header.Set("Mcp-Protocol-Version", legacyProtocol)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	r := httpReply{status: resp.StatusCode, header: resp.Header}
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 4<<20)
+		for sc.Scan() {
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				r.body = []byte(data)
+				break
+			}
+		}
+		return r
+	}
+	r.body, err = io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return r
+}
+
+// executionID is the execution id of a tools/call answer.
+func (r httpReply) executionID(t *testing.T) string {
+	t.Helper()
+	var msg struct {
+		Result mcp.CallToolResult `json:"result"`
+	}
+	require.NoError(t, json.NewDecoder(bytes.NewReader(r.body)).Decode(&msg), "%s", r.body)
+	require.False(t, msg.Result.IsError, "%s", r.body)
+	id, _ := msg.Result.Meta["toolgate/executionId"].(string)
+	require.NotEmpty(t, id, "%s", r.body)
+	return id
+}

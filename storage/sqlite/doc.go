@@ -1,0 +1,79 @@
+// Package sqlite is a storage.Store kept in one SQLite file, for a gateway
+// that must keep its ledger, its Idempotency-Keys and its budgets across
+// restarts but has no database server: an agent runtime on one machine, a
+// desktop agent, a small team's gateway. It uses modernc.org/sqlite, so it
+// needs no cgo and no SQLite library on the machine.
+//
+// Use the memory store (storage/memory) for tests and demos, where state may
+// be lost at every restart; this one for a single machine; storage/postgres
+// for gateways on several hosts.
+//
+// Open creates the file when it is missing (readable by its owner only) and
+// creates or upgrades its tables from the migrations embedded in the
+// package, in one transaction; a file written by a newer version is refused.
+// The file uses write-ahead logging, so reads never wait for a write.
+//
+// # Writes, and several processes on one file
+//
+// Every write of a Store goes through one connection, one at a time, in a
+// transaction begun with BEGIN IMMEDIATE, which takes the file's write lock
+// before the first read. So each storage.Store guarantee holds the way
+// PostgreSQL's row locks make it hold there: BeginExecution reads the key,
+// the quote and the ledger and writes the claim and the reservation with no
+// other write in between, in this process or any other; an Idempotency-Key
+// runs once, a quote is used once, a budget is never overspent.
+//
+// Several processes on the same machine may open the same file (a second
+// gateway, an operator's sqlite3 shell): their writes take turns on the
+// file's write lock, each waiting up to Config.BusyTimeout for it, and fail
+// with an error that says so after that. The file must be on a local file
+// system: SQLite's locks and shared memory do not work over most network
+// file systems, and Open refuses a file that cannot use write-ahead
+// logging. Gateways on several hosts share a PostgreSQL database instead.
+//
+// The writes waiting at one moment share one transaction (group commit),
+// each in a savepoint of its own, so a burst of calls pays for one disk
+// flush rather than one each, and a write that fails rolls back alone. A
+// write's caller hears of it only after the commit, which waits for the
+// disk (synchronous=FULL): a call reported finished replays after the
+// process is killed, and after a power loss too. A caller whose context ends
+// before its write has started gets the context's error and the write never
+// runs; once started, a write runs to its end.
+//
+// Reads (GetQuote, GetIdempotency, MeasureLimits, Usage, ...) use a small
+// pool of read-only connections (Config.ReadConnections) and see every
+// write committed before they start.
+//
+// # Values
+//
+// Amounts are stored as integers of ten-thousandths of a dollar, the
+// contract's four decimals, and sums stay exact; an amount with more
+// decimals is refused rather than rounded. The limits of a caller's own
+// spend controls are kept as the decimal text they were given. Instants are
+// integers of nanoseconds since 1970 (UTC), so times read back are the
+// times written, in UTC; the zero time round-trips, and instants outside
+// the years 1678 to 2262 are kept as the nearer end of that span.
+//
+// Limits are measured as in storage/postgres: from rollups of the ledger
+// per principal, tool and UTC day or minute, kept exact by triggers, and raw
+// ledger rows for at most half a minute, so admission costs the same however
+// long a principal's history.
+//
+// # Retention and size
+//
+// Nothing is deleted until Prune is called; the gateway's RunRetention
+// calls it every minute. Prune deletes in steps of at most a hundred rows,
+// each its own write, so calls never wait long behind it. The pages deleted
+// rows leave are reused by later writes, so under sustained traffic the file
+// grows to hold what retention keeps (a day of results, a month of ledger)
+// and then stays that size; it does not shrink by itself after a peak (run
+// VACUUM while no gateway has it open, to give the space back). The
+// write-ahead log is checkpointed into the file as it grows and cut back to
+// 64 MiB after a burst. What the process keeps in memory is bounded by
+// SQLite's page cache, about 2 MiB per connection, whatever the file's size.
+//
+// Back the file up with SQLite's online backup (the sqlite3 shell's .backup
+// command) or by copying it while no process has it open: a copy of the
+// file alone, taken while a gateway runs, may miss what is still in its
+// write-ahead log.
+package sqlite

@@ -1,0 +1,60 @@
+package sqlite
+
+import (
+	"context"
+
+	"github.com/google/uuid"
+
+	"github.com/toolgate/toolgate/storage"
+)
+
+// executionColumns is the select list scanExecution reads, with the
+// response; listedColumns is the same without it (a listing never shows
+// outputs, so it never reads them). An execution from before the audit
+// columns whose quote was gone shows its total as its price, with no fee.
+const (
+	auditColumns = `id, principal, tool_id, quote_id, idempotency_key, status,
+	amount, charged, created_at, finished_at, tool_slug, manifest_digest,
+	COALESCE(price, amount), COALESCE(fee, 0), approval, grant_id`
+	executionColumns = auditColumns + `, response`
+	listedColumns    = auditColumns + `, NULL`
+)
+
+func scanExecution(row scanner) (storage.Execution, error) {
+	var (
+		e                           storage.Execution
+		id, quoteID                 []byte
+		status, approval            string
+		amount, created, price, fee int64
+		finished                    *int64
+	)
+	if err := row.Scan(&id, &e.Principal, &e.ToolID, &quoteID, &e.IdempotencyKey, &status,
+		&amount, &e.Charged, &created, &finished, &e.ToolSlug, &e.ManifestDigest, &price, &fee,
+		&approval, &e.GrantID, &e.Response); err != nil {
+		return storage.Execution{}, translate(err)
+	}
+	e.PriceUSD, e.FeeUSD = fromUnits(price), fromUnits(fee)
+	e.Approval = storage.ApprovalKind(approval)
+	var err error
+	if e.ID, err = parseID(id); err != nil {
+		return storage.Execution{}, err
+	}
+	if e.QuoteID, err = parseID(quoteID); err != nil {
+		return storage.Execution{}, err
+	}
+	e.Status = storage.ExecutionStatus(status)
+	e.AmountUSD = fromUnits(amount)
+	e.CreatedAt = fromNanos(created)
+	e.FinishedAt = nullNanos(finished)
+	return e, nil
+}
+
+// GetExecution returns an execution by id. ErrNotFound if absent.
+func (s *Store) GetExecution(ctx context.Context, id uuid.UUID) (storage.Execution, error) {
+	return getExecution(s.pool(ctx), id)
+}
+
+// getExecution reads an execution by id. ErrNotFound if absent.
+func getExecution(q reader, id uuid.UUID) (storage.Execution, error) {
+	return scanExecution(q.queryRow(`SELECT `+executionColumns+` FROM executions WHERE id = ?`, idBytes(id)))
+}

@@ -1,0 +1,86 @@
+package sqlite
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/toolgate/toolgate/storage"
+)
+
+// FinishExecution records a running execution's outcome atomically: the
+// idempotency record finished, the execution's status and response, the
+// reservation charged or released, and for completed executions the tool's
+// usage counters. ErrLeaseLost when f.LeaseToken no longer holds the lease
+// (a finished execution holds none, so a second finish gets it too),
+// ErrNotFound when the execution does not exist.
+//
+// Like BeginExecution it is one write, so exactly one of a late finish and
+// a takeover of the same key wins, on any process.
+func (s *Store) FinishExecution(ctx context.Context, f storage.Finish) error {
+	if f.Status != storage.ExecutionCompleted && f.Status != storage.ExecutionFailed {
+		return fmt.Errorf("sqlite: cannot finish an execution as %q", f.Status)
+	}
+	response := f.Response
+	if response == nil {
+		// A finished execution always has a response, even an empty one;
+		// NULL means "still running".
+		response = []byte{}
+	}
+	state := "released"
+	if f.Charged {
+		state = "charged"
+	}
+	return s.write(ctx, func(tx *writeTx) error {
+		toolID, err := checkLease(tx, f)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.exec(`
+			UPDATE executions SET status = ?, charged = ?, response = ?, finished_at = ? WHERE id = ?`,
+			string(f.Status), boolInt(f.Charged), response, nanos(f.Now), idBytes(f.ExecutionID)); err != nil {
+			return err
+		}
+		if _, err := tx.exec(`UPDATE idempotency_records SET finished = 1 WHERE principal = ? AND key = ?`,
+			f.Principal, f.Key); err != nil {
+			return err
+		}
+		// Prune keeps the reservations of running executions, so the row is
+		// there; the state condition makes the update harmless if not. The
+		// rollups follow by trigger.
+		if _, err := tx.exec(`UPDATE spend_ledger SET state = ? WHERE execution_id = ? AND state = 'reserved'`,
+			state, idBytes(f.ExecutionID)); err != nil {
+			return err
+		}
+		if f.Status == storage.ExecutionCompleted {
+			return countUse(tx, toolID, f.Principal)
+		}
+		return nil
+	})
+}
+
+// checkLease requires f's execution to exist for f.Principal under f.Key
+// (ErrNotFound), still running with f.LeaseToken holding its record's lease
+// (ErrLeaseLost), and returns the execution's tool.
+func checkLease(tx *writeTx, f storage.Finish) (toolID string, err error) {
+	var (
+		principal, status string
+		recordExec, token []byte
+		finished          bool
+	)
+	err = translate(tx.queryRow(`
+		SELECT e.principal, e.tool_id, e.status, i.execution_id, i.lease_token, coalesce(i.finished, 0)
+		FROM executions e
+		LEFT JOIN idempotency_records i ON i.principal = ? AND i.key = ?
+		WHERE e.id = ?`,
+		f.Principal, f.Key, idBytes(f.ExecutionID)).Scan(&principal, &toolID, &status, &recordExec, &token, &finished))
+	switch {
+	case err != nil:
+		return "", err // ErrNotFound when there is no such execution
+	case principal != f.Principal || !bytes.Equal(recordExec, idBytes(f.ExecutionID)):
+		return "", storage.ErrNotFound
+	case !bytes.Equal(token, idBytes(f.LeaseToken)) || finished || status != string(storage.ExecutionRunning):
+		return "", storage.ErrLeaseLost
+	}
+	return toolID, nil
+}

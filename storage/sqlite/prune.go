@@ -1,0 +1,146 @@
+package sqlite
+
+import (
+	"context"
+	"time"
+
+	"github.com/toolgate/toolgate/storage"
+)
+
+// defaultPruneLimit is Prune's per-kind cap when p.Limit is 0.
+const defaultPruneLimit = 1000
+
+// pruneStep is how many rows one write of Prune deletes at most. Prune
+// deletes in steps so that calls, whose writes share the one writer, never
+// wait behind a long deletion: each step is a write of its own, committed
+// before the next.
+const pruneStep = 100
+
+// Prune deletes what the retention policy no longer needs, at most p.Limit
+// rows of each kind, in steps of at most pruneStep rows. A zero cutoff
+// prunes nothing of that kind.
+//
+// Deleted rows leave free pages in the file, which later writes reuse: the
+// file grows to hold what retention keeps at the busiest, and no further
+// (see the package documentation).
+func (s *Store) Prune(ctx context.Context, p storage.Prune) (storage.PruneResult, error) {
+	limit := p.Limit
+	if limit <= 0 {
+		limit = defaultPruneLimit
+	}
+	var (
+		res storage.PruneResult
+		err error
+	)
+	if !p.IdempotencyBefore.IsZero() {
+		if res.Idempotency, err = s.pruneSteps(ctx, limit, p.IdempotencyBefore, pruneRecords); err != nil {
+			return res, err
+		}
+	}
+	if !p.QuotesBefore.IsZero() {
+		if res.Quotes, err = s.pruneSteps(ctx, limit, p.QuotesBefore, pruneQuotes); err != nil {
+			return res, err
+		}
+	}
+	if !p.LedgerBefore.IsZero() {
+		if res.Ledger, err = s.pruneSteps(ctx, limit, p.LedgerBefore, pruneLedger); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// pruneSteps runs step, one write at a time, until it has deleted limit
+// rows or finds fewer than it was allowed.
+func (s *Store) pruneSteps(ctx context.Context, limit int, before time.Time, step func(tx *writeTx, before int64, n int) (int, error)) (int, error) {
+	total := 0
+	for total < limit {
+		n := min(pruneStep, limit-total)
+		var deleted int
+		err := s.write(ctx, func(tx *writeTx) error {
+			var err error
+			deleted, err = step(tx, nanos(before), n)
+			return err
+		})
+		if err != nil {
+			return total, err
+		}
+		total += deleted
+		if deleted < n {
+			break
+		}
+	}
+	return total, nil
+}
+
+// pruneRecords deletes up to n idempotency records, with their executions,
+// that are finished and were created before the cutoff, or running with a
+// lease that ended before it: such a run was abandoned by a dead process.
+// Its reservation stays in the ledger, since the upstream may well have been
+// called and billed. A run with a live lease keeps its record and
+// execution. Every such record was created before the cutoff too, which is
+// the order the walk takes.
+func pruneRecords(tx *writeTx, before int64, n int) (int, error) {
+	rows, err := tx.query(`
+		SELECT principal, key, execution_id FROM idempotency_records
+		WHERE created_at < ?1 AND (finished OR lease_until < ?1)
+		ORDER BY created_at LIMIT ?2`, before, n)
+	if err != nil {
+		return 0, err
+	}
+	type doomed struct {
+		principal, key string
+		execID         []byte
+	}
+	var victims []doomed
+	for rows.Next() {
+		var d doomed
+		if err := rows.Scan(&d.principal, &d.key, &d.execID); err != nil {
+			rows.Close()
+			return 0, translate(err)
+		}
+		victims = append(victims, d)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, translate(err)
+	}
+	for _, d := range victims {
+		if _, err := tx.exec(`DELETE FROM idempotency_records WHERE principal = ? AND key = ?`, d.principal, d.key); err != nil {
+			return 0, err
+		}
+		if _, err := tx.exec(`DELETE FROM executions WHERE id = ?`, d.execID); err != nil {
+			return 0, err
+		}
+	}
+	return len(victims), nil
+}
+
+// pruneQuotes deletes up to n quotes that expired before the cutoff, except
+// one whose call is still running: a takeover of that call presents it
+// again.
+func pruneQuotes(tx *writeTx, before int64, n int) (int, error) {
+	deleted, err := tx.exec(`
+		DELETE FROM quotes WHERE id IN (
+			SELECT q.id FROM quotes q
+			WHERE q.expires_at < ?1
+			AND NOT (q.state = 'used' AND EXISTS (
+				SELECT 1 FROM idempotency_records i
+				WHERE i.principal = q.principal AND i.key = q.used_by_key AND NOT i.finished))
+			ORDER BY q.expires_at LIMIT ?2)`, before, n)
+	return int(deleted), err
+}
+
+// pruneLedger deletes up to n rows of spend and call history created
+// before the cutoff. The reservation of a call still running is kept
+// whatever its age: its FinishExecution must find it to charge it once.
+// The triggers take each deleted row out of its rollups.
+func pruneLedger(tx *writeTx, before int64, n int) (int, error) {
+	deleted, err := tx.exec(`
+		DELETE FROM spend_ledger WHERE id IN (
+			SELECT l.id FROM spend_ledger l
+			WHERE l.created_at < ?1
+			AND NOT EXISTS (SELECT 1 FROM executions e WHERE e.id = l.execution_id AND e.status = 'running')
+			ORDER BY l.created_at LIMIT ?2)`, before, n)
+	return int(deleted), err
+}

@@ -1,0 +1,88 @@
+package sqlite
+
+import (
+	"context"
+	"strings"
+
+	"github.com/toolgate/toolgate/storage"
+)
+
+// countUse counts one completed execution of toolID by principal, inside
+// FinishExecution's write. The principal is a new user exactly when its
+// tool_users row is inserted now.
+func countUse(tx *writeTx, toolID, principal string) error {
+	newUser, err := tx.exec(`INSERT INTO tool_users (tool_id, principal) VALUES (?, ?) ON CONFLICT DO NOTHING`,
+		toolID, principal)
+	if err != nil {
+		return err
+	}
+	_, err = tx.exec(`
+		INSERT INTO tool_usage (tool_id, count, unique_users) VALUES (?1, 1, ?2)
+		ON CONFLICT (tool_id) DO UPDATE SET count = count + 1, unique_users = unique_users + ?2`,
+		toolID, newUser)
+	return err
+}
+
+// Usage returns one tool's usage counters, zero when it has none.
+func (s *Store) Usage(ctx context.Context, toolID string) (storage.Usage, error) {
+	var u storage.Usage
+	err := translate(s.pool(ctx).queryRow(`SELECT count, unique_users FROM tool_usage WHERE tool_id = ?`, toolID).
+		Scan(&u.Count, &u.UniqueUsers))
+	if isNotFound(err) {
+		return storage.Usage{}, nil
+	}
+	return u, err
+}
+
+// UsageAll returns the usage counters of every tool that has any.
+func (s *Store) UsageAll(ctx context.Context) (map[string]storage.Usage, error) {
+	rows, err := s.pool(ctx).query(`SELECT tool_id, count, unique_users FROM tool_usage`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make(map[string]storage.Usage)
+	for rows.Next() {
+		var (
+			id string
+			u  storage.Usage
+		)
+		if err := rows.Scan(&id, &u.Count, &u.UniqueUsers); err != nil {
+			return nil, translate(err)
+		}
+		out[id] = u
+	}
+	return out, translate(rows.Err())
+}
+
+// UsageOf implements storage.UsageLister: the counters of one page of a
+// registry listing, in one query.
+func (s *Store) UsageOf(ctx context.Context, toolIDs []string) (map[string]storage.Usage, error) {
+	out := make(map[string]storage.Usage, len(toolIDs))
+	if len(toolIDs) == 0 {
+		return out, nil
+	}
+	args := make([]any, len(toolIDs))
+	for i, id := range toolIDs {
+		args[i] = id
+	}
+	marks := strings.TrimSuffix(strings.Repeat("?,", len(toolIDs)), ",")
+	rows, err := s.pool(ctx).query(`SELECT tool_id, count, unique_users FROM tool_usage WHERE tool_id IN (`+marks+`)`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			id string
+			u  storage.Usage
+		)
+		if err := rows.Scan(&id, &u.Count, &u.UniqueUsers); err != nil {
+			return nil, translate(err)
+		}
+		if u.Count > 0 || u.UniqueUsers > 0 {
+			out[id] = u
+		}
+	}
+	return out, translate(rows.Err())
+}
