@@ -119,6 +119,9 @@ func (g *Gateway) endCall(ctx context.Context, rec *callRecord, res *CallResult,
 	o := g.obs
 	outcome, code := outcomeOf(rec, res, err)
 	elapsed := time.Since(rec.start)
+	if o.metrics == nil && rec.span == nil && !rec.ran {
+		return // nothing to report: neither metrics nor a trace, and nothing ran
+	}
 	slug := g.toolLabel(rec.tool, rec.requested)
 	if m := o.metrics; m != nil {
 		series := m.tool(slug)
