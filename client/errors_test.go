@@ -353,8 +353,9 @@ func TestCodesThisVersionDoesNotKnow(t *testing.T) {
 			require.NoError(t, err)
 			_, err = c.Call(context.Background(), toolgate.CallRequest{Tool: "echo", QuoteID: uuid.NewString(), Input: []byte(`{}`)})
 			digest := "sha256:ab"
+			// approvalRequestsUrl says a grant is what the call lacks.
 			want := &toolgate.Error{Code: toolgate.Code(tc.code), Message: "about " + tc.code,
-				ApprovalRequirement: toolgate.RequirementPerCall, ManifestDigest: &digest, Reasons: []string{"r"}}
+				ApprovalRequirement: toolgate.RequirementPerCall, ManifestDigest: &digest, Reasons: []string{"r"}, GrantRequired: true}
 			var got *toolgate.Error
 			require.ErrorAs(t, err, &got)
 			assert.Equal(t, want, got)

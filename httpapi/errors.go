@@ -27,6 +27,7 @@ type errorDetail struct {
 	ApprovalRequirement toolgate.Requirement  `json:"approvalRequirement,omitempty"`
 	ManifestDigest      *string               `json:"manifestDigest,omitempty"`
 	Reasons             []string              `json:"reasons,omitempty"`
+	ApprovalRequestsURL string                `json:"approvalRequestsUrl,omitempty"`
 }
 
 // apiError builds a gateway error for a condition the HTTP layer detects.
@@ -54,6 +55,11 @@ func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 		ApprovalRequirement: te.ApprovalRequirement,
 		ManifestDigest:      te.ManifestDigest,
 		Reasons:             te.Reasons,
+	}
+	if te.GrantRequired {
+		// The caller's calls need an approver's grant: say where to ask.
+		d.ApprovalRequestsURL = baseURL(r) + approvalRequestsPath
+		varyOnForwarded(w)
 	}
 	switch te.Code {
 	case toolgate.CodeUnauthorized:
@@ -107,6 +113,8 @@ func DecodeError(header http.Header, body []byte) (te *toolgate.Error, ok bool) 
 		ApprovalRequirement: d.ApprovalRequirement,
 		ManifestDigest:      d.ManifestDigest,
 		Reasons:             d.Reasons,
+		// The gateway says where to ask exactly when a grant is required.
+		GrantRequired: d.ApprovalRequestsURL != "",
 	}
 	secs := d.RetryAfterSeconds
 	if secs == 0 {

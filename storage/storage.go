@@ -1,6 +1,7 @@
 // Package storage defines the contract between the gateway and the place its
 // state lives: quotes, idempotency records with leases, executions, the spend
-// ledger, usage counters, standing approvals and caller spend controls.
+// ledger, usage counters, standing approvals, approval requests and caller
+// spend controls.
 //
 // The gateway keeps no state of its own. Every rule that must hold across
 // concurrent calls (a quote is used once, a key runs once, a budget is never
@@ -70,6 +71,10 @@ type Store interface {
 	//     record fails with ErrIdempotencyConflict;
 	//   - marks the quote used by this key (ErrQuoteNotFound when it does not
 	//     exist for b.Principal, ErrQuoteUsed when another key used it);
+	//   - when b.GrantID is set, marks that approval request used by
+	//     b.ExecutionID; it must be approved and unused, for b.Principal,
+	//     b.QuoteID and b.ToolID (ErrGrantUnusable otherwise). A takeover
+	//     does not look at the grant: the run it takes over used it;
 	//   - counts each of b.Limits over the ledger, including in-flight
 	//     reservations, and fails with *LimitError listing every limit the
 	//     call would break;
@@ -122,6 +127,25 @@ type Store interface {
 	// must only change its argument, and it must not call the store. An error
 	// from update aborts the change, writes nothing and is returned as it is.
 	UpdateSpendControls(ctx context.Context, principal string, update func(*SpendControls) error) (SpendControls, error)
+
+	// CreateApprovalRequest stores a new approval request, normally pending.
+	// ErrAlreadyExists if the id is taken.
+	CreateApprovalRequest(ctx context.Context, r ApprovalRequest) error
+	// GetApprovalRequest returns the approval request with this id, in its
+	// stored state (expiry is the reader's to judge). ErrNotFound if absent.
+	GetApprovalRequest(ctx context.Context, id uuid.UUID) (ApprovalRequest, error)
+	// ListApprovalRequests returns the requests f selects, newest first
+	// (CreatedAt descending, then ID descending by bytes), at most f.Limit.
+	ListApprovalRequests(ctx context.Context, f ApprovalRequestFilter) ([]ApprovalRequest, error)
+	// DecideApprovalRequest approves or denies a pending request in one
+	// atomic step, and returns it as decided. Of any number of concurrent
+	// decisions exactly one wins; the others get ErrAlreadyDecided, as does
+	// any decision of a request no longer pending. A pending request whose
+	// ExpiresAt is at or before d.Now gets ErrApprovalExpired and stays
+	// pending. An approve with d.Remember also puts the standing approval
+	// (see ApprovalDecision) in the same step: both are written or neither.
+	// ErrNotFound if absent.
+	DecideApprovalRequest(ctx context.Context, d ApprovalDecision) (ApprovalRequest, error)
 
 	// Prune deletes records the retention policy no longer needs, at most
 	// p.Limit of each kind per call so one run never holds the store long.
@@ -250,6 +274,9 @@ type Begin struct {
 	LeaseToken  uuid.UUID
 	LeaseUntil  time.Time
 	Now         time.Time
+	// GrantID is the approval request that approves this call (see
+	// BeginExecution); uuid.Nil when the call carries none.
+	GrantID uuid.UUID
 }
 
 // BeginResult is the outcome of a successful BeginExecution.
@@ -303,7 +330,12 @@ type Approval struct {
 	ToolID         string
 	ManifestDigest string
 	Mode           ApprovalMode
-	UpdatedAt      time.Time
+	// ApprovedBy is the approver who set it (by approving a request with
+	// Remember, or on the principal's behalf), or whose approved call
+	// recorded a first use; empty when the caller set it. Principals whose
+	// calls an approver must approve count only approvals an approver set.
+	ApprovedBy string
+	UpdatedAt  time.Time
 }
 
 // SpendControls are one principal's limits. Nil pointers mean "not set" so
@@ -337,13 +369,17 @@ type Prune struct {
 	// LedgerBefore: spend and call history created before this. It must be
 	// older than every window a limit looks at (the current UTC month).
 	LedgerBefore time.Time
+	// ApprovalRequestsBefore: approval requests, whatever their state, that
+	// expired before this.
+	ApprovalRequestsBefore time.Time
 	// Limit caps the rows of each kind one call deletes; 0 means 1000.
 	Limit int
 }
 
 // PruneResult says how much one Prune call deleted.
 type PruneResult struct {
-	Idempotency int
-	Quotes      int
-	Ledger      int
+	Idempotency      int
+	Quotes           int
+	Ledger           int
+	ApprovalRequests int
 }

@@ -184,9 +184,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return exitFailed
 	}
 	baseURL := "http://" + ln.Addr().String()
+	a.listening(baseURL)
 	fmt.Fprintf(stdout, "toolgate listening on %s\n", baseURL)
 	if devKey != "" {
-		printDevHelp(stdout, baseURL, devKey, opts.offline)
+		printDevHelp(stdout, cfg, baseURL, devKey, opts.offline)
 	}
 	log.Info("started", "address", ln.Addr().String(), "storage", cfg.storageKind(), "offline", opts.offline,
 		"principals", len(cfg.Principals), "development", devKey != "")

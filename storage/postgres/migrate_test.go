@@ -15,7 +15,7 @@ import (
 
 // wantTables is every table the migrations create.
 var wantTables = []string{
-	"approvals", "executions", "idempotency_records", "principal_locks", "quotes",
+	"approval_requests", "approvals", "executions", "idempotency_records", "principal_locks", "quotes",
 	"schema_migrations", "spend_controls", "spend_daily", "spend_ledger", "spend_minute", "tool_usage", "tool_usage_shards", "tool_users",
 }
 
@@ -37,7 +37,7 @@ func assertOneSetOfTables(t *testing.T, schema string) {
 	require.NoError(t, err)
 	versions, err := pgx.CollectRows(rows, pgx.RowTo[int])
 	require.NoError(t, err)
-	assert.Equal(t, []int{1, 2, 3, 4, 5}, versions, "each migration recorded exactly once")
+	assert.Equal(t, []int{1, 2, 3, 4, 5, 6}, versions, "each migration recorded exactly once")
 }
 
 func TestMigrationsAreIdempotent(t *testing.T) {
