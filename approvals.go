@@ -12,10 +12,73 @@ import (
 // version: ask on every call, ask only for charged calls, or never ask for
 // this exact manifest digest. digest must be the current one, so a caller
 // can only ever approve what they have seen. A blocked tool stays blocked.
+// A principal in approver mode cannot set its own: approver_required (an
+// approver sets them, with SetApprovalFor or by approving a request).
 func (g *Gateway) SetApproval(ctx context.Context, principal, tool string, mode storage.ApprovalMode, digest string) (*StandingApproval, error) {
 	if err := validPrincipal(principal); err != nil {
 		return nil, err
 	}
+	am, err := g.approvalMode(ctx, principal)
+	if err != nil {
+		return nil, err
+	}
+	if am == ApprovalModeApprover {
+		return nil, newError(CodeApproverRequired, "the standing approvals of %s are set by its approvers", principal)
+	}
+	return g.setApproval(ctx, principal, tool, mode, digest, "")
+}
+
+// SetApprovalFor records a standing approval, as SetApproval does, on
+// behalf of a principal approver approves for; in approver mode only such
+// approvals count. Any other principal is not_found.
+func (g *Gateway) SetApprovalFor(ctx context.Context, approver, principal, tool string, mode storage.ApprovalMode, digest string) (*StandingApproval, error) {
+	if err := g.requireApproverOf(ctx, approver, principal); err != nil {
+		return nil, err
+	}
+	return g.setApproval(ctx, principal, tool, mode, digest, approver)
+}
+
+// ApprovalsFor lists the standing approvals of a principal approver
+// approves for, as Approvals does for the caller.
+func (g *Gateway) ApprovalsFor(ctx context.Context, approver, principal string) ([]ToolApproval, error) {
+	if err := g.requireApproverOf(ctx, approver, principal); err != nil {
+		return nil, err
+	}
+	return g.Approvals(ctx, principal)
+}
+
+// DeleteApprovalFor removes a standing approval of a principal approver
+// approves for.
+func (g *Gateway) DeleteApprovalFor(ctx context.Context, approver, principal, tool string) error {
+	if err := g.requireApproverOf(ctx, approver, principal); err != nil {
+		return err
+	}
+	return g.DeleteApproval(ctx, principal, tool)
+}
+
+// requireApproverOf refuses an approver who does not approve for
+// principal, as not found: the principals of other approvers are not
+// theirs to learn of.
+func (g *Gateway) requireApproverOf(ctx context.Context, approver, principal string) error {
+	if approver == "" {
+		return newError(CodeApproverRequired, "only an approver can do this")
+	}
+	if err := validPrincipal(principal); err != nil {
+		return newError(CodeInvalidRequest, "name the principal whose standing approvals these are")
+	}
+	ok, err := g.approves(ctx, approver, principal)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return newError(CodeNotFound, "you approve for no principal %q", principal)
+	}
+	return nil
+}
+
+// setApproval records a standing approval set by approvedBy, or by the
+// caller when empty.
+func (g *Gateway) setApproval(ctx context.Context, principal, tool string, mode storage.ApprovalMode, digest, approvedBy string) (*StandingApproval, error) {
 	v, err := g.lookup(tool)
 	if err != nil {
 		return nil, err
@@ -35,7 +98,7 @@ func (g *Gateway) SetApproval(ctx context.Context, principal, tool string, mode 
 	if digest != v.Digest {
 		return nil, policy.explain(newError(CodeApprovalMismatch, "the digest is not that of %s's current version", v.Tool.Slug))
 	}
-	a := storage.Approval{Principal: principal, ToolID: v.Tool.ID, ManifestDigest: digest, Mode: mode, UpdatedAt: g.clock.Now().UTC()}
+	a := storage.Approval{Principal: principal, ToolID: v.Tool.ID, ManifestDigest: digest, Mode: mode, ApprovedBy: approvedBy, UpdatedAt: g.clock.Now().UTC()}
 	if err := g.store.PutApproval(ctx, a); err != nil {
 		return nil, internalError(err)
 	}
@@ -92,21 +155,21 @@ func (g *Gateway) DeleteApproval(ctx context.Context, principal, tool string) er
 	return nil
 }
 
-// rememberFirstUse records that the caller approved this exact digest, so a
-// first_use tool needs no approval again until its digest changes. A
-// standing approval the caller set themselves is left as it is.
-func (g *Gateway) rememberFirstUse(ctx context.Context, principal string, v *registry.Version) {
+// rememberFirstUse records that the call's approver (approvedBy; empty for
+// the caller) approved this exact digest, so a first_use tool needs no
+// approval again until its digest changes. A standing approval someone set
+// is left as it is, and so is a first use already remembered as strongly:
+// one an approver approved is not replaced by the caller's.
+func (g *Gateway) rememberFirstUse(ctx context.Context, principal string, v *registry.Version, approvedBy string) {
 	existing, err := g.store.GetApproval(ctx, principal, v.Tool.ID)
-	if err == nil && existing.ManifestDigest == v.Digest {
-		return
-	}
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return
 	}
-	if err == nil && existing.Mode != storage.ApprovalFirstUse {
+	if err == nil && (existing.Mode != storage.ApprovalFirstUse ||
+		existing.ManifestDigest == v.Digest && (existing.ApprovedBy != "" || approvedBy == "")) {
 		return
 	}
-	a := storage.Approval{Principal: principal, ToolID: v.Tool.ID, ManifestDigest: v.Digest, Mode: storage.ApprovalFirstUse, UpdatedAt: g.clock.Now().UTC()}
+	a := storage.Approval{Principal: principal, ToolID: v.Tool.ID, ManifestDigest: v.Digest, Mode: storage.ApprovalFirstUse, ApprovedBy: approvedBy, UpdatedAt: g.clock.Now().UTC()}
 	if err := g.store.PutApproval(ctx, a); err != nil {
 		g.log.WarnContext(ctx, "could not remember first use", "tool", v.Tool.Slug, "error", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 	"github.com/toolgate/toolgate/storage"
 )
@@ -77,6 +78,25 @@ func (g *Gateway) ListExecutions(ctx context.Context, principal string, f Execut
 	return g.listExecutions(ctx, "principal\x00"+principal, []string{principal}, f)
 }
 
+// ListApproverExecutions is ListExecutions for an approver: the executions
+// of every principal the approver approves for, merged, newest first. Its
+// cursors are the approver's own.
+func (g *Gateway) ListApproverExecutions(ctx context.Context, approver string, f ExecutionFilter) (*ExecutionPage, error) {
+	principals, err := g.approverScope(ctx, approver)
+	if err != nil {
+		return nil, err
+	}
+	return g.listExecutions(ctx, "approver\x00"+approver, principals, f)
+}
+
+// approverScope is whose executions an approver reads.
+func (g *Gateway) approverScope(ctx context.Context, approver string) ([]string, error) {
+	if approver == "" {
+		return nil, newError(CodeApproverRequired, "only an approver reads other principals' executions")
+	}
+	return g.approvedPrincipals(ctx, approver)
+}
+
 // listExecutions lists the executions of principals. scope names who lists
 // them, and binds the cursors it gives to that lister.
 func (g *Gateway) listExecutions(ctx context.Context, scope string, principals []string, f ExecutionFilter) (*ExecutionPage, error) {
@@ -111,9 +131,12 @@ func (g *Gateway) listExecutions(ctx context.Context, scope string, principals [
 	// One more than a page tells whether another page follows.
 	want := q.Limit
 	q.Limit++
-	list, err := g.store.ListExecutions(ctx, q)
-	if err != nil {
-		return nil, internalError(err)
+	var list []storage.Execution
+	if len(principals) > 0 {
+		var err error
+		if list, err = g.store.ListExecutions(ctx, q); err != nil {
+			return nil, internalError(err)
+		}
 	}
 	page := &ExecutionPage{Executions: make([]ExecutionSummary, 0, min(len(list), want))}
 	for i, e := range list {
@@ -177,7 +200,10 @@ func (g *Gateway) summarize(e storage.Execution) ExecutionSummary {
 		FinishedAt:     e.FinishedAt,
 	}
 	if e.Approval != "" {
-		s.Approval = &ApprovalRecord{Kind: e.Approval, GrantID: e.GrantID}
+		s.Approval = &ApprovalRecord{Kind: e.Approval}
+		if e.GrantID != uuid.Nil {
+			s.Approval.GrantID = e.GrantID.String()
+		}
 	}
 	return s
 }
@@ -218,6 +244,16 @@ func (g *Gateway) Spend(ctx context.Context, principal string, f SpendFilter) (*
 	return g.spend(ctx, []string{principal}, f)
 }
 
+// ApproverSpend is Spend for an approver: what every principal the
+// approver approves for was charged, together.
+func (g *Gateway) ApproverSpend(ctx context.Context, approver string, f SpendFilter) (*SpendSummary, error) {
+	principals, err := g.approverScope(ctx, approver)
+	if err != nil {
+		return nil, err
+	}
+	return g.spend(ctx, principals, f)
+}
+
 func (g *Gateway) spend(ctx context.Context, principals []string, f SpendFilter) (*SpendSummary, error) {
 	now := g.clock.Now().UTC()
 	if f.GroupBy == "" {
@@ -238,9 +274,13 @@ func (g *Gateway) spend(ctx context.Context, principals []string, f SpendFilter)
 	if !f.Since.Before(f.Until) {
 		return nil, paramError("since", "since must be earlier than until")
 	}
-	groups, err := g.store.SpendSummary(ctx, storage.SpendQuery{Principals: principals, Since: f.Since, Until: f.Until, GroupBy: f.GroupBy})
-	if err != nil {
-		return nil, internalError(err)
+	var groups []storage.SpendGroup
+	if len(principals) > 0 {
+		var err error
+		groups, err = g.store.SpendSummary(ctx, storage.SpendQuery{Principals: principals, Since: f.Since, Until: f.Until, GroupBy: f.GroupBy})
+		if err != nil {
+			return nil, internalError(err)
+		}
 	}
 	out := &SpendSummary{Since: f.Since.UTC(), Until: f.Until.UTC(), GroupBy: f.GroupBy, Groups: make([]SpendGroup, len(groups))}
 	total := decimal.Zero

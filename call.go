@@ -24,6 +24,11 @@ type CallRequest struct {
 	// ApprovalDigest is the manifest digest the user approved; empty when
 	// the caller sends no approval.
 	ApprovalDigest string
+	// ApprovalGrant is the id of an approval request that an approver
+	// approved for this very call (Gateway.RequestApproval); empty when the
+	// call carries none. It approves the call whatever the principal's
+	// approval mode, and the call uses it up.
+	ApprovalGrant string
 	// IdempotencyKey identifies the logical call; retries reuse it.
 	IdempotencyKey string
 }
@@ -45,7 +50,8 @@ type CallResult struct {
 // charging only a completed one. It checks, in this order (contract section
 // 4): the caller, the Idempotency-Key and the request; an earlier call with
 // the same key (replayed, refused as another request, or busy); the quote;
-// the policy and the approval; the input against the tool's schema; the
+// the policy and the approval (the digest, or in approver mode the grant of
+// an approver, contract section 14); the input against the tool's schema; the
 // per-call spend limits; and then, in one atomic step of the store, the
 // rate and spend windows, the reservation of the amount and the claim of
 // the key.
@@ -100,7 +106,8 @@ type call struct {
 	req       CallRequest
 	tool      *registry.Version
 	quoteID   uuid.UUID
-	input     []byte // canonical (RFC 8785)
+	grant     uuid.UUID // uuid.Nil when the call carries none
+	input     []byte    // canonical (RFC 8785)
 	// fingerprint tells a retry of this request from another request
 	// under the same key.
 	fingerprint string
@@ -124,27 +131,51 @@ func (g *Gateway) newCall(principal string, req CallRequest) (call, error) {
 	if err != nil {
 		return call{}, newError(CodeInvalidRequest, "quoteId must be the id of a quote (a UUID)")
 	}
-	if len(bytes.TrimSpace(req.Input)) == 0 {
-		return call{}, newError(CodeInvalidRequest, "input is required")
+	var grant uuid.UUID
+	if req.ApprovalGrant != "" {
+		if grant, err = uuid.Parse(req.ApprovalGrant); err != nil {
+			return call{}, newError(CodeInvalidRequest, "approval.grantId must be the id of an approval request (a UUID)")
+		}
 	}
-	input, err := registry.Canonicalize(req.Input)
+	input, err := canonicalInput(req.Input)
 	if err != nil {
-		return call{}, newError(CodeInvalidRequest, "input is not valid JSON: %v", strings.TrimPrefix(err.Error(), registry.ErrNotCanonicalizable.Error()+": "))
+		return call{}, err
 	}
 	return call{
 		principal:   principal,
 		req:         req,
 		tool:        v,
 		quoteID:     quoteID,
+		grant:       grant,
 		input:       input,
-		fingerprint: fingerprint(v.Tool.ID, quoteID.String(), input, req.ApprovalDigest),
+		fingerprint: grantFingerprint(v.Tool.ID, quoteID.String(), input, req.ApprovalDigest, req.ApprovalGrant),
 	}, nil
+}
+
+// canonicalInput checks that a call's input is there and is JSON, and
+// returns it in RFC 8785 canonical form.
+func canonicalInput(raw json.RawMessage) ([]byte, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil, newError(CodeInvalidRequest, "input is required")
+	}
+	input, err := registry.Canonicalize(raw)
+	if err != nil {
+		return nil, newError(CodeInvalidRequest, "input is not valid JSON: %v", strings.TrimPrefix(err.Error(), registry.ErrNotCanonicalizable.Error()+": "))
+	}
+	return input, nil
 }
 
 // admission is what a call was admitted with.
 type admission struct {
 	quote  storage.Quote
 	policy Policy // zero when resumed
+	// mode is who approves the caller's calls; grant is the approval
+	// request that approved this one, nil when none (or resumed). Together
+	// with policy they say how the call was approved: by the digest sent, by
+	// a standing approval, or by this grant, whose id the store records as
+	// used by the execution.
+	mode   ApprovalMode
+	grant  *storage.ApprovalRequest
 	limits effectiveLimits
 	// resumed: the call takes over an abandoned run of itself, which
 	// passed admission when it began.
@@ -158,12 +189,16 @@ type admission struct {
 
 // admit applies the checks a call passes before the store is asked to
 // admit it: the quote, the policy and its approval, the input and the
-// per-call spend limits. They read the quote, the caller's spend controls
-// and, unless the approval sent settles the policy (see checkPolicy), the
-// standing approval, all in one step of the store.
+// per-call spend limits. They read the quote, the caller's spend controls,
+// the grant the call carries if any and, unless the approval sent settles
+// the policy (see checkPolicy), the standing approval, all in one step of
+// the store.
 func (g *Gateway) admit(ctx context.Context, c *call, now time.Time) (admission, error) {
-	settled := c.req.ApprovalDigest != "" && c.req.ApprovalDigest == c.tool.Digest
-	read, err := g.readForCall(ctx, c, g.approvalsFromStore && !settled)
+	mode, err := g.approvalMode(ctx, c.principal)
+	if err != nil {
+		return admission{}, err
+	}
+	read, err := g.readForCall(ctx, c, g.approvalsFromStore && !settles(c, mode))
 	if err != nil {
 		return admission{}, err
 	}
@@ -172,7 +207,7 @@ func (g *Gateway) admit(ctx context.Context, c *call, now time.Time) (admission,
 		return admission{}, err
 	}
 	c.rec.setQuote(q)
-	policy, err := g.checkPolicy(ctx, c, q, read.Approval)
+	policy, err := g.checkPolicy(ctx, c, q, read, mode, now)
 	if err != nil {
 		return admission{}, err
 	}
@@ -186,15 +221,21 @@ func (g *Gateway) admit(ctx context.Context, c *call, now time.Time) (admission,
 	if violations := limits.staticViolations(q.TotalUSD); len(violations) > 0 {
 		return admission{}, spendLimitError(violations)
 	}
-	return admission{quote: q, policy: policy, limits: limits}, nil
+	a := admission{quote: q, policy: policy, mode: mode, limits: limits}
+	if c.grant != uuid.Nil {
+		a.grant = read.Grant
+	}
+	return a, nil
 }
 
-// readForCall reads a call's quote and the caller's spend controls, and
-// the standing approval when asked, in one step of the store.
+// readForCall reads a call's quote, the caller's spend controls and the
+// grant the call carries, and the standing approval when asked, in one step
+// of the store.
 func (g *Gateway) readForCall(ctx context.Context, c *call, approval bool) (storage.ReadResult, error) {
 	read, err := storage.ReadBatch(ctx, g.store, storage.Reads{
 		Principal:     c.principal,
 		QuoteID:       c.quoteID,
+		GrantID:       c.grant,
 		SpendControls: true,
 		Approval:      approval,
 		ToolID:        c.tool.Tool.ID,
@@ -229,6 +270,7 @@ func (g *Gateway) claim(ctx context.Context, c *call, adm admission, now time.Ti
 		LeaseToken:  lease,
 		LeaseUntil:  now.Add(g.cfg.IdempotencyLease),
 		Now:         now,
+		GrantID:     c.grant,
 
 		ToolSlug:       c.tool.Tool.Slug,
 		ManifestDigest: adm.quote.ManifestDigest,
@@ -239,6 +281,9 @@ func (g *Gateway) claim(ctx context.Context, c *call, adm admission, now time.Ti
 	if err != nil {
 		return claim{}, refusedByStore(err, built, now)
 	}
+	if c.grant != uuid.Nil && !begun.TookOver {
+		g.obs.approvalRequest(approvalUsed)
+	}
 	// A takeover runs the original execution, approved as it was.
 	c.rec.execution = begun.Execution.ID
 	c.rec.approval, c.rec.grantID = begun.Execution.Approval, begun.Execution.GrantID
@@ -248,12 +293,15 @@ func (g *Gateway) claim(ctx context.Context, c *call, adm admission, now time.Ti
 	return claim{execution: begun.Execution, lease: lease, tookOver: begun.TookOver}, nil
 }
 
-// approvalKind is how the call was approved, for the audit trail: by the
-// manifest digest it named, which admission checked is the current one, or
-// else by the caller's policy, which admission found covers it without one.
-// (Approval requests, when they come, add ApprovalKindGrant and its id here.)
+// approvalKind is how the call was approved, for the audit trail: by an
+// approver's grant (which admission consumes), by the manifest digest it
+// named, which admission checked is the current one, or else by the
+// caller's policy, which admission found covers it without one.
 func (c *call) approvalKind() storage.ApprovalKind {
-	if c.req.ApprovalDigest != "" {
+	switch {
+	case c.grant != uuid.Nil:
+		return storage.ApprovalKindGrant
+	case c.req.ApprovalDigest != "":
 		return storage.ApprovalKindDigest
 	}
 	return storage.ApprovalKindStanding
@@ -277,6 +325,11 @@ func refusedByStore(err error, built []builtLimit, now time.Time) error {
 		return newError(CodeQuoteUsed, "the quote was already used by another call; request a new quote")
 	case errors.Is(err, storage.ErrQuoteNotFound):
 		return newError(CodeQuoteNotFound, "the quote does not exist for this caller")
+	case errors.Is(err, storage.ErrGrantUnusable):
+		// Checked approved and unused when read; only another call using it
+		// since (with its quote, which would be refused first) or its
+		// deletion long after expiry changes that.
+		return errGrantUsed()
 	case errors.As(err, &limitErr):
 		return limitError(built, limitErr, now)
 	}
@@ -378,9 +431,13 @@ func (g *Gateway) execute(ctx context.Context, c *call, adm admission, cl claim)
 	if exec.Error != nil {
 		c.rec.errorCode = exec.Error.Code
 	}
-	if exec.Status == StatusCompleted && c.req.ApprovalDigest != "" && !adm.resumed && !cl.tookOver &&
-		adm.policy.Approval.Requirement == RequirementFirstUse {
-		g.rememberFirstUse(ctx, c.principal, c.tool)
+	if exec.Status == StatusCompleted && !adm.resumed && !cl.tookOver && adm.policy.Approval.Requirement == RequirementFirstUse {
+		switch {
+		case adm.grant != nil:
+			g.rememberFirstUse(ctx, c.principal, c.tool, adm.grant.DecidedBy)
+		case adm.mode == ApprovalModeCaller && c.req.ApprovalDigest != "":
+			g.rememberFirstUse(ctx, c.principal, c.tool, "")
+		}
 	}
 	return &CallResult{Execution: exec, Body: body}, nil
 }

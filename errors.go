@@ -37,6 +37,15 @@ const (
 	CodeIdempotencyKeyReused  Code = "idempotency_key_reused"
 	CodeRateLimited           Code = "rate_limited"
 	CodeInternal              Code = "internal_error"
+
+	// Codes of approver mode and approval requests (contract section 14).
+	CodeApproverRequired        Code = "approver_required"
+	CodeApprovalPending         Code = "approval_pending"
+	CodeApprovalDenied          Code = "approval_denied"
+	CodeApprovalExpired         Code = "approval_expired"
+	CodeApprovalAlreadyDecided  Code = "approval_already_decided"
+	CodeApprovalGrantMismatch   Code = "approval_grant_mismatch"
+	CodeApprovalRequestNotFound Code = "approval_request_not_found"
 )
 
 var codeStatus = map[Code]int{
@@ -61,6 +70,14 @@ var codeStatus = map[Code]int{
 	CodeIdempotencyKeyReused:  http.StatusUnprocessableEntity,
 	CodeRateLimited:           http.StatusTooManyRequests,
 	CodeInternal:              http.StatusInternalServerError,
+
+	CodeApproverRequired:        http.StatusForbidden,
+	CodeApprovalPending:         http.StatusForbidden,
+	CodeApprovalDenied:          http.StatusForbidden,
+	CodeApprovalExpired:         http.StatusConflict,
+	CodeApprovalAlreadyDecided:  http.StatusConflict,
+	CodeApprovalGrantMismatch:   http.StatusUnprocessableEntity,
+	CodeApprovalRequestNotFound: http.StatusNotFound,
 }
 
 // HTTPStatus is the HTTP status the code is answered with.
@@ -89,6 +106,10 @@ type Error struct {
 	ApprovalRequirement Requirement
 	ManifestDigest      *string
 	Reasons             []string
+	// GrantRequired marks an approval_required whose caller must carry an
+	// approver's grant: its principal is in approver mode. The HTTP API
+	// then says where approval requests are made (approvalRequestsUrl).
+	GrantRequired bool
 	// Parameter names the query parameter or filter field that is wrong
 	// (invalid_request from a listing: "limit", "cursor"...).
 	Parameter string

@@ -57,7 +57,16 @@ type Config struct {
 	// Callers' own settings, kept in the store, can only tighten them.
 	SpendControls SpendControlsSource
 	// Approvals supplies callers' standing approvals; nil means the store.
+	// For a principal in approver mode only those whose ApprovedBy names
+	// an approver count.
 	Approvals ApprovalSource
+	// Approvers says each principal's approval mode and whom each approver
+	// approves for (contract section 14); nil puts every principal in
+	// caller mode, with no approvers.
+	Approvers ApproverDirectory
+	// ApprovalNotifier is told of each new approval request and each
+	// decision; nil tells no one.
+	ApprovalNotifier ApprovalNotifier
 	// Logger receives structured logs, among them one line per finished
 	// call; nil discards them.
 	Logger *slog.Logger
@@ -112,6 +121,8 @@ type Gateway struct {
 	// with a quote's or a call's other reads, and where first uses are
 	// remembered.
 	approvalsFromStore bool
+	approvers          ApproverDirectory
+	notifier           ApprovalNotifier
 	log                *slog.Logger
 	obs                *observer
 }
@@ -150,6 +161,8 @@ func New(store storage.Store, cfg *Config) (*Gateway, error) {
 		upstream:  up,
 		controls:  c.SpendControls,
 		approvals: c.Approvals,
+		approvers: c.Approvers,
+		notifier:  c.ApprovalNotifier,
 		log:       c.Logger,
 		obs:       obs,
 	}
@@ -211,6 +224,10 @@ func (c Config) validate() error {
 
 // Registry returns the gateway's registry.
 func (g *Gateway) Registry() *registry.Registry { return g.registry }
+
+// Clock returns the gateway's clock, so that the layers serving it (the
+// approval page's sessions, say) keep the same time.
+func (g *Gateway) Clock() Clock { return g.clock }
 
 // lookup resolves a tool by slug or id into a tool_not_found error.
 func (g *Gateway) lookup(slugOrID string) (*registry.Version, error) {

@@ -40,14 +40,25 @@ func errKeyInUse() *Error {
 
 // fingerprint identifies what a call asks for, so that a retry can be told
 // from another request under the same key: the SHA-256 of the RFC 8785
-// document {"approval","input","quoteId","tool"} of the approval digest, the
-// input in canonical form (so key order and spacing do not matter), the
-// quote and the tool. The document is written directly, members in their
-// canonical order around the input, which is canonical already.
+// document {"approval","grant","input","quoteId","tool"} of the approval
+// digest, the grant (a member left out when the call carries none, so a
+// call without one keeps the fingerprint it always had), the input in
+// canonical form (so key order and spacing do not matter), the quote and
+// the tool. The document is written directly, members in their canonical
+// order around the input, which is canonical already.
 func fingerprint(toolID, quoteID string, canonicalInput []byte, approvalDigest string) string {
-	doc := make([]byte, 0, 64+len(toolID)+len(quoteID)+len(canonicalInput)+len(approvalDigest))
+	return grantFingerprint(toolID, quoteID, canonicalInput, approvalDigest, "")
+}
+
+// grantFingerprint is fingerprint for a call that may carry a grant.
+func grantFingerprint(toolID, quoteID string, canonicalInput []byte, approvalDigest, grant string) string {
+	doc := make([]byte, 0, 80+len(toolID)+len(quoteID)+len(canonicalInput)+len(approvalDigest)+len(grant))
 	doc = append(doc, `{"approval":`...)
 	doc = appendCanonicalString(doc, approvalDigest)
+	if grant != "" {
+		doc = append(doc, `,"grant":`...)
+		doc = appendCanonicalString(doc, grant)
+	}
 	doc = append(doc, `,"input":`...)
 	doc = append(doc, canonicalInput...)
 	doc = append(doc, `,"quoteId":`...)

@@ -98,7 +98,7 @@ func newMetrics(reg prometheus.Registerer, deadline time.Duration) (*metrics, er
 		}, []string{"tool"}), &errs),
 		approvalRequests: shared(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolgate_approval_requests_total",
-			Help: "Approval requests by what became of them: created, approved, denied, expired, used.",
+			Help: "Approval requests by what became of them: created, approved, denied, used (by the call it approved).",
 		}, []string{"decision"}), &errs),
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -88,7 +88,7 @@ type callRecord struct {
 	quote     storage.Quote     // once found for the call (hasQuote)
 	hasQuote  bool
 	approval  storage.ApprovalKind
-	grantID   string
+	grantID   uuid.UUID // the approver's grant, when approval is one
 	execution uuid.UUID // the execution, once there is one
 	// ran: this call ran the tool and recorded its result (the one log
 	// line is written for it); status and upstreamStatus are its outcome.
@@ -233,8 +233,8 @@ func (g *Gateway) logCall(ctx context.Context, rec *callRecord, slug string, ela
 		attrs = append(attrs, slog.String("errorCode", rec.errorCode))
 	}
 	approval := []any{slog.String("kind", string(rec.approval))}
-	if rec.grantID != "" {
-		approval = append(approval, slog.String("grantId", rec.grantID))
+	if rec.grantID != uuid.Nil {
+		approval = append(approval, slog.String("grantId", rec.grantID.String()))
 	}
 	attrs = append(attrs, slog.Group("approval", approval...))
 	attrs = append(attrs, slog.Float64("durationMs", float64(elapsed.Microseconds())/1000))
@@ -417,9 +417,16 @@ func codeOf(err error) Code {
 	return CodeInternal
 }
 
-// approvalRequest counts an approval request by what became of it. The
-// approval requests of contract section 14 call it as they are created and
-// decided.
+// What becomes of approval requests, the values of
+// toolgate_approval_requests_total's decision label.
+const (
+	approvalCreated  = "created"
+	approvalApproved = "approved"
+	approvalDenied   = "denied"
+	approvalUsed     = "used" // a call consumed the grant
+)
+
+// approvalRequest counts an approval request by what became of it.
 func (o *observer) approvalRequest(decision string) {
 	if o.metrics != nil {
 		o.metrics.approvalRequests.WithLabelValues(decision).Inc()

@@ -460,3 +460,43 @@ func TestLogLinePerFinishedCall(t *testing.T) {
 
 	assert.NotContains(t, o.log.String(), secretInput, "neither the input nor the Idempotency-Key is logged")
 }
+
+// TestMetricsOfApprovalRequests: requests are counted as they are made,
+// decided and used by their call; the call shows the grant in its span.
+func TestMetricsOfApprovalRequests(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	spans := tracetest.NewInMemoryExporter()
+	g := toolgatetest.New(t, &toolgatetest.Options{Config: &toolgate.Config{
+		Metrics:        reg,
+		TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans)),
+		Approvers: toolgate.StaticApprovers{
+			Modes:     map[string]toolgate.ApprovalMode{"agent": toolgate.ApprovalModeApprover},
+			Approvers: map[string][]string{"pat": {"agent"}},
+		},
+	}})
+	ctx := context.Background()
+	ask := func() (*toolgate.QuoteResult, *toolgate.ApprovalRequest) {
+		q := g.MustQuote(t, "agent", "echo")
+		r, err := g.RequestApproval(ctx, "agent", toolgate.ApprovalInput{QuoteID: q.Quote.ID, Input: json.RawMessage(`{"v":"hi"}`)})
+		require.NoError(t, err)
+		return q, r
+	}
+	q, granted := ask()
+	_, err := g.DecideApproval(ctx, "pat", granted.ID, toolgate.Decision{Approve: true})
+	require.NoError(t, err)
+	_, denied := ask()
+	_, err = g.DecideApproval(ctx, "pat", denied.ID, toolgate.Decision{Approve: false})
+	require.NoError(t, err)
+	res, err := g.Call(ctx, "agent", toolgate.CallRequest{
+		Tool: "echo", QuoteID: q.Quote.ID, Input: json.RawMessage(`{"v":"hi"}`), IdempotencyKey: "granted-1",
+		ApprovalDigest: *q.Quote.ManifestDigest, ApprovalGrant: granted.ID,
+	})
+	toolgatetest.RequireCompleted(t, res, err, "0.0000")
+
+	for decision, want := range map[string]float64{"created": 2, "approved": 1, "denied": 1, "used": 1} {
+		assert.Equal(t, want, gathered(t, reg, "toolgate_approval_requests_total", "decision", decision), decision)
+	}
+	call := spanNamed(t, spans.GetSpans(), "execute_tool echo")
+	assert.Equal(t, "grant", attrs(call)["toolgate.approval.kind"].AsString())
+}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"reflect"
 	"strings"
+	"time"
 
+	"github.com/google/uuid"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
 )
@@ -207,40 +209,65 @@ func (p Policy) explain(e *Error) *Error {
 
 // checkPolicy applies the policy to a call: the tool must be callable, and
 // the call must carry the approval its requirement asks for, of this very
-// digest. stored is the caller's standing approval, when it was read from
-// the store with the call's other reads.
-func (g *Gateway) checkPolicy(ctx context.Context, c *call, q storage.Quote, stored *storage.Approval) (Policy, error) {
+// digest. read holds the caller's standing approval, when it was read with
+// the call's other reads, and the grant the call carries.
+//
+// In caller mode the digest sent is the approval (contract section 6). In
+// approver mode it approves nothing: only a grant, or a standing approval
+// an approver set, does (section 14). A grant approves in either mode, and
+// is checked whenever one is sent, even where no approval is needed, just
+// as a digest for another version is refused there.
+func (g *Gateway) checkPolicy(ctx context.Context, c *call, q storage.Quote, read storage.ReadResult, mode ApprovalMode, now time.Time) (Policy, error) {
 	v, approval := c.tool, c.req.ApprovalDigest
 	policy := EvaluatePolicy(v)
 	switch {
-	case approval != "" && approval == v.Digest && g.approvalsFromStore:
-		// The caller approved this very digest, which is all any approval
-		// requirement asks, and a standing approval changes only the
-		// requirement, never whether the tool is callable: it cannot change
-		// the outcome, so it was not read. (The one later use of the policy,
-		// rememberFirstUse, reads the standing approval itself and leaves it
-		// be whenever it would have changed a first_use requirement.)
+	case g.approvalsFromStore && settles(c, mode):
+		// The call carries what approves this very digest, which is all any
+		// approval requirement asks, and a standing approval changes only
+		// the requirement, never whether the tool is callable: it cannot
+		// change the outcome, so it was not read. (The one later use of the
+		// policy, rememberFirstUse, reads the standing approval itself and
+		// leaves it be whenever it would have changed a first_use
+		// requirement.)
 	case g.approvalsFromStore:
-		policy = policy.forCaller(stored, q.TotalUSD.IsZero())
+		policy = policy.forCaller(standingFor(read.Approval, mode), q.TotalUSD.IsZero())
 	default:
 		external, err := g.externalApproval(ctx, c.principal, v)
 		if err != nil {
 			return policy, internalError(err)
 		}
-		policy = policy.forCaller(external, q.TotalUSD.IsZero())
+		policy = policy.forCaller(standingFor(external, mode), q.TotalUSD.IsZero())
 	}
 	if !policy.Callable {
 		return policy, policy.explain(newError(CodeToolBlocked, "%s cannot be called: %s", v.Tool.Slug, strings.Join(policy.Reasons, "; ")))
 	}
 	switch {
-	case approval == "" && policy.needsApproval():
-		return policy, policy.explain(newError(CodeApprovalRequired, "calling %s requires approval of its manifest digest (%s)", v.Tool.Slug, policy.Approval.Requirement))
 	case approval != "" && approval != v.Digest:
 		// Even where no approval is needed, one for another digest means the
 		// user approved something else.
 		return policy, policy.explain(newError(CodeApprovalMismatch, "the approval names another manifest digest than %s's current version", v.Tool.Slug))
+	case c.grant != uuid.Nil:
+		return policy, checkGrant(c, read.Grant, now)
+	case !policy.needsApproval():
+		return policy, nil
+	case mode == ApprovalModeApprover:
+		e := policy.explain(newError(CodeApprovalRequired, "calling %s requires an approver's approval (%s): create an approval request for this quote and input, and send its id as approval.grantId once approved", v.Tool.Slug, policy.Approval.Requirement))
+		e.GrantRequired = true
+		return policy, e
+	case approval == "":
+		return policy, policy.explain(newError(CodeApprovalRequired, "calling %s requires approval of its manifest digest (%s)", v.Tool.Slug, policy.Approval.Requirement))
 	}
 	return policy, nil
+}
+
+// settles reports whether what the call carries approves it whatever the
+// standing approval says: a grant (checked in full, or the call refused),
+// or in caller mode the current digest.
+func settles(c *call, mode ApprovalMode) bool {
+	if c.grant != uuid.Nil {
+		return true
+	}
+	return mode == ApprovalModeCaller && c.req.ApprovalDigest != "" && c.req.ApprovalDigest == c.tool.Digest
 }
 
 // sameSource reports whether approvals come from the store itself.

@@ -101,7 +101,11 @@ func (g *Gateway) quote(ctx context.Context, principal, tool string) (*QuoteResu
 	if err != nil {
 		return nil, err
 	}
-	policy := EvaluatePolicy(v).forCaller(approval, amt.Total.IsZero())
+	mode, err := g.approvalMode(ctx, principal)
+	if err != nil {
+		return nil, err
+	}
+	policy := EvaluatePolicy(v).forCaller(standingFor(approval, mode), amt.Total.IsZero())
 	controls := previewControls(limits, read.Used, amt.Total)
 	return &QuoteResult{
 		Quote: QuoteInfo{

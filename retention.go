@@ -12,18 +12,19 @@ import (
 const pruneBatch = 1000
 
 // Prune deletes what the retention policy no longer needs: idempotency
-// records and executions older than the retention, quotes expired for as
-// long, and spend history from before the previous UTC month (no limit
-// looks further back). It deletes at most 1,000 records of each kind, so a
+// records and executions older than the retention, quotes and approval
+// requests expired for as long, and spend history from before the previous
+// UTC month (no limit looks further back). It deletes at most 1,000 records of each kind, so a
 // pass never holds the store for long.
 func (g *Gateway) Prune(ctx context.Context) (storage.PruneResult, error) {
 	now := g.clock.Now().UTC()
 	prevMonth := time.Date(now.Year(), now.Month()-1, 1, 0, 0, 0, 0, time.UTC)
 	return g.store.Prune(ctx, storage.Prune{
-		IdempotencyBefore: now.Add(-g.cfg.IdempotencyRetention),
-		QuotesBefore:      now.Add(-g.cfg.IdempotencyRetention),
-		LedgerBefore:      prevMonth,
-		Limit:             pruneBatch,
+		IdempotencyBefore:      now.Add(-g.cfg.IdempotencyRetention),
+		QuotesBefore:           now.Add(-g.cfg.IdempotencyRetention),
+		LedgerBefore:           prevMonth,
+		ApprovalRequestsBefore: now.Add(-g.cfg.IdempotencyRetention),
+		Limit:                  pruneBatch,
 	})
 }
 
@@ -45,7 +46,8 @@ func (g *Gateway) RunRetention(ctx context.Context, interval time.Duration) {
 					break
 				}
 				// A full batch means a backlog: keep going until it clears.
-				if res.Idempotency < pruneBatch && res.Quotes < pruneBatch && res.Ledger < pruneBatch {
+				if res.Idempotency < pruneBatch && res.Quotes < pruneBatch && res.Ledger < pruneBatch &&
+					res.ApprovalRequests < pruneBatch {
 					break
 				}
 			}

@@ -10,7 +10,8 @@ import (
 	"github.com/toolgate/toolgate/storage"
 )
 
-// listExecutions serves GET /v1/executions: the caller's executions, newest
+// listExecutions serves GET /v1/executions: the caller's executions, or
+// with an approver key those of the principals it approves for, newest
 // first, a page at a time.
 func (h *handler) listExecutions(w http.ResponseWriter, r *http.Request) {
 	q, err := queryOf(r, "tool", "status", "since", "until", "limit", "cursor")
@@ -31,7 +32,12 @@ func (h *handler) listExecutions(w http.ResponseWriter, r *http.Request) {
 		}
 		f.Limit = n
 	}
-	page, err := h.gw.ListExecutions(r.Context(), principalOf(r), f)
+	var page *toolgate.ExecutionPage
+	if approver := approverOf(r); approver != "" {
+		page, err = h.gw.ListApproverExecutions(r.Context(), approver, f)
+	} else {
+		page, err = h.gw.ListExecutions(r.Context(), principalOf(r), f)
+	}
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -39,7 +45,8 @@ func (h *handler) listExecutions(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, page)
 }
 
-// spend serves GET /v1/spend: what the caller was charged over a window.
+// spend serves GET /v1/spend: what the caller (or an approver's principals)
+// was charged over a window.
 func (h *handler) spend(w http.ResponseWriter, r *http.Request) {
 	q, err := queryOf(r, "since", "until", "groupBy")
 	if err != nil {
@@ -55,7 +62,12 @@ func (h *handler) spend(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, paramError("groupBy", "groupBy must be tool or day"))
 		return
 	}
-	sum, err := h.gw.Spend(r.Context(), principalOf(r), f)
+	var sum *toolgate.SpendSummary
+	if approver := approverOf(r); approver != "" {
+		sum, err = h.gw.ApproverSpend(r.Context(), approver, f)
+	} else {
+		sum, err = h.gw.Spend(r.Context(), principalOf(r), f)
+	}
 	if err != nil {
 		h.writeError(w, r, err)
 		return

@@ -177,3 +177,62 @@ func TestIncomingTraceparentIsContinued(t *testing.T) {
 	require.Len(t, spans.GetSpans(), 1)
 	assert.False(t, spans.GetSpans()[0].Parent.IsValid())
 }
+
+// TestApproverListsItsPrincipalsExecutions: an approver key lists the
+// executions of the principals it approves for, with how each was
+// approved (a grant, with its id), and their spend; no one else's, and
+// never with another lister's cursor.
+func TestApproverListsItsPrincipalsExecutions(t *testing.T) {
+	t.Parallel()
+	a := newApproverAPI(t)
+	const input = `{"v":"hello"}`
+	q, req := a.askApproval(agentKey, "echo", input)
+	grant := req["id"].(string)
+	r := a.do("POST", "/v1/approval-requests/"+grant+"/approve", patKey, "")
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	r = a.call(agentKey, "echo", "granted-1", grantBody(q, input, grant))
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	agentExec := r.header.Get("Toolgate-Execution-Id")
+	a.clock.Advance(1e9)
+	aliceExec := a.callOnce(aliceKey, "alice-1")
+	a.clock.Advance(1e9)
+
+	r = a.do("GET", "/v1/executions", patKey, "")
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	items := r.json(t)["executions"].([]any)
+	require.Len(t, items, 2)
+	alice, agent := items[0].(map[string]any), items[1].(map[string]any)
+	assert.Equal(t, aliceExec, alice["id"])
+	assert.Equal(t, "alice", alice["principal"])
+	assert.Equal(t, map[string]any{"kind": "digest"}, alice["approval"])
+	assert.Equal(t, agentExec, agent["id"])
+	assert.Equal(t, "agent", agent["principal"])
+	assert.Equal(t, map[string]any{"kind": "grant", "grantId": grant}, agent["approval"])
+
+	// The agent sees its own only; sam approves for neither.
+	r = a.do("GET", "/v1/executions", agentKey, "")
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	require.Len(t, r.json(t)["executions"], 1)
+	r = a.do("GET", "/v1/executions", samKey, "")
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	assert.Equal(t, []any{}, r.json(t)["executions"])
+
+	// A cursor is its lister's: alice's does not page pat's listing.
+	a.clock.Advance(1e9)
+	a.callOnce(aliceKey, "alice-2")
+	r = a.do("GET", "/v1/executions?limit=1", aliceKey, "")
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	cursor := r.json(t)["nextCursor"].(string)
+	r = a.do("GET", "/v1/executions?limit=1&cursor="+url.QueryEscape(cursor), patKey, "")
+	require.Equal(t, http.StatusBadRequest, r.status, "%s", r.body)
+	assert.Equal(t, "cursor", r.json(t)["error"].(map[string]any)["parameter"])
+
+	a.clock.Advance(1e9) // until, by default now, is exclusive
+	r = a.do("GET", "/v1/spend?groupBy=tool", patKey, "")
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	var total float64
+	for _, g := range r.json(t)["groups"].([]any) {
+		total += g.(map[string]any)["count"].(float64)
+	}
+	assert.EqualValues(t, 3, total, "the agent's call and alice's two")
+}

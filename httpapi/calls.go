@@ -16,16 +16,25 @@ type CallBody struct {
 	Approval *CallApproval   `json:"approval,omitempty"`
 }
 
-// CallApproval is the approval a call carries.
+// CallApproval is the approval a call carries: the digest the user
+// approved, and in approver mode the grant of an approver (contract
+// section 14).
 type CallApproval struct {
-	ManifestDigest *string `json:"manifestDigest"`
+	ManifestDigest *string `json:"manifestDigest,omitempty"`
+	GrantID        *string `json:"grantId,omitempty"`
 }
 
 // NewCallBody is the body that asks for req, for clients.
 func NewCallBody(req toolgate.CallRequest) CallBody {
 	b := CallBody{QuoteID: &req.QuoteID, Input: req.Input}
+	if req.ApprovalDigest != "" || req.ApprovalGrant != "" {
+		b.Approval = &CallApproval{}
+	}
 	if req.ApprovalDigest != "" {
-		b.Approval = &CallApproval{ManifestDigest: &req.ApprovalDigest}
+		b.Approval.ManifestDigest = &req.ApprovalDigest
+	}
+	if req.ApprovalGrant != "" {
+		b.Approval.GrantID = &req.ApprovalGrant
 	}
 	return b
 }
@@ -91,6 +100,13 @@ func (h *handler) call(w http.ResponseWriter, r *http.Request) {
 		req.ApprovalDigest = *body.Approval.ManifestDigest
 		if req.ApprovalDigest == "" {
 			h.writeError(w, r, apiError(toolgate.CodeInvalidRequest, "approval.manifestDigest must not be empty"))
+			return
+		}
+	}
+	if body.Approval != nil && body.Approval.GrantID != nil {
+		req.ApprovalGrant = *body.Approval.GrantID
+		if req.ApprovalGrant == "" {
+			h.writeError(w, r, apiError(toolgate.CodeInvalidRequest, "approval.grantId must not be empty"))
 			return
 		}
 	}

@@ -28,6 +28,7 @@ type errorDetail struct {
 	ManifestDigest      *string               `json:"manifestDigest,omitempty"`
 	Reasons             []string              `json:"reasons,omitempty"`
 	Parameter           string                `json:"parameter,omitempty"`
+	ApprovalRequestsURL string                `json:"approvalRequestsUrl,omitempty"`
 }
 
 // apiError builds a gateway error for a condition the HTTP layer detects.
@@ -56,6 +57,11 @@ func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 		ManifestDigest:      te.ManifestDigest,
 		Reasons:             te.Reasons,
 		Parameter:           te.Parameter,
+	}
+	if te.GrantRequired {
+		// The caller's calls need an approver's grant: say where to ask.
+		d.ApprovalRequestsURL = baseURL(r) + approvalRequestsPath
+		varyOnForwarded(w)
 	}
 	switch te.Code {
 	case toolgate.CodeUnauthorized:
@@ -110,6 +116,8 @@ func DecodeError(header http.Header, body []byte) (te *toolgate.Error, ok bool) 
 		ManifestDigest:      d.ManifestDigest,
 		Reasons:             d.Reasons,
 		Parameter:           d.Parameter,
+		// The gateway says where to ask exactly when a grant is required.
+		GrantRequired: d.ApprovalRequestsURL != "",
 	}
 	secs := d.RetryAfterSeconds
 	if secs == 0 {

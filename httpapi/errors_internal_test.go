@@ -83,8 +83,11 @@ func TestDecodeError(t *testing.T) {
 		want   *toolgate.Error // nil: not the API's error shape
 	}{
 		{name: "a code this version does not know, with details it does not know",
-			body: `{"error":{"code":"approval_pending","message":"an approver has not decided yet","approvalRequestsUrl":"/v1/approval-requests/x","manifestDigest":"sha256:ab"}}`,
-			want: &toolgate.Error{Code: "approval_pending", Message: "an approver has not decided yet", ManifestDigest: ptr("sha256:ab")}},
+			body: `{"error":{"code":"approval_unheard_of","message":"an approver has not decided yet","approvalPageTheme":"dark","manifestDigest":"sha256:ab"}}`,
+			want: &toolgate.Error{Code: "approval_unheard_of", Message: "an approver has not decided yet", ManifestDigest: ptr("sha256:ab")}},
+		{name: "where to ask for approval, when a grant is required",
+			body: `{"error":{"code":"approval_required","message":"an approver must approve","approvalRequestsUrl":"https://gw.example/v1/approval-requests"}}`,
+			want: &toolgate.Error{Code: toolgate.CodeApprovalRequired, Message: "an approver must approve", GrantRequired: true}},
 		{name: "retry-after from the header alone",
 			header: header("Retry-After", "3"),
 			body:   `{"error":{"code":"rate_limited","message":"slow down"}}`,

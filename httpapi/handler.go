@@ -1,8 +1,8 @@
 // Package httpapi serves a toolgate.Gateway over HTTP: quote and call, the
 // caller's executions (one, or the audit trail a page at a time) and spend,
-// spend controls and standing approvals, and the public
-// registry with each tool's documentation (JSON record, OpenAPI 3.1,
-// llms.txt and an HTML page).
+// spend controls and standing approvals, approval requests with the page
+// where people decide them, and the public registry with each tool's
+// documentation (JSON record, OpenAPI 3.1, llms.txt and an HTML page).
 //
 // NewHandler returns a plain http.Handler built on the standard library's
 // router, so it mounts on any net/http server, under any prefix:
@@ -36,6 +36,12 @@ type Options struct {
 	// Authenticator maps API keys to principals. Nil refuses every key,
 	// which leaves only the public registry and documentation reachable.
 	Authenticator Authenticator
+	// Approvers maps approver keys to approvers, the people who decide
+	// approval requests (contract section 14). Nil means the Authenticator
+	// when it is one too, as a KeyStore is; otherwise no approver key is
+	// accepted. A key either authenticates as a caller, and is refused on
+	// the approvers' routes, or not, and is then refused on the callers'.
+	Approvers ApproverAuthenticator
 	// MaxBodyBytes caps request bodies; 0 means 1 MiB.
 	MaxBodyBytes int64
 	// ExposeUsageCounts shows exact usage counts in registry entries next to
@@ -49,11 +55,13 @@ type Options struct {
 }
 
 type handler struct {
-	gw   *toolgate.Gateway
-	auth Authenticator
-	opts Options
-	log  *slog.Logger
-	mux  *http.ServeMux
+	gw        *toolgate.Gateway
+	auth      Authenticator
+	approvers ApproverAuthenticator
+	sessions  *sessions
+	opts      Options
+	log       *slog.Logger
+	mux       *http.ServeMux
 }
 
 // NewHandler returns the HTTP API of gw.
@@ -75,7 +83,14 @@ func NewHandler(gw *toolgate.Gateway, opts *Options) http.Handler {
 	if auth == nil {
 		auth = NewKeyStore()
 	}
-	h := &handler{gw: gw, auth: auth, opts: o, log: o.Logger, mux: http.NewServeMux()}
+	approvers := o.Approvers
+	if approvers == nil {
+		approvers, _ = auth.(ApproverAuthenticator)
+	}
+	if approvers == nil {
+		approvers = NewKeyStore()
+	}
+	h := &handler{gw: gw, auth: auth, approvers: approvers, sessions: newSessions(gw.Clock()), opts: o, log: o.Logger, mux: http.NewServeMux()}
 	h.routes()
 	return h
 }
@@ -86,8 +101,9 @@ func (h *handler) routes() {
 	m.handle("POST /v1/tools/{tool}/quote", h.authed(h.quote))
 	m.handle("POST /v1/tools/{tool}/call", h.authed(h.call))
 	m.handle("GET /v1/executions/{id}", h.authed(h.execution))
-	m.handle("GET /v1/executions", h.authed(h.listExecutions))
-	m.handle("GET /v1/spend", h.authed(h.spend))
+	// The audit trail: a caller's own, or an approver's principals'.
+	m.handle("GET /v1/executions", h.eitherAuthed(h.listExecutions))
+	m.handle("GET /v1/spend", h.eitherAuthed(h.spend))
 
 	// A caller's own settings.
 	m.handle("GET /v1/spend-controls", h.authed(h.getSpendControls))
@@ -95,9 +111,23 @@ func (h *handler) routes() {
 	m.handle("GET /v1/spend-controls/tools/{tool}", h.authed(h.getToolSpendControls))
 	m.handle("PUT /v1/spend-controls/tools/{tool}", h.authed(h.putToolSpendControls))
 	m.handle("DELETE /v1/spend-controls/tools/{tool}", h.authed(h.deleteToolSpendControls))
-	m.handle("GET /v1/approvals", h.authed(h.listApprovals))
-	m.handle("PUT /v1/approvals/{tool}", h.authed(h.putApproval))
-	m.handle("DELETE /v1/approvals/{tool}", h.authed(h.deleteApproval))
+	// Standing approvals: a caller's own, or, with an approver key and
+	// ?principal=ID, those of a principal the approver approves for.
+	m.handle("GET /v1/approvals", h.eitherAuthed(h.listApprovals))
+	m.handle("PUT /v1/approvals/{tool}", h.eitherAuthed(h.putApproval))
+	m.handle("DELETE /v1/approvals/{tool}", h.eitherAuthed(h.deleteApproval))
+
+	// Approval requests (contract section 14): callers ask, approvers decide.
+	m.handle("POST "+approvalRequestsPath, h.authed(h.createApprovalRequest))
+	m.handle("GET "+approvalRequestsPath, h.approverAuthed(h.listApprovalRequests))
+	m.handle("GET "+approvalRequestsPath+"/{id}", h.eitherAuthed(h.getApprovalRequest))
+	m.handle("POST "+approvalRequestsPath+"/{id}/approve", h.approverAuthed(h.approveRequest))
+	m.handle("POST "+approvalRequestsPath+"/{id}/deny", h.approverAuthed(h.denyRequest))
+	// The approval page, for people: its own sign-in, sessions and forms.
+	m.handle("GET "+approvalPagesPath, h.approvalListPage)
+	m.handle("POST "+approvalPagesPath, h.approvalListForm)
+	m.handle("GET "+approvalPagesPath+"/{id}", h.approvalPage)
+	m.handle("POST "+approvalPagesPath+"/{id}", h.approvalPageForm)
 
 	// The public registry and documentation.
 	m.handle("GET /v1/registry/tools", h.listTools)
@@ -178,6 +208,54 @@ func (h *handler) authed(next http.HandlerFunc) http.HandlerFunc {
 func principalOf(r *http.Request) string {
 	p, _ := r.Context().Value(principalKey{}).(string)
 	return p
+}
+
+type approverCtxKey struct{}
+
+// approverOf is the approver a request authenticated as; "" for a caller.
+func approverOf(r *http.Request) string {
+	a, _ := r.Context().Value(approverCtxKey{}).(string)
+	return a
+}
+
+// approverAuthed requires an approver key and puts its approver in the
+// context. A caller key is authenticated, and refused as not an
+// approver's (approver_required); anything else is unauthorized.
+func (h *handler) approverAuthed(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		key, ok := bearerToken(r)
+		if ok {
+			if _, isCaller := h.auth.Authenticate(r.Context(), key); isCaller {
+				h.writeError(w, r, apiError(toolgate.CodeApproverRequired, "only an approver key can do this; a caller key cannot approve"))
+				return
+			}
+			var approver string
+			if approver, ok = h.approvers.AuthenticateApprover(r.Context(), key); ok {
+				next(w, r.WithContext(context.WithValue(r.Context(), approverCtxKey{}, approver)))
+				return
+			}
+		}
+		h.writeError(w, r, apiError(toolgate.CodeUnauthorized, "a valid approver key is required: Authorization: Bearer <APPROVER_KEY>"))
+	}
+}
+
+// eitherAuthed accepts a caller key, putting its principal in the context,
+// or else an approver key, putting its approver there.
+func (h *handler) eitherAuthed(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		key, ok := bearerToken(r)
+		if ok {
+			if principal, isCaller := h.auth.Authenticate(r.Context(), key); isCaller {
+				next(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, principal)))
+				return
+			}
+			if approver, isApprover := h.approvers.AuthenticateApprover(r.Context(), key); isApprover {
+				next(w, r.WithContext(context.WithValue(r.Context(), approverCtxKey{}, approver)))
+				return
+			}
+		}
+		h.writeError(w, r, apiError(toolgate.CodeUnauthorized, "a valid API key is required: Authorization: Bearer <API_KEY>"))
+	}
 }
 
 func (h *handler) healthz(w http.ResponseWriter, _ *http.Request) {

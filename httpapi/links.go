@@ -18,6 +18,19 @@ func pagePath(slug string) string     { return "/tools/" + slug }
 func quotePath(slug string) string    { return "/v1/tools/" + slug + "/quote" }
 func callPath(slug string) string     { return "/v1/tools/" + slug + "/call" }
 
+// Where approval requests are made and read, and where people decide them.
+const (
+	approvalRequestsPath = "/v1/approval-requests"
+	approvalPagesPath    = "/approvals"
+)
+
+func approvalPagePath(id string) string { return approvalPagesPath + "/" + id }
+
+// ApprovalPagePath is where a person decides approval request id, relative
+// to where the handler is mounted: for links made outside a request, such
+// as a webhook's approveUrl.
+func ApprovalPagePath(id string) string { return approvalPagePath(id) }
+
 // withLinks fills in an entry's call route and documentation paths.
 func withLinks(e *toolgate.RegistryEntry) {
 	e.Access.Endpoint.Method = http.MethodPost

@@ -61,6 +61,12 @@ func (d *toolDoc) llmsText() string {
 	}
 	b.WriteString("- Your own standing approvals can change the requirement: the policy.approval of your quote is the one that applies.\n\n")
 
+	b.WriteString("## Approval by a person (approver mode)\n\n")
+	fmt.Fprintf(&b, "- %s\n", approverModeNotice)
+	fmt.Fprintf(&b, "- Ask: POST %s%s with your API key and {\"quoteId\": quote.id, \"input\": <the exact input you will call with>}. The answer (201) has the request's id, status pending and approveUrl: give approveUrl to your user, who signs in there and approves or denies.\n", d.base, approvalRequestsPath)
+	fmt.Fprintf(&b, "- Wait: GET %s%s/{id} until status is approved (or denied, or expired with the quote).\n", d.base, approvalRequestsPath)
+	b.WriteString("- Call with the same quote and input, and {\"approval\": {\"manifestDigest\": ..., \"grantId\": <the request's id>}}. A grant approves that one call only: another quote, tool, digest or input is refused (422 approval_grant_mismatch), and so is a grant still pending (403 approval_pending) or denied (403 approval_denied).\n\n")
+
 	b.WriteString("## How to call\n\n")
 	for i, step := range d.flow() {
 		fmt.Fprintf(&b, "%d. %s\n", i+1, step)
@@ -87,6 +93,9 @@ func (d *toolDoc) llmsText() string {
 	fmt.Fprintf(&b, "- [Documentation page](%s)\n", d.pageURL())
 	return b.String()
 }
+
+// approverModeNotice says what approver mode changes for a caller.
+const approverModeNotice = "When your principal is in approver mode, a person approves: the digest alone approves nothing, and a call that needs approval must carry approval.grantId, the id of an approval request (POST /v1/approval-requests) that an approver approved for this exact quote and input; the grant is used up by that call."
 
 // approvalMeaning explains an approval requirement to a caller.
 func approvalMeaning(requirement toolgate.Requirement, digest string) string {
@@ -201,6 +210,7 @@ func (h *handler) registryLLMs(w http.ResponseWriter, r *http.Request) {
 	var b strings.Builder
 	b.WriteString("# Tool registry\n\n")
 	b.WriteString("> Tools callable through this gateway. Each call is quoted first; the caller checks the price, the approval requirement and the spend controls, gets the user's approval of the exact manifest digest where needed, then calls with the quote id and a unique Idempotency-Key.\n\n")
+	fmt.Fprintf(&b, "%s Approval requests: %s%s.\n\n", approverModeNotice, base, approvalRequestsPath)
 	fmt.Fprintf(&b, "%s %s\n\n", untrustedOutputNotice, providerTextNotice)
 	fmt.Fprintf(&b, "%d tools. Registry listing (JSON): %s/v1/registry/tools\n\n", len(entries), base)
 	b.WriteString("## Tools\n\n")

@@ -158,11 +158,17 @@ func (d *toolDoc) schemas(prefix string) (map[string]any, error) {
 		"controls": ref("Controls"),
 	})
 
-	approval := object([]string{"manifestDigest"}, map[string]any{
+	approval := object(nil, map[string]any{
 		"manifestDigest": withDescription(digest, "The manifest digest the user approved: policy.approval.manifestDigest of the quote."),
+		"grantId": withDescription(uuid, "The id of an approval request an approver approved for this very call (same quote, tool, digest and input). "+
+			"Required, and the digest alone not enough, when the caller's principal is in approver mode."),
 	})
 	approval["additionalProperties"] = false
-	approval["description"] = "The user's approval of the exact tool version. Required unless policy.approval.requirement is covered_by_user_policy."
+	approval["anyOf"] = []any{
+		map[string]any{"required": []any{"manifestDigest"}},
+		map[string]any{"required": []any{"grantId"}},
+	}
+	approval["description"] = "The user's approval of the exact tool version. Required unless policy.approval.requirement is covered_by_user_policy. " + approverModeNotice
 	defs["Approval"] = approval
 	call := object([]string{"quoteId", "input"}, map[string]any{
 		"quoteId":  withDescription(uuid, "quote.id of an open quote of this caller for this tool."),
@@ -210,6 +216,8 @@ func (d *toolDoc) schemas(prefix string) (map[string]any, error) {
 		"approvalRequirement": str("tool_blocked, approval_required, approval_mismatch: the tool's approval requirement."),
 		"manifestDigest":      withDescription(map[string]any{"type": "string"}, "tool_blocked, approval_required, approval_mismatch: the digest an approval must name."),
 		"reasons":             withDescription(stringList, "tool_blocked, approval_required, approval_mismatch: the policy's reasons."),
+		"approvalRequestsUrl": map[string]any{"type": "string", "format": "uri",
+			"description": "approval_required in approver mode: where to create the approval request an approver must approve (POST, with quoteId and input)."},
 	})
 	defs["Error"] = object([]string{"error"}, map[string]any{"error": ref("ErrorDetail")})
 	return defs, nil

@@ -281,8 +281,33 @@ func (h *handler) updateToolControls(w http.ResponseWriter, r *http.Request, slu
 	writeJSON(w, http.StatusOK, NewToolSpendControlsBody(*t))
 }
 
+// standingOwner is whose standing approvals a request is about: the
+// caller's own, or, for an approver, those of the principal named by
+// ?principal=ID (which the gateway checks the approver approves for).
+func standingOwner(r *http.Request) (approver, principal string, err error) {
+	approver = approverOf(r)
+	if approver == "" {
+		return "", principalOf(r), nil
+	}
+	principal = r.URL.Query().Get("principal")
+	if principal == "" {
+		return "", "", apiError(toolgate.CodeInvalidRequest, "an approver names the principal whose standing approvals these are: ?principal=ID")
+	}
+	return approver, principal, nil
+}
+
 func (h *handler) listApprovals(w http.ResponseWriter, r *http.Request) {
-	list, err := h.gw.Approvals(r.Context(), principalOf(r))
+	approver, principal, err := standingOwner(r)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	var list []toolgate.ToolApproval
+	if approver != "" {
+		list, err = h.gw.ApprovalsFor(r.Context(), approver, principal)
+	} else {
+		list, err = h.gw.Approvals(r.Context(), principal)
+	}
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -312,7 +337,17 @@ func (h *handler) putApproval(w http.ResponseWriter, r *http.Request) {
 	if in.ManifestDigest != nil {
 		digest = *in.ManifestDigest
 	}
-	a, err := h.gw.SetApproval(r.Context(), principalOf(r), r.PathValue("tool"), *in.Mode, digest)
+	approver, principal, err := standingOwner(r)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	var a *toolgate.StandingApproval
+	if approver != "" {
+		a, err = h.gw.SetApprovalFor(r.Context(), approver, principal, r.PathValue("tool"), *in.Mode, digest)
+	} else {
+		a, err = h.gw.SetApproval(r.Context(), principal, r.PathValue("tool"), *in.Mode, digest)
+	}
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -321,7 +356,13 @@ func (h *handler) putApproval(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) deleteApproval(w http.ResponseWriter, r *http.Request) {
-	if err := h.gw.DeleteApproval(r.Context(), principalOf(r), r.PathValue("tool")); err != nil {
+	approver, principal, err := standingOwner(r)
+	if err == nil && approver != "" {
+		err = h.gw.DeleteApprovalFor(r.Context(), approver, principal, r.PathValue("tool"))
+	} else if err == nil {
+		err = h.gw.DeleteApproval(r.Context(), principal, r.PathValue("tool"))
+	}
+	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}

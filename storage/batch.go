@@ -11,8 +11,9 @@ import (
 // Reads are the reads one gateway step needs before it decides anything,
 // and, for a quote, the quote it then stores. A quote reads the caller's
 // standing approval, spend controls and spend so far, and stores the quote;
-// a call reads its quote, the caller's spend controls and, unless the
-// approval it carries settles it, the standing approval. Asking for them
+// a call reads its quote, the caller's spend controls, unless the approval
+// it carries settles it the standing approval, and the approval request it
+// carries as its grant, if any. Asking for them
 // together lets a store that pays a network round trip per method answer in
 // one (see BatchReader).
 type Reads struct {
@@ -24,6 +25,9 @@ type Reads struct {
 	SpendControls bool
 	// QuoteID asks for that quote, whoever it belongs to; uuid.Nil asks for none.
 	QuoteID uuid.UUID
+	// GrantID asks for that approval request, whoever it belongs to;
+	// uuid.Nil asks for none.
+	GrantID uuid.UUID
 	// Limits asks what each limit's window holds for the principal, as
 	// MeasureLimits measures it.
 	Limits []Limit
@@ -38,6 +42,7 @@ type ReadResult struct {
 	Approval      *Approval
 	SpendControls *SpendControls
 	Quote         *Quote
+	Grant         *ApprovalRequest
 	Used          []decimal.Decimal // one per Reads.Limits, in order
 }
 
@@ -79,6 +84,14 @@ func ReadBatch(ctx context.Context, s Store, r Reads) (ReadResult, error) {
 			return ReadResult{}, err
 		} else if found {
 			res.Quote = &q
+		}
+	}
+	if r.GrantID != uuid.Nil {
+		g, err := s.GetApprovalRequest(ctx, r.GrantID)
+		if found, err := present(err); err != nil {
+			return ReadResult{}, err
+		} else if found {
+			res.Grant = &g
 		}
 	}
 	if len(r.Limits) > 0 {

@@ -1,6 +1,7 @@
 // Package storage defines the contract between the gateway and the place its
 // state lives: quotes, idempotency records with leases, executions, the spend
-// ledger, usage counters, standing approvals and caller spend controls.
+// ledger, usage counters, standing approvals, approval requests and caller
+// spend controls.
 //
 // The gateway keeps no state of its own. Every rule that must hold across
 // concurrent calls (a quote is used once, a key runs once, a budget is never
@@ -75,6 +76,10 @@ type Store interface {
 	//     record fails with ErrIdempotencyConflict;
 	//   - marks the quote used by this key (ErrQuoteNotFound when it does not
 	//     exist for b.Principal, ErrQuoteUsed when another key used it);
+	//   - when b.GrantID is set, marks that approval request used by
+	//     b.ExecutionID; it must be approved and unused, for b.Principal,
+	//     b.QuoteID and b.ToolID (ErrGrantUnusable otherwise). A takeover
+	//     does not look at the grant: the run it takes over used it;
 	//   - counts each of b.Limits over the ledger, including in-flight
 	//     reservations, and fails with *LimitError listing every limit the
 	//     call would break;
@@ -128,6 +133,24 @@ type Store interface {
 	// from update aborts the change, writes nothing and is returned as it is.
 	UpdateSpendControls(ctx context.Context, principal string, update func(*SpendControls) error) (SpendControls, error)
 
+	// CreateApprovalRequest stores a new approval request, normally pending.
+	// ErrAlreadyExists if the id is taken.
+	CreateApprovalRequest(ctx context.Context, r ApprovalRequest) error
+	// GetApprovalRequest returns the approval request with this id, in its
+	// stored state (expiry is the reader's to judge). ErrNotFound if absent.
+	GetApprovalRequest(ctx context.Context, id uuid.UUID) (ApprovalRequest, error)
+	// ListApprovalRequests returns the requests f selects, newest first
+	// (CreatedAt descending, then ID descending by bytes), at most f.Limit.
+	ListApprovalRequests(ctx context.Context, f ApprovalRequestFilter) ([]ApprovalRequest, error)
+	// DecideApprovalRequest approves or denies a pending request in one
+	// atomic step, and returns it as decided. Of any number of concurrent
+	// decisions exactly one wins; the others get ErrAlreadyDecided, as does
+	// any decision of a request no longer pending. A pending request whose
+	// ExpiresAt is at or before d.Now gets ErrApprovalExpired and stays
+	// pending. An approve with d.Remember also puts the standing approval
+	// (see ApprovalDecision) in the same step: both are written or neither.
+	// ErrNotFound if absent.
+	DecideApprovalRequest(ctx context.Context, d ApprovalDecision) (ApprovalRequest, error)
 	// ListExecutions returns the finished executions of q.Principals that
 	// match q, newest first: by CreatedAt, then by ID (as bytes) descending.
 	// Running executions are left out, and so is every Response (nil), so a
@@ -205,7 +228,7 @@ type Execution struct {
 	PriceUSD       decimal.Decimal
 	FeeUSD         decimal.Decimal
 	Approval       ApprovalKind
-	GrantID        string
+	GrantID        uuid.UUID // the approver's grant that approved it; uuid.Nil when none
 }
 
 // ApprovalKind is how an admitted call was approved.
@@ -291,6 +314,9 @@ type Begin struct {
 	LeaseToken  uuid.UUID
 	LeaseUntil  time.Time
 	Now         time.Time
+	// GrantID is the approval request that approves this call (see
+	// BeginExecution); uuid.Nil when the call carries none.
+	GrantID uuid.UUID
 
 	// Stored on a new execution for the audit trail; admission never reads
 	// them. AmountUSD is PriceUSD + FeeUSD.
@@ -299,7 +325,6 @@ type Begin struct {
 	PriceUSD       decimal.Decimal
 	FeeUSD         decimal.Decimal
 	Approval       ApprovalKind
-	GrantID        string // the approver's grant, when Approval is ApprovalKindGrant
 }
 
 // NewExecution is the execution BeginExecution creates when it admits b
@@ -375,7 +400,12 @@ type Approval struct {
 	ToolID         string
 	ManifestDigest string
 	Mode           ApprovalMode
-	UpdatedAt      time.Time
+	// ApprovedBy is the approver who set it (by approving a request with
+	// Remember, or on the principal's behalf), or whose approved call
+	// recorded a first use; empty when the caller set it. Principals whose
+	// calls an approver must approve count only approvals an approver set.
+	ApprovedBy string
+	UpdatedAt  time.Time
 }
 
 // SpendControls are one principal's limits. Nil pointers mean "not set" so
@@ -409,13 +439,17 @@ type Prune struct {
 	// LedgerBefore: spend and call history created before this. It must be
 	// older than every window a limit looks at (the current UTC month).
 	LedgerBefore time.Time
+	// ApprovalRequestsBefore: approval requests, whatever their state, that
+	// expired before this.
+	ApprovalRequestsBefore time.Time
 	// Limit caps the rows of each kind one call deletes; 0 means 1000.
 	Limit int
 }
 
 // PruneResult says how much one Prune call deleted.
 type PruneResult struct {
-	Idempotency int
-	Quotes      int
-	Ledger      int
+	Idempotency      int
+	Quotes           int
+	Ledger           int
+	ApprovalRequests int
 }

@@ -46,6 +46,8 @@ type Config struct {
 	Upstreams         map[string]string         // tool slug -> origin
 	Trust             map[string]registry.Trust // tool slug -> override
 	Tools             []string                  // tool manifest globs, absolute
+	Approvers         []Approver                // the people who approve (approvers.go)
+	Approvals         Approvals
 
 	// IdempotencyLease and UpstreamTimeout are the gateway's; the lease is
 	// always longer, so that no call still waiting on its upstream is taken
@@ -67,6 +69,9 @@ type Principal struct {
 	APIKeys       []string
 	APIKeyDigests [][sha256.Size]byte
 	SpendControls storage.SpendControls
+	// ApprovalMode is who approves the principal's calls: the caller
+	// itself (the default) or its approvers.
+	ApprovalMode toolgate.ApprovalMode
 }
 
 // storageKind names the configured store, "memory", "postgres" or
@@ -126,11 +131,12 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 		return nil, err
 	}
 	fs, err := root.fields("listen", "storage", "quoteTTL", "idempotencyLease", "upstreamTimeout", "feeRate",
-		"exposeUsageCounts", "principals", "upstreams", "trust", "tools", "metricsListen", "retention")
+		"exposeUsageCounts", "principals", "upstreams", "trust", "tools", "approvers", "approvals",
+		"metricsListen", "retention")
 	if err != nil {
 		return nil, err
 	}
-	p := configParser{reg: reg}
+	p := configParser{reg: reg, callerKeys: map[[sha256.Size]byte]string{}}
 	cfg := &Config{Listen: defaultListen, Storage: storageMemory}
 	var leaseField, upstreamField *field // for the check across the two
 	for _, f := range fs {
@@ -159,6 +165,10 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 			cfg.Trust, err = p.trust(f.node)
 		case "tools":
 			_, err = f.items() // loaded by loadToolManifests, which knows the file's directory
+		case "approvers":
+			cfg.Approvers, err = p.approvers(f.node)
+		case "approvals":
+			cfg.Approvals, err = p.approvals(f.node)
 		case "metricsListen":
 			cfg.MetricsListen, err = p.listen(f.node)
 		case "retention":
@@ -171,6 +181,9 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 		}
 	}
 	if err := checkLease(cfg, leaseField, upstreamField); err != nil {
+		return nil, err
+	}
+	if err := p.checkApprovers(cfg); err != nil {
 		return nil, err
 	}
 	return cfg, nil
@@ -205,6 +218,9 @@ func checkLease(cfg *Config, lease, upstream *field) error {
 
 type configParser struct {
 	reg *registry.Registry
+	// callerKeys maps the digest of every principal's key to where the
+	// file gives it, so that an approver key reusing one names both places.
+	callerKeys map[[sha256.Size]byte]string
 }
 
 // checkListen accepts host:port with a numeric port; an empty host listens
@@ -294,7 +310,7 @@ func (p configParser) principals(n node) ([]Principal, error) {
 }
 
 func (p configParser) principal(n node, owner map[[sha256.Size]byte]string) (Principal, error) {
-	fs, err := n.fields("id", "apiKeys", "apiKeySha256", "spendControls")
+	fs, err := n.fields("id", "apiKeys", "apiKeySha256", "spendControls", "approvalMode")
 	if err != nil {
 		return Principal{}, err
 	}
@@ -312,6 +328,8 @@ func (p configParser) principal(n node, owner map[[sha256.Size]byte]string) (Pri
 			digests, err = f.items()
 		case "spendControls":
 			pr.SpendControls, err = p.spendControls(f.node)
+		case "approvalMode":
+			pr.ApprovalMode, err = approvalMode(f.node)
 		}
 		if err != nil {
 			return Principal{}, err
@@ -325,6 +343,7 @@ func (p configParser) principal(n node, owner map[[sha256.Size]byte]string) (Pri
 			return k.errorf("this key already belongs to principal %q", other)
 		}
 		owner[d] = pr.ID
+		p.callerKeys[d] = k.path
 		return nil
 	}
 	for _, k := range keys {

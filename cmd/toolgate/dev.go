@@ -6,30 +6,45 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/toolgate/toolgate"
 )
 
-// devPrincipal is the one caller of the development setup.
-const devPrincipal = "dev"
+// The development setup's identities: devPrincipal approves its own calls;
+// devAgent is an agent in approver mode, whose calls devApprover approves.
+const (
+	devPrincipal = "dev"
+	devAgent     = "agent"
+	devApprover  = "you"
+)
 
 // devConfig is the setup used when no config file is given: the default
-// address, the memory store and one fresh key for devPrincipal.
+// address, the memory store, one fresh key for devPrincipal (returned), and
+// fresh keys for devAgent and devApprover, to try approver mode.
 func devConfig() (*Config, string, error) {
-	b := make([]byte, 16)
-	if _, err := rand.Read(b); err != nil {
-		return nil, "", fmt.Errorf("generate a development key: %w", err)
+	var keys [3]string
+	for i, prefix := range []string{"tg_dev_", "tg_dev_agent_", "tg_dev_approver_"} {
+		b := make([]byte, 16)
+		if _, err := rand.Read(b); err != nil {
+			return nil, "", fmt.Errorf("generate a development key: %w", err)
+		}
+		keys[i] = prefix + hex.EncodeToString(b)
 	}
-	key := "tg_dev_" + hex.EncodeToString(b)
 	return &Config{
-		Listen:     defaultListen,
-		Storage:    storageMemory,
-		Principals: []Principal{{ID: devPrincipal, APIKeys: []string{key}}},
-	}, key, nil
+		Listen:  defaultListen,
+		Storage: storageMemory,
+		Principals: []Principal{
+			{ID: devPrincipal, APIKeys: []string{keys[0]}},
+			{ID: devAgent, APIKeys: []string{keys[1]}, ApprovalMode: toolgate.ApprovalModeApprover},
+		},
+		Approvers: []Approver{{ID: devApprover, Keys: []string{keys[2]}, Principals: []string{devAgent}}},
+	}, keys[0], nil
 }
 
 // printDevHelp tells a developer the key and how to use it, on stdout:
 // the key is theirs to copy, and never goes to the logs on stderr. The
 // commands need only sh, curl and sed, and are the README's.
-func printDevHelp(w io.Writer, baseURL, key string, offline bool) {
+func printDevHelp(w io.Writer, cfg *Config, baseURL, key string, offline bool) {
 	upstreams := "live upstreams"
 	if offline {
 		upstreams = "recorded upstream answers (offline)"
@@ -49,6 +64,18 @@ func printDevHelp(w io.Writer, baseURL, key string, offline bool) {
 		"The tools: " + baseURL + "/v1/registry/tools",
 		"Agents over MCP: " + baseURL + "/mcp, with the header Authorization: Bearer $TOOLGATE_KEY",
 		"",
+	}
+	if len(cfg.Principals) > 1 && len(cfg.Approvers) > 0 {
+		lines = append(lines,
+			"Approver mode: principal \""+devAgent+"\" asks, you approve as approver \""+devApprover+"\" (keys new on every start):",
+			"",
+			"  export TOOLGATE_AGENT_KEY="+cfg.Principals[1].APIKeys[0],
+			"  export TOOLGATE_APPROVER_KEY="+cfg.Approvers[0].Keys[0],
+			"",
+			"The agent's approval requests wait for you at "+baseURL+"/approvals (sign in with the approver key);",
+			"the README's \"Approver mode\" section walks through them.",
+			"",
+		)
 	}
 	fmt.Fprint(w, strings.Join(lines, "\n"))
 }

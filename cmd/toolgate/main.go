@@ -207,12 +207,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 	}
 	baseURL := "http://" + ln.Addr().String()
+	a.listening(baseURL)
 	fmt.Fprintf(stdout, "toolgate listening on %s\n", baseURL)
 	if metricsLn != nil {
 		fmt.Fprintf(stdout, "toolgate metrics on http://%s/metrics\n", metricsLn.Addr())
 	}
 	if devKey != "" {
-		printDevHelp(stdout, baseURL, devKey, opts.offline)
+		printDevHelp(stdout, cfg, baseURL, devKey, opts.offline)
 	}
 	metricsAddr := ""
 	if metricsLn != nil {

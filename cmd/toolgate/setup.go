@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/toolgate/toolgate"
@@ -19,6 +21,7 @@ import (
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/recorded"
 	"github.com/toolgate/toolgate/upstream"
+	"github.com/toolgate/toolgate/webhook"
 )
 
 // storeOpenTimeout bounds connecting to PostgreSQL, or opening a SQLite
@@ -31,8 +34,14 @@ type app struct {
 	gw       *toolgate.Gateway
 	handler  http.Handler // the HTTP API, with MCP at /mcp
 	shutdown func()       // ends what a drain cannot wait for
-	close    func()       // releases the store
+	close    func()       // stops the webhook sender and releases the store
+	// listening tells the app the address it serves at, once known.
+	listening func(baseURL string)
 }
+
+// webhookDrain bounds how long a stopping server keeps delivering the
+// approval webhooks still queued.
+const webhookDrain = 5 * time.Second
 
 // newRegistry returns a registry of the built-in tools. The server keeps its
 // own rather than registry.Default, so nothing else in the process can
@@ -78,10 +87,41 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 		}
 		controls[p.ID] = p.SpendControls
 	}
+	approvers := toolgate.StaticApprovers{Modes: map[string]toolgate.ApprovalMode{}, Approvers: map[string][]string{}}
+	for _, p := range cfg.Principals {
+		if p.ApprovalMode != "" {
+			approvers.Modes[p.ID] = p.ApprovalMode
+		}
+	}
+	for _, a := range cfg.Approvers {
+		for _, k := range a.Keys {
+			if err := keys.AddApproverKey(a.ID, k); err != nil {
+				return nil, fmt.Errorf("approver %q: %w", a.ID, err)
+			}
+		}
+		for _, d := range a.KeyDigests {
+			if err := keys.AddApproverKeyDigest(a.ID, hex.EncodeToString(d[:])); err != nil {
+				return nil, fmt.Errorf("approver %q: %w", a.ID, err)
+			}
+		}
+		approvers.Approvers[a.ID] = a.Principals
+	}
+	sender, listening, err := newWebhook(cfg.Approvals, log)
+	if err != nil {
+		return nil, err
+	}
 
 	store, closeStore, err := openStore(ctx, cfg, log)
 	if err != nil {
 		return nil, err
+	}
+	closeAll := func() {
+		if sender != nil {
+			drain, cancel := context.WithTimeout(context.Background(), webhookDrain)
+			sender.Close(drain)
+			cancel()
+		}
+		closeStore()
 	}
 	gcfg := &toolgate.Config{
 		Registry:             reg,
@@ -91,6 +131,7 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 		IdempotencyRetention: cfg.Retention,
 		Upstream:             &upstream.Config{Timeout: cfg.UpstreamTimeout},
 		SpendControls:        controls,
+		Approvers:            approvers,
 		Logger:               log,
 	}
 	// Interfaces holding nil pointers would not be nil: set only what is on.
@@ -100,12 +141,15 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 	if tel.tracing != nil {
 		gcfg.TracerProvider = tel.tracing
 	}
+	if sender != nil {
+		gcfg.ApprovalNotifier = sender
+	}
 	if offline {
 		gcfg.Transport = recorded.Transport()
 	}
 	gw, err := toolgate.New(store, gcfg)
 	if err != nil {
-		closeStore()
+		closeAll()
 		return nil, err
 	}
 	api := httpapi.NewHandler(gw, &httpapi.Options{
@@ -115,13 +159,43 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 	})
 	agents, err := mcpserver.NewHandler(gw, &mcpserver.Options{Authenticator: keys, Logger: log})
 	if err != nil {
-		closeStore()
+		closeAll()
 		return nil, err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", agents)
 	mux.Handle("/", tel.traced(api))
-	return &app{gw: gw, handler: mux, shutdown: agents.Close, close: closeStore}, nil
+	return &app{gw: gw, handler: mux, shutdown: agents.Close, close: closeAll, listening: listening}, nil
+}
+
+// newWebhook makes the sender of approval webhooks, when the config asks
+// for one, and the function that gives it the server's address for the
+// approveUrl of each request, unless the config gives a publicUrl. The
+// address is the operator's, never a caller's Host header: a webhook sends
+// a person to it.
+func newWebhook(a Approvals, log *slog.Logger) (*webhook.Sender, func(string), error) {
+	var base atomic.Pointer[string]
+	if a.PublicURL != "" {
+		u := strings.TrimSuffix(a.PublicURL, "/")
+		base.Store(&u)
+	}
+	listening := func(url string) { base.CompareAndSwap(nil, &url) }
+	if a.WebhookURL == "" {
+		return nil, listening, nil
+	}
+	s, err := webhook.New(a.WebhookURL, a.WebhookSecret, &webhook.Config{
+		ApproveURL: func(id string) string {
+			if b := base.Load(); b != nil {
+				return *b + httpapi.ApprovalPagePath(id)
+			}
+			return ""
+		},
+		Logger: log,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("approvals.webhookUrl: %w", err)
+	}
+	return s, listening, nil
 }
 
 // openStore opens the configured store; a database's schema is created or

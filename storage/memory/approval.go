@@ -15,13 +15,18 @@ func (s *Store) PutApproval(ctx context.Context, a storage.Approval) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.putApproval(a)
+	return nil
+}
+
+// putApproval creates or replaces a standing approval. The caller holds s.mu.
+func (s *Store) putApproval(a storage.Approval) {
 	m := s.approvals[a.Principal]
 	if m == nil {
 		m = make(map[string]storage.Approval)
 		s.approvals[a.Principal] = m
 	}
 	m[a.ToolID] = a
-	return nil
 }
 
 // GetApproval implements storage.Store.

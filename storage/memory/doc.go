@@ -18,10 +18,11 @@
 // # Retention
 //
 // The store never deletes anything on its own. Quotes, idempotency records,
-// executions and the spend ledger grow with traffic until the gateway calls
-// Prune, and memory stays bounded only if it does so on a schedule (for
-// example every minute, with IdempotencyBefore 24 hours ago, QuotesBefore a
-// few minutes ago and LedgerBefore the start of the previous UTC month).
+// executions, approval requests and the spend ledger grow with traffic until
+// the gateway calls Prune, and memory stays bounded only if it does so on a
+// schedule (for example every minute, with IdempotencyBefore 24 hours ago,
+// QuotesBefore and ApprovalRequestsBefore a few minutes ago and LedgerBefore
+// the start of the previous UTC month).
 // Executions are pruned together with their idempotency record; the ledger of
 // spend and calls is kept apart from them so that monthly limits still see
 // spend whose execution is long gone. Prune walks each kind in time order and

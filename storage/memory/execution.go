@@ -94,6 +94,10 @@ func (s *Store) BeginExecution(ctx context.Context, b storage.Begin) (storage.Be
 		return storage.BeginResult{Execution: *e, TookOver: true}, nil
 	}
 
+	grant, err := s.checkGrant(b)
+	if err != nil {
+		return storage.BeginResult{}, err
+	}
 	if _, dup := s.executions[b.ExecutionID]; dup {
 		return storage.BeginResult{}, storage.ErrAlreadyExists
 	}
@@ -102,6 +106,9 @@ func (s *Store) BeginExecution(ctx context.Context, b storage.Begin) (storage.Be
 	}
 
 	q.State, q.UsedByKey = storage.QuoteUsed, b.Key
+	if grant != nil {
+		grant.Status, grant.ExecutionID = storage.ApprovalUsed, b.ExecutionID
+	}
 	exec := b.NewExecution()
 	e := &exec
 	s.executions[e.ID] = e

@@ -25,9 +25,10 @@ func (s *Store) Prune(ctx context.Context, p storage.Prune) (storage.PruneResult
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return storage.PruneResult{
-		Idempotency: s.pruneRecords(p.IdempotencyBefore, limit),
-		Quotes:      s.pruneQuotes(p.QuotesBefore, limit),
-		Ledger:      s.pruneLedger(p.LedgerBefore, limit),
+		Idempotency:      s.pruneRecords(p.IdempotencyBefore, limit),
+		Quotes:           s.pruneQuotes(p.QuotesBefore, limit),
+		Ledger:           s.pruneLedger(p.LedgerBefore, limit),
+		ApprovalRequests: s.pruneApprovalRequests(p.ApprovalRequestsBefore, limit),
 	}, nil
 }
 

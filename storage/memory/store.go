@@ -41,6 +41,10 @@ type Store struct {
 
 	approvals map[string]map[string]storage.Approval // by principal, then tool id
 	controls  map[string]storage.SpendControls       // by principal
+
+	requests     map[uuid.UUID]*storage.ApprovalRequest
+	requestQueue timeQueue[uuid.UUID]             // by ExpiresAt
+	requestsBy   map[string]*timeQueue[uuid.UUID] // by principal, by CreatedAt
 }
 
 // New returns an empty Store.
@@ -55,6 +59,8 @@ func New() *Store {
 		usage:        make(map[string]*toolUsage),
 		approvals:    make(map[string]map[string]storage.Approval),
 		controls:     make(map[string]storage.SpendControls),
+		requests:     make(map[uuid.UUID]*storage.ApprovalRequest),
+		requestsBy:   make(map[string]*timeQueue[uuid.UUID]),
 	}
 }
 

@@ -9,14 +9,14 @@ import (
 )
 
 // approvalColumns is the select list scanApproval reads.
-const approvalColumns = `principal, tool_id, manifest_digest, mode, updated_at`
+const approvalColumns = `principal, tool_id, manifest_digest, mode, approved_by, updated_at`
 
 func scanApproval(row pgx.Row) (storage.Approval, error) {
 	var (
 		a    storage.Approval
 		mode string
 	)
-	if err := row.Scan(&a.Principal, &a.ToolID, &a.ManifestDigest, &mode, &a.UpdatedAt); err != nil {
+	if err := row.Scan(&a.Principal, &a.ToolID, &a.ManifestDigest, &mode, &a.ApprovedBy, &a.UpdatedAt); err != nil {
 		return storage.Approval{}, translate(err)
 	}
 	a.Mode = storage.ApprovalMode(mode)
@@ -27,13 +27,18 @@ func scanApproval(row pgx.Row) (storage.Approval, error) {
 // PutApproval creates or replaces the principal's standing approval for a tool.
 func (s *Store) PutApproval(ctx context.Context, a storage.Approval) error {
 	_, err := s.pool.Exec(ctx, s.sql(`
-		INSERT INTO {schema}.approvals (principal, tool_id, manifest_digest, mode, updated_at)
-		VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (principal, tool_id) DO UPDATE
-		SET manifest_digest = EXCLUDED.manifest_digest, mode = EXCLUDED.mode, updated_at = EXCLUDED.updated_at`),
-		a.Principal, a.ToolID, a.ManifestDigest, string(a.Mode), a.UpdatedAt)
+		INSERT INTO {schema}.approvals (principal, tool_id, manifest_digest, mode, approved_by, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6)`+upsertApprovalSQL),
+		a.Principal, a.ToolID, a.ManifestDigest, string(a.Mode), a.ApprovedBy, a.UpdatedAt)
 	return translate(err)
 }
+
+// upsertApprovalSQL ends an insert into approvals so that it replaces the
+// principal's approval of the tool, if any.
+const upsertApprovalSQL = `
+	ON CONFLICT (principal, tool_id) DO UPDATE
+	SET manifest_digest = EXCLUDED.manifest_digest, mode = EXCLUDED.mode,
+		approved_by = EXCLUDED.approved_by, updated_at = EXCLUDED.updated_at`
 
 // GetApproval returns the principal's standing approval for a tool.
 // ErrNotFound if absent.

@@ -49,6 +49,15 @@ func (s *Store) ReadBatch(ctx context.Context, r storage.Reads) (storage.ReadRes
 			return absentIsNil(err)
 		})
 	}
+	if r.GrantID != uuid.Nil {
+		batch.Queue(s.sql(getApprovalRequestSQL), bytesOf(r.GrantID)).QueryRow(func(row pgx.Row) error {
+			g, err := scanApprovalRequest(row)
+			if err == nil {
+				res.Grant = &g
+			}
+			return absentIsNil(err)
+		})
+	}
 	if len(r.Limits) > 0 {
 		args, err := newLimitArgs(r.Limits)
 		if err != nil {

@@ -47,6 +47,10 @@ const lockPrincipalSQL = `
 //   - 'claimed': the key has a record; takeOver decides what that means.
 //   - 'quote_not_found', 'quote_used': the quote is absent for the principal,
 //     or used by another key.
+//   - 'grant_unusable': the call carries a grant ($17) that is not an
+//     approved request of the principal for this quote and tool. The
+//     request's row is locked (grant_row), so no Prune can delete it before the
+//     call marks it used (used_grant); without a grant, grant_row is empty.
 //   - 'execution_exists': the execution id is taken, whatever the limits say.
 //   - 'over_limit': a limit would be broken; failed lists each one.
 //
@@ -60,10 +64,16 @@ const lockPrincipalSQL = `
 //
 // $1 principal, $2-$7 limitArgs, $8 key, $9 fingerprint, $10 quote id,
 // $11 execution id, $12 tool id, $13 amount, $14 lease token, $15 lease
-// until, $16 now, and what the audit trail shows: $17 tool slug, $18
-// manifest digest, $19 price, $20 fee, $21 approval kind, $22 grant id.
+// until, $16 now, $17 grant id (NULL without one), and what the audit
+// trail shows: $18 tool slug, $19 manifest digest, $20 price, $21 fee, $22
+// approval kind.
 const admitSQL = `
 WITH ` + limitsCTE + `,
+grant_row AS (
+	SELECT 1 FROM {schema}.approval_requests
+	WHERE id = $17 AND principal = $1 AND quote_id = $10 AND tool_id = $12 AND status = 'approved'
+	FOR UPDATE
+),
 verdict AS (
 	SELECT CASE
 		WHEN EXISTS (SELECT FROM {schema}.idempotency_records WHERE principal = $1 AND key = $8)
@@ -73,6 +83,8 @@ verdict AS (
 		WHEN NOT EXISTS (SELECT FROM {schema}.quotes
 			WHERE id = $10 AND principal = $1 AND (state = 'open' OR used_by_key = $8))
 			THEN 'quote_used'
+		WHEN $17::uuid IS NOT NULL AND NOT EXISTS (SELECT FROM grant_row)
+			THEN 'grant_unusable'
 		WHEN EXISTS (SELECT FROM {schema}.executions WHERE id = $11)
 			THEN 'execution_exists'
 		WHEN EXISTS (SELECT FROM limits
@@ -87,6 +99,10 @@ used_quote AS (
 		AND (SELECT v FROM verdict) = 'admit'
 	RETURNING 1
 ),
+used_grant AS (
+	UPDATE {schema}.approval_requests SET status = 'used', execution_id = $11
+	WHERE id = $17 AND EXISTS (SELECT FROM used_quote)
+),
 claim AS (
 	INSERT INTO {schema}.idempotency_records
 		(principal, key, fingerprint, execution_id, lease_token, lease_until, finished, created_at)
@@ -97,7 +113,7 @@ execution AS (
 	INSERT INTO {schema}.executions (id, principal, tool_id, quote_id, idempotency_key, status,
 		amount_usd, charged, created_at, tool_slug, manifest_digest, price_usd, fee_usd, approval, grant_id)
 	SELECT $11::uuid, $1, $12::text, $10::uuid, $8, 'running', $13::numeric, false, $16::timestamptz,
-		$17::text, $18::text, $19::numeric, $20::numeric, $21::text, $22::text
+		$18::text, $19::text, $20::numeric, $21::numeric, $22::text, $17::uuid
 	FROM used_quote
 	RETURNING amount_usd::text AS amount, created_at
 ),
@@ -132,8 +148,8 @@ func (s *Store) admit(ctx context.Context, b storage.Begin) (res storage.BeginRe
 	}
 	args := append([]any{b.Principal}, limits.params()...)
 	args = append(args, b.Key, b.Fingerprint, bytesOf(b.QuoteID), bytesOf(b.ExecutionID), b.ToolID,
-		b.AmountUSD.String(), bytesOf(b.LeaseToken), b.LeaseUntil, b.Now,
-		b.ToolSlug, b.ManifestDigest, b.PriceUSD.String(), b.FeeUSD.String(), string(b.Approval), b.GrantID)
+		b.AmountUSD.String(), bytesOf(b.LeaseToken), b.LeaseUntil, b.Now, nullID(b.GrantID),
+		b.ToolSlug, b.ManifestDigest, b.PriceUSD.String(), b.FeeUSD.String(), string(b.Approval))
 
 	// No BEGIN: a batch runs as one implicit transaction, committed when
 	// the server reaches its end and rolled back on any error.
@@ -169,6 +185,8 @@ func (s *Store) admit(ctx context.Context, b storage.Begin) (res storage.BeginRe
 		return res, false, storage.ErrQuoteNotFound
 	case "quote_used":
 		return res, false, storage.ErrQuoteUsed
+	case "grant_unusable":
+		return res, false, storage.ErrGrantUnusable
 	case "execution_exists":
 		return res, false, storage.ErrAlreadyExists
 	case "over_limit":

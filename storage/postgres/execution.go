@@ -28,11 +28,15 @@ func scanExecution(row pgx.Row) (storage.Execution, error) {
 		status, approval   string
 		amount, price, fee string
 		finished           *time.Time
+		grant              *[16]byte // NULL without a grant
 	)
 	if err := row.Scan(bytesAt(&e.ID), &e.Principal, &e.ToolID, bytesAt(&e.QuoteID), &e.IdempotencyKey, &status,
 		&amount, &e.Charged, &e.CreatedAt, &finished, &e.ToolSlug, &e.ManifestDigest, &price, &fee,
-		&approval, &e.GrantID, &e.Response); err != nil {
+		&approval, &grant, &e.Response); err != nil {
 		return storage.Execution{}, translate(err)
+	}
+	if grant != nil {
+		e.GrantID = *grant
 	}
 	var err error
 	if e.AmountUSD, err = parseDecimal(amount); err != nil {

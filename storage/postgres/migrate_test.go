@@ -19,7 +19,7 @@ import (
 
 // wantTables is every table the migrations create.
 var wantTables = []string{
-	"approvals", "executions", "idempotency_records", "principal_locks", "quotes",
+	"approval_requests", "approvals", "executions", "idempotency_records", "principal_locks", "quotes",
 	"schema_migrations", "spend_controls", "spend_daily", "spend_ledger", "spend_minute", "tool_usage", "tool_usage_shards", "tool_users",
 }
 

@@ -68,6 +68,20 @@ func (s *Store) Prune(ctx context.Context, p storage.Prune) (storage.PruneResult
 			return res, err
 		}
 	}
+	if !p.ApprovalRequestsBefore.IsZero() {
+		// Expired requests go whatever their state: no call can use them
+		// any more. One locked by an admission that uses it is skipped.
+		if res.ApprovalRequests, err = s.pruneCount(ctx, `
+			WITH gone AS (
+				DELETE FROM {schema}.approval_requests WHERE id IN (
+					SELECT id FROM {schema}.approval_requests WHERE expires_at < $1
+					LIMIT $2 FOR UPDATE SKIP LOCKED)
+				RETURNING 1
+			)
+			SELECT count(*) FROM gone`, p.ApprovalRequestsBefore, limit); err != nil {
+			return res, err
+		}
+	}
 	if !p.LedgerBefore.IsZero() {
 		if res.Ledger, err = s.pruneLedger(ctx, p.LedgerBefore, limit); err != nil {
 			return res, err

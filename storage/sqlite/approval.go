@@ -7,7 +7,7 @@ import (
 )
 
 // approvalColumns is the select list scanApproval reads.
-const approvalColumns = `principal, tool_id, manifest_digest, mode, updated_at`
+const approvalColumns = `principal, tool_id, manifest_digest, mode, approved_by, updated_at`
 
 func scanApproval(row scanner) (storage.Approval, error) {
 	var (
@@ -15,7 +15,7 @@ func scanApproval(row scanner) (storage.Approval, error) {
 		mode    string
 		updated int64
 	)
-	if err := row.Scan(&a.Principal, &a.ToolID, &a.ManifestDigest, &mode, &updated); err != nil {
+	if err := row.Scan(&a.Principal, &a.ToolID, &a.ManifestDigest, &mode, &a.ApprovedBy, &updated); err != nil {
 		return storage.Approval{}, translate(err)
 	}
 	a.Mode = storage.ApprovalMode(mode)
@@ -25,14 +25,18 @@ func scanApproval(row scanner) (storage.Approval, error) {
 
 // PutApproval creates or replaces the principal's standing approval for a tool.
 func (s *Store) PutApproval(ctx context.Context, a storage.Approval) error {
-	return s.write(ctx, func(tx *writeTx) error {
-		_, err := tx.exec(`
-			INSERT INTO approvals (principal, tool_id, manifest_digest, mode, updated_at) VALUES (?, ?, ?, ?, ?)
-			ON CONFLICT (principal, tool_id) DO UPDATE
-			SET manifest_digest = excluded.manifest_digest, mode = excluded.mode, updated_at = excluded.updated_at`,
-			a.Principal, a.ToolID, a.ManifestDigest, string(a.Mode), nanos(a.UpdatedAt))
-		return err
-	})
+	return s.write(ctx, func(tx *writeTx) error { return putApproval(tx, a) })
+}
+
+// putApproval creates or replaces a standing approval inside a write.
+func putApproval(tx *writeTx, a storage.Approval) error {
+	_, err := tx.exec(`
+		INSERT INTO approvals (principal, tool_id, manifest_digest, mode, approved_by, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (principal, tool_id) DO UPDATE
+		SET manifest_digest = excluded.manifest_digest, mode = excluded.mode,
+			approved_by = excluded.approved_by, updated_at = excluded.updated_at`,
+		a.Principal, a.ToolID, a.ManifestDigest, string(a.Mode), a.ApprovedBy, nanos(a.UpdatedAt))
+	return err
 }
 
 // GetApproval returns the principal's standing approval for a tool.

@@ -9,8 +9,9 @@ import (
 )
 
 // BeginExecution admits a call atomically: it claims or takes over
-// (principal, key), marks the quote used, and for a new claim checks
-// b.Limits and reserves the amount. On any error nothing is written.
+// (principal, key), marks the quote used, and for a new claim checks and
+// uses its grant, checks b.Limits and reserves the amount. On any error
+// nothing is written.
 //
 // It is one write (see writer): its reads and writes run in the file's
 // write transaction, so no other admission, in this process or another,
@@ -132,9 +133,13 @@ func takeOver(tx *writeTx, b storage.Begin) (storage.BeginResult, error) {
 	return storage.BeginResult{Execution: e, TookOver: true}, nil
 }
 
-// admit checks a new claim's execution id and limits, then writes the
-// claim, the used quote, the running execution and its reservation.
+// admit checks a new claim's grant, execution id and limits, then writes
+// the claim, the used quote and grant, the running execution and its
+// reservation.
 func admit(tx *writeTx, b storage.Begin, amount int64) (storage.BeginResult, error) {
+	if err := checkGrant(tx, b); err != nil {
+		return storage.BeginResult{}, err
+	}
 	var taken bool
 	if err := tx.queryRow(`SELECT EXISTS (SELECT 1 FROM executions WHERE id = ?)`, idBytes(b.ExecutionID)).Scan(&taken); err != nil {
 		return storage.BeginResult{}, translate(err)
@@ -147,6 +152,9 @@ func admit(tx *writeTx, b storage.Begin, amount int64) (storage.BeginResult, err
 	}
 
 	if err := useQuote(tx, b); err != nil {
+		return storage.BeginResult{}, err
+	}
+	if err := useGrant(tx, b); err != nil {
 		return storage.BeginResult{}, err
 	}
 	now := nanos(b.Now)
@@ -169,7 +177,7 @@ func admit(tx *writeTx, b storage.Begin, amount int64) (storage.BeginResult, err
 			tool_slug, manifest_digest, price, fee, approval, grant_id)
 		VALUES (?, ?, ?, ?, ?, 'running', ?, 0, ?, ?, ?, ?, ?, ?, ?)`,
 		idBytes(b.ExecutionID), b.Principal, b.ToolID, idBytes(b.QuoteID), b.Key, amount, now,
-		b.ToolSlug, b.ManifestDigest, price, fee, string(b.Approval), b.GrantID); err != nil {
+		b.ToolSlug, b.ManifestDigest, price, fee, string(b.Approval), nullableID(b.GrantID)); err != nil {
 		return storage.BeginResult{}, err
 	}
 	if _, err := tx.exec(`

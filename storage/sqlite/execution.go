@@ -27,11 +27,18 @@ func scanExecution(row scanner) (storage.Execution, error) {
 		status, approval            string
 		amount, created, price, fee int64
 		finished                    *int64
+		grant                       []byte
 	)
 	if err := row.Scan(&id, &e.Principal, &e.ToolID, &quoteID, &e.IdempotencyKey, &status,
 		&amount, &e.Charged, &created, &finished, &e.ToolSlug, &e.ManifestDigest, &price, &fee,
-		&approval, &e.GrantID, &e.Response); err != nil {
+		&approval, &grant, &e.Response); err != nil {
 		return storage.Execution{}, translate(err)
+	}
+	if grant != nil {
+		var err error
+		if e.GrantID, err = parseID(grant); err != nil {
+			return storage.Execution{}, err
+		}
 	}
 	e.PriceUSD, e.FeeUSD = fromUnits(price), fromUnits(fee)
 	e.Approval = storage.ApprovalKind(approval)

@@ -47,6 +47,11 @@ func (s *Store) Prune(ctx context.Context, p storage.Prune) (storage.PruneResult
 			return res, err
 		}
 	}
+	if !p.ApprovalRequestsBefore.IsZero() {
+		if res.ApprovalRequests, err = s.pruneSteps(ctx, limit, p.ApprovalRequestsBefore, pruneApprovalRequests); err != nil {
+			return res, err
+		}
+	}
 	return res, nil
 }
 

@@ -42,6 +42,25 @@ func testApproval(t *testing.T, newStore newStoreFunc) {
 		require.Len(t, list, 1, "a put replaces, never adds")
 	})
 
+	t.Run("ApprovedByRoundTrips", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t, newStore)
+		byApprover := approval("alice", "tool-a", "sha256:v1", storage.ApprovalNeverAsk)
+		byApprover.ApprovedBy = "pat"
+		require.NoError(t, h.s.PutApproval(h.ctx, byApprover))
+		got, err := h.s.GetApproval(h.ctx, "alice", "tool-a")
+		require.NoError(t, err)
+		assertApproval(t, byApprover, got)
+
+		// The caller replacing it leaves no approver's name on it.
+		byCaller := approval("alice", "tool-a", "sha256:v1", storage.ApprovalNeverAsk)
+		require.NoError(t, h.s.PutApproval(h.ctx, byCaller))
+		list, err := h.s.ListApprovals(h.ctx, "alice")
+		require.NoError(t, err)
+		require.Len(t, list, 1)
+		assertApproval(t, byCaller, list[0])
+	})
+
 	t.Run("GetMissingIsNotFound", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t, newStore)
@@ -111,5 +130,6 @@ func assertApproval(t *testing.T, want, got storage.Approval) {
 	assert.Equal(t, want.ToolID, got.ToolID)
 	assert.Equal(t, want.ManifestDigest, got.ManifestDigest)
 	assert.Equal(t, want.Mode, got.Mode)
+	assert.Equal(t, want.ApprovedBy, got.ApprovedBy)
 	assertTime(t, want.UpdatedAt, got.UpdatedAt, "UpdatedAt")
 }

@@ -63,10 +63,9 @@ func testAudit(t *testing.T, newStore newStoreFunc) {
 	t.Run("ExecutionsKeepWhatAnAuditShows", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t, newStore)
-		q := h.quote("alice", "tool-a", "0.11", t0)
-		q.PriceUSD, q.FeeUSD = dec("0.10"), dec("0.01")
-		b := beginFor(q, "k1", t0)
-		b.Approval, b.GrantID = storage.ApprovalKindGrant, "grant-7"
+		b, grant := h.granted("alice", "tool-a", "k1", t0)
+		b.PriceUSD, b.FeeUSD = dec("0.10"), dec("0.01")
+		b.Approval = storage.ApprovalKindGrant
 		begun := h.begin(b)
 		for _, e := range []storage.Execution{begun.Execution, h.get(b.ExecutionID)} {
 			assert.Equal(t, "slug-tool-a", e.ToolSlug)
@@ -75,7 +74,7 @@ func testAudit(t *testing.T, newStore newStoreFunc) {
 			assertDecimal(t, "0.01", e.FeeUSD, "fee")
 			assertDecimal(t, "0.11", e.AmountUSD, "total")
 			assert.Equal(t, storage.ApprovalKindGrant, e.Approval)
-			assert.Equal(t, "grant-7", e.GrantID)
+			assert.Equal(t, grant.ID, e.GrantID)
 		}
 		h.finish(b, storage.ExecutionCompleted, `{}`, t0.Add(time.Second))
 		listed := h.list(storage.ExecutionQuery{Principals: []string{"alice"}, Limit: 10})
@@ -92,7 +91,7 @@ func testAudit(t *testing.T, newStore newStoreFunc) {
 		assertDecimal(t, "0.01", e.FeeUSD, "fee")
 		assertDecimal(t, "0.11", e.AmountUSD, "total")
 		assert.Equal(t, storage.ApprovalKindGrant, e.Approval)
-		assert.Equal(t, "grant-7", e.GrantID)
+		assert.Equal(t, grant.ID, e.GrantID)
 		assertTime(t, t0, e.CreatedAt)
 		assertTime(t, t0.Add(time.Second), e.FinishedAt)
 		assert.Nil(t, e.Response, "a listing never carries outputs")

@@ -45,12 +45,16 @@ func testReadBatch(t *testing.T, newStore newStoreFunc) {
 					callsLimit("", t0.Add(-time.Hour), "0"),
 				}
 				created := newQuote("alice", "tool-a", "0.10", t0)
+				_, grant := h.granted("alice", "tool-a", "k3", t0)
 
 				got, err := storage.ReadBatch(h.ctx, s, storage.Reads{
 					Principal: "alice", Approval: true, ToolID: "tool-a", SpendControls: true,
-					QuoteID: q.ID, Limits: limits, CreateQuote: &created,
+					QuoteID: q.ID, GrantID: grant.ID, Limits: limits, CreateQuote: &created,
 				})
 				require.NoError(t, err)
+
+				require.NotNil(t, got.Grant)
+				assertApprovalRequest(t, h.stored(grant.ID), *got.Grant)
 
 				wantApproval, err := h.s.GetApproval(h.ctx, "alice", "tool-a")
 				require.NoError(t, err)
@@ -77,6 +81,7 @@ func testReadBatch(t *testing.T, newStore newStoreFunc) {
 				h := newHarness(t, newStore)
 				got, err := storage.ReadBatch(h.ctx, way.wrap(h.s), storage.Reads{
 					Principal: "nobody", Approval: true, ToolID: "tool-a", SpendControls: true, QuoteID: uuid.New(),
+					GrantID: uuid.New(),
 				})
 				require.NoError(t, err)
 				assert.Equal(t, storage.ReadResult{}, got)
@@ -90,6 +95,7 @@ func testReadBatch(t *testing.T, newStore newStoreFunc) {
 				got, err := storage.ReadBatch(h.ctx, way.wrap(h.s), storage.Reads{Principal: "alice", QuoteID: q.ID, ToolID: "tool-a"})
 				require.NoError(t, err)
 				assert.Nil(t, got.Approval, "an approval not asked for is not read")
+				assert.Nil(t, got.Grant, "a grant not asked for is not read")
 				require.NotNil(t, got.Quote)
 				assertQuote(t, q, *got.Quote)
 			})

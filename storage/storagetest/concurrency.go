@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -63,6 +64,81 @@ func testConcurrency(t *testing.T, newStore newStoreFunc) {
 				assert.Equal(t, intPtr(i), tc.RateLimitPerMinute)
 			}
 		}
+	})
+
+	t.Run("ApproveRacesDeny", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t, newStore)
+		_, r := h.request("alice", "tool-a", t0)
+		// Half the racers approve, remembering never_ask, half deny: one
+		// decision wins, and the standing approval exists exactly when an
+		// approve won.
+		const n = 100
+		errs := make([]error, n)
+		decided := make([]storage.ApprovalRequest, n)
+		race(n, func(i int) {
+			decided[i], errs[i] = h.s.DecideApprovalRequest(h.ctx, storage.ApprovalDecision{
+				ID: r.ID, Approve: i%2 == 0, DecidedBy: fmt.Sprintf("approver-%d", i),
+				Remember: storage.ApprovalNeverAsk, Now: t0.Add(time.Second),
+			})
+		})
+		winner := -1
+		for i, err := range errs {
+			if err == nil {
+				require.Equal(t, -1, winner, "racers %d and %d both decided", winner, i)
+				winner = i
+				continue
+			}
+			require.ErrorIs(t, err, storage.ErrAlreadyDecided, "racer %d", i)
+		}
+		require.NotEqual(t, -1, winner, "one decision wins")
+		stored := h.stored(r.ID)
+		assert.Equal(t, decided[winner].Status, stored.Status)
+		assert.Equal(t, fmt.Sprintf("approver-%d", winner), stored.DecidedBy)
+		a, err := h.s.GetApproval(h.ctx, "alice", "tool-a")
+		if winner%2 == 0 {
+			assert.Equal(t, storage.ApprovalApproved, stored.Status)
+			require.NoError(t, err)
+			assert.Equal(t, stored.DecidedBy, a.ApprovedBy)
+		} else {
+			assert.Equal(t, storage.ApprovalDenied, stored.Status)
+			assert.ErrorIs(t, err, storage.ErrNotFound, "a denial remembers nothing")
+		}
+	})
+
+	t.Run("CallsRaceOnOneGrant", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t, newStore)
+		b, r := h.granted("alice", "tool-a", "", t0)
+		// Each racer is a separate call, under its own key, of the one
+		// quote the grant is for.
+		const n = 100
+		errs := make([]error, n)
+		begins := make([]storage.Begin, n)
+		race(n, func(i int) {
+			begins[i] = b
+			begins[i].Key = fmt.Sprintf("key-%d", i)
+			begins[i].Fingerprint = "fp:" + begins[i].Key
+			begins[i].ExecutionID, begins[i].LeaseToken = uuid.New(), uuid.New()
+			_, errs[i] = h.s.BeginExecution(h.ctx, begins[i])
+		})
+		winner := -1
+		for i, err := range errs {
+			if err == nil {
+				require.Equal(t, -1, winner, "racers %d and %d both proceeded", winner, i)
+				winner = i
+				continue
+			}
+			if !errors.Is(err, storage.ErrQuoteUsed) && !errors.Is(err, storage.ErrGrantUnusable) {
+				t.Fatalf("racer %d: %v", i, err)
+			}
+			h.assertKeyFree("alice", begins[i].Key)
+		}
+		require.NotEqual(t, -1, winner, "one call proceeds")
+		used := h.stored(r.ID)
+		assert.Equal(t, storage.ApprovalUsed, used.Status)
+		assert.Equal(t, begins[winner].ExecutionID, used.ExecutionID)
+		h.assertUsed("alice", "0.11", "1")
 	})
 
 	t.Run("OneKeyManyRacers", func(t *testing.T) {

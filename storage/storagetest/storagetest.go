@@ -7,8 +7,9 @@
 //
 // The suite checks the behaviour the gateway relies on, as documented on
 // storage.Store: the all-or-nothing admission of BeginExecution, lease
-// takeover, limits that hold under contention, retention, copying, and the
-// audit trail's listings and spend sums. Its
+// takeover, limits that hold under contention, approval requests decided
+// once and grants used once, retention, copying, and the audit trail's
+// listings and spend sums. Its
 // concurrency tests are meant to run under the race detector.
 package storagetest
 
@@ -39,6 +40,7 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 		{"FinishExecution", testFinish},
 		{"Usage", testUsage},
 		{"Approval", testApproval},
+		{"ApprovalRequests", testApprovalRequests},
 		{"SpendControls", testSpendControls},
 		{"Prune", testPrune},
 		{"Audit", testAudit},

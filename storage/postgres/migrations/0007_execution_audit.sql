@@ -2,7 +2,8 @@
 -- The audit trail (contract section 17). An execution now carries what an
 -- audit item shows: the tool's slug, the manifest digest, the price and fee
 -- beside the total, and how the call was approved (digest, standing, or an
--- approver's grant, with its id). Until now these lived only on the quote,
+-- approver's grant, with its id: NULL without one). Until now these lived
+-- only on the quote,
 -- which retention may prune first, and in the stored response.
 ALTER TABLE executions
     ADD COLUMN IF NOT EXISTS tool_slug       text          NOT NULL DEFAULT '',
@@ -10,7 +11,7 @@ ALTER TABLE executions
     ADD COLUMN IF NOT EXISTS price_usd       numeric(20,4),
     ADD COLUMN IF NOT EXISTS fee_usd         numeric(20,4),
     ADD COLUMN IF NOT EXISTS approval        text          NOT NULL DEFAULT '',
-    ADD COLUMN IF NOT EXISTS grant_id        text          NOT NULL DEFAULT '';
+    ADD COLUMN IF NOT EXISTS grant_id        uuid;
 
 -- Executions written before this migration take what their quote says. A
 -- quote outlives its execution's retention (it is pruned only once expired

@@ -10,7 +10,7 @@ ALTER TABLE executions ADD COLUMN manifest_digest TEXT NOT NULL DEFAULT '';
 ALTER TABLE executions ADD COLUMN price INTEGER;
 ALTER TABLE executions ADD COLUMN fee INTEGER;
 ALTER TABLE executions ADD COLUMN approval TEXT NOT NULL DEFAULT '';
-ALTER TABLE executions ADD COLUMN grant_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE executions ADD COLUMN grant_id BLOB; -- NULL without one
 
 -- Executions written before this migration take what their quote says.
 UPDATE executions

@@ -1,0 +1,108 @@
+package toolgate
+
+import (
+	"context"
+	"slices"
+
+	"github.com/toolgate/toolgate/storage"
+)
+
+// ApprovalMode says who approves a principal's calls.
+type ApprovalMode string
+
+// Approval modes (contract section 14).
+const (
+	// ApprovalModeCaller, the default: the caller approves. The manifest
+	// digest a call carries is its approval (contract section 6), as are the
+	// standing approvals the caller sets.
+	ApprovalModeCaller ApprovalMode = "caller"
+	// ApprovalModeApprover: a person approves. A call that needs approval
+	// must carry the grant of an approval request an approver approved, or
+	// be covered by a standing approval an approver set; the digest alone
+	// approves nothing, and the caller cannot set standing approvals.
+	ApprovalModeApprover ApprovalMode = "approver"
+)
+
+// ApproverDirectory says who approves for whom: each principal's approval
+// mode, and the principals each approver approves for. Config.Approvers
+// takes one, so an embedding program can answer from its own user
+// directory; StaticApprovers answers from fixed maps.
+//
+// The directory is asked on every quote and call, so it should answer from
+// memory.
+type ApproverDirectory interface {
+	// ApprovalMode returns the principal's approval mode; "" means
+	// ApprovalModeCaller.
+	ApprovalMode(ctx context.Context, principal string) (ApprovalMode, error)
+	// ApprovedPrincipals returns the principals approver approves for: none
+	// for an approver it does not know.
+	ApprovedPrincipals(ctx context.Context, approver string) ([]string, error)
+}
+
+// StaticApprovers is an ApproverDirectory from fixed maps.
+type StaticApprovers struct {
+	// Modes is each principal's approval mode; a principal absent is in
+	// caller mode.
+	Modes map[string]ApprovalMode
+	// Approvers maps an approver's id to the principals it approves for.
+	Approvers map[string][]string
+}
+
+// ApprovalMode returns the principal's entry in Modes.
+func (s StaticApprovers) ApprovalMode(_ context.Context, principal string) (ApprovalMode, error) {
+	return s.Modes[principal], nil
+}
+
+// ApprovedPrincipals returns the approver's entry in Approvers.
+func (s StaticApprovers) ApprovedPrincipals(_ context.Context, approver string) ([]string, error) {
+	return slices.Clone(s.Approvers[approver]), nil
+}
+
+// approvalMode returns who approves the principal's calls.
+func (g *Gateway) approvalMode(ctx context.Context, principal string) (ApprovalMode, error) {
+	if g.approvers == nil {
+		return ApprovalModeCaller, nil
+	}
+	mode, err := g.approvers.ApprovalMode(ctx, principal)
+	if err != nil {
+		return "", internalError(err)
+	}
+	switch mode {
+	case "", ApprovalModeCaller:
+		return ApprovalModeCaller, nil
+	case ApprovalModeApprover:
+		return ApprovalModeApprover, nil
+	}
+	// An unknown mode from an operator's directory must not loosen anything.
+	return ApprovalModeApprover, nil
+}
+
+// approvedPrincipals returns the principals approver approves for.
+func (g *Gateway) approvedPrincipals(ctx context.Context, approver string) ([]string, error) {
+	if g.approvers == nil || approver == "" {
+		return nil, nil
+	}
+	ps, err := g.approvers.ApprovedPrincipals(ctx, approver)
+	if err != nil {
+		return nil, internalError(err)
+	}
+	return ps, nil
+}
+
+// approves reports whether approver approves for principal.
+func (g *Gateway) approves(ctx context.Context, approver, principal string) (bool, error) {
+	ps, err := g.approvedPrincipals(ctx, approver)
+	if err != nil {
+		return false, err
+	}
+	return slices.Contains(ps, principal), nil
+}
+
+// standingFor is the standing approval that counts for a principal in
+// mode: in approver mode, only one an approver set.
+func standingFor(a *storage.Approval, mode ApprovalMode) *storage.Approval {
+	if a != nil && mode == ApprovalModeApprover && a.ApprovedBy == "" {
+		return nil
+	}
+	return a
+}

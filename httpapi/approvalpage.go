@@ -1,0 +1,428 @@
+package httpapi
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"errors"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/storage"
+)
+
+// The approval page (contract section 14): where a person signs in with an
+// approver key and approves or denies what agents ask for.
+//
+//	GET  /approvals        the signed-in approver's pending requests
+//	POST /approvals        sign in or out
+//	GET  /approvals/{id}   one request, with Approve and Deny
+//	POST /approvals/{id}   sign in or out, or decide
+//
+// Until someone signs in, a page shows only that something is waiting and
+// the sign-in form. It needs no JavaScript. Every form is a POST (a key never
+// travels in a URL) and resists cross-site forgery three ways: the session
+// cookie is SameSite=Strict, every POST must come from this origin (Origin,
+// or Referer when a browser sends no Origin), and every form of a session
+// carries that session's token. Every string a caller or provider supplied
+// is shown through html/template, escaped; the Content-Security-Policy
+// allows no script at all.
+//
+// The origin a POST must come from is the one the request reached: its
+// Host, and https on TLS or when a reverse proxy says so in
+// X-Forwarded-Proto. A proxy that terminates TLS must say so, or every
+// form posted through it is refused as coming from elsewhere.
+
+//go:embed templates/approval.html templates/approval.css
+var approvalFS embed.FS
+
+var (
+	approvalTemplate = template.Must(template.ParseFS(approvalFS, "templates/approval.html"))
+	approvalStyle    = pageStyle + string(must(approvalFS.ReadFile("templates/approval.css")))
+	approvalCSP      = "default-src 'none'; style-src 'sha256-" + sha256Base64(approvalStyle) +
+		"'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+
+// approvalPageData is what every approval page template shows.
+type approvalPageData struct {
+	Style    template.CSS
+	Title    string
+	SignedIn bool
+	Approver string
+	CSRF     string
+	Error    string
+	Notice   string
+	ListURL  string
+
+	SignInReason string
+
+	Requests []pendingRow
+	NextURL  string
+
+	Request   *requestView
+	Decidable bool
+}
+
+// pendingRow is one line of the list of pending requests.
+type pendingRow struct {
+	Tool      toolgate.ToolRef
+	Principal string
+	TotalUSD  string
+	ExpiresAt string
+	URL       string
+}
+
+// requestView is one request as its page shows it.
+type requestView struct {
+	Principal, Status, DecidedBy, DecidedAt, Remember string
+	ToolName, ToolSlug                                string
+	PriceUSD, FeeUSD, TotalUSD                        string
+	ProviderName, TrustTier                           string
+	PaymentVerified                                   bool
+	EndpointStatus, EndpointOrigin, VersionStatus     string
+	Digest, RiskLevel, Requirement                    string
+	Reasons                                           []string
+	Changed                                           bool
+	Input, InputSHA256                                string
+	CreatedAt, ExpiresAt                              string
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// pageTime shows a time to a person: UTC, to the second.
+func pageTime(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
+
+// approvalListPage answers GET /approvals.
+func (h *handler) approvalListPage(w http.ResponseWriter, r *http.Request) {
+	sess, ok := h.pageSession(r)
+	if !ok {
+		h.renderSignIn(w, r, http.StatusOK, "", "Sign in with your approver key to see the requests waiting for you.")
+		return
+	}
+	h.renderList(w, r, sess, "")
+}
+
+// approvalPage answers GET /approvals/{id}.
+func (h *handler) approvalPage(w http.ResponseWriter, r *http.Request) {
+	sess, ok := h.pageSession(r)
+	if !ok {
+		h.renderSignIn(w, r, http.StatusOK, "", "An approval request is waiting. Sign in with your approver key to see it.")
+		return
+	}
+	h.renderRequest(w, r, sess, http.StatusOK, "", "")
+}
+
+// approvalListForm answers POST /approvals: sign in or out.
+func (h *handler) approvalListForm(w http.ResponseWriter, r *http.Request) {
+	h.pageForm(w, r, false)
+}
+
+// approvalPageForm answers POST /approvals/{id}: sign in or out, or decide.
+func (h *handler) approvalPageForm(w http.ResponseWriter, r *http.Request) {
+	h.pageForm(w, r, true)
+}
+
+// pageForm handles a form posted to an approval page. Every POST must come
+// from this very origin; all but sign-in must also carry the session's
+// token. A forged POST changes nothing.
+func (h *handler) pageForm(w http.ResponseWriter, r *http.Request, onRequest bool) {
+	if !sameOrigin(r) {
+		h.renderMessage(w, r, http.StatusForbidden, "Refused: this form was not sent from this page.")
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes)
+	if err := r.ParseForm(); err != nil {
+		h.renderMessage(w, r, http.StatusBadRequest, "The form could not be read.")
+		return
+	}
+	form := r.PostForm
+	switch form.Get("action") {
+	case "sign-in":
+		h.signIn(w, r, form.Get("key"))
+		return
+	case "sign-out", "decide":
+	default:
+		h.renderMessage(w, r, http.StatusBadRequest, "The form could not be read.")
+		return
+	}
+	sess, ok := h.pageSession(r)
+	if !ok {
+		h.renderSignIn(w, r, http.StatusUnauthorized, "Your session has ended: sign in again.", "Sign in with your approver key.")
+		return
+	}
+	if !sess.validCSRF(form.Get("csrf")) {
+		h.renderMessage(w, r, http.StatusForbidden, "Refused: this form does not belong to your session. Reload the page and try again.")
+		return
+	}
+	if form.Get("action") == "sign-out" {
+		if c, err := r.Cookie(sessionCookie); err == nil {
+			h.sessions.end(c.Value)
+		}
+		http.SetCookie(w, sessionCookieFor(r, "", -1))
+		seeOther(w, r)
+		return
+	}
+	if !onRequest {
+		h.renderMessage(w, r, http.StatusBadRequest, "The form could not be read.")
+		return
+	}
+	d := toolgate.Decision{}
+	switch form.Get("decision") {
+	case "approve":
+		d.Approve = true
+	case "deny":
+	default:
+		h.renderRequest(w, r, sess, http.StatusBadRequest, "Choose Approve or Deny.", "")
+		return
+	}
+	switch remember := form.Get("remember"); remember {
+	case "", "once":
+	case string(storage.ApprovalNeverAsk), string(storage.ApprovalAskChargedCalls):
+		d.Remember = storage.ApprovalMode(remember)
+	default:
+		h.renderRequest(w, r, sess, http.StatusBadRequest, "Choose what to remember from the choices given.", "")
+		return
+	}
+	if _, err := h.gw.DecideApproval(r.Context(), sess.approver, r.PathValue("id"), d); err != nil {
+		var te *toolgate.Error
+		if !errors.As(err, &te) || te.Code == toolgate.CodeInternal {
+			h.log.ErrorContext(r.Context(), "internal error", "method", r.Method, "path", r.URL.Path, "error", err)
+			h.renderMessage(w, r, http.StatusInternalServerError, "The gateway could not record your decision. Try again.")
+			return
+		}
+		h.renderRequest(w, r, sess, statusOf(te.Code), te.Message, "")
+		return
+	}
+	// Post/redirect/get: a reload shows the decision rather than sending it again.
+	seeOther(w, r)
+}
+
+// signIn starts a session for an approver key. A caller key, like any key
+// that is not an approver's, is refused with the same words.
+func (h *handler) signIn(w http.ResponseWriter, r *http.Request, key string) {
+	approver, ok := "", false
+	if key != "" && len(key) <= 512 {
+		approver, ok = h.approvers.AuthenticateApprover(r.Context(), key)
+	}
+	if !ok {
+		h.renderSignIn(w, r, http.StatusUnauthorized, "That is not an approver key.", "Sign in with your approver key.")
+		return
+	}
+	token, _ := h.sessions.start(approver)
+	http.SetCookie(w, sessionCookieFor(r, token, int(sessionTTL/time.Second)))
+	seeOther(w, r)
+}
+
+// pageSession is the live session of the request's cookie.
+func (h *handler) pageSession(r *http.Request) (session, bool) {
+	c, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return session{}, false
+	}
+	return h.sessions.find(c.Value)
+}
+
+// sessionCookieFor is the session cookie: HttpOnly, SameSite=Strict,
+// Secure when the request came over TLS (or a proxy says it did), and
+// scoped to the approval pages. maxAge -1 deletes it.
+func sessionCookieFor(r *http.Request, token string, maxAge int) *http.Cookie {
+	return &http.Cookie{
+		Name:     sessionCookie,
+		Value:    token,
+		Path:     pagePrefix(r) + approvalPagesPath,
+		MaxAge:   maxAge,
+		HttpOnly: true,
+		Secure:   requestScheme(r) == "https",
+		SameSite: http.SameSiteStrictMode,
+	}
+}
+
+// seeOther sends the browser back to the page it posted from.
+func seeOther(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Location", pagePrefix(r)+r.URL.EscapedPath())
+	w.WriteHeader(http.StatusSeeOther)
+}
+
+// pagePrefix is where the handler is mounted, for links the browser
+// resolves against this host.
+func pagePrefix(r *http.Request) string { return forwardedPrefix(r) + mountPrefix(r) }
+
+// sameOrigin reports whether a POST was sent from this gateway's own pages:
+// its Origin (or, from a browser that sends none, its Referer) is the
+// origin the request reached. A POST with neither is refused: every
+// browser that could carry a session cookie sends one of them.
+func sameOrigin(r *http.Request) bool {
+	want := requestScheme(r) + "://" + strings.ToLower(r.Host)
+	if origin := r.Header.Get("Origin"); origin != "" {
+		return strings.ToLower(origin) == want
+	}
+	ref, err := url.Parse(r.Header.Get("Referer"))
+	if err != nil || ref.Host == "" {
+		return false
+	}
+	return strings.ToLower(ref.Scheme+"://"+ref.Host) == want
+}
+
+// renderRequest shows one request to a signed-in approver. A request of
+// anyone the approver does not approve for is not found, as it is on the API.
+func (h *handler) renderRequest(w http.ResponseWriter, r *http.Request, sess session, status int, errMsg, notice string) {
+	req, err := h.gw.ApprovalRequestFor(r.Context(), sess.approver, r.PathValue("id"))
+	if err != nil {
+		if isNotFound(err) {
+			h.render(w, r, http.StatusNotFound, "message", h.pageData(r, &sess, "No such approval request is waiting for you"))
+			return
+		}
+		h.log.ErrorContext(r.Context(), "internal error", "method", r.Method, "path", r.URL.Path, "error", err)
+		h.renderMessage(w, r, http.StatusInternalServerError, "The gateway could not read this request. Try again.")
+		return
+	}
+	data := h.pageData(r, &sess, "Approve a call of "+req.Tool.Name+"?")
+	data.Error, data.Notice = errMsg, notice
+	data.Request = h.requestView(r, req)
+	data.Decidable = req.Status == toolgate.ApprovalStatusPending
+	h.render(w, r, status, "request", data)
+}
+
+// requestView gathers what a person needs to decide: the request, and
+// what the registry says of its tool now.
+func (h *handler) requestView(r *http.Request, req *toolgate.ApprovalRequest) *requestView {
+	v := &requestView{
+		Principal:   req.Principal,
+		Status:      string(req.Status),
+		DecidedBy:   req.DecidedBy,
+		Remember:    string(req.Remember),
+		ToolName:    req.Tool.Name,
+		ToolSlug:    req.Tool.Slug,
+		PriceUSD:    req.PriceUSD,
+		FeeUSD:      req.FeeUSD,
+		TotalUSD:    req.TotalUSD,
+		Digest:      req.ManifestDigest,
+		Input:       prettyInput(req.Input),
+		InputSHA256: req.InputSHA256,
+		CreatedAt:   pageTime(req.CreatedAt),
+		ExpiresAt:   pageTime(req.ExpiresAt),
+	}
+	if req.DecidedAt != nil {
+		v.DecidedAt = pageTime(*req.DecidedAt)
+	}
+	e, err := h.gw.Entry(r.Context(), req.Tool.ID, h.entryOptions())
+	if err != nil {
+		v.Changed = true
+		return v
+	}
+	v.ProviderName, v.TrustTier = e.Provider.Name, e.Provider.TrustTier
+	v.PaymentVerified = e.Trust.Provider.PaymentVerified
+	v.EndpointStatus, v.EndpointOrigin = e.Trust.Endpoint.Status, e.Trust.Endpoint.Origin
+	v.VersionStatus = e.Trust.Version.Status
+	v.RiskLevel = string(e.Risk.Level)
+	v.Requirement = string(e.Policy.Approval.Requirement)
+	v.Reasons = e.Policy.Reasons
+	v.Changed = e.Version.ManifestDigest == nil || *e.Version.ManifestDigest != req.ManifestDigest
+	return v
+}
+
+// prettyInput indents the canonical input for reading; html/template
+// escapes it wherever it lands.
+func prettyInput(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if err := json.Indent(&b, raw, "", "  "); err != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+// renderList shows the signed-in approver's pending requests, a page at a
+// time (?cursor= continues).
+func (h *handler) renderList(w http.ResponseWriter, r *http.Request, sess session, errMsg string) {
+	list, err := h.gw.ListApprovalRequests(r.Context(), sess.approver, toolgate.ApprovalListOptions{Cursor: r.URL.Query().Get("cursor")})
+	if err != nil {
+		var te *toolgate.Error
+		if errors.As(err, &te) && te.Code == toolgate.CodeInvalidRequest {
+			h.renderMessage(w, r, http.StatusBadRequest, "That page of requests does not exist.")
+			return
+		}
+		h.log.ErrorContext(r.Context(), "internal error", "method", r.Method, "path", r.URL.Path, "error", err)
+		h.renderMessage(w, r, http.StatusInternalServerError, "The gateway could not list your requests. Try again.")
+		return
+	}
+	data := h.pageData(r, &sess, "Requests waiting for your approval")
+	data.Error = errMsg
+	prefix := pagePrefix(r)
+	for _, req := range list.ApprovalRequests {
+		data.Requests = append(data.Requests, pendingRow{
+			Tool:      req.Tool,
+			Principal: req.Principal,
+			TotalUSD:  req.TotalUSD,
+			ExpiresAt: pageTime(req.ExpiresAt),
+			URL:       prefix + approvalPagePath(req.ID),
+		})
+	}
+	if list.NextCursor != nil {
+		data.NextURL = prefix + approvalPagesPath + "?cursor=" + url.QueryEscape(*list.NextCursor)
+	}
+	h.render(w, r, http.StatusOK, "list", data)
+}
+
+// renderSignIn shows only the sign-in form: nothing about any request.
+func (h *handler) renderSignIn(w http.ResponseWriter, r *http.Request, status int, errMsg, reason string) {
+	data := h.pageData(r, nil, "Approval requests")
+	data.Error, data.SignInReason = errMsg, reason
+	h.render(w, r, status, "signin", data)
+}
+
+// renderMessage shows a sentence, and nothing else.
+func (h *handler) renderMessage(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	var sess *session
+	if s, ok := h.pageSession(r); ok {
+		sess = &s
+	}
+	h.render(w, r, status, "message", h.pageData(r, sess, msg))
+}
+
+// pageData starts a page's data; sess is nil when no one is signed in.
+func (h *handler) pageData(r *http.Request, sess *session, title string) approvalPageData {
+	d := approvalPageData{Style: template.CSS(approvalStyle), Title: title, ListURL: pagePrefix(r) + approvalPagesPath}
+	if sess != nil {
+		d.SignedIn, d.Approver, d.CSRF = true, sess.approver, sess.csrf
+	}
+	return d
+}
+
+// render writes a page. Pages are private to whoever is signed in: never
+// cached, never framed, no scripts, and forms post only to this origin.
+func (h *handler) render(w http.ResponseWriter, r *http.Request, status int, name string, data approvalPageData) {
+	var body bytes.Buffer
+	if err := approvalTemplate.ExecuteTemplate(&body, name, data); err != nil {
+		h.log.ErrorContext(r.Context(), "internal error", "method", r.Method, "path", r.URL.Path, "error", err)
+		http.Error(w, "the page could not be shown", http.StatusInternalServerError)
+		return
+	}
+	hdr := w.Header()
+	hdr.Set("Content-Type", "text/html; charset=utf-8")
+	hdr.Set("Content-Security-Policy", approvalCSP)
+	hdr.Set("X-Content-Type-Options", "nosniff")
+	hdr.Set("X-Frame-Options", "DENY")
+	// same-origin, not no-referrer: with no-referrer a browser sends
+	// "Origin: null" on a POST, which the origin check must refuse.
+	hdr.Set("Referrer-Policy", "same-origin")
+	hdr.Set("Cache-Control", "no-store")
+	hdr.Set("Content-Length", strconv.Itoa(body.Len()))
+	w.WriteHeader(status)
+	_, _ = w.Write(body.Bytes())
+}
+
+// isNotFound reports whether err says the request is not there for this approver.
+func isNotFound(err error) bool {
+	var te *toolgate.Error
+	return errors.As(err, &te) && te.Code == toolgate.CodeApprovalRequestNotFound
+}

@@ -1,0 +1,169 @@
+package storage
+
+import (
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
+)
+
+// Sentinel errors of approval requests.
+var (
+	// ErrAlreadyDecided: DecideApprovalRequest found the request approved,
+	// denied or used. A decision is final.
+	ErrAlreadyDecided = errors.New("storage: approval request already decided")
+	// ErrApprovalExpired: DecideApprovalRequest found the request still
+	// pending, but its ExpiresAt is at or before the decision's Now.
+	ErrApprovalExpired = errors.New("storage: approval request expired")
+	// ErrGrantUnusable: BeginExecution's Begin.GrantID is not an approved,
+	// unused approval request of b.Principal for b.QuoteID and b.ToolID.
+	ErrGrantUnusable = errors.New("storage: approval grant cannot be used for this call")
+)
+
+// ApprovalStatus is the stored state of an approval request. Expiry is not
+// a stored state: a pending or approved request whose ExpiresAt has passed
+// is shown as expired, and can no longer be decided or used.
+type ApprovalStatus string
+
+// Approval request states. A request is created pending; a decision makes
+// it approved or denied, once; an approved request becomes used when the
+// call it approves is admitted.
+const (
+	ApprovalPending  ApprovalStatus = "pending"
+	ApprovalApproved ApprovalStatus = "approved"
+	ApprovalDenied   ApprovalStatus = "denied"
+	ApprovalUsed     ApprovalStatus = "used"
+)
+
+// ApprovalRequest is a caller's request that an approver approve one call:
+// one quote, of one tool version, with one input. Once approved it is the
+// grant the call carries (its ID), good for that call only.
+//
+// Everything but Status, DecidedBy, DecidedAt, Remember and ExecutionID is
+// set at creation and never changes.
+type ApprovalRequest struct {
+	ID             uuid.UUID
+	Principal      string
+	QuoteID        uuid.UUID
+	ToolID         string
+	ToolSlug       string
+	ManifestDigest string
+	PriceUSD       decimal.Decimal
+	FeeUSD         decimal.Decimal
+	TotalUSD       decimal.Decimal
+	// Input is the call's input in RFC 8785 canonical form, as the caller
+	// sent it (before schema defaults); InputSHA256 is the lowercase hex
+	// SHA-256 of exactly these bytes.
+	Input       []byte
+	InputSHA256 string
+	Status      ApprovalStatus
+	DecidedBy   string    // the approver's id, once decided
+	DecidedAt   time.Time // zero until decided
+	// Remember is the standing approval an approve recorded with it; empty
+	// when none.
+	Remember ApprovalMode
+	// ExecutionID is the execution that used the grant, once used.
+	ExecutionID uuid.UUID
+	CreatedAt   time.Time
+	// ExpiresAt is the quote's expiry: past it the request can be neither
+	// decided nor used.
+	ExpiresAt time.Time
+}
+
+// ApprovalDecision is the input of DecideApprovalRequest.
+type ApprovalDecision struct {
+	ID uuid.UUID
+	// Approve approves the request; false denies it.
+	Approve bool
+	// DecidedBy is the approver's id.
+	DecidedBy string
+	// Remember, on an approve, also stores the standing approval of the
+	// request's principal, tool and digest with this mode, approved by
+	// DecidedBy, in the same atomic step; empty stores none. Ignored on a
+	// deny.
+	Remember ApprovalMode
+	Now      time.Time
+}
+
+// ApprovalCursor is a position in a listing of approval requests, newest
+// first: the listing continues with the requests strictly older than it.
+type ApprovalCursor struct {
+	CreatedAt time.Time
+	ID        uuid.UUID
+}
+
+// After reports whether r comes after the cursor in a newest-first
+// listing: created before it, or at the same instant with a smaller id.
+func (c ApprovalCursor) After(r ApprovalRequest) bool {
+	if !r.CreatedAt.Equal(c.CreatedAt) {
+		return r.CreatedAt.Before(c.CreatedAt)
+	}
+	return bytesLess(r.ID, c.ID)
+}
+
+// bytesLess orders ids by their bytes, as a database orders uuid columns.
+func bytesLess(a, b uuid.UUID) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return a[i] < b[i]
+		}
+	}
+	return false
+}
+
+// ApprovalRequestFilter selects approval requests for
+// ListApprovalRequests. Zero fields select everything.
+type ApprovalRequestFilter struct {
+	// Principals are the principals whose requests are listed; none lists
+	// nothing.
+	Principals []string
+	// Statuses keeps requests in one of these stored states; empty keeps all.
+	Statuses []ApprovalStatus
+	// LiveAt keeps only requests whose ExpiresAt is after it.
+	LiveAt time.Time
+	// ExpiredAt keeps only requests whose ExpiresAt is at or before it.
+	ExpiredAt time.Time
+	// After continues a listing from a cursor; nil starts with the newest.
+	After *ApprovalCursor
+	// Limit caps the requests returned; 0 means 100.
+	Limit int
+}
+
+// Matches reports whether r passes the filter's principals, statuses and
+// expiry (not its cursor or limit).
+func (f ApprovalRequestFilter) Matches(r ApprovalRequest) bool {
+	found := false
+	for _, p := range f.Principals {
+		if p == r.Principal {
+			found = true
+			break
+		}
+	}
+	if !found {
+		return false
+	}
+	if len(f.Statuses) > 0 {
+		found = false
+		for _, s := range f.Statuses {
+			if s == r.Status {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	if !f.LiveAt.IsZero() && !r.ExpiresAt.After(f.LiveAt) {
+		return false
+	}
+	if !f.ExpiredAt.IsZero() && r.ExpiresAt.After(f.ExpiredAt) {
+		return false
+	}
+	return true
+}
+
+// DefaultApprovalListLimit is ListApprovalRequests' limit when the filter
+// sets none.
+const DefaultApprovalListLimit = 100

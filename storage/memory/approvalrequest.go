@@ -1,0 +1,199 @@
+package memory
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/toolgate/toolgate/storage"
+)
+
+// Approval requests are kept by id, in one queue by expiry for Prune, and
+// per principal in creation order, so that a listing visits the requests of
+// the principals it is about, newest first, and stops at its limit.
+// A request's Input is copied in and out; nothing else it holds is shared.
+
+// CreateApprovalRequest implements storage.Store.
+func (s *Store) CreateApprovalRequest(ctx context.Context, r storage.ApprovalRequest) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r.Input = bytes.Clone(r.Input)
+	if r.Status == "" {
+		r.Status = storage.ApprovalPending
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.requests[r.ID]; ok {
+		return storage.ErrAlreadyExists
+	}
+	s.requests[r.ID] = &r
+	s.requestQueue.push(r.ExpiresAt, r.ID)
+	q := s.requestsBy[r.Principal]
+	if q == nil {
+		q = &timeQueue[uuid.UUID]{}
+		s.requestsBy[r.Principal] = q
+	}
+	q.push(r.CreatedAt, r.ID)
+	return nil
+}
+
+// GetApprovalRequest implements storage.Store.
+func (s *Store) GetApprovalRequest(ctx context.Context, id uuid.UUID) (storage.ApprovalRequest, error) {
+	if err := ctx.Err(); err != nil {
+		return storage.ApprovalRequest{}, err
+	}
+	s.mu.Lock()
+	r, ok := s.requests[id]
+	var out storage.ApprovalRequest
+	if ok {
+		out = *r
+	}
+	s.mu.Unlock()
+	if !ok {
+		return storage.ApprovalRequest{}, storage.ErrNotFound
+	}
+	// Input is never written after creation, so it is copied unlocked.
+	out.Input = bytes.Clone(out.Input)
+	return out, nil
+}
+
+// ListApprovalRequests implements storage.Store. Each principal's requests
+// are walked from the newest (or from the cursor) back, and the walk stops
+// once a principal has given Limit matches and the instant of the last one
+// is past: no principal can contribute more. (Requests created at one
+// instant sit in the queue in arrival order, not by id, so all of the last
+// instant's are taken before sorting decides.)
+func (s *Store) ListApprovalRequests(ctx context.Context, f storage.ApprovalRequestFilter) ([]storage.ApprovalRequest, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = storage.DefaultApprovalListLimit
+	}
+	var out []storage.ApprovalRequest
+	s.mu.Lock()
+	seen := map[string]bool{}
+	for _, p := range f.Principals {
+		q := s.requestsBy[p]
+		if q == nil || seen[p] {
+			continue
+		}
+		seen[p] = true
+		items := q.items
+		if f.After != nil {
+			// Entries created after the cursor cannot follow it.
+			items = items[:sort.Search(len(items), func(i int) bool { return items[i].at.After(f.After.CreatedAt) })]
+		}
+		found := 0
+		for i := len(items) - 1; i >= 0; i-- {
+			if found >= limit && !items[i].at.Equal(out[len(out)-1].CreatedAt) {
+				break
+			}
+			r := s.requests[items[i].key]
+			if r == nil || !f.Matches(*r) || (f.After != nil && !f.After.After(*r)) {
+				continue
+			}
+			out = append(out, *r)
+			found++
+		}
+	}
+	s.mu.Unlock()
+	slices.SortFunc(out, func(a, b storage.ApprovalRequest) int {
+		switch {
+		case (storage.ApprovalCursor{CreatedAt: b.CreatedAt, ID: b.ID}).After(a):
+			return 1
+		case (storage.ApprovalCursor{CreatedAt: a.CreatedAt, ID: a.ID}).After(b):
+			return -1
+		}
+		return 0
+	})
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	for i := range out {
+		out[i].Input = bytes.Clone(out[i].Input)
+	}
+	return out, nil
+}
+
+// DecideApprovalRequest implements storage.Store: the check and the write
+// happen under one lock, so of racing decisions exactly one finds the
+// request pending.
+func (s *Store) DecideApprovalRequest(ctx context.Context, d storage.ApprovalDecision) (storage.ApprovalRequest, error) {
+	if err := ctx.Err(); err != nil {
+		return storage.ApprovalRequest{}, err
+	}
+	s.mu.Lock()
+	r, ok := s.requests[d.ID]
+	if !ok {
+		s.mu.Unlock()
+		return storage.ApprovalRequest{}, storage.ErrNotFound
+	}
+	switch {
+	case r.Status != storage.ApprovalPending:
+		s.mu.Unlock()
+		return storage.ApprovalRequest{}, storage.ErrAlreadyDecided
+	case !r.ExpiresAt.After(d.Now):
+		s.mu.Unlock()
+		return storage.ApprovalRequest{}, storage.ErrApprovalExpired
+	}
+	r.Status, r.DecidedBy, r.DecidedAt = storage.ApprovalDenied, d.DecidedBy, d.Now
+	if d.Approve {
+		r.Status, r.Remember = storage.ApprovalApproved, d.Remember
+		if d.Remember != "" {
+			s.putApproval(storage.Approval{
+				Principal:      r.Principal,
+				ToolID:         r.ToolID,
+				ManifestDigest: r.ManifestDigest,
+				Mode:           d.Remember,
+				ApprovedBy:     d.DecidedBy,
+				UpdatedAt:      d.Now,
+			})
+		}
+	}
+	out := *r
+	s.mu.Unlock()
+	out.Input = bytes.Clone(out.Input)
+	return out, nil
+}
+
+// checkGrant is BeginExecution's check of a new call's grant. The caller
+// holds s.mu.
+func (s *Store) checkGrant(b storage.Begin) (*storage.ApprovalRequest, error) {
+	if b.GrantID == uuid.Nil {
+		return nil, nil
+	}
+	r, ok := s.requests[b.GrantID]
+	if !ok || r.Status != storage.ApprovalApproved || r.Principal != b.Principal ||
+		r.QuoteID != b.QuoteID || r.ToolID != b.ToolID {
+		return nil, storage.ErrGrantUnusable
+	}
+	return r, nil
+}
+
+// pruneApprovalRequests deletes requests that expired before the cutoff,
+// whatever their state: a grant no call can use any more, and a decision
+// long made. The caller holds s.mu.
+func (s *Store) pruneApprovalRequests(before time.Time, limit int) int {
+	touched := map[string]bool{}
+	n := s.requestQueue.drain(before, limit, func(id uuid.UUID) verdict {
+		touched[s.requests[id].Principal] = true
+		delete(s.requests, id)
+		return drop
+	})
+	for p := range touched {
+		q := s.requestsBy[p]
+		q.items = slices.DeleteFunc(q.items, func(it timed[uuid.UUID]) bool { return s.requests[it.key] == nil })
+		q.shrink()
+		if q.len() == 0 {
+			delete(s.requestsBy, p)
+		}
+	}
+	return n
+}

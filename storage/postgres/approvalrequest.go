@@ -1,0 +1,180 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/toolgate/toolgate/storage"
+)
+
+// approvalRequestColumns is the select list scanApprovalRequest reads.
+const approvalRequestColumns = `id, principal, quote_id, tool_id, tool_slug, manifest_digest,
+	price_usd::text, fee_usd::text, total_usd::text, input, input_sha256, status,
+	decided_by, decided_at, remember, execution_id, created_at, expires_at`
+
+func scanApprovalRequest(row pgx.Row) (storage.ApprovalRequest, error) {
+	var (
+		r                         storage.ApprovalRequest
+		price, fee, total, status string
+		remember                  string
+		decidedAt                 *time.Time
+		executionID               *[16]byte
+	)
+	err := row.Scan(bytesAt(&r.ID), &r.Principal, bytesAt(&r.QuoteID), &r.ToolID, &r.ToolSlug, &r.ManifestDigest,
+		&price, &fee, &total, &r.Input, &r.InputSHA256, &status,
+		&r.DecidedBy, &decidedAt, &remember, &executionID, &r.CreatedAt, &r.ExpiresAt)
+	if err != nil {
+		return storage.ApprovalRequest{}, translate(err)
+	}
+	r.Status, r.Remember = storage.ApprovalStatus(status), storage.ApprovalMode(remember)
+	r.DecidedAt, r.CreatedAt, r.ExpiresAt = nullTime(decidedAt), utc(r.CreatedAt), utc(r.ExpiresAt)
+	if executionID != nil {
+		r.ExecutionID = *executionID
+	}
+	if r.PriceUSD, err = parseDecimal(price); err != nil {
+		return storage.ApprovalRequest{}, err
+	}
+	if r.FeeUSD, err = parseDecimal(fee); err != nil {
+		return storage.ApprovalRequest{}, err
+	}
+	if r.TotalUSD, err = parseDecimal(total); err != nil {
+		return storage.ApprovalRequest{}, err
+	}
+	return r, nil
+}
+
+// nullID stores uuid.Nil as NULL.
+func nullID(id uuid.UUID) any {
+	if id == uuid.Nil {
+		return nil
+	}
+	return bytesOf(id)
+}
+
+// CreateApprovalRequest stores a new approval request; an empty Status is
+// stored as pending. ErrAlreadyExists when the id is taken.
+func (s *Store) CreateApprovalRequest(ctx context.Context, r storage.ApprovalRequest) error {
+	status := r.Status
+	if status == "" {
+		status = storage.ApprovalPending
+	}
+	input := r.Input
+	if input == nil {
+		input = []byte{} // the column is NOT NULL; an empty input is still an input
+	}
+	_, err := s.pool.Exec(ctx, s.sql(`
+		INSERT INTO {schema}.approval_requests (id, principal, quote_id, tool_id, tool_slug, manifest_digest,
+			price_usd, fee_usd, total_usd, input, input_sha256, status, decided_by, decided_at, remember,
+			execution_id, created_at, expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7::numeric, $8::numeric, $9::numeric, $10, $11, $12, $13, $14, $15,
+			$16, $17, $18)`),
+		bytesOf(r.ID), r.Principal, bytesOf(r.QuoteID), r.ToolID, r.ToolSlug, r.ManifestDigest,
+		r.PriceUSD.String(), r.FeeUSD.String(), r.TotalUSD.String(), input, r.InputSHA256, string(status),
+		r.DecidedBy, timeOrNull(r.DecidedAt), string(r.Remember), nullID(r.ExecutionID), r.CreatedAt, r.ExpiresAt)
+	return translate(err)
+}
+
+// getApprovalRequestSQL reads the request with id $1 for scanApprovalRequest.
+const getApprovalRequestSQL = `SELECT ` + approvalRequestColumns + ` FROM {schema}.approval_requests WHERE id = $1`
+
+// GetApprovalRequest returns the approval request with this id. ErrNotFound
+// if absent.
+func (s *Store) GetApprovalRequest(ctx context.Context, id uuid.UUID) (storage.ApprovalRequest, error) {
+	return scanApprovalRequest(s.pool.QueryRow(ctx, s.sql(getApprovalRequestSQL), bytesOf(id)))
+}
+
+// ListApprovalRequests returns the requests f selects, newest first. The
+// cursor compares (created_at, id) as a row, which the principal index
+// answers in order; uuid columns compare by their bytes, as
+// storage.ApprovalCursor does.
+func (s *Store) ListApprovalRequests(ctx context.Context, f storage.ApprovalRequestFilter) ([]storage.ApprovalRequest, error) {
+	if len(f.Principals) == 0 {
+		return nil, nil
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = storage.DefaultApprovalListLimit
+	}
+	statuses := make([]string, len(f.Statuses))
+	for i, st := range f.Statuses {
+		statuses[i] = string(st)
+	}
+	var afterAt *time.Time
+	var afterID any
+	if f.After != nil {
+		at := f.After.CreatedAt
+		afterAt, afterID = &at, bytesOf(f.After.ID)
+	}
+	rows, err := s.pool.Query(ctx, s.sql(`
+		SELECT `+approvalRequestColumns+` FROM {schema}.approval_requests
+		WHERE principal = ANY($1::text[])
+			AND (cardinality($2::text[]) = 0 OR status = ANY($2::text[]))
+			AND ($3::timestamptz IS NULL OR expires_at > $3)
+			AND ($4::timestamptz IS NULL OR expires_at <= $4)
+			AND ($5::timestamptz IS NULL OR (created_at, id) < ($5, $6::uuid))
+		ORDER BY created_at DESC, id DESC
+		LIMIT $7`),
+		f.Principals, statuses, timeOrNull(f.LiveAt), timeOrNull(f.ExpiredAt), afterAt, afterID, limit)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	var out []storage.ApprovalRequest
+	for rows.Next() {
+		r, err := scanApprovalRequest(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, translate(err)
+	}
+	return out, nil
+}
+
+// DecideApprovalRequest decides a pending, unexpired request in one
+// statement. Racing decisions queue on the request's row: the first
+// commits, and each later one re-reads the row, finds it no longer pending
+// and changes nothing (READ COMMITTED re-checks an UPDATE's WHERE on the
+// newest version of a row it waited for). A remembered standing approval is
+// written by the same statement, only when the update matched.
+//
+// When nothing matched, a second statement, with a snapshot taken after any
+// decision that beat this one, says why.
+func (s *Store) DecideApprovalRequest(ctx context.Context, d storage.ApprovalDecision) (storage.ApprovalRequest, error) {
+	status, remember := storage.ApprovalDenied, storage.ApprovalMode("")
+	if d.Approve {
+		status, remember = storage.ApprovalApproved, d.Remember
+	}
+	r, err := scanApprovalRequest(s.pool.QueryRow(ctx, s.sql(`
+		WITH decided AS (
+			UPDATE {schema}.approval_requests
+			SET status = $2, decided_by = $3, decided_at = $4, remember = $5
+			WHERE id = $1 AND status = 'pending' AND expires_at > $4
+			RETURNING *
+		), remembered AS (
+			INSERT INTO {schema}.approvals (principal, tool_id, manifest_digest, mode, approved_by, updated_at)
+			SELECT principal, tool_id, manifest_digest, $5, $3, $4 FROM decided WHERE $5 <> ''`+upsertApprovalSQL+`
+		)
+		SELECT `+approvalRequestColumns+` FROM decided`),
+		bytesOf(d.ID), string(status), d.DecidedBy, d.Now, string(remember)))
+	if !errors.Is(err, storage.ErrNotFound) {
+		return r, err
+	}
+	cur, err := s.GetApprovalRequest(ctx, d.ID)
+	switch {
+	case err != nil:
+		return storage.ApprovalRequest{}, err
+	case cur.Status != storage.ApprovalPending:
+		return storage.ApprovalRequest{}, storage.ErrAlreadyDecided
+	case !cur.ExpiresAt.After(d.Now):
+		return storage.ApprovalRequest{}, storage.ErrApprovalExpired
+	}
+	return storage.ApprovalRequest{}, fmt.Errorf("postgres: the decision of approval request %s matched nothing", d.ID)
+}

@@ -1,0 +1,246 @@
+package sqlite
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
+
+	"github.com/toolgate/toolgate/storage"
+)
+
+// approvalRequestColumns is the select list scanApprovalRequest reads.
+const approvalRequestColumns = `id, principal, quote_id, tool_id, tool_slug, manifest_digest,
+	price, fee, total, input, input_sha256, status, decided_by, decided_at, remember, execution_id,
+	created_at, expires_at`
+
+func scanApprovalRequest(row scanner) (storage.ApprovalRequest, error) {
+	var (
+		r                        storage.ApprovalRequest
+		rawID, rawQuote, rawExec []byte
+		price, fee, total        int64
+		status, remember         string
+		decidedAt                *int64
+		created, expires         int64
+	)
+	err := translate(row.Scan(&rawID, &r.Principal, &rawQuote, &r.ToolID, &r.ToolSlug, &r.ManifestDigest,
+		&price, &fee, &total, &r.Input, &r.InputSHA256, &status, &r.DecidedBy, &decidedAt, &remember, &rawExec,
+		&created, &expires))
+	if err != nil {
+		return storage.ApprovalRequest{}, err
+	}
+	if r.ID, err = parseID(rawID); err != nil {
+		return storage.ApprovalRequest{}, err
+	}
+	if r.QuoteID, err = parseID(rawQuote); err != nil {
+		return storage.ApprovalRequest{}, err
+	}
+	if rawExec != nil {
+		if r.ExecutionID, err = parseID(rawExec); err != nil {
+			return storage.ApprovalRequest{}, err
+		}
+	}
+	r.PriceUSD, r.FeeUSD, r.TotalUSD = fromUnits(price), fromUnits(fee), fromUnits(total)
+	r.Status, r.Remember = storage.ApprovalStatus(status), storage.ApprovalMode(remember)
+	r.DecidedAt, r.CreatedAt, r.ExpiresAt = nullNanos(decidedAt), fromNanos(created), fromNanos(expires)
+	if r.Input == nil {
+		r.Input = []byte{}
+	}
+	return r, nil
+}
+
+// nullableID stores uuid.Nil as NULL.
+func nullableID(id uuid.UUID) any {
+	if id == uuid.Nil {
+		return nil
+	}
+	return idBytes(id)
+}
+
+// nullableNanos stores the zero time as NULL.
+func nullableNanos(n int64, zero bool) any {
+	if zero {
+		return nil
+	}
+	return n
+}
+
+// CreateApprovalRequest stores a new approval request; an empty Status is
+// stored as pending. ErrAlreadyExists when the id is taken.
+func (s *Store) CreateApprovalRequest(ctx context.Context, r storage.ApprovalRequest) error {
+	status := r.Status
+	if status == "" {
+		status = storage.ApprovalPending
+	}
+	var amounts [3]int64
+	for i, d := range [...]decimal.Decimal{r.PriceUSD, r.FeeUSD, r.TotalUSD} {
+		u, err := units(d)
+		if err != nil {
+			return err
+		}
+		amounts[i] = u
+	}
+	input := r.Input
+	if input == nil {
+		input = []byte{} // the column is NOT NULL; an empty input is still an input
+	}
+	return s.write(ctx, func(tx *writeTx) error {
+		_, err := tx.exec(`
+			INSERT INTO approval_requests (`+approvalRequestColumns+`)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			idBytes(r.ID), r.Principal, idBytes(r.QuoteID), r.ToolID, r.ToolSlug, r.ManifestDigest,
+			amounts[0], amounts[1], amounts[2], input, r.InputSHA256, string(status), r.DecidedBy,
+			nullableNanos(nanos(r.DecidedAt), r.DecidedAt.IsZero()), string(r.Remember), nullableID(r.ExecutionID),
+			nanos(r.CreatedAt), nanos(r.ExpiresAt))
+		return err
+	})
+}
+
+// getApprovalRequestSQL reads the request with id ? for scanApprovalRequest.
+const getApprovalRequestSQL = `SELECT ` + approvalRequestColumns + ` FROM approval_requests WHERE id = ?`
+
+// GetApprovalRequest returns the approval request with this id. ErrNotFound
+// if absent.
+func (s *Store) GetApprovalRequest(ctx context.Context, id uuid.UUID) (storage.ApprovalRequest, error) {
+	return scanApprovalRequest(s.pool(ctx).queryRow(getApprovalRequestSQL, idBytes(id)))
+}
+
+// ListApprovalRequests returns the requests f selects, newest first. The
+// cursor compares (created_at, id) as a row value; SQLite compares BLOBs
+// byte by byte, as storage.ApprovalCursor does. The principals and
+// statuses are bound as one parameter each, JSON arrays read with
+// json_each, so the statement text, and its prepared statement, is the
+// same whatever their number.
+func (s *Store) ListApprovalRequests(ctx context.Context, f storage.ApprovalRequestFilter) ([]storage.ApprovalRequest, error) {
+	if len(f.Principals) == 0 {
+		return nil, nil
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = storage.DefaultApprovalListLimit
+	}
+	statuses := make([]string, len(f.Statuses))
+	for i, st := range f.Statuses {
+		statuses[i] = string(st)
+	}
+	var afterAt, afterID any
+	if f.After != nil {
+		afterAt, afterID = nanos(f.After.CreatedAt), idBytes(f.After.ID)
+	}
+	rows, err := s.pool(ctx).query(`
+		SELECT `+approvalRequestColumns+` FROM approval_requests
+		WHERE principal IN (SELECT value FROM json_each(?1))
+			AND (json_array_length(?2) = 0 OR status IN (SELECT value FROM json_each(?2)))
+			AND (?3 IS NULL OR expires_at > ?3)
+			AND (?4 IS NULL OR expires_at <= ?4)
+			AND (?5 IS NULL OR (created_at, id) < (?5, ?6))
+		ORDER BY created_at DESC, id DESC
+		LIMIT ?7`,
+		jsonStrings(f.Principals), jsonStrings(statuses),
+		nullableNanos(nanos(f.LiveAt), f.LiveAt.IsZero()), nullableNanos(nanos(f.ExpiredAt), f.ExpiredAt.IsZero()),
+		afterAt, afterID, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []storage.ApprovalRequest
+	for rows.Next() {
+		r, err := scanApprovalRequest(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, translate(rows.Err())
+}
+
+// jsonStrings encodes strings as a JSON array for json_each.
+func jsonStrings(ss []string) string {
+	if ss == nil {
+		ss = []string{}
+	}
+	b, _ := json.Marshal(ss) // strings always encode
+	return string(b)
+}
+
+// DecideApprovalRequest decides a pending, unexpired request in one write:
+// its check and its change run in the file's write transaction, so of
+// racing decisions, in this process or another, exactly one finds the
+// request pending. A remembered standing approval is written in the same
+// write.
+func (s *Store) DecideApprovalRequest(ctx context.Context, d storage.ApprovalDecision) (storage.ApprovalRequest, error) {
+	var out storage.ApprovalRequest
+	err := s.write(ctx, func(tx *writeTx) error {
+		r, err := scanApprovalRequest(tx.queryRow(getApprovalRequestSQL, idBytes(d.ID)))
+		switch {
+		case err != nil:
+			return err
+		case r.Status != storage.ApprovalPending:
+			return storage.ErrAlreadyDecided
+		case !r.ExpiresAt.After(d.Now):
+			return storage.ErrApprovalExpired
+		}
+		r.Status, r.DecidedBy, r.DecidedAt = storage.ApprovalDenied, d.DecidedBy, d.Now
+		if d.Approve {
+			r.Status, r.Remember = storage.ApprovalApproved, d.Remember
+		}
+		if _, err := tx.exec(`UPDATE approval_requests SET status = ?, decided_by = ?, decided_at = ?, remember = ? WHERE id = ?`,
+			string(r.Status), r.DecidedBy, nanos(r.DecidedAt), string(r.Remember), idBytes(r.ID)); err != nil {
+			return err
+		}
+		if r.Remember != "" {
+			if err := putApproval(tx, storage.Approval{
+				Principal: r.Principal, ToolID: r.ToolID, ManifestDigest: r.ManifestDigest,
+				Mode: r.Remember, ApprovedBy: d.DecidedBy, UpdatedAt: d.Now,
+			}); err != nil {
+				return err
+			}
+		}
+		out = r
+		return nil
+	})
+	if err != nil {
+		return storage.ApprovalRequest{}, err
+	}
+	return out, nil
+}
+
+// checkGrant is a new admission's check of its grant, inside its write:
+// approved and unused, of this principal, quote and tool.
+func checkGrant(tx *writeTx, b storage.Begin) error {
+	if b.GrantID == uuid.Nil {
+		return nil
+	}
+	var ok bool
+	err := translate(tx.queryRow(`
+		SELECT EXISTS (SELECT 1 FROM approval_requests
+			WHERE id = ? AND status = 'approved' AND principal = ? AND quote_id = ? AND tool_id = ?)`,
+		idBytes(b.GrantID), b.Principal, idBytes(b.QuoteID), b.ToolID).Scan(&ok))
+	switch {
+	case err != nil:
+		return err
+	case !ok:
+		return storage.ErrGrantUnusable
+	}
+	return nil
+}
+
+// useGrant marks b's grant used by b's execution.
+func useGrant(tx *writeTx, b storage.Begin) error {
+	if b.GrantID == uuid.Nil {
+		return nil
+	}
+	_, err := tx.exec(`UPDATE approval_requests SET status = 'used', execution_id = ? WHERE id = ?`,
+		idBytes(b.ExecutionID), idBytes(b.GrantID))
+	return err
+}
+
+// pruneApprovalRequests deletes up to n requests that expired before the
+// cutoff, whatever their state: no call can use them any more.
+func pruneApprovalRequests(tx *writeTx, before int64, n int) (int, error) {
+	deleted, err := tx.exec(`
+		DELETE FROM approval_requests WHERE id IN (
+			SELECT id FROM approval_requests WHERE expires_at < ?1 ORDER BY expires_at LIMIT ?2)`, before, n)
+	return int(deleted), err
+}
