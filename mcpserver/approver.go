@@ -92,7 +92,7 @@ func (g *gateway) sendToApprover(req *mcp.CallToolRequest, c *toolCall, r *toolg
 	if urlElicitation(req.ClientCapabilities()) {
 		return nil, mcp.URLElicitationRequiredError([]*mcp.ElicitParams{{
 			Mode:          "url",
-			Message:       lapsed + question + " An approver decides on this page; once approved, the call can be made again.",
+			Message:       lapsed + question + ". An approver decides on this page; once approved, the call can be made again.",
 			URL:           url,
 			ElicitationID: r.ID,
 		}})
