@@ -37,13 +37,15 @@ type Options struct {
 	// CheckRetry decides whether to send a request again after an
 	// attempt; nil means DefaultRetryPolicy.
 	CheckRetry CheckRetry
-	// Backoff says how long to wait before the next attempt; nil means
-	// DefaultBackoff. A Retry-After is waited out whatever it says.
+	// Backoff says how long to wait before the next attempt, and before
+	// the next poll of WaitForDecision; nil means DefaultBackoff. A
+	// Retry-After is waited out whatever it says.
 	Backoff Backoff
 	// MaxAttempts is how many times a request may be sent (default 10).
 	MaxAttempts int
 	// RetryWaitMin and RetryWaitMax are the shortest and longest waits
-	// Backoff is given (defaults 100 ms and 5 s).
+	// Backoff is given (defaults 100 ms and 5 s), between attempts and
+	// between the polls of WaitForDecision.
 	RetryWaitMin time.Duration
 	RetryWaitMax time.Duration
 	// PageSize is how many entries a listing fetches at a time, 1 to 100

@@ -17,6 +17,24 @@
 //		ApprovalDigest: *q.Quote.ManifestDigest,
 //	})
 //
+// # Approval requests
+//
+// A principal whose calls a person approves (approver mode, contract
+// section 14) asks for approval of one exact call with RequestApproval,
+// waits with WaitForDecision, and calls with the approved request's ID as
+// toolgate.CallRequest.ApprovalGrant. The grant is used once, with its
+// quote; Call's retries cannot use it twice, since every retry carries the
+// same Idempotency-Key and gets the first run's result. A client holding
+// an approver key lists what waits (ApprovalRequests) and decides
+// (Approve, Deny).
+//
+//	asked, err := c.RequestApproval(ctx, toolgate.ApprovalInput{QuoteID: q.Quote.ID, Input: input})
+//	// show the person asked.ApproveURL
+//	decided, err := c.WaitForDecision(ctx, asked.ID)
+//	if decided.Status == toolgate.ApprovalStatusApproved {
+//		res, err := c.Call(ctx, toolgate.CallRequest{..., ApprovalGrant: decided.ID})
+//	}
+//
 // # Exactly once over an unreliable network
 //
 // Call always sends an Idempotency-Key: the request's, or a new random one,
@@ -27,9 +45,9 @@
 // The gateway runs one call per key and answers a repeat with the first
 // run's result (Replayed), so the tool is reached and charged at most once.
 // Nothing else is retried, 500 included. Reads and replacements (GET, PUT,
-// DELETE) are retried the same way. A quote, which creates something, is
-// retried only when the connection was refused, so it cannot have reached
-// the gateway.
+// DELETE) are retried the same way. A quote, an approval request or a
+// decision, each of which creates or changes something, is retried only
+// when the connection was refused, so it cannot have reached the gateway.
 //
 // Waits between attempts grow exponentially, jittered and capped
 // (Options.RetryWaitMin, RetryWaitMax), never shorter than a Retry-After,

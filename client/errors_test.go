@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -33,7 +34,13 @@ var section10 = []toolgate.Code{
 	"rate_limited", "internal_error",
 }
 
-// api is what both an embedded principal and a client offer, for a request
+// section14 is every error code of approver mode and approval requests.
+var section14 = []toolgate.Code{
+	"approver_required", "approval_pending", "approval_denied", "approval_expired",
+	"approval_already_decided", "approval_grant_mismatch", "approval_request_not_found",
+}
+
+// api is what both the embedded gateway and a client offer, for a request
 // to be made both ways against the same gateway.
 type api interface {
 	toolgate.Caller
@@ -41,12 +48,27 @@ type api interface {
 	SetApproval(ctx context.Context, tool string, mode storage.ApprovalMode, digest string) (*toolgate.StandingApproval, error)
 	DeleteApproval(ctx context.Context, tool string) error
 	Entry(ctx context.Context, tool string) (*toolgate.RegistryEntry, error)
+	RequestApproval(ctx context.Context, in toolgate.ApprovalInput) (*toolgate.ApprovalRequest, error)
+	ApprovalRequest(ctx context.Context, id string) (*toolgate.ApprovalRequest, error)
+	Approve(ctx context.Context, id string, remember storage.ApprovalMode) (*toolgate.ApprovalRequest, error)
+	Deny(ctx context.Context, id string) (*toolgate.ApprovalRequest, error)
 }
 
-// embedded is the gateway in process, as alice.
+// embedded is the gateway in process, as a principal or, when approver is
+// set, as that approver.
 type embedded struct {
 	*toolgate.PrincipalGateway
-	gw *toolgate.Gateway
+	gw       *toolgate.Gateway
+	approver string
+}
+
+// embeddedAs is the gateway in process as who, a principal or an approver
+// of testApprovers.
+func (e *env) embeddedAs(who string) embedded {
+	if _, ok := testApprovers.Approvers[who]; ok {
+		return embedded{gw: e.gw.Gateway, approver: who}
+	}
+	return embedded{PrincipalGateway: e.gw.For(who), gw: e.gw.Gateway}
 }
 
 func (e embedded) GetExecution(ctx context.Context, id string) (*toolgate.CallResult, error) {
@@ -63,6 +85,25 @@ func (e embedded) DeleteApproval(ctx context.Context, tool string) error {
 
 func (e embedded) Entry(ctx context.Context, tool string) (*toolgate.RegistryEntry, error) {
 	return e.gw.Entry(ctx, tool, toolgate.EntryOptions{})
+}
+
+func (e embedded) RequestApproval(ctx context.Context, in toolgate.ApprovalInput) (*toolgate.ApprovalRequest, error) {
+	return e.gw.RequestApproval(ctx, e.Principal(), in)
+}
+
+func (e embedded) ApprovalRequest(ctx context.Context, id string) (*toolgate.ApprovalRequest, error) {
+	if e.approver != "" {
+		return e.gw.ApprovalRequestFor(ctx, e.approver, id)
+	}
+	return e.gw.ApprovalRequest(ctx, e.Principal(), id)
+}
+
+func (e embedded) Approve(ctx context.Context, id string, remember storage.ApprovalMode) (*toolgate.ApprovalRequest, error) {
+	return e.gw.DecideApproval(ctx, e.approver, id, toolgate.Decision{Approve: true, Remember: remember})
+}
+
+func (e embedded) Deny(ctx context.Context, id string) (*toolgate.ApprovalRequest, error) {
+	return e.gw.DecideApproval(ctx, e.approver, id, toolgate.Decision{})
 }
 
 var _ api = embedded{}
@@ -83,18 +124,26 @@ func dec(s string) *decimal.Decimal {
 // Every error the gateway returns in process comes back from the client as
 // an equal *toolgate.Error: code, message and every detail. Each case sets
 // a gateway up so that one request meets the error, then makes that request
-// in process and over the client; a refusal stores nothing, so both meet
-// the same state.
+// in process and over the client, as the same party; a refusal stores
+// nothing, so both meet the same state.
 func TestErrorsAreTheSameInProcessAndOverTheClient(t *testing.T) {
 	t.Parallel()
 	for _, tc := range gatewayErrors {
-		t.Run(string(tc.code), func(t *testing.T) {
+		name := string(tc.code)
+		if tc.name != "" {
+			name += ", " + tc.name
+		}
+		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, tc.opts)
 			run := tc.setup(t, e)
+			who := tc.as
+			if who == "" {
+				who = "alice"
+			}
 			ctx := context.Background()
-			local := toolgatetest.RequireCode(t, run(ctx, embedded{e.gw.For("alice"), e.gw.Gateway}), tc.code)
-			remote := toolgatetest.RequireCode(t, run(ctx, e.client(&Options{MaxAttempts: 1})), tc.code)
+			local := toolgatetest.RequireCode(t, run(ctx, e.embeddedAs(who)), tc.code)
+			remote := toolgatetest.RequireCode(t, run(ctx, e.clientAs(who, &Options{MaxAttempts: 1})), tc.code)
 			shown := *local
 			shown.Err = nil // the cause is for the gateway's logs
 			assert.Equal(t, &shown, remote)
@@ -121,6 +170,8 @@ var one = 1
 // to meet it.
 var gatewayErrors = []struct {
 	code  toolgate.Code
+	name  string // what sets this case apart from another of the code
+	as    string // who makes the request: "" for alice
 	opts  *envOptions
 	setup func(t *testing.T, e *env) op
 	check func(t *testing.T, err *toolgate.Error) // that the details are there to compare
@@ -237,6 +288,59 @@ var gatewayErrors = []struct {
 			id := uuid.NewString()
 			return func(ctx context.Context, a api) error { _, err := a.GetExecution(ctx, id); return err }
 		}},
+
+	// Approver mode and approval requests (contract section 14).
+	{code: toolgate.CodeApprovalRequired, name: "a grant required", as: "agent", setup: func(t *testing.T, e *env) op {
+		return call(approved(e.gw.MustQuote(t, "agent", "echo"), "x"))
+	}, check: func(t *testing.T, err *toolgate.Error) {
+		assert.True(t, err.GrantRequired, "the gateway said where to ask")
+		assert.NotNil(t, err.ManifestDigest)
+	}},
+	{code: toolgate.CodeApproverRequired, as: "agent", setup: func(t *testing.T, e *env) op {
+		digest := *e.gw.MustQuote(t, "agent", "echo").Quote.ManifestDigest
+		return func(ctx context.Context, a api) error {
+			_, err := a.SetApproval(ctx, "echo", storage.ApprovalNeverAsk, digest)
+			return err
+		}
+	}},
+	{code: toolgate.CodeApprovalPending, as: "agent", setup: func(t *testing.T, e *env) op {
+		_, req := e.askApproval("echo", "x")
+		return call(req)
+	}},
+	{code: toolgate.CodeApprovalDenied, as: "agent", setup: func(t *testing.T, e *env) op {
+		ar, req := e.askApproval("echo", "x")
+		e.decide(ar.ID, false)
+		return call(req)
+	}},
+	{code: toolgate.CodeApprovalExpired, as: "pat", setup: func(t *testing.T, e *env) op {
+		ar, _ := e.askApproval("echo", "x")
+		e.gw.Clock.Advance(toolgate.DefaultQuoteTTL)
+		return func(ctx context.Context, a api) error { _, err := a.Approve(ctx, ar.ID, ""); return err }
+	}},
+	{code: toolgate.CodeApprovalAlreadyDecided, as: "pat", setup: func(t *testing.T, e *env) op {
+		ar, _ := e.askApproval("echo", "x")
+		e.decide(ar.ID, true)
+		return func(ctx context.Context, a api) error { _, err := a.Deny(ctx, ar.ID); return err }
+	}},
+	{code: toolgate.CodeApprovalGrantMismatch, as: "agent", setup: func(t *testing.T, e *env) op {
+		ar, req := e.askApproval("echo", "x")
+		e.decide(ar.ID, true)
+		req.Input = json.RawMessage(`{"v":"not what was approved"}`)
+		return call(req)
+	}},
+	{code: toolgate.CodeApprovalRequestNotFound, name: "an approver of others", as: "sam", setup: func(t *testing.T, e *env) op {
+		ar, _ := e.askApproval("echo", "x")
+		return func(ctx context.Context, a api) error { _, err := a.ApprovalRequest(ctx, ar.ID); return err }
+	}},
+	{code: toolgate.CodeQuoteUsed, name: "the grant used", as: "agent", setup: func(t *testing.T, e *env) op {
+		ar, req := e.askApproval("echo", "x")
+		e.decide(ar.ID, true)
+		req.IdempotencyKey = "k1"
+		_, err := e.gw.For("agent").Call(context.Background(), req)
+		require.NoError(t, err)
+		req.IdempotencyKey = "k2"
+		return call(req)
+	}},
 }
 
 // holdInFlight starts req in process and keeps it at the provider until
@@ -304,6 +408,8 @@ var httpErrors = []struct {
 			return err
 		}},
 	{code: toolgate.CodeUnauthorized, status: 401, method: "POST", path: "/v1/tools/echo/quote", key: "tg_not_a_key"},
+	{code: toolgate.CodeUnauthorized, status: 401, method: "POST", path: "/v1/tools/echo/quote", key: patKey},
+	{code: toolgate.CodeApproverRequired, status: 403, method: "POST", path: "/v1/approval-requests/" + uuid.NewString() + "/approve"},
 	{code: toolgate.CodeNotFound, status: 404, method: "GET", path: "/v1/nothing-here"},
 	{code: "method_not_allowed", status: 405, method: "PATCH", path: "/v1/tools/echo/quote"},
 	{code: "payload_too_large", status: 413, method: "PUT", path: "/v1/spend-controls", contentType: "application/json",
@@ -311,7 +417,7 @@ var httpErrors = []struct {
 	{code: "unsupported_media_type", status: 415, method: "PUT", path: "/v1/spend-controls", contentType: "text/plain", body: `{}`},
 }
 
-func TestTheErrorTablesCoverSection10(t *testing.T) {
+func TestTheErrorTablesCoverEveryCode(t *testing.T) {
 	t.Parallel()
 	covered := map[toolgate.Code]bool{}
 	for _, c := range gatewayErrors {
@@ -320,24 +426,19 @@ func TestTheErrorTablesCoverSection10(t *testing.T) {
 	for _, c := range httpErrors {
 		covered[c.code] = true
 	}
-	for _, code := range section10 {
+	for _, code := range append(slices.Clone(section10), section14...) {
 		assert.True(t, covered[code], "no case meets %s", code)
 	}
 }
 
-// The codes of the approval requests (contract section 14), which this
-// version does not know, come through as the gateway wrote them: any code
-// decodes, with the details this version reads.
+// Codes a later gateway may add come through as the gateway wrote them:
+// any code decodes, with the details this version reads.
 func TestCodesThisVersionDoesNotKnow(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		code   string
 		status int
-	}{
-		{"approval_pending", 403}, {"approval_denied", 403}, {"approver_required", 403},
-		{"approval_request_not_found", 404}, {"approval_expired", 409}, {"approval_already_decided", 409},
-		{"approval_grant_mismatch", 422},
-	} {
+	}{{"spend_review_pending", 403}, {"tool_retired", 410}, {"quote_superseded", 409}} {
 		t.Run(tc.code, func(t *testing.T) {
 			t.Parallel()
 			var sent atomic.Int32
@@ -346,14 +447,13 @@ func TestCodesThisVersionDoesNotKnow(t *testing.T) {
 				w.Header().Set("Content-Type", "application/json")
 				w.WriteHeader(tc.status)
 				fmt.Fprintf(w, `{"error":{"code":%q,"message":"about %s","approvalRequirement":"per_call",`+
-					`"manifestDigest":"sha256:ab","reasons":["r"],"approvalRequestsUrl":"/v1/approval-requests"}}`, tc.code, tc.code)
+					`"manifestDigest":"sha256:ab","reasons":["r"],"approvalRequestsUrl":"/v1/approval-requests","futureDetail":1}}`, tc.code, tc.code)
 			}))
 			defer srv.Close()
 			c, err := New(srv.URL, aliceKey, nil)
 			require.NoError(t, err)
 			_, err = c.Call(context.Background(), toolgate.CallRequest{Tool: "echo", QuoteID: uuid.NewString(), Input: []byte(`{}`)})
 			digest := "sha256:ab"
-			// approvalRequestsUrl says a grant is what the call lacks.
 			want := &toolgate.Error{Code: toolgate.Code(tc.code), Message: "about " + tc.code,
 				ApprovalRequirement: toolgate.RequirementPerCall, ManifestDigest: &digest, Reasons: []string{"r"}, GrantRequired: true}
 			var got *toolgate.Error

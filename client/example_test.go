@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http/httptest"
+	"time"
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/client"
@@ -17,20 +18,34 @@ import (
 )
 
 // serveExampleGateway serves a gateway of the built-in tools, answering
-// from recorded provider responses, with one API key for principal alice.
-// In real use the gateway is cmd/toolgate, somewhere else.
+// from recorded provider responses, with API keys for two principals:
+// alice, whose own user approves her calls, and agent, whose calls pat, a
+// person with an approver key, approves. In real use the gateway is
+// cmd/toolgate, somewhere else.
 func serveExampleGateway() *httptest.Server {
 	reg := registry.New()
 	if err := tools.RegisterAll(reg); err != nil {
 		panic(err)
 	}
-	gw, err := toolgate.New(memory.New(), &toolgate.Config{Registry: reg, Transport: recorded.Transport()})
+	gw, err := toolgate.New(memory.New(), &toolgate.Config{
+		Registry: reg, Transport: recorded.Transport(),
+		Approvers: toolgate.StaticApprovers{
+			Modes:     map[string]toolgate.ApprovalMode{"agent": toolgate.ApprovalModeApprover},
+			Approvers: map[string][]string{"pat": {"agent"}},
+		},
+	})
 	if err != nil {
 		panic(err)
 	}
 	keys := httpapi.NewKeyStore()
-	if err := keys.AddKey("alice", "tg_example_alice"); err != nil {
-		panic(err)
+	for _, err := range []error{
+		keys.AddKey("alice", "tg_example_alice"),
+		keys.AddKey("agent", "tg_example_agent"),
+		keys.AddApproverKey("pat", "tg_example_pat_approver"),
+	} {
+		if err != nil {
+			panic(err)
+		}
 	}
 	return httptest.NewServer(httpapi.NewHandler(gw, &httpapi.Options{Authenticator: keys}))
 }
@@ -73,6 +88,75 @@ func Example() {
 	// total: 0.0000 callable: true approval: explicit_unverified
 	// completed [{"date":"2026-03-25","base":"USD","quote":"EUR","rate":0.9251}]
 	// a key was made up for the call: true
+}
+
+// An agent whose calls a person approves (approver mode) quotes a tool,
+// asks for approval of one exact call, waits while the person decides, and
+// calls with the grant. The digest it could copy from its quote approves
+// nothing on its own.
+func Example_approvalRequest() {
+	srv := serveExampleGateway()
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	agent, err := client.New(srv.URL, "tg_example_agent", nil)
+	if err != nil {
+		panic(err)
+	}
+	q, err := agent.Quote(ctx, "exchange-rates")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("total:", q.Quote.TotalUSD, "approval:", q.Policy.Approval.Requirement)
+	input := json.RawMessage(`{"base":"USD","quotes":"EUR"}`)
+	asked, err := agent.RequestApproval(ctx, toolgate.ApprovalInput{QuoteID: q.Quote.ID, Input: input})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("request:", asked.Status, "for", asked.Tool.Slug, asked.TotalUSD)
+
+	// Elsewhere, the person reads what waits for them and approves; a
+	// person would usually decide on the approval page, at asked.ApproveURL.
+	go func() {
+		person, err := client.New(srv.URL, "tg_example_pat_approver", nil)
+		if err != nil {
+			panic(err)
+		}
+		for r, err := range person.ApprovalRequests(ctx, toolgate.ApprovalStatusPending) {
+			if err != nil {
+				return
+			}
+			if _, err := person.Approve(ctx, r.ID, ""); err != nil {
+				return
+			}
+		}
+	}()
+
+	decided, err := agent.WaitForDecision(ctx, asked.ID)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("decision:", decided.Status, "by", decided.DecidedBy)
+	if decided.Status != toolgate.ApprovalStatusApproved {
+		return
+	}
+	res, err := agent.Call(ctx, toolgate.CallRequest{
+		Tool:           "exchange-rates",
+		QuoteID:        q.Quote.ID,
+		Input:          input,
+		ApprovalDigest: *q.Quote.ManifestDigest,
+		ApprovalGrant:  decided.ID,
+	})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(res.Execution.Status, string(res.Execution.Output))
+	// Output:
+	// total: 0.0000 approval: explicit_unverified
+	// request: pending for exchange-rates 0.0000
+	// decision: approved by pat
+	// completed [{"date":"2026-03-25","base":"USD","quote":"EUR","rate":0.9251}]
 }
 
 // A refusal is the same *toolgate.Error as in process; a request that got

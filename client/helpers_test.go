@@ -21,8 +21,26 @@ import (
 	"github.com/toolgate/toolgate/toolgatetest"
 )
 
-// aliceKey is distinctive, so that a test can tell it never leaks.
-const aliceKey = "tg_secret_alice_7f3a9c2e51d04b68"
+// The keys of the test gateway's parties, each distinctive so that a test
+// can tell it never leaks: alice, an agent whose user approves (caller
+// mode); agent, whose calls pat, a person, approves (approver mode); and
+// sam, who approves for another principal only.
+const (
+	aliceKey = "tg_secret_alice_7f3a9c2e51d04b68"
+	agentKey = "tg_secret_agent_0b5e8d21c7a94f36"
+	patKey   = "tg_secret_pat_approver_93c1e07a4d6b"
+	samKey   = "tg_secret_sam_approver_5a28f4b9e1c3"
+)
+
+// keyOf maps each party to its key.
+var keyOf = map[string]string{"alice": aliceKey, "agent": agentKey, "pat": patKey, "sam": samKey}
+
+// testApprovers is who approves for whom: pat for agent and alice, sam for
+// a principal with no key here.
+var testApprovers = toolgate.StaticApprovers{
+	Modes:     map[string]toolgate.ApprovalMode{"agent": toolgate.ApprovalModeApprover},
+	Approvers: map[string][]string{"pat": {"agent", "alice"}, "sam": {"other"}},
+}
 
 // testTools are three echo tools: "echo" (free, its digest must be
 // approved), "paid" ($0.10 + fee, covered: no approval asked) and
@@ -68,9 +86,19 @@ func newEnv(t *testing.T, o *envOptions) *env {
 	if tools == nil {
 		tools = testTools()
 	}
-	gw := toolgatetest.New(t, &toolgatetest.Options{Tools: tools, Config: o.config, Store: o.store})
+	cfg := toolgate.Config{}
+	if o.config != nil {
+		cfg = *o.config
+	}
+	if cfg.Approvers == nil {
+		cfg.Approvers = testApprovers
+	}
+	gw := toolgatetest.New(t, &toolgatetest.Options{Tools: tools, Config: &cfg, Store: o.store})
 	keys := httpapi.NewKeyStore()
 	require.NoError(t, keys.AddKey("alice", aliceKey))
+	require.NoError(t, keys.AddKey("agent", agentKey))
+	require.NoError(t, keys.AddApproverKey("pat", patKey))
+	require.NoError(t, keys.AddApproverKey("sam", samKey))
 	e := &env{t: t, gw: gw}
 	e.api = httptest.NewServer(httpapi.NewHandler(gw.Gateway, &httpapi.Options{Authenticator: keys}))
 	t.Cleanup(e.api.Close)
@@ -85,7 +113,16 @@ func newEnv(t *testing.T, o *envOptions) *env {
 // client returns a client of the gateway through the proxy, as alice.
 func (e *env) client(opts *Options) *Client {
 	e.t.Helper()
-	return e.clientAt(e.front.URL, aliceKey, opts)
+	return e.clientAs("alice", opts)
+}
+
+// clientAs returns a client of the gateway through the proxy, holding the
+// key of who: a principal or an approver.
+func (e *env) clientAs(who string, opts *Options) *Client {
+	e.t.Helper()
+	key, ok := keyOf[who]
+	require.True(e.t, ok, "no key for %s", who)
+	return e.clientAt(e.front.URL, key, opts)
 }
 
 func (e *env) clientAt(baseURL, key string, opts *Options) *Client {
@@ -120,6 +157,25 @@ func (e *env) recordedWaits() []time.Duration {
 func (e *env) quote(tool string) *toolgate.QuoteResult {
 	e.t.Helper()
 	return e.gw.MustQuote(e.t, "alice", tool)
+}
+
+// askApproval quotes tool as agent and asks approval of a call of it with
+// input {"v": v}, in process. It returns the call the grant approves once
+// decided: the request's id is already its grant.
+func (e *env) askApproval(tool, v string) (*toolgate.ApprovalRequest, toolgate.CallRequest) {
+	e.t.Helper()
+	req := approved(e.gw.MustQuote(e.t, "agent", tool), v)
+	ar, err := e.gw.RequestApproval(context.Background(), "agent", toolgate.ApprovalInput{QuoteID: req.QuoteID, Input: req.Input})
+	require.NoError(e.t, err)
+	req.ApprovalGrant = ar.ID
+	return ar, req
+}
+
+// decide decides approval request id as pat, in process.
+func (e *env) decide(id string, approve bool) {
+	e.t.Helper()
+	_, err := e.gw.DecideApproval(context.Background(), "pat", id, toolgate.Decision{Approve: approve})
+	require.NoError(e.t, err)
 }
 
 // approved is a call of tool under q with input {"v": v}, approving the

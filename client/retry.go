@@ -23,8 +23,10 @@ type CheckRetry func(ctx context.Context, req *http.Request, resp *http.Response
 
 // Backoff says how long to wait before the next attempt, given the wait
 // bounds, the number of attempts made before the one that just failed
-// (0 after the first) and its answer (nil when none came). It has the shape
-// of go-retryablehttp's Backoff, whose policies fit it as they are.
+// (0 after the first) and its answer (nil when none came). Between the
+// polls of WaitForDecision, attempt counts the polls that found the
+// request pending, and resp is nil. It has the shape of go-retryablehttp's
+// Backoff, whose policies fit it as they are.
 type Backoff func(min, max time.Duration, attempt int, resp *http.Response) time.Duration
 
 // DefaultRetryPolicy retries only what cannot take effect twice:

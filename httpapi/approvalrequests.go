@@ -10,22 +10,27 @@ import (
 	"github.com/toolgate/toolgate/storage"
 )
 
-// approvalRequestBody is the body of POST /v1/approval-requests.
-type approvalRequestBody struct {
+// ApprovalRequestBody is the body of POST /v1/approval-requests.
+type ApprovalRequestBody struct {
 	QuoteID *string         `json:"quoteId"`
 	Input   json.RawMessage `json:"input"`
 }
 
-// decisionBody is the optional body of .../approve; .../deny takes none,
+// NewApprovalRequestBody is the body that asks approval of in, for clients.
+func NewApprovalRequestBody(in toolgate.ApprovalInput) ApprovalRequestBody {
+	return ApprovalRequestBody{QuoteID: &in.QuoteID, Input: in.Input}
+}
+
+// DecisionBody is the optional body of .../approve; .../deny takes none,
 // or an empty object.
-type decisionBody struct {
-	Remember *storage.ApprovalMode `json:"remember"`
+type DecisionBody struct {
+	Remember *storage.ApprovalMode `json:"remember,omitempty"`
 }
 
 // createApprovalRequest answers POST /v1/approval-requests (caller key):
 // the caller asks its approvers to approve one call.
 func (h *handler) createApprovalRequest(w http.ResponseWriter, r *http.Request) {
-	var in approvalRequestBody
+	var in ApprovalRequestBody
 	if err := h.readJSON(w, r, &in); err != nil {
 		h.writeError(w, r, err)
 		return
@@ -92,7 +97,7 @@ func (h *handler) listApprovalRequests(w http.ResponseWriter, r *http.Request) {
 // approveRequest answers POST /v1/approval-requests/{id}/approve, with an
 // optional body {"remember": "never_ask" | "ask_charged_calls"}.
 func (h *handler) approveRequest(w http.ResponseWriter, r *http.Request) {
-	var in decisionBody
+	var in DecisionBody
 	if err := h.readOptionalJSON(w, r, &in); err != nil {
 		h.writeError(w, r, err)
 		return

@@ -47,7 +47,7 @@ func classify(err error) (e error, sentinel bool) {
 			return fmt.Errorf("%w (%s)", storage.ErrAlreadyExists, se.Error()), true
 		case code == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
 			return fmt.Errorf("%w (%s)", storage.ErrNotFound, se.Error()), true
-		case code&0xff == sqlite3.SQLITE_BUSY || code&0xff == sqlite3.SQLITE_LOCKED:
+		case isBusy(err):
 			return fmt.Errorf("the database stayed locked by another connection for longer than the busy timeout: %w", err), false
 		}
 	}
@@ -56,3 +56,14 @@ func classify(err error) (e error, sentinel bool) {
 
 // isNotFound reports whether err is, or wraps, storage.ErrNotFound.
 func isNotFound(err error) bool { return errors.Is(err, storage.ErrNotFound) }
+
+// isBusy reports whether err is SQLite's "busy" or "locked": another
+// connection holds a lock this one needs.
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	code := se.Code() & 0xff
+	return code == sqlite3.SQLITE_BUSY || code == sqlite3.SQLITE_LOCKED
+}

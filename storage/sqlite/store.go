@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 
@@ -117,7 +118,7 @@ func (s *Store) open(ctx context.Context, cfg *Config) error {
 	if err != nil {
 		return s.openError(err)
 	}
-	if err := useWAL(ctx, conn); err != nil {
+	if err := useWAL(ctx, conn, cfg.BusyTimeout); err != nil {
 		_ = conn.Close()
 		return s.openError(err)
 	}
@@ -161,15 +162,31 @@ func dsn(path string, pragmas ...string) string {
 // new file once; a file system that cannot share memory between processes
 // (some network ones) cannot use WAL, and the store refuses to run there
 // rather than run without it.
-func useWAL(ctx context.Context, conn *sql.Conn) error {
-	var mode string
-	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
-		return err
+//
+// Converting takes the file's exclusive lock, and SQLite answers "busy" at
+// once, without waiting out the busy timeout, when another connection is
+// converting or migrating the same new file: several processes opening one
+// new file at once do. So a busy answer is tried again, for up to patience.
+func useWAL(ctx context.Context, conn *sql.Conn, patience time.Duration) error {
+	deadline := time.Now().Add(patience)
+	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
+		var mode string
+		err := conn.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode)
+		if err == nil {
+			if !strings.EqualFold(mode, "wal") {
+				return fmt.Errorf("cannot use write-ahead logging (journal mode stays %q); is the file on a network file system?", mode)
+			}
+			return nil
+		}
+		if !isBusy(err) || time.Now().Add(wait).After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
 	}
-	if !strings.EqualFold(mode, "wal") {
-		return fmt.Errorf("cannot use write-ahead logging (journal mode stays %q); is the file on a network file system?", mode)
-	}
-	return nil
 }
 
 // Close waits for the writes in progress, then closes the file. Operations
