@@ -58,6 +58,18 @@ func (s StaticApprovers) ApprovedPrincipals(_ context.Context, approver string) 
 	return slices.Clone(s.Approvers[approver]), nil
 }
 
+// ApprovalMode returns who approves principal's calls, as Config.Approvers
+// says: ApprovalModeCaller, or ApprovalModeApprover (which a mode the
+// directory does not know counts as, so it loosens nothing). A layer that
+// asks for approval on the caller's behalf, such as an MCP server, reads it
+// to know whom to ask.
+func (g *Gateway) ApprovalMode(ctx context.Context, principal string) (ApprovalMode, error) {
+	if err := validPrincipal(principal); err != nil {
+		return "", err
+	}
+	return g.approvalMode(ctx, principal)
+}
+
 // approvalMode returns who approves the principal's calls.
 func (g *Gateway) approvalMode(ctx context.Context, principal string) (ApprovalMode, error) {
 	if g.approvers == nil {

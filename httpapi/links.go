@@ -31,6 +31,12 @@ func approvalPagePath(id string) string { return approvalPagesPath + "/" + id }
 // as a webhook's approveUrl.
 func ApprovalPagePath(id string) string { return approvalPagePath(id) }
 
+// BaseURL is the address r reached the HTTP API at: its scheme, host,
+// X-Forwarded-Prefix and the prefix a mounting server stripped. The links
+// of the API's answers start with it, and a handler served beside the API
+// under the same prefix (the MCP server's) links to the API's pages with it.
+func BaseURL(r *http.Request) string { return baseURL(r) }
+
 // withLinks fills in an entry's call route and documentation paths.
 func withLinks(e *toolgate.RegistryEntry) {
 	e.Access.Endpoint.Method = http.MethodPost

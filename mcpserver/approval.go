@@ -37,27 +37,6 @@ const (
 	approverMode
 )
 
-// approvalModeOf is principal's approval mode. The gateway does not know
-// approver mode yet (approval requests are contract section 14, still to
-// land), so every principal is in caller mode until it does.
-func (g *gateway) approvalModeOf(context.Context, string) approvalMode { return callerMode }
-
-// approveByApprover is the approver-mode step of a tools/call that needs
-// approval: it should create an approval request for c under quote q, send
-// the client to the request's approveUrl with URL-mode elicitation (the
-// URL-elicitation-required error, the request id as elicitation id), and, on
-// the client's retry of the same call, find the grant approved for the same
-// principal, tool and input and run the call with it (on any instance, since
-// grants live in the store). A client without URL elicitation gets a tool
-// error carrying the URL. Form elicitation and _meta never count here.
-//
-// Until approval requests exist, it refuses with a tool error that says so.
-func (g *gateway) approveByApprover(_ context.Context, c *toolCall, q *toolgate.QuoteResult) *mcp.CallToolResult {
-	return toolError(nil, fmt.Sprintf("%s: %s needs an approver's approval of version %s for $%s, and approver mode needs "+
-		"approval requests, which this gateway does not offer yet. Nothing was run or charged.",
-		toolgate.CodeApprovalRequired, c.tool.Tool.Slug, *q.Quote.ManifestDigest, q.Quote.TotalUSD))
-}
-
 // approveByCaller gets a caller-mode approval of the call c under quote q
 // and runs it, or says why not: the digest the agent gives in _meta, else
 // the answer of the person at the client to a form, else a tool error that
@@ -67,7 +46,7 @@ func (g *gateway) approveByCaller(ctx context.Context, req *mcp.CallToolRequest,
 	if given, ok := req.Params.Meta[metaApproval]; ok {
 		approved, _ := given.(string)
 		// The gateway checks it is this very digest (approval_mismatch).
-		return g.run(ctx, c, q.Quote.ID, approved)
+		return g.run(ctx, c, approval{quoteID: q.Quote.ID, digest: approved})
 	}
 	if !formElicitation(req.ClientCapabilities()) {
 		return toolError(nil, fmt.Sprintf("%s: calling %s needs approval of version %s for $%s (%s). "+
@@ -197,5 +176,5 @@ func (g *gateway) runIfApproved(ctx context.Context, c *toolCall, answer *mcp.El
 			g.log.WarnContext(ctx, "could not remember an approval", "tool", c.tool.Tool.Slug, "error", err)
 		}
 	}
-	return g.run(ctx, c, st.QuoteID, st.Digest)
+	return g.run(ctx, c, approval{quoteID: st.QuoteID, digest: st.Digest})
 }

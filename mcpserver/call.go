@@ -33,10 +33,13 @@ func (g *gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	if res != nil || err != nil {
 		return res, err
 	}
-	if res := g.answerPrior(ctx, c); res != nil {
+	mode, err := g.approvalModeOf(ctx, c.principal)
+	if err != nil {
+		return refused(err), nil
+	}
+	if res := g.answerPrior(ctx, c, mode); res != nil {
 		return res, nil
 	}
-	mode := g.approvalModeOf(ctx, c.principal)
 	if answer, state, ok := approvalAnswer(req.Params); ok && mode == callerMode {
 		return g.runAnswered(ctx, c, answer, state), nil
 	}
@@ -46,9 +49,9 @@ func (g *gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	}
 	switch {
 	case q.Policy.Approval.Requirement == toolgate.RequirementCoveredByUserPolicy:
-		return g.run(ctx, c, q.Quote.ID, *q.Quote.ManifestDigest), nil
+		return g.run(ctx, c, approval{quoteID: q.Quote.ID, digest: *q.Quote.ManifestDigest}), nil
 	case mode == approverMode:
-		return g.approveByApprover(ctx, c, q), nil
+		return g.approveByApprover(ctx, req, c, q)
 	}
 	return g.approveByCaller(ctx, req, c, q), nil
 }
@@ -89,8 +92,10 @@ func (g *gateway) newCall(req *mcp.CallToolRequest) (*toolCall, *mcp.CallToolRes
 // answerPrior answers a call that already ran under its key: with the stored
 // result once finished, and while unfinished by calling again under the
 // first run's quote, which is the same request (the gateway says it is in
-// progress, or takes over a run whose process died). Nil: no earlier run.
-func (g *gateway) answerPrior(ctx context.Context, c *toolCall) *mcp.CallToolResult {
+// progress, or takes over a run whose process died). In approver mode the
+// same request carries the grant the first run used, found by its quote.
+// Nil: no earlier run.
+func (g *gateway) answerPrior(ctx context.Context, c *toolCall, mode approvalMode) *mcp.CallToolResult {
 	prior, err := g.gw.PriorCall(ctx, c.principal, c.key)
 	switch {
 	case err != nil:
@@ -100,7 +105,19 @@ func (g *gateway) answerPrior(ctx context.Context, c *toolCall) *mcp.CallToolRes
 	case prior.Result != nil:
 		return resultOf(prior.Result.Execution)
 	}
-	return g.run(ctx, c, prior.QuoteID, c.tool.Digest)
+	a := approval{quoteID: prior.QuoteID, digest: c.tool.Digest}
+	if mode == approverMode {
+		used, err := g.gw.LatestApprovalRequest(ctx, c.principal, toolgate.ApprovalLookup{
+			Tool: c.tool.Tool.ID, Input: c.args, Status: toolgate.ApprovalStatusUsed,
+		})
+		if err != nil {
+			return refused(err)
+		}
+		if used != nil && used.QuoteID == prior.QuoteID {
+			a.digest, a.grant = used.ManifestDigest, used.ID
+		}
+	}
+	return g.run(ctx, c, a)
 }
 
 // quote quotes the call, or refuses it when the quote says it cannot run:
@@ -122,16 +139,25 @@ func (g *gateway) quote(ctx context.Context, c *toolCall) (*toolgate.QuoteResult
 	return q, nil
 }
 
-// run makes the call under the quote with the approved digest and answers
-// with its execution. A call refused because its key is busy or already
-// used was raced by a retry of itself: the stored answer is given when
-// there is one.
-func (g *gateway) run(ctx context.Context, c *toolCall, quoteID, digest string) *mcp.CallToolResult {
+// approval is how a call is approved: the quote it runs under, the
+// manifest digest approved, and in approver mode the grant, the id of the
+// approval request an approver approved.
+type approval struct {
+	quoteID string
+	digest  string
+	grant   string
+}
+
+// run makes the call as approved by a and answers with its execution. A
+// call refused because its key is busy or already used was raced by a
+// retry of itself: the stored answer is given when there is one.
+func (g *gateway) run(ctx context.Context, c *toolCall, a approval) *mcp.CallToolResult {
 	res, err := g.gw.Call(ctx, c.principal, toolgate.CallRequest{
 		Tool:           c.tool.Tool.Slug,
-		QuoteID:        quoteID,
+		QuoteID:        a.quoteID,
 		Input:          c.args,
-		ApprovalDigest: digest,
+		ApprovalDigest: a.digest,
+		ApprovalGrant:  a.grant,
 		IdempotencyKey: c.key,
 	})
 	if isCode(err, toolgate.CodeIdempotencyKeyInUse) || isCode(err, toolgate.CodeIdempotencyKeyReused) {
@@ -141,6 +167,16 @@ func (g *gateway) run(ctx context.Context, c *toolCall, quoteID, digest string) 
 		return toolError(nil, fmt.Sprintf("%s: this call of %s is already running; call again shortly for its result. Nothing more was charged.",
 			toolgate.CodeIdempotencyKeyInUse, c.tool.Tool.Slug))
 	}
+	if a.grant != "" && grantLapsed(err) {
+		// Between finding the grant and using it, its quote expired or
+		// another call used it. A grant serves one call: a new call asks
+		// again.
+		var te *toolgate.Error
+		errors.As(err, &te)
+		return toolError(nil, fmt.Sprintf("%s: the approval of this call of %s (approval request %s) can no longer be used: %s. "+
+			"Call %s again with the same arguments to ask an approver again. Nothing was run or charged.",
+			te.Code, c.tool.Tool.Slug, a.grant, strings.TrimSuffix(te.Message, "."), c.tool.Tool.Slug))
+	}
 	if err != nil {
 		if isCode(err, toolgate.CodeInternal) {
 			g.log.ErrorContext(ctx, "mcp call failed", "tool", c.tool.Tool.Slug, "error", err)
@@ -148,6 +184,18 @@ func (g *gateway) run(ctx context.Context, c *toolCall, quoteID, digest string) 
 		return refused(err)
 	}
 	return resultOf(res.Execution)
+}
+
+// grantLapsed reports whether a call was refused because its grant, good
+// when found, no longer is: its quote expired or was used, or the tool
+// changed since.
+func grantLapsed(err error) bool {
+	for _, code := range []toolgate.Code{toolgate.CodeApprovalExpired, toolgate.CodeQuoteExpired, toolgate.CodeQuoteUsed, toolgate.CodeQuoteOutdated} {
+		if isCode(err, code) {
+			return true
+		}
+	}
+	return false
 }
 
 func isCode(err error, code toolgate.Code) bool {

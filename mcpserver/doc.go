@@ -38,6 +38,17 @@
 //	mux.Handle("/mcp", h)
 //	srv.RegisterOnShutdown(h.Close) // lets Shutdown end the clients' event streams
 //
-// Principals in approver mode (contract section 14) are not served yet: a
-// call that needs their approval gets a tool error saying so.
+// For a principal in approver mode (contract section 14) only an approver,
+// a person with a key of their own, approves: _meta and forms count for
+// nothing. A call that needs approval makes an approval request and sends
+// the client to its page (/approvals/{id} of the HTTP API, under
+// Options.PublicURL or the address the HTTP request came in at) with the
+// URL-elicitation-required error, the request's id as elicitation id; a
+// client that cannot open URLs gets a tool error carrying the URL. When
+// the client makes the same call again (same principal, tool and
+// arguments), the request is found in the store, on any instance: pending,
+// the client is sent to the same page; approved, the call runs with the
+// grant, under the quote the request was made for; denied, a tool error
+// until the request would have expired. A grant serves one call, and an
+// approval that expired unused is asked for anew, saying so.
 package mcpserver

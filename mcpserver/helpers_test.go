@@ -87,10 +87,12 @@ func (u *user) asked() []string {
 }
 
 // client is how a test connects: the protocol version to ask for ("" for
-// the newest) and the person at the client (nil: no elicitation).
+// the newest), the person at the client (nil: no elicitation), and whether
+// the client can also send its user to a URL (URL-mode elicitation).
 type client struct {
 	version string
 	user    *user
+	url     bool
 }
 
 // connect serves gw for principal over in-memory transports and returns the
@@ -112,6 +114,11 @@ func connectTo(t *testing.T, srv *mcpserver.Server, c client) *mcp.ClientSession
 	opts := &mcp.ClientOptions{}
 	if c.user != nil {
 		opts.ElicitationHandler = c.user.elicit
+	}
+	if c.url {
+		opts.Capabilities = &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{
+			Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{},
+		}}
 	}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1"}, opts).
 		Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: c.version})

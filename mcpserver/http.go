@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/httpapi"
 )
 
 // Authenticator maps an API key to the principal it belongs to.
@@ -63,13 +64,14 @@ func NewHandler(gw *toolgate.Gateway, opts *Options) (*Handler, error) {
 	})
 	// The SDK binds each session to the principal that began it
 	// (TokenInfo.UserID) and refuses any other with 403. The key was
-	// checked already; the verifier hands its principal on.
-	h.sdk = auth.RequireBearerToken(func(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
+	// checked already; the verifier hands its principal on, with the
+	// address the request came in at, for the links a call's answer gives.
+	h.sdk = auth.RequireBearerToken(func(ctx context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
 		principal, ok := ctx.Value(principalKey{}).(string)
 		if !ok {
 			return nil, auth.ErrInvalidToken
 		}
-		return &auth.TokenInfo{UserID: principal}, nil
+		return &auth.TokenInfo{UserID: principal, Extra: map[string]any{extraBaseURL: httpapi.BaseURL(r)}}, nil
 	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(streamable)
 	return h, nil
 }

@@ -60,27 +60,6 @@ func TestKeyHTTPBodyMarksEveryToolsCall(t *testing.T) {
 	}
 }
 
-// The approver-mode step is not reachable until the gateway knows approver
-// mode; until then it must refuse, never run a call.
-func TestApproverModeStepRefusesUntilApprovalRequestsExist(t *testing.T) {
-	t.Parallel()
-	gw := toolgatetest.New(t, nil)
-	g, err := newGateway(gw.Gateway, "alice", nil)
-	require.NoError(t, err)
-	assert.Equal(t, callerMode, g.approvalModeOf(context.Background(), "alice"))
-
-	v, err := gw.Registry.Lookup("echo")
-	require.NoError(t, err)
-	q := gw.MustQuote(t, "alice", "echo")
-	res := g.approveByApprover(context.Background(), &toolCall{principal: "alice", tool: v, args: []byte(`{"v":"x"}`), key: "k"}, q)
-	require.True(t, res.IsError)
-	out, err := json.Marshal(res.Content)
-	require.NoError(t, err)
-	assert.Contains(t, string(out), string(toolgate.CodeApprovalRequired)+": echo needs an approver's approval of version "+v.Digest)
-	assert.Contains(t, string(out), "approver mode needs approval requests")
-	gw.Upstream.RequireCalls(t, 0)
-}
-
 // A client on protocol 2026-07-28 carries the approval answer and the state
 // it was asked with itself; what it sends proves nothing the gateway does
 // not check.

@@ -186,9 +186,14 @@ func TestNewServerChecksItsOptions(t *testing.T) {
 		{"no principal", "", nil, "needs a principal"},
 		{"page too large", "alice", &mcpserver.Options{PageSize: 101}, "PageSize 101"},
 		{"negative timeout", "alice", &mcpserver.Options{ApprovalTimeout: -1}, "ApprovalTimeout"},
+		{"public URL without a scheme", "alice", &mcpserver.Options{PublicURL: "gateway.example"}, "PublicURL must be an http or https URL"},
+		{"public URL of another scheme", "alice", &mcpserver.Options{PublicURL: "javascript:alert(1)"}, "must be an http or https URL"},
+		{"public URL with a query", "alice", &mcpserver.Options{PublicURL: "https://gateway.example/?next=evil"}, "no credentials, query or fragment"},
+		{"public URL with credentials", "alice", &mcpserver.Options{PublicURL: "https://user:s3cr3t-pw@gateway.example"}, "no credentials"},
 	} {
 		_, err := mcpserver.NewServer(gw.Gateway, tc.principal, tc.opts)
 		assert.ErrorContains(t, err, tc.want, tc.name)
+		assert.NotContains(t, err.Error(), "s3cr3t-pw", "a credential is never repeated")
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"sync"
 	"time"
 
@@ -35,6 +36,14 @@ type Options struct {
 	// Logger receives the server's logs; nil discards them. Keys and tool
 	// inputs and outputs are never logged.
 	Logger *slog.Logger
+	// PublicURL is the address people reach the gateway's HTTP API at
+	// ("https://gateway.example.com"), whose approval pages
+	// (/approvals/{id}) the calls of principals in approver mode send
+	// their clients to. Empty: over streamable HTTP, the address each
+	// request reached the server at, the HTTP API being served beside the
+	// Handler under the same prefix; on other transports no page can be
+	// linked, and such a call's tool error says so.
+	PublicURL string
 
 	// The fields below apply to NewHandler only.
 
@@ -67,6 +76,13 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
+// baseURL reports whether s can begin the links the server gives.
+func baseURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" &&
+		u.User == nil && u.RawQuery == "" && !u.ForceQuery && u.Fragment == ""
+}
+
 func (o Options) validate() error {
 	switch {
 	case o.PageSize < 1 || o.PageSize > MaxPageSize:
@@ -77,6 +93,9 @@ func (o Options) validate() error {
 		return errors.New("mcpserver: MaxBodyBytes must be positive")
 	case o.SessionTimeout < 0:
 		return errors.New("mcpserver: SessionTimeout must be positive")
+	case o.PublicURL != "" && !baseURL(o.PublicURL):
+		// Not quoted back: a URL with credentials would put them in a log.
+		return errors.New("mcpserver: PublicURL must be an http or https URL with a host, and no credentials, query or fragment")
 	}
 	return nil
 }

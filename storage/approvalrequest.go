@@ -124,14 +124,19 @@ type ApprovalRequestFilter struct {
 	LiveAt time.Time
 	// ExpiredAt keeps only requests whose ExpiresAt is at or before it.
 	ExpiredAt time.Time
+	// ToolID and InputSHA256, when set, keep only requests of this tool and
+	// with this input hash: the requests made for one call, which a caller
+	// looks for to find its grant. Backends answer these from an index.
+	ToolID      string
+	InputSHA256 string
 	// After continues a listing from a cursor; nil starts with the newest.
 	After *ApprovalCursor
 	// Limit caps the requests returned; 0 means 100.
 	Limit int
 }
 
-// Matches reports whether r passes the filter's principals, statuses and
-// expiry (not its cursor or limit).
+// Matches reports whether r passes the filter's principals, statuses,
+// expiry, tool and input (not its cursor or limit).
 func (f ApprovalRequestFilter) Matches(r ApprovalRequest) bool {
 	found := false
 	for _, p := range f.Principals {
@@ -161,7 +166,10 @@ func (f ApprovalRequestFilter) Matches(r ApprovalRequest) bool {
 	if !f.ExpiredAt.IsZero() && r.ExpiresAt.After(f.ExpiredAt) {
 		return false
 	}
-	return true
+	if f.ToolID != "" && r.ToolID != f.ToolID {
+		return false
+	}
+	return f.InputSHA256 == "" || r.InputSHA256 == f.InputSHA256
 }
 
 // DefaultApprovalListLimit is ListApprovalRequests' limit when the filter

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strings"
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/webhook"
@@ -171,8 +172,10 @@ func (p configParser) approvals(n node) (Approvals, error) {
 				}
 			}
 		case "publicUrl":
-			if a.PublicURL, err = f.str(); err == nil && !webURL(a.PublicURL) {
-				err = f.errorf("must be an http or https URL, the address people reach this server at")
+			// Links to the approval pages are made by appending their
+			// paths, which a query or fragment would swallow.
+			if a.PublicURL, err = f.str(); err == nil && (!webURL(a.PublicURL) || strings.ContainsAny(a.PublicURL, "?#")) {
+				err = f.errorf("must be an http or https URL without query or fragment, the address people reach this server at")
 			}
 		}
 		if err != nil {

@@ -96,7 +96,9 @@ func TestParseConfigApproverErrors(t *testing.T) {
 		{"a webhook URL that is not one", doc(agent, pat, `, "approvals": {"webhookUrl": "hooks.example", "webhookSecret": "`+webhookSecret+`"}`),
 			`config: approvals.webhookUrl: must be an http or https URL`},
 		{"a public URL that is not one", doc(agent, pat, `, "approvals": {"publicUrl": "gateway"}`),
-			`config: approvals.publicUrl: must be an http or https URL, the address people reach this server at`},
+			`config: approvals.publicUrl: must be an http or https URL without query or fragment, the address people reach this server at`},
+		{"a public URL with a query", doc(agent, pat, `, "approvals": {"publicUrl": "https://gateway.example/?to=elsewhere"}`),
+			`config: approvals.publicUrl: must be an http or https URL without query or fragment, the address people reach this server at`},
 		{"unknown field in approvals", doc(agent, pat, `, "approvals": {"webhook": "https://hooks.example"}`),
 			`config: approvals: unknown field "webhook"`},
 	}

@@ -59,7 +59,9 @@ func runMCP(ctx context.Context, args []string, getenv func(string) string, stdi
 		return exitFailed
 	}
 	defer a.close()
-	srv, err := mcpserver.NewServer(a.gw, principal, &mcpserver.Options{Logger: log})
+	// Over stdio there is no request address: the approval pages of
+	// approver-mode calls are linked only under the configured publicUrl.
+	srv, err := mcpserver.NewServer(a.gw, principal, &mcpserver.Options{Logger: log, PublicURL: cfg.Approvals.PublicURL})
 	if err != nil {
 		log.Error("cannot start", "error", err)
 		return exitFailed

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -91,7 +92,9 @@ func (s *Store) GetApprovalRequest(ctx context.Context, id uuid.UUID) (storage.A
 // ListApprovalRequests returns the requests f selects, newest first. The
 // cursor compares (created_at, id) as a row, which the principal index
 // answers in order; uuid columns compare by their bytes, as
-// storage.ApprovalCursor does.
+// storage.ApprovalCursor does. A tool and an input hash are compared as
+// plain equalities, added only when set, so that a plan cached for the
+// statement can answer them from the index on them.
 func (s *Store) ListApprovalRequests(ctx context.Context, f storage.ApprovalRequestFilter) ([]storage.ApprovalRequest, error) {
 	if len(f.Principals) == 0 {
 		return nil, nil
@@ -110,16 +113,26 @@ func (s *Store) ListApprovalRequests(ctx context.Context, f storage.ApprovalRequ
 		at := f.After.CreatedAt
 		afterAt, afterID = &at, bytesOf(f.After.ID)
 	}
+	args := []any{f.Principals, statuses, timeOrNull(f.LiveAt), timeOrNull(f.ExpiredAt), afterAt, afterID, limit}
+	var oneCall strings.Builder
+	if f.ToolID != "" {
+		args = append(args, f.ToolID)
+		fmt.Fprintf(&oneCall, " AND tool_id = $%d", len(args))
+	}
+	if f.InputSHA256 != "" {
+		args = append(args, f.InputSHA256)
+		fmt.Fprintf(&oneCall, " AND input_sha256 = $%d", len(args))
+	}
 	rows, err := s.pool.Query(ctx, s.sql(`
 		SELECT `+approvalRequestColumns+` FROM {schema}.approval_requests
 		WHERE principal = ANY($1::text[])
 			AND (cardinality($2::text[]) = 0 OR status = ANY($2::text[]))
 			AND ($3::timestamptz IS NULL OR expires_at > $3)
 			AND ($4::timestamptz IS NULL OR expires_at <= $4)
-			AND ($5::timestamptz IS NULL OR (created_at, id) < ($5, $6::uuid))
+			AND ($5::timestamptz IS NULL OR (created_at, id) < ($5, $6::uuid))`+oneCall.String()+`
 		ORDER BY created_at DESC, id DESC
 		LIMIT $7`),
-		f.Principals, statuses, timeOrNull(f.LiveAt), timeOrNull(f.ExpiredAt), afterAt, afterID, limit)
+		args...)
 	if err != nil {
 		return nil, translate(err)
 	}

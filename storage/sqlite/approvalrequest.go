@@ -111,7 +111,9 @@ func (s *Store) GetApprovalRequest(ctx context.Context, id uuid.UUID) (storage.A
 // byte by byte, as storage.ApprovalCursor does. The principals and
 // statuses are bound as one parameter each, JSON arrays read with
 // json_each, so the statement text, and its prepared statement, is the
-// same whatever their number.
+// same whatever their number. A tool and an input hash are compared as
+// plain equalities, added only when set, so that the planner answers them
+// from the index on them.
 func (s *Store) ListApprovalRequests(ctx context.Context, f storage.ApprovalRequestFilter) ([]storage.ApprovalRequest, error) {
 	if len(f.Principals) == 0 {
 		return nil, nil
@@ -128,18 +130,32 @@ func (s *Store) ListApprovalRequests(ctx context.Context, f storage.ApprovalRequ
 	if f.After != nil {
 		afterAt, afterID = nanos(f.After.CreatedAt), idBytes(f.After.ID)
 	}
+	args := []any{jsonStrings(f.Principals), jsonStrings(statuses),
+		nullableNanos(nanos(f.LiveAt), f.LiveAt.IsZero()), nullableNanos(nanos(f.ExpiredAt), f.ExpiredAt.IsZero()),
+		afterAt, afterID, limit}
+	oneCall := ""
+	if f.ToolID != "" {
+		oneCall += " AND tool_id = ?8"
+	}
+	if f.InputSHA256 != "" {
+		oneCall += " AND input_sha256 = ?9"
+	}
+	// A statement takes as many arguments as its highest parameter number.
+	switch {
+	case f.InputSHA256 != "":
+		args = append(args, f.ToolID, f.InputSHA256)
+	case f.ToolID != "":
+		args = append(args, f.ToolID)
+	}
 	rows, err := s.pool(ctx).query(`
 		SELECT `+approvalRequestColumns+` FROM approval_requests
 		WHERE principal IN (SELECT value FROM json_each(?1))
 			AND (json_array_length(?2) = 0 OR status IN (SELECT value FROM json_each(?2)))
 			AND (?3 IS NULL OR expires_at > ?3)
 			AND (?4 IS NULL OR expires_at <= ?4)
-			AND (?5 IS NULL OR (created_at, id) < (?5, ?6))
+			AND (?5 IS NULL OR (created_at, id) < (?5, ?6))`+oneCall+`
 		ORDER BY created_at DESC, id DESC
-		LIMIT ?7`,
-		jsonStrings(f.Principals), jsonStrings(statuses),
-		nullableNanos(nanos(f.LiveAt), f.LiveAt.IsZero()), nullableNanos(nanos(f.ExpiredAt), f.ExpiredAt.IsZero()),
-		afterAt, afterID, limit)
+		LIMIT ?7`, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package storagetest
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,6 +62,15 @@ func (h *harness) granted(principal, toolID, key string, at time.Time) (storage.
 	b := beginFor(q, key, at)
 	b.GrantID = r.ID
 	return b, r
+}
+
+// requestIDs are the ids of rs, in order.
+func requestIDs(rs []storage.ApprovalRequest) []uuid.UUID {
+	out := []uuid.UUID{}
+	for _, r := range rs {
+		out = append(out, r.ID)
+	}
+	return out
 }
 
 // stored reads an approval request back.
@@ -261,14 +271,47 @@ func testApprovalRequests(t *testing.T, newStore newStoreFunc) {
 			c.filter.Principals = []string{"alice", "nobody"}
 			got, err := h.s.ListApprovalRequests(h.ctx, c.filter)
 			require.NoError(t, err, c.name)
-			ids := func(rs []storage.ApprovalRequest) []uuid.UUID {
-				out := []uuid.UUID{}
-				for _, r := range rs {
-					out = append(out, r.ID)
-				}
-				return out
-			}
-			assert.Equal(t, ids(c.want), ids(got), c.name)
+			assert.Equal(t, requestIDs(c.want), requestIDs(got), c.name)
+		}
+	})
+
+	t.Run("ListOneCall", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t, newStore)
+		// ask stores a request of principal for toolID and input at at.
+		ask := func(principal, toolID, input string, at time.Time) storage.ApprovalRequest {
+			r := newApprovalRequest(h.quote(principal, toolID, "0.11", at), input)
+			require.NoError(t, h.s.CreateApprovalRequest(h.ctx, r))
+			return r
+		}
+		first := ask("alice", "tool-a", `{"n":1}`, t0)
+		h.decide(first.ID, false, "", t0)
+		second := ask("alice", "tool-a", `{"n":1}`, t0.Add(time.Second))
+		// Requests of other calls, some newer: another input, another
+		// tool, another principal.
+		other := ask("alice", "tool-a", `{"n":2}`, t0.Add(2*time.Second))
+		ask("alice", "tool-b", `{"n":1}`, t0.Add(3*time.Second))
+		ask("bob", "tool-a", `{"n":1}`, t0.Add(4*time.Second))
+
+		cases := []struct {
+			name   string
+			filter storage.ApprovalRequestFilter
+			want   []storage.ApprovalRequest
+		}{
+			{"TheCall", storage.ApprovalRequestFilter{ToolID: "tool-a", InputSHA256: first.InputSHA256}, []storage.ApprovalRequest{second, first}},
+			{"NewestOnly", storage.ApprovalRequestFilter{ToolID: "tool-a", InputSHA256: first.InputSHA256, Limit: 1}, []storage.ApprovalRequest{second}},
+			{"WithStatus", storage.ApprovalRequestFilter{ToolID: "tool-a", InputSHA256: first.InputSHA256,
+				Statuses: []storage.ApprovalStatus{storage.ApprovalDenied}}, []storage.ApprovalRequest{first}},
+			{"AnotherInput", storage.ApprovalRequestFilter{ToolID: "tool-a", InputSHA256: other.InputSHA256}, []storage.ApprovalRequest{other}},
+			{"ToolOnly", storage.ApprovalRequestFilter{ToolID: "tool-a"}, []storage.ApprovalRequest{other, second, first}},
+			{"InputOnly", storage.ApprovalRequestFilter{InputSHA256: other.InputSHA256}, []storage.ApprovalRequest{other}},
+			{"NoSuchInput", storage.ApprovalRequestFilter{ToolID: "tool-a", InputSHA256: strings.Repeat("0", 64)}, nil},
+		}
+		for _, c := range cases {
+			c.filter.Principals = []string{"alice"}
+			got, err := h.s.ListApprovalRequests(h.ctx, c.filter)
+			require.NoError(t, err, c.name)
+			assert.Equal(t, requestIDs(c.want), requestIDs(got), c.name)
 		}
 	})
 

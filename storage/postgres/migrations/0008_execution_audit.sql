@@ -1,4 +1,3 @@
--- 0006 is reserved for the approval requests' tables.
 -- The audit trail (contract section 17). An execution now carries what an
 -- audit item shows: the tool's slug, the manifest digest, the price and fee
 -- beside the total, and how the call was approved (digest, standing, or an

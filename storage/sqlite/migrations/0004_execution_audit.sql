@@ -1,4 +1,3 @@
--- 0002 is reserved for the approval requests' tables.
 -- The audit trail (contract section 17). An execution now carries what an
 -- audit item shows: the tool's slug, the manifest digest, the price and fee
 -- beside the total (price and fee NULL for executions from before this
