@@ -134,6 +134,7 @@ func (g *Gateway) RequestApproval(ctx context.Context, principal string, in Appr
 	}
 	out := g.approvalView(rec, now)
 	g.notify(ctx, ApprovalRequestCreated, &out)
+	g.obs.approvalRequest(approvalCreated)
 	return &out, nil
 }
 
@@ -251,6 +252,11 @@ func (g *Gateway) DecideApproval(ctx context.Context, approver, id string, d Dec
 	}
 	out := g.approvalView(decided, now)
 	g.notify(ctx, ApprovalRequestDecided, &out)
+	if d.Approve {
+		g.obs.approvalRequest(approvalApproved)
+	} else {
+		g.obs.approvalRequest(approvalDenied)
+	}
 	return &out, nil
 }
 

@@ -17,7 +17,12 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/internal/spanbatch"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/storage/memory"
@@ -40,11 +45,30 @@ var benchBody = recorded.Body(recorded.USGSTenFeatures)
 // tool, answered at once with benchBody.
 func newBenchGateway(b *testing.B, store storage.Store) *toolgate.Gateway {
 	b.Helper()
+	return newBenchGatewayWith(b, store, toolgate.Config{})
+}
+
+// newObservedBenchGateway is newBenchGateway with metrics and tracing on,
+// as the server runs them: every span sampled and handed to the server's
+// batching processor (whose exporter here sends nowhere, so what is
+// measured is the gateway's instrumentation, not a collector's network).
+func newObservedBenchGateway(b *testing.B, store storage.Store) *toolgate.Gateway {
+	b.Helper()
+	tp := sdktrace.NewTracerProvider(
+		sdktrace.WithSpanProcessor(spanbatch.New(tracetest.NewNoopExporter(), nil)),
+		sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	return newBenchGatewayWith(b, store, toolgate.Config{Metrics: prometheus.NewRegistry(), TracerProvider: tp})
+}
+
+func newBenchGatewayWith(b *testing.B, store storage.Store, cfg toolgate.Config) *toolgate.Gateway {
+	b.Helper()
 	reg := registry.New()
 	if err := reg.Register(tools.EarthquakeSearch()); err != nil {
 		b.Fatal(err)
 	}
-	gw, err := toolgate.New(store, &toolgate.Config{Registry: reg, Transport: testproc.BodyTransport{Body: benchBody}, SpendControls: testproc.RaisedLimits{}})
+	cfg.Registry, cfg.Transport, cfg.SpendControls = reg, testproc.BodyTransport{Body: benchBody}, testproc.RaisedLimits{}
+	gw, err := toolgate.New(store, &cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -72,36 +96,52 @@ func quoteCall(ctx context.Context, gw *toolgate.Gateway, principal, key string)
 
 // BenchmarkQuoteCall is one quote and one call of earthquake-search on the
 // memory store, each call with its own Idempotency-Key and the manifest
-// digest approved. In parallel, each goroutine is its own principal.
+// digest approved. In parallel, each goroutine is its own principal. The
+// observed variants run the same with Prometheus metrics and OpenTelemetry
+// tracing on (see newObservedBenchGateway); the plain ones have both off.
 func BenchmarkQuoteCall(b *testing.B) {
-	b.Run("serial", func(b *testing.B) {
-		gw := newBenchGateway(b, memory.New())
+	for _, v := range []struct {
+		name  string
+		gw    func(*testing.B, storage.Store) *toolgate.Gateway
+		bench func(*testing.B, *toolgate.Gateway)
+	}{
+		{"serial", newBenchGateway, benchQuoteCallSerial},
+		{"serial-observed", newObservedBenchGateway, benchQuoteCallSerial},
+		{"parallel", newBenchGateway, benchQuoteCallParallel},
+		{"parallel-observed", newObservedBenchGateway, benchQuoteCallParallel},
+	} {
+		b.Run(v.name, func(b *testing.B) { v.bench(b, v.gw(b, memory.New())) })
+	}
+}
+
+// benchQuoteCallSerial makes one quote and call after another.
+func benchQuoteCallSerial(b *testing.B, gw *toolgate.Gateway) {
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	defer testproc.ReportCPU(b)()
+	for i := 0; i < b.N; i++ {
+		if err := quoteCall(ctx, gw, "bench", "k-"+strconv.Itoa(i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// benchQuoteCallParallel makes quotes and calls from every goroutine.
+func benchQuoteCallParallel(b *testing.B, gw *toolgate.Gateway) {
+	var callers atomic.Int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	defer testproc.ReportCPU(b)()
+	b.RunParallel(func(pb *testing.PB) {
 		ctx := context.Background()
-		b.ReportAllocs()
-		b.ResetTimer()
-		defer testproc.ReportCPU(b)()
-		for i := 0; i < b.N; i++ {
-			if err := quoteCall(ctx, gw, "bench", "k-"+strconv.Itoa(i)); err != nil {
-				b.Fatal(err)
+		principal := "bench-" + strconv.FormatInt(callers.Add(1), 10)
+		for i := 0; pb.Next(); i++ {
+			if err := quoteCall(ctx, gw, principal, "k-"+strconv.Itoa(i)); err != nil {
+				b.Error(err)
+				return
 			}
 		}
-	})
-	b.Run("parallel", func(b *testing.B) {
-		gw := newBenchGateway(b, memory.New())
-		var callers atomic.Int64
-		b.ReportAllocs()
-		b.ResetTimer()
-		defer testproc.ReportCPU(b)()
-		b.RunParallel(func(pb *testing.PB) {
-			ctx := context.Background()
-			principal := "bench-" + strconv.FormatInt(callers.Add(1), 10)
-			for i := 0; pb.Next(); i++ {
-				if err := quoteCall(ctx, gw, principal, "k-"+strconv.Itoa(i)); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
 	})
 }
 

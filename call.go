@@ -65,17 +65,28 @@ type CallResult struct {
 // its end even if ctx is cancelled: the upstream deadline still bounds it,
 // and its result is recorded, so a retry with the same key gets the real
 // outcome rather than a failure the caller caused by going away.
-func (g *Gateway) Call(ctx context.Context, principal string, req CallRequest) (res *CallResult, err error) {
+//
+// Each call is counted in the gateway's metrics, traced as an execute_tool
+// span and, once it has run, logged in one line (see Config).
+func (g *Gateway) Call(ctx context.Context, principal string, req CallRequest) (*CallResult, error) {
+	var rec callRecord
+	ctx = g.obs.startCall(ctx, &rec, principal, req.Tool)
+	res, err := g.run(ctx, principal, req, &rec)
 	// Every way to a result (run, replayed, taken over) names its key.
-	defer func() {
-		if res != nil {
-			res.IdempotencyKey = req.IdempotencyKey
-		}
-	}()
+	if res != nil {
+		res.IdempotencyKey = req.IdempotencyKey
+	}
+	g.endCall(ctx, &rec, res, err)
+	return res, err
+}
+
+// run is Call without its reporting: the pipeline itself.
+func (g *Gateway) run(ctx context.Context, principal string, req CallRequest, rec *callRecord) (*CallResult, error) {
 	c, err := g.newCall(principal, req)
 	if err != nil {
 		return nil, err
 	}
+	c.rec, rec.tool = rec, c.tool
 	now := g.clock.Now().UTC()
 	adm, err := g.admit(ctx, &c, now)
 	var cl claim
@@ -100,6 +111,8 @@ type call struct {
 	// fingerprint tells a retry of this request from another request
 	// under the same key.
 	fingerprint string
+	// rec collects what the call reports once it is over.
+	rec *callRecord
 }
 
 // newCall checks the caller, the key and the request itself.
@@ -193,6 +206,7 @@ func (g *Gateway) admit(ctx context.Context, c *call, now time.Time) (admission,
 	if err != nil {
 		return admission{}, err
 	}
+	c.rec.setQuote(q)
 	policy, err := g.checkPolicy(ctx, c, q, read, mode, now)
 	if err != nil {
 		return admission{}, err
@@ -257,14 +271,40 @@ func (g *Gateway) claim(ctx context.Context, c *call, adm admission, now time.Ti
 		LeaseUntil:  now.Add(g.cfg.IdempotencyLease),
 		Now:         now,
 		GrantID:     c.grant,
+
+		ToolSlug:       c.tool.Tool.Slug,
+		ManifestDigest: adm.quote.ManifestDigest,
+		PriceUSD:       adm.quote.PriceUSD,
+		FeeUSD:         adm.quote.FeeUSD,
+		Approval:       c.approvalKind(),
 	})
 	if err != nil {
 		return claim{}, refusedByStore(err, built, now)
 	}
+	if c.grant != uuid.Nil && !begun.TookOver {
+		g.obs.approvalRequest(approvalUsed)
+	}
+	// A takeover runs the original execution, approved as it was.
+	c.rec.execution = begun.Execution.ID
+	c.rec.approval, c.rec.grantID = begun.Execution.Approval, begun.Execution.GrantID
 	if begun.TookOver {
 		g.log.InfoContext(ctx, "took over an abandoned call", "execution", begun.Execution.ID, "tool", c.tool.Tool.Slug)
 	}
 	return claim{execution: begun.Execution, lease: lease, tookOver: begun.TookOver}, nil
+}
+
+// approvalKind is how the call was approved, for the audit trail: by an
+// approver's grant (which admission consumes), by the manifest digest it
+// named, which admission checked is the current one, or else by the
+// caller's policy, which admission found covers it without one.
+func (c *call) approvalKind() storage.ApprovalKind {
+	switch {
+	case c.grant != uuid.Nil:
+		return storage.ApprovalKindGrant
+	case c.req.ApprovalDigest != "":
+		return storage.ApprovalKindDigest
+	}
+	return storage.ApprovalKindStanding
 }
 
 // claim is a call the store admitted: its execution and the lease the run
@@ -340,6 +380,9 @@ func (g *Gateway) admitResumed(ctx context.Context, c *call, now time.Time) (adm
 	}
 	a := admission{resumed: true}
 	a.quote, err = g.checkQuote(c, read.Quote, now)
+	if read.Quote != nil {
+		c.rec.setQuote(a.quote)
+	}
 	switch {
 	case isCode(err, CodeQuoteNotFound):
 		return a, err
@@ -358,7 +401,7 @@ func (g *Gateway) admitResumed(ctx context.Context, c *call, now time.Time) (adm
 func (g *Gateway) execute(ctx context.Context, c *call, adm admission, cl claim) (*CallResult, error) {
 	// Admitted, the call no longer answers to its caller's context (see Call).
 	ctx = context.WithoutCancel(ctx)
-	exec := g.callTool(ctx, c.tool, adm.quote, cl.execution.ID, c.input, adm.abandon)
+	exec, upstreamStatus := g.callTool(ctx, c.tool, adm.quote, cl.execution.ID, c.input, adm.abandon)
 	body, err := encodeExecution(exec)
 	if err != nil {
 		return nil, internalError(err)
@@ -383,6 +426,10 @@ func (g *Gateway) execute(ctx context.Context, c *call, adm admission, cl claim)
 	}
 	if err != nil {
 		return nil, internalError(err)
+	}
+	c.rec.ran, c.rec.status, c.rec.upstreamStatus = true, exec.Status, upstreamStatus
+	if exec.Error != nil {
+		c.rec.errorCode = exec.Error.Code
 	}
 	if exec.Status == StatusCompleted && !adm.resumed && !cl.tookOver && adm.policy.Approval.Requirement == RequirementFirstUse {
 		switch {

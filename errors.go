@@ -110,6 +110,9 @@ type Error struct {
 	// approver's grant: its principal is in approver mode. The HTTP API
 	// then says where approval requests are made (approvalRequestsUrl).
 	GrantRequired bool
+	// Parameter names the query parameter or filter field that is wrong
+	// (invalid_request from a listing: "limit", "cursor"...).
+	Parameter string
 
 	// Err is the underlying cause, for logs; it is never shown to callers.
 	Err error

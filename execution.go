@@ -53,9 +53,10 @@ type ExecutionError struct {
 const CodeToolChangedDuringCall = "tool_changed"
 
 // callTool calls the provider and turns whatever comes back into an
-// execution result. Nothing the provider returns reaches anything but the
-// output field, and only after normalization and validation.
-func (g *Gateway) callTool(ctx context.Context, v *registry.Version, q storage.Quote, id uuid.UUID, input []byte, abandon *registry.UpstreamError) Execution {
+// execution result, with the HTTP status of the provider's answer (0 when
+// none came). Nothing the provider returns reaches anything but the output
+// field, and only after normalization and validation.
+func (g *Gateway) callTool(ctx context.Context, v *registry.Version, q storage.Quote, id uuid.UUID, input []byte, abandon *registry.UpstreamError) (Execution, int) {
 	exec := Execution{
 		ID:     id.String(),
 		Tool:   toolRef(v.Tool),
@@ -63,14 +64,14 @@ func (g *Gateway) callTool(ctx context.Context, v *registry.Version, q storage.Q
 		Cost:   Cost{PriceUSD: usd(q.PriceUSD), FeeUSD: usd(q.FeeUSD), TotalUSD: usd(q.TotalUSD), Currency: "USD"},
 		Output: json.RawMessage("null"),
 	}
-	fail := func(err error) Execution {
+	status := 0
+	fail := func(err error) (Execution, int) {
 		var ue *registry.UpstreamError
 		if !errors.As(err, &ue) {
 			ue = registry.Upstreamf(registry.CodeUpstreamInvalidResponse, "the provider's answer could not be read as this tool's output")
 		}
 		exec.Error = &ExecutionError{Code: ue.Code, Message: ue.Message}
-		g.log.InfoContext(ctx, "execution failed", "execution", exec.ID, "tool", v.Tool.Slug, "code", ue.Code)
-		return exec
+		return exec, status
 	}
 	if abandon != nil {
 		return fail(abandon)
@@ -83,6 +84,7 @@ func (g *Gateway) callTool(ctx context.Context, v *registry.Version, q storage.Q
 		return fail(registry.Upstreamf(registry.CodeUpstreamUnavailable, "the upstream request could not be built"))
 	}
 	resp, err := g.upstream.Do(ctx, v, upReq)
+	status = resp.StatusCode
 	if err != nil {
 		return fail(err)
 	}
@@ -104,7 +106,7 @@ func (g *Gateway) callTool(ctx context.Context, v *registry.Version, q storage.Q
 	}
 	exec.Status = StatusCompleted
 	exec.Output = raw
-	return exec
+	return exec, status
 }
 
 // normalize runs the tool's mapping, turning a panic on hostile input into

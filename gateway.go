@@ -8,10 +8,12 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/shopspring/decimal"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/upstream"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Defaults for Config fields left zero.
@@ -45,8 +47,9 @@ type Config struct {
 	// retry may take it over, should the process running it die (default
 	// 60 s). It must be longer than the upstream deadline.
 	IdempotencyLease time.Duration
-	// IdempotencyRetention is how long finished records are kept for replay
-	// (default and minimum 24 hours).
+	// IdempotencyRetention is how long finished calls are kept: replayed
+	// for a retry of their key, read by id, listed by ListExecutions and
+	// summed by Spend (default and minimum 24 hours).
 	IdempotencyRetention time.Duration
 	// SpendControls supplies the operator's spend controls per principal.
 	// A limit it leaves unset has the contract's default: $25 per call,
@@ -64,8 +67,17 @@ type Config struct {
 	// ApprovalNotifier is told of each new approval request and each
 	// decision; nil tells no one.
 	ApprovalNotifier ApprovalNotifier
-	// Logger receives structured logs; nil discards them.
+	// Logger receives structured logs, among them one line per finished
+	// call; nil discards them.
 	Logger *slog.Logger
+	// Metrics is where the gateway registers its Prometheus metrics (see
+	// the README for each); nil means no metrics, at no cost. Several
+	// gateways may share one registerer.
+	Metrics prometheus.Registerer
+	// TracerProvider makes the gateway's OpenTelemetry spans: one per
+	// quote, one per call (execute_tool) and a client span per upstream
+	// attempt. Nil means no spans, at no cost.
+	TracerProvider trace.TracerProvider
 }
 
 // SpendControlsSource supplies the operator's spend controls of a principal.
@@ -112,6 +124,7 @@ type Gateway struct {
 	approvers          ApproverDirectory
 	notifier           ApprovalNotifier
 	log                *slog.Logger
+	obs                *observer
 }
 
 // New returns a Gateway over store. cfg may be nil.
@@ -126,6 +139,14 @@ func New(store storage.Store, cfg *Config) (*Gateway, error) {
 	c = c.withDefaults()
 	if err := c.validate(); err != nil {
 		return nil, err
+	}
+	m, err := newMetrics(c.Metrics, c.Upstream.Timeout)
+	if err != nil {
+		return nil, err
+	}
+	obs := newObserver(m, c.TracerProvider, c.Logger)
+	if obs.watchesUpstream() {
+		obs.next, c.Upstream.Observer = c.Upstream.Observer, obs
 	}
 	up, err := upstream.New(c.Transport, c.Upstream)
 	if err != nil {
@@ -143,6 +164,7 @@ func New(store storage.Store, cfg *Config) (*Gateway, error) {
 		approvers: c.Approvers,
 		notifier:  c.ApprovalNotifier,
 		log:       c.Logger,
+		obs:       obs,
 	}
 	if gw.approvals == nil {
 		gw.approvals = store

@@ -46,6 +46,14 @@ func toolRef(t *registry.Tool) ToolRef { return ToolRef{ID: t.ID, Slug: t.Slug, 
 // tool is blocked or the controls deny, so the caller can read why; it stays
 // usable for one call until it expires.
 func (g *Gateway) Quote(ctx context.Context, principal, tool string) (*QuoteResult, error) {
+	rec := g.obs.startQuote(tool)
+	res, err := g.quote(ctx, principal, tool)
+	g.endQuote(ctx, rec, res, err)
+	return res, err
+}
+
+// quote is Quote without its reporting.
+func (g *Gateway) quote(ctx context.Context, principal, tool string) (*QuoteResult, error) {
 	if err := validPrincipal(principal); err != nil {
 		return nil, err
 	}

@@ -27,6 +27,7 @@ type errorDetail struct {
 	ApprovalRequirement toolgate.Requirement  `json:"approvalRequirement,omitempty"`
 	ManifestDigest      *string               `json:"manifestDigest,omitempty"`
 	Reasons             []string              `json:"reasons,omitempty"`
+	Parameter           string                `json:"parameter,omitempty"`
 	ApprovalRequestsURL string                `json:"approvalRequestsUrl,omitempty"`
 }
 
@@ -55,6 +56,7 @@ func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 		ApprovalRequirement: te.ApprovalRequirement,
 		ManifestDigest:      te.ManifestDigest,
 		Reasons:             te.Reasons,
+		Parameter:           te.Parameter,
 	}
 	if te.GrantRequired {
 		// The caller's calls need an approver's grant: say where to ask.
@@ -113,6 +115,7 @@ func DecodeError(header http.Header, body []byte) (te *toolgate.Error, ok bool) 
 		ApprovalRequirement: d.ApprovalRequirement,
 		ManifestDigest:      d.ManifestDigest,
 		Reasons:             d.Reasons,
+		Parameter:           d.Parameter,
 		// The gateway says where to ask exactly when a grant is required.
 		GrantRequired: d.ApprovalRequestsURL != "",
 	}

@@ -1,8 +1,8 @@
 // Package httpapi serves a toolgate.Gateway over HTTP: quote and call, the
-// caller's executions, spend controls and standing approvals, approval
-// requests with the page where people decide them, and the public registry
-// with each tool's documentation (JSON record, OpenAPI 3.1, llms.txt and an
-// HTML page).
+// caller's executions (one, or the audit trail a page at a time) and spend,
+// spend controls and standing approvals, approval requests with the page
+// where people decide them, and the public registry with each tool's
+// documentation (JSON record, OpenAPI 3.1, llms.txt and an HTML page).
 //
 // NewHandler returns a plain http.Handler built on the standard library's
 // router, so it mounts on any net/http server, under any prefix:
@@ -21,6 +21,9 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolgate/toolgate"
 )
@@ -46,6 +49,9 @@ type Options struct {
 	ExposeUsageCounts bool
 	// Logger receives request errors; nil discards them. API keys are never logged.
 	Logger *slog.Logger
+	// TracePropagator reads the trace a request continues from its
+	// headers; nil means W3C Trace Context (traceparent).
+	TracePropagator propagation.TextMapPropagator
 }
 
 type handler struct {
@@ -70,6 +76,9 @@ func NewHandler(gw *toolgate.Gateway, opts *Options) http.Handler {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	if o.TracePropagator == nil {
+		o.TracePropagator = propagation.TraceContext{}
+	}
 	auth := o.Authenticator
 	if auth == nil {
 		auth = NewKeyStore()
@@ -92,6 +101,9 @@ func (h *handler) routes() {
 	m.handle("POST /v1/tools/{tool}/quote", h.authed(h.quote))
 	m.handle("POST /v1/tools/{tool}/call", h.authed(h.call))
 	m.handle("GET /v1/executions/{id}", h.authed(h.execution))
+	// The audit trail: a caller's own, or an approver's principals'.
+	m.handle("GET /v1/executions", h.eitherAuthed(h.listExecutions))
+	m.handle("GET /v1/spend", h.eitherAuthed(h.spend))
 
 	// A caller's own settings.
 	m.handle("GET /v1/spend-controls", h.authed(h.getSpendControls))
@@ -163,8 +175,14 @@ func (m *router) fallbacks(h *handler) {
 	})
 }
 
-// ServeHTTP serves the API.
+// ServeHTTP serves the API. A request that carries a W3C traceparent
+// continues that trace: the gateway's spans for it are its children. Where
+// a tracing middleware already began a span for the request, that span is
+// the parent instead.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !trace.SpanContextFromContext(r.Context()).IsValid() && r.Header.Get("Traceparent") != "" {
+		r = r.WithContext(h.opts.TracePropagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header)))
+	}
 	h.mux.ServeHTTP(w, r)
 }
 

@@ -10,6 +10,11 @@
 // processes. storagetest.Run checks those guarantees; every backend, and every
 // user-written fake, should pass it.
 //
+// The audit trail reads executions back: ListExecutions pages through a set
+// of principals' finished executions, newest first, by a keyset position
+// that concurrent inserts cannot shift, and SpendSummary sums what they were
+// charged, by tool or by UTC day (audit.go has their query types).
+//
 // Two optional interfaces let a backend answer faster than method by method:
 // BatchReader, which lets a quote, and the reads that start a call, cost one
 // round trip each (the gateway uses it through ReadBatch), and UsageLister,
@@ -146,6 +151,18 @@ type Store interface {
 	// (see ApprovalDecision) in the same step: both are written or neither.
 	// ErrNotFound if absent.
 	DecideApprovalRequest(ctx context.Context, d ApprovalDecision) (ApprovalRequest, error)
+	// ListExecutions returns the finished executions of q.Principals that
+	// match q, newest first: by CreatedAt, then by ID (as bytes) descending.
+	// Running executions are left out, and so is every Response (nil), so a
+	// page costs what its items do, not what their outputs weigh. With
+	// q.After set, only executions strictly after it in that order are
+	// returned, so paging by the last item of each page neither repeats nor
+	// skips an execution, whatever is inserted meanwhile.
+	ListExecutions(ctx context.Context, q ExecutionQuery) ([]Execution, error)
+	// SpendSummary sums the charged amounts of the completed executions of
+	// q.Principals created in [q.Since, q.Until), grouped by q.GroupBy, in
+	// ascending order of the group key. Groups with no execution are left out.
+	SpendSummary(ctx context.Context, q SpendQuery) ([]SpendGroup, error)
 
 	// Prune deletes records the retention policy no longer needs, at most
 	// p.Limit of each kind per call so one run never holds the store long.
@@ -201,10 +218,33 @@ type Execution struct {
 	Status         ExecutionStatus
 	AmountUSD      decimal.Decimal // the quote total, reserved while running
 	Charged        bool            // true once the amount is committed to the ledger
-	Response       []byte          // the exact response body, once finished
+	Response       []byte          // the exact response body, once finished; nil in listings
 	CreatedAt      time.Time
 	FinishedAt     time.Time // zero while running
+
+	// What an audit of the call shows, as given to BeginExecution.
+	ToolSlug       string
+	ManifestDigest string
+	PriceUSD       decimal.Decimal
+	FeeUSD         decimal.Decimal
+	Approval       ApprovalKind
+	GrantID        uuid.UUID // the approver's grant that approved it; uuid.Nil when none
 }
+
+// ApprovalKind is how an admitted call was approved.
+type ApprovalKind string
+
+// Approval kinds.
+const (
+	// ApprovalKindDigest: the call named the manifest digest it approves.
+	ApprovalKindDigest ApprovalKind = "digest"
+	// ApprovalKindStanding: no approval came with the call; the caller's
+	// policy covered it (a standing approval, a remembered first use, or a
+	// tool whose policy asks for none).
+	ApprovalKindStanding ApprovalKind = "standing"
+	// ApprovalKindGrant: an approver's grant, named by Execution.GrantID.
+	ApprovalKindGrant ApprovalKind = "grant"
+)
 
 // IdempotencyRecord is the claim of one Idempotency-Key by one principal.
 type IdempotencyRecord struct {
@@ -277,6 +317,36 @@ type Begin struct {
 	// GrantID is the approval request that approves this call (see
 	// BeginExecution); uuid.Nil when the call carries none.
 	GrantID uuid.UUID
+
+	// Stored on a new execution for the audit trail; admission never reads
+	// them. AmountUSD is PriceUSD + FeeUSD.
+	ToolSlug       string
+	ManifestDigest string
+	PriceUSD       decimal.Decimal
+	FeeUSD         decimal.Decimal
+	Approval       ApprovalKind
+}
+
+// NewExecution is the execution BeginExecution creates when it admits b
+// under a new key: running, reserving b.AmountUSD, created at b.Now, with
+// every audit field b gives.
+func (b Begin) NewExecution() Execution {
+	return Execution{
+		ID:             b.ExecutionID,
+		Principal:      b.Principal,
+		ToolID:         b.ToolID,
+		QuoteID:        b.QuoteID,
+		IdempotencyKey: b.Key,
+		Status:         ExecutionRunning,
+		AmountUSD:      b.AmountUSD,
+		CreatedAt:      b.Now,
+		ToolSlug:       b.ToolSlug,
+		ManifestDigest: b.ManifestDigest,
+		PriceUSD:       b.PriceUSD,
+		FeeUSD:         b.FeeUSD,
+		Approval:       b.Approval,
+		GrantID:        b.GrantID,
+	}
 }
 
 // BeginResult is the outcome of a successful BeginExecution.

@@ -48,8 +48,10 @@ func (b *breaker) allow(origin string) (bool, time.Time) {
 	return true, time.Time{}
 }
 
-// record notes the outcome of a call to origin.
-func (b *breaker) record(origin string, ok bool) {
+// record notes the outcome of a call to origin, and reports whether the
+// origin's circuit is open after it: failures reached the threshold, and
+// no call has succeeded since.
+func (b *breaker) record(origin string, ok bool) (open bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s := b.hosts[origin]
@@ -57,7 +59,7 @@ func (b *breaker) record(origin string, ok bool) {
 		if s != nil {
 			delete(b.hosts, origin)
 		}
-		return
+		return false
 	}
 	if s == nil {
 		s = &breakerState{}
@@ -67,5 +69,7 @@ func (b *breaker) record(origin string, ok bool) {
 	s.trial = false
 	if s.failures >= b.threshold {
 		s.openUntil = b.clock.Now().Add(b.cooldown)
+		return true
 	}
+	return false
 }

@@ -62,6 +62,9 @@ type Config struct {
 	BreakerCooldown  time.Duration
 	// Clock drives the breaker's cool-down; nil means the system clock.
 	Clock Clock
+	// Observer hears about every attempt and the breaker, for metrics and
+	// traces; nil hears nothing, and costs nothing.
+	Observer Observer
 }
 
 // WithDefaults returns a copy of c (nil: an empty Config) with every zero
@@ -120,6 +123,7 @@ type Client struct {
 	timeout  time.Duration
 	maxBytes int64
 	breaker  *breaker
+	observer Observer // nil: none
 }
 
 // New returns a Client sending through transport (nil: NewTransport(),
@@ -132,6 +136,9 @@ func New(transport http.RoundTripper, cfg *Config) (*Client, error) {
 	}
 	if transport == nil {
 		transport = NewTransport()
+	}
+	if c.Observer != nil {
+		transport = observedTransport{next: transport, obs: c.Observer}
 	}
 	rc := retryablehttp.NewClient()
 	rc.HTTPClient = &http.Client{
@@ -154,6 +161,7 @@ func New(transport http.RoundTripper, cfg *Config) (*Client, error) {
 		timeout:  c.Timeout,
 		maxBytes: c.MaxBodyBytes,
 		breaker:  newBreaker(c.Clock, c.BreakerThreshold, c.BreakerCooldown),
+		observer: c.Observer,
 	}, nil
 }
 
@@ -166,15 +174,27 @@ func (u *Client) Do(ctx context.Context, v *registry.Version, req *http.Request)
 	}
 	origin := req.URL.Scheme + "://" + req.URL.Host
 	if ok, until := u.breaker.allow(origin); !ok {
+		if u.observer != nil {
+			u.observer.Circuit(v, true)
+		}
 		return registry.UpstreamResponse{}, registry.Upstreamf(registry.CodeUpstreamUnavailable,
 			"the provider has been failing; calls resume after %s", until.UTC().Format(time.RFC3339))
+	}
+	var start time.Time
+	if u.observer != nil {
+		start = time.Now()
+		ctx = context.WithValue(ctx, observedKey{}, &observedRequest{v: v})
 	}
 	resp, err := u.send(ctx, v, req)
 	failed := err != nil && !isCallerSide(err)
 	if err == nil && (resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests) {
 		failed = true
 	}
-	u.breaker.record(origin, !failed)
+	open := u.breaker.record(origin, !failed)
+	if u.observer != nil {
+		u.observer.Finished(ctx, v, time.Since(start))
+		u.observer.Circuit(v, open)
+	}
 	return resp, err
 }
 

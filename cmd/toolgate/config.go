@@ -54,7 +54,13 @@ type Config struct {
 	// over by a retry.
 	IdempotencyLease time.Duration
 	UpstreamTimeout  time.Duration
+	MetricsListen    string        // "" serves no metrics
+	Retention        time.Duration // how long executions are kept; 0: the gateway's 24 h
 }
+
+// minRetention is the shortest retention: the contract keeps every
+// finished call replayable for a day.
+const minRetention = 24 * time.Hour
 
 // Principal is one caller: its API keys, in clear or as SHA-256 digests,
 // and the operator's spend controls over it.
@@ -125,7 +131,8 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 		return nil, err
 	}
 	fs, err := root.fields("listen", "storage", "quoteTTL", "idempotencyLease", "upstreamTimeout", "feeRate",
-		"exposeUsageCounts", "principals", "upstreams", "trust", "tools", "approvers", "approvals")
+		"exposeUsageCounts", "principals", "upstreams", "trust", "tools", "approvers", "approvals",
+		"metricsListen", "retention")
 	if err != nil {
 		return nil, err
 	}
@@ -162,6 +169,12 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 			cfg.Approvers, err = p.approvers(f.node)
 		case "approvals":
 			cfg.Approvals, err = p.approvals(f.node)
+		case "metricsListen":
+			cfg.MetricsListen, err = p.listen(f.node)
+		case "retention":
+			if cfg.Retention, err = f.duration(); err == nil && cfg.Retention < minRetention {
+				err = f.errorf("%s is shorter than the minimum of 24h: finished calls stay replayable for a day", cfg.Retention)
+			}
 		}
 		if err != nil {
 			return nil, err

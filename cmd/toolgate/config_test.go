@@ -98,6 +98,8 @@ func TestParseConfigDefaults(t *testing.T) {
 		assert.Zero(t, cfg.QuoteTTL, "zero means the gateway's default")
 		assert.Nil(t, cfg.FeeRate, "nil means the gateway's default")
 		assert.Empty(t, cfg.Principals)
+		assert.Empty(t, cfg.MetricsListen, "no metrics unless asked")
+		assert.Zero(t, cfg.Retention, "zero means the gateway's 24 hours")
 	}
 }
 
@@ -150,6 +152,12 @@ func TestParseConfigAccepts(t *testing.T) {
 			}},
 		{"a longer lease for slow providers", `{"idempotencyLease": "5m", "upstreamTimeout": "2m"}`,
 			func(t *testing.T, cfg *Config) { assert.Equal(t, 2*time.Minute, cfg.upstreamTimeout()) }},
+		{"metrics on an address of their own", `{"metricsListen": "127.0.0.1:9464"}`,
+			func(t *testing.T, cfg *Config) { assert.Equal(t, "127.0.0.1:9464", cfg.MetricsListen) }},
+		{"retention of a month", `{"retention": "720h"}`,
+			func(t *testing.T, cfg *Config) { assert.Equal(t, 720*time.Hour, cfg.Retention) }},
+		{"retention of exactly a day", `{"retention": "24h"}`,
+			func(t *testing.T, cfg *Config) { assert.Equal(t, 24*time.Hour, cfg.Retention) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -225,6 +233,12 @@ func TestParseConfigErrors(t *testing.T) {
 		{"quoteTTL a number", `{"quoteTTL": 300}`,
 			`config: quoteTTL: must be a duration such as "5m", not a number`},
 		{"quoteTTL zero", `{"quoteTTL": "0s"}`, `config: quoteTTL: "0s" must be longer than zero`},
+		{"retention under a day", `{"retention": "12h"}`,
+			`config: retention: 12h0m0s is shorter than the minimum of 24h: finished calls stay replayable for a day`},
+		{"retention not a duration", `{"retention": "a month"}`,
+			`config: retention: "a month" is not a duration (use a form such as "5m" or "90s")`},
+		{"metricsListen not host:port", `{"metricsListen": "9464"}`,
+			`config: metricsListen: "9464" is not a host:port address`},
 
 		{"feeRate not a decimal", `{"feeRate": "ten percent"}`, `config: feeRate: "ten percent" is not a decimal amount`},
 		{"feeRate above 1", `{"feeRate": "1.5"}`, `config: feeRate: 1.5 must be from 0 to 1 (0.10 is a 10% fee)`},

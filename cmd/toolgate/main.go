@@ -14,7 +14,10 @@
 // whole flow works with no network. -listen overrides the config's address.
 //
 // Once listening, the server prints "toolgate listening on http://ADDR" on
-// stdout, and logs JSON to stderr (never an API key). SIGINT or SIGTERM stops
+// stdout (and "toolgate metrics on http://ADDR/metrics" when the config's
+// metricsListen serves Prometheus metrics), and logs JSON to stderr (never
+// an API key). With OTEL_EXPORTER_OTLP_ENDPOINT set it exports traces over
+// OTLP/HTTP. SIGINT or SIGTERM stops
 // accepting connections, lets the calls in flight finish, and exits 0.
 //
 // Exit codes: 0 after a clean stop, 1 when the server cannot start or stop
@@ -39,6 +42,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -170,9 +174,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if opts.listen != "" {
 		cfg.Listen = opts.listen
 	}
+	if cfg.MetricsListen != "" && cfg.MetricsListen == cfg.Listen && !strings.HasSuffix(cfg.Listen, ":0") {
+		fmt.Fprintf(stderr, "toolgate: config: metricsListen: %q is the API's address too; metrics are served on an address of their own\n", cfg.MetricsListen)
+		return exitUsage
+	}
 
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	a, err := build(ctx, cfg, reg, opts.offline, log)
+	tel, err := newTelemetry(ctx, cfg, getenv)
+	if err != nil {
+		log.Error("cannot start tracing", "error", err)
+		return exitFailed
+	}
+	defer tel.close(log)
+	a, err := build(ctx, cfg, reg, opts.offline, tel, log)
 	if err != nil {
 		log.Error("cannot start", "error", err)
 		return exitFailed
@@ -183,19 +197,46 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		log.Error("cannot listen", "error", err)
 		return exitFailed
 	}
+	var metricsLn net.Listener
+	if cfg.MetricsListen != "" {
+		if metricsLn, err = net.Listen("tcp", cfg.MetricsListen); err != nil {
+			ln.Close()
+			a.close()
+			log.Error("cannot listen for metrics", "error", err)
+			return exitFailed
+		}
+	}
 	baseURL := "http://" + ln.Addr().String()
 	a.listening(baseURL)
 	fmt.Fprintf(stdout, "toolgate listening on %s\n", baseURL)
+	if metricsLn != nil {
+		fmt.Fprintf(stdout, "toolgate metrics on http://%s/metrics\n", metricsLn.Addr())
+	}
 	if devKey != "" {
 		printDevHelp(stdout, cfg, baseURL, devKey, opts.offline)
 	}
+	metricsAddr := ""
+	if metricsLn != nil {
+		metricsAddr = metricsLn.Addr().String()
+	}
 	log.Info("started", "address", ln.Addr().String(), "storage", cfg.storageKind(), "offline", opts.offline,
-		"principals", len(cfg.Principals), "development", devKey != "")
+		"principals", len(cfg.Principals), "development", devKey != "",
+		"metrics", metricsAddr, "tracing", tel.tracing != nil)
 
-	retention, stopRetention := context.WithCancel(context.Background())
-	go a.gw.RunRetention(retention, retentionInterval)
+	background, stopBackground := context.WithCancel(context.Background())
+	go a.gw.RunRetention(background, retentionInterval)
+	metricsDone := make(chan struct{})
+	if metricsLn != nil {
+		go func() {
+			defer close(metricsDone)
+			tel.serveMetrics(background, metricsLn, log)
+		}()
+	} else {
+		close(metricsDone)
+	}
 	err = serve(ctx, ln, logRequests(log, a.handler), cfg.upstreamTimeout(), log, a.shutdown)
-	stopRetention()
+	stopBackground()
+	<-metricsDone
 	a.close() // after the drain: calls in flight still write to the store
 	if err != nil {
 		log.Error("stopped with an error", "error", err)

@@ -52,7 +52,8 @@ func runMCP(ctx context.Context, args []string, getenv func(string) string, stdi
 	}
 
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	a, err := build(ctx, cfg, reg, opts.offline, log)
+	// Over stdio there is no address to serve metrics on, and no traces.
+	a, err := build(ctx, cfg, reg, opts.offline, &telemetry{}, log)
 	if err != nil {
 		log.Error("cannot start", "error", err)
 		return exitFailed

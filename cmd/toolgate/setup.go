@@ -59,7 +59,7 @@ func newRegistry() (*registry.Registry, error) {
 // provider responses; tools pointed elsewhere by cfg.Upstreams keep their
 // origin (and so their manifest digest), and the recordings answer them by
 // path.
-func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline bool, log *slog.Logger) (*app, error) {
+func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline bool, tel *telemetry, log *slog.Logger) (*app, error) {
 	// The config was checked against reg, so these only fail on a bug.
 	for slug, origin := range cfg.Upstreams {
 		if err := reg.SetOrigin(slug, origin); err != nil {
@@ -124,14 +124,22 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 		closeStore()
 	}
 	gcfg := &toolgate.Config{
-		Registry:         reg,
-		FeeRate:          cfg.FeeRate,
-		QuoteTTL:         cfg.QuoteTTL,
-		IdempotencyLease: cfg.IdempotencyLease,
-		Upstream:         &upstream.Config{Timeout: cfg.UpstreamTimeout},
-		SpendControls:    controls,
-		Approvers:        approvers,
-		Logger:           log,
+		Registry:             reg,
+		FeeRate:              cfg.FeeRate,
+		QuoteTTL:             cfg.QuoteTTL,
+		IdempotencyLease:     cfg.IdempotencyLease,
+		IdempotencyRetention: cfg.Retention,
+		Upstream:             &upstream.Config{Timeout: cfg.UpstreamTimeout},
+		SpendControls:        controls,
+		Approvers:            approvers,
+		Logger:               log,
+	}
+	// Interfaces holding nil pointers would not be nil: set only what is on.
+	if tel.metrics != nil {
+		gcfg.Metrics = tel.metrics
+	}
+	if tel.tracing != nil {
+		gcfg.TracerProvider = tel.tracing
 	}
 	if sender != nil {
 		gcfg.ApprovalNotifier = sender
@@ -156,7 +164,7 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", agents)
-	mux.Handle("/", api)
+	mux.Handle("/", tel.traced(api))
 	return &app{gw: gw, handler: mux, shutdown: agents.Close, close: closeAll, listening: listening}, nil
 }
 

@@ -7,6 +7,9 @@
 // Byte slices and maps are copied on the way in and out, so callers can never
 // reach the store's internals.
 //
+// Listing executions walks one principal's executions, kept in creation
+// order, back from a binary search, so a page costs about its own size.
+//
 // Measuring a limit visits only the caller's own history, through sums kept
 // per hour and per day, so a monthly window costs a few dozen additions and
 // the rows of one partial hour rather than one addition per call; a call

@@ -109,17 +109,10 @@ func (s *Store) BeginExecution(ctx context.Context, b storage.Begin) (storage.Be
 	if grant != nil {
 		grant.Status, grant.ExecutionID = storage.ApprovalUsed, b.ExecutionID
 	}
-	e := &storage.Execution{
-		ID:             b.ExecutionID,
-		Principal:      b.Principal,
-		ToolID:         b.ToolID,
-		QuoteID:        b.QuoteID,
-		IdempotencyKey: b.Key,
-		Status:         storage.ExecutionRunning,
-		AmountUSD:      b.AmountUSD,
-		CreatedAt:      b.Now,
-	}
+	exec := b.NewExecution()
+	e := &exec
 	s.executions[e.ID] = e
+	s.histories[e.Principal] = s.histories[e.Principal].add(e)
 	s.records[k] = &storage.IdempotencyRecord{
 		Principal:   b.Principal,
 		Key:         b.Key,

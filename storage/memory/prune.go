@@ -46,9 +46,22 @@ func (s *Store) pruneRecords(before time.Time, limit int) int {
 			return keep
 		}
 		delete(s.records, k)
-		delete(s.executions, rec.ExecutionID)
+		if e, ok := s.executions[rec.ExecutionID]; ok {
+			s.forget(e)
+		}
 		return drop
 	})
+}
+
+// forget deletes an execution from the store and its principal's history.
+// The caller holds s.mu.
+func (s *Store) forget(e *storage.Execution) {
+	delete(s.executions, e.ID)
+	if h := s.histories[e.Principal].remove(e); len(h) > 0 {
+		s.histories[e.Principal] = h
+	} else {
+		delete(s.histories, e.Principal)
+	}
 }
 
 // pruneQuotes deletes expired quotes, except one whose call is still running:

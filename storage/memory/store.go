@@ -28,6 +28,7 @@ type Store struct {
 	records     map[idemKey]*storage.IdempotencyRecord
 	recordQueue timeQueue[idemKey] // by CreatedAt
 	executions  map[uuid.UUID]*storage.Execution
+	histories   map[string]history // executions by principal, for listings
 
 	// The ledger is indexed three ways: per principal for limits, which
 	// must not scan anyone else's history; in one queue for Prune, which
@@ -52,6 +53,7 @@ func New() *Store {
 		quotes:       make(map[uuid.UUID]*storage.Quote),
 		records:      make(map[idemKey]*storage.IdempotencyRecord),
 		executions:   make(map[uuid.UUID]*storage.Execution),
+		histories:    make(map[string]history),
 		ledger:       make(map[string]*principalLedger),
 		ledgerByExec: make(map[uuid.UUID]*ledgerRow),
 		usage:        make(map[string]*toolUsage),

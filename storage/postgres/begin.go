@@ -64,7 +64,9 @@ const lockPrincipalSQL = `
 //
 // $1 principal, $2-$7 limitArgs, $8 key, $9 fingerprint, $10 quote id,
 // $11 execution id, $12 tool id, $13 amount, $14 lease token, $15 lease
-// until, $16 now, $17 grant id (NULL without one).
+// until, $16 now, $17 grant id (NULL without one), and what the audit
+// trail shows: $18 tool slug, $19 manifest digest, $20 price, $21 fee, $22
+// approval kind.
 const admitSQL = `
 WITH ` + limitsCTE + `,
 grant_row AS (
@@ -109,8 +111,9 @@ claim AS (
 ),
 execution AS (
 	INSERT INTO {schema}.executions (id, principal, tool_id, quote_id, idempotency_key, status,
-		amount_usd, charged, created_at)
-	SELECT $11::uuid, $1, $12::text, $10::uuid, $8, 'running', $13::numeric, false, $16::timestamptz
+		amount_usd, charged, created_at, tool_slug, manifest_digest, price_usd, fee_usd, approval, grant_id)
+	SELECT $11::uuid, $1, $12::text, $10::uuid, $8, 'running', $13::numeric, false, $16::timestamptz,
+		$18::text, $19::text, $20::numeric, $21::numeric, $22::text, $17::uuid
 	FROM used_quote
 	RETURNING amount_usd::text AS amount, created_at
 ),
@@ -145,7 +148,8 @@ func (s *Store) admit(ctx context.Context, b storage.Begin) (res storage.BeginRe
 	}
 	args := append([]any{b.Principal}, limits.params()...)
 	args = append(args, b.Key, b.Fingerprint, bytesOf(b.QuoteID), bytesOf(b.ExecutionID), b.ToolID,
-		b.AmountUSD.String(), bytesOf(b.LeaseToken), b.LeaseUntil, b.Now, nullID(b.GrantID))
+		b.AmountUSD.String(), bytesOf(b.LeaseToken), b.LeaseUntil, b.Now, nullID(b.GrantID),
+		b.ToolSlug, b.ManifestDigest, b.PriceUSD.String(), b.FeeUSD.String(), string(b.Approval))
 
 	// No BEGIN: a batch runs as one implicit transaction, committed when
 	// the server reaches its end and rolled back on any error.
@@ -198,16 +202,10 @@ func (s *Store) admit(ctx context.Context, b storage.Begin) (res storage.BeginRe
 	if err != nil {
 		return res, false, err
 	}
-	res.Execution = storage.Execution{
-		ID:             b.ExecutionID,
-		Principal:      b.Principal,
-		ToolID:         b.ToolID,
-		QuoteID:        b.QuoteID,
-		IdempotencyKey: b.Key,
-		Status:         storage.ExecutionRunning,
-		AmountUSD:      d,
-		CreatedAt:      utc(*createdAt),
-	}
+	// The amount and time as stored, so the caller sees what a read would.
+	res.Execution = b.NewExecution()
+	res.Execution.AmountUSD = d
+	res.Execution.CreatedAt = utc(*createdAt)
 	return res, false, nil
 }
 

@@ -10,27 +10,46 @@ import (
 	"github.com/toolgate/toolgate/storage"
 )
 
-// executionColumns is the select list scanExecution reads.
-const executionColumns = `id, principal, tool_id, quote_id, idempotency_key, status,
-	amount_usd::text, charged, response, created_at, finished_at`
+// executionColumns is the select list scanExecution reads, with the
+// response; listedColumns is the same without it (a listing never shows
+// outputs, so it never reads them). An execution from before the audit
+// columns whose quote was gone shows its total as its price, with no fee.
+const (
+	auditColumns = `id, principal, tool_id, quote_id, idempotency_key, status,
+	amount_usd::text, charged, created_at, finished_at, tool_slug, manifest_digest,
+	COALESCE(price_usd, amount_usd)::text, COALESCE(fee_usd, 0)::text, approval, grant_id`
+	executionColumns = auditColumns + `, response`
+	listedColumns    = auditColumns + `, NULL::bytea`
+)
 
 func scanExecution(row pgx.Row) (storage.Execution, error) {
 	var (
-		e        storage.Execution
-		status   string
-		amount   string
-		finished *time.Time
+		e                  storage.Execution
+		status, approval   string
+		amount, price, fee string
+		finished           *time.Time
+		grant              *[16]byte // NULL without a grant
 	)
 	if err := row.Scan(bytesAt(&e.ID), &e.Principal, &e.ToolID, bytesAt(&e.QuoteID), &e.IdempotencyKey, &status,
-		&amount, &e.Charged, &e.Response, &e.CreatedAt, &finished); err != nil {
+		&amount, &e.Charged, &e.CreatedAt, &finished, &e.ToolSlug, &e.ManifestDigest, &price, &fee,
+		&approval, &grant, &e.Response); err != nil {
 		return storage.Execution{}, translate(err)
 	}
-	d, err := parseDecimal(amount)
-	if err != nil {
+	if grant != nil {
+		e.GrantID = *grant
+	}
+	var err error
+	if e.AmountUSD, err = parseDecimal(amount); err != nil {
+		return storage.Execution{}, err
+	}
+	if e.PriceUSD, err = parseDecimal(price); err != nil {
+		return storage.Execution{}, err
+	}
+	if e.FeeUSD, err = parseDecimal(fee); err != nil {
 		return storage.Execution{}, err
 	}
 	e.Status = storage.ExecutionStatus(status)
-	e.AmountUSD = d
+	e.Approval = storage.ApprovalKind(approval)
 	e.CreatedAt = utc(e.CreatedAt)
 	e.FinishedAt = nullTime(finished)
 	return e, nil

@@ -164,10 +164,20 @@ func admit(tx *writeTx, b storage.Begin, amount int64) (storage.BeginResult, err
 		b.Principal, b.Key, b.Fingerprint, idBytes(b.ExecutionID), idBytes(b.LeaseToken), nanos(b.LeaseUntil), now); err != nil {
 		return storage.BeginResult{}, err
 	}
+	price, err := units(b.PriceUSD)
+	if err != nil {
+		return storage.BeginResult{}, err
+	}
+	fee, err := units(b.FeeUSD)
+	if err != nil {
+		return storage.BeginResult{}, err
+	}
 	if _, err := tx.exec(`
-		INSERT INTO executions (id, principal, tool_id, quote_id, idempotency_key, status, amount, charged, created_at)
-		VALUES (?, ?, ?, ?, ?, 'running', ?, 0, ?)`,
-		idBytes(b.ExecutionID), b.Principal, b.ToolID, idBytes(b.QuoteID), b.Key, amount, now); err != nil {
+		INSERT INTO executions (id, principal, tool_id, quote_id, idempotency_key, status, amount, charged, created_at,
+			tool_slug, manifest_digest, price, fee, approval, grant_id)
+		VALUES (?, ?, ?, ?, ?, 'running', ?, 0, ?, ?, ?, ?, ?, ?, ?)`,
+		idBytes(b.ExecutionID), b.Principal, b.ToolID, idBytes(b.QuoteID), b.Key, amount, now,
+		b.ToolSlug, b.ManifestDigest, price, fee, string(b.Approval), nullableID(b.GrantID)); err != nil {
 		return storage.BeginResult{}, err
 	}
 	if _, err := tx.exec(`
@@ -177,16 +187,9 @@ func admit(tx *writeTx, b storage.Begin, amount int64) (storage.BeginResult, err
 		floorDiv(now, nanosPerMinute), floorDiv(now, nanosPerDay)); err != nil {
 		return storage.BeginResult{}, err
 	}
-	return storage.BeginResult{Execution: storage.Execution{
-		ID:             b.ExecutionID,
-		Principal:      b.Principal,
-		ToolID:         b.ToolID,
-		QuoteID:        b.QuoteID,
-		IdempotencyKey: b.Key,
-		Status:         storage.ExecutionRunning,
-		AmountUSD:      fromUnits(amount),
-		CreatedAt:      fromNanos(now),
-	}}, nil
+	e := b.NewExecution()
+	e.AmountUSD, e.CreatedAt = fromUnits(amount), fromNanos(now)
+	return storage.BeginResult{Execution: e}, nil
 }
 
 // checkLimits measures each of b.Limits, in-flight reservations included,

@@ -8,22 +8,40 @@ import (
 	"github.com/toolgate/toolgate/storage"
 )
 
-// executionColumns is the select list scanExecution reads.
-const executionColumns = `id, principal, tool_id, quote_id, idempotency_key, status,
-	amount, charged, response, created_at, finished_at`
+// executionColumns is the select list scanExecution reads, with the
+// response; listedColumns is the same without it (a listing never shows
+// outputs, so it never reads them). An execution from before the audit
+// columns whose quote was gone shows its total as its price, with no fee.
+const (
+	auditColumns = `id, principal, tool_id, quote_id, idempotency_key, status,
+	amount, charged, created_at, finished_at, tool_slug, manifest_digest,
+	COALESCE(price, amount), COALESCE(fee, 0), approval, grant_id`
+	executionColumns = auditColumns + `, response`
+	listedColumns    = auditColumns + `, NULL`
+)
 
 func scanExecution(row scanner) (storage.Execution, error) {
 	var (
-		e               storage.Execution
-		id, quoteID     []byte
-		status          string
-		amount, created int64
-		finished        *int64
+		e                           storage.Execution
+		id, quoteID                 []byte
+		status, approval            string
+		amount, created, price, fee int64
+		finished                    *int64
+		grant                       []byte
 	)
 	if err := row.Scan(&id, &e.Principal, &e.ToolID, &quoteID, &e.IdempotencyKey, &status,
-		&amount, &e.Charged, &e.Response, &created, &finished); err != nil {
+		&amount, &e.Charged, &created, &finished, &e.ToolSlug, &e.ManifestDigest, &price, &fee,
+		&approval, &grant, &e.Response); err != nil {
 		return storage.Execution{}, translate(err)
 	}
+	if grant != nil {
+		var err error
+		if e.GrantID, err = parseID(grant); err != nil {
+			return storage.Execution{}, err
+		}
+	}
+	e.PriceUSD, e.FeeUSD = fromUnits(price), fromUnits(fee)
+	e.Approval = storage.ApprovalKind(approval)
 	var err error
 	if e.ID, err = parseID(id); err != nil {
 		return storage.Execution{}, err

@@ -77,6 +77,12 @@ func beginFor(q storage.Quote, key string, at time.Time, limits ...storage.Limit
 		LeaseToken:  uuid.New(),
 		LeaseUntil:  at.Add(lease),
 		Now:         at,
+
+		ToolSlug:       q.ToolSlug,
+		ManifestDigest: q.ManifestDigest,
+		PriceUSD:       q.PriceUSD,
+		FeeUSD:         q.FeeUSD,
+		Approval:       storage.ApprovalKindDigest,
 	}
 }
 

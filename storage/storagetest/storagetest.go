@@ -8,7 +8,8 @@
 // The suite checks the behaviour the gateway relies on, as documented on
 // storage.Store: the all-or-nothing admission of BeginExecution, lease
 // takeover, limits that hold under contention, approval requests decided
-// once and grants used once, retention and copying. Its
+// once and grants used once, retention, copying, and the audit trail's
+// listings and spend sums. Its
 // concurrency tests are meant to run under the race detector.
 package storagetest
 
@@ -42,6 +43,7 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 		{"ApprovalRequests", testApprovalRequests},
 		{"SpendControls", testSpendControls},
 		{"Prune", testPrune},
+		{"Audit", testAudit},
 		{"Copies", testCopies},
 		{"Concurrency", testConcurrency},
 	}

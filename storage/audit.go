@@ -1,0 +1,99 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
+)
+
+// The audit trail: what ListExecutions and SpendSummary are asked.
+
+// ExecutionQuery selects executions for ListExecutions.
+type ExecutionQuery struct {
+	// Principals whose executions are listed; at least one.
+	Principals []string
+	// ToolSlug keeps only one tool's executions; empty means every tool.
+	ToolSlug string
+	// Status keeps only completed or only failed ones; empty means both.
+	Status ExecutionStatus
+	// Since and Until keep executions created in [Since, Until); a zero
+	// bound is open.
+	Since, Until time.Time
+	// After is the position of the last execution of the previous page;
+	// nil starts from the newest.
+	After *ExecutionPosition
+	// Limit is the most executions returned, from 1 to MaxListLimit.
+	Limit int
+}
+
+// MaxListLimit is the most executions one ListExecutions returns.
+const MaxListLimit = 1000
+
+// ExecutionPosition is where an execution stands in ListExecutions' order.
+type ExecutionPosition struct {
+	CreatedAt time.Time
+	ID        uuid.UUID
+}
+
+// SpendGrouping is what SpendSummary groups by.
+type SpendGrouping string
+
+// Spend groupings.
+const (
+	// SpendByTool groups by the tool's slug.
+	SpendByTool SpendGrouping = "tool"
+	// SpendByDay groups by the UTC day of creation, as YYYY-MM-DD.
+	SpendByDay SpendGrouping = "day"
+)
+
+// SpendQuery selects what SpendSummary sums.
+type SpendQuery struct {
+	// Principals whose spend is summed; at least one.
+	Principals []string
+	// Since and Until bound the executions' creation: [Since, Until).
+	Since, Until time.Time
+	GroupBy      SpendGrouping
+}
+
+// SpendGroup is one group of a SpendSummary.
+type SpendGroup struct {
+	Key      string          // the tool's slug, or the day as YYYY-MM-DD
+	TotalUSD decimal.Decimal // the sum of the charged amounts
+	Count    int64           // completed executions
+}
+
+// Check reports what makes q unusable: no principal, a status other than
+// completed or failed, or a limit out of range. Backends call it first.
+func (q ExecutionQuery) Check() error {
+	switch {
+	case len(q.Principals) == 0:
+		return errors.New("storage: ListExecutions needs at least one principal")
+	case q.Status != "" && q.Status != ExecutionCompleted && q.Status != ExecutionFailed:
+		return fmt.Errorf("storage: ListExecutions cannot list executions %q", q.Status)
+	case q.Limit < 1 || q.Limit > MaxListLimit:
+		return fmt.Errorf("storage: ListExecutions limit %d is not from 1 to %d", q.Limit, MaxListLimit)
+	}
+	return nil
+}
+
+// Check reports what makes q unusable: no principal, or an unknown grouping.
+func (q SpendQuery) Check() error {
+	switch {
+	case len(q.Principals) == 0:
+		return errors.New("storage: SpendSummary needs at least one principal")
+	case q.GroupBy != SpendByTool && q.GroupBy != SpendByDay:
+		return fmt.Errorf("storage: SpendSummary cannot group by %q", q.GroupBy)
+	}
+	return nil
+}
+
+// Key is the group a completed execution counts in under grouping g.
+func (g SpendGrouping) Key(toolSlug string, createdAt time.Time) string {
+	if g == SpendByDay {
+		return createdAt.UTC().Format(time.DateOnly)
+	}
+	return toolSlug
+}

@@ -1,0 +1,8 @@
+package postgres
+
+import "github.com/toolgate/toolgate/storage"
+
+// ListSQL and SpendSQL let the plan tests explain the very statements the
+// audit queries run.
+func (s *Store) ListSQL(q storage.ExecutionQuery) (string, []any) { return s.listSQL(q) }
+func (s *Store) SpendSQL(q storage.SpendQuery) (string, []any)    { return s.spendSQL(q) }
