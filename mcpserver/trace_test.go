@@ -294,6 +294,16 @@ func TestMCPOverHTTPContinuesTheCallersTrace(t *testing.T) {
 	assert.Equal(t, "http", a["network.protocol.name"])
 	assert.Equal(t, mcpCall.SpanContext.SpanID(), named(t, spans.GetSpans(), "execute_tool echo").Parent.SpanID())
 
+	// A trace context in _meta is the MCP client's span: the parent, with
+	// the HTTP request's linked.
+	spans.Reset()
+	_, mcpClient := tp.Tracer("agent").Start(context.Background(), "an MCP client span")
+	requireCompleted(t, call(t, cs, "echo", `{"v":"y"}`, mcp.Meta{"traceparent": traceparentOf(mcpClient)}))
+	mcpCall = named(t, spans.GetSpans(), "tools/call echo")
+	assert.Equal(t, mcpClient.SpanContext().SpanID(), mcpCall.Parent.SpanID())
+	require.Len(t, mcpCall.Links, 1)
+	assert.Equal(t, step.SpanContext().SpanID(), mcpCall.Links[0].SpanContext.SpanID())
+
 	spans.Reset()
 	header.set("")
 	_, err = cs.ListTools(context.Background(), nil)
