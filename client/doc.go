@@ -35,6 +35,24 @@
 //		res, err := c.Call(ctx, toolgate.CallRequest{..., ApprovalGrant: decided.ID})
 //	}
 //
+// # The audit trail and what was spent
+//
+// Executions lists this principal's finished executions, newest first,
+// each without its output (GetExecution has it), filtered as
+// toolgate.Gateway.ListExecutions filters, as an iterator that fetches a
+// page when the loop reaches it and follows the gateway's cursor, so calls
+// finishing meanwhile neither repeat nor shift items. Spend sums what was
+// charged over a window, by tool or by UTC day, as toolgate.Gateway.Spend
+// does. With an approver key both cover every principal the approver
+// approves for. A filter the gateway refuses comes back as the same
+// invalid_request as in process, its Parameter naming the filter.
+//
+//	for e, err := range c.Executions(ctx, toolgate.ExecutionFilter{Status: toolgate.StatusFailed}) {
+//		if err != nil { ... }
+//		fmt.Println(e.CreatedAt, e.Tool.Slug, e.ID)
+//	}
+//	sum, err := c.Spend(ctx, toolgate.SpendFilter{GroupBy: storage.SpendByDay})
+//
 // # Exactly once over an unreliable network
 //
 // Call always sends an Idempotency-Key: the request's, or a new random one,
@@ -45,9 +63,10 @@
 // The gateway runs one call per key and answers a repeat with the first
 // run's result (Replayed), so the tool is reached and charged at most once.
 // Nothing else is retried, 500 included. Reads and replacements (GET, PUT,
-// DELETE) are retried the same way. A quote, an approval request or a
-// decision, each of which creates or changes something, is retried only
-// when the connection was refused, so it cannot have reached the gateway.
+// DELETE), the pages of a listing among them, are retried the same way. A
+// quote, an approval request or a decision, each of which creates or
+// changes something, is retried only when the connection was refused, so
+// it cannot have reached the gateway.
 //
 // Waits between attempts grow exponentially, jittered and capped
 // (Options.RetryWaitMin, RetryWaitMax), never shorter than a Retry-After,

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -52,6 +53,8 @@ type api interface {
 	ApprovalRequest(ctx context.Context, id string) (*toolgate.ApprovalRequest, error)
 	Approve(ctx context.Context, id string, remember storage.ApprovalMode) (*toolgate.ApprovalRequest, error)
 	Deny(ctx context.Context, id string) (*toolgate.ApprovalRequest, error)
+	Executions(ctx context.Context, f toolgate.ExecutionFilter) iter.Seq2[*toolgate.ExecutionSummary, error]
+	Spend(ctx context.Context, f toolgate.SpendFilter) (*toolgate.SpendSummary, error)
 }
 
 // embedded is the gateway in process, as a principal or, when approver is
@@ -104,6 +107,41 @@ func (e embedded) Approve(ctx context.Context, id string, remember storage.Appro
 
 func (e embedded) Deny(ctx context.Context, id string) (*toolgate.ApprovalRequest, error) {
 	return e.gw.DecideApproval(ctx, e.approver, id, toolgate.Decision{})
+}
+
+// Executions follows the gateway's cursors in process, f.Limit at a time,
+// as the principal or the approver.
+func (e embedded) Executions(ctx context.Context, f toolgate.ExecutionFilter) iter.Seq2[*toolgate.ExecutionSummary, error] {
+	return pages(ctx, func(ctx context.Context, cursor string) (page[*toolgate.ExecutionSummary], error) {
+		if cursor != "" {
+			f.Cursor = cursor
+		}
+		var list *toolgate.ExecutionPage
+		var err error
+		if e.approver != "" {
+			list, err = e.gw.ListApproverExecutions(ctx, e.approver, f)
+		} else {
+			list, err = e.gw.ListExecutions(ctx, e.Principal(), f)
+		}
+		if err != nil {
+			return page[*toolgate.ExecutionSummary]{}, err
+		}
+		p := page[*toolgate.ExecutionSummary]{}
+		for i := range list.Executions {
+			p.items = append(p.items, &list.Executions[i])
+		}
+		if list.NextCursor != nil {
+			p.next = *list.NextCursor
+		}
+		return p, nil
+	})
+}
+
+func (e embedded) Spend(ctx context.Context, f toolgate.SpendFilter) (*toolgate.SpendSummary, error) {
+	if e.approver != "" {
+		return e.gw.ApproverSpend(ctx, e.approver, f)
+	}
+	return e.gw.Spend(ctx, e.Principal(), f)
 }
 
 var _ api = embedded{}
@@ -161,6 +199,30 @@ func call(req toolgate.CallRequest) op {
 	return func(ctx context.Context, a api) error {
 		_, err := a.Call(ctx, req)
 		return err
+	}
+}
+
+// listExecutions lists to the end, or to the first error.
+func listExecutions(f toolgate.ExecutionFilter) op {
+	return func(ctx context.Context, a api) error {
+		for _, err := range a.Executions(ctx, f) {
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+func spend(f toolgate.SpendFilter) op {
+	return func(ctx context.Context, a api) error { _, err := a.Spend(ctx, f); return err }
+}
+
+// naming is a check that the error names the parameter at fault.
+func naming(param string) func(t *testing.T, err *toolgate.Error) {
+	return func(t *testing.T, err *toolgate.Error) {
+		assert.Equal(t, param, err.Parameter)
+		assert.Contains(t, err.Message, param)
 	}
 }
 
@@ -288,6 +350,45 @@ var gatewayErrors = []struct {
 			id := uuid.NewString()
 			return func(ctx context.Context, a api) error { _, err := a.GetExecution(ctx, id); return err }
 		}},
+
+	// The audit trail's and the spend summary's filters (contract section 17).
+	{code: toolgate.CodeInvalidRequest, name: "limit over 100", setup: func(t *testing.T, e *env) op {
+		return listExecutions(toolgate.ExecutionFilter{Limit: 101})
+	}, check: naming("limit")},
+	{code: toolgate.CodeInvalidRequest, name: "limit below 1", setup: func(t *testing.T, e *env) op {
+		return listExecutions(toolgate.ExecutionFilter{Limit: -1})
+	}, check: naming("limit")},
+	{code: toolgate.CodeInvalidRequest, name: "status", setup: func(t *testing.T, e *env) op {
+		return listExecutions(toolgate.ExecutionFilter{Status: "nope"})
+	}, check: naming("status")},
+	{code: toolgate.CodeInvalidRequest, name: "status, as an approver", as: "pat", setup: func(t *testing.T, e *env) op {
+		return listExecutions(toolgate.ExecutionFilter{Status: "nope"})
+	}, check: naming("status")},
+	{code: toolgate.CodeInvalidRequest, name: "until not after since", setup: func(t *testing.T, e *env) op {
+		now := e.gw.Clock.Now()
+		return listExecutions(toolgate.ExecutionFilter{Since: now, Until: now})
+	}, check: naming("until")},
+	{code: toolgate.CodeInvalidRequest, name: "a tampered cursor", setup: func(t *testing.T, e *env) op {
+		return listExecutions(toolgate.ExecutionFilter{Cursor: "nope"})
+	}, check: naming("cursor")},
+	{code: toolgate.CodeInvalidRequest, name: "another principal's cursor", as: "agent", setup: func(t *testing.T, e *env) op {
+		for range 2 {
+			e.gw.Clock.Advance(time.Second)
+			_, err := e.gw.CallApproved(t, "alice", "paid", `{"v":"x"}`)
+			require.NoError(t, err)
+		}
+		first, err := e.gw.ListExecutions(context.Background(), "alice", toolgate.ExecutionFilter{Limit: 1})
+		require.NoError(t, err)
+		require.NotNil(t, first.NextCursor)
+		return listExecutions(toolgate.ExecutionFilter{Limit: 1, Cursor: *first.NextCursor})
+	}, check: naming("cursor")},
+	{code: toolgate.CodeInvalidRequest, name: "groupBy", setup: func(t *testing.T, e *env) op {
+		return spend(toolgate.SpendFilter{GroupBy: "week"})
+	}, check: naming("groupBy")},
+	{code: toolgate.CodeInvalidRequest, name: "since not before until", as: "pat", setup: func(t *testing.T, e *env) op {
+		now := e.gw.Clock.Now()
+		return spend(toolgate.SpendFilter{Since: now.Add(time.Hour), Until: now})
+	}, check: naming("since")},
 
 	// Approver mode and approval requests (contract section 14).
 	{code: toolgate.CodeApprovalRequired, name: "a grant required", as: "agent", setup: func(t *testing.T, e *env) op {

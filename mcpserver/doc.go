@@ -51,4 +51,12 @@
 // grant, under the quote the request was made for; denied, a tool error
 // until the request would have expired. A grant serves one call, and an
 // approval that expired unused is asked for anew, saying so.
+//
+// With Options.TracerProvider, each MCP message the server handles is an
+// OpenTelemetry span named as the MCP semantic conventions say ("tools/call
+// {tool}", "tools/list", "initialize"...), parent of the gateway's quote and
+// execute_tool spans for a call, and each request it sends its client (an
+// approval form) a span under the call's. A span continues the trace
+// context of the message's _meta ("traceparent"), else of the HTTP request
+// that carried it; arguments, results and keys are never attributes.
 package mcpserver

@@ -13,6 +13,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/httpapi"
@@ -71,7 +73,11 @@ func NewHandler(gw *toolgate.Gateway, opts *Options) (*Handler, error) {
 		if !ok {
 			return nil, auth.ErrInvalidToken
 		}
-		return &auth.TokenInfo{UserID: principal, Extra: map[string]any{extraBaseURL: httpapi.BaseURL(r)}}, nil
+		extra := map[string]any{extraBaseURL: httpapi.BaseURL(r)}
+		if g.spans != nil {
+			extra[extraSpanContext] = trace.SpanContextFromContext(ctx)
+		}
+		return &auth.TokenInfo{UserID: principal, Extra: extra}, nil
 	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(streamable)
 	return h, nil
 }
@@ -88,6 +94,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := context.WithValue(r.Context(), principalKey{}, principal)
+	if h.g.spans != nil && !trace.SpanContextFromContext(ctx).IsValid() && r.Header.Get("Traceparent") != "" {
+		// The caller's trace continues in the spans of the messages this
+		// request carries, unless a tracing middleware already began a
+		// span for the request, which is their parent then.
+		ctx = tracePropagation.Extract(ctx, propagation.HeaderCarrier(r.Header))
+	}
 	rc := http.NewResponseController(w)
 	switch r.Method {
 	case http.MethodPost:

@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolgate/toolgate"
 )
@@ -44,6 +45,13 @@ type Options struct {
 	// Handler under the same prefix; on other transports no page can be
 	// linked, and such a call's tool error says so.
 	PublicURL string
+	// TracerProvider, when set, makes a span of each MCP message the
+	// server handles ("tools/call {tool}", "tools/list", ...), parent of
+	// the gateway's own spans for it, and of each request it sends its
+	// client. Give it the provider the gateway traces with
+	// (toolgate.Config.TracerProvider) for one trace per call. Nil: no
+	// spans, at no cost.
+	TracerProvider trace.TracerProvider
 
 	// The fields below apply to NewHandler only.
 
@@ -157,6 +165,8 @@ type gateway struct {
 	// closing is done when the HTTP handler closes; approvals still
 	// waiting for a person end then.
 	closing context.Context
+	// spans is nil when not tracing.
+	spans *spanTracer
 
 	// added holds the slugs registered with the *mcp.Server so far. Tools
 	// are added on their first call: the registry can grow while serving,
@@ -186,6 +196,13 @@ func newGateway(gw *toolgate.Gateway, principal string, opts *Options) (*gateway
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 	})
 	g.mcp.AddReceivingMiddleware(g.route)
+	if o.TracerProvider != nil {
+		// Added last, so outermost: the span covers the routing and its
+		// refusals too.
+		g.spans = newSpanTracer(o.TracerProvider, g.registered)
+		g.mcp.AddReceivingMiddleware(g.spans.received)
+		g.mcp.AddSendingMiddleware(g.spans.sent)
+	}
 	return g, nil
 }
 
@@ -249,7 +266,7 @@ func (g *gateway) ensureAdded(name string) error {
 		return nil
 	}
 	// Tools are named by slug only: an id would be a second name for one tool.
-	if v, err := g.gw.Registry().Lookup(name); err != nil || v.Tool.Slug != name {
+	if !g.registered(name) {
 		return unknownTool(name)
 	}
 	// The SDK shows this tool nowhere (tools/list is answered above); it is
@@ -260,6 +277,12 @@ func (g *gateway) ensureAdded(name string) error {
 }
 
 var anyObject = map[string]any{"type": "object"}
+
+// registered reports whether name is a registered tool's slug.
+func (g *gateway) registered(name string) bool {
+	v, err := g.gw.Registry().Lookup(name)
+	return err == nil && v.Tool.Slug == name
+}
 
 func unknownTool(name string) error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}

@@ -52,8 +52,17 @@ func runMCP(ctx context.Context, args []string, getenv func(string) string, stdi
 	}
 
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	// Over stdio there is no address to serve metrics on, and no traces.
-	a, err := build(ctx, cfg, reg, opts.offline, &telemetry{}, log)
+	// Over stdio there is no address to serve metrics on; traces are
+	// exported as the server's are, when OTEL_EXPORTER_OTLP_ENDPOINT is set.
+	noMetrics := *cfg
+	noMetrics.MetricsListen = ""
+	tel, err := newTelemetry(ctx, &noMetrics, getenv)
+	if err != nil {
+		log.Error("cannot start tracing", "error", err)
+		return exitFailed
+	}
+	defer tel.close(log)
+	a, err := build(ctx, cfg, reg, opts.offline, tel, log)
 	if err != nil {
 		log.Error("cannot start", "error", err)
 		return exitFailed
@@ -61,7 +70,7 @@ func runMCP(ctx context.Context, args []string, getenv func(string) string, stdi
 	defer a.close()
 	// Over stdio there is no request address: the approval pages of
 	// approver-mode calls are linked only under the configured publicUrl.
-	srv, err := mcpserver.NewServer(a.gw, principal, &mcpserver.Options{Logger: log, PublicURL: cfg.Approvals.PublicURL})
+	srv, err := mcpserver.NewServer(a.gw, principal, tel.mcpOptions(&mcpserver.Options{Logger: log, PublicURL: cfg.Approvals.PublicURL}))
 	if err != nil {
 		log.Error("cannot start", "error", err)
 		return exitFailed

@@ -1,14 +1,19 @@
 package main
 
 import (
+	"context"
+	"encoding/hex"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -139,4 +144,83 @@ func TestServerMetricsTracesAndAudit(t *testing.T) {
 	assert.EqualValues(t, 200, finished["upstreamStatus"])
 	assert.NotContains(t, srv.stderr.String(), key)
 	assert.NotContains(t, srv.stderr.String(), "4.321")
+}
+
+// traceparentHeader sends one traceparent with every request of an MCP
+// client, as a traced agent would, with a caller's key.
+type traceparentHeader struct{ key, traceparent string }
+
+func (h traceparentHeader) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+h.key)
+	r.Header.Set("Traceparent", h.traceparent)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestMCPSpansReachTheCollector: with an OTLP endpoint, each MCP request
+// is a span, over streamable HTTP (continuing the caller's traceparent)
+// and over stdio alike, and the gateway's execute_tool span is in the same
+// trace. No key or argument value is in any span.
+func TestMCPSpansReachTheCollector(t *testing.T) {
+	t.Parallel()
+	const magnitude = 4.321 // a distinctive argument value
+	args := map[string]any{"starttime": "2024-09-25", "minmagnitude": magnitude}
+	otlpEnv := func(collector *otlpReceiver) []string {
+		otlp := httptest.NewServer(collector)
+		t.Cleanup(otlp.Close)
+		return []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + otlp.URL, "OTEL_BSP_SCHEDULE_DELAY=50"}
+	}
+
+	t.Run("streamable HTTP", func(t *testing.T) {
+		t.Parallel()
+		collector := &otlpReceiver{}
+		key := randomKey(t, "tg_test_mcp_traced_")
+		path := writeConfig(t, map[string]any{
+			"listen":     "127.0.0.1:0",
+			"principals": []any{map[string]any{"id": "alice", "apiKeys": []string{key}}},
+		})
+		srv, base := startServer(t, []string{"-config", path, "-offline"}, otlpEnv(collector)...)
+		const traceID = "5e1f0c2ab7d94e36a08c4f7b21d39e6a"
+		transport := &mcp.StreamableClientTransport{Endpoint: base + "/mcp",
+			HTTPClient: &http.Client{Transport: traceparentHeader{key, "00-" + traceID + "-3c2b7f9e1d0a4b58-01"}}}
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, &mcp.ClientOptions{ElicitationHandler: (&agent{}).elicit}).
+			Connect(context.Background(), transport, nil)
+		require.NoError(t, err)
+		completed(t, mcpCall(t, cs, "earthquake-search", args, nil))
+		require.NoError(t, cs.Close())
+		require.Equal(t, 0, srv.stop(exitTimeout))
+
+		spans := collector.received()
+		for _, want := range []string{"tools/call earthquake-search", "execute_tool earthquake-search", "mcp.session.id", string(mustHex(t, traceID))} {
+			assert.Contains(t, spans, want, "the collector received it")
+		}
+		assert.NotContains(t, spans, key)
+		assert.NotContains(t, spans, "4.321")
+	})
+
+	t.Run("stdio", func(t *testing.T) {
+		t.Parallel()
+		collector := &otlpReceiver{}
+		cmd := exec.Command(toolgateBinary(t), "mcp", "-offline")
+		cmd.Env = append(os.Environ(), otlpEnv(collector)...)
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, &mcp.ClientOptions{ElicitationHandler: (&agent{}).elicit}).
+			Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+		require.NoError(t, err)
+		completed(t, mcpCall(t, cs, "earthquake-search", args, nil))
+		require.NoError(t, cs.Close()) // the process exits, sending its last spans
+		assert.Equal(t, 0, cmd.ProcessState.ExitCode())
+
+		spans := collector.received()
+		for _, want := range []string{"tools/call earthquake-search", "execute_tool earthquake-search", "mcp.method.name"} {
+			assert.Contains(t, spans, want, "the collector received it")
+		}
+		assert.NotContains(t, spans, "4.321")
+	})
+}
+
+func mustHex(t *testing.T, s string) []byte {
+	t.Helper()
+	b, err := hex.DecodeString(s)
+	require.NoError(t, err)
+	return b
 }

@@ -157,7 +157,7 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 		ExposeUsageCounts: cfg.ExposeUsageCounts,
 		Logger:            log,
 	})
-	agents, err := mcpserver.NewHandler(gw, &mcpserver.Options{Authenticator: keys, Logger: log, PublicURL: cfg.Approvals.PublicURL})
+	agents, err := mcpserver.NewHandler(gw, tel.mcpOptions(&mcpserver.Options{Authenticator: keys, Logger: log, PublicURL: cfg.Approvals.PublicURL}))
 	if err != nil {
 		closeAll()
 		return nil, err

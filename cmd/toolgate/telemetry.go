@@ -20,6 +20,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/toolgate/toolgate/internal/spanbatch"
+	"github.com/toolgate/toolgate/mcpserver"
 )
 
 // telemetryFlushTimeout bounds sending the last spans at exit.
@@ -101,6 +102,16 @@ func (t *telemetry) traced(h http.Handler) http.Handler {
 		otelhttp.WithPropagators(propagation.TraceContext{}),
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method }),
 	)
+}
+
+// mcpOptions gives the MCP server the tracer provider, when tracing: each
+// MCP request is then a span, parent of the gateway's spans for it.
+func (t *telemetry) mcpOptions(o *mcpserver.Options) *mcpserver.Options {
+	// An interface holding a nil pointer would not be nil: set only when on.
+	if t.tracing != nil {
+		o.TracerProvider = t.tracing
+	}
+	return o
 }
 
 // serveMetrics answers GET /metrics on ln until ctx is done. It is the
