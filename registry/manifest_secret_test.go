@@ -2,6 +2,7 @@ package registry_test
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -10,8 +11,12 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/httpapi"
@@ -39,8 +44,9 @@ func (b *lockedBuffer) String() string {
 
 // TestManifestCredentialNeverLeaves walks every route a caller can reach
 // for a manifest tool whose provider echoes the key back, with logs at
-// debug level, and finds the key in no response and no log line; the
-// provider, and only it, receives it.
+// debug level, metrics and traces on, and finds the key in no response, no
+// log line, no metric, no span and no stored record; the provider, and
+// only it, receives it.
 func TestManifestCredentialNeverLeaves(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
@@ -65,7 +71,13 @@ func TestManifestCredentialNeverLeaves(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, reg.Register(tool))
 	require.NoError(t, reg.SetOrigin("station-readings", provider.URL))
-	gw, err := toolgate.New(memory.New(), &toolgate.Config{Registry: reg, Logger: log})
+	metrics := prometheus.NewRegistry()
+	spans := tracetest.NewInMemoryExporter()
+	store := memory.New()
+	gw, err := toolgate.New(store, &toolgate.Config{
+		Registry: reg, Logger: log, Metrics: metrics,
+		TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans)),
+	})
 	require.NoError(t, err)
 	keys := httpapi.NewKeyStore()
 	require.NoError(t, keys.AddKey("alice", "tg_test_alice_key"))
@@ -127,6 +139,38 @@ func TestManifestCredentialNeverLeaves(t *testing.T) {
 	}
 	assert.NotEmpty(t, logs.String())
 	assert.NotContains(t, logs.String(), testSecret, "a log line holds the key")
+
+	// The metrics as a scrape shows them, and every span with all it holds.
+	families, err := metrics.Gather()
+	require.NoError(t, err)
+	require.NotEmpty(t, families)
+	var scrape bytes.Buffer
+	for _, f := range families {
+		_, err := expfmt.MetricFamilyToText(&scrape, f)
+		require.NoError(t, err)
+	}
+	assert.NotContains(t, scrape.String(), testSecret, "a metric holds the key")
+	require.NotEmpty(t, spans.GetSpans())
+	for _, sp := range spans.GetSpans() {
+		dump := fmt.Sprintf("%s %v %v %v %v", sp.Name, sp.Attributes, sp.Events, sp.Status, sp.Links)
+		assert.NotContains(t, dump, testSecret, "a span holds the key: %s", dump)
+	}
+
+	// What the store keeps of each call: its idempotency record and its
+	// execution, responses included, and the audit listing.
+	ctx := t.Context()
+	for _, key := range []string{"echo-1", "echo-2"} {
+		rec, err := store.GetIdempotency(ctx, "alice", key)
+		require.NoError(t, err)
+		assert.NotContains(t, fmt.Sprintf("%+v %s", rec, rec.Response), testSecret, "the record of %s holds the key", key)
+		exec, err := store.GetExecution(ctx, rec.ExecutionID)
+		require.NoError(t, err)
+		assert.NotContains(t, fmt.Sprintf("%+v %s", exec, exec.Response), testSecret, "the execution of %s holds the key", key)
+	}
+	page, err := gw.ListExecutions(ctx, "alice", toolgate.ExecutionFilter{})
+	require.NoError(t, err)
+	require.NotEmpty(t, page.Executions)
+	assert.NotContains(t, fmt.Sprintf("%+v", page), testSecret, "the audit listing holds the key")
 
 	var sent int
 	for _, r := range provider.requests() {
