@@ -139,7 +139,10 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		memory = newPhase("memory", pairLoad(gw), cfg.clients)
 		phases = append(phases, memory)
 	}
-	var other *phase // the store -store names, when it is not the memory store
+	var (
+		other   *phase // the store -store names, when it is not the memory store
+		otherGW *gatewayServer
+	)
 	kind := storeKind(cfg.store)
 	if kind != "memory" {
 		gw, err := startGateway(ctx, stub.url, cfg.store, cfg.clients)
@@ -147,6 +150,7 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 			return err
 		}
 		defer gw.close()
+		otherGW = gw
 		other = newPhase(kind, pairLoad(gw), cfg.clients)
 		phases = append(phases, other)
 	}
@@ -210,6 +214,13 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		}
 		fmt.Fprintf(out, "pairs/s %s ÷ memory: %.3f%s   (by CPU per op, this process only: %.3f)\n",
 			kind, r, target, cpuRatio(memory, other))
+	}
+	if otherGW != nil && otherGW.work != nil {
+		// The counts are complete once the pool's connections are gone.
+		otherGW.close()
+		fmt.Fprintln(out)
+		otherGW.work.report(out)
+		fmt.Fprintln(out)
 	}
 	// Only the memory store keeps anything in the process: a record of each
 	// call, replayable for 24 hours. PostgreSQL and SQLite keep them in the

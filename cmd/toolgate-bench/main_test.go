@@ -6,9 +6,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // TestRunMemory runs every phase briefly, so the tool keeps working; the
@@ -41,6 +45,31 @@ func TestRunPostgres(t *testing.T) {
 	if !strings.Contains(out.String(), "pairs/s postgres ÷ memory") {
 		t.Errorf("no PostgreSQL figures:\n%s", out.String())
 	}
+	// The database's work per pair, counted on the wire and by the server.
+	// Whatever the server's configuration, a pair is at least a quote and a
+	// call: a round trip each, and the writes that admit and finish a call.
+	report := out.String()
+	require.Contains(t, report, "database work per pair")
+	roundTrips := perPair(t, report, "round trips")
+	require.GreaterOrEqual(t, roundTrips, 2.0, report)
+	require.Less(t, roundTrips, 10.0, report)
+	require.GreaterOrEqual(t, perPair(t, report, "transactions committed"), 2.0, report)
+	require.Greater(t, perPair(t, report, "rows inserted"), 1.0, report)
+	require.Regexp(t, `(?m)^\s+executions\s+1\.00\s`, report, "one execution inserted per pair")
+	// The principal's admission lock is taken on its row without writing a
+	// new version of it (only each principal's first admission inserts).
+	require.Regexp(t, `(?m)^\s+principal_locks\s+[0-9.]+\s+0\.00\s`, report, "the admission lock updated no row")
+	require.Contains(t, report, "call: admission")
+}
+
+// perPair reads the figure printed after label in the database work report.
+func perPair(t *testing.T, report, label string) float64 {
+	t.Helper()
+	m := regexp.MustCompile(regexp.QuoteMeta(label) + `\s+([0-9.]+)`).FindStringSubmatch(report)
+	require.NotNil(t, m, "no %q in\n%s", label, report)
+	v, err := strconv.ParseFloat(m[1], 64)
+	require.NoError(t, err)
+	return v
 }
 
 // TestRunSQLite adds the SQLite phase on a new file, which it removes.

@@ -12,6 +12,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -61,13 +62,16 @@ func startStub() (*server, error) {
 type gatewayServer struct {
 	url   string
 	keys  []string // by client
-	close func()
+	close func()   // idempotent
+	// work counts the database's work on PostgreSQL, nil otherwise; it is
+	// complete once close has run.
+	work *dbWork
 }
 
 // startGateway serves a gateway over the named store ("memory" or a
 // PostgreSQL URL) whose earthquake-search forwards to stubURL.
 func startGateway(ctx context.Context, stubURL, store string, clients int) (*gatewayServer, error) {
-	st, closeStore, err := openStore(ctx, store, clients)
+	st, work, closeStore, err := openStore(ctx, store, clients)
 	if err != nil {
 		return nil, err
 	}
@@ -105,54 +109,114 @@ func startGateway(ctx context.Context, stubURL, store string, clients int) (*gat
 		return nil, err
 	}
 	g.url = srv.url
-	g.close = func() {
+	g.work = work
+	g.close = sync.OnceFunc(func() {
 		srv.close()
 		transport.CloseIdleConnections()
 		closeStore()
-	}
+	})
 	return g, nil
 }
 
 // openStore opens the memory store, a new SQLite file (removed on close),
 // or a fresh schema on PostgreSQL with a connection per client (unless the
-// URL sets pool_max_conns), dropped on close.
-func openStore(ctx context.Context, store string, clients int) (storage.Store, func(), error) {
+// URL sets pool_max_conns), dropped on close. On PostgreSQL it also returns
+// the dbWork that counts what the database did for the phase, complete
+// once close has run.
+func openStore(ctx context.Context, store string, clients int) (storage.Store, *dbWork, func(), error) {
 	switch storeKind(store) {
 	case "memory":
-		return memory.New(), func() {}, nil
+		return memory.New(), nil, func() {}, nil
 	case "sqlite":
-		return openSQLite(ctx, strings.TrimPrefix(store, "sqlite:"))
+		st, closeStore, err := openSQLite(ctx, strings.TrimPrefix(store, "sqlite:"))
+		return st, nil, closeStore, err
 	}
-	cfg, err := pgxpool.ParseConfig(store)
+	return openPostgres(ctx, store, clients)
+}
+
+// openPostgres creates a fresh schema, then opens the measured pool on it.
+// The schema is made on a connection of its own, closed before the first
+// reading of the statistics, so that creating it is not counted as the
+// pairs' work.
+func openPostgres(ctx context.Context, url string, clients int) (storage.Store, *dbWork, func(), error) {
+	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, nil, fmt.Errorf("-store: %w", err)
+		return nil, nil, nil, fmt.Errorf("-store: %w", err)
 	}
-	if !strings.Contains(store, "pool_max_conns") {
+	if !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = int32(clients)
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, nil, err
 	}
 	var r [6]byte
 	_, _ = rand.Read(r[:])
-	schema := "toolgate_bench_" + hex.EncodeToString(r[:])
+	suffix := hex.EncodeToString(r[:])
+	schema := "toolgate_bench_" + suffix
+	app := "toolgate-bench-" + suffix
+	work, err := openDBWork(ctx, url, schema, app)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	drop := func() error {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
-		_, err := pool.Exec(dctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
+		_, err := work.stats.Exec(dctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
 		return err
+	}
+	fail := func(err error) (storage.Store, *dbWork, func(), error) {
+		err = errors.Join(err, drop())
+		work.close()
+		return nil, nil, nil, err
+	}
+
+	// The schema first, on a connection that is gone before counting starts.
+	migrateCfg := cfg.Copy()
+	migrateCfg.MaxConns = 1
+	migrateCfg.ConnConfig.RuntimeParams["application_name"] = app
+	migratePool, err := pgxpool.NewWithConfig(ctx, migrateCfg)
+	if err != nil {
+		return fail(err)
+	}
+	_, err = postgres.New(ctx, migratePool, &postgres.Config{Schema: schema})
+	migratePool.Close()
+	if err != nil {
+		return fail(err)
+	}
+	if err := work.waitForBackends(ctx); err != nil {
+		return fail(err)
+	}
+	if work.before, err = work.snapshot(ctx); err != nil {
+		return fail(err)
+	}
+
+	cfg.ConnConfig.RuntimeParams["application_name"] = app
+	cfg.ConnConfig.DialFunc = work.wire.dial
+	cfg.ConnConfig.Tracer = &work.wire
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return fail(err)
 	}
 	st, err := postgres.New(ctx, pool, &postgres.Config{Schema: schema})
 	if err != nil {
-		err = errors.Join(err, drop())
 		pool.Close()
-		return nil, nil, err
+		return fail(err)
 	}
-	return st, func() {
-		_ = drop()
+	work.store = &timedStore{Store: st}
+	closeStore := func() {
+		// While the backends are connected: their CPU, and the pairs.
+		work.readServerCPU(ctx)
+		countErr := work.countPairs(ctx)
 		pool.Close()
-	}, nil
+		err := work.waitForBackends(ctx)
+		if err == nil {
+			work.after, err = work.snapshot(ctx)
+		}
+		if err = errors.Join(countErr, err); err != nil {
+			fmt.Fprintln(os.Stderr, "toolgate-bench: database work not counted:", err)
+			work.pairs = 0
+		}
+		_ = drop()
+		work.close()
+	}
+	return work.store, work, closeStore, nil
 }
 
 // openSQLite opens a new SQLite file at path for the benchmark, and removes

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/toolgate/toolgate/storage"
@@ -33,11 +34,21 @@ func (s *Store) BeginExecution(ctx context.Context, b storage.Begin) (storage.Be
 }
 
 // lockPrincipalSQL takes the principal's admission lock until the
-// transaction ends, creating its row on first use, in one statement: the
-// no-op update locks an existing row, and a concurrent first insert is
-// waited for and then locked in turn.
+// transaction ends, creating its row on first use, in one statement. An
+// existing row, the usual case, is only locked (FOR NO KEY UPDATE, which
+// waits for any holder): no new row version, no index entry, where an
+// update to itself would write both on every admission. Only a first
+// admission inserts, and a concurrent first insert is waited for and then
+// locked in turn by the no-op update of ON CONFLICT. Processes of an
+// earlier version lock the row with that no-op update on every admission;
+// the two forms exclude each other, so a fleet mid-upgrade stays
+// serialized per principal.
 const lockPrincipalSQL = `
-	INSERT INTO {schema}.principal_locks AS p (principal) VALUES ($1)
+	WITH held AS (
+		SELECT FROM {schema}.principal_locks WHERE principal = $1 FOR NO KEY UPDATE
+	)
+	INSERT INTO {schema}.principal_locks AS p (principal)
+	SELECT $1 WHERE NOT EXISTS (SELECT FROM held)
 	ON CONFLICT (principal) DO UPDATE SET principal = p.principal`
 
 // admitSQL admits a call under a new key in one statement, run right after
@@ -67,13 +78,38 @@ const lockPrincipalSQL = `
 // until, $16 now, $17 grant id (NULL without one), and what the audit
 // trail shows: $18 tool slug, $19 manifest digest, $20 price, $21 fee, $22
 // approval kind.
-const admitSQL = `
-WITH ` + limitsCTE + `,
+//
+// It comes in two forms, admitSQL (no grant) and admitGrantSQL. Most calls
+// carry no grant, and a statement pays at every execution for each table
+// it names (its locks, its indexes opened for the writes), whether or not
+// a row of it is touched: the form without a grant leaves approval_requests
+// and its four indexes out.
+var (
+	admitSQL      = admitStatement(false)
+	admitGrantSQL = admitStatement(true)
+)
+
+// admitStatement returns admitSQL, or with grant admitGrantSQL.
+func admitStatement(grant bool) string {
+	grantRow, grantCheck, usedGrant := "", "", ""
+	if grant {
+		grantRow = `
 grant_row AS (
 	SELECT 1 FROM {schema}.approval_requests
 	WHERE id = $17 AND principal = $1 AND quote_id = $10 AND tool_id = $12 AND status = 'approved'
 	FOR UPDATE
-),
+),`
+		grantCheck = `
+		WHEN NOT EXISTS (SELECT FROM grant_row)
+			THEN 'grant_unusable'`
+		usedGrant = `
+used_grant AS (
+	UPDATE {schema}.approval_requests SET status = 'used', execution_id = $11
+	WHERE id = $17 AND EXISTS (SELECT FROM used_quote)
+),`
+	}
+	return `
+WITH ` + limitsCTE + `,` + grantRow + `
 verdict AS (
 	SELECT CASE
 		WHEN EXISTS (SELECT FROM {schema}.idempotency_records WHERE principal = $1 AND key = $8)
@@ -82,9 +118,7 @@ verdict AS (
 			THEN 'quote_not_found'
 		WHEN NOT EXISTS (SELECT FROM {schema}.quotes
 			WHERE id = $10 AND principal = $1 AND (state = 'open' OR used_by_key = $8))
-			THEN 'quote_used'
-		WHEN $17::uuid IS NOT NULL AND NOT EXISTS (SELECT FROM grant_row)
-			THEN 'grant_unusable'
+			THEN 'quote_used'` + grantCheck + `
 		WHEN EXISTS (SELECT FROM {schema}.executions WHERE id = $11)
 			THEN 'execution_exists'
 		WHEN EXISTS (SELECT FROM limits
@@ -98,11 +132,7 @@ used_quote AS (
 	WHERE id = $10 AND principal = $1 AND (state = 'open' OR used_by_key = $8)
 		AND (SELECT v FROM verdict) = 'admit'
 	RETURNING 1
-),
-used_grant AS (
-	UPDATE {schema}.approval_requests SET status = 'used', execution_id = $11
-	WHERE id = $17 AND EXISTS (SELECT FROM used_quote)
-),
+),` + usedGrant + `
 claim AS (
 	INSERT INTO {schema}.idempotency_records
 		(principal, key, fingerprint, execution_id, lease_token, lease_until, finished, created_at)
@@ -138,6 +168,7 @@ SELECT v.v, e.amount, e.created_at,
 	(SELECT array_agg(used::text ORDER BY i) FROM failed),
 	(SELECT array_agg(oldest ORDER BY i) FROM failed)
 FROM verdict v LEFT JOIN execution e ON true`
+}
 
 // admit runs the new-key path. claimed reports that the key already has a
 // record, in which case nothing was written.
@@ -155,7 +186,11 @@ func (s *Store) admit(ctx context.Context, b storage.Begin) (res storage.BeginRe
 	// the server reaches its end and rolled back on any error.
 	batch := &pgx.Batch{}
 	batch.Queue(s.sql(lockPrincipalSQL), b.Principal)
-	batch.Queue(s.sql(admitSQL), args...)
+	admit := admitSQL
+	if b.GrantID != uuid.Nil {
+		admit = admitGrantSQL
+	}
+	batch.Queue(s.sql(admit), args...)
 	br := s.pool.SendBatch(ctx, batch)
 	var (
 		verdict    string
