@@ -62,11 +62,9 @@ type dbSnapshot struct {
 type tableCounts struct{ ins, upd, hot, del int64 }
 
 type statementCounts struct {
-	query      string
-	calls      int64
-	execMillis float64
-	planMillis float64
-	rows       int64
+	query  string
+	calls  int64
+	millis float64 // planning and execution
 }
 
 func openDBWork(ctx context.Context, url, schema, app string) (*dbWork, error) {
@@ -163,9 +161,10 @@ func (w *dbWork) statements(ctx context.Context) (map[int64]statementCounts, str
 		WHERE e.extname = 'pg_stat_statements'`).Scan(&schema); err != nil || schema == nil {
 		return nil, "the pg_stat_statements extension is not created in this database"
 	}
-	// total_plan_time is 13 and later; older servers have total_time.
+	// total_plan_time is PostgreSQL 13 and later: on older servers the
+	// query fails and the report says so.
 	rows, err := w.stats.Query(ctx, `
-		SELECT queryid, query, calls, total_exec_time, total_plan_time, rows
+		SELECT queryid, query, calls, total_exec_time + total_plan_time
 		FROM `+pgx.Identifier{*schema}.Sanitize()+`.pg_stat_statements
 		WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND queryid IS NOT NULL`)
 	if err != nil {
@@ -184,15 +183,13 @@ func (w *dbWork) statements(ctx context.Context) (map[int64]statementCounts, str
 			id int64
 			c  statementCounts
 		)
-		if err := rows.Scan(&id, &c.query, &c.calls, &c.execMillis, &c.planMillis, &c.rows); err != nil {
+		if err := rows.Scan(&id, &c.query, &c.calls, &c.millis); err != nil {
 			return nil, "pg_stat_statements: " + err.Error()
 		}
 		// One queryid may come back once per user; they add up.
 		prev := out[id]
 		c.calls += prev.calls
-		c.execMillis += prev.execMillis
-		c.planMillis += prev.planMillis
-		c.rows += prev.rows
+		c.millis += prev.millis
 		out[id] = c
 	}
 	if err := rows.Err(); err != nil {
@@ -327,30 +324,20 @@ func (w *dbWork) reportStatements(out io.Writer, n float64) {
 		fmt.Fprintf(out, "  statements: %s, so the server's time per statement is not shown\n", why)
 		return
 	}
-	type delta struct {
-		query        string
-		calls        int64
-		exec, plan   float64
-		rows         int64
-		totalMillis  float64
-		callsPerPair float64
-	}
 	var (
-		ds    []delta
+		ds    []statementCounts
 		total float64
 	)
 	for id, a := range w.after.statements {
 		b := w.before.statements[id]
-		d := delta{query: a.query, calls: a.calls - b.calls, exec: a.execMillis - b.execMillis, plan: a.planMillis - b.planMillis, rows: a.rows - b.rows}
+		d := statementCounts{query: a.query, calls: a.calls - b.calls, millis: a.millis - b.millis}
 		if d.calls <= 0 || strings.Contains(d.query, "pg_stat") || strings.Contains(d.query, "pg_extension") {
 			continue // not the pool's work: this reader's own
 		}
-		d.totalMillis = d.exec + d.plan
-		d.callsPerPair = float64(d.calls) / n
-		total += d.totalMillis
+		total += d.millis
 		ds = append(ds, d)
 	}
-	sort.Slice(ds, func(i, j int) bool { return ds[i].totalMillis > ds[j].totalMillis })
+	sort.Slice(ds, func(i, j int) bool { return ds[i].millis > ds[j].millis })
 	fmt.Fprintf(out, "  statements by server time (pg_stat_statements; planning and execution, not parsing, protocol or commit): %s per pair\n",
 		round(time.Duration(total/n*float64(time.Millisecond))))
 	fmt.Fprintf(out, "  %9s %10s %7s  %s\n", "per pair", "mean", "share", "statement")
@@ -358,8 +345,8 @@ func (w *dbWork) reportStatements(out io.Writer, n float64) {
 		if i == 12 {
 			break
 		}
-		mean := time.Duration(d.totalMillis / float64(d.calls) * float64(time.Millisecond))
-		fmt.Fprintf(out, "  %9.2f %10s %6.1f%%  %s\n", d.callsPerPair, round(mean), 100*d.totalMillis/total, statementLabel(d.query, w.schema))
+		mean := time.Duration(d.millis / float64(d.calls) * float64(time.Millisecond))
+		fmt.Fprintf(out, "  %9.2f %10s %6.1f%%  %s\n", float64(d.calls)/n, round(mean), 100*d.millis/total, statementLabel(d.query, w.schema))
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 // earlierLockSQL is how versions before migration 0009 took a principal's
 // admission lock: a no-op update of its row, on every admission.
 const earlierLockSQL = `
-	INSERT INTO %s.principal_locks AS p (principal) VALUES ($1)
+	INSERT INTO {schema}.principal_locks AS p (principal) VALUES ($1)
 	ON CONFLICT (principal) DO UPDATE SET principal = p.principal`
 
 // The admission lock now only locks an existing row, where earlier
@@ -29,7 +29,7 @@ func TestAdmissionLockExcludesEarlierVersions(t *testing.T) {
 	schema := newSchema(t)
 	s := openInstance(t, schema)
 	earlier := fmtSchema(earlierLockSQL, schema)
-	xminSQL := fmtSchema(`SELECT xmin::text FROM %s.principal_locks WHERE principal = $1`, schema)
+	xminSQL := fmtSchema(`SELECT xmin::text FROM {schema}.principal_locks WHERE principal = $1`, schema)
 
 	// A first admission creates alice's row.
 	first := testQuote("alice", "tool-a", "0.11", t0)
@@ -99,7 +99,7 @@ func TestAdmissionLockExcludesEarlierVersions(t *testing.T) {
 	assert.Equal(t, "55P03", pgErr.Code, "lock_not_available: it waited for the lock until its timeout")
 }
 
-// fmtSchema puts the quoted schema into query's %s.
+// fmtSchema qualifies query's {schema} names, as the Store does.
 func fmtSchema(query, schema string) string {
-	return strings.Replace(query, "%s", pgx.Identifier{schema}.Sanitize(), -1)
+	return strings.ReplaceAll(query, "{schema}", pgx.Identifier{schema}.Sanitize())
 }
