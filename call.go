@@ -88,15 +88,33 @@ func (g *Gateway) run(ctx context.Context, principal string, req CallRequest, re
 	}
 	c.rec, rec.tool = rec, c.tool
 	now := g.clock.Now().UTC()
-	adm, err := g.admit(ctx, &c, now)
-	var cl claim
-	if err == nil {
-		cl, err = g.claim(ctx, &c, adm, now)
+	adm, cl, again, err := g.admitAndClaim(ctx, &c, now)
+	if again {
+		// Nothing was stored by the first try.
+		c.fresh = true
+		adm, cl, _, err = g.admitAndClaim(ctx, &c, now)
 	}
 	if err != nil {
 		return g.answerRefusal(ctx, &c, err, now)
 	}
 	return g.execute(ctx, &c, adm, cl)
+}
+
+// admitAndClaim is a call's checks and then its admission by the store.
+// again asks for both to be done once more on fresh reads, after checks
+// made on what the store remembered (see storage.Reads.MayRemember): when
+// they refused, since the store never got to tell whether what they
+// refused on is current, and a refusal on out-of-date reads could name the
+// wrong reason or refuse a call it should admit; and when the store found
+// it out of date. A refusal by the store itself is final: it checked what
+// was remembered first, in the same step.
+func (g *Gateway) admitAndClaim(ctx context.Context, c *call, now time.Time) (adm admission, cl claim, again bool, err error) {
+	adm, err = g.admit(ctx, c, now)
+	if err != nil {
+		return adm, cl, c.remembered != nil, err
+	}
+	cl, err = g.claim(ctx, c, adm, now)
+	return adm, cl, c.remembered != nil && errors.Is(err, storage.ErrStaleRead), err
 }
 
 // call is a request that passed the checks that need no store: who calls,
@@ -113,6 +131,11 @@ type call struct {
 	fingerprint string
 	// rec collects what the call reports once it is over.
 	rec *callRecord
+	// remembered is the store's answer to the call's reads when the store
+	// gave it from memory (storage.Reads.MayRemember), nil otherwise;
+	// fresh forbids that, for a second try.
+	remembered *storage.ReadResult
+	fresh      bool
 }
 
 // newCall checks the caller, the key and the request itself.
@@ -239,9 +262,15 @@ func (g *Gateway) readForCall(ctx context.Context, c *call, approval bool) (stor
 		SpendControls: true,
 		Approval:      approval,
 		ToolID:        c.tool.Tool.ID,
+		// A call with a grant reads it afresh, and so all the rest.
+		MayRemember: !c.fresh && c.grant == uuid.Nil,
 	})
 	if err != nil {
 		return storage.ReadResult{}, internalError(err)
+	}
+	c.remembered = nil
+	if read.Remembered {
+		c.remembered = &read
 	}
 	return read, nil
 }
@@ -271,6 +300,7 @@ func (g *Gateway) claim(ctx context.Context, c *call, adm admission, now time.Ti
 		LeaseUntil:  now.Add(g.cfg.IdempotencyLease),
 		Now:         now,
 		GrantID:     c.grant,
+		Remembered:  c.remembered,
 
 		ToolSlug:       c.tool.Tool.Slug,
 		ManifestDigest: adm.quote.ManifestDigest,

@@ -34,6 +34,15 @@ type Reads struct {
 	// CreateQuote, when set, is stored as Store.CreateQuote stores it, after
 	// the reads and only if they all succeed.
 	CreateQuote *Quote
+	// MayRemember lets the store answer from what it remembers instead of
+	// asking its database, when it remembers everything asked (a store
+	// may remember the quotes it created and the approvals and spend
+	// controls it last read). Such an answer may be out of date; it is
+	// marked ReadResult.Remembered, and whoever acts on it passes it to
+	// BeginExecution as Begin.Remembered, which admits only if it still
+	// holds. Only a call's reads before its admission set it; a store
+	// whose reads cost nothing need not remember anything.
+	MayRemember bool
 }
 
 // ReadResult answers Reads. Something asked for and absent is nil, not an
@@ -44,6 +53,12 @@ type ReadResult struct {
 	Quote         *Quote
 	Grant         *ApprovalRequest
 	Used          []decimal.Decimal // one per Reads.Limits, in order
+
+	// Remembered is set when the store answered from memory (see
+	// Reads.MayRemember); ApprovalRead then tells whether the approval was
+	// asked for, so that a nil Approval means none rather than not asked.
+	Remembered   bool
+	ApprovalRead bool
 }
 
 // BatchReader is an optional Store method for backends where every method

@@ -50,6 +50,9 @@ var (
 	// ErrLeaseLost: FinishExecution was called by a run whose lease was taken
 	// over by another run; its result must be discarded.
 	ErrLeaseLost = errors.New("storage: lease lost to another run")
+	// ErrStaleRead: BeginExecution found that what Begin.Remembered says
+	// of the principal's spend controls or approval no longer holds.
+	ErrStaleRead = errors.New("storage: a remembered read is out of date")
 )
 
 // Store is everything the gateway persists. Implementations must be safe for
@@ -83,7 +86,11 @@ type Store interface {
 	//   - counts each of b.Limits over the ledger, including in-flight
 	//     reservations, and fails with *LimitError listing every limit the
 	//     call would break;
-	//   - records the execution as running and reserves its amount.
+	//   - records the execution as running and reserves its amount;
+	//   - when b.Remembered is set, first checks that it still holds
+	//     (ErrStaleRead otherwise, before any other check); only a store
+	//     that answers reads from memory is given one, so a store that
+	//     never does may ignore it.
 	//
 	// On any error nothing is written.
 	BeginExecution(ctx context.Context, b Begin) (BeginResult, error)
@@ -317,6 +324,15 @@ type Begin struct {
 	// GrantID is the approval request that approves this call (see
 	// BeginExecution); uuid.Nil when the call carries none.
 	GrantID uuid.UUID
+
+	// Remembered is the ReadResult the call was decided on when the store
+	// gave it from memory (ReadResult.Remembered), nil otherwise. The store
+	// then admits only if the principal's spend controls and, when they
+	// were read, its approval of ToolID are still what it says; otherwise
+	// it writes nothing and returns ErrStaleRead, and the caller decides
+	// again on fresh reads. Its quote needs no such check: a quote never
+	// changes but for being used, which admission checks anyway.
+	Remembered *ReadResult
 
 	// Stored on a new execution for the audit trail; admission never reads
 	// them. AmountUSD is PriceUSD + FeeUSD.

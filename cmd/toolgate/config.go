@@ -56,6 +56,9 @@ type Config struct {
 	UpstreamTimeout  time.Duration
 	MetricsListen    string        // "" serves no metrics
 	Retention        time.Duration // how long executions are kept; 0: the gateway's 24 h
+	// SynchronousAdmission is the PostgreSQL store's setting of that name:
+	// each call's admission waits for the disk too.
+	SynchronousAdmission bool
 }
 
 // minRetention is the shortest retention: the contract keeps every
@@ -132,13 +135,14 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 	}
 	fs, err := root.fields("listen", "storage", "quoteTTL", "idempotencyLease", "upstreamTimeout", "feeRate",
 		"exposeUsageCounts", "principals", "upstreams", "trust", "tools", "approvers", "approvals",
-		"metricsListen", "retention")
+		"metricsListen", "retention", "synchronousAdmission")
 	if err != nil {
 		return nil, err
 	}
 	p := configParser{reg: reg, callerKeys: map[[sha256.Size]byte]string{}}
 	cfg := &Config{Listen: defaultListen, Storage: storageMemory}
 	var leaseField, upstreamField *field // for the check across the two
+	var syncAdmissionField *field        // checked against the storage
 	for _, f := range fs {
 		switch f.name {
 		case "listen":
@@ -171,6 +175,9 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 			cfg.Approvals, err = p.approvals(f.node)
 		case "metricsListen":
 			cfg.MetricsListen, err = p.listen(f.node)
+		case "synchronousAdmission":
+			cfg.SynchronousAdmission, err = f.boolean()
+			syncAdmissionField = &f
 		case "retention":
 			if cfg.Retention, err = f.duration(); err == nil && cfg.Retention < minRetention {
 				err = f.errorf("%s is shorter than the minimum of 24h: finished calls stay replayable for a day", cfg.Retention)
@@ -182,6 +189,10 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 	}
 	if err := checkLease(cfg, leaseField, upstreamField); err != nil {
 		return nil, err
+	}
+	if syncAdmissionField != nil && cfg.SynchronousAdmission && cfg.storageKind() != "postgres" {
+		// Silently meaningless would let an operator believe in a guarantee.
+		return nil, syncAdmissionField.errorf("applies only to a PostgreSQL storage, not %s", cfg.storageKind())
 	}
 	if err := p.checkApprovers(cfg); err != nil {
 		return nil, err

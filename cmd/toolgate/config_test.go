@@ -112,6 +112,10 @@ func TestParseConfigAccepts(t *testing.T) {
 	}{
 		{"postgres URL", `{"storage": "postgres://toolgate:secret@db:5432/toolgate?sslmode=disable"}`,
 			func(t *testing.T, cfg *Config) { assert.True(t, cfg.postgres()) }},
+		{"postgres URL, admissions waiting for the disk", `{"storage": "postgres://toolgate@db/toolgate", "synchronousAdmission": true}`,
+			func(t *testing.T, cfg *Config) { assert.True(t, cfg.SynchronousAdmission) }},
+		{"synchronousAdmission false with any storage", `{"storage": "sqlite:toolgate.db", "synchronousAdmission": false}`,
+			func(t *testing.T, cfg *Config) { assert.False(t, cfg.SynchronousAdmission) }},
 		{"postgresql URL", `{"storage": "postgresql:///toolgate?host=/var/run/postgresql"}`,
 			func(t *testing.T, cfg *Config) { assert.True(t, cfg.postgres()) }},
 		{"postgres URL with several hosts", `{"storage": "postgres://toolgate@db1:5432,db2:5432/toolgate"}`,
@@ -245,6 +249,10 @@ func TestParseConfigErrors(t *testing.T) {
 		{"feeRate negative", `{"feeRate": "-0.1"}`, `config: feeRate: "-0.1" must be a non-negative amount with at most 4 decimals`},
 		{"exposeUsageCounts not a boolean", `{"exposeUsageCounts": "yes"}`,
 			`config: exposeUsageCounts: must be true or false, not a string`},
+		{"synchronousAdmission without PostgreSQL", `{"synchronousAdmission": true}`,
+			`config: synchronousAdmission: applies only to a PostgreSQL storage, not memory`},
+		{"synchronousAdmission not a boolean", `{"storage": "postgres://db/x", "synchronousAdmission": "on"}`,
+			`config: synchronousAdmission: must be true or false, not a string`},
 
 		{"principals not an array", `{"principals": {"id": "a"}}`, `config: principals: must be an array, not an object`},
 		{"principal without id", `{"principals": [{"apiKeys": ["k"]}]}`, `config: principals[0]: id is required`},

@@ -215,7 +215,7 @@ func openStore(ctx context.Context, cfg *Config, log *slog.Logger) (storage.Stor
 			}
 		}, nil
 	case "postgres":
-		s, err := postgres.Open(ctx, cfg.Storage, nil)
+		s, err := postgres.Open(ctx, cfg.Storage, &postgres.Config{SynchronousAdmission: cfg.SynchronousAdmission})
 		if err != nil {
 			return nil, nil, fmt.Errorf("open PostgreSQL store: %w", err)
 		}

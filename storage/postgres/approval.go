@@ -30,6 +30,7 @@ func (s *Store) PutApproval(ctx context.Context, a storage.Approval) error {
 		INSERT INTO {schema}.approvals (principal, tool_id, manifest_digest, mode, approved_by, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6)`+upsertApprovalSQL),
 		a.Principal, a.ToolID, a.ManifestDigest, string(a.Mode), a.ApprovedBy, a.UpdatedAt)
+	s.memo.forget(a.Principal, a.ToolID)
 	return translate(err)
 }
 
@@ -77,6 +78,7 @@ func (s *Store) ListApprovals(ctx context.Context, principal string) ([]storage.
 func (s *Store) DeleteApproval(ctx context.Context, principal, toolID string) error {
 	tag, err := s.pool.Exec(ctx, s.sql(`DELETE FROM {schema}.approvals WHERE principal = $1 AND tool_id = $2`),
 		principal, toolID)
+	s.memo.forget(principal, toolID)
 	if err != nil {
 		return translate(err)
 	}

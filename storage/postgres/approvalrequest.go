@@ -177,6 +177,9 @@ func (s *Store) DecideApprovalRequest(ctx context.Context, d storage.ApprovalDec
 		)
 		SELECT `+approvalRequestColumns+` FROM decided`),
 		bytesOf(d.ID), string(status), d.DecidedBy, d.Now, string(remember)))
+	if err == nil && remember != "" {
+		s.memo.forget(r.Principal, r.ToolID)
+	}
 	if !errors.Is(err, storage.ErrNotFound) {
 		return r, err
 	}

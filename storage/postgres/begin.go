@@ -2,7 +2,9 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -84,13 +86,35 @@ const lockPrincipalSQL = `
 // it names (its locks, its indexes opened for the writes), whether or not
 // a row of it is touched: the form without a grant leaves approval_requests
 // and its four indexes out.
+//
+// Each also comes in a form for a call decided on remembered reads
+// (storage.Begin.Remembered), which first checks them: 'stale' when the
+// principal's spend controls are not those of $23 (the stored JSON, NULL
+// for none) or, with $24, its approval of the tool is not the one $25 to
+// $29 describe (present, digest, mode, approver, time). It comes before
+// every other verdict, so that a call decided on out-of-date reads is
+// decided again whatever else holds.
 var (
-	admitSQL      = admitStatement(false)
-	admitGrantSQL = admitStatement(true)
+	admitSQL                = admitStatement(false, false)
+	admitGrantSQL           = admitStatement(true, false)
+	admitRememberedSQL      = admitStatement(false, true)
+	admitGrantRememberedSQL = admitStatement(true, true)
 )
 
-// admitStatement returns admitSQL, or with grant admitGrantSQL.
-func admitStatement(grant bool) string {
+// admitStatement returns the admission statement with or without a grant,
+// and with or without the check of remembered reads.
+func admitStatement(grant, remembered bool) string {
+	staleCheck := ""
+	if remembered {
+		staleCheck = `
+		WHEN (SELECT controls FROM {schema}.spend_controls WHERE principal = $1) IS DISTINCT FROM $23::jsonb
+			OR ($24::boolean AND CASE WHEN $25::boolean
+				THEN NOT EXISTS (SELECT FROM {schema}.approvals WHERE principal = $1 AND tool_id = $12
+					AND manifest_digest = $26::text AND mode = $27::text AND approved_by = $28::text
+					AND updated_at = $29::timestamptz)
+				ELSE EXISTS (SELECT FROM {schema}.approvals WHERE principal = $1 AND tool_id = $12) END)
+			THEN 'stale'`
+	}
 	grantRow, grantCheck, usedGrant := "", "", ""
 	if grant {
 		grantRow = `
@@ -111,7 +135,7 @@ used_grant AS (
 	return `
 WITH ` + limitsCTE + `,` + grantRow + `
 verdict AS (
-	SELECT CASE
+	SELECT CASE` + staleCheck + `
 		WHEN EXISTS (SELECT FROM {schema}.idempotency_records WHERE principal = $1 AND key = $8)
 			THEN 'claimed'
 		WHEN NOT EXISTS (SELECT FROM {schema}.quotes WHERE id = $10 AND principal = $1)
@@ -181,15 +205,35 @@ func (s *Store) admit(ctx context.Context, b storage.Begin) (res storage.BeginRe
 	args = append(args, b.Key, b.Fingerprint, bytesOf(b.QuoteID), bytesOf(b.ExecutionID), b.ToolID,
 		b.AmountUSD.String(), bytesOf(b.LeaseToken), b.LeaseUntil, b.Now, nullID(b.GrantID),
 		b.ToolSlug, b.ManifestDigest, b.PriceUSD.String(), b.FeeUSD.String(), string(b.Approval))
+	admit := admitSQL
+	switch {
+	case b.GrantID != uuid.Nil && b.Remembered != nil:
+		admit = admitGrantRememberedSQL
+	case b.GrantID != uuid.Nil:
+		admit = admitGrantSQL
+	case b.Remembered != nil:
+		admit = admitRememberedSQL
+	}
+	if b.Remembered != nil {
+		expected, err := rememberedArgs(b.Remembered)
+		if err != nil {
+			return res, false, err
+		}
+		args = append(args, expected...)
+	}
+	// Used or refused, the quote is done with; a refusal is decided again
+	// on fresh reads.
+	defer s.memo.forgetQuote(b.QuoteID)
 
 	// No BEGIN: a batch runs as one implicit transaction, committed when
 	// the server reaches its end and rolled back on any error.
 	batch := &pgx.Batch{}
-	batch.Queue(s.sql(lockPrincipalSQL), b.Principal)
-	admit := admitSQL
-	if b.GrantID != uuid.Nil {
-		admit = admitGrantSQL
+	if !s.syncAdmission {
+		// Visible to every session at once, durable with the result's
+		// commit (see Config.SynchronousAdmission).
+		batch.Queue(asyncCommitSQL)
 	}
+	batch.Queue(s.sql(lockPrincipalSQL), b.Principal)
 	batch.Queue(s.sql(admit), args...)
 	br := s.pool.SendBatch(ctx, batch)
 	var (
@@ -200,7 +244,12 @@ func (s *Store) admit(ctx context.Context, b storage.Begin) (res storage.BeginRe
 		failUsed   []string
 		failOldest []*time.Time
 	)
-	_, err = br.Exec()
+	if !s.syncAdmission {
+		_, err = br.Exec()
+	}
+	if err == nil {
+		_, err = br.Exec()
+	}
 	if err == nil {
 		err = br.QueryRow().Scan(&verdict, &amount, &createdAt, &failIndex, &failUsed, &failOldest)
 	}
@@ -214,6 +263,9 @@ func (s *Store) admit(ctx context.Context, b storage.Begin) (res storage.BeginRe
 
 	switch verdict {
 	case "admit":
+	case "stale":
+		s.memo.forget(b.Principal, b.ToolID)
+		return res, false, storage.ErrStaleRead
 	case "claimed":
 		return res, true, nil
 	case "quote_not_found":
@@ -242,6 +294,23 @@ func (s *Store) admit(ctx context.Context, b storage.Begin) (res storage.BeginRe
 	res.Execution.AmountUSD = d
 	res.Execution.CreatedAt = utc(*createdAt)
 	return res, false, nil
+}
+
+// rememberedArgs are $23 to $29 of an admission statement that checks the
+// remembered reads r (see admitSQL).
+func rememberedArgs(r *storage.ReadResult) ([]any, error) {
+	var controls []byte // NULL: the principal has none
+	if r.SpendControls != nil {
+		var err error
+		if controls, err = json.Marshal(encodeSpendControls(*r.SpendControls)); err != nil {
+			return nil, fmt.Errorf("postgres: encode spend controls: %w", err)
+		}
+	}
+	a := r.Approval
+	if a == nil {
+		return []any{controls, r.ApprovalRead, false, nil, nil, nil, nil}, nil
+	}
+	return []any{controls, r.ApprovalRead, true, a.ManifestDigest, string(a.Mode), a.ApprovedBy, a.UpdatedAt}, nil
 }
 
 // limitError builds the *storage.LimitError of the limits admitSQL found

@@ -18,6 +18,18 @@ type Config struct {
 	// created when missing. Empty means DefaultSchema. Several gateways can
 	// share one database by using different schemas.
 	Schema string
+
+	// SynchronousAdmission makes each call's admission wait for its WAL to
+	// reach disk before the tool's provider is called, as its result's
+	// commit always does. By default the admission commits without waiting
+	// (synchronous_commit off for that transaction alone): it is visible to
+	// every instance at once, and the result's commit, which waits, makes
+	// it durable too, since the WAL reaches disk in order. What the wait
+	// would add is confined to a crash of the database server or its host
+	// while a call is with its provider; see "Durability" in the package
+	// docs for what each choice does then. Set it where a call in flight
+	// when the database crashes must still be able to record its result.
+	SynchronousAdmission bool
 }
 
 // WithDefaults returns a copy of c (which may be nil) with every unset field

@@ -37,19 +37,33 @@
 // (spend_minute), plus the raw rows of at most half a minute, so admission
 // costs the same however long a principal's history and however busy its
 // last hour (see limits.go). Usage counters are spread over shards so that finishes of one
-// tool do not queue on one row. Quotes alone are committed without waiting
-// for the disk (see Store.CreateQuote).
+// tool do not queue on one row. Only a call's result waits for the disk
+// when it commits (see Durability below).
 //
 // # What a quote+call pair costs, and what an operator may tune
 //
-// A pair is four round trips and ten statements: the quote's reads and its
-// insert (one batch), the call's reads (one batch), the admission (the
-// principal's lock and the statement that decides and writes, one batch)
-// and the finish (one statement). It inserts four rows (quote, idempotency
+// A pair on one instance is three round trips and nine statements: the
+// quote's reads and its insert (one batch), the admission (the principal's
+// lock and the statement that checks, decides and writes, one batch) and
+// the finish (one statement). A call quoted on another instance reads
+// first, in one more batch. A pair inserts four rows (quote, idempotency
 // record, execution, ledger reservation) and updates seven (each of those
-// once, the day and minute rollups, a usage shard). Choices made to keep
-// that work down, each without weakening a guarantee:
+// once, the day and minute rollups, a usage shard), and waits for the disk
+// once. Choices made to keep that work down, each without weakening a
+// guarantee:
 //
+//   - A call does not read before its admission on the instance that quoted
+//     it (storage.Reads.MayRemember): the Store remembers the quotes it
+//     created and the spend controls and standing approval its quote's
+//     reads found (see memo), and the admission statement checks, before
+//     anything else, that the controls and approval are still the
+//     database's. When another instance changed them in between, it admits
+//     nothing (storage.ErrStaleRead) and the gateway decides the call again
+//     on fresh reads, as it does for any refusal of its own made on
+//     remembered reads: the caller is answered exactly as without the
+//     memory. The memory is bounded and trusted for nothing.
+//   - The admission commits without waiting for the disk; the result's
+//     commit, which waits, makes it durable (see Durability).
 //   - The principal's admission lock is a row lock on an existing row
 //     (FOR NO KEY UPDATE), not an update that writes a new row version;
 //     processes of an earlier version, which lock by a no-op update, still
@@ -67,34 +81,53 @@
 //     the default mode) and their plans are generic where that is cheaper
 //     (see limitsCTE).
 //
-// Durability: quotes commit without waiting for their WAL to reach disk
-// (see Store.CreateQuote); the admission and the finish commit with the
-// session's synchronous_commit, on by default, because each records
-// something a caller was or will be told: a reservation, a result. An
-// operator may turn it off for the gateway's role (ALTER ROLE ... SET
-// synchronous_commit = off) or in the URL (options=-c
-// synchronous_commit=off). Measured on two vCPUs with the server beside
-// the gateway, that takes a lone caller's pair from about 2.3 ms to 1.9 ms.
-// What it risks is confined to a crash of the database server or its host
-// (a gateway crash loses nothing either way): the transactions committed
-// in the last moments before it, up to three times wal_writer_delay, are
-// lost as a whole, so the database stays consistent but may forget that a
-// call was admitted (a retry under the same key runs the tool again, and
-// the lost reservation no longer counts against the caller's limits) or
-// that it finished (a caller holds a result the database no longer has; a
-// retry takes over once the lease ends and runs the tool again). Keep it
-// on where a double run or an uncounted charge matters.
+// # Durability
 //
-// Pool size: a call holds a connection only for each of its round trips,
-// never while the tool's provider runs, so a small pool serves many
-// concurrent calls. The server opens pgxpool's default (the larger of 4
-// and the number of CPUs) unless the URL sets pool_max_conns. Measured on
-// two vCPUs with 32 concurrent callers, a pool of 4 ran about a tenth
-// fewer pairs per second than one connection per caller, and cost the
-// gateway more CPU per pair waiting its turn; past the number of callers
-// in flight at once, more connections buy nothing. Size the pools of a
-// fleet together: their sum must stay below the server's max_connections,
-// with room for other clients.
+// A commit that does not wait for the disk is visible to every session at
+// once, like any other, and survives any crash of a gateway: only a crash
+// of the database server or its host can lose it, and then it loses the
+// transactions committed in the last moments before (up to three times
+// wal_writer_delay), as a whole and in order, since the WAL reaches disk
+// in order. A commit that waits makes durable everything committed before
+// it as well.
+//
+//   - Quotes never wait (see Store.CreateQuote): a lost quote costs its
+//     caller a quote_not_found and a new quote.
+//   - A call's admission does not wait, unless Config.SynchronousAdmission
+//     (the server's "synchronousAdmission"). Its result waits, so that no
+//     caller is told a result the database could lose, and that wait makes
+//     the admission durable too. Between the two the provider runs, and
+//     only a database crash in that window differs: the admission may be
+//     lost, so the call's result cannot be recorded and its caller gets an
+//     error, while its provider did run; a retry under the key then runs the
+//     tool again, as a retry after a crash mid-call does anyway with the
+//     admission kept (it takes over once the lease ends). Nothing is charged
+//     twice either way, and no spend the database forgot was ever charged:
+//     the lost reservation belonged to a call that never recorded a result.
+//     What SynchronousAdmission buys is that such a call can still record
+//     its result when the database is back in time, at one more wait for
+//     the disk per call.
+//   - The result waits with the session's synchronous_commit, on by
+//     default. An operator may turn that off too, for the gateway's role
+//     (ALTER ROLE ... SET synchronous_commit = off) or in the URL
+//     (options=-c synchronous_commit=off); then a database crash may also
+//     forget that a call finished: its caller holds a result the database
+//     no longer has, and a retry takes over once the lease ends and runs
+//     the tool again. Keep it on where a double run matters.
+//
+// # Pool size
+//
+// A call holds a connection only for each of its round trips, never while
+// the tool's provider runs, so a small pool serves many concurrent calls.
+// The server opens pgxpool's default (the larger of 4 and the number of
+// CPUs) unless the URL sets pool_max_conns. With the database on the same
+// two vCPUs and 32 concurrent callers, a pool of 4 cost the gateway more
+// CPU per pair waiting its turn, and the database 40% less (fewer backends
+// contending for two CPUs); pairs per second came out within a tenth either
+// way, one way on one machine and the other on another. Past the number of
+// callers in flight at once, more connections buy nothing. Size the pools
+// of a fleet together: their sum must stay below the server's
+// max_connections, with room for other clients.
 //
 // Times that decide anything (leases, limit windows, retention) are the ones
 // the caller passes in, never the database clock, so a gateway with a fake

@@ -17,14 +17,18 @@ import (
 // quote a disk flush. What that risks is losing a quote issued in the last
 // moments before a server crash, and a lost quote costs the caller one
 // quote-not-found and a new quote: nothing was admitted or charged on it.
-// A quote that anything else depends on is safe: BeginExecution marks it
-// used and commits synchronously, which flushes the WAL up to and past the
-// quote's own commit.
+// A quote that a recorded result depends on is safe: FinishExecution
+// commits synchronously, which flushes the WAL up to and past the quote's
+// own commit and its admission's.
 func (s *Store) CreateQuote(ctx context.Context, q storage.Quote) error {
 	// One implicit transaction: the setting lasts until the batch commits.
 	batch := &pgx.Batch{}
 	s.queueCreateQuote(batch, q)
-	return translate(s.pool.SendBatch(ctx, batch).Close())
+	if err := s.pool.SendBatch(ctx, batch).Close(); err != nil {
+		return translate(err)
+	}
+	s.memo.quoteCreated(q)
+	return nil
 }
 
 // queueCreateQuote queues the two statements that store q, for a batch that
@@ -35,7 +39,7 @@ func (s *Store) queueCreateQuote(batch *pgx.Batch, q storage.Quote) {
 	if state == "" {
 		state = storage.QuoteOpen
 	}
-	batch.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
+	batch.Queue(asyncCommitSQL)
 	batch.Queue(s.sql(`
 		INSERT INTO {schema}.quotes (id, principal, tool_id, tool_slug, tool_version, manifest_digest,
 			price_usd, fee_usd, total_usd, created_at, expires_at, state, used_by_key)
@@ -44,6 +48,10 @@ func (s *Store) queueCreateQuote(batch *pgx.Batch, q storage.Quote) {
 		q.PriceUSD.String(), q.FeeUSD.String(), q.TotalUSD.String(), q.CreatedAt, q.ExpiresAt,
 		string(state), q.UsedByKey)
 }
+
+// asyncCommitSQL makes the transaction it runs in commit without waiting
+// for its WAL to reach disk; the rest of the session is not affected.
+const asyncCommitSQL = `SELECT set_config('synchronous_commit', 'off', true)`
 
 // GetQuote returns the quote with this id. ErrNotFound if absent.
 func (s *Store) GetQuote(ctx context.Context, id uuid.UUID) (storage.Quote, error) {

@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"testing"
 
+	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -15,15 +16,18 @@ import (
 
 // TestGatewayRoundTrips pins what a quote and a call cost in round trips to
 // the database, where each is a network wait and a wakeup on both sides: a
-// quote reads and stores in one batch, and a new call reads in one batch,
-// is admitted in one and is recorded in one. A change that adds a round
-// trip to every call shows up here.
+// quote reads and stores in one batch; a new call on the instance that
+// quoted it is answered its reads from memory, then is admitted in one
+// batch (which checks what was remembered) and is recorded in one; a call
+// quoted on another instance reads in one batch first. A change that adds
+// a round trip to every call shows up here.
 func TestGatewayRoundTrips(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	pool, trips := benchPool(t)
 	t.Cleanup(pool.Close)
-	store, err := postgres.New(ctx, pool, &postgres.Config{Schema: newSchema(t)})
+	schema := newSchema(t)
+	store, err := postgres.New(ctx, pool, &postgres.Config{Schema: schema})
 	require.NoError(t, err)
 	reg := registry.New()
 	require.NoError(t, reg.Register(echoTool()))
@@ -41,18 +45,49 @@ func TestGatewayRoundTrips(t *testing.T) {
 	require.NoError(t, err)
 	assert.EqualValues(t, 1, trips.n.Load(), "a quote")
 
-	trips.n.Store(0)
-	res, err := gw.Call(ctx, "alice", echoCall(q, "k1"))
+	// callTrips makes a call that completes and returns its round trips.
+	callTrips := func(principal string, q *toolgate.QuoteResult, key string) int64 {
+		t.Helper()
+		trips.n.Store(0)
+		res, err := gw.Call(ctx, principal, echoCall(q, key))
+		require.NoError(t, err)
+		assert.Equal(t, toolgate.StatusCompleted, res.Execution.Status)
+		return trips.n.Load()
+	}
+	assert.EqualValues(t, 2, callTrips("alice", q, "k1"), "a new call on the quoting instance: its admission, its result")
+
+	// Quoted elsewhere: this instance has nothing to remember.
+	other, err := postgres.New(ctx, sharedPool(t), &postgres.Config{Schema: schema})
 	require.NoError(t, err)
-	assert.Equal(t, toolgate.StatusCompleted, res.Execution.Status)
-	assert.EqualValues(t, 3, trips.n.Load(), "a new call: its reads, its admission, its result")
+	elsewhere, err := toolgate.New(other, &toolgate.Config{Registry: reg, Transport: toolgatetest.NewUpstream()})
+	require.NoError(t, err)
+	qo, err := elsewhere.Quote(ctx, "alice", "echo")
+	require.NoError(t, err)
+	assert.EqualValues(t, 3, callTrips("alice", qo, "k2"), "a new call quoted elsewhere: its reads, its admission, its result")
+
+	// A principal with spend controls of every kind and a standing
+	// approval is remembered as exactly: the admission's check finds them
+	// unchanged, and the call still costs two round trips.
+	daily, perCall := decimal.RequireFromString("25.0000"), decimal.RequireFromString("5.50")
+	perMinute, allowed := 600, true
+	require.NoError(t, gw.SetSpendControls(ctx, "bob", storage.SpendControls{
+		DailyLimitUSD: &daily, RateLimitPerMinute: &perMinute,
+		Tools: map[string]storage.ToolSpendControls{"echo": {Allowed: &allowed, MaxPerCallUSD: &perCall}},
+	}))
+	qb, err := gw.Quote(ctx, "bob", "echo")
+	require.NoError(t, err)
+	_, err = gw.SetApproval(ctx, "bob", "echo", storage.ApprovalNeverAsk, *qb.Quote.ManifestDigest)
+	require.NoError(t, err)
+	qb, err = gw.Quote(ctx, "bob", "echo")
+	require.NoError(t, err)
+	assert.EqualValues(t, 2, callTrips("bob", qb, "k3"), "a call of a principal with controls and an approval")
 
 	// What the batched reads answered is what decided: the charge shows
 	// in the next quote's controls.
 	next, err := gw.Quote(ctx, "alice", "echo")
 	require.NoError(t, err)
-	assert.Equal(t, "0.2200", next.Controls.Global.DailyUsedUSD)
+	assert.Equal(t, "0.3300", next.Controls.Global.DailyUsedUSD)
 	usage, err := store.Usage(ctx, q.Tool.ID)
 	require.NoError(t, err)
-	assert.Equal(t, storage.Usage{Count: 2, UniqueUsers: 1}, usage)
+	assert.Equal(t, storage.Usage{Count: 4, UniqueUsers: 2}, usage)
 }

@@ -127,6 +127,7 @@ func (s *Store) PutSpendControls(ctx context.Context, principal string, c storag
 		INSERT INTO {schema}.spend_controls (principal, controls) VALUES ($1, $2)
 		ON CONFLICT (principal) DO UPDATE SET controls = EXCLUDED.controls`),
 		principal, doc)
+	s.memo.forget(principal, "")
 	return translate(err)
 }
 
@@ -160,7 +161,11 @@ func (s *Store) UpdateSpendControls(ctx context.Context, principal string, updat
 	if _, err := tx.Exec(ctx, s.sql(`UPDATE {schema}.spend_controls SET controls = $2 WHERE principal = $1`), principal, doc); err != nil {
 		return storage.SpendControls{}, translate(err)
 	}
-	if err := tx.Commit(ctx); err != nil {
+	err = tx.Commit(ctx)
+	// Forgotten whatever the outcome: a commit that fails on the way back
+	// may have happened.
+	s.memo.forget(principal, "")
+	if err != nil {
 		return storage.SpendControls{}, translate(err)
 	}
 	// What is returned is what a read gives back, not update's own values.

@@ -28,6 +28,10 @@ type Store struct {
 	ownsPool bool
 	// schema is the configured schema, already quoted for use in SQL.
 	schema string
+	// syncAdmission is Config.SynchronousAdmission.
+	syncAdmission bool
+	// memo is what the Store remembers for the calls it admits (see memo).
+	memo *memo
 }
 
 // New returns a Store that keeps its tables in cfg.Schema of the database
@@ -42,7 +46,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Store, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Store{pool: pool, schema: pgx.Identifier{cfg.Schema}.Sanitize()}
+	s := &Store{pool: pool, schema: pgx.Identifier{cfg.Schema}.Sanitize(), syncAdmission: cfg.SynchronousAdmission, memo: newMemo()}
 	if err := s.migrate(ctx, cfg.Schema); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,151 @@
+package postgres
+
+import (
+	"maps"
+	"sync"
+
+	"github.com/google/uuid"
+
+	"github.com/toolgate/toolgate/storage"
+)
+
+// maxRemembered bounds each of memo's maps. Past it, an arbitrary entry is
+// forgotten for each new one: forgetting only costs a call its read round
+// trip, and a bound keeps a busy instance's memory flat.
+const maxRemembered = 16384
+
+// memo is what a Store remembers so that a call on the instance that quoted
+// it need not read before its admission (storage.Reads.MayRemember): the
+// quotes it created, and the spend controls and standing approvals its last
+// reads found. The quote's batch reads both afresh, so what a call is
+// answered from memory is what its own quote saw.
+//
+// Nothing here is trusted: another instance may have changed any of it.
+// BeginExecution checks, in the admission statement itself, that the spend
+// controls and approval a call was decided on are still the database's, and
+// otherwise admits nothing (storage.ErrStaleRead); the gateway then decides
+// again on fresh reads. A remembered quote needs no such check: a quote
+// never changes but for being used, and admission checks that it is unused
+// (or used by this very key) whatever the memory says.
+type memo struct {
+	mu        sync.Mutex
+	quotes    map[uuid.UUID]storage.Quote
+	controls  map[string]*storage.SpendControls // nil: the principal has none
+	approvals map[approvalKey]*storage.Approval // nil: no standing approval
+}
+
+type approvalKey struct{ principal, toolID string }
+
+func newMemo() *memo {
+	return &memo{
+		quotes:    map[uuid.UUID]storage.Quote{},
+		controls:  map[string]*storage.SpendControls{},
+		approvals: map[approvalKey]*storage.Approval{},
+	}
+}
+
+// put stores v under k, first forgetting an arbitrary entry when m is full.
+func put[K comparable, V any](m map[K]V, k K, v V) {
+	if _, ok := m[k]; !ok && len(m) >= maxRemembered {
+		for old := range m {
+			delete(m, old)
+			break
+		}
+	}
+	m[k] = v
+}
+
+// quoteCreated remembers a quote this Store has just stored.
+func (m *memo) quoteCreated(q storage.Quote) {
+	if q.State == "" {
+		q.State = storage.QuoteOpen
+	}
+	m.mu.Lock()
+	put(m.quotes, q.ID, q)
+	m.mu.Unlock()
+}
+
+// forgetQuote forgets a quote once a call has been admitted on it or
+// refused: it is used, or the refusal is decided again on fresh reads.
+func (m *memo) forgetQuote(id uuid.UUID) {
+	m.mu.Lock()
+	delete(m.quotes, id)
+	m.mu.Unlock()
+}
+
+// read remembers what a batch read from the database.
+func (m *memo) read(r storage.Reads, res storage.ReadResult) {
+	if !r.SpendControls && !r.Approval {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r.SpendControls {
+		put(m.controls, r.Principal, copyControls(res.SpendControls))
+	}
+	if r.Approval {
+		var a *storage.Approval
+		if res.Approval != nil {
+			c := *res.Approval
+			a = &c
+		}
+		put(m.approvals, approvalKey{r.Principal, r.ToolID}, a)
+	}
+}
+
+// forget drops what is remembered of the principal's spend controls and,
+// when toolID is set, of its approval of that tool: this Store changed it,
+// or a call found it out of date.
+func (m *memo) forget(principal, toolID string) {
+	m.mu.Lock()
+	delete(m.controls, principal)
+	if toolID != "" {
+		delete(m.approvals, approvalKey{principal, toolID})
+	}
+	m.mu.Unlock()
+}
+
+// answer returns r answered from memory, or false when r asks for
+// anything not remembered or not rememberable: a grant, limits, a quote to
+// create, or no quote or spend controls at all (only a call's reads are
+// answered, and each names its quote and asks for the controls, so a
+// remembered answer always says what the controls are).
+func (m *memo) answer(r storage.Reads) (storage.ReadResult, bool) {
+	if !r.MayRemember || !r.SpendControls || r.QuoteID == uuid.Nil || r.GrantID != uuid.Nil ||
+		len(r.Limits) > 0 || r.CreateQuote != nil {
+		return storage.ReadResult{}, false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	q, ok := m.quotes[r.QuoteID]
+	if !ok {
+		return storage.ReadResult{}, false
+	}
+	c, ok := m.controls[r.Principal]
+	if !ok {
+		return storage.ReadResult{}, false
+	}
+	res := storage.ReadResult{Quote: &q, SpendControls: copyControls(c), Remembered: true, ApprovalRead: r.Approval}
+	if r.Approval {
+		a, ok := m.approvals[approvalKey{r.Principal, r.ToolID}]
+		if !ok {
+			return storage.ReadResult{}, false
+		}
+		if a != nil {
+			c := *a
+			res.Approval = &c
+		}
+	}
+	return res, true
+}
+
+// copyControls copies c deeply enough that a caller changing its answer
+// does not change what is remembered.
+func copyControls(c *storage.SpendControls) *storage.SpendControls {
+	if c == nil {
+		return nil
+	}
+	out := *c
+	out.Tools = maps.Clone(c.Tools)
+	return &out
+}
