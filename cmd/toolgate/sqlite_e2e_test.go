@@ -204,9 +204,17 @@ func errorCode(t *testing.T, r response) string {
 	return code
 }
 
-// lastStarted is the server's "started" log line.
+// lastStarted is the server's "started" log line. The server prints its
+// address on stdout and logs "started" on stderr, and the two pipes are
+// read apart, so under load the line can arrive a moment after startServer
+// has returned: it is waited for.
 func lastStarted(t *testing.T, p *process) map[string]any {
 	t.Helper()
+	for deadline := time.Now().Add(exitTimeout); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if strings.Contains(p.stderr.String(), `"msg":"started"`) {
+			break
+		}
+	}
 	var out map[string]any
 	for _, rec := range p.logLines() {
 		if rec["msg"] == "started" {

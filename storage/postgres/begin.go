@@ -73,7 +73,11 @@ const lockPrincipalSQL = `
 // deleting an expired quote: every insert therefore hangs off the quote's
 // update (used_quote), and a quote pruned in between admits nothing (the
 // caller reports it as not found). An execution id taken concurrently fails
-// the insert with a unique violation, which rolls everything back.
+// the insert with a unique violation, which rolls everything back. The
+// reservation is counted in the day and minute rollups here too
+// (day_rollup, minute_rollup), with the trigger's arithmetic: the ledger's
+// insert trigger leaves an admission's row to this statement (see
+// admissionSettingsSQL).
 //
 // $1 principal, $2-$7 limitArgs, $8 key, $9 fingerprint, $10 quote id,
 // $11 execution id, $12 tool id, $13 amount, $14 lease token, $15 lease
@@ -176,6 +180,20 @@ reservation AS (
 	SELECT $11::uuid, $1, $12::text, $13::numeric, 'reserved', $16::timestamptz
 	FROM used_quote
 ),
+day_rollup AS (
+	INSERT INTO {schema}.spend_daily AS d (principal, day, tool_id, calls, spend_usd)
+	SELECT $1, ($16::timestamptz AT TIME ZONE 'UTC')::date, $12::text, 1, $13::numeric
+	FROM used_quote
+	ON CONFLICT (principal, day, tool_id) DO UPDATE
+	SET calls = d.calls + 1, spend_usd = d.spend_usd + EXCLUDED.spend_usd
+),
+minute_rollup AS (
+	INSERT INTO {schema}.spend_minute AS m (principal, minute, tool_id, calls, spend_usd)
+	SELECT $1, date_trunc('minute', $16::timestamptz AT TIME ZONE 'UTC') AT TIME ZONE 'UTC', $12::text, 1, $13::numeric
+	FROM used_quote
+	ON CONFLICT (principal, minute, tool_id) DO UPDATE
+	SET calls = m.calls + 1, spend_usd = m.spend_usd + EXCLUDED.spend_usd
+),
 failed AS (
 	SELECT l.i, l.used, (
 		SELECT min(s.created_at) FROM {schema}.spend_ledger s
@@ -228,11 +246,7 @@ func (s *Store) admit(ctx context.Context, b storage.Begin) (res storage.BeginRe
 	// No BEGIN: a batch runs as one implicit transaction, committed when
 	// the server reaches its end and rolled back on any error.
 	batch := &pgx.Batch{}
-	if !s.syncAdmission {
-		// Visible to every session at once, durable with the result's
-		// commit (see Config.SynchronousAdmission).
-		batch.Queue(asyncCommitSQL)
-	}
+	batch.Queue(s.admissionSettingsSQL())
 	batch.Queue(s.sql(lockPrincipalSQL), b.Principal)
 	batch.Queue(s.sql(admit), args...)
 	br := s.pool.SendBatch(ctx, batch)
@@ -244,9 +258,7 @@ func (s *Store) admit(ctx context.Context, b storage.Begin) (res storage.BeginRe
 		failUsed   []string
 		failOldest []*time.Time
 	)
-	if !s.syncAdmission {
-		_, err = br.Exec()
-	}
+	_, err = br.Exec()
 	if err == nil {
 		_, err = br.Exec()
 	}
@@ -294,6 +306,19 @@ func (s *Store) admit(ctx context.Context, b storage.Begin) (res storage.BeginRe
 	res.Execution.AmountUSD = d
 	res.Execution.CreatedAt = utc(*createdAt)
 	return res, false, nil
+}
+
+// admissionSettingsSQL sets what the admission's transaction needs, and
+// only for that transaction: the reservation counted in the rollups by the
+// admission statement itself (day_rollup, minute_rollup) rather than by the
+// ledger's insert trigger (see migration 0010), and, unless
+// Config.SynchronousAdmission, a commit that does not wait for the disk:
+// visible to every session at once, durable with the result's commit.
+func (s *Store) admissionSettingsSQL() string {
+	if s.syncAdmission {
+		return `SELECT set_config('toolgate.admission_rollups', 'inline', true)`
+	}
+	return `SELECT set_config('toolgate.admission_rollups', 'inline', true), set_config('synchronous_commit', 'off', true)`
 }
 
 // rememberedArgs are $23 to $29 of an admission statement that checks the

@@ -372,3 +372,49 @@ func testUpgradeFrom(t *testing.T, version int) {
 	assertUsed(t, s, "alice", "13.50", "5")
 	assertMeasuresExact(t, s, schema, principals, limits)
 }
+
+// TestLedgerRowsFromOutsideAnAdmissionAreCounted writes ledger rows the
+// way an earlier version's admission and an operator's repair do, with a
+// plain insert the ledger's trigger must count, around admissions of this
+// version, which count their own rows in the statement that inserts them.
+// One connection does it all, after a transaction that set what tells the
+// trigger an admission counts its row itself: a setting for one
+// transaction must not leak into the next. Every row is counted once.
+func TestLedgerRowsFromOutsideAnAdmissionAreCounted(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	schema := newSchema(t)
+	pool := sharedPool(t)
+	s, err := postgres.New(ctx, pool, &postgres.Config{Schema: schema})
+	require.NoError(t, err)
+	conn, err := pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+
+	insert := `INSERT INTO ` + pgx.Identifier{schema, "spend_ledger"}.Sanitize() + `
+		(execution_id, principal, tool_id, amount_usd, state, created_at) VALUES (gen_random_uuid(), $1, $2, $3, $4, $5)`
+	for i := range 6 {
+		at := t0.Add(time.Duration(i) * 40 * time.Second)
+		q := testQuote("alice", "tool-a", "1.50", at)
+		require.NoError(t, s.CreateQuote(ctx, q))
+		_, err := s.BeginExecution(ctx, testBegin(q, fmt.Sprint("k", i), at))
+		require.NoError(t, err)
+
+		tx, err := conn.Begin(ctx)
+		require.NoError(t, err)
+		_, err = tx.Exec(ctx, `SELECT set_config('toolgate.admission_rollups', 'inline', true)`)
+		require.NoError(t, err)
+		require.NoError(t, tx.Commit(ctx))
+		_, err = conn.Exec(ctx, insert, "alice", "tool-a", "0.2500", []string{"reserved", "charged", "released"}[i%3], at)
+		require.NoError(t, err)
+	}
+	limits := []storage.Limit{
+		{Measure: storage.MeasureCalls, Since: t0.Add(-time.Hour), Max: dec("100")},
+		{Measure: storage.MeasureSpend, Since: t0.Add(-time.Hour), Max: dec("100")},
+	}
+	assertMeasuresExact(t, s, schema, []string{"alice"}, limits)
+	used, err := s.MeasureLimits(ctx, "alice", limits)
+	require.NoError(t, err)
+	assert.Equal(t, "12", used[0].String(), "six admissions and six plain inserts")
+	assert.Equal(t, "10", used[1].String(), "9.00 reserved by the admissions, 1.00 by the inserts not released")
+}
