@@ -63,9 +63,10 @@ type ReadResult struct {
 
 // BatchReader is an optional Store method for backends where every method
 // call costs a round trip to a server: it does all of r in one. Its answers
-// must be exactly what the Store's own methods would give, and on an error
-// nothing of r is stored. storagetest.Run checks both when a Store
-// implements it.
+// must be exactly what the Store's own methods would give (or, only with
+// r.MayRemember, what they gave, marked Remembered, and checked by
+// BeginExecution), and on an error nothing of r is stored. storagetest.Run
+// checks all of it when a Store implements it.
 type BatchReader interface {
 	ReadBatch(ctx context.Context, r Reads) (ReadResult, error)
 }

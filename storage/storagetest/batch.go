@@ -100,6 +100,11 @@ func testReadBatch(t *testing.T, newStore newStoreFunc) {
 				assertQuote(t, q, *got.Quote)
 			})
 
+			t.Run("RememberedReadsAreCheckedAtAdmission", func(t *testing.T) {
+				t.Parallel()
+				testRememberedReads(t, newHarness(t, newStore), way.wrap)
+			})
+
 			t.Run("FailureStoresNothing", func(t *testing.T) {
 				t.Parallel()
 				h := newHarness(t, newStore)
@@ -125,4 +130,77 @@ func testReadBatch(t *testing.T, newStore newStoreFunc) {
 			})
 		})
 	}
+}
+
+// testRememberedReads holds a store that answers a call's reads from memory
+// (storage.Reads.MayRemember) to its side of the bargain: what it remembers
+// is what its methods answered, and BeginExecution given that answer admits
+// only while it is still true, refusing with ErrStaleRead and storing
+// nothing once the spend controls or the approval changed. A store that
+// never remembers answers as its methods do, which is all it needs.
+func testRememberedReads(t *testing.T, h *harness, wrap func(storage.Store) storage.Store) {
+	s := wrap(h.s)
+	callReads := func(q storage.Quote) storage.ReadResult {
+		t.Helper()
+		got, err := storage.ReadBatch(h.ctx, s, storage.Reads{
+			Principal: "alice", Approval: true, ToolID: "tool-a", SpendControls: true, QuoteID: q.ID, MayRemember: true,
+		})
+		require.NoError(t, err)
+		require.NotNil(t, got.Quote)
+		assertQuote(t, q, *got.Quote)
+		return got
+	}
+	daily := dec("25.0000")
+	require.NoError(t, h.s.PutSpendControls(h.ctx, "alice", storage.SpendControls{DailyLimitUSD: &daily}))
+	require.NoError(t, h.s.PutApproval(h.ctx, approval("alice", "tool-a", "sha256:a", storage.ApprovalNeverAsk)))
+	// What a quote reads first, and a store may remember.
+	_, err := storage.ReadBatch(h.ctx, s, storage.Reads{Principal: "alice", Approval: true, ToolID: "tool-a", SpendControls: true})
+	require.NoError(t, err)
+
+	q := h.quote("alice", "tool-a", "0.10", t0)
+	got := callReads(q)
+	if !got.Remembered {
+		return
+	}
+	require.NotNil(t, got.SpendControls)
+	assert.Equal(t, "25", got.SpendControls.DailyLimitUSD.String())
+	require.NotNil(t, got.Approval)
+	assert.Equal(t, storage.ApprovalNeverAsk, got.Approval.Mode)
+	b := beginFor(q, "k1", t0)
+	b.Remembered = &got
+	h.begin(b)
+
+	for name, change := range map[string]func(){
+		"spend controls": func() {
+			tighter := dec("20.0000")
+			require.NoError(t, h.s.PutSpendControls(h.ctx, "alice", storage.SpendControls{DailyLimitUSD: &tighter}))
+		},
+		"approval": func() {
+			require.NoError(t, h.s.PutApproval(h.ctx, approval("alice", "tool-a", "sha256:a", storage.ApprovalAskEveryCall)))
+		},
+		"approval withdrawn": func() {
+			require.NoError(t, h.s.DeleteApproval(h.ctx, "alice", "tool-a"))
+		},
+	} {
+		q := h.quote("alice", "tool-a", "0.10", t0)
+		got := callReads(q)
+		change()
+		b := beginFor(q, "after "+name, t0)
+		if got.Remembered {
+			b.Remembered = &got
+			_, err := h.s.BeginExecution(h.ctx, b)
+			require.ErrorIs(t, err, storage.ErrStaleRead, name)
+			h.assertKeyFree("alice", b.Key)
+			h.assertQuoteOpen(q.ID)
+		}
+		// Read afresh, the same call is admitted.
+		fresh, err := storage.ReadBatch(h.ctx, s, storage.Reads{
+			Principal: "alice", Approval: true, ToolID: "tool-a", SpendControls: true, QuoteID: q.ID,
+		})
+		require.NoError(t, err)
+		require.False(t, fresh.Remembered, "reads that may not be remembered are not")
+		b.Remembered = nil
+		h.begin(b)
+	}
+	h.assertUsed("alice", "0.4000", "4")
 }
