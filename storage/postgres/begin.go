@@ -2,9 +2,7 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -315,10 +313,11 @@ func (s *Store) admit(ctx context.Context, b storage.Begin) (res storage.BeginRe
 // Config.SynchronousAdmission, a commit that does not wait for the disk:
 // visible to every session at once, durable with the result's commit.
 func (s *Store) admissionSettingsSQL() string {
+	const inlineRollups = `SELECT set_config('toolgate.admission_rollups', 'inline', true)`
 	if s.syncAdmission {
-		return `SELECT set_config('toolgate.admission_rollups', 'inline', true)`
+		return inlineRollups
 	}
-	return `SELECT set_config('toolgate.admission_rollups', 'inline', true), set_config('synchronous_commit', 'off', true)`
+	return inlineRollups + `, ` + asyncCommit
 }
 
 // rememberedArgs are $23 to $29 of an admission statement that checks the
@@ -327,8 +326,8 @@ func rememberedArgs(r *storage.ReadResult) ([]any, error) {
 	var controls []byte // NULL: the principal has none
 	if r.SpendControls != nil {
 		var err error
-		if controls, err = json.Marshal(encodeSpendControls(*r.SpendControls)); err != nil {
-			return nil, fmt.Errorf("postgres: encode spend controls: %w", err)
+		if controls, err = marshalSpendControls(*r.SpendControls); err != nil {
+			return nil, err
 		}
 	}
 	a := r.Approval

@@ -51,7 +51,11 @@ func (s *Store) queueCreateQuote(batch *pgx.Batch, q storage.Quote) {
 
 // asyncCommitSQL makes the transaction it runs in commit without waiting
 // for its WAL to reach disk; the rest of the session is not affected.
-const asyncCommitSQL = `SELECT set_config('synchronous_commit', 'off', true)`
+// asyncCommit is the same setting, to select beside others.
+const (
+	asyncCommit    = `set_config('synchronous_commit', 'off', true)`
+	asyncCommitSQL = `SELECT ` + asyncCommit
+)
 
 // GetQuote returns the quote with this id. ErrNotFound if absent.
 func (s *Store) GetQuote(ctx context.Context, id uuid.UUID) (storage.Quote, error) {

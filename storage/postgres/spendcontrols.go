@@ -117,11 +117,20 @@ func (doc spendControlsDoc) decode() (storage.SpendControls, error) {
 	return c, nil
 }
 
-// PutSpendControls stores a caller's own spend controls, replacing any earlier.
-func (s *Store) PutSpendControls(ctx context.Context, principal string, c storage.SpendControls) error {
+// marshalSpendControls is c as the JSON document spend_controls stores.
+func marshalSpendControls(c storage.SpendControls) ([]byte, error) {
 	doc, err := json.Marshal(encodeSpendControls(c))
 	if err != nil {
-		return fmt.Errorf("postgres: encode spend controls: %w", err)
+		return nil, fmt.Errorf("postgres: encode spend controls: %w", err)
+	}
+	return doc, nil
+}
+
+// PutSpendControls stores a caller's own spend controls, replacing any earlier.
+func (s *Store) PutSpendControls(ctx context.Context, principal string, c storage.SpendControls) error {
+	doc, err := marshalSpendControls(c)
+	if err != nil {
+		return err
 	}
 	_, err = s.pool.Exec(ctx, s.sql(`
 		INSERT INTO {schema}.spend_controls (principal, controls) VALUES ($1, $2)
@@ -154,9 +163,9 @@ func (s *Store) UpdateSpendControls(ctx context.Context, principal string, updat
 	if err := update(&c); err != nil {
 		return storage.SpendControls{}, err
 	}
-	doc, err := json.Marshal(encodeSpendControls(c))
+	doc, err := marshalSpendControls(c)
 	if err != nil {
-		return storage.SpendControls{}, fmt.Errorf("postgres: encode spend controls: %w", err)
+		return storage.SpendControls{}, err
 	}
 	if _, err := tx.Exec(ctx, s.sql(`UPDATE {schema}.spend_controls SET controls = $2 WHERE principal = $1`), principal, doc); err != nil {
 		return storage.SpendControls{}, translate(err)
