@@ -3,6 +3,8 @@ package toolgate
 import (
 	"context"
 	"encoding/json"
+
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // ApprovalLookup names one call whose approval requests a caller looks for:
@@ -16,7 +18,7 @@ type ApprovalLookup struct {
 	Input json.RawMessage
 	// Status keeps the requests of one status, as ApprovalListOptions.Status
 	// does: "" means pending, and ApprovalStatusAll every status.
-	Status ApprovalStatus
+	Status toolgatetype.ApprovalStatus
 }
 
 // LatestApprovalRequest returns principal's newest approval request for the
@@ -25,7 +27,7 @@ type ApprovalLookup struct {
 // found through any other sharing its store: a caller that asked for
 // approval once finds the grant when it makes the same call again, with
 // nothing to remember in between.
-func (g *Gateway) LatestApprovalRequest(ctx context.Context, principal string, l ApprovalLookup) (*ApprovalRequest, error) {
+func (g *Gateway) LatestApprovalRequest(ctx context.Context, principal string, l ApprovalLookup) (*toolgatetype.ApprovalRequest, error) {
 	if err := validPrincipal(principal); err != nil {
 		return nil, err
 	}

@@ -13,78 +13,21 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
-
-// ApprovalStatus is an approval request's state as callers and approvers
-// see it: the stored state, or expired as soon as the request's ExpiresAt
-// has passed while it was still pending or approved and unused.
-type ApprovalStatus string
-
-// Approval request statuses.
-const (
-	ApprovalStatusPending  ApprovalStatus = "pending"
-	ApprovalStatusApproved ApprovalStatus = "approved"
-	ApprovalStatusDenied   ApprovalStatus = "denied"
-	ApprovalStatusExpired  ApprovalStatus = "expired"
-	ApprovalStatusUsed     ApprovalStatus = "used"
-	// ApprovalStatusAll is not a status: as ApprovalListOptions.Status it
-	// lists requests of every status.
-	ApprovalStatusAll ApprovalStatus = "all"
-)
-
-// ApprovalRequest is a caller's request that an approver approve one call:
-// one quote, of one tool version, with one input. Approved, its ID is the
-// grant that call carries (CallRequest.ApprovalGrant), good for that call
-// only.
-type ApprovalRequest struct {
-	ID             string         `json:"id"`
-	Status         ApprovalStatus `json:"status"`
-	Principal      string         `json:"principal"`
-	QuoteID        string         `json:"quoteId"`
-	Tool           ToolRef        `json:"tool"`
-	ManifestDigest string         `json:"manifestDigest"`
-	PriceUSD       string         `json:"priceUsd"`
-	FeeUSD         string         `json:"feeUsd"`
-	TotalUSD       string         `json:"totalUsd"`
-	// Input is the call's input, canonical (RFC 8785), as the caller sent it.
-	Input json.RawMessage `json:"input"`
-	// InputSHA256 is the lowercase hex SHA-256 of Input.
-	InputSHA256 string    `json:"inputSha256"`
-	CreatedAt   time.Time `json:"createdAt"`
-	// ExpiresAt is the quote's expiry: after it the request can be neither
-	// decided nor used.
-	ExpiresAt time.Time `json:"expiresAt"`
-	// DecidedBy and DecidedAt say which approver decided, and when.
-	DecidedBy string     `json:"decidedBy,omitempty"`
-	DecidedAt *time.Time `json:"decidedAt,omitempty"`
-	// Remember is the standing approval the approver recorded with an approve.
-	Remember storage.ApprovalMode `json:"remember,omitempty"`
-	// ExecutionID is the execution that used the grant, once used.
-	ExecutionID string `json:"executionId,omitempty"`
-	// ApproveURL is where a person decides it. The gateway knows no routes:
-	// the layer that serves the approval page fills it in.
-	ApproveURL string `json:"approveUrl,omitempty"`
-}
-
-// ApprovalInput is what a caller asks to have approved: one call, under
-// the quote, with this input.
-type ApprovalInput struct {
-	QuoteID string
-	Input   json.RawMessage
-}
 
 // RequestApproval asks the approvers of principal to approve one call: the
 // quote (the caller's, open and unexpired) with input. The input is checked
 // against the tool's schema first (input_invalid), and a blocked tool is
 // refused (tool_blocked), so a person never reviews a call that cannot run.
 // The request expires with the quote.
-func (g *Gateway) RequestApproval(ctx context.Context, principal string, in ApprovalInput) (*ApprovalRequest, error) {
+func (g *Gateway) RequestApproval(ctx context.Context, principal string, in toolgatetype.ApprovalInput) (*toolgatetype.ApprovalRequest, error) {
 	if err := validPrincipal(principal); err != nil {
 		return nil, err
 	}
 	quoteID, err := uuid.Parse(in.QuoteID)
 	if err != nil {
-		return nil, newError(CodeInvalidRequest, "quoteId must be the id of a quote (a UUID)")
+		return nil, newError(toolgatetype.CodeInvalidRequest, "quoteId must be the id of a quote (a UUID)")
 	}
 	input, err := canonicalInput(in.Input)
 	if err != nil {
@@ -95,11 +38,11 @@ func (g *Gateway) RequestApproval(ctx context.Context, principal string, in Appr
 		return nil, internalError(err)
 	}
 	if err != nil || found.Principal != principal {
-		return nil, newError(CodeQuoteNotFound, "no quote %s exists for this caller", quoteID)
+		return nil, newError(toolgatetype.CodeQuoteNotFound, "no quote %s exists for this caller", quoteID)
 	}
 	v, err := g.registry.Lookup(found.ToolID)
 	if err != nil {
-		return nil, newError(CodeQuoteOutdated, "the tool of quote %s is no longer registered; request a new quote", quoteID)
+		return nil, newError(toolgatetype.CodeQuoteOutdated, "the tool of quote %s is no longer registered; request a new quote", quoteID)
 	}
 	now := g.clock.Now().UTC()
 	c := &call{principal: principal, tool: v, quoteID: quoteID}
@@ -108,10 +51,10 @@ func (g *Gateway) RequestApproval(ctx context.Context, principal string, in Appr
 		return nil, err
 	}
 	if policy := EvaluatePolicy(v); !policy.Callable {
-		return nil, policy.explain(newError(CodeToolBlocked, "%s cannot be called: %s", v.Tool.Slug, strings.Join(policy.Reasons, "; ")))
+		return nil, explain(policy, newError(toolgatetype.CodeToolBlocked, "%s cannot be called: %s", v.Tool.Slug, strings.Join(policy.Reasons, "; ")))
 	}
 	if failures := v.Input.Validate(input, "input"); failures != nil {
-		return nil, &Error{Code: CodeInputInvalid, Message: "the input does not match the tool's input schema", Details: failures}
+		return nil, &toolgatetype.Error{Code: toolgatetype.CodeInputInvalid, Message: "the input does not match the tool's input schema", Details: failures}
 	}
 	rec := storage.ApprovalRequest{
 		ID:             uuid.New(),
@@ -133,14 +76,14 @@ func (g *Gateway) RequestApproval(ctx context.Context, principal string, in Appr
 		return nil, internalError(err)
 	}
 	out := g.approvalView(rec, now)
-	g.notify(ctx, ApprovalRequestCreated, &out)
+	g.notify(ctx, toolgatetype.ApprovalRequestCreated, &out)
 	g.obs.approvalRequest(approvalCreated)
 	return &out, nil
 }
 
 // ApprovalRequest returns one of the caller's own approval requests;
 // anyone else's is reported as not found.
-func (g *Gateway) ApprovalRequest(ctx context.Context, principal, id string) (*ApprovalRequest, error) {
+func (g *Gateway) ApprovalRequest(ctx context.Context, principal, id string) (*toolgatetype.ApprovalRequest, error) {
 	if err := validPrincipal(principal); err != nil {
 		return nil, err
 	}
@@ -158,7 +101,7 @@ func (g *Gateway) ApprovalRequest(ctx context.Context, principal, id string) (*A
 // ApprovalRequestFor returns an approval request of one of the principals
 // approver approves for; any other is reported as not found, so an
 // approver cannot learn of other principals' requests.
-func (g *Gateway) ApprovalRequestFor(ctx context.Context, approver, id string) (*ApprovalRequest, error) {
+func (g *Gateway) ApprovalRequestFor(ctx context.Context, approver, id string) (*toolgatetype.ApprovalRequest, error) {
 	r, err := g.approverRequest(ctx, approver, id)
 	if err != nil {
 		return nil, err
@@ -170,7 +113,7 @@ func (g *Gateway) ApprovalRequestFor(ctx context.Context, approver, id string) (
 // approverRequest reads a request approver may see.
 func (g *Gateway) approverRequest(ctx context.Context, approver, id string) (storage.ApprovalRequest, error) {
 	if approver == "" {
-		return storage.ApprovalRequest{}, newError(CodeApproverRequired, "only an approver can do this")
+		return storage.ApprovalRequest{}, newError(toolgatetype.CodeApproverRequired, "only an approver can do this")
 	}
 	r, err := g.getApprovalRequest(ctx, id)
 	if err != nil {
@@ -202,19 +145,8 @@ func (g *Gateway) getApprovalRequest(ctx context.Context, id string) (storage.Ap
 	return r, nil
 }
 
-func errApprovalRequestNotFound(id string) *Error {
-	return newError(CodeApprovalRequestNotFound, "no approval request %q exists for you", id)
-}
-
-// Decision is an approver's decision of an approval request.
-type Decision struct {
-	// Approve approves the call; false denies it.
-	Approve bool
-	// Remember, on an approve, also records a standing approval of the
-	// tool's digest for the request's principal: storage.ApprovalNeverAsk
-	// or storage.ApprovalAskChargedCalls. Empty approves this call only.
-	// Ignored on a deny.
-	Remember storage.ApprovalMode
+func errApprovalRequestNotFound(id string) *toolgatetype.Error {
+	return newError(toolgatetype.CodeApprovalRequestNotFound, "no approval request %q exists for you", id)
 }
 
 // DecideApproval approves or denies an approval request of one of the
@@ -222,15 +154,15 @@ type Decision struct {
 // final: of decisions made at once exactly one wins, and the others, like
 // any later one, get approval_already_decided; a request whose expiry has
 // passed gets approval_expired.
-func (g *Gateway) DecideApproval(ctx context.Context, approver, id string, d Decision) (*ApprovalRequest, error) {
+func (g *Gateway) DecideApproval(ctx context.Context, approver, id string, d toolgatetype.Decision) (*toolgatetype.ApprovalRequest, error) {
 	remember := d.Remember
 	if !d.Approve {
 		remember = ""
 	}
 	switch remember {
-	case "", storage.ApprovalNeverAsk, storage.ApprovalAskChargedCalls:
+	case "", toolgatetype.ApprovalNeverAsk, toolgatetype.ApprovalAskChargedCalls:
 	default:
-		return nil, newError(CodeInvalidRequest, "remember must be %s or %s", storage.ApprovalNeverAsk, storage.ApprovalAskChargedCalls)
+		return nil, newError(toolgatetype.CodeInvalidRequest, "remember must be %s or %s", toolgatetype.ApprovalNeverAsk, toolgatetype.ApprovalAskChargedCalls)
 	}
 	r, err := g.approverRequest(ctx, approver, id)
 	if err != nil {
@@ -242,16 +174,16 @@ func (g *Gateway) DecideApproval(ctx context.Context, approver, id string, d Dec
 	})
 	switch {
 	case errors.Is(err, storage.ErrAlreadyDecided):
-		return nil, newError(CodeApprovalAlreadyDecided, "approval request %s was already decided; a decision is final", r.ID)
+		return nil, newError(toolgatetype.CodeApprovalAlreadyDecided, "approval request %s was already decided; a decision is final", r.ID)
 	case errors.Is(err, storage.ErrApprovalExpired):
-		return nil, newError(CodeApprovalExpired, "approval request %s expired at %s", r.ID, r.ExpiresAt.Format(time.RFC3339))
+		return nil, newError(toolgatetype.CodeApprovalExpired, "approval request %s expired at %s", r.ID, r.ExpiresAt.Format(time.RFC3339))
 	case errors.Is(err, storage.ErrNotFound):
 		return nil, errApprovalRequestNotFound(id)
 	case err != nil:
 		return nil, internalError(err)
 	}
 	out := g.approvalView(decided, now)
-	g.notify(ctx, ApprovalRequestDecided, &out)
+	g.notify(ctx, toolgatetype.ApprovalRequestDecided, &out)
 	if d.Approve {
 		g.obs.approvalRequest(approvalApproved)
 	} else {
@@ -260,37 +192,19 @@ func (g *Gateway) DecideApproval(ctx context.Context, approver, id string, d Dec
 	return &out, nil
 }
 
-// ApprovalListOptions select a page of approval requests.
-type ApprovalListOptions struct {
-	// Status lists the requests of one status; "" means pending, and
-	// ApprovalStatusAll every status.
-	Status ApprovalStatus
-	// Cursor continues a listing where the page that gave it ended.
-	Cursor string
-	// Limit is the page size, 1 to 100; 0 means 20.
-	Limit int
-}
-
-// ApprovalRequestList is a page of approval requests, newest first.
-type ApprovalRequestList struct {
-	ApprovalRequests []ApprovalRequest `json:"approvalRequests"`
-	// NextCursor continues the listing; nil on the last page.
-	NextCursor *string `json:"nextCursor"`
-}
-
 // ListApprovalRequests lists the approval requests of the principals
 // approver approves for, newest first, pending ones unless opts say
 // otherwise. An approver who approves for no one gets an empty list.
-func (g *Gateway) ListApprovalRequests(ctx context.Context, approver string, opts ApprovalListOptions) (*ApprovalRequestList, error) {
+func (g *Gateway) ListApprovalRequests(ctx context.Context, approver string, opts toolgatetype.ApprovalListOptions) (*toolgatetype.ApprovalRequestList, error) {
 	if approver == "" {
-		return nil, newError(CodeApproverRequired, "only an approver can list approval requests")
+		return nil, newError(toolgatetype.CodeApproverRequired, "only an approver can list approval requests")
 	}
 	limit := opts.Limit
 	switch {
 	case limit == 0:
 		limit = 20
 	case limit < 1 || limit > 100:
-		return nil, newError(CodeInvalidRequest, "limit must be from 1 to 100")
+		return nil, newError(toolgatetype.CodeInvalidRequest, "limit must be from 1 to 100")
 	}
 	now := g.clock.Now().UTC()
 	f, err := statusFilter(opts.Status, now)
@@ -305,7 +219,7 @@ func (g *Gateway) ListApprovalRequests(ctx context.Context, approver string, opt
 	if f.Principals, err = g.approvedPrincipals(ctx, approver); err != nil {
 		return nil, err
 	}
-	out := &ApprovalRequestList{ApprovalRequests: []ApprovalRequest{}}
+	out := &toolgatetype.ApprovalRequestList{ApprovalRequests: []toolgatetype.ApprovalRequest{}}
 	if len(f.Principals) == 0 {
 		return out, nil
 	}
@@ -327,22 +241,22 @@ func (g *Gateway) ListApprovalRequests(ctx context.Context, approver string, opt
 }
 
 // statusFilter is the store filter of a shown status at now.
-func statusFilter(status ApprovalStatus, now time.Time) (storage.ApprovalRequestFilter, error) {
+func statusFilter(status toolgatetype.ApprovalStatus, now time.Time) (storage.ApprovalRequestFilter, error) {
 	var f storage.ApprovalRequestFilter
 	switch status {
-	case "", ApprovalStatusPending:
+	case "", toolgatetype.ApprovalStatusPending:
 		f.Statuses, f.LiveAt = []storage.ApprovalStatus{storage.ApprovalPending}, now
-	case ApprovalStatusApproved:
+	case toolgatetype.ApprovalStatusApproved:
 		f.Statuses, f.LiveAt = []storage.ApprovalStatus{storage.ApprovalApproved}, now
-	case ApprovalStatusDenied:
+	case toolgatetype.ApprovalStatusDenied:
 		f.Statuses = []storage.ApprovalStatus{storage.ApprovalDenied}
-	case ApprovalStatusUsed:
+	case toolgatetype.ApprovalStatusUsed:
 		f.Statuses = []storage.ApprovalStatus{storage.ApprovalUsed}
-	case ApprovalStatusExpired:
+	case toolgatetype.ApprovalStatusExpired:
 		f.Statuses, f.ExpiredAt = []storage.ApprovalStatus{storage.ApprovalPending, storage.ApprovalApproved}, now
-	case ApprovalStatusAll:
+	case toolgatetype.ApprovalStatusAll:
 	default:
-		return f, newError(CodeInvalidRequest, "status must be pending, approved, denied, expired, used or all")
+		return f, newError(toolgatetype.CodeInvalidRequest, "status must be pending, approved, denied, expired, used or all")
 	}
 	return f, nil
 }
@@ -353,7 +267,7 @@ func encodeApprovalCursor(c storage.ApprovalCursor) string {
 }
 
 func decodeApprovalCursor(s string) (*storage.ApprovalCursor, error) {
-	bad := newError(CodeInvalidRequest, "cursor is not one this gateway gave")
+	bad := newError(toolgatetype.CodeInvalidRequest, "cursor is not one this gateway gave")
 	raw, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil {
 		return nil, bad
@@ -374,14 +288,14 @@ func decodeApprovalCursor(s string) (*storage.ApprovalCursor, error) {
 }
 
 // approvalView shows a stored request as of now.
-func (g *Gateway) approvalView(r storage.ApprovalRequest, now time.Time) ApprovalRequest {
-	tool := ToolRef{ID: r.ToolID, Slug: r.ToolSlug, Name: r.ToolSlug}
+func (g *Gateway) approvalView(r storage.ApprovalRequest, now time.Time) toolgatetype.ApprovalRequest {
+	tool := toolgatetype.ToolRef{ID: r.ToolID, Slug: r.ToolSlug, Name: r.ToolSlug}
 	if v, err := g.registry.Lookup(r.ToolID); err == nil {
 		tool = toolRef(v.Tool)
 	}
-	out := ApprovalRequest{
+	out := toolgatetype.ApprovalRequest{
 		ID:             r.ID.String(),
-		Status:         ApprovalStatus(r.Status),
+		Status:         toolgatetype.ApprovalStatus(r.Status),
 		Principal:      r.Principal,
 		QuoteID:        r.QuoteID.String(),
 		Tool:           tool,
@@ -397,7 +311,7 @@ func (g *Gateway) approvalView(r storage.ApprovalRequest, now time.Time) Approva
 		Remember:       r.Remember,
 	}
 	if (r.Status == storage.ApprovalPending || r.Status == storage.ApprovalApproved) && !now.Before(r.ExpiresAt) {
-		out.Status = ApprovalStatusExpired
+		out.Status = toolgatetype.ApprovalStatusExpired
 	}
 	if !r.DecidedAt.IsZero() {
 		at := r.DecidedAt

@@ -6,6 +6,7 @@ import (
 
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // SetApproval records the caller's standing approval of a tool's current
@@ -14,7 +15,7 @@ import (
 // can only ever approve what they have seen. A blocked tool stays blocked.
 // A principal in approver mode cannot set its own: approver_required (an
 // approver sets them, with SetApprovalFor or by approving a request).
-func (g *Gateway) SetApproval(ctx context.Context, principal, tool string, mode storage.ApprovalMode, digest string) (*StandingApproval, error) {
+func (g *Gateway) SetApproval(ctx context.Context, principal, tool string, mode toolgatetype.StandingMode, digest string) (*toolgatetype.StandingApproval, error) {
 	if err := validPrincipal(principal); err != nil {
 		return nil, err
 	}
@@ -22,8 +23,8 @@ func (g *Gateway) SetApproval(ctx context.Context, principal, tool string, mode 
 	if err != nil {
 		return nil, err
 	}
-	if am == ApprovalModeApprover {
-		return nil, newError(CodeApproverRequired, "the standing approvals of %s are set by its approvers", principal)
+	if am == toolgatetype.ApprovalModeApprover {
+		return nil, newError(toolgatetype.CodeApproverRequired, "the standing approvals of %s are set by its approvers", principal)
 	}
 	return g.setApproval(ctx, principal, tool, mode, digest, "")
 }
@@ -31,7 +32,7 @@ func (g *Gateway) SetApproval(ctx context.Context, principal, tool string, mode 
 // SetApprovalFor records a standing approval, as SetApproval does, on
 // behalf of a principal approver approves for; in approver mode only such
 // approvals count. Any other principal is not_found.
-func (g *Gateway) SetApprovalFor(ctx context.Context, approver, principal, tool string, mode storage.ApprovalMode, digest string) (*StandingApproval, error) {
+func (g *Gateway) SetApprovalFor(ctx context.Context, approver, principal, tool string, mode toolgatetype.StandingMode, digest string) (*toolgatetype.StandingApproval, error) {
 	if err := g.requireApproverOf(ctx, approver, principal); err != nil {
 		return nil, err
 	}
@@ -40,7 +41,7 @@ func (g *Gateway) SetApprovalFor(ctx context.Context, approver, principal, tool 
 
 // ApprovalsFor lists the standing approvals of a principal approver
 // approves for, as Approvals does for the caller.
-func (g *Gateway) ApprovalsFor(ctx context.Context, approver, principal string) ([]ToolApproval, error) {
+func (g *Gateway) ApprovalsFor(ctx context.Context, approver, principal string) ([]toolgatetype.ToolApproval, error) {
 	if err := g.requireApproverOf(ctx, approver, principal); err != nil {
 		return nil, err
 	}
@@ -61,60 +62,54 @@ func (g *Gateway) DeleteApprovalFor(ctx context.Context, approver, principal, to
 // theirs to learn of.
 func (g *Gateway) requireApproverOf(ctx context.Context, approver, principal string) error {
 	if approver == "" {
-		return newError(CodeApproverRequired, "only an approver can do this")
+		return newError(toolgatetype.CodeApproverRequired, "only an approver can do this")
 	}
 	if err := validPrincipal(principal); err != nil {
-		return newError(CodeInvalidRequest, "name the principal whose standing approvals these are")
+		return newError(toolgatetype.CodeInvalidRequest, "name the principal whose standing approvals these are")
 	}
 	ok, err := g.approves(ctx, approver, principal)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return newError(CodeNotFound, "you approve for no principal %q", principal)
+		return newError(toolgatetype.CodeNotFound, "you approve for no principal %q", principal)
 	}
 	return nil
 }
 
 // setApproval records a standing approval set by approvedBy, or by the
 // caller when empty.
-func (g *Gateway) setApproval(ctx context.Context, principal, tool string, mode storage.ApprovalMode, digest, approvedBy string) (*StandingApproval, error) {
+func (g *Gateway) setApproval(ctx context.Context, principal, tool string, mode toolgatetype.StandingMode, digest, approvedBy string) (*toolgatetype.StandingApproval, error) {
 	v, err := g.lookup(tool)
 	if err != nil {
 		return nil, err
 	}
 	switch mode {
-	case storage.ApprovalAskEveryCall, storage.ApprovalAskChargedCalls, storage.ApprovalNeverAsk:
+	case toolgatetype.ApprovalAskEveryCall, toolgatetype.ApprovalAskChargedCalls, toolgatetype.ApprovalNeverAsk:
 	default:
-		return nil, newError(CodeInvalidRequest, "mode must be %s, %s or %s", storage.ApprovalAskEveryCall, storage.ApprovalAskChargedCalls, storage.ApprovalNeverAsk)
+		return nil, newError(toolgatetype.CodeInvalidRequest, "mode must be %s, %s or %s", toolgatetype.ApprovalAskEveryCall, toolgatetype.ApprovalAskChargedCalls, toolgatetype.ApprovalNeverAsk)
 	}
 	policy := EvaluatePolicy(v)
 	if v.Digest == "" {
-		return nil, policy.explain(newError(CodeToolBlocked, "%s has no immutable version to approve", v.Tool.Slug))
+		return nil, explain(policy, newError(toolgatetype.CodeToolBlocked, "%s has no immutable version to approve", v.Tool.Slug))
 	}
 	if digest == "" {
-		return nil, policy.explain(newError(CodeApprovalRequired, "a standing approval must name the manifest digest it approves"))
+		return nil, explain(policy, newError(toolgatetype.CodeApprovalRequired, "a standing approval must name the manifest digest it approves"))
 	}
 	if digest != v.Digest {
-		return nil, policy.explain(newError(CodeApprovalMismatch, "the digest is not that of %s's current version", v.Tool.Slug))
+		return nil, explain(policy, newError(toolgatetype.CodeApprovalMismatch, "the digest is not that of %s's current version", v.Tool.Slug))
 	}
 	a := storage.Approval{Principal: principal, ToolID: v.Tool.ID, ManifestDigest: digest, Mode: mode, ApprovedBy: approvedBy, UpdatedAt: g.clock.Now().UTC()}
 	if err := g.store.PutApproval(ctx, a); err != nil {
 		return nil, internalError(err)
 	}
-	return &StandingApproval{Mode: mode, ManifestDigest: digest}, nil
-}
-
-// ToolApproval is a standing approval together with the tool it covers.
-type ToolApproval struct {
-	Tool ToolRef `json:"tool"`
-	StandingApproval
+	return &toolgatetype.StandingApproval{Mode: mode, ManifestDigest: digest}, nil
 }
 
 // Approvals lists the caller's standing approvals, each marked stale when
 // the tool's digest has changed since. Approvals of tools no longer
 // registered are left out.
-func (g *Gateway) Approvals(ctx context.Context, principal string) ([]ToolApproval, error) {
+func (g *Gateway) Approvals(ctx context.Context, principal string) ([]toolgatetype.ToolApproval, error) {
 	if err := validPrincipal(principal); err != nil {
 		return nil, err
 	}
@@ -122,15 +117,15 @@ func (g *Gateway) Approvals(ctx context.Context, principal string) ([]ToolApprov
 	if err != nil {
 		return nil, internalError(err)
 	}
-	out := make([]ToolApproval, 0, len(list))
+	out := make([]toolgatetype.ToolApproval, 0, len(list))
 	for _, a := range list {
 		v, err := g.registry.Lookup(a.ToolID)
 		if err != nil {
 			continue
 		}
-		out = append(out, ToolApproval{
+		out = append(out, toolgatetype.ToolApproval{
 			Tool:             toolRef(v.Tool),
-			StandingApproval: StandingApproval{Mode: a.Mode, ManifestDigest: a.ManifestDigest, Stale: a.ManifestDigest != v.Digest},
+			StandingApproval: toolgatetype.StandingApproval{Mode: a.Mode, ManifestDigest: a.ManifestDigest, Stale: a.ManifestDigest != v.Digest},
 		})
 	}
 	return out, nil
@@ -147,7 +142,7 @@ func (g *Gateway) DeleteApproval(ctx context.Context, principal, tool string) er
 	}
 	err = g.store.DeleteApproval(ctx, principal, v.Tool.ID)
 	if errors.Is(err, storage.ErrNotFound) {
-		return newError(CodeNotFound, "there is no standing approval of %s", v.Tool.Slug)
+		return newError(toolgatetype.CodeNotFound, "there is no standing approval of %s", v.Tool.Slug)
 	}
 	if err != nil {
 		return internalError(err)
@@ -165,11 +160,11 @@ func (g *Gateway) rememberFirstUse(ctx context.Context, principal string, v *reg
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return
 	}
-	if err == nil && (existing.Mode != storage.ApprovalFirstUse ||
+	if err == nil && (existing.Mode != toolgatetype.ApprovalFirstUse ||
 		existing.ManifestDigest == v.Digest && (existing.ApprovedBy != "" || approvedBy == "")) {
 		return
 	}
-	a := storage.Approval{Principal: principal, ToolID: v.Tool.ID, ManifestDigest: v.Digest, Mode: storage.ApprovalFirstUse, ApprovedBy: approvedBy, UpdatedAt: g.clock.Now().UTC()}
+	a := storage.Approval{Principal: principal, ToolID: v.Tool.ID, ManifestDigest: v.Digest, Mode: toolgatetype.ApprovalFirstUse, ApprovedBy: approvedBy, UpdatedAt: g.clock.Now().UTC()}
 	if err := g.store.PutApproval(ctx, a); err != nil {
 		g.log.WarnContext(ctx, "could not remember first use", "tool", v.Tool.Slug, "error", err)
 	}

@@ -5,22 +5,7 @@ import (
 	"slices"
 
 	"github.com/toolgate/toolgate/storage"
-)
-
-// ApprovalMode says who approves a principal's calls.
-type ApprovalMode string
-
-// Approval modes (contract section 14).
-const (
-	// ApprovalModeCaller, the default: the caller approves. The manifest
-	// digest a call carries is its approval (contract section 6), as are the
-	// standing approvals the caller sets.
-	ApprovalModeCaller ApprovalMode = "caller"
-	// ApprovalModeApprover: a person approves. A call that needs approval
-	// must carry the grant of an approval request an approver approved, or
-	// be covered by a standing approval an approver set; the digest alone
-	// approves nothing, and the caller cannot set standing approvals.
-	ApprovalModeApprover ApprovalMode = "approver"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // ApproverDirectory says who approves for whom: each principal's approval
@@ -33,7 +18,7 @@ const (
 type ApproverDirectory interface {
 	// ApprovalMode returns the principal's approval mode; "" means
 	// ApprovalModeCaller.
-	ApprovalMode(ctx context.Context, principal string) (ApprovalMode, error)
+	ApprovalMode(ctx context.Context, principal string) (toolgatetype.ApprovalMode, error)
 	// ApprovedPrincipals returns the principals approver approves for: none
 	// for an approver it does not know.
 	ApprovedPrincipals(ctx context.Context, approver string) ([]string, error)
@@ -43,13 +28,13 @@ type ApproverDirectory interface {
 type StaticApprovers struct {
 	// Modes is each principal's approval mode; a principal absent is in
 	// caller mode.
-	Modes map[string]ApprovalMode
+	Modes map[string]toolgatetype.ApprovalMode
 	// Approvers maps an approver's id to the principals it approves for.
 	Approvers map[string][]string
 }
 
 // ApprovalMode returns the principal's entry in Modes.
-func (s StaticApprovers) ApprovalMode(_ context.Context, principal string) (ApprovalMode, error) {
+func (s StaticApprovers) ApprovalMode(_ context.Context, principal string) (toolgatetype.ApprovalMode, error) {
 	return s.Modes[principal], nil
 }
 
@@ -63,7 +48,7 @@ func (s StaticApprovers) ApprovedPrincipals(_ context.Context, approver string) 
 // directory does not know counts as, so it loosens nothing). A layer that
 // asks for approval on the caller's behalf, such as an MCP server, reads it
 // to know whom to ask.
-func (g *Gateway) ApprovalMode(ctx context.Context, principal string) (ApprovalMode, error) {
+func (g *Gateway) ApprovalMode(ctx context.Context, principal string) (toolgatetype.ApprovalMode, error) {
 	if err := validPrincipal(principal); err != nil {
 		return "", err
 	}
@@ -71,22 +56,22 @@ func (g *Gateway) ApprovalMode(ctx context.Context, principal string) (ApprovalM
 }
 
 // approvalMode returns who approves the principal's calls.
-func (g *Gateway) approvalMode(ctx context.Context, principal string) (ApprovalMode, error) {
+func (g *Gateway) approvalMode(ctx context.Context, principal string) (toolgatetype.ApprovalMode, error) {
 	if g.approvers == nil {
-		return ApprovalModeCaller, nil
+		return toolgatetype.ApprovalModeCaller, nil
 	}
 	mode, err := g.approvers.ApprovalMode(ctx, principal)
 	if err != nil {
 		return "", internalError(err)
 	}
 	switch mode {
-	case "", ApprovalModeCaller:
-		return ApprovalModeCaller, nil
-	case ApprovalModeApprover:
-		return ApprovalModeApprover, nil
+	case "", toolgatetype.ApprovalModeCaller:
+		return toolgatetype.ApprovalModeCaller, nil
+	case toolgatetype.ApprovalModeApprover:
+		return toolgatetype.ApprovalModeApprover, nil
 	}
 	// An unknown mode from an operator's directory must not loosen anything.
-	return ApprovalModeApprover, nil
+	return toolgatetype.ApprovalModeApprover, nil
 }
 
 // approvedPrincipals returns the principals approver approves for.
@@ -112,8 +97,8 @@ func (g *Gateway) approves(ctx context.Context, approver, principal string) (boo
 
 // standingFor is the standing approval that counts for a principal in
 // mode: in approver mode, only one an approver set.
-func standingFor(a *storage.Approval, mode ApprovalMode) *storage.Approval {
-	if a != nil && mode == ApprovalModeApprover && a.ApprovedBy == "" {
+func standingFor(a *storage.Approval, mode toolgatetype.ApprovalMode) *storage.Approval {
+	if a != nil && mode == toolgatetype.ApprovalModeApprover && a.ApprovedBy == "" {
 		return nil
 	}
 	return a

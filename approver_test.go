@@ -15,13 +15,14 @@ import (
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetest"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // The people and agents of the approver-mode tests: agent's calls are
 // approved by pat, a person; alice approves her own, as callers always
 // have, though pat may approve for her too; sam approves for someone else.
 var testApprovers = toolgate.StaticApprovers{
-	Modes:     map[string]toolgate.ApprovalMode{"agent": toolgate.ApprovalModeApprover, "other": toolgate.ApprovalModeApprover},
+	Modes:     map[string]toolgatetype.ApprovalMode{"agent": toolgatetype.ApprovalModeApprover, "other": toolgatetype.ApprovalModeApprover},
 	Approvers: map[string][]string{"pat": {"agent", "alice"}, "sam": {"other"}},
 }
 
@@ -34,10 +35,10 @@ func newApproverEnv(t *testing.T, specs []toolSpec, opts ...envOption) *env {
 }
 
 // ask quotes tool for principal and requests approval of a call with v.
-func (e *env) ask(principal, tool, v string) (*toolgate.QuoteResult, *toolgate.ApprovalRequest) {
+func (e *env) ask(principal, tool, v string) (*toolgatetype.QuoteResult, *toolgatetype.ApprovalRequest) {
 	e.t.Helper()
 	q := e.quote(principal, tool)
-	r, err := e.gw.RequestApproval(context.Background(), principal, toolgate.ApprovalInput{
+	r, err := e.gw.RequestApproval(context.Background(), principal, toolgatetype.ApprovalInput{
 		QuoteID: q.Quote.ID, Input: json.RawMessage(fmt.Sprintf(`{"v":%q}`, v)),
 	})
 	require.NoError(e.t, err)
@@ -45,16 +46,16 @@ func (e *env) ask(principal, tool, v string) (*toolgate.QuoteResult, *toolgate.A
 }
 
 // approve has pat approve request id.
-func (e *env) approve(id string, remember storage.ApprovalMode) *toolgate.ApprovalRequest {
+func (e *env) approve(id string, remember toolgatetype.StandingMode) *toolgatetype.ApprovalRequest {
 	e.t.Helper()
-	r, err := e.gw.DecideApproval(context.Background(), "pat", id, toolgate.Decision{Approve: true, Remember: remember})
+	r, err := e.gw.DecideApproval(context.Background(), "pat", id, toolgatetype.Decision{Approve: true, Remember: remember})
 	require.NoError(e.t, err)
 	return r
 }
 
 // grantedCall is the call under q with v that grant approves, carrying
 // the digest too, as section 14 asks of an agent.
-func grantedCall(q *toolgate.QuoteResult, key, v, grant string) toolgate.CallRequest {
+func grantedCall(q *toolgatetype.QuoteResult, key, v, grant string) toolgatetype.CallRequest {
 	req := approvedCall(q, key, v)
 	req.ApprovalGrant = grant
 	return req
@@ -68,16 +69,16 @@ func TestApproverModeCallRunsOnlyWithAnApproversGrant(t *testing.T) {
 	// The digest, which an agent can copy from its quote, approves nothing.
 	q := e.quote("agent", "echo")
 	_, err := e.gw.Call(ctx, "agent", approvedCall(q, "k1", "hi"))
-	refused := requireCode(t, err, toolgate.CodeApprovalRequired)
+	refused := requireCode(t, err, toolgatetype.CodeApprovalRequired)
 	assert.True(t, refused.GrantRequired, "the refusal says a grant is what is missing")
-	assert.Equal(t, toolgate.RequirementExplicitUnverified, refused.ApprovalRequirement)
+	assert.Equal(t, toolgatetype.RequirementExplicitUnverified, refused.ApprovalRequirement)
 	assert.Equal(t, q.Quote.ManifestDigest, refused.ManifestDigest)
 	e.requireNoTrace("agent", "k1", q.Quote.ID)
 
 	// The agent asks; the request waits for pat.
-	r, err := e.gw.RequestApproval(ctx, "agent", toolgate.ApprovalInput{QuoteID: q.Quote.ID, Input: json.RawMessage(`{ "v" : "hi" }`)})
+	r, err := e.gw.RequestApproval(ctx, "agent", toolgatetype.ApprovalInput{QuoteID: q.Quote.ID, Input: json.RawMessage(`{ "v" : "hi" }`)})
 	require.NoError(t, err)
-	assert.Equal(t, toolgate.ApprovalStatusPending, r.Status)
+	assert.Equal(t, toolgatetype.ApprovalStatusPending, r.Status)
 	assert.Equal(t, "agent", r.Principal)
 	assert.Equal(t, q.Quote.ID, r.QuoteID)
 	assert.Equal(t, q.Tool, r.Tool)
@@ -89,11 +90,11 @@ func TestApproverModeCallRunsOnlyWithAnApproversGrant(t *testing.T) {
 	assert.Equal(t, t0, r.CreatedAt)
 
 	_, err = e.gw.Call(ctx, "agent", grantedCall(q, "k1", "hi", r.ID))
-	requireCode(t, err, toolgate.CodeApprovalPending)
+	requireCode(t, err, toolgatetype.CodeApprovalPending)
 	e.requireNoTrace("agent", "k1", q.Quote.ID)
 
 	decided := e.approve(r.ID, "")
-	assert.Equal(t, toolgate.ApprovalStatusApproved, decided.Status)
+	assert.Equal(t, toolgatetype.ApprovalStatusApproved, decided.Status)
 	assert.Equal(t, "pat", decided.DecidedBy)
 	require.NotNil(t, decided.DecidedAt)
 
@@ -102,7 +103,7 @@ func TestApproverModeCallRunsOnlyWithAnApproversGrant(t *testing.T) {
 	e.upstream.RequireCalls(t, 1)
 	used, err := e.gw.ApprovalRequest(ctx, "agent", r.ID)
 	require.NoError(t, err)
-	assert.Equal(t, toolgate.ApprovalStatusUsed, used.Status)
+	assert.Equal(t, toolgatetype.ApprovalStatusUsed, used.Status)
 	assert.Equal(t, res.Execution.ID, used.ExecutionID)
 
 	// A retry of the same call is answered from its record.
@@ -114,10 +115,10 @@ func TestApproverModeCallRunsOnlyWithAnApproversGrant(t *testing.T) {
 	// The used grant approves nothing else: not another call of its quote,
 	// not a call under a new quote.
 	_, err = e.gw.Call(ctx, "agent", grantedCall(q, "k2", "hi", r.ID))
-	requireCode(t, err, toolgate.CodeQuoteUsed)
+	requireCode(t, err, toolgatetype.CodeQuoteUsed)
 	next := e.quote("agent", "echo")
 	_, err = e.gw.Call(ctx, "agent", grantedCall(next, "k3", "hi", r.ID))
-	requireCode(t, err, toolgate.CodeApprovalGrantMismatch)
+	requireCode(t, err, toolgatetype.CodeApprovalGrantMismatch)
 	e.upstream.RequireCalls(t, 1)
 }
 
@@ -126,33 +127,33 @@ func TestGrantForAnotherCallIsRefusedAndLeavesEverythingReusable(t *testing.T) {
 	cases := []struct {
 		name string
 		// call changes the approved call into the one actually sent.
-		call func(e *env, q *toolgate.QuoteResult, req *toolgate.CallRequest)
-		code toolgate.Code
+		call func(e *env, q *toolgatetype.QuoteResult, req *toolgatetype.CallRequest)
+		code toolgatetype.Code
 	}{
-		{"AnotherQuote", func(e *env, _ *toolgate.QuoteResult, req *toolgate.CallRequest) {
+		{"AnotherQuote", func(e *env, _ *toolgatetype.QuoteResult, req *toolgatetype.CallRequest) {
 			req.QuoteID = e.quote("agent", "echo").Quote.ID
-		}, toolgate.CodeApprovalGrantMismatch},
-		{"AnotherInput", func(_ *env, _ *toolgate.QuoteResult, req *toolgate.CallRequest) {
+		}, toolgatetype.CodeApprovalGrantMismatch},
+		{"AnotherInput", func(_ *env, _ *toolgatetype.QuoteResult, req *toolgatetype.CallRequest) {
 			req.Input = json.RawMessage(`{"v":"something else"}`)
-		}, toolgate.CodeApprovalGrantMismatch},
-		{"AnotherTool", func(e *env, _ *toolgate.QuoteResult, req *toolgate.CallRequest) {
+		}, toolgatetype.CodeApprovalGrantMismatch},
+		{"AnotherTool", func(e *env, _ *toolgatetype.QuoteResult, req *toolgatetype.CallRequest) {
 			other := e.quote("agent", "other-echo")
 			req.Tool, req.QuoteID, req.ApprovalDigest = "other-echo", other.Quote.ID, *other.Quote.ManifestDigest
-		}, toolgate.CodeApprovalGrantMismatch},
-		{"AnotherDigest", func(_ *env, _ *toolgate.QuoteResult, req *toolgate.CallRequest) {
+		}, toolgatetype.CodeApprovalGrantMismatch},
+		{"AnotherDigest", func(_ *env, _ *toolgatetype.QuoteResult, req *toolgatetype.CallRequest) {
 			req.ApprovalDigest = "sha256:" + fmt.Sprintf("%064d", 0)
-		}, toolgate.CodeApprovalMismatch},
-		{"AnotherPrincipalsGrant", func(e *env, _ *toolgate.QuoteResult, req *toolgate.CallRequest) {
+		}, toolgatetype.CodeApprovalMismatch},
+		{"AnotherPrincipalsGrant", func(e *env, _ *toolgatetype.QuoteResult, req *toolgatetype.CallRequest) {
 			_, theirs := e.ask("alice", "echo", "hi")
 			e.approve(theirs.ID, "")
 			req.ApprovalGrant = theirs.ID
-		}, toolgate.CodeApprovalRequestNotFound},
-		{"NoSuchGrant", func(_ *env, _ *toolgate.QuoteResult, req *toolgate.CallRequest) {
+		}, toolgatetype.CodeApprovalRequestNotFound},
+		{"NoSuchGrant", func(_ *env, _ *toolgatetype.QuoteResult, req *toolgatetype.CallRequest) {
 			req.ApprovalGrant = uuid.NewString()
-		}, toolgate.CodeApprovalRequestNotFound},
-		{"NotAGrantID", func(_ *env, _ *toolgate.QuoteResult, req *toolgate.CallRequest) {
+		}, toolgatetype.CodeApprovalRequestNotFound},
+		{"NotAGrantID", func(_ *env, _ *toolgatetype.QuoteResult, req *toolgatetype.CallRequest) {
 			req.ApprovalGrant = "pat-said-yes"
-		}, toolgate.CodeInvalidRequest},
+		}, toolgatetype.CodeInvalidRequest},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -168,7 +169,7 @@ func TestGrantForAnotherCallIsRefusedAndLeavesEverythingReusable(t *testing.T) {
 			e.requireNoTrace("agent", "k1", req.QuoteID)
 			grant, err := e.gw.ApprovalRequest(context.Background(), "agent", r.ID)
 			require.NoError(t, err)
-			assert.Equal(t, toolgate.ApprovalStatusApproved, grant.Status, "the grant is still there to use")
+			assert.Equal(t, toolgatetype.ApprovalStatusApproved, grant.Status, "the grant is still there to use")
 
 			// The key and the grant are reusable: the approved call goes through.
 			res, err := e.gw.Call(context.Background(), "agent", grantedCall(q, "k1", "hi", r.ID))
@@ -182,13 +183,13 @@ func TestGrantThatCannotApproveIsRefused(t *testing.T) {
 	cases := []struct {
 		name   string
 		decide func(e *env, id string)
-		code   toolgate.Code
+		code   toolgatetype.Code
 	}{
-		{"Pending", func(*env, string) {}, toolgate.CodeApprovalPending},
+		{"Pending", func(*env, string) {}, toolgatetype.CodeApprovalPending},
 		{"Denied", func(e *env, id string) {
-			_, err := e.gw.DecideApproval(context.Background(), "pat", id, toolgate.Decision{})
+			_, err := e.gw.DecideApproval(context.Background(), "pat", id, toolgatetype.Decision{})
 			require.NoError(t, err)
-		}, toolgate.CodeApprovalDenied},
+		}, toolgatetype.CodeApprovalDenied},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -210,19 +211,19 @@ func TestDecisionRules(t *testing.T) {
 		name     string
 		approver string
 		before   func(e *env, id string)
-		decision toolgate.Decision
-		code     toolgate.Code
+		decision toolgatetype.Decision
+		code     toolgatetype.Code
 	}{
-		{"AlreadyApproved", "pat", func(e *env, id string) { e.approve(id, "") }, toolgate.Decision{}, toolgate.CodeApprovalAlreadyDecided},
+		{"AlreadyApproved", "pat", func(e *env, id string) { e.approve(id, "") }, toolgatetype.Decision{}, toolgatetype.CodeApprovalAlreadyDecided},
 		{"AlreadyDenied", "pat", func(e *env, id string) {
-			_, err := e.gw.DecideApproval(ctx, "pat", id, toolgate.Decision{})
+			_, err := e.gw.DecideApproval(ctx, "pat", id, toolgatetype.Decision{})
 			require.NoError(t, err)
-		}, toolgate.Decision{Approve: true}, toolgate.CodeApprovalAlreadyDecided},
-		{"Expired", "pat", func(e *env, _ string) { e.clock.Advance(5 * time.Minute) }, toolgate.Decision{Approve: true}, toolgate.CodeApprovalExpired},
-		{"ApproverOfOthers", "sam", nil, toolgate.Decision{Approve: true}, toolgate.CodeApprovalRequestNotFound},
-		{"UnknownApprover", "mallory", nil, toolgate.Decision{Approve: true}, toolgate.CodeApprovalRequestNotFound},
-		{"NoApprover", "", nil, toolgate.Decision{Approve: true}, toolgate.CodeApproverRequired},
-		{"RememberEveryCallIsNotAChoice", "pat", nil, toolgate.Decision{Approve: true, Remember: storage.ApprovalFirstUse}, toolgate.CodeInvalidRequest},
+		}, toolgatetype.Decision{Approve: true}, toolgatetype.CodeApprovalAlreadyDecided},
+		{"Expired", "pat", func(e *env, _ string) { e.clock.Advance(5 * time.Minute) }, toolgatetype.Decision{Approve: true}, toolgatetype.CodeApprovalExpired},
+		{"ApproverOfOthers", "sam", nil, toolgatetype.Decision{Approve: true}, toolgatetype.CodeApprovalRequestNotFound},
+		{"UnknownApprover", "mallory", nil, toolgatetype.Decision{Approve: true}, toolgatetype.CodeApprovalRequestNotFound},
+		{"NoApprover", "", nil, toolgatetype.Decision{Approve: true}, toolgatetype.CodeApproverRequired},
+		{"RememberEveryCallIsNotAChoice", "pat", nil, toolgatetype.Decision{Approve: true, Remember: toolgatetype.ApprovalFirstUse}, toolgatetype.CodeInvalidRequest},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -251,11 +252,11 @@ func TestDecisionRules(t *testing.T) {
 		_, approved := e.ask("agent", "echo", "hi")
 		e.approve(approved.ID, "")
 		_, denied := e.ask("agent", "echo", "hi")
-		_, err := e.gw.DecideApproval(ctx, "pat", denied.ID, toolgate.Decision{})
+		_, err := e.gw.DecideApproval(ctx, "pat", denied.ID, toolgatetype.Decision{})
 		require.NoError(t, err)
 		e.clock.Advance(5 * time.Minute)
-		for id, want := range map[string]toolgate.ApprovalStatus{
-			pending.ID: toolgate.ApprovalStatusExpired, approved.ID: toolgate.ApprovalStatusExpired, denied.ID: toolgate.ApprovalStatusDenied,
+		for id, want := range map[string]toolgatetype.ApprovalStatus{
+			pending.ID: toolgatetype.ApprovalStatusExpired, approved.ID: toolgatetype.ApprovalStatusExpired, denied.ID: toolgatetype.ApprovalStatusDenied,
 		} {
 			got, err := e.gw.ApprovalRequestFor(ctx, "pat", id)
 			require.NoError(t, err)
@@ -271,14 +272,14 @@ func TestApprovalRequestIsSeenOnlyByItsCallerAndApprovers(t *testing.T) {
 	_, r := e.ask("agent", "echo", "hi")
 	readers := []struct {
 		name string
-		read func() (*toolgate.ApprovalRequest, error)
+		read func() (*toolgatetype.ApprovalRequest, error)
 		ok   bool
 	}{
-		{"TheCaller", func() (*toolgate.ApprovalRequest, error) { return e.gw.ApprovalRequest(ctx, "agent", r.ID) }, true},
-		{"ItsApprover", func() (*toolgate.ApprovalRequest, error) { return e.gw.ApprovalRequestFor(ctx, "pat", r.ID) }, true},
-		{"AnotherCaller", func() (*toolgate.ApprovalRequest, error) { return e.gw.ApprovalRequest(ctx, "alice", r.ID) }, false},
-		{"AnotherApprover", func() (*toolgate.ApprovalRequest, error) { return e.gw.ApprovalRequestFor(ctx, "sam", r.ID) }, false},
-		{"NotAnID", func() (*toolgate.ApprovalRequest, error) { return e.gw.ApprovalRequest(ctx, "agent", "../etc") }, false},
+		{"TheCaller", func() (*toolgatetype.ApprovalRequest, error) { return e.gw.ApprovalRequest(ctx, "agent", r.ID) }, true},
+		{"ItsApprover", func() (*toolgatetype.ApprovalRequest, error) { return e.gw.ApprovalRequestFor(ctx, "pat", r.ID) }, true},
+		{"AnotherCaller", func() (*toolgatetype.ApprovalRequest, error) { return e.gw.ApprovalRequest(ctx, "alice", r.ID) }, false},
+		{"AnotherApprover", func() (*toolgatetype.ApprovalRequest, error) { return e.gw.ApprovalRequestFor(ctx, "sam", r.ID) }, false},
+		{"NotAnID", func() (*toolgatetype.ApprovalRequest, error) { return e.gw.ApprovalRequest(ctx, "agent", "../etc") }, false},
 	}
 	for _, rd := range readers {
 		got, err := rd.read()
@@ -287,7 +288,7 @@ func TestApprovalRequestIsSeenOnlyByItsCallerAndApprovers(t *testing.T) {
 			assert.Equal(t, r.ID, got.ID, rd.name)
 			continue
 		}
-		requireCode(t, err, toolgate.CodeApprovalRequestNotFound)
+		requireCode(t, err, toolgatetype.CodeApprovalRequestNotFound)
 	}
 }
 
@@ -296,39 +297,39 @@ func TestRequestApprovalChecksTheCallFirst(t *testing.T) {
 	ctx := context.Background()
 	cases := []struct {
 		name  string
-		input func(e *env) toolgate.ApprovalInput
-		code  toolgate.Code
+		input func(e *env) toolgatetype.ApprovalInput
+		code  toolgatetype.Code
 	}{
-		{"InputAgainstTheSchema", func(e *env) toolgate.ApprovalInput {
-			return toolgate.ApprovalInput{QuoteID: e.quote("agent", "echo").Quote.ID, Input: json.RawMessage(`{"v":"","extra":1}`)}
-		}, toolgate.CodeInputInvalid},
-		{"NoInput", func(e *env) toolgate.ApprovalInput {
-			return toolgate.ApprovalInput{QuoteID: e.quote("agent", "echo").Quote.ID}
-		}, toolgate.CodeInvalidRequest},
-		{"InputNotJSON", func(e *env) toolgate.ApprovalInput {
-			return toolgate.ApprovalInput{QuoteID: e.quote("agent", "echo").Quote.ID, Input: json.RawMessage(`{"v":`)}
-		}, toolgate.CodeInvalidRequest},
-		{"QuoteIDNotAnID", func(*env) toolgate.ApprovalInput {
-			return toolgate.ApprovalInput{QuoteID: "q1", Input: json.RawMessage(`{"v":"hi"}`)}
-		}, toolgate.CodeInvalidRequest},
-		{"AnotherCallersQuote", func(e *env) toolgate.ApprovalInput {
-			return toolgate.ApprovalInput{QuoteID: e.quote("alice", "echo").Quote.ID, Input: json.RawMessage(`{"v":"hi"}`)}
-		}, toolgate.CodeQuoteNotFound},
-		{"ExpiredQuote", func(e *env) toolgate.ApprovalInput {
+		{"InputAgainstTheSchema", func(e *env) toolgatetype.ApprovalInput {
+			return toolgatetype.ApprovalInput{QuoteID: e.quote("agent", "echo").Quote.ID, Input: json.RawMessage(`{"v":"","extra":1}`)}
+		}, toolgatetype.CodeInputInvalid},
+		{"NoInput", func(e *env) toolgatetype.ApprovalInput {
+			return toolgatetype.ApprovalInput{QuoteID: e.quote("agent", "echo").Quote.ID}
+		}, toolgatetype.CodeInvalidRequest},
+		{"InputNotJSON", func(e *env) toolgatetype.ApprovalInput {
+			return toolgatetype.ApprovalInput{QuoteID: e.quote("agent", "echo").Quote.ID, Input: json.RawMessage(`{"v":`)}
+		}, toolgatetype.CodeInvalidRequest},
+		{"QuoteIDNotAnID", func(*env) toolgatetype.ApprovalInput {
+			return toolgatetype.ApprovalInput{QuoteID: "q1", Input: json.RawMessage(`{"v":"hi"}`)}
+		}, toolgatetype.CodeInvalidRequest},
+		{"AnotherCallersQuote", func(e *env) toolgatetype.ApprovalInput {
+			return toolgatetype.ApprovalInput{QuoteID: e.quote("alice", "echo").Quote.ID, Input: json.RawMessage(`{"v":"hi"}`)}
+		}, toolgatetype.CodeQuoteNotFound},
+		{"ExpiredQuote", func(e *env) toolgatetype.ApprovalInput {
 			q := e.quote("agent", "echo")
 			e.clock.Advance(5 * time.Minute)
-			return toolgate.ApprovalInput{QuoteID: q.Quote.ID, Input: json.RawMessage(`{"v":"hi"}`)}
-		}, toolgate.CodeQuoteExpired},
-		{"UsedQuote", func(e *env) toolgate.ApprovalInput {
-			e.gw.SetApprovalFor(ctx, "pat", "agent", "echo", storage.ApprovalNeverAsk, e.digest("echo"))
+			return toolgatetype.ApprovalInput{QuoteID: q.Quote.ID, Input: json.RawMessage(`{"v":"hi"}`)}
+		}, toolgatetype.CodeQuoteExpired},
+		{"UsedQuote", func(e *env) toolgatetype.ApprovalInput {
+			e.gw.SetApprovalFor(ctx, "pat", "agent", "echo", toolgatetype.ApprovalNeverAsk, e.digest("echo"))
 			q := e.quote("agent", "echo")
 			_, err := e.gw.Call(ctx, "agent", approvedCall(q, "used", "hi"))
 			require.NoError(t, err)
-			return toolgate.ApprovalInput{QuoteID: q.Quote.ID, Input: json.RawMessage(`{"v":"hi"}`)}
-		}, toolgate.CodeQuoteUsed},
-		{"BlockedTool", func(e *env) toolgate.ApprovalInput {
-			return toolgate.ApprovalInput{QuoteID: e.quote("agent", "blocked").Quote.ID, Input: json.RawMessage(`{"v":"hi"}`)}
-		}, toolgate.CodeToolBlocked},
+			return toolgatetype.ApprovalInput{QuoteID: q.Quote.ID, Input: json.RawMessage(`{"v":"hi"}`)}
+		}, toolgatetype.CodeQuoteUsed},
+		{"BlockedTool", func(e *env) toolgatetype.ApprovalInput {
+			return toolgatetype.ApprovalInput{QuoteID: e.quote("agent", "blocked").Quote.ID, Input: json.RawMessage(`{"v":"hi"}`)}
+		}, toolgatetype.CodeToolBlocked},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -336,10 +337,10 @@ func TestRequestApprovalChecksTheCallFirst(t *testing.T) {
 			e := newApproverEnv(t, []toolSpec{callable, {slug: "blocked", capabilities: readOnly()}})
 			_, err := e.gw.RequestApproval(ctx, "agent", c.input(e))
 			refused := requireCode(t, err, c.code)
-			if c.code == toolgate.CodeInputInvalid {
+			if c.code == toolgatetype.CodeInputInvalid {
 				assert.NotEmpty(t, refused.Details, "the input's failures are listed")
 			}
-			list, err := e.gw.ListApprovalRequests(ctx, "pat", toolgate.ApprovalListOptions{Status: toolgate.ApprovalStatusAll})
+			list, err := e.gw.ListApprovalRequests(ctx, "pat", toolgatetype.ApprovalListOptions{Status: toolgatetype.ApprovalStatusAll})
 			require.NoError(t, err)
 			assert.Empty(t, list.ApprovalRequests, "nothing reaches a person")
 		})
@@ -361,17 +362,17 @@ func TestStandingApprovalsInApproverMode(t *testing.T) {
 	t.Run("OnlyAnApproverSetsThem", func(t *testing.T) {
 		t.Parallel()
 		e := newApproverEnv(t, []toolSpec{callable})
-		_, err := e.gw.SetApproval(ctx, "agent", "echo", storage.ApprovalNeverAsk, e.digest("echo"))
-		requireCode(t, err, toolgate.CodeApproverRequired)
-		_, err = e.gw.SetApprovalFor(ctx, "sam", "agent", "echo", storage.ApprovalNeverAsk, e.digest("echo"))
-		requireCode(t, err, toolgate.CodeNotFound)
+		_, err := e.gw.SetApproval(ctx, "agent", "echo", toolgatetype.ApprovalNeverAsk, e.digest("echo"))
+		requireCode(t, err, toolgatetype.CodeApproverRequired)
+		_, err = e.gw.SetApprovalFor(ctx, "sam", "agent", "echo", toolgatetype.ApprovalNeverAsk, e.digest("echo"))
+		requireCode(t, err, toolgatetype.CodeNotFound)
 		_, err = e.store.GetApproval(ctx, "agent", e.quote("agent", "echo").Tool.ID)
 		assert.ErrorIs(t, err, storage.ErrNotFound)
 
-		_, err = e.gw.SetApprovalFor(ctx, "pat", "agent", "echo", storage.ApprovalNeverAsk, e.digest("echo"))
+		_, err = e.gw.SetApprovalFor(ctx, "pat", "agent", "echo", toolgatetype.ApprovalNeverAsk, e.digest("echo"))
 		require.NoError(t, err)
 		q := e.quote("agent", "echo")
-		assert.Equal(t, toolgate.RequirementCoveredByUserPolicy, q.Policy.Approval.Requirement)
+		assert.Equal(t, toolgatetype.RequirementCoveredByUserPolicy, q.Policy.Approval.Requirement)
 		req := approvedCall(q, "k1", "hi")
 		req.ApprovalDigest = ""
 		res, err := e.gw.Call(ctx, "agent", req)
@@ -381,9 +382,9 @@ func TestStandingApprovalsInApproverMode(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, list, 1)
 		_, err = e.gw.ApprovalsFor(ctx, "sam", "agent")
-		requireCode(t, err, toolgate.CodeNotFound)
+		requireCode(t, err, toolgatetype.CodeNotFound)
 		require.NoError(t, e.gw.DeleteApprovalFor(ctx, "pat", "agent", "echo"))
-		assert.Equal(t, toolgate.RequirementExplicitUnverified, e.quote("agent", "echo").Policy.Approval.Requirement)
+		assert.Equal(t, toolgatetype.RequirementExplicitUnverified, e.quote("agent", "echo").Policy.Approval.Requirement)
 	})
 
 	t.Run("TheCallersOwnCountForNothing", func(t *testing.T) {
@@ -392,23 +393,23 @@ func TestStandingApprovalsInApproverMode(t *testing.T) {
 		q := e.quote("agent", "echo")
 		// Set while the principal was in caller mode, say.
 		require.NoError(t, e.store.PutApproval(ctx, storage.Approval{Principal: "agent", ToolID: q.Tool.ID,
-			ManifestDigest: e.digest("echo"), Mode: storage.ApprovalNeverAsk, UpdatedAt: t0}))
+			ManifestDigest: e.digest("echo"), Mode: toolgatetype.ApprovalNeverAsk, UpdatedAt: t0}))
 		q = e.quote("agent", "echo")
-		assert.Equal(t, toolgate.RequirementExplicitUnverified, q.Policy.Approval.Requirement)
+		assert.Equal(t, toolgatetype.RequirementExplicitUnverified, q.Policy.Approval.Requirement)
 		_, err := e.gw.Call(ctx, "agent", approvedCall(q, "k1", "hi"))
-		requireCode(t, err, toolgate.CodeApprovalRequired)
+		requireCode(t, err, toolgatetype.CodeApprovalRequired)
 	})
 
 	t.Run("ApproveWithRememberCoversTheNextCalls", func(t *testing.T) {
 		t.Parallel()
 		e := newApproverEnv(t, []toolSpec{callable})
 		q, r := e.ask("agent", "echo", "hi")
-		e.approve(r.ID, storage.ApprovalNeverAsk)
+		e.approve(r.ID, toolgatetype.ApprovalNeverAsk)
 		res, err := e.gw.Call(ctx, "agent", grantedCall(q, "k1", "hi", r.ID))
 		toolgatetest.RequireCompleted(t, res, err, "0.0000")
 
 		next := e.quote("agent", "echo")
-		assert.Equal(t, toolgate.RequirementCoveredByUserPolicy, next.Policy.Approval.Requirement)
+		assert.Equal(t, toolgatetype.RequirementCoveredByUserPolicy, next.Policy.Approval.Requirement)
 		req := approvedCall(next, "k2", "another input")
 		req.ApprovalDigest = ""
 		res, err = e.gw.Call(ctx, "agent", req)
@@ -423,11 +424,11 @@ func TestStandingApprovalsInApproverMode(t *testing.T) {
 		// A first use the caller approved, before its approver mode.
 		q := e.quote("agent", "fu")
 		require.NoError(t, e.store.PutApproval(ctx, storage.Approval{Principal: "agent", ToolID: q.Tool.ID,
-			ManifestDigest: e.digest("fu"), Mode: storage.ApprovalFirstUse, UpdatedAt: t0}))
+			ManifestDigest: e.digest("fu"), Mode: toolgatetype.ApprovalFirstUse, UpdatedAt: t0}))
 		q = e.quote("agent", "fu")
-		assert.Equal(t, toolgate.RequirementFirstUse, q.Policy.Approval.Requirement)
+		assert.Equal(t, toolgatetype.RequirementFirstUse, q.Policy.Approval.Requirement)
 		_, err := e.gw.Call(ctx, "agent", approvedCall(q, "k0", "hi"))
-		requireCode(t, err, toolgate.CodeApprovalRequired)
+		requireCode(t, err, toolgatetype.CodeApprovalRequired)
 
 		q, r := e.ask("agent", "fu", "hi")
 		e.approve(r.ID, "")
@@ -438,7 +439,7 @@ func TestStandingApprovalsInApproverMode(t *testing.T) {
 		assert.Equal(t, "pat", remembered.ApprovedBy)
 
 		next := e.quote("agent", "fu")
-		assert.Equal(t, toolgate.RequirementCoveredByUserPolicy, next.Policy.Approval.Requirement)
+		assert.Equal(t, toolgatetype.RequirementCoveredByUserPolicy, next.Policy.Approval.Requirement)
 		req := approvedCall(next, "k2", "again")
 		req.ApprovalDigest = ""
 		res, err = e.gw.Call(ctx, "agent", req)
@@ -474,10 +475,10 @@ func TestRefusalLaterInAdmissionLeavesTheGrantUnused(t *testing.T) {
 	res, err := e.gw.Call(ctx, "agent", grantedCall(q1, "k1", "one", r1.ID))
 	toolgatetest.RequireCompleted(t, res, err, "0.0000")
 	_, err = e.gw.Call(ctx, "agent", grantedCall(q2, "k2", "two", r2.ID))
-	requireCode(t, err, toolgate.CodeRateLimited)
+	requireCode(t, err, toolgatetype.CodeRateLimited)
 	grant, err := e.gw.ApprovalRequest(ctx, "agent", r2.ID)
 	require.NoError(t, err)
-	assert.Equal(t, toolgate.ApprovalStatusApproved, grant.Status, "the refused call did not use its grant")
+	assert.Equal(t, toolgatetype.ApprovalStatusApproved, grant.Status, "the refused call did not use its grant")
 
 	e.clock.Advance(time.Minute + time.Second)
 	res, err = e.gw.Call(ctx, "agent", grantedCall(q2, "k2", "two", r2.ID))
@@ -499,7 +500,7 @@ func TestListApprovalRequests(t *testing.T) {
 
 	// Pending, newest first, two to a page.
 	var got []string
-	opts := toolgate.ApprovalListOptions{Limit: 2}
+	opts := toolgatetype.ApprovalListOptions{Limit: 2}
 	for {
 		page, err := e.gw.ListApprovalRequests(ctx, "pat", opts)
 		require.NoError(t, err)
@@ -513,13 +514,13 @@ func TestListApprovalRequests(t *testing.T) {
 	}
 	assert.Equal(t, []string{ids[4], ids[3], ids[2], ids[0]}, got)
 
-	byStatus := map[toolgate.ApprovalStatus][]string{
-		toolgate.ApprovalStatusApproved: {ids[1]},
-		toolgate.ApprovalStatusDenied:   nil,
-		toolgate.ApprovalStatusAll:      {ids[4], ids[3], ids[2], ids[1], ids[0]},
+	byStatus := map[toolgatetype.ApprovalStatus][]string{
+		toolgatetype.ApprovalStatusApproved: {ids[1]},
+		toolgatetype.ApprovalStatusDenied:   nil,
+		toolgatetype.ApprovalStatusAll:      {ids[4], ids[3], ids[2], ids[1], ids[0]},
 	}
 	for status, want := range byStatus {
-		page, err := e.gw.ListApprovalRequests(ctx, "pat", toolgate.ApprovalListOptions{Status: status})
+		page, err := e.gw.ListApprovalRequests(ctx, "pat", toolgatetype.ApprovalListOptions{Status: status})
 		require.NoError(t, err)
 		var have []string
 		for _, r := range page.ApprovalRequests {
@@ -530,28 +531,28 @@ func TestListApprovalRequests(t *testing.T) {
 
 	// Once they expire, they are no longer pending.
 	e.clock.Advance(10 * time.Minute)
-	page, err := e.gw.ListApprovalRequests(ctx, "pat", toolgate.ApprovalListOptions{})
+	page, err := e.gw.ListApprovalRequests(ctx, "pat", toolgatetype.ApprovalListOptions{})
 	require.NoError(t, err)
 	assert.Empty(t, page.ApprovalRequests)
-	page, err = e.gw.ListApprovalRequests(ctx, "pat", toolgate.ApprovalListOptions{Status: toolgate.ApprovalStatusExpired})
+	page, err = e.gw.ListApprovalRequests(ctx, "pat", toolgatetype.ApprovalListOptions{Status: toolgatetype.ApprovalStatusExpired})
 	require.NoError(t, err)
 	assert.Len(t, page.ApprovalRequests, 5)
 
 	for _, c := range []struct {
 		name     string
 		approver string
-		opts     toolgate.ApprovalListOptions
-		code     toolgate.Code
+		opts     toolgatetype.ApprovalListOptions
+		code     toolgatetype.Code
 	}{
-		{"NoApprover", "", toolgate.ApprovalListOptions{}, toolgate.CodeApproverRequired},
-		{"UnknownStatus", "pat", toolgate.ApprovalListOptions{Status: "maybe"}, toolgate.CodeInvalidRequest},
-		{"ForgedCursor", "pat", toolgate.ApprovalListOptions{Cursor: "not-a-cursor"}, toolgate.CodeInvalidRequest},
-		{"LimitTooLarge", "pat", toolgate.ApprovalListOptions{Limit: 101}, toolgate.CodeInvalidRequest},
+		{"NoApprover", "", toolgatetype.ApprovalListOptions{}, toolgatetype.CodeApproverRequired},
+		{"UnknownStatus", "pat", toolgatetype.ApprovalListOptions{Status: "maybe"}, toolgatetype.CodeInvalidRequest},
+		{"ForgedCursor", "pat", toolgatetype.ApprovalListOptions{Cursor: "not-a-cursor"}, toolgatetype.CodeInvalidRequest},
+		{"LimitTooLarge", "pat", toolgatetype.ApprovalListOptions{Limit: 101}, toolgatetype.CodeInvalidRequest},
 	} {
 		_, err := e.gw.ListApprovalRequests(ctx, c.approver, c.opts)
 		requireCode(t, err, c.code)
 	}
-	none, err := e.gw.ListApprovalRequests(ctx, "mallory", toolgate.ApprovalListOptions{Status: toolgate.ApprovalStatusAll})
+	none, err := e.gw.ListApprovalRequests(ctx, "mallory", toolgatetype.ApprovalListOptions{Status: toolgatetype.ApprovalStatusAll})
 	require.NoError(t, err)
 	assert.Empty(t, none.ApprovalRequests, "an approver of no one sees nothing")
 }
@@ -559,10 +560,10 @@ func TestListApprovalRequests(t *testing.T) {
 // recordingNotifier keeps the approval events it is told of.
 type recordingNotifier struct {
 	mu     sync.Mutex
-	events []toolgate.ApprovalEvent
+	events []toolgatetype.ApprovalEvent
 }
 
-func (n *recordingNotifier) NotifyApproval(_ context.Context, ev toolgate.ApprovalEvent) {
+func (n *recordingNotifier) NotifyApproval(_ context.Context, ev toolgatetype.ApprovalEvent) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.events = append(n.events, ev)
@@ -575,14 +576,14 @@ func TestApprovalEventsAreNotified(t *testing.T) {
 	_, r := e.ask("agent", "echo", "hi")
 	e.clock.Advance(time.Second)
 	decided := e.approve(r.ID, "")
-	_, err := e.gw.DecideApproval(context.Background(), "pat", r.ID, toolgate.Decision{})
-	requireCode(t, err, toolgate.CodeApprovalAlreadyDecided)
+	_, err := e.gw.DecideApproval(context.Background(), "pat", r.ID, toolgatetype.Decision{})
+	requireCode(t, err, toolgatetype.CodeApprovalAlreadyDecided)
 
 	require.Len(t, n.events, 2, "one event per change; a refused decision is none")
-	assert.Equal(t, toolgate.ApprovalRequestCreated, n.events[0].Type)
+	assert.Equal(t, toolgatetype.ApprovalRequestCreated, n.events[0].Type)
 	assert.Equal(t, t0, n.events[0].Timestamp)
 	assert.Equal(t, *r, n.events[0].Request)
-	assert.Equal(t, toolgate.ApprovalRequestDecided, n.events[1].Type)
+	assert.Equal(t, toolgatetype.ApprovalRequestDecided, n.events[1].Type)
 	assert.Equal(t, t0.Add(time.Second), n.events[1].Timestamp)
 	assert.Equal(t, *decided, n.events[1].Request)
 }
@@ -596,7 +597,7 @@ func TestApprovalRequestsArePruned(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, res.ApprovalRequests)
 	_, err = e.gw.ApprovalRequest(context.Background(), "agent", r.ID)
-	requireCode(t, err, toolgate.CodeApprovalRequestNotFound)
+	requireCode(t, err, toolgatetype.CodeApprovalRequestNotFound)
 }
 
 func TestApproveRacesDeny(t *testing.T) {
@@ -612,7 +613,7 @@ func TestApproveRacesDeny(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			_, errs[i] = e.gw.DecideApproval(context.Background(), "pat", r.ID, toolgate.Decision{Approve: i%2 == 0})
+			_, errs[i] = e.gw.DecideApproval(context.Background(), "pat", r.ID, toolgatetype.Decision{Approve: i%2 == 0})
 		}()
 	}
 	close(start)
@@ -623,7 +624,7 @@ func TestApproveRacesDeny(t *testing.T) {
 			won++
 			continue
 		}
-		requireCode(t, err, toolgate.CodeApprovalAlreadyDecided)
+		requireCode(t, err, toolgatetype.CodeApprovalAlreadyDecided)
 	}
 	assert.Equal(t, 1, won, "exactly one decision wins")
 }
@@ -634,7 +635,7 @@ func TestCallsRaceOnOneGrant(t *testing.T) {
 	q, r := e.ask("agent", "echo", "hi")
 	e.approve(r.ID, "")
 	const n = 100
-	results := make([]*toolgate.CallResult, n)
+	results := make([]*toolgatetype.CallResult, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	start := make(chan struct{})
@@ -655,7 +656,7 @@ func TestCallsRaceOnOneGrant(t *testing.T) {
 			completed++
 			continue
 		}
-		requireCode(t, err, toolgate.CodeQuoteUsed)
+		requireCode(t, err, toolgatetype.CodeQuoteUsed)
 	}
 	assert.Equal(t, 1, completed, "one call proceeds")
 	e.upstream.RequireCalls(t, 1)

@@ -11,10 +11,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/registry"
-	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetest"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // auditGateway has the echo tool and paid-echo, and a clock that the test
@@ -25,11 +24,11 @@ func auditGateway(t *testing.T) *toolgatetest.Gateway {
 }
 
 // callAt moves the clock on by a minute and makes one call.
-func callAt(t *testing.T, g *toolgatetest.Gateway, principal, tool, input string, approve bool) *toolgate.CallResult {
+func callAt(t *testing.T, g *toolgatetest.Gateway, principal, tool, input string, approve bool) *toolgatetype.CallResult {
 	t.Helper()
 	g.Clock.Advance(time.Minute)
 	q := g.MustQuote(t, principal, tool)
-	req := toolgate.CallRequest{Tool: tool, QuoteID: q.Quote.ID, Input: json.RawMessage(input), IdempotencyKey: "k-" + q.Quote.ID}
+	req := toolgatetype.CallRequest{Tool: tool, QuoteID: q.Quote.ID, Input: json.RawMessage(input), IdempotencyKey: "k-" + q.Quote.ID}
 	if approve {
 		req.ApprovalDigest = *q.Quote.ManifestDigest
 	}
@@ -38,7 +37,7 @@ func callAt(t *testing.T, g *toolgatetest.Gateway, principal, tool, input string
 	return res
 }
 
-func idsOf(page *toolgate.ExecutionPage) []string {
+func idsOf(page *toolgatetype.ExecutionPage) []string {
 	out := make([]string, len(page.Executions))
 	for i, e := range page.Executions {
 		out[i] = e.ID
@@ -56,7 +55,7 @@ func TestListExecutions(t *testing.T) {
 	paid := callAt(t, g, "alice", "paid-echo", `{"v":"three"}`, false)
 	callAt(t, g, "bob", "echo", `{"v":"not alice's"}`, true)
 
-	page, err := g.ListExecutions(ctx, "alice", toolgate.ExecutionFilter{})
+	page, err := g.ListExecutions(ctx, "alice", toolgatetype.ExecutionFilter{})
 	require.NoError(t, err)
 	assert.Equal(t, []string{paid.Execution.ID, failed.Execution.ID, free.Execution.ID}, idsOf(page), "newest first, alice's only")
 	assert.Nil(t, page.NextCursor)
@@ -64,18 +63,18 @@ func TestListExecutions(t *testing.T) {
 	v, err := g.Registry.Lookup("paid-echo")
 	require.NoError(t, err)
 	item := page.Executions[0]
-	assert.Equal(t, toolgate.ExecutionSummary{
+	assert.Equal(t, toolgatetype.ExecutionSummary{
 		ID:             paid.Execution.ID,
 		Principal:      "alice",
-		Tool:           toolgate.ToolRef{ID: v.Tool.ID, Slug: "paid-echo", Name: "Paid Echo"},
+		Tool:           toolgatetype.ToolRef{ID: v.Tool.ID, Slug: "paid-echo", Name: "Paid Echo"},
 		ManifestDigest: v.Digest,
-		Status:         toolgate.StatusCompleted,
-		Cost:           toolgate.Cost{PriceUSD: "0.1000", FeeUSD: "0.0100", TotalUSD: "0.1100", Currency: "USD"},
-		Approval:       &toolgate.ApprovalRecord{Kind: storage.ApprovalKindStanding},
+		Status:         toolgatetype.StatusCompleted,
+		Cost:           toolgatetype.Cost{PriceUSD: "0.1000", FeeUSD: "0.0100", TotalUSD: "0.1100", Currency: "USD"},
+		Approval:       &toolgatetype.ApprovalRecord{Kind: toolgatetype.ApprovalKindStanding},
 		CreatedAt:      start.Add(3 * time.Minute),
 		FinishedAt:     start.Add(3 * time.Minute),
 	}, item)
-	assert.Equal(t, &toolgate.ApprovalRecord{Kind: storage.ApprovalKindDigest}, page.Executions[2].Approval)
+	assert.Equal(t, &toolgatetype.ApprovalRecord{Kind: toolgatetype.ApprovalKindDigest}, page.Executions[2].Approval)
 	body, err := json.Marshal(page)
 	require.NoError(t, err)
 	assert.NotContains(t, string(body), "output", "a listing never carries outputs")
@@ -83,16 +82,16 @@ func TestListExecutions(t *testing.T) {
 
 	for _, c := range []struct {
 		name string
-		f    toolgate.ExecutionFilter
+		f    toolgatetype.ExecutionFilter
 		want []string
 	}{
-		{"by slug", toolgate.ExecutionFilter{Tool: "echo"}, []string{failed.Execution.ID, free.Execution.ID}},
-		{"by id", toolgate.ExecutionFilter{Tool: v.Tool.ID}, []string{paid.Execution.ID}},
-		{"a tool no longer registered finds nothing here", toolgate.ExecutionFilter{Tool: "retired-tool"}, []string{}},
-		{"failed", toolgate.ExecutionFilter{Status: toolgate.StatusFailed}, []string{failed.Execution.ID}},
-		{"completed", toolgate.ExecutionFilter{Status: toolgate.StatusCompleted}, []string{paid.Execution.ID, free.Execution.ID}},
-		{"since", toolgate.ExecutionFilter{Since: start.Add(2 * time.Minute)}, []string{paid.Execution.ID, failed.Execution.ID}},
-		{"until", toolgate.ExecutionFilter{Until: start.Add(2 * time.Minute)}, []string{free.Execution.ID}},
+		{"by slug", toolgatetype.ExecutionFilter{Tool: "echo"}, []string{failed.Execution.ID, free.Execution.ID}},
+		{"by id", toolgatetype.ExecutionFilter{Tool: v.Tool.ID}, []string{paid.Execution.ID}},
+		{"a tool no longer registered finds nothing here", toolgatetype.ExecutionFilter{Tool: "retired-tool"}, []string{}},
+		{"failed", toolgatetype.ExecutionFilter{Status: toolgatetype.StatusFailed}, []string{failed.Execution.ID}},
+		{"completed", toolgatetype.ExecutionFilter{Status: toolgatetype.StatusCompleted}, []string{paid.Execution.ID, free.Execution.ID}},
+		{"since", toolgatetype.ExecutionFilter{Since: start.Add(2 * time.Minute)}, []string{paid.Execution.ID, failed.Execution.ID}},
+		{"until", toolgatetype.ExecutionFilter{Until: start.Add(2 * time.Minute)}, []string{free.Execution.ID}},
 	} {
 		page, err := g.ListExecutions(ctx, "alice", c.f)
 		require.NoError(t, err, c.name)
@@ -110,7 +109,7 @@ func TestListExecutionsPages(t *testing.T) {
 		want = append([]string{res.Execution.ID}, want...)
 	}
 	var got []string
-	f := toolgate.ExecutionFilter{Limit: 3}
+	f := toolgatetype.ExecutionFilter{Limit: 3}
 	for pages := 0; ; pages++ {
 		require.Less(t, pages, 3, "7 executions are 3 pages of 3")
 		page, err := g.ListExecutions(ctx, "alice", f)
@@ -138,7 +137,7 @@ func TestListExecutionsRefusesBadFilters(t *testing.T) {
 		callAt(t, g, "alice", "echo", `{"v":"a"}`, true)
 		callAt(t, g, "bob", "echo", `{"v":"b"}`, true)
 	}
-	alicePage, err := g.ListExecutions(ctx, "alice", toolgate.ExecutionFilter{Limit: 1})
+	alicePage, err := g.ListExecutions(ctx, "alice", toolgatetype.ExecutionFilter{Limit: 1})
 	require.NoError(t, err)
 	require.NotNil(t, alicePage.NextCursor)
 	aliceCursor := *alicePage.NextCursor
@@ -151,27 +150,27 @@ func TestListExecutionsRefusesBadFilters(t *testing.T) {
 	cases := []struct {
 		name      string
 		principal string
-		f         toolgate.ExecutionFilter
+		f         toolgatetype.ExecutionFilter
 		param     string
 	}{
-		{"limit below 1", "alice", toolgate.ExecutionFilter{Limit: -1}, "limit"},
-		{"limit over 100", "alice", toolgate.ExecutionFilter{Limit: 101}, "limit"},
-		{"status", "alice", toolgate.ExecutionFilter{Status: "nope"}, "status"},
-		{"until not after since", "alice", toolgate.ExecutionFilter{Since: now, Until: now}, "until"},
-		{"not a cursor", "alice", toolgate.ExecutionFilter{Cursor: "nope"}, "cursor"},
-		{"altered cursor", "alice", toolgate.ExecutionFilter{Cursor: base64.RawURLEncoding.EncodeToString(flipped)}, "cursor"},
-		{"cut cursor", "alice", toolgate.ExecutionFilter{Cursor: aliceCursor[:len(aliceCursor)-2]}, "cursor"},
-		{"another caller's cursor", "bob", toolgate.ExecutionFilter{Limit: 1, Cursor: aliceCursor}, "cursor"},
-		{"another listing's cursor", "alice", toolgate.ExecutionFilter{Limit: 1, Status: toolgate.StatusCompleted, Cursor: aliceCursor}, "cursor"},
+		{"limit below 1", "alice", toolgatetype.ExecutionFilter{Limit: -1}, "limit"},
+		{"limit over 100", "alice", toolgatetype.ExecutionFilter{Limit: 101}, "limit"},
+		{"status", "alice", toolgatetype.ExecutionFilter{Status: "nope"}, "status"},
+		{"until not after since", "alice", toolgatetype.ExecutionFilter{Since: now, Until: now}, "until"},
+		{"not a cursor", "alice", toolgatetype.ExecutionFilter{Cursor: "nope"}, "cursor"},
+		{"altered cursor", "alice", toolgatetype.ExecutionFilter{Cursor: base64.RawURLEncoding.EncodeToString(flipped)}, "cursor"},
+		{"cut cursor", "alice", toolgatetype.ExecutionFilter{Cursor: aliceCursor[:len(aliceCursor)-2]}, "cursor"},
+		{"another caller's cursor", "bob", toolgatetype.ExecutionFilter{Limit: 1, Cursor: aliceCursor}, "cursor"},
+		{"another listing's cursor", "alice", toolgatetype.ExecutionFilter{Limit: 1, Status: toolgatetype.StatusCompleted, Cursor: aliceCursor}, "cursor"},
 	}
 	for _, c := range cases {
 		_, err := g.ListExecutions(ctx, c.principal, c.f)
-		e := toolgatetest.RequireCode(t, err, toolgate.CodeInvalidRequest)
+		e := toolgatetest.RequireCode(t, err, toolgatetype.CodeInvalidRequest)
 		assert.Equal(t, c.param, e.Parameter, c.name)
 		assert.Contains(t, e.Message, c.param, c.name)
 	}
 	// The same cursor, by its own caller and listing, works, whatever the page size.
-	page, err := g.ListExecutions(ctx, "alice", toolgate.ExecutionFilter{Limit: 5, Cursor: aliceCursor})
+	page, err := g.ListExecutions(ctx, "alice", toolgatetype.ExecutionFilter{Limit: 5, Cursor: aliceCursor})
 	require.NoError(t, err)
 	assert.Len(t, page.Executions, 2)
 }
@@ -190,34 +189,34 @@ func TestSpend(t *testing.T) {
 	callAt(t, g, "alice", "paid-echo", `{"v":"next day"}`, false)
 	g.Clock.Advance(time.Second) // until, by default now, is exclusive
 
-	byTool, err := g.Spend(ctx, "alice", toolgate.SpendFilter{})
+	byTool, err := g.Spend(ctx, "alice", toolgatetype.SpendFilter{})
 	require.NoError(t, err)
 	monthStart := time.Date(start.Year(), start.Month(), 1, 0, 0, 0, 0, time.UTC)
-	assert.Equal(t, &toolgate.SpendSummary{
-		Since: monthStart, Until: g.Clock.Now(), GroupBy: storage.SpendByTool, TotalUSD: "0.3300",
-		Groups: []toolgate.SpendGroup{
+	assert.Equal(t, &toolgatetype.SpendSummary{
+		Since: monthStart, Until: g.Clock.Now(), GroupBy: toolgatetype.SpendByTool, TotalUSD: "0.3300",
+		Groups: []toolgatetype.SpendGroup{
 			{Key: "echo", TotalUSD: "0.0000", Count: 1},
 			{Key: "paid-echo", TotalUSD: "0.3300", Count: 3},
 		},
 	}, byTool)
 
-	byDay, err := g.Spend(ctx, "alice", toolgate.SpendFilter{GroupBy: storage.SpendByDay, Since: start, Until: g.Clock.Now().Add(time.Hour)})
+	byDay, err := g.Spend(ctx, "alice", toolgatetype.SpendFilter{GroupBy: toolgatetype.SpendByDay, Since: start, Until: g.Clock.Now().Add(time.Hour)})
 	require.NoError(t, err)
 	assert.Equal(t, "0.3300", byDay.TotalUSD)
-	assert.Equal(t, []toolgate.SpendGroup{
+	assert.Equal(t, []toolgatetype.SpendGroup{
 		{Key: start.Format(time.DateOnly), TotalUSD: "0.2200", Count: 3},
 		{Key: start.Add(24 * time.Hour).Format(time.DateOnly), TotalUSD: "0.1100", Count: 1},
 	}, byDay.Groups)
 
 	for _, c := range []struct {
-		f     toolgate.SpendFilter
+		f     toolgatetype.SpendFilter
 		param string
 	}{
-		{toolgate.SpendFilter{GroupBy: "week"}, "groupBy"},
-		{toolgate.SpendFilter{Since: start, Until: start}, "since"},
-		{toolgate.SpendFilter{Until: monthStart}, "until"},
+		{toolgatetype.SpendFilter{GroupBy: "week"}, "groupBy"},
+		{toolgatetype.SpendFilter{Since: start, Until: start}, "since"},
+		{toolgatetype.SpendFilter{Until: monthStart}, "until"},
 	} {
 		_, err := g.Spend(ctx, "alice", c.f)
-		assert.Equal(t, c.param, toolgatetest.RequireCode(t, err, toolgate.CodeInvalidRequest).Parameter)
+		assert.Equal(t, c.param, toolgatetest.RequireCode(t, err, toolgatetype.CodeInvalidRequest).Parameter)
 	}
 }

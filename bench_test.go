@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/toolgate/toolgate/internal/testproc"
 	"net/http"
 	"os"
 	"runtime"
@@ -15,6 +14,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/testproc"
+	"github.com/toolgate/toolgate/toolgatetype"
 
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
@@ -81,14 +83,14 @@ func quoteCall(ctx context.Context, gw *toolgate.Gateway, principal, key string)
 	if err != nil {
 		return err
 	}
-	res, err := gw.Call(ctx, principal, toolgate.CallRequest{
+	res, err := gw.Call(ctx, principal, toolgatetype.CallRequest{
 		Tool: benchTool, QuoteID: q.Quote.ID, Input: benchInput,
 		ApprovalDigest: *q.Quote.ManifestDigest, IdempotencyKey: key,
 	})
 	if err != nil {
 		return err
 	}
-	if res.Execution.Status != toolgate.StatusCompleted {
+	if res.Execution.Status != toolgatetype.StatusCompleted {
 		return fmt.Errorf("execution %s: %+v", res.Execution.Status, res.Execution.Error)
 	}
 	return nil
@@ -148,12 +150,12 @@ func benchQuoteCallParallel(b *testing.B, gw *toolgate.Gateway) {
 // floorExecution is an execution result as the call returns it, with the
 // output still typed, so that it is encoded once.
 type floorExecution struct {
-	ID     string                   `json:"id"`
-	Tool   toolgate.ToolRef         `json:"tool"`
-	Status toolgate.Status          `json:"status"`
-	Cost   toolgate.Cost            `json:"cost"`
-	Output any                      `json:"output"`
-	Error  *toolgate.ExecutionError `json:"error"`
+	ID     string                       `json:"id"`
+	Tool   toolgatetype.ToolRef         `json:"tool"`
+	Status toolgatetype.Status          `json:"status"`
+	Cost   toolgatetype.Cost            `json:"cost"`
+	Output any                          `json:"output"`
+	Error  *toolgatetype.ExecutionError `json:"error"`
 }
 
 // BenchmarkFloor is the work no gateway can avoid for the call
@@ -161,7 +163,7 @@ type floorExecution struct {
 // shape with the tool's own normalizer, and encode the execution result once.
 func BenchmarkFloor(b *testing.B) {
 	tool := tools.EarthquakeSearch()
-	ref := toolgate.ToolRef{ID: registry.StableID("tool:" + tool.Slug), Slug: tool.Slug, Name: tool.Name}
+	ref := toolgatetype.ToolRef{ID: registry.StableID("tool:" + tool.Slug), Slug: tool.Slug, Name: tool.Name}
 	header := http.Header{"Content-Type": {"application/json"}}
 	floor := func() error {
 		out, err := tool.Normalize(registry.UpstreamResponse{StatusCode: http.StatusOK, Header: header, Body: benchBody})
@@ -169,8 +171,8 @@ func BenchmarkFloor(b *testing.B) {
 			return err
 		}
 		_, err = json.Marshal(floorExecution{
-			ID: uuid.NewString(), Tool: ref, Status: toolgate.StatusCompleted,
-			Cost:   toolgate.Cost{PriceUSD: "0.0000", FeeUSD: "0.0000", TotalUSD: "0.0000", Currency: "USD"},
+			ID: uuid.NewString(), Tool: ref, Status: toolgatetype.StatusCompleted,
+			Cost:   toolgatetype.Cost{PriceUSD: "0.0000", FeeUSD: "0.0000", TotalUSD: "0.0000", Currency: "USD"},
 			Output: out,
 		})
 		return err
@@ -350,7 +352,7 @@ func BenchmarkRegistryList(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				start := time.Now()
-				if _, err := gw.List(ctx, c.q, 20, 0, toolgate.EntryOptions{}); err != nil {
+				if _, _, err := gw.List(ctx, c.q, 20, 0, toolgatetype.EntryOptions{}); err != nil {
 					b.Fatal(err)
 				}
 				lat = append(lat, time.Since(start))

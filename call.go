@@ -11,40 +11,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
-
-// CallRequest is one call of a tool under a quote.
-type CallRequest struct {
-	// Tool is the tool's slug or id.
-	Tool string
-	// QuoteID is the id of an open quote of this caller for this tool.
-	QuoteID string
-	// Input is the tool's input object.
-	Input json.RawMessage
-	// ApprovalDigest is the manifest digest the user approved; empty when
-	// the caller sends no approval.
-	ApprovalDigest string
-	// ApprovalGrant is the id of an approval request that an approver
-	// approved for this very call (Gateway.RequestApproval); empty when the
-	// call carries none. It approves the call whatever the principal's
-	// approval mode, and the call uses it up.
-	ApprovalGrant string
-	// IdempotencyKey identifies the logical call; retries reuse it.
-	IdempotencyKey string
-}
-
-// CallResult is the outcome of a call.
-type CallResult struct {
-	Execution Execution
-	// Body is the execution result exactly as stored: a replay returns the
-	// same bytes as the original call.
-	Body []byte
-	// Replayed is true when the result is a stored one returned for a retry.
-	Replayed bool
-	// IdempotencyKey is the key the call was made under; with the same
-	// request it gets this result again.
-	IdempotencyKey string
-}
 
 // Call runs one call of a tool under a quote and returns its execution,
 // charging only a completed one. It checks, in this order (contract section
@@ -68,7 +36,7 @@ type CallResult struct {
 //
 // Each call is counted in the gateway's metrics, traced as an execute_tool
 // span and, once it has run, logged in one line (see Config).
-func (g *Gateway) Call(ctx context.Context, principal string, req CallRequest) (*CallResult, error) {
+func (g *Gateway) Call(ctx context.Context, principal string, req toolgatetype.CallRequest) (*toolgatetype.CallResult, error) {
 	var rec callRecord
 	ctx = g.obs.startCall(ctx, &rec, principal, req.Tool)
 	res, err := g.run(ctx, principal, req, &rec)
@@ -81,7 +49,7 @@ func (g *Gateway) Call(ctx context.Context, principal string, req CallRequest) (
 }
 
 // run is Call without its reporting: the pipeline itself.
-func (g *Gateway) run(ctx context.Context, principal string, req CallRequest, rec *callRecord) (*CallResult, error) {
+func (g *Gateway) run(ctx context.Context, principal string, req toolgatetype.CallRequest, rec *callRecord) (*toolgatetype.CallResult, error) {
 	c, err := g.newCall(principal, req)
 	if err != nil {
 		return nil, err
@@ -121,7 +89,7 @@ func (g *Gateway) admitAndClaim(ctx context.Context, c *call, now time.Time) (ad
 // with which key, which tool, quote and input.
 type call struct {
 	principal string
-	req       CallRequest
+	req       toolgatetype.CallRequest
 	tool      *registry.Version
 	quoteID   uuid.UUID
 	grant     uuid.UUID // uuid.Nil when the call carries none
@@ -139,11 +107,11 @@ type call struct {
 }
 
 // newCall checks the caller, the key and the request itself.
-func (g *Gateway) newCall(principal string, req CallRequest) (call, error) {
+func (g *Gateway) newCall(principal string, req toolgatetype.CallRequest) (call, error) {
 	if err := validPrincipal(principal); err != nil {
 		return call{}, err
 	}
-	if err := ValidateIdempotencyKey(req.IdempotencyKey); err != nil {
+	if err := toolgatetype.ValidateIdempotencyKey(req.IdempotencyKey); err != nil {
 		return call{}, err
 	}
 	v, err := g.lookup(req.Tool)
@@ -152,12 +120,12 @@ func (g *Gateway) newCall(principal string, req CallRequest) (call, error) {
 	}
 	quoteID, err := uuid.Parse(req.QuoteID)
 	if err != nil {
-		return call{}, newError(CodeInvalidRequest, "quoteId must be the id of a quote (a UUID)")
+		return call{}, newError(toolgatetype.CodeInvalidRequest, "quoteId must be the id of a quote (a UUID)")
 	}
 	var grant uuid.UUID
 	if req.ApprovalGrant != "" {
 		if grant, err = uuid.Parse(req.ApprovalGrant); err != nil {
-			return call{}, newError(CodeInvalidRequest, "approval.grantId must be the id of an approval request (a UUID)")
+			return call{}, newError(toolgatetype.CodeInvalidRequest, "approval.grantId must be the id of an approval request (a UUID)")
 		}
 	}
 	input, err := canonicalInput(req.Input)
@@ -179,11 +147,11 @@ func (g *Gateway) newCall(principal string, req CallRequest) (call, error) {
 // returns it in RFC 8785 canonical form.
 func canonicalInput(raw json.RawMessage) ([]byte, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
-		return nil, newError(CodeInvalidRequest, "input is required")
+		return nil, newError(toolgatetype.CodeInvalidRequest, "input is required")
 	}
 	input, err := registry.Canonicalize(raw)
 	if err != nil {
-		return nil, newError(CodeInvalidRequest, "input is not valid JSON: %v", strings.TrimPrefix(err.Error(), registry.ErrNotCanonicalizable.Error()+": "))
+		return nil, newError(toolgatetype.CodeInvalidRequest, "input is not valid JSON: %v", strings.TrimPrefix(err.Error(), registry.ErrNotCanonicalizable.Error()+": "))
 	}
 	return input, nil
 }
@@ -191,13 +159,13 @@ func canonicalInput(raw json.RawMessage) ([]byte, error) {
 // admission is what a call was admitted with.
 type admission struct {
 	quote  storage.Quote
-	policy Policy // zero when resumed
+	policy toolgatetype.Policy // zero when resumed
 	// mode is who approves the caller's calls; grant is the approval
 	// request that approved this one, nil when none (or resumed). Together
 	// with policy they say how the call was approved: by the digest sent, by
 	// a standing approval, or by this grant, whose id the store records as
 	// used by the execution.
-	mode   ApprovalMode
+	mode   toolgatetype.ApprovalMode
 	grant  *storage.ApprovalRequest
 	limits effectiveLimits
 	// resumed: the call takes over an abandoned run of itself, which
@@ -235,7 +203,7 @@ func (g *Gateway) admit(ctx context.Context, c *call, now time.Time) (admission,
 		return admission{}, err
 	}
 	if failures := c.tool.Input.Validate(c.input, "input"); failures != nil {
-		return admission{}, &Error{Code: CodeInputInvalid, Message: "the input does not match the tool's input schema", Details: failures}
+		return admission{}, &toolgatetype.Error{Code: toolgatetype.CodeInputInvalid, Message: "the input does not match the tool's input schema", Details: failures}
 	}
 	limits, err := g.limitsFor(ctx, c.principal, c.tool.Tool.Slug, read.SpendControls)
 	if err != nil {
@@ -327,14 +295,14 @@ func (g *Gateway) claim(ctx context.Context, c *call, adm admission, now time.Ti
 // approver's grant (which admission consumes), by the manifest digest it
 // named, which admission checked is the current one, or else by the
 // caller's policy, which admission found covers it without one.
-func (c *call) approvalKind() storage.ApprovalKind {
+func (c *call) approvalKind() toolgatetype.ApprovalKind {
 	switch {
 	case c.grant != uuid.Nil:
-		return storage.ApprovalKindGrant
+		return toolgatetype.ApprovalKindGrant
 	case c.req.ApprovalDigest != "":
-		return storage.ApprovalKindDigest
+		return toolgatetype.ApprovalKindDigest
 	}
-	return storage.ApprovalKindStanding
+	return toolgatetype.ApprovalKindStanding
 }
 
 // claim is a call the store admitted: its execution and the lease the run
@@ -352,9 +320,9 @@ func refusedByStore(err error, built []builtLimit, now time.Time) error {
 	case errors.Is(err, storage.ErrIdempotencyConflict):
 		return errKeyInUse()
 	case errors.Is(err, storage.ErrQuoteUsed):
-		return newError(CodeQuoteUsed, "the quote was already used by another call; request a new quote")
+		return newError(toolgatetype.CodeQuoteUsed, "the quote was already used by another call; request a new quote")
 	case errors.Is(err, storage.ErrQuoteNotFound):
-		return newError(CodeQuoteNotFound, "the quote does not exist for this caller")
+		return newError(toolgatetype.CodeQuoteNotFound, "the quote does not exist for this caller")
 	case errors.Is(err, storage.ErrGrantUnusable):
 		// Checked approved and unused when read; only another call using it
 		// since (with its quote, which would be refused first) or its
@@ -373,8 +341,8 @@ func refusedByStore(err error, built []builtLimit, now time.Time) error {
 // store allows only once that run's lease has ended. Most calls are new, so
 // the key's record is read here, once, rather than before every call; the
 // answer is the one reading it first would have given.
-func (g *Gateway) answerRefusal(ctx context.Context, c *call, refusal error, now time.Time) (*CallResult, error) {
-	if isCode(refusal, CodeInternal) {
+func (g *Gateway) answerRefusal(ctx context.Context, c *call, refusal error, now time.Time) (*toolgatetype.CallResult, error) {
+	if isCode(refusal, toolgatetype.CodeInternal) {
 		return nil, refusal
 	}
 	rec, err := g.store.GetIdempotency(ctx, c.principal, c.req.IdempotencyKey)
@@ -414,10 +382,10 @@ func (g *Gateway) admitResumed(ctx context.Context, c *call, now time.Time) (adm
 		c.rec.setQuote(a.quote)
 	}
 	switch {
-	case isCode(err, CodeQuoteNotFound):
+	case isCode(err, toolgatetype.CodeQuoteNotFound):
 		return a, err
-	case isCode(err, CodeQuoteOutdated) || !EvaluatePolicy(c.tool).Callable:
-		a.abandon = registry.Upstreamf(CodeToolChangedDuringCall, "%s changed or was blocked before this call could run; request a new quote", c.tool.Tool.Slug)
+	case isCode(err, toolgatetype.CodeQuoteOutdated) || !EvaluatePolicy(c.tool).Callable:
+		a.abandon = registry.Upstreamf(toolgatetype.CodeToolChangedDuringCall, "%s changed or was blocked before this call could run; request a new quote", c.tool.Tool.Slug)
 	}
 	if a.limits, err = g.limitsFor(ctx, c.principal, c.tool.Tool.Slug, read.SpendControls); err != nil {
 		return a, err
@@ -428,7 +396,7 @@ func (g *Gateway) admitResumed(ctx context.Context, c *call, now time.Time) (adm
 // execute runs an admitted call: it calls the provider and records the
 // outcome, charging a completed execution and releasing the reservation of
 // a failed one, in one step of the store.
-func (g *Gateway) execute(ctx context.Context, c *call, adm admission, cl claim) (*CallResult, error) {
+func (g *Gateway) execute(ctx context.Context, c *call, adm admission, cl claim) (*toolgatetype.CallResult, error) {
 	// Admitted, the call no longer answers to its caller's context (see Call).
 	ctx = context.WithoutCancel(ctx)
 	exec, upstreamStatus := g.callTool(ctx, c.tool, adm.quote, cl.execution.ID, c.input, adm.abandon)
@@ -442,7 +410,7 @@ func (g *Gateway) execute(ctx context.Context, c *call, adm admission, cl claim)
 		ExecutionID: cl.execution.ID,
 		LeaseToken:  cl.lease,
 		Status:      storage.ExecutionStatus(exec.Status),
-		Charged:     exec.Status == StatusCompleted,
+		Charged:     exec.Status == toolgatetype.StatusCompleted,
 		Response:    body,
 		Now:         g.clock.Now().UTC(),
 	})
@@ -461,18 +429,18 @@ func (g *Gateway) execute(ctx context.Context, c *call, adm admission, cl claim)
 	if exec.Error != nil {
 		c.rec.errorCode = exec.Error.Code
 	}
-	if exec.Status == StatusCompleted && !adm.resumed && !cl.tookOver && adm.policy.Approval.Requirement == RequirementFirstUse {
+	if exec.Status == toolgatetype.StatusCompleted && !adm.resumed && !cl.tookOver && adm.policy.Approval.Requirement == toolgatetype.RequirementFirstUse {
 		switch {
 		case adm.grant != nil:
 			g.rememberFirstUse(ctx, c.principal, c.tool, adm.grant.DecidedBy)
-		case adm.mode == ApprovalModeCaller && c.req.ApprovalDigest != "":
+		case adm.mode == toolgatetype.ApprovalModeCaller && c.req.ApprovalDigest != "":
 			g.rememberFirstUse(ctx, c.principal, c.tool, "")
 		}
 	}
-	return &CallResult{Execution: exec, Body: body}, nil
+	return &toolgatetype.CallResult{Execution: exec, Body: body}, nil
 }
 
-func isCode(err error, code Code) bool {
-	var e *Error
+func isCode(err error, code toolgatetype.Code) bool {
+	var e *toolgatetype.Error
 	return errors.As(err, &e) && e.Code == code
 }

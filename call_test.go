@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetest"
+	"github.com/toolgate/toolgate/toolgatetype"
 	"github.com/toolgate/toolgate/upstream"
 )
 
@@ -27,11 +28,11 @@ func TestCallCompletes(t *testing.T) {
 	require.NoError(t, err)
 
 	x := res.Execution
-	assert.Equal(t, toolgate.StatusCompleted, x.Status)
+	assert.Equal(t, toolgatetype.StatusCompleted, x.Status)
 	assert.Nil(t, x.Error)
 	assert.JSONEq(t, `{"value":"hello"}`, string(x.Output), "fields outside the output shape are dropped")
-	assert.Equal(t, toolgate.Cost{PriceUSD: "0.1000", FeeUSD: "0.0100", TotalUSD: "0.1100", Currency: "USD"}, x.Cost)
-	assert.Equal(t, toolgate.ToolRef{ID: q.Tool.ID, Slug: "paid", Name: "Echo paid"}, x.Tool)
+	assert.Equal(t, toolgatetype.Cost{PriceUSD: "0.1000", FeeUSD: "0.0100", TotalUSD: "0.1100", Currency: "USD"}, x.Cost)
+	assert.Equal(t, toolgatetype.ToolRef{ID: q.Tool.ID, Slug: "paid", Name: "Echo paid"}, x.Tool)
 	assert.False(t, res.Replayed)
 
 	var body map[string]any
@@ -44,7 +45,7 @@ func TestCallCompletes(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, res.Body, got.Body)
 	_, err = e.gw.GetExecution(ctx, "bob", x.ID)
-	requireCode(t, err, toolgate.CodeExecutionNotFound)
+	requireCode(t, err, toolgatetype.CodeExecutionNotFound)
 
 	// The charge is on the ledger and the quote is used.
 	assertSpent(t, e, "alice", "0.1100")
@@ -82,70 +83,72 @@ func TestCallRejectionsLeaveNoTrace(t *testing.T) {
 	}
 	tests := []struct {
 		name   string
-		code   toolgate.Code
-		mutate func(e *env, q *toolgate.QuoteResult, req *toolgate.CallRequest)
-		check  func(t *testing.T, err *toolgate.Error)
+		code   toolgatetype.Code
+		mutate func(e *env, q *toolgatetype.QuoteResult, req *toolgatetype.CallRequest)
+		check  func(t *testing.T, err *toolgatetype.Error)
 	}{
-		{name: "unknown tool", code: toolgate.CodeToolNotFound,
-			mutate: func(_ *env, _ *toolgate.QuoteResult, r *toolgate.CallRequest) { r.Tool = "nope" }},
-		{name: "missing key", code: toolgate.CodeIdempotencyKeyMissing,
-			mutate: func(_ *env, _ *toolgate.QuoteResult, r *toolgate.CallRequest) { r.IdempotencyKey = "" }},
-		{name: "key too long", code: toolgate.CodeIdempotencyKeyInvalid,
-			mutate: func(_ *env, _ *toolgate.QuoteResult, r *toolgate.CallRequest) {
+		{name: "unknown tool", code: toolgatetype.CodeToolNotFound,
+			mutate: func(_ *env, _ *toolgatetype.QuoteResult, r *toolgatetype.CallRequest) { r.Tool = "nope" }},
+		{name: "missing key", code: toolgatetype.CodeIdempotencyKeyMissing,
+			mutate: func(_ *env, _ *toolgatetype.QuoteResult, r *toolgatetype.CallRequest) { r.IdempotencyKey = "" }},
+		{name: "key too long", code: toolgatetype.CodeIdempotencyKeyInvalid,
+			mutate: func(_ *env, _ *toolgatetype.QuoteResult, r *toolgatetype.CallRequest) {
 				r.IdempotencyKey = strings.Repeat("k", 256)
 			}},
-		{name: "key not printable", code: toolgate.CodeIdempotencyKeyInvalid,
-			mutate: func(_ *env, _ *toolgate.QuoteResult, r *toolgate.CallRequest) { r.IdempotencyKey = "k\n1" }},
-		{name: "quote id not a uuid", code: toolgate.CodeInvalidRequest,
-			mutate: func(_ *env, _ *toolgate.QuoteResult, r *toolgate.CallRequest) { r.QuoteID = "q-1" }},
-		{name: "input missing", code: toolgate.CodeInvalidRequest,
-			mutate: func(_ *env, _ *toolgate.QuoteResult, r *toolgate.CallRequest) { r.Input = nil }},
-		{name: "input not JSON", code: toolgate.CodeInvalidRequest,
-			mutate: func(_ *env, _ *toolgate.QuoteResult, r *toolgate.CallRequest) { r.Input = json.RawMessage(`{"v":`) }},
-		{name: "unknown quote", code: toolgate.CodeQuoteNotFound,
-			mutate: func(_ *env, _ *toolgate.QuoteResult, r *toolgate.CallRequest) { r.QuoteID = uuid.NewString() }},
-		{name: "another principal's quote", code: toolgate.CodeQuoteNotFound,
-			mutate: func(e *env, _ *toolgate.QuoteResult, r *toolgate.CallRequest) {
+		{name: "key not printable", code: toolgatetype.CodeIdempotencyKeyInvalid,
+			mutate: func(_ *env, _ *toolgatetype.QuoteResult, r *toolgatetype.CallRequest) { r.IdempotencyKey = "k\n1" }},
+		{name: "quote id not a uuid", code: toolgatetype.CodeInvalidRequest,
+			mutate: func(_ *env, _ *toolgatetype.QuoteResult, r *toolgatetype.CallRequest) { r.QuoteID = "q-1" }},
+		{name: "input missing", code: toolgatetype.CodeInvalidRequest,
+			mutate: func(_ *env, _ *toolgatetype.QuoteResult, r *toolgatetype.CallRequest) { r.Input = nil }},
+		{name: "input not JSON", code: toolgatetype.CodeInvalidRequest,
+			mutate: func(_ *env, _ *toolgatetype.QuoteResult, r *toolgatetype.CallRequest) {
+				r.Input = json.RawMessage(`{"v":`)
+			}},
+		{name: "unknown quote", code: toolgatetype.CodeQuoteNotFound,
+			mutate: func(_ *env, _ *toolgatetype.QuoteResult, r *toolgatetype.CallRequest) { r.QuoteID = uuid.NewString() }},
+		{name: "another principal's quote", code: toolgatetype.CodeQuoteNotFound,
+			mutate: func(e *env, _ *toolgatetype.QuoteResult, r *toolgatetype.CallRequest) {
 				r.QuoteID = e.quote("bob", "echo").Quote.ID
 			}},
-		{name: "quote for another tool", code: toolgate.CodeQuoteToolMismatch,
-			mutate: func(e *env, _ *toolgate.QuoteResult, r *toolgate.CallRequest) {
+		{name: "quote for another tool", code: toolgatetype.CodeQuoteToolMismatch,
+			mutate: func(e *env, _ *toolgatetype.QuoteResult, r *toolgatetype.CallRequest) {
 				r.QuoteID = e.quote("alice", "other").Quote.ID
 			}},
-		{name: "expired quote", code: toolgate.CodeQuoteExpired,
-			mutate: func(e *env, _ *toolgate.QuoteResult, _ *toolgate.CallRequest) {
+		{name: "expired quote", code: toolgatetype.CodeQuoteExpired,
+			mutate: func(e *env, _ *toolgatetype.QuoteResult, _ *toolgatetype.CallRequest) {
 				e.clock.Advance(toolgate.DefaultQuoteTTL)
 			}},
-		{name: "outdated quote", code: toolgate.CodeQuoteOutdated,
-			mutate: func(e *env, _ *toolgate.QuoteResult, r *toolgate.CallRequest) {
+		{name: "outdated quote", code: toolgatetype.CodeQuoteOutdated,
+			mutate: func(e *env, _ *toolgatetype.QuoteResult, r *toolgatetype.CallRequest) {
 				require.NoError(t, e.reg.SetOrigin("echo", "https://mirror.example.test"))
 				v, _ := e.reg.Lookup("echo")
 				r.ApprovalDigest = v.Digest
 			}},
-		{name: "blocked tool", code: toolgate.CodeToolBlocked,
-			mutate: func(e *env, _ *toolgate.QuoteResult, r *toolgate.CallRequest) {
+		{name: "blocked tool", code: toolgatetype.CodeToolBlocked,
+			mutate: func(e *env, _ *toolgatetype.QuoteResult, r *toolgatetype.CallRequest) {
 				r.Tool, r.QuoteID, r.ApprovalDigest = "blocked", e.quote("alice", "blocked").Quote.ID, ""
 			},
-			check: func(t *testing.T, err *toolgate.Error) {
-				assert.Equal(t, toolgate.RequirementBlocked, err.ApprovalRequirement)
+			check: func(t *testing.T, err *toolgatetype.Error) {
+				assert.Equal(t, toolgatetype.RequirementBlocked, err.ApprovalRequirement)
 				assert.Len(t, err.Reasons, 5)
 			}},
-		{name: "approval missing", code: toolgate.CodeApprovalRequired,
-			mutate: func(_ *env, _ *toolgate.QuoteResult, r *toolgate.CallRequest) { r.ApprovalDigest = "" },
-			check: func(t *testing.T, err *toolgate.Error) {
-				assert.Equal(t, toolgate.RequirementExplicitUnverified, err.ApprovalRequirement)
+		{name: "approval missing", code: toolgatetype.CodeApprovalRequired,
+			mutate: func(_ *env, _ *toolgatetype.QuoteResult, r *toolgatetype.CallRequest) { r.ApprovalDigest = "" },
+			check: func(t *testing.T, err *toolgatetype.Error) {
+				assert.Equal(t, toolgatetype.RequirementExplicitUnverified, err.ApprovalRequirement)
 				require.NotNil(t, err.ManifestDigest)
-				assert.Equal(t, []string{toolgate.ReasonEndpointNotVerified}, err.Reasons)
+				assert.Equal(t, []string{toolgatetype.ReasonEndpointNotVerified}, err.Reasons)
 			}},
-		{name: "approval of another digest", code: toolgate.CodeApprovalMismatch,
-			mutate: func(_ *env, _ *toolgate.QuoteResult, r *toolgate.CallRequest) {
+		{name: "approval of another digest", code: toolgatetype.CodeApprovalMismatch,
+			mutate: func(_ *env, _ *toolgatetype.QuoteResult, r *toolgatetype.CallRequest) {
 				r.ApprovalDigest = "sha256:" + strings.Repeat("0", 64)
 			}},
-		{name: "input fails schema", code: toolgate.CodeInputInvalid,
-			mutate: func(_ *env, _ *toolgate.QuoteResult, r *toolgate.CallRequest) {
+		{name: "input fails schema", code: toolgatetype.CodeInputInvalid,
+			mutate: func(_ *env, _ *toolgatetype.QuoteResult, r *toolgatetype.CallRequest) {
 				r.Input = json.RawMessage(`{"n":9,"extra":1}`)
 			},
-			check: func(t *testing.T, err *toolgate.Error) {
+			check: func(t *testing.T, err *toolgatetype.Error) {
 				paths := []string{}
 				for _, d := range err.Details {
 					paths = append(paths, d.Path)
@@ -154,39 +157,41 @@ func TestCallRejectionsLeaveNoTrace(t *testing.T) {
 				assert.Contains(t, paths, "input.n")
 				assert.Len(t, err.Details, 3, "the unknown property is reported too: %v", err.Details)
 			}},
-		{name: "input not an object", code: toolgate.CodeInputInvalid,
-			mutate: func(_ *env, _ *toolgate.QuoteResult, r *toolgate.CallRequest) { r.Input = json.RawMessage(`[1]`) }},
-		{name: "per-call limit", code: toolgate.CodeSpendLimitExceeded,
-			mutate: func(e *env, _ *toolgate.QuoteResult, r *toolgate.CallRequest) {
-				require.NoError(t, e.gw.SetSpendControls(context.Background(), "alice", storage.SpendControls{MaxPerCallUSD: dec("0.05")}))
+		{name: "input not an object", code: toolgatetype.CodeInputInvalid,
+			mutate: func(_ *env, _ *toolgatetype.QuoteResult, r *toolgatetype.CallRequest) {
+				r.Input = json.RawMessage(`[1]`)
+			}},
+		{name: "per-call limit", code: toolgatetype.CodeSpendLimitExceeded,
+			mutate: func(e *env, _ *toolgatetype.QuoteResult, r *toolgatetype.CallRequest) {
+				require.NoError(t, e.gw.SetSpendControls(context.Background(), "alice", toolgatetype.SpendControls{MaxPerCallUSD: dec("0.05")}))
 				q := e.quote("alice", "paid")
 				r.Tool, r.QuoteID, r.ApprovalDigest = "paid", q.Quote.ID, ""
 			},
-			check: func(t *testing.T, err *toolgate.Error) {
+			check: func(t *testing.T, err *toolgatetype.Error) {
 				assert.Equal(t, []string{"Call cost exceeds global per-call limit of $0.0500"}, err.Violations)
 			}},
-		{name: "tool blocked by spend control", code: toolgate.CodeSpendLimitExceeded,
-			mutate: func(e *env, _ *toolgate.QuoteResult, _ *toolgate.CallRequest) {
-				require.NoError(t, e.gw.SetSpendControls(context.Background(), "alice", storage.SpendControls{
-					Tools: map[string]storage.ToolSpendControls{"echo": {Allowed: ptr(false)}}}))
+		{name: "tool blocked by spend control", code: toolgatetype.CodeSpendLimitExceeded,
+			mutate: func(e *env, _ *toolgatetype.QuoteResult, _ *toolgatetype.CallRequest) {
+				require.NoError(t, e.gw.SetSpendControls(context.Background(), "alice", toolgatetype.SpendControls{
+					Tools: map[string]toolgatetype.ToolSpendControls{"echo": {Allowed: ptr(false)}}}))
 			},
-			check: func(t *testing.T, err *toolgate.Error) {
+			check: func(t *testing.T, err *toolgatetype.Error) {
 				assert.Equal(t, []string{"This tool is blocked by its spend control"}, err.Violations)
 			}},
-		{name: "daily limit", code: toolgate.CodeSpendLimitExceeded,
-			mutate: func(e *env, _ *toolgate.QuoteResult, r *toolgate.CallRequest) {
-				require.NoError(t, e.gw.SetSpendControls(context.Background(), "alice", storage.SpendControls{DailyLimitUSD: dec("0.1")}))
+		{name: "daily limit", code: toolgatetype.CodeSpendLimitExceeded,
+			mutate: func(e *env, _ *toolgatetype.QuoteResult, r *toolgatetype.CallRequest) {
+				require.NoError(t, e.gw.SetSpendControls(context.Background(), "alice", toolgatetype.SpendControls{DailyLimitUSD: dec("0.1")}))
 				q := e.quote("alice", "paid")
 				r.Tool, r.QuoteID, r.ApprovalDigest = "paid", q.Quote.ID, ""
 			},
-			check: func(t *testing.T, err *toolgate.Error) {
+			check: func(t *testing.T, err *toolgatetype.Error) {
 				assert.Equal(t, []string{"Call would exceed global daily limit of $0.1000"}, err.Violations)
 			}},
-		{name: "rate limit of zero", code: toolgate.CodeRateLimited,
-			mutate: func(e *env, _ *toolgate.QuoteResult, _ *toolgate.CallRequest) {
-				require.NoError(t, e.gw.SetSpendControls(context.Background(), "alice", storage.SpendControls{RateLimitPerMinute: ptr(0)}))
+		{name: "rate limit of zero", code: toolgatetype.CodeRateLimited,
+			mutate: func(e *env, _ *toolgatetype.QuoteResult, _ *toolgatetype.CallRequest) {
+				require.NoError(t, e.gw.SetSpendControls(context.Background(), "alice", toolgatetype.SpendControls{RateLimitPerMinute: ptr(0)}))
 			},
-			check: func(t *testing.T, err *toolgate.Error) { assert.Equal(t, time.Minute+time.Second, err.RetryAfter) }},
+			check: func(t *testing.T, err *toolgatetype.Error) { assert.Equal(t, time.Minute+time.Second, err.RetryAfter) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -215,11 +220,11 @@ func TestCallRejectedKeyCanBeRetriedOnceCorrected(t *testing.T) {
 	bad := approvedCall(q, "k1", "hello")
 	bad.Input = json.RawMessage(`{}`)
 	_, err := e.gw.Call(ctx, "alice", bad)
-	requireCode(t, err, toolgate.CodeInputInvalid)
+	requireCode(t, err, toolgatetype.CodeInputInvalid)
 
 	res, err := e.gw.Call(ctx, "alice", approvedCall(q, "k1", "hello"))
 	require.NoError(t, err)
-	assert.Equal(t, toolgate.StatusCompleted, res.Execution.Status)
+	assert.Equal(t, toolgatetype.StatusCompleted, res.Execution.Status)
 }
 
 func TestCallReplayIsByteForByte(t *testing.T) {
@@ -251,7 +256,7 @@ func TestCallKeyReusedForAnotherRequest(t *testing.T) {
 	require.NoError(t, err)
 
 	_, err = e.gw.Call(ctx, "alice", approvedCall(q, "k1", "different"))
-	requireCode(t, err, toolgate.CodeIdempotencyKeyReused)
+	requireCode(t, err, toolgatetype.CodeIdempotencyKeyReused)
 
 	// Keys are scoped per principal: bob's k1 is his own.
 	qb := e.quote("bob", "echo")
@@ -267,7 +272,7 @@ func TestCallQuoteUsedByAnotherKey(t *testing.T) {
 	_, err := e.gw.Call(ctx, "alice", approvedCall(q, "k1", "hello"))
 	require.NoError(t, err)
 	_, err = e.gw.Call(ctx, "alice", approvedCall(q, "k2", "hello"))
-	requireCode(t, err, toolgate.CodeQuoteUsed)
+	requireCode(t, err, toolgatetype.CodeQuoteUsed)
 	_, err = e.store.GetIdempotency(ctx, "alice", "k2")
 	require.ErrorIs(t, err, storage.ErrNotFound)
 }
@@ -291,7 +296,7 @@ func TestCallInFlightKeyIsBusy(t *testing.T) {
 	}()
 	<-entered
 	_, err := e.gw.Call(ctx, "alice", approvedCall(q, "k1", "hello"))
-	requireCode(t, err, toolgate.CodeIdempotencyKeyInUse)
+	requireCode(t, err, toolgatetype.CodeIdempotencyKeyInUse)
 	close(release)
 	require.NoError(t, <-done)
 
@@ -322,20 +327,20 @@ func TestCallLeaseTakeoverAfterCrash(t *testing.T) {
 	q := e.quote("alice", "paid")
 
 	_, err := e.gw.Call(ctx, "alice", approvedCall(q, "k1", "hello"))
-	requireCode(t, err, toolgate.CodeInternal)
+	requireCode(t, err, toolgatetype.CodeInternal)
 	store.crash = false
 
 	// Within the lease, the abandoned run still holds the key.
 	e.clock.Advance(toolgate.DefaultIdempotencyLease - time.Second)
 	_, err = e.gw.Call(ctx, "alice", approvedCall(q, "k1", "hello"))
-	requireCode(t, err, toolgate.CodeIdempotencyKeyInUse)
+	requireCode(t, err, toolgatetype.CodeIdempotencyKeyInUse)
 	assertSpent(t, e, "alice", "0.1100") // reserved, in flight
 
 	// After the lease, and after the quote's expiry too, a retry takes over.
 	e.clock.Advance(toolgate.DefaultQuoteTTL)
 	res, err := e.gw.Call(ctx, "alice", approvedCall(q, "k1", "hello"))
 	require.NoError(t, err)
-	assert.Equal(t, toolgate.StatusCompleted, res.Execution.Status)
+	assert.Equal(t, toolgatetype.StatusCompleted, res.Execution.Status)
 	assertSpent(t, e, "alice", "0.1100") // charged once
 	assert.EqualValues(t, 2, e.upstream.Calls())
 
@@ -383,7 +388,7 @@ func TestCallFailedExecutionIsNotCharged(t *testing.T) {
 			res, err := e.gw.Call(ctx, "alice", approvedCall(q, "k1", "hello"))
 			require.NoError(t, err)
 			x := res.Execution
-			assert.Equal(t, toolgate.StatusFailed, x.Status)
+			assert.Equal(t, toolgatetype.StatusFailed, x.Status)
 			assert.JSONEq(t, "null", string(x.Output))
 			require.NotNil(t, x.Error)
 			assert.Equal(t, tt.wantCode, x.Error.Code)
@@ -409,7 +414,7 @@ func TestCallToolWithoutOutputSchemaFails(t *testing.T) {
 	q := e.quote("alice", "echo")
 	res, err := e.gw.Call(context.Background(), "alice", approvedCall(q, "k1", "hi"))
 	require.NoError(t, err)
-	assert.Equal(t, toolgate.StatusFailed, res.Execution.Status)
+	assert.Equal(t, toolgatetype.StatusFailed, res.Execution.Status)
 	assert.Equal(t, registry.CodeOutputInvalid, res.Execution.Error.Code)
 	assert.Zero(t, e.upstream.Calls())
 }
@@ -418,7 +423,7 @@ func TestCallRateLimitRetryAfter(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, []toolSpec{callable})
 	ctx := context.Background()
-	require.NoError(t, e.gw.SetSpendControls(ctx, "alice", storage.SpendControls{RateLimitPerMinute: ptr(2)}))
+	require.NoError(t, e.gw.SetSpendControls(ctx, "alice", toolgatetype.SpendControls{RateLimitPerMinute: ptr(2)}))
 	for i, key := range []string{"k1", "k2"} {
 		q := e.quote("alice", "echo")
 		_, err := e.gw.Call(ctx, "alice", approvedCall(q, key, "hi"))
@@ -429,13 +434,13 @@ func TestCallRateLimitRetryAfter(t *testing.T) {
 	}
 	q := e.quote("alice", "echo")
 	_, err := e.gw.Call(ctx, "alice", approvedCall(q, "k3", "hi"))
-	te := requireCode(t, err, toolgate.CodeRateLimited)
+	te := requireCode(t, err, toolgatetype.CodeRateLimited)
 	assert.Equal(t, 41*time.Second, te.RetryAfter, "the oldest call leaves the window just after 60 s")
 
 	e.clock.Advance(40 * time.Second)
 	q = e.quote("alice", "echo")
 	_, err = e.gw.Call(ctx, "alice", approvedCall(q, "k3", "hi"))
-	requireCode(t, err, toolgate.CodeRateLimited)
+	requireCode(t, err, toolgatetype.CodeRateLimited)
 	e.clock.Advance(time.Second)
 	q = e.quote("alice", "echo")
 	_, err = e.gw.Call(ctx, "alice", approvedCall(q, "k3", "hi"))
@@ -447,13 +452,13 @@ func TestCallerControlsOnlyTighten(t *testing.T) {
 	operator := toolgate.StaticSpendControls{"alice": {DailyLimitUSD: dec("1")}}
 	e := newEnv(t, []toolSpec{paidCallable}, func(c *toolgate.Config) { c.SpendControls = operator })
 	ctx := context.Background()
-	require.NoError(t, e.gw.SetSpendControls(ctx, "alice", storage.SpendControls{DailyLimitUSD: dec("500"), MonthlyLimitUSD: dec("2")}))
+	require.NoError(t, e.gw.SetSpendControls(ctx, "alice", toolgatetype.SpendControls{DailyLimitUSD: dec("500"), MonthlyLimitUSD: dec("2")}))
 	q := e.quote("alice", "paid")
 	assert.Equal(t, "1.0000", q.Controls.Global.DailyLimitUSD, "a caller cannot raise the operator's limit")
 	assert.Equal(t, "2.0000", q.Controls.Global.MonthlyLimitUSD, "a caller can lower a limit")
 
-	err := e.gw.SetSpendControls(ctx, "alice", storage.SpendControls{DailyLimitUSD: dec("-1")})
-	requireCode(t, err, toolgate.CodeInvalidRequest)
+	err := e.gw.SetSpendControls(ctx, "alice", toolgatetype.SpendControls{DailyLimitUSD: dec("-1")})
+	requireCode(t, err, toolgatetype.CodeInvalidRequest)
 }
 
 func TestStandingApprovals(t *testing.T) {
@@ -467,31 +472,31 @@ func TestStandingApprovals(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, []toolSpec{firstUse})
 		q := e.quote("alice", "fu")
-		assert.Equal(t, toolgate.RequirementFirstUse, q.Policy.Approval.Requirement)
+		assert.Equal(t, toolgatetype.RequirementFirstUse, q.Policy.Approval.Requirement)
 		noApproval := approvedCall(q, "k0", "hi")
 		noApproval.ApprovalDigest = ""
 		_, err := e.gw.Call(ctx, "alice", noApproval)
-		requireCode(t, err, toolgate.CodeApprovalRequired)
+		requireCode(t, err, toolgatetype.CodeApprovalRequired)
 
 		_, err = e.gw.Call(ctx, "alice", approvedCall(q, "k1", "hi"))
 		require.NoError(t, err)
 
 		q = e.quote("alice", "fu")
-		assert.Equal(t, toolgate.RequirementCoveredByUserPolicy, q.Policy.Approval.Requirement)
+		assert.Equal(t, toolgatetype.RequirementCoveredByUserPolicy, q.Policy.Approval.Requirement)
 		require.NotNil(t, q.Policy.Approval.Standing)
-		assert.Equal(t, storage.ApprovalFirstUse, q.Policy.Approval.Standing.Mode)
+		assert.Equal(t, toolgatetype.ApprovalFirstUse, q.Policy.Approval.Standing.Mode)
 		noApproval = approvedCall(q, "k2", "hi")
 		noApproval.ApprovalDigest = ""
 		_, err = e.gw.Call(ctx, "alice", noApproval)
 		require.NoError(t, err)
 
 		// Bob has not approved anything.
-		assert.Equal(t, toolgate.RequirementFirstUse, e.quote("bob", "fu").Policy.Approval.Requirement)
+		assert.Equal(t, toolgatetype.RequirementFirstUse, e.quote("bob", "fu").Policy.Approval.Requirement)
 
 		// A new digest makes the remembered approval stale.
 		require.NoError(t, e.reg.SetOrigin("fu", "https://mirror.example.test"))
 		q = e.quote("alice", "fu")
-		assert.Equal(t, toolgate.RequirementFirstUse, q.Policy.Approval.Requirement)
+		assert.Equal(t, toolgatetype.RequirementFirstUse, q.Policy.Approval.Requirement)
 		assert.True(t, q.Policy.Approval.Standing.Stale)
 	})
 
@@ -499,13 +504,13 @@ func TestStandingApprovals(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, []toolSpec{callable})
 		q := e.quote("alice", "echo")
-		_, err := e.gw.SetApproval(ctx, "alice", "echo", storage.ApprovalNeverAsk, "sha256:"+strings.Repeat("a", 64))
-		requireCode(t, err, toolgate.CodeApprovalMismatch)
-		_, err = e.gw.SetApproval(ctx, "alice", "echo", storage.ApprovalNeverAsk, *q.Quote.ManifestDigest)
+		_, err := e.gw.SetApproval(ctx, "alice", "echo", toolgatetype.ApprovalNeverAsk, "sha256:"+strings.Repeat("a", 64))
+		requireCode(t, err, toolgatetype.CodeApprovalMismatch)
+		_, err = e.gw.SetApproval(ctx, "alice", "echo", toolgatetype.ApprovalNeverAsk, *q.Quote.ManifestDigest)
 		require.NoError(t, err)
 
 		q = e.quote("alice", "echo")
-		assert.Equal(t, toolgate.RequirementCoveredByUserPolicy, q.Policy.Approval.Requirement)
+		assert.Equal(t, toolgatetype.RequirementCoveredByUserPolicy, q.Policy.Approval.Requirement)
 		assert.True(t, q.Policy.EligibleForAutoCall)
 		req := approvedCall(q, "k1", "hi")
 		req.ApprovalDigest = ""
@@ -519,8 +524,8 @@ func TestStandingApprovals(t *testing.T) {
 		assert.False(t, list[0].Stale)
 
 		require.NoError(t, e.gw.DeleteApproval(ctx, "alice", "echo"))
-		requireCode(t, e.gw.DeleteApproval(ctx, "alice", "echo"), toolgate.CodeNotFound)
-		assert.Equal(t, toolgate.RequirementExplicitUnverified, e.quote("alice", "echo").Policy.Approval.Requirement)
+		requireCode(t, e.gw.DeleteApproval(ctx, "alice", "echo"), toolgatetype.CodeNotFound)
+		assert.Equal(t, toolgatetype.RequirementExplicitUnverified, e.quote("alice", "echo").Policy.Approval.Requirement)
 	})
 
 	t.Run("ask only for charged calls", func(t *testing.T) {
@@ -529,30 +534,30 @@ func TestStandingApprovals(t *testing.T) {
 		e := newEnv(t, []toolSpec{firstUse, free})
 		for _, slug := range []string{"fu", "free"} {
 			q := e.quote("alice", slug)
-			_, err := e.gw.SetApproval(ctx, "alice", slug, storage.ApprovalAskChargedCalls, *q.Quote.ManifestDigest)
+			_, err := e.gw.SetApproval(ctx, "alice", slug, toolgatetype.ApprovalAskChargedCalls, *q.Quote.ManifestDigest)
 			require.NoError(t, err)
 		}
-		assert.Equal(t, toolgate.RequirementCoveredByUserPolicy, e.quote("alice", "free").Policy.Approval.Requirement)
-		assert.Equal(t, toolgate.RequirementFirstUse, e.quote("alice", "fu").Policy.Approval.Requirement)
+		assert.Equal(t, toolgatetype.RequirementCoveredByUserPolicy, e.quote("alice", "free").Policy.Approval.Requirement)
+		assert.Equal(t, toolgatetype.RequirementFirstUse, e.quote("alice", "fu").Policy.Approval.Requirement)
 	})
 
 	t.Run("ask every call overrides first use", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, []toolSpec{firstUse})
 		q := e.quote("alice", "fu")
-		_, err := e.gw.SetApproval(ctx, "alice", "fu", storage.ApprovalAskEveryCall, *q.Quote.ManifestDigest)
+		_, err := e.gw.SetApproval(ctx, "alice", "fu", toolgatetype.ApprovalAskEveryCall, *q.Quote.ManifestDigest)
 		require.NoError(t, err)
 		_, err = e.gw.Call(ctx, "alice", approvedCall(q, "k1", "hi"))
 		require.NoError(t, err)
 		q = e.quote("alice", "fu")
-		assert.Equal(t, toolgate.RequirementPerCall, q.Policy.Approval.Requirement, "the caller's setting is kept after an approved call")
+		assert.Equal(t, toolgatetype.RequirementPerCall, q.Policy.Approval.Requirement, "the caller's setting is kept after an approved call")
 	})
 
 	t.Run("blocked stays blocked", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, []toolSpec{{slug: "weather", price: "0.001"}})
-		_, err := e.gw.SetApproval(ctx, "alice", "weather", storage.ApprovalNeverAsk, "sha256:"+strings.Repeat("a", 64))
-		requireCode(t, err, toolgate.CodeToolBlocked)
+		_, err := e.gw.SetApproval(ctx, "alice", "weather", toolgatetype.ApprovalNeverAsk, "sha256:"+strings.Repeat("a", 64))
+		requireCode(t, err, toolgatetype.CodeToolBlocked)
 	})
 }
 
@@ -565,13 +570,13 @@ func TestUsageCountsCompletedCallsAndUniqueUsers(t *testing.T) {
 		_, err := e.gw.Call(ctx, who, approvedCall(q, "k"+string(rune('0'+i)), "hi"))
 		require.NoError(t, err)
 	}
-	entry, err := e.gw.Entry(ctx, "echo", toolgate.EntryOptions{ExposeUsageCounts: true})
+	entry, err := e.gw.Entry(ctx, "echo", toolgatetype.EntryOptions{ExposeUsageCounts: true})
 	require.NoError(t, err)
 	assert.EqualValues(t, 3, *entry.Usage.Count)
 	assert.EqualValues(t, 2, *entry.Usage.UniqueUsers)
 	assert.Equal(t, "Under 1K invokes", entry.Usage.InvocationsLabel)
 
-	hidden, err := e.gw.Entry(ctx, "echo", toolgate.EntryOptions{})
+	hidden, err := e.gw.Entry(ctx, "echo", toolgatetype.EntryOptions{})
 	require.NoError(t, err)
 	assert.Nil(t, hidden.Usage.Count, "exact counts are shown only where the operator allows")
 	raw, _ := json.Marshal(hidden.Usage)
@@ -604,6 +609,6 @@ func TestCallOutlivesItsCaller(t *testing.T) {
 	res, err := e.gw.Call(context.Background(), "alice", approvedCall(q, "k1", "hello"))
 	require.NoError(t, err)
 	assert.True(t, res.Replayed)
-	assert.Equal(t, toolgate.StatusCompleted, res.Execution.Status)
+	assert.Equal(t, toolgatetype.StatusCompleted, res.Execution.Status)
 	assertSpent(t, e, "alice", "0.1100")
 }

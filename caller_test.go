@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/toolgatetest"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // A gateway bound to a principal calls as that principal, makes up a key
@@ -17,11 +17,11 @@ func TestGatewayFor(t *testing.T) {
 	t.Parallel()
 	gw := toolgatetest.New(t, nil)
 	ctx := context.Background()
-	var alice toolgate.Caller = gw.For("alice")
+	var alice toolgatetype.Caller = gw.For("alice")
 
 	q, err := alice.Quote(ctx, "echo")
 	require.NoError(t, err)
-	req := toolgate.CallRequest{Tool: "echo", QuoteID: q.Quote.ID, Input: json.RawMessage(`{"v":"hi"}`), ApprovalDigest: *q.Quote.ManifestDigest}
+	req := toolgatetype.CallRequest{Tool: "echo", QuoteID: q.Quote.ID, Input: json.RawMessage(`{"v":"hi"}`), ApprovalDigest: *q.Quote.ManifestDigest}
 	res, err := alice.Call(ctx, req)
 	toolgatetest.RequireCompleted(t, res, err, "0.0000")
 	require.NotEmpty(t, res.IdempotencyKey)
@@ -37,10 +37,10 @@ func TestGatewayFor(t *testing.T) {
 
 	// Another principal's quote is not alice's to use.
 	_, err = gw.For("bob").Call(ctx, req)
-	toolgatetest.RequireCode(t, err, toolgate.CodeQuoteNotFound)
+	toolgatetest.RequireCode(t, err, toolgatetype.CodeQuoteNotFound)
 	assert.Equal(t, "bob", gw.For("bob").Principal())
 
-	other, err := alice.Call(ctx, toolgate.CallRequest{Tool: "echo", QuoteID: gw.MustQuote(t, "alice", "echo").Quote.ID,
+	other, err := alice.Call(ctx, toolgatetype.CallRequest{Tool: "echo", QuoteID: gw.MustQuote(t, "alice", "echo").Quote.ID,
 		Input: json.RawMessage(`{"v":"hi"}`), ApprovalDigest: *q.Quote.ManifestDigest})
 	toolgatetest.RequireCompleted(t, other, err, "0.0000")
 	assert.NotEqual(t, res.IdempotencyKey, other.IdempotencyKey, "a new key for each call")

@@ -14,6 +14,7 @@ import (
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetest"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // TestConcurrentCallsWithOneKeyReachUpstreamOnce fires 100 identical calls
@@ -56,7 +57,7 @@ func TestConcurrentCallsWithOneKeyReachUpstreamOnce(t *testing.T) {
 	require.NoError(t, err)
 	for i := 0; i < n; i++ {
 		if errs[i] != nil {
-			requireCode(t, errs[i], toolgate.CodeIdempotencyKeyInUse)
+			requireCode(t, errs[i], toolgatetype.CodeIdempotencyKeyInUse)
 			continue
 		}
 		assert.Equal(t, final.Body, bodies[i])
@@ -75,7 +76,7 @@ func TestConcurrentSpendNeverExceedsBudget(t *testing.T) {
 	ctx := context.Background()
 
 	const n = 200
-	quotes := make([]*toolgate.QuoteResult, n)
+	quotes := make([]*toolgatetype.QuoteResult, n)
 	for i := range quotes {
 		quotes[i] = e.quote("alice", "paid")
 	}
@@ -88,7 +89,7 @@ func TestConcurrentSpendNeverExceedsBudget(t *testing.T) {
 			defer wg.Done()
 			<-start
 			res, err := e.gw.Call(ctx, "alice", approvedCall(quotes[i], fmt.Sprintf("k%d", i), "hi"))
-			if err == nil && res.Execution.Status != toolgate.StatusCompleted {
+			if err == nil && res.Execution.Status != toolgatetype.StatusCompleted {
 				err = errors.New("execution " + string(res.Execution.Status))
 			}
 			results <- err
@@ -104,7 +105,7 @@ func TestConcurrentSpendNeverExceedsBudget(t *testing.T) {
 			completed++
 			continue
 		}
-		te := requireCode(t, err, toolgate.CodeSpendLimitExceeded)
+		te := requireCode(t, err, toolgatetype.CodeSpendLimitExceeded)
 		assert.Equal(t, []string{"Call would exceed global daily limit of $5.5000"}, te.Violations)
 		refused++
 	}

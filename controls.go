@@ -8,6 +8,7 @@ import (
 
 	"github.com/shopspring/decimal"
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // The contract's defaults for every principal.
@@ -18,43 +19,6 @@ var (
 	defaultRateLimitPerMinute = 60
 	defaultRateLimitPerHour   = 1000
 )
-
-// Controls is the spend-control decision for one call, as shown in a quote.
-type Controls struct {
-	Approved     bool            `json:"approved"`
-	Violations   []string        `json:"violations"`
-	RequestedUSD string          `json:"requestedUsd"`
-	Global       GlobalControls  `json:"global"`
-	Tool         *ToolControls   `json:"tool"`
-	limits       effectiveLimits // what produced the decision, for the call that follows
-}
-
-// GlobalControls are a principal's limits over all tools, with what is used.
-type GlobalControls struct {
-	MaxPerCallUSD       string `json:"maxPerCallUsd"`
-	DailyLimitUSD       string `json:"dailyLimitUsd"`
-	MonthlyLimitUSD     string `json:"monthlyLimitUsd"`
-	RateLimitPerMinute  int    `json:"rateLimitPerMinute"`
-	RateLimitPerHour    int    `json:"rateLimitPerHour"`
-	DailyUsedUSD        string `json:"dailyUsedUsd"`
-	MonthlyUsedUSD      string `json:"monthlyUsedUsd"`
-	DailyRemainingUSD   string `json:"dailyRemainingUsd"`
-	MonthlyRemainingUSD string `json:"monthlyRemainingUsd"`
-}
-
-// ToolControls are a principal's limits on one tool; unset limits are null.
-type ToolControls struct {
-	Allowed             bool    `json:"allowed"`
-	MaxPerCallUSD       *string `json:"maxPerCallUsd"`
-	DailyLimitUSD       *string `json:"dailyLimitUsd"`
-	MonthlyLimitUSD     *string `json:"monthlyLimitUsd"`
-	RateLimitPerMinute  *int    `json:"rateLimitPerMinute"`
-	RateLimitPerHour    *int    `json:"rateLimitPerHour"`
-	DailyUsedUSD        string  `json:"dailyUsedUsd"`
-	MonthlyUsedUSD      string  `json:"monthlyUsedUsd"`
-	DailyRemainingUSD   *string `json:"dailyRemainingUsd"`
-	MonthlyRemainingUSD *string `json:"monthlyRemainingUsd"`
-}
 
 // effectiveLimits are a principal's limits once defaults, the operator's
 // settings and the caller's own are layered.
@@ -74,7 +38,7 @@ type toolLimits struct {
 // operator's controls, then the caller's own (own; nil when none), which
 // only ever tighten: they are a caller's self-restraint, not a way past the
 // operator's ceiling.
-func (g *Gateway) limitsFor(ctx context.Context, principal, slug string, own *storage.SpendControls) (effectiveLimits, error) {
+func (g *Gateway) limitsFor(ctx context.Context, principal, slug string, own *toolgatetype.SpendControls) (effectiveLimits, error) {
 	l := effectiveLimits{
 		MaxPerCall: defaultMaxPerCallUSD, Daily: defaultDailyLimitUSD, Monthly: defaultMonthlyLimitUSD,
 		PerMinute: defaultRateLimitPerMinute, PerHour: defaultRateLimitPerHour,
@@ -92,7 +56,7 @@ func (g *Gateway) limitsFor(ctx context.Context, principal, slug string, own *st
 	return l, nil
 }
 
-func (l *effectiveLimits) apply(c storage.SpendControls, slug string, tighten bool) {
+func (l *effectiveLimits) apply(c toolgatetype.SpendControls, slug string, tighten bool) {
 	setDec := func(dst *decimal.Decimal, src *decimal.Decimal) {
 		if src != nil && (!tighten || src.LessThan(*dst)) {
 			*dst = *src
@@ -213,13 +177,13 @@ func spendViolation(kind limitKind, max decimal.Decimal) string {
 }
 
 // spendLimitError refuses a call that would break spend controls.
-func spendLimitError(violations []string) *Error {
-	return &Error{Code: CodeSpendLimitExceeded, Message: "the call would break your spend controls", Violations: violations}
+func spendLimitError(violations []string) *toolgatetype.Error {
+	return &toolgatetype.Error{Code: toolgatetype.CodeSpendLimitExceeded, Message: "the call would break your spend controls", Violations: violations}
 }
 
 // limitError reports rate limits before spend limits: a rate-limited caller
 // should wait, not raise a budget.
-func limitError(built []builtLimit, le *storage.LimitError, now time.Time) *Error {
+func limitError(built []builtLimit, le *storage.LimitError, now time.Time) *toolgatetype.Error {
 	var violations []string
 	var retryAt time.Time
 	for _, f := range le.Failures {
@@ -240,7 +204,7 @@ func limitError(built []builtLimit, le *storage.LimitError, now time.Time) *Erro
 		// A call stays in its window up to and including oldest+window, so
 		// the first whole second strictly after that is when a retry succeeds.
 		wait := retryAt.Sub(now).Truncate(time.Second) + time.Second
-		return &Error{Code: CodeRateLimited, Message: fmt.Sprintf("too many calls; retry in %d seconds", int(wait.Seconds())), RetryAfter: wait}
+		return &toolgatetype.Error{Code: toolgatetype.CodeRateLimited, Message: fmt.Sprintf("too many calls; retry in %d seconds", int(wait.Seconds())), RetryAfter: wait}
 	}
 	return spendLimitError(violations)
 }
@@ -292,7 +256,7 @@ func spendWindows(toolID string, now time.Time) []storage.Limit {
 // previewControls is the spend decision a quote shows: the same checks the
 // call will make, against what is used now (used, measured over
 // spendWindows).
-func previewControls(l effectiveLimits, used []decimal.Decimal, total decimal.Decimal) Controls {
+func previewControls(l effectiveLimits, used []decimal.Decimal, total decimal.Decimal) toolgatetype.Controls {
 	usedBy := func(k limitKind) decimal.Decimal { return used[k] }
 	violations := l.staticViolations(total)
 	check := func(k limitKind, max decimal.Decimal) {
@@ -319,11 +283,11 @@ func previewControls(l effectiveLimits, used []decimal.Decimal, total decimal.De
 		}
 		return decimal.Zero
 	}
-	c := Controls{
+	c := toolgatetype.Controls{
 		Approved:     len(violations) == 0,
 		Violations:   violations,
 		RequestedUSD: usd(total),
-		Global: GlobalControls{
+		Global: toolgatetype.GlobalControls{
 			MaxPerCallUSD:       usd(l.MaxPerCall),
 			DailyLimitUSD:       usd(l.Daily),
 			MonthlyLimitUSD:     usd(l.Monthly),
@@ -334,7 +298,6 @@ func previewControls(l effectiveLimits, used []decimal.Decimal, total decimal.De
 			DailyRemainingUSD:   usd(remaining(l.Daily, usedBy(limitGlobalDaily))),
 			MonthlyRemainingUSD: usd(remaining(l.Monthly, usedBy(limitGlobalMonthly))),
 		},
-		limits: l,
 	}
 	if t := l.Tool; t != nil {
 		optUSD := func(d *decimal.Decimal) *string {
@@ -344,7 +307,7 @@ func previewControls(l effectiveLimits, used []decimal.Decimal, total decimal.De
 			s := usd(*d)
 			return &s
 		}
-		tc := &ToolControls{
+		tc := &toolgatetype.ToolControls{
 			Allowed:            t.Allowed,
 			MaxPerCallUSD:      optUSD(t.MaxPerCall),
 			DailyLimitUSD:      optUSD(t.Daily),
@@ -370,16 +333,16 @@ func previewControls(l effectiveLimits, used []decimal.Decimal, total decimal.De
 // SpendControls returns the caller's own stored spend controls, the zero
 // value when they have set none. These only ever tighten the operator's:
 // the limits in force for a tool are shown in its quote's controls.
-func (g *Gateway) SpendControls(ctx context.Context, principal string) (storage.SpendControls, error) {
+func (g *Gateway) SpendControls(ctx context.Context, principal string) (toolgatetype.SpendControls, error) {
 	if err := validPrincipal(principal); err != nil {
-		return storage.SpendControls{}, err
+		return toolgatetype.SpendControls{}, err
 	}
 	c, err := g.store.GetSpendControls(ctx, principal)
 	if errors.Is(err, storage.ErrNotFound) {
-		return storage.SpendControls{}, nil
+		return toolgatetype.SpendControls{}, nil
 	}
 	if err != nil {
-		return storage.SpendControls{}, internalError(err)
+		return toolgatetype.SpendControls{}, internalError(err)
 	}
 	return c, nil
 }
@@ -387,8 +350,8 @@ func (g *Gateway) SpendControls(ctx context.Context, principal string) (storage.
 // SetSpendControls replaces the caller's own spend controls. They apply to
 // the caller's next quote and call, and can only tighten the operator's
 // limits.
-func (g *Gateway) SetSpendControls(ctx context.Context, principal string, c storage.SpendControls) error {
-	_, err := g.UpdateSpendControls(ctx, principal, func(stored *storage.SpendControls) error {
+func (g *Gateway) SetSpendControls(ctx context.Context, principal string, c toolgatetype.SpendControls) error {
+	_, err := g.UpdateSpendControls(ctx, principal, func(stored *toolgatetype.SpendControls) error {
 		*stored = c
 		return nil
 	})
@@ -401,12 +364,12 @@ func (g *Gateway) SetSpendControls(ctx context.Context, principal string, c stor
 // changes, such as two tools' limits set at once, both survive. update may
 // run more than once and must only change its argument; an error it returns
 // aborts the change and comes back as it is. It returns the controls stored.
-func (g *Gateway) UpdateSpendControls(ctx context.Context, principal string, update func(*storage.SpendControls) error) (storage.SpendControls, error) {
+func (g *Gateway) UpdateSpendControls(ctx context.Context, principal string, update func(*toolgatetype.SpendControls) error) (toolgatetype.SpendControls, error) {
 	if err := validPrincipal(principal); err != nil {
-		return storage.SpendControls{}, err
+		return toolgatetype.SpendControls{}, err
 	}
 	var refused error // update's own error, or the validation's, returned as it is
-	c, err := g.store.UpdateSpendControls(ctx, principal, func(c *storage.SpendControls) error {
+	c, err := g.store.UpdateSpendControls(ctx, principal, func(c *toolgatetype.SpendControls) error {
 		refused = update(c)
 		if refused == nil {
 			if bad := validateSpendControls(*c); bad != nil {
@@ -417,27 +380,27 @@ func (g *Gateway) UpdateSpendControls(ctx context.Context, principal string, upd
 	})
 	switch {
 	case err != nil && refused != nil && errors.Is(err, refused):
-		return storage.SpendControls{}, refused
+		return toolgatetype.SpendControls{}, refused
 	case err != nil:
-		return storage.SpendControls{}, internalError(err)
+		return toolgatetype.SpendControls{}, internalError(err)
 	}
 	return c, nil
 }
 
-func validateSpendControls(c storage.SpendControls) *Error {
-	checkDec := func(name string, d *decimal.Decimal) *Error {
+func validateSpendControls(c toolgatetype.SpendControls) *toolgatetype.Error {
+	checkDec := func(name string, d *decimal.Decimal) *toolgatetype.Error {
 		if d != nil && (d.IsNegative() || d.Exponent() < -4) {
-			return newError(CodeInvalidRequest, "%s must be a non-negative amount with at most 4 decimals", name)
+			return newError(toolgatetype.CodeInvalidRequest, "%s must be a non-negative amount with at most 4 decimals", name)
 		}
 		return nil
 	}
-	checkInt := func(name string, n *int) *Error {
+	checkInt := func(name string, n *int) *toolgatetype.Error {
 		if n != nil && *n < 0 {
-			return newError(CodeInvalidRequest, "%s must not be negative", name)
+			return newError(toolgatetype.CodeInvalidRequest, "%s must not be negative", name)
 		}
 		return nil
 	}
-	errs := []*Error{
+	errs := []*toolgatetype.Error{
 		checkDec("maxPerCallUsd", c.MaxPerCallUSD), checkDec("dailyLimitUsd", c.DailyLimitUSD),
 		checkDec("monthlyLimitUsd", c.MonthlyLimitUSD),
 		checkInt("rateLimitPerMinute", c.RateLimitPerMinute), checkInt("rateLimitPerHour", c.RateLimitPerHour),

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // BlockedTools returns the slugs of the tools a principal's spend controls
@@ -20,14 +21,14 @@ func (g *Gateway) BlockedTools(ctx context.Context, principal string) (map[strin
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return nil, internalError(err)
 	}
-	var op storage.SpendControls
+	var op toolgatetype.SpendControls
 	if g.controls != nil {
 		if op, err = g.controls.SpendControls(ctx, principal); err != nil {
 			return nil, internalError(fmt.Errorf("operator spend controls: %w", err))
 		}
 	}
 	blocked := map[string]bool{}
-	for _, c := range []storage.SpendControls{op, own} {
+	for _, c := range []toolgatetype.SpendControls{op, own} {
 		for slug := range c.Tools {
 			// The same layering as a call's limits: the operator's, then
 			// the caller's own, which only tighten.

@@ -12,7 +12,7 @@
 //	gw, _ := toolgate.New(memory.New(), nil)
 //	q, _ := gw.Quote(ctx, "alice", "earthquake-search")
 //	if !q.Policy.Callable || !q.Controls.Approved { ... }
-//	res, _ := gw.Call(ctx, "alice", toolgate.CallRequest{
+//	res, _ := gw.Call(ctx, "alice", toolgatetype.CallRequest{
 //		Tool: "earthquake-search", QuoteID: q.Quote.ID,
 //		Input:          json.RawMessage(`{"starttime":"2024-09-25"}`),
 //		ApprovalDigest: *q.Quote.ManifestDigest, // once the user approved it

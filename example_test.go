@@ -7,8 +7,10 @@ import (
 	"fmt"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/httpapi"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage/memory"
+	"github.com/toolgate/toolgate/toolgatetype"
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/recorded"
 )
@@ -51,7 +53,7 @@ func ExampleGateway_Call() {
 	if err != nil {
 		panic(err)
 	}
-	req := toolgate.CallRequest{
+	req := toolgatetype.CallRequest{
 		Tool:           "exchange-rates",
 		QuoteID:        q.Quote.ID,
 		Input:          json.RawMessage(`{"base":"USD","quotes":"EUR,GBP"}`),
@@ -73,10 +75,10 @@ func ExampleGateway_Call() {
 
 func ExampleError() {
 	gw := newExampleGateway()
-	_, err := gw.Call(context.Background(), "alice", toolgate.CallRequest{Tool: "exchange-rates"})
-	var te *toolgate.Error
+	_, err := gw.Call(context.Background(), "alice", toolgatetype.CallRequest{Tool: "exchange-rates"})
+	var te *toolgatetype.Error
 	if errors.As(err, &te) {
-		fmt.Println(te.Code, te.Code.HTTPStatus())
+		fmt.Println(te.Code, httpapi.StatusOf(te.Code))
 	}
 	// Output:
 	// idempotency_key_missing 400

@@ -11,66 +11,28 @@ import (
 	"github.com/google/uuid"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
-
-// Execution is the normalized result of one call.
-type Execution struct {
-	ID     string          `json:"id"`
-	Tool   ToolRef         `json:"tool"`
-	Status Status          `json:"status"`
-	Cost   Cost            `json:"cost"`
-	Output json.RawMessage `json:"output"`
-	Error  *ExecutionError `json:"error"`
-}
-
-// Status is how an execution ended, as callers see it.
-type Status string
-
-// Execution statuses.
-const (
-	StatusCompleted Status = "completed"
-	StatusFailed    Status = "failed"
-)
-
-// Cost is what a call costs. A failed execution shows the quoted amounts
-// but is not charged.
-type Cost struct {
-	PriceUSD string `json:"priceUsd"`
-	FeeUSD   string `json:"feeUsd"`
-	TotalUSD string `json:"totalUsd"`
-	Currency string `json:"currency"`
-}
-
-// ExecutionError says why an execution failed. Its message is the
-// gateway's, never the provider's unfiltered text.
-type ExecutionError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
-// CodeToolChangedDuringCall is the error code of a call retried after its
-// first run was abandoned, when the tool changed or was blocked meanwhile.
-const CodeToolChangedDuringCall = "tool_changed"
 
 // callTool calls the provider and turns whatever comes back into an
 // execution result, with the HTTP status of the provider's answer (0 when
 // none came). Nothing the provider returns reaches anything but the output
 // field, and only after normalization and validation.
-func (g *Gateway) callTool(ctx context.Context, v *registry.Version, q storage.Quote, id uuid.UUID, input []byte, abandon *registry.UpstreamError) (Execution, int) {
-	exec := Execution{
+func (g *Gateway) callTool(ctx context.Context, v *registry.Version, q storage.Quote, id uuid.UUID, input []byte, abandon *registry.UpstreamError) (toolgatetype.Execution, int) {
+	exec := toolgatetype.Execution{
 		ID:     id.String(),
 		Tool:   toolRef(v.Tool),
-		Status: StatusFailed,
-		Cost:   Cost{PriceUSD: usd(q.PriceUSD), FeeUSD: usd(q.FeeUSD), TotalUSD: usd(q.TotalUSD), Currency: "USD"},
+		Status: toolgatetype.StatusFailed,
+		Cost:   toolgatetype.Cost{PriceUSD: usd(q.PriceUSD), FeeUSD: usd(q.FeeUSD), TotalUSD: usd(q.TotalUSD), Currency: "USD"},
 		Output: json.RawMessage("null"),
 	}
 	status := 0
-	fail := func(err error) (Execution, int) {
+	fail := func(err error) (toolgatetype.Execution, int) {
 		var ue *registry.UpstreamError
 		if !errors.As(err, &ue) {
 			ue = registry.Upstreamf(registry.CodeUpstreamInvalidResponse, "the provider's answer could not be read as this tool's output")
 		}
-		exec.Error = &ExecutionError{Code: ue.Code, Message: ue.Message}
+		exec.Error = &toolgatetype.ExecutionError{Code: ue.Code, Message: ue.Message}
 		return exec, status
 	}
 	if abandon != nil {
@@ -104,7 +66,7 @@ func (g *Gateway) callTool(ctx context.Context, v *registry.Version, q storage.Q
 	if failures := v.Output.Validate(raw, "output"); failures != nil {
 		return fail(registry.Upstreamf(registry.CodeOutputInvalid, "the provider's answer does not match the tool's output schema at %s: %s", failures[0].Path, failures[0].Message))
 	}
-	exec.Status = StatusCompleted
+	exec.Status = toolgatetype.StatusCompleted
 	exec.Output = raw
 	return exec, status
 }
@@ -124,8 +86,8 @@ func normalize(v *registry.Version, resp registry.UpstreamResponse) (out any, er
 // completed execution's output a second time (json.RawMessage is re-checked
 // and re-compacted byte by byte). That output comes from json.Marshal, so it
 // is already exactly what Marshal would write, and is spliced in as it is.
-func encodeExecution(exec Execution) ([]byte, error) {
-	if exec.Status != StatusCompleted {
+func encodeExecution(exec toolgatetype.Execution) ([]byte, error) {
+	if exec.Status != toolgatetype.StatusCompleted {
 		return json.Marshal(exec)
 	}
 	out := exec.Output
@@ -149,27 +111,27 @@ func encodeExecution(exec Execution) ([]byte, error) {
 }
 
 // replay answers a retry with the stored result.
-func replay(body []byte) (*CallResult, error) {
-	var exec Execution
+func replay(body []byte) (*toolgatetype.CallResult, error) {
+	var exec toolgatetype.Execution
 	if err := json.Unmarshal(body, &exec); err != nil {
 		return nil, internalError(fmt.Errorf("stored response is unreadable: %w", err))
 	}
-	return &CallResult{Execution: exec, Body: body, Replayed: true}, nil
+	return &toolgatetype.CallResult{Execution: exec, Body: body, Replayed: true}, nil
 }
 
 // GetExecution returns one of the caller's finished executions; another
 // caller's is reported as not found.
-func (g *Gateway) GetExecution(ctx context.Context, principal, id string) (*CallResult, error) {
+func (g *Gateway) GetExecution(ctx context.Context, principal, id string) (*toolgatetype.CallResult, error) {
 	if err := validPrincipal(principal); err != nil {
 		return nil, err
 	}
 	eid, err := uuid.Parse(id)
 	if err != nil {
-		return nil, newError(CodeExecutionNotFound, "no execution %q exists for this caller", id)
+		return nil, newError(toolgatetype.CodeExecutionNotFound, "no execution %q exists for this caller", id)
 	}
 	e, err := g.store.GetExecution(ctx, eid)
 	if errors.Is(err, storage.ErrNotFound) || (err == nil && (e.Principal != principal || e.Status == storage.ExecutionRunning)) {
-		return nil, newError(CodeExecutionNotFound, "no finished execution %s exists for this caller", id)
+		return nil, newError(toolgatetype.CodeExecutionNotFound, "no finished execution %s exists for this caller", id)
 	}
 	if err != nil {
 		return nil, internalError(err)

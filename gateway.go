@@ -12,6 +12,7 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
 	"github.com/toolgate/toolgate/upstream"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -83,14 +84,14 @@ type Config struct {
 // SpendControlsSource supplies the operator's spend controls of a principal.
 // Fields left nil fall back to the contract defaults.
 type SpendControlsSource interface {
-	SpendControls(ctx context.Context, principal string) (storage.SpendControls, error)
+	SpendControls(ctx context.Context, principal string) (toolgatetype.SpendControls, error)
 }
 
 // StaticSpendControls is a SpendControlsSource from a fixed map by principal.
-type StaticSpendControls map[string]storage.SpendControls
+type StaticSpendControls map[string]toolgatetype.SpendControls
 
 // SpendControls returns the principal's entry, or none.
-func (s StaticSpendControls) SpendControls(_ context.Context, principal string) (storage.SpendControls, error) {
+func (s StaticSpendControls) SpendControls(_ context.Context, principal string) (toolgatetype.SpendControls, error) {
 	return s[principal], nil
 }
 
@@ -233,14 +234,14 @@ func (g *Gateway) Clock() Clock { return g.clock }
 func (g *Gateway) lookup(slugOrID string) (*registry.Version, error) {
 	v, err := g.registry.Lookup(slugOrID)
 	if err != nil {
-		return nil, newError(CodeToolNotFound, "no tool %q is registered", slugOrID)
+		return nil, newError(toolgatetype.CodeToolNotFound, "no tool %q is registered", slugOrID)
 	}
 	return v, nil
 }
 
 func validPrincipal(principal string) error {
 	if principal == "" || len(principal) > 255 {
-		return newError(CodeUnauthorized, "a principal is required")
+		return newError(toolgatetype.CodeUnauthorized, "a principal is required")
 	}
 	return nil
 }

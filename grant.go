@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // checkGrant checks the grant a call carries, found as read with the
@@ -34,25 +35,25 @@ func checkGrant(c *call, found *storage.ApprovalRequest, now time.Time) error {
 	switch found.Status {
 	case storage.ApprovalApproved:
 		if expired {
-			return newError(CodeApprovalExpired, "the approval grant expired at %s; request a new quote and approval", found.ExpiresAt.Format(time.RFC3339))
+			return newError(toolgatetype.CodeApprovalExpired, "the approval grant expired at %s; request a new quote and approval", found.ExpiresAt.Format(time.RFC3339))
 		}
 		return nil
 	case storage.ApprovalPending:
 		if expired {
-			return newError(CodeApprovalExpired, "approval request %s expired at %s before anyone decided it; request a new quote and approval", found.ID, found.ExpiresAt.Format(time.RFC3339))
+			return newError(toolgatetype.CodeApprovalExpired, "approval request %s expired at %s before anyone decided it; request a new quote and approval", found.ID, found.ExpiresAt.Format(time.RFC3339))
 		}
-		return newError(CodeApprovalPending, "approval request %s is still waiting for an approver's decision", found.ID)
+		return newError(toolgatetype.CodeApprovalPending, "approval request %s is still waiting for an approver's decision", found.ID)
 	case storage.ApprovalDenied:
-		return newError(CodeApprovalDenied, "approval request %s was denied by its approver", found.ID)
+		return newError(toolgatetype.CodeApprovalDenied, "approval request %s was denied by its approver", found.ID)
 	}
 	// Used: the quote the grant is bound to was used with it.
 	return errGrantUsed()
 }
 
-func grantMismatch(what string) *Error {
-	return newError(CodeApprovalGrantMismatch, "the approval grant was given for %s than this call's; a grant approves only the exact call it was requested for", what)
+func grantMismatch(what string) *toolgatetype.Error {
+	return newError(toolgatetype.CodeApprovalGrantMismatch, "the approval grant was given for %s than this call's; a grant approves only the exact call it was requested for", what)
 }
 
-func errGrantUsed() *Error {
-	return newError(CodeQuoteUsed, "the approval grant was already used by another call, together with its quote; request a new quote and approval")
+func errGrantUsed() *toolgatetype.Error {
+	return newError(toolgatetype.CodeQuoteUsed, "the approval grant was already used by another call, together with its quote; request a new quote and approval")
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/storage/memory"
 	"github.com/toolgate/toolgate/toolgatetest"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // t0 is the fake clock's starting time: mid-month, mid-day, so day and
@@ -96,7 +97,7 @@ func newEnvWithStore(t *testing.T, store storage.Store, specs []toolSpec, opts .
 	return &env{t: t, gw: gw.Gateway, store: store, reg: gw.Registry, clock: gw.Clock, upstream: gw.Upstream}
 }
 
-func (e *env) quote(principal, tool string) *toolgate.QuoteResult {
+func (e *env) quote(principal, tool string) *toolgatetype.QuoteResult {
 	e.t.Helper()
 	q, err := e.gw.Quote(context.Background(), principal, tool)
 	require.NoError(e.t, err)
@@ -104,8 +105,8 @@ func (e *env) quote(principal, tool string) *toolgate.QuoteResult {
 }
 
 // approvedCall is a valid call under q with the approval of its digest.
-func approvedCall(q *toolgate.QuoteResult, key, v string) toolgate.CallRequest {
-	req := toolgate.CallRequest{
+func approvedCall(q *toolgatetype.QuoteResult, key, v string) toolgatetype.CallRequest {
+	req := toolgatetype.CallRequest{
 		Tool:           q.Tool.Slug,
 		QuoteID:        q.Quote.ID,
 		Input:          json.RawMessage(fmt.Sprintf(`{"v":%q}`, v)),
@@ -117,8 +118,8 @@ func approvedCall(q *toolgate.QuoteResult, key, v string) toolgate.CallRequest {
 	return req
 }
 
-// requireCode asserts err is a *toolgate.Error with the code.
-func requireCode(t *testing.T, err error, code toolgate.Code) *toolgate.Error {
+// requireCode asserts err is a *toolgatetype.Error with the code.
+func requireCode(t *testing.T, err error, code toolgatetype.Code) *toolgatetype.Error {
 	t.Helper()
 	return toolgatetest.RequireCode(t, err, code)
 }

@@ -6,36 +6,17 @@ import (
 	"encoding/json"
 
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
-// MaxIdempotencyKeyLength is the longest Idempotency-Key accepted.
-const MaxIdempotencyKeyLength = 255
-
-// ValidateIdempotencyKey checks a key is 1 to 255 printable ASCII
-// characters, returning idempotency_key_missing or idempotency_key_invalid.
-func ValidateIdempotencyKey(key string) error {
-	if key == "" {
-		return newError(CodeIdempotencyKeyMissing, "an Idempotency-Key is required on every call")
-	}
-	if len(key) > MaxIdempotencyKeyLength {
-		return newError(CodeIdempotencyKeyInvalid, "the Idempotency-Key must be at most %d characters", MaxIdempotencyKeyLength)
-	}
-	for i := 0; i < len(key); i++ {
-		if key[i] < 0x20 || key[i] > 0x7e {
-			return newError(CodeIdempotencyKeyInvalid, "the Idempotency-Key must be printable ASCII")
-		}
-	}
-	return nil
-}
-
 // errKeyReused answers another request under a key already used.
-func errKeyReused() *Error {
-	return newError(CodeIdempotencyKeyReused, "this Idempotency-Key was used for a different request; use a new key for a new call")
+func errKeyReused() *toolgatetype.Error {
+	return newError(toolgatetype.CodeIdempotencyKeyReused, "this Idempotency-Key was used for a different request; use a new key for a new call")
 }
 
 // errKeyInUse answers a request whose key another run still holds.
-func errKeyInUse() *Error {
-	return newError(CodeIdempotencyKeyInUse, "a request with this Idempotency-Key is still in progress; retry later")
+func errKeyInUse() *toolgatetype.Error {
+	return newError(toolgatetype.CodeIdempotencyKeyInUse, "a request with this Idempotency-Key is still in progress; retry later")
 }
 
 // fingerprint identifies what a call asks for, so that a retry can be told

@@ -3,7 +3,7 @@ package toolgate_test
 import (
 	"testing"
 
-	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // FuzzIdempotencyKey checks the key rule holds for any input: a key is
@@ -13,8 +13,8 @@ func FuzzIdempotencyKey(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, key string) {
-		err := toolgate.ValidateIdempotencyKey(key)
-		printable := len(key) >= 1 && len(key) <= toolgate.MaxIdempotencyKeyLength
+		err := toolgatetype.ValidateIdempotencyKey(key)
+		printable := len(key) >= 1 && len(key) <= toolgatetype.MaxIdempotencyKeyLength
 		for i := 0; i < len(key); i++ {
 			if key[i] < 0x20 || key[i] > 0x7e {
 				printable = false

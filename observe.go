@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
 	"github.com/toolgate/toolgate/upstream"
 )
 
@@ -87,13 +88,13 @@ type callRecord struct {
 	tool      *registry.Version // nil until resolved
 	quote     storage.Quote     // once found for the call (hasQuote)
 	hasQuote  bool
-	approval  storage.ApprovalKind
+	approval  toolgatetype.ApprovalKind
 	grantID   uuid.UUID // the approver's grant, when approval is one
 	execution uuid.UUID // the execution, once there is one
 	// ran: this call ran the tool and recorded its result (the one log
 	// line is written for it); status and upstreamStatus are its outcome.
 	ran            bool
-	status         Status
+	status         toolgatetype.Status
 	errorCode      string
 	upstreamStatus int // 0: no answer from the provider
 }
@@ -115,7 +116,7 @@ func (rec *callRecord) setQuote(q storage.Quote) { rec.quote, rec.hasQuote = q, 
 
 // endCall reports a call that is over: its metrics, its span and, for a
 // call that ran, the log line.
-func (g *Gateway) endCall(ctx context.Context, rec *callRecord, res *CallResult, err error) {
+func (g *Gateway) endCall(ctx context.Context, rec *callRecord, res *toolgatetype.CallResult, err error) {
 	o := g.obs
 	outcome, code := outcomeOf(rec, res, err)
 	elapsed := time.Since(rec.start)
@@ -129,7 +130,7 @@ func (g *Gateway) endCall(ctx context.Context, rec *callRecord, res *CallResult,
 		if rec.ran {
 			series.callDuration.Observe(elapsed.Seconds())
 		}
-		if rec.ran && rec.status == StatusCompleted && rec.hasQuote {
+		if rec.ran && rec.status == toolgatetype.StatusCompleted && rec.hasQuote {
 			series.charged.Add(rec.quote.TotalUSD.InexactFloat64())
 		}
 	}
@@ -143,7 +144,7 @@ func (g *Gateway) endCall(ctx context.Context, rec *callRecord, res *CallResult,
 
 // outcomeOf names how a call ended, and the error code when it did not
 // complete.
-func outcomeOf(rec *callRecord, res *CallResult, err error) (outcome, code string) {
+func outcomeOf(rec *callRecord, res *toolgatetype.CallResult, err error) (outcome, code string) {
 	switch {
 	case err != nil:
 		return outcomeRefused, string(codeOf(err))
@@ -154,7 +155,7 @@ func outcomeOf(rec *callRecord, res *CallResult, err error) (outcome, code strin
 			code = res.Execution.Error.Code
 		}
 		return outcomeReplayed, code
-	case res.Execution.Status == StatusCompleted:
+	case res.Execution.Status == toolgatetype.StatusCompleted:
 		return outcomeCompleted, ""
 	}
 	if res.Execution.Error != nil {
@@ -262,7 +263,7 @@ func (o *observer) startQuote(tool string) quoteRecord {
 // endQuote reports a quote: its count, by tool, and its span. The span has
 // no children, so it is made here, with its start time, and all its
 // attributes at once.
-func (g *Gateway) endQuote(ctx context.Context, rec quoteRecord, res *QuoteResult, err error) {
+func (g *Gateway) endQuote(ctx context.Context, rec quoteRecord, res *toolgatetype.QuoteResult, err error) {
 	if g.obs.metrics == nil && g.obs.tracer == nil {
 		return
 	}
@@ -409,12 +410,12 @@ func portOf(req *http.Request) int {
 }
 
 // codeOf is err's code; an error that is not an *Error is internal.
-func codeOf(err error) Code {
-	var te *Error
+func codeOf(err error) toolgatetype.Code {
+	var te *toolgatetype.Error
 	if errors.As(err, &te) {
 		return te.Code
 	}
-	return CodeInternal
+	return toolgatetype.CodeInternal
 }
 
 // What becomes of approval requests, the values of

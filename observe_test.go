@@ -25,6 +25,7 @@ import (
 	"github.com/toolgate/toolgate/internal/testproc"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/toolgatetest"
+	"github.com/toolgate/toolgate/toolgatetype"
 	"github.com/toolgate/toolgate/upstream"
 )
 
@@ -76,11 +77,11 @@ func newObserved(t *testing.T) *observed {
 
 // call quotes tool and calls it with input under key, approving the digest
 // when approve is set.
-func (o *observed) call(t *testing.T, ctx context.Context, tool, input, key string, approve bool) (*toolgate.CallResult, error) {
+func (o *observed) call(t *testing.T, ctx context.Context, tool, input, key string, approve bool) (*toolgatetype.CallResult, error) {
 	t.Helper()
 	q, err := o.Quote(ctx, secretPrincipal, tool)
 	require.NoError(t, err)
-	req := toolgate.CallRequest{Tool: tool, QuoteID: q.Quote.ID, Input: json.RawMessage(input), IdempotencyKey: key}
+	req := toolgatetype.CallRequest{Tool: tool, QuoteID: q.Quote.ID, Input: json.RawMessage(input), IdempotencyKey: key}
 	if approve {
 		req.ApprovalDigest = *q.Quote.ManifestDigest
 	}
@@ -146,7 +147,7 @@ func TestMetricsAfterKnownCalls(t *testing.T) {
 	// A completed free call, then its retry: replayed.
 	q, err := o.Quote(ctx, secretPrincipal, "echo")
 	require.NoError(t, err)
-	req := toolgate.CallRequest{Tool: "echo", QuoteID: q.Quote.ID, Input: json.RawMessage(`{"v":"hi"}`), ApprovalDigest: *q.Quote.ManifestDigest, IdempotencyKey: "free-1"}
+	req := toolgatetype.CallRequest{Tool: "echo", QuoteID: q.Quote.ID, Input: json.RawMessage(`{"v":"hi"}`), ApprovalDigest: *q.Quote.ManifestDigest, IdempotencyKey: "free-1"}
 	res, err := o.Call(ctx, secretPrincipal, req)
 	toolgatetest.RequireCompleted(t, res, err, "0.0000")
 	res, err = o.Call(ctx, secretPrincipal, req)
@@ -157,11 +158,11 @@ func TestMetricsAfterKnownCalls(t *testing.T) {
 	toolgatetest.RequireFailed(t, res, err, registry.CodeOutputInvalid)
 	// Refused: no approval, and a tool that does not exist.
 	_, err = o.call(t, ctx, "echo", `{"v":"hi"}`, "refused-1", false)
-	toolgatetest.RequireCode(t, err, toolgate.CodeApprovalRequired)
-	_, err = o.Call(ctx, secretPrincipal, toolgate.CallRequest{Tool: "no-such-tool", QuoteID: q.Quote.ID, Input: json.RawMessage(`{}`), IdempotencyKey: "refused-2"})
-	toolgatetest.RequireCode(t, err, toolgate.CodeToolNotFound)
+	toolgatetest.RequireCode(t, err, toolgatetype.CodeApprovalRequired)
+	_, err = o.Call(ctx, secretPrincipal, toolgatetype.CallRequest{Tool: "no-such-tool", QuoteID: q.Quote.ID, Input: json.RawMessage(`{}`), IdempotencyKey: "refused-2"})
+	toolgatetest.RequireCode(t, err, toolgatetype.CodeToolNotFound)
 	_, err = o.Quote(ctx, secretPrincipal, "Not A Tool "+secretInput)
-	toolgatetest.RequireCode(t, err, toolgate.CodeToolNotFound)
+	toolgatetest.RequireCode(t, err, toolgatetype.CodeToolNotFound)
 
 	for _, c := range []struct {
 		name   string
@@ -366,7 +367,7 @@ func TestTracesOfFailuresAndRetries(t *testing.T) {
 	o.spans.Reset()
 
 	_, err = o.call(t, ctx, "echo", `{"v":"`+secretInput+`"}`, "refused-1", false)
-	toolgatetest.RequireCode(t, err, toolgate.CodeApprovalRequired)
+	toolgatetest.RequireCode(t, err, toolgatetype.CodeApprovalRequired)
 	refused := spanNamed(t, o.spans.GetSpans(), "execute_tool echo")
 	assert.Equal(t, "approval_required", attrs(refused)["error.type"].AsString())
 	assert.Equal(t, "refused", attrs(refused)["toolgate.call.outcome"].AsString())
@@ -396,8 +397,8 @@ func TestTracesOfFailuresAndRetries(t *testing.T) {
 	assert.EqualValues(t, 503, attrs(call)["toolgate.upstream.status_code"].AsInt64())
 	o.spans.Reset()
 
-	_, err = o.Call(ctx, secretPrincipal, toolgate.CallRequest{Tool: secretInput, QuoteID: "x", IdempotencyKey: "unknown-1"})
-	toolgatetest.RequireCode(t, err, toolgate.CodeToolNotFound)
+	_, err = o.Call(ctx, secretPrincipal, toolgatetype.CallRequest{Tool: secretInput, QuoteID: "x", IdempotencyKey: "unknown-1"})
+	toolgatetest.RequireCode(t, err, toolgatetype.CodeToolNotFound)
 	unknown := spanNamed(t, o.spans.GetSpans(), "execute_tool")
 	assert.NotContains(t, attrs(unknown), "gen_ai.tool.name", "a name the caller made up is not a tool's")
 	assertNothingSecretInSpans(t, o.spans.GetSpans(), secretInput, secretPrincipal)
@@ -432,7 +433,7 @@ func TestLogLinePerFinishedCall(t *testing.T) {
 	failed, err := o.call(t, ctx, "echo", `{"v":"far more than twenty characters"}`, "failed-1", true)
 	toolgatetest.RequireFailed(t, failed, err, registry.CodeOutputInvalid)
 	_, err = o.call(t, ctx, "echo", `{"v":"hi"}`, "refused-1", false)
-	toolgatetest.RequireCode(t, err, toolgate.CodeApprovalRequired)
+	toolgatetest.RequireCode(t, err, toolgatetype.CodeApprovalRequired)
 
 	lines := callLines(t, o.log.String())
 	require.Len(t, lines, 2, "%s", o.log)
@@ -471,24 +472,24 @@ func TestMetricsOfApprovalRequests(t *testing.T) {
 		Metrics:        reg,
 		TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans)),
 		Approvers: toolgate.StaticApprovers{
-			Modes:     map[string]toolgate.ApprovalMode{"agent": toolgate.ApprovalModeApprover},
+			Modes:     map[string]toolgatetype.ApprovalMode{"agent": toolgatetype.ApprovalModeApprover},
 			Approvers: map[string][]string{"pat": {"agent"}},
 		},
 	}})
 	ctx := context.Background()
-	ask := func() (*toolgate.QuoteResult, *toolgate.ApprovalRequest) {
+	ask := func() (*toolgatetype.QuoteResult, *toolgatetype.ApprovalRequest) {
 		q := g.MustQuote(t, "agent", "echo")
-		r, err := g.RequestApproval(ctx, "agent", toolgate.ApprovalInput{QuoteID: q.Quote.ID, Input: json.RawMessage(`{"v":"hi"}`)})
+		r, err := g.RequestApproval(ctx, "agent", toolgatetype.ApprovalInput{QuoteID: q.Quote.ID, Input: json.RawMessage(`{"v":"hi"}`)})
 		require.NoError(t, err)
 		return q, r
 	}
 	q, granted := ask()
-	_, err := g.DecideApproval(ctx, "pat", granted.ID, toolgate.Decision{Approve: true})
+	_, err := g.DecideApproval(ctx, "pat", granted.ID, toolgatetype.Decision{Approve: true})
 	require.NoError(t, err)
 	_, denied := ask()
-	_, err = g.DecideApproval(ctx, "pat", denied.ID, toolgate.Decision{Approve: false})
+	_, err = g.DecideApproval(ctx, "pat", denied.ID, toolgatetype.Decision{Approve: false})
 	require.NoError(t, err)
-	res, err := g.Call(ctx, "agent", toolgate.CallRequest{
+	res, err := g.Call(ctx, "agent", toolgatetype.CallRequest{
 		Tool: "echo", QuoteID: q.Quote.ID, Input: json.RawMessage(`{"v":"hi"}`), IdempotencyKey: "granted-1",
 		ApprovalDigest: *q.Quote.ManifestDigest, ApprovalGrant: granted.ID,
 	})

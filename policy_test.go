@@ -7,11 +7,12 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 func TestRiskLevel(t *testing.T) {
 	t.Parallel()
-	declared := func(mut func(*registry.Capabilities)) registry.NormalizedCapabilities {
+	declared := func(mut func(*registry.Capabilities)) toolgatetype.NormalizedCapabilities {
 		c := &registry.Capabilities{ReadOnly: registry.Bool(true), OpenWorld: registry.Bool(false),
 			SeesUntrustedContent: registry.Bool(false), DataRetention: "none"}
 		mut(c)
@@ -19,24 +20,24 @@ func TestRiskLevel(t *testing.T) {
 	}
 	tests := []struct {
 		name string
-		caps registry.NormalizedCapabilities
-		want toolgate.RiskLevel
+		caps toolgatetype.NormalizedCapabilities
+		want toolgatetype.RiskLevel
 	}{
-		{"undeclared", registry.NormalizeCapabilities(nil, "https://x.example"), toolgate.RiskUnknown},
-		{"low", declared(func(*registry.Capabilities) {}), toolgate.RiskLow},
-		{"executes code", declared(func(c *registry.Capabilities) { c.ExecutesCode = registry.Bool(true) }), toolgate.RiskCritical},
-		{"spends money", declared(func(c *registry.Capabilities) { c.SpendsMoney = registry.Bool(true) }), toolgate.RiskCritical},
-		{"destructive", declared(func(c *registry.Capabilities) { c.Destructive = registry.Bool(true) }), toolgate.RiskCritical},
-		{"sends messages", declared(func(c *registry.Capabilities) { c.SendsMessages = registry.Bool(true) }), toolgate.RiskHigh},
-		{"writes external", declared(func(c *registry.Capabilities) { c.WritesExternalData = registry.Bool(true) }), toolgate.RiskHigh},
-		{"reads private", declared(func(c *registry.Capabilities) { c.ReadsPrivateData = registry.Bool(true) }), toolgate.RiskHigh},
-		{"needs credential", declared(func(c *registry.Capabilities) { c.RequiresUserCredential = registry.Bool(true) }), toolgate.RiskHigh},
-		{"stores data", declared(func(c *registry.Capabilities) { c.DataRetention = "stored" }), toolgate.RiskHigh},
-		{"open world", declared(func(c *registry.Capabilities) { c.OpenWorld = registry.Bool(true) }), toolgate.RiskMedium},
-		{"untrusted content", declared(func(c *registry.Capabilities) { c.SeesUntrustedContent = registry.Bool(true) }), toolgate.RiskMedium},
-		{"not read-only", declared(func(c *registry.Capabilities) { c.ReadOnly = registry.Bool(false) }), toolgate.RiskMedium},
-		{"retention unknown", declared(func(c *registry.Capabilities) { c.DataRetention = "" }), toolgate.RiskMedium},
-		{"declared with defaults", registry.NormalizeCapabilities(&registry.Capabilities{}, "https://x.example"), toolgate.RiskMedium},
+		{"undeclared", registry.NormalizeCapabilities(nil, "https://x.example"), toolgatetype.RiskUnknown},
+		{"low", declared(func(*registry.Capabilities) {}), toolgatetype.RiskLow},
+		{"executes code", declared(func(c *registry.Capabilities) { c.ExecutesCode = registry.Bool(true) }), toolgatetype.RiskCritical},
+		{"spends money", declared(func(c *registry.Capabilities) { c.SpendsMoney = registry.Bool(true) }), toolgatetype.RiskCritical},
+		{"destructive", declared(func(c *registry.Capabilities) { c.Destructive = registry.Bool(true) }), toolgatetype.RiskCritical},
+		{"sends messages", declared(func(c *registry.Capabilities) { c.SendsMessages = registry.Bool(true) }), toolgatetype.RiskHigh},
+		{"writes external", declared(func(c *registry.Capabilities) { c.WritesExternalData = registry.Bool(true) }), toolgatetype.RiskHigh},
+		{"reads private", declared(func(c *registry.Capabilities) { c.ReadsPrivateData = registry.Bool(true) }), toolgatetype.RiskHigh},
+		{"needs credential", declared(func(c *registry.Capabilities) { c.RequiresUserCredential = registry.Bool(true) }), toolgatetype.RiskHigh},
+		{"stores data", declared(func(c *registry.Capabilities) { c.DataRetention = "stored" }), toolgatetype.RiskHigh},
+		{"open world", declared(func(c *registry.Capabilities) { c.OpenWorld = registry.Bool(true) }), toolgatetype.RiskMedium},
+		{"untrusted content", declared(func(c *registry.Capabilities) { c.SeesUntrustedContent = registry.Bool(true) }), toolgatetype.RiskMedium},
+		{"not read-only", declared(func(c *registry.Capabilities) { c.ReadOnly = registry.Bool(false) }), toolgatetype.RiskMedium},
+		{"retention unknown", declared(func(c *registry.Capabilities) { c.DataRetention = "" }), toolgatetype.RiskMedium},
+		{"declared with defaults", registry.NormalizeCapabilities(&registry.Capabilities{}, "https://x.example"), toolgatetype.RiskMedium},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -54,7 +55,7 @@ func TestEvaluatePolicyRequirements(t *testing.T) {
 	tests := []struct {
 		name         string
 		spec         toolSpec
-		requirement  toolgate.Requirement
+		requirement  toolgatetype.Requirement
 		callable     bool
 		autoCall     bool
 		monetization bool
@@ -63,54 +64,54 @@ func TestEvaluatePolicyRequirements(t *testing.T) {
 		{
 			name:        "no immutable version",
 			spec:        toolSpec{capabilities: readOnly(), endpointVerified: true},
-			requirement: toolgate.RequirementBlocked, monetization: true,
-			reasons: []string{toolgate.ReasonNoImmutableVersion},
+			requirement: toolgatetype.RequirementBlocked, monetization: true,
+			reasons: []string{toolgatetype.ReasonNoImmutableVersion},
 		},
 		{
 			name:        "paid without payment verification",
 			spec:        toolSpec{price: "0.1", immutable: true, endpointVerified: true, capabilities: readOnly()},
-			requirement: toolgate.RequirementBlocked,
-			reasons:     []string{toolgate.ReasonPaymentNotVerified},
+			requirement: toolgatetype.RequirementBlocked,
+			reasons:     []string{toolgatetype.ReasonPaymentNotVerified},
 		},
 		{
 			name:        "paid with unverified endpoint",
 			spec:        toolSpec{price: "0.1", immutable: true, paymentVerified: true, capabilities: readOnly()},
-			requirement: toolgate.RequirementBlocked,
-			reasons:     []string{toolgate.ReasonEndpointNotVerified, toolgate.ReasonPaidEndpointUnverified},
+			requirement: toolgatetype.RequirementBlocked,
+			reasons:     []string{toolgatetype.ReasonEndpointNotVerified, toolgatetype.ReasonPaidEndpointUnverified},
 		},
 		{
 			name:        "all five reasons",
 			spec:        toolSpec{price: "0.001"},
-			requirement: toolgate.RequirementBlocked,
-			reasons: []string{toolgate.ReasonNoImmutableVersion, toolgate.ReasonEndpointNotVerified,
-				toolgate.ReasonCapabilitiesUndeclared, toolgate.ReasonPaymentNotVerified, toolgate.ReasonPaidEndpointUnverified},
+			requirement: toolgatetype.RequirementBlocked,
+			reasons: []string{toolgatetype.ReasonNoImmutableVersion, toolgatetype.ReasonEndpointNotVerified,
+				toolgatetype.ReasonCapabilitiesUndeclared, toolgatetype.ReasonPaymentNotVerified, toolgatetype.ReasonPaidEndpointUnverified},
 		},
 		{
 			name:        "free with unverified endpoint",
 			spec:        toolSpec{immutable: true, capabilities: readOnly()},
-			requirement: toolgate.RequirementExplicitUnverified, callable: true, monetization: true,
-			reasons: []string{toolgate.ReasonEndpointNotVerified},
+			requirement: toolgatetype.RequirementExplicitUnverified, callable: true, monetization: true,
+			reasons: []string{toolgatetype.ReasonEndpointNotVerified},
 		},
 		{
 			name:        "verified but capabilities undeclared",
 			spec:        toolSpec{immutable: true, endpointVerified: true},
-			requirement: toolgate.RequirementExplicitUnverified, callable: true, monetization: true,
-			reasons: []string{toolgate.ReasonCapabilitiesUndeclared},
+			requirement: toolgatetype.RequirementExplicitUnverified, callable: true, monetization: true,
+			reasons: []string{toolgatetype.ReasonCapabilitiesUndeclared},
 		},
 		{
 			name:        "high risk",
 			spec:        toolSpec{immutable: true, endpointVerified: true, capabilities: high},
-			requirement: toolgate.RequirementPerCall, callable: true, monetization: true, reasons: []string{},
+			requirement: toolgatetype.RequirementPerCall, callable: true, monetization: true, reasons: []string{},
 		},
 		{
 			name:        "medium risk",
 			spec:        toolSpec{immutable: true, endpointVerified: true, capabilities: medium},
-			requirement: toolgate.RequirementFirstUse, callable: true, monetization: true, reasons: []string{},
+			requirement: toolgatetype.RequirementFirstUse, callable: true, monetization: true, reasons: []string{},
 		},
 		{
 			name:        "low risk, paid and verified",
 			spec:        paidCallable,
-			requirement: toolgate.RequirementCoveredByUserPolicy, callable: true, autoCall: true, monetization: true, reasons: []string{},
+			requirement: toolgatetype.RequirementCoveredByUserPolicy, callable: true, autoCall: true, monetization: true, reasons: []string{},
 		},
 	}
 	for _, tt := range tests {

@@ -5,13 +5,14 @@ import (
 	"errors"
 
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // PriorCall is the call a caller already made under an Idempotency-Key.
 type PriorCall struct {
 	// Result is the finished call's stored result, marked Replayed; nil
 	// while the call is still running (or its run was abandoned).
-	Result *CallResult
+	Result *toolgatetype.CallResult
 	// QuoteID is the quote an unfinished call was made under; empty once
 	// it has finished. A Call with this quote and the same input, approval
 	// and key is the same request: it gets idempotency_key_in_use while the
@@ -28,7 +29,7 @@ func (g *Gateway) PriorCall(ctx context.Context, principal, key string) (*PriorC
 	if err := validPrincipal(principal); err != nil {
 		return nil, err
 	}
-	if err := ValidateIdempotencyKey(key); err != nil {
+	if err := toolgatetype.ValidateIdempotencyKey(key); err != nil {
 		return nil, err
 	}
 	rec, err := g.store.GetIdempotency(ctx, principal, key)

@@ -11,8 +11,8 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/registry"
-	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetest"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 func TestPriorCallTellsWhatAKeyHolds(t *testing.T) {
@@ -24,7 +24,7 @@ func TestPriorCallTellsWhatAKeyHolds(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, prior, "an unused key holds nothing")
 	_, err = gw.PriorCall(ctx, "alice", "")
-	toolgatetest.RequireCode(t, err, toolgate.CodeIdempotencyKeyMissing)
+	toolgatetest.RequireCode(t, err, toolgatetype.CodeIdempotencyKeyMissing)
 
 	// While the call runs: its quote, which retries it as the same request.
 	release := make(chan struct{})
@@ -36,9 +36,9 @@ func TestPriorCallTellsWhatAKeyHolds(t *testing.T) {
 		next.ServeHTTP(w, r)
 	})
 	q := gw.MustQuote(t, "alice", "echo")
-	req := toolgate.CallRequest{Tool: "echo", QuoteID: q.Quote.ID, Input: json.RawMessage(`{"v":"hi"}`),
+	req := toolgatetype.CallRequest{Tool: "echo", QuoteID: q.Quote.ID, Input: json.RawMessage(`{"v":"hi"}`),
 		ApprovalDigest: *q.Quote.ManifestDigest, IdempotencyKey: "k1"}
-	done := make(chan *toolgate.CallResult)
+	done := make(chan *toolgatetype.CallResult)
 	go func() {
 		res, err := gw.Call(ctx, "alice", req)
 		assert.NoError(t, err)
@@ -51,7 +51,7 @@ func TestPriorCallTellsWhatAKeyHolds(t *testing.T) {
 	assert.Nil(t, prior.Result)
 	assert.Equal(t, q.Quote.ID, prior.QuoteID)
 	_, err = gw.Call(ctx, "alice", req)
-	toolgatetest.RequireCode(t, err, toolgate.CodeIdempotencyKeyInUse)
+	toolgatetest.RequireCode(t, err, toolgatetype.CodeIdempotencyKeyInUse)
 	close(release)
 	first := <-done
 
@@ -75,11 +75,11 @@ func TestBlockedToolsLayersOperatorAndCallerControls(t *testing.T) {
 	t.Parallel()
 	no, yes := registry.Bool(false), registry.Bool(true)
 	gw := toolgatetest.New(t, &toolgatetest.Options{Config: &toolgate.Config{SpendControls: toolgate.StaticSpendControls{
-		"alice": {Tools: map[string]storage.ToolSpendControls{"echo": {Allowed: no}, "exchange-rates": {Allowed: yes}}},
+		"alice": {Tools: map[string]toolgatetype.ToolSpendControls{"echo": {Allowed: no}, "exchange-rates": {Allowed: yes}}},
 	}}})
 	ctx := context.Background()
 	// alice cannot allow what the operator blocks, and can block more.
-	require.NoError(t, gw.SetSpendControls(ctx, "alice", storage.SpendControls{Tools: map[string]storage.ToolSpendControls{
+	require.NoError(t, gw.SetSpendControls(ctx, "alice", toolgatetype.SpendControls{Tools: map[string]toolgatetype.ToolSpendControls{
 		"echo": {Allowed: yes}, "public-holidays": {Allowed: no}}}))
 
 	blocked, err := gw.BlockedTools(ctx, "alice")
@@ -91,7 +91,7 @@ func TestBlockedToolsLayersOperatorAndCallerControls(t *testing.T) {
 
 	// What the list leaves out is what a call is refused.
 	_, err = gw.CallApproved(t, "alice", "echo", `{"v":"x"}`)
-	toolgatetest.RequireCode(t, err, toolgate.CodeSpendLimitExceeded)
+	toolgatetest.RequireCode(t, err, toolgatetype.CodeSpendLimitExceeded)
 	res, err := gw.CallApproved(t, "alice", "exchange-rates", `{"base":"USD","quotes":"EUR"}`)
 	toolgatetest.RequireCompleted(t, res, err, "0.0000")
 }

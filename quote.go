@@ -8,44 +8,18 @@ import (
 	"github.com/google/uuid"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
-// QuoteResult is the answer to a quote: the amounts, the tool, the policy
-// for this caller and the spend-control decision. Check Policy.Callable,
-// Policy.Approval and Controls.Approved before calling.
-type QuoteResult struct {
-	Quote    QuoteInfo `json:"quote"`
-	Tool     ToolRef   `json:"tool"`
-	Policy   Policy    `json:"policy"`
-	Controls Controls  `json:"controls"`
+func toolRef(t *registry.Tool) toolgatetype.ToolRef {
+	return toolgatetype.ToolRef{ID: t.ID, Slug: t.Slug, Name: t.Name}
 }
-
-// QuoteInfo is the quote itself.
-type QuoteInfo struct {
-	ID        string    `json:"id"`
-	PriceUSD  string    `json:"priceUsd"`
-	FeeUSD    string    `json:"feeUsd"`
-	TotalUSD  string    `json:"totalUsd"`
-	ExpiresAt time.Time `json:"expiresAt"`
-	// ManifestDigest is the digest an approval must name; nil for a tool
-	// with no immutable version.
-	ManifestDigest *string `json:"manifestDigest"`
-}
-
-// ToolRef names a tool in quotes and executions.
-type ToolRef struct {
-	ID   string `json:"id"`
-	Slug string `json:"slug"`
-	Name string `json:"name"`
-}
-
-func toolRef(t *registry.Tool) ToolRef { return ToolRef{ID: t.ID, Slug: t.Slug, Name: t.Name} }
 
 // Quote prices a call of the tool (by slug or id) for principal and returns
 // the policy and spend-control decisions. A quote is issued even when the
 // tool is blocked or the controls deny, so the caller can read why; it stays
 // usable for one call until it expires.
-func (g *Gateway) Quote(ctx context.Context, principal, tool string) (*QuoteResult, error) {
+func (g *Gateway) Quote(ctx context.Context, principal, tool string) (*toolgatetype.QuoteResult, error) {
 	rec := g.obs.startQuote(tool)
 	res, err := g.quote(ctx, principal, tool)
 	g.endQuote(ctx, rec, res, err)
@@ -53,7 +27,7 @@ func (g *Gateway) Quote(ctx context.Context, principal, tool string) (*QuoteResu
 }
 
 // quote is Quote without its reporting.
-func (g *Gateway) quote(ctx context.Context, principal, tool string) (*QuoteResult, error) {
+func (g *Gateway) quote(ctx context.Context, principal, tool string) (*toolgatetype.QuoteResult, error) {
 	if err := validPrincipal(principal); err != nil {
 		return nil, err
 	}
@@ -105,10 +79,10 @@ func (g *Gateway) quote(ctx context.Context, principal, tool string) (*QuoteResu
 	if err != nil {
 		return nil, err
 	}
-	policy := EvaluatePolicy(v).forCaller(standingFor(approval, mode), amt.Total.IsZero())
+	policy := forCaller(EvaluatePolicy(v), standingFor(approval, mode), amt.Total.IsZero())
 	controls := previewControls(limits, read.Used, amt.Total)
-	return &QuoteResult{
-		Quote: QuoteInfo{
+	return &toolgatetype.QuoteResult{
+		Quote: toolgatetype.QuoteInfo{
 			ID:             q.ID.String(),
 			PriceUSD:       usd(q.PriceUSD),
 			FeeUSD:         usd(q.FeeUSD),
@@ -149,18 +123,18 @@ func (g *Gateway) externalApproval(ctx context.Context, principal string, v *reg
 func (g *Gateway) checkQuote(c *call, found *storage.Quote, now time.Time) (storage.Quote, error) {
 	if found == nil || found.Principal != c.principal {
 		// Another caller's quote is reported as absent, so ids cannot be probed.
-		return storage.Quote{}, newError(CodeQuoteNotFound, "no quote %s exists for this caller", c.quoteID)
+		return storage.Quote{}, newError(toolgatetype.CodeQuoteNotFound, "no quote %s exists for this caller", c.quoteID)
 	}
 	q, v := *found, c.tool
 	switch {
 	case q.ToolID != v.Tool.ID:
-		return q, newError(CodeQuoteToolMismatch, "quote %s was issued for %s, not %s", q.ID, q.ToolSlug, v.Tool.Slug)
+		return q, newError(toolgatetype.CodeQuoteToolMismatch, "quote %s was issued for %s, not %s", q.ID, q.ToolSlug, v.Tool.Slug)
 	case q.State == storage.QuoteUsed && q.UsedByKey != c.req.IdempotencyKey:
-		return q, newError(CodeQuoteUsed, "quote %s was already used by another call; request a new quote", q.ID)
+		return q, newError(toolgatetype.CodeQuoteUsed, "quote %s was already used by another call; request a new quote", q.ID)
 	case !now.Before(q.ExpiresAt):
-		return q, newError(CodeQuoteExpired, "quote %s expired at %s; request a new quote", q.ID, q.ExpiresAt.Format(time.RFC3339))
+		return q, newError(toolgatetype.CodeQuoteExpired, "quote %s expired at %s; request a new quote", q.ID, q.ExpiresAt.Format(time.RFC3339))
 	case q.ManifestDigest != v.Digest || q.ToolVersion != v.Tool.Version:
-		return q, newError(CodeQuoteOutdated, "the tool changed since quote %s was issued; request a new quote", q.ID)
+		return q, newError(toolgatetype.CodeQuoteOutdated, "the tool changed since quote %s was issued; request a new quote", q.ID)
 	}
 	return q, nil
 }

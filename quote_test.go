@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 func TestQuoteAmountsAndFee(t *testing.T) {
@@ -69,7 +70,7 @@ func TestQuoteIsBoundAndExpires(t *testing.T) {
 	q2 := e.quote("alice", "echo")
 	e.clock.Advance(2 * time.Minute)
 	_, err = e.gw.Call(context.Background(), "alice", approvedCall(q2, "k2", "hi"))
-	requireCode(t, err, toolgate.CodeQuoteExpired)
+	requireCode(t, err, toolgatetype.CodeQuoteExpired)
 }
 
 func TestQuoteOfBlockedToolExplainsWhy(t *testing.T) {
@@ -77,7 +78,7 @@ func TestQuoteOfBlockedToolExplainsWhy(t *testing.T) {
 	e := newEnv(t, []toolSpec{{slug: "weather", price: "0.0010"}})
 	q := e.quote("alice", "weather")
 	assert.False(t, q.Policy.Callable)
-	assert.Equal(t, toolgate.RequirementBlocked, q.Policy.Approval.Requirement)
+	assert.Equal(t, toolgatetype.RequirementBlocked, q.Policy.Approval.Requirement)
 	assert.Nil(t, q.Quote.ManifestDigest)
 	assert.Len(t, q.Policy.Reasons, 5)
 	assert.Equal(t, "0.0011", q.Quote.TotalUSD)
@@ -87,7 +88,7 @@ func TestQuoteUnknownTool(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
 	_, err := e.gw.Quote(context.Background(), "alice", "nope")
-	requireCode(t, err, toolgate.CodeToolNotFound)
+	requireCode(t, err, toolgatetype.CodeToolNotFound)
 }
 
 func TestQuoteByID(t *testing.T) {
@@ -104,7 +105,7 @@ func TestQuoteControlsPreview(t *testing.T) {
 		"alice": {
 			MaxPerCallUSD: dec("0.0500"),
 			DailyLimitUSD: dec("10"),
-			Tools:         map[string]storage.ToolSpendControls{"paid": {Allowed: ptr(false), DailyLimitUSD: dec("0.0500")}},
+			Tools:         map[string]toolgatetype.ToolSpendControls{"paid": {Allowed: ptr(false), DailyLimitUSD: dec("0.0500")}},
 		},
 	}
 	e := newEnv(t, []toolSpec{paidCallable}, func(c *toolgate.Config) { c.SpendControls = controls })
@@ -151,7 +152,7 @@ func TestQuotePreviewCountsSpend(t *testing.T) {
 func TestQuotePreviewShowsToolSpendWithoutToolLimit(t *testing.T) {
 	t.Parallel()
 	controls := toolgate.StaticSpendControls{
-		"alice": {Tools: map[string]storage.ToolSpendControls{"paid": {MonthlyLimitUSD: dec("5")}}},
+		"alice": {Tools: map[string]toolgatetype.ToolSpendControls{"paid": {MonthlyLimitUSD: dec("5")}}},
 	}
 	e := newEnv(t, []toolSpec{paidCallable}, func(c *toolgate.Config) { c.SpendControls = controls })
 	q := e.quote("alice", "paid")

@@ -12,6 +12,7 @@ import (
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // countingStore counts the Store methods the gateway calls: on a shared
@@ -71,7 +72,7 @@ func (s *countingStore) GetApproval(ctx context.Context, principal, toolID strin
 	return s.Store.GetApproval(ctx, principal, toolID)
 }
 
-func (s *countingStore) GetSpendControls(ctx context.Context, principal string) (storage.SpendControls, error) {
+func (s *countingStore) GetSpendControls(ctx context.Context, principal string) (toolgatetype.SpendControls, error) {
 	s.count("GetSpendControls")
 	return s.Store.GetSpendControls(ctx, principal)
 }
@@ -119,7 +120,7 @@ func TestOperatorApprovalsAreStillRead(t *testing.T) {
 	approvals := operatorApprovals{}
 	e := newEnv(t, []toolSpec{firstUse}, func(c *toolgate.Config) { c.Approvals = approvals })
 	q := e.quote("alice", "fu")
-	approvals["alice/"+q.Tool.ID] = storage.Approval{Principal: "alice", ToolID: q.Tool.ID, ManifestDigest: *q.Quote.ManifestDigest, Mode: storage.ApprovalNeverAsk}
+	approvals["alice/"+q.Tool.ID] = storage.Approval{Principal: "alice", ToolID: q.Tool.ID, ManifestDigest: *q.Quote.ManifestDigest, Mode: toolgatetype.ApprovalNeverAsk}
 
 	_, err := e.gw.Call(context.Background(), "alice", approvedCall(q, "k1", "hi"))
 	require.NoError(t, err)

@@ -4,23 +4,13 @@ import (
 	"strconv"
 
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
-
-// Usage is a tool's usage as callers see it: coarse labels, and the exact
-// counts only where the operator chose to show them.
-type Usage struct {
-	Count            *int64 `json:"count,omitempty"`
-	UniqueUsers      *int64 `json:"uniqueUsers,omitempty"`
-	Tracked          bool   `json:"tracked"`
-	Coverage         string `json:"coverage"`
-	InvocationsLabel string `json:"invocationsLabel"`
-	UsersLabel       string `json:"usersLabel"`
-}
 
 // usageOf turns counters into what callers see. Labels are coarse so that
 // a registry listing cannot be used to watch a competitor's traffic.
-func usageOf(u storage.Usage, exact bool) Usage {
-	out := Usage{
+func usageOf(u storage.Usage, exact bool) toolgatetype.Usage {
+	out := toolgatetype.Usage{
 		Tracked:          true,
 		Coverage:         "gateway_calls",
 		InvocationsLabel: invocationsLabel(u.Count),

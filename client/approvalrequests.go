@@ -10,9 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/httpapi"
-	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // approvalRequestsPath is where approval requests are made and read.
@@ -23,30 +21,30 @@ const approvalRequestsPath = "/v1/approval-requests"
 // as toolgate.Gateway.RequestApproval does. The request is pending until
 // an approver decides it, and expires with the quote; its ApproveURL is
 // where a person decides it. Approved, its ID is the grant the call
-// carries (toolgate.CallRequest.ApprovalGrant).
+// carries (toolgatetype.CallRequest.ApprovalGrant).
 //
 // A request is created anew each time it is sent, so it is retried only
 // when the connection was refused.
-func (c *Client) RequestApproval(ctx context.Context, in toolgate.ApprovalInput) (*toolgate.ApprovalRequest, error) {
+func (c *Client) RequestApproval(ctx context.Context, in toolgatetype.ApprovalInput) (*toolgatetype.ApprovalRequest, error) {
 	if len(in.Input) > 0 && !json.Valid(in.Input) {
-		return nil, &toolgate.Error{Code: toolgate.CodeInvalidRequest, Message: "input is not valid JSON"}
+		return nil, &toolgatetype.Error{Code: toolgatetype.CodeInvalidRequest, Message: "input is not valid JSON"}
 	}
-	body, err := json.Marshal(httpapi.NewApprovalRequestBody(in))
+	body, err := json.Marshal(toolgatetype.NewApprovalRequestBody(in))
 	if err != nil {
 		return nil, fmt.Errorf("client: encode the approval request: %w", err)
 	}
-	return doJSON[toolgate.ApprovalRequest](ctx, c, request{method: http.MethodPost, path: approvalRequestsPath, body: body})
+	return doJSON[toolgatetype.ApprovalRequest](ctx, c, request{method: http.MethodPost, path: approvalRequestsPath, body: body})
 }
 
 // ApprovalRequest returns an approval request as it is now: one of this
 // principal's own or, with an approver key, one of a principal the
 // approver approves for. Any other is approval_request_not_found.
-func (c *Client) ApprovalRequest(ctx context.Context, id string) (*toolgate.ApprovalRequest, error) {
+func (c *Client) ApprovalRequest(ctx context.Context, id string) (*toolgatetype.ApprovalRequest, error) {
 	seg, err := approvalSegment(id)
 	if err != nil {
 		return nil, err
 	}
-	return doJSON[toolgate.ApprovalRequest](ctx, c, request{method: http.MethodGet, path: approvalRequestsPath + "/" + seg})
+	return doJSON[toolgatetype.ApprovalRequest](ctx, c, request{method: http.MethodGet, path: approvalRequestsPath + "/" + seg})
 }
 
 // WaitForDecision reads approval request id until it is no longer pending,
@@ -62,13 +60,13 @@ func (c *Client) ApprovalRequest(ctx context.Context, id string) (*toolgate.Appr
 // with an error that matches context.DeadlineExceeded, as it returns
 // ctx's error when ctx ends while it waits. A request nobody decides
 // expires with its quote, so a wait without a deadline ends too.
-func (c *Client) WaitForDecision(ctx context.Context, id string) (*toolgate.ApprovalRequest, error) {
+func (c *Client) WaitForDecision(ctx context.Context, id string) (*toolgatetype.ApprovalRequest, error) {
 	for poll := 0; ; poll++ {
 		req, err := c.ApprovalRequest(ctx, id)
 		if err != nil {
 			return nil, err
 		}
-		if req.Status != toolgate.ApprovalStatusPending {
+		if req.Status != toolgatetype.ApprovalStatusPending {
 			return req, nil
 		}
 		wait := c.opts.Backoff(c.opts.RetryWaitMin, c.opts.RetryWaitMax, poll, nil)
@@ -87,18 +85,18 @@ func stillPending(id string, cause error) error {
 
 // ApprovalRequests lists, for a client holding an approver key, the
 // approval requests of the principals the approver approves for, newest
-// first, with the given status (toolgate.ApprovalStatusPending when
-// empty; toolgate.ApprovalStatusAll for every status), fetching
+// first, with the given status (toolgatetype.ApprovalStatusPending when
+// empty; toolgatetype.ApprovalStatusAll for every status), fetching
 // Options.PageSize at a time as the loop goes on. The listing follows the
 // gateway's cursor, so requests made meanwhile do not shift entries across
 // pages. A caller key gets approver_required.
 //
-//	for r, err := range c.ApprovalRequests(ctx, toolgate.ApprovalStatusPending) {
+//	for r, err := range c.ApprovalRequests(ctx, toolgatetype.ApprovalStatusPending) {
 //		if err != nil { ... }
 //		fmt.Println(r.Principal, r.Tool.Slug, r.TotalUSD, r.ApproveURL)
 //	}
-func (c *Client) ApprovalRequests(ctx context.Context, status toolgate.ApprovalStatus) iter.Seq2[*toolgate.ApprovalRequest, error] {
-	return pages(ctx, func(ctx context.Context, cursor string) (page[*toolgate.ApprovalRequest], error) {
+func (c *Client) ApprovalRequests(ctx context.Context, status toolgatetype.ApprovalStatus) iter.Seq2[*toolgatetype.ApprovalRequest, error] {
+	return pages(ctx, func(ctx context.Context, cursor string) (page[*toolgatetype.ApprovalRequest], error) {
 		q := url.Values{"limit": {strconv.Itoa(c.opts.PageSize)}}
 		if status != "" {
 			q.Set("status", string(status))
@@ -106,11 +104,11 @@ func (c *Client) ApprovalRequests(ctx context.Context, status toolgate.ApprovalS
 		if cursor != "" {
 			q.Set("cursor", cursor)
 		}
-		list, err := doJSON[toolgate.ApprovalRequestList](ctx, c, request{method: http.MethodGet, path: approvalRequestsPath, query: q})
+		list, err := doJSON[toolgatetype.ApprovalRequestList](ctx, c, request{method: http.MethodGet, path: approvalRequestsPath, query: q})
 		if err != nil {
-			return page[*toolgate.ApprovalRequest]{}, err
+			return page[*toolgatetype.ApprovalRequest]{}, err
 		}
-		p := page[*toolgate.ApprovalRequest]{items: make([]*toolgate.ApprovalRequest, len(list.ApprovalRequests))}
+		p := page[*toolgatetype.ApprovalRequest]{items: make([]*toolgatetype.ApprovalRequest, len(list.ApprovalRequests))}
 		for i := range list.ApprovalRequests {
 			p.items[i] = &list.ApprovalRequests[i]
 		}
@@ -134,8 +132,8 @@ func (c *Client) ApprovalRequests(ctx context.Context, status toolgate.ApprovalS
 // approver_required. A decision is sent again only when the connection
 // was refused; after a lost answer, read the request (ApprovalRequest) to
 // learn whether it was decided.
-func (c *Client) Approve(ctx context.Context, id string, remember storage.ApprovalMode) (*toolgate.ApprovalRequest, error) {
-	var body httpapi.DecisionBody
+func (c *Client) Approve(ctx context.Context, id string, remember toolgatetype.StandingMode) (*toolgatetype.ApprovalRequest, error) {
+	var body toolgatetype.DecisionBody
 	if remember != "" {
 		body.Remember = &remember
 	}
@@ -144,11 +142,11 @@ func (c *Client) Approve(ctx context.Context, id string, remember storage.Approv
 
 // Deny denies approval request id, for a client holding an approver key,
 // and returns the request as decided. It is final as Approve is.
-func (c *Client) Deny(ctx context.Context, id string) (*toolgate.ApprovalRequest, error) {
-	return c.decide(ctx, id, "deny", httpapi.DecisionBody{})
+func (c *Client) Deny(ctx context.Context, id string) (*toolgatetype.ApprovalRequest, error) {
+	return c.decide(ctx, id, "deny", toolgatetype.DecisionBody{})
 }
 
-func (c *Client) decide(ctx context.Context, id, verb string, d httpapi.DecisionBody) (*toolgate.ApprovalRequest, error) {
+func (c *Client) decide(ctx context.Context, id, verb string, d toolgatetype.DecisionBody) (*toolgatetype.ApprovalRequest, error) {
 	seg, err := approvalSegment(id)
 	if err != nil {
 		return nil, err
@@ -157,7 +155,7 @@ func (c *Client) decide(ctx context.Context, id, verb string, d httpapi.Decision
 	if err != nil {
 		return nil, fmt.Errorf("client: encode the decision: %w", err)
 	}
-	return doJSON[toolgate.ApprovalRequest](ctx, c, request{method: http.MethodPost, path: approvalRequestsPath + "/" + seg + "/" + verb, body: body})
+	return doJSON[toolgatetype.ApprovalRequest](ctx, c, request{method: http.MethodPost, path: approvalRequestsPath + "/" + seg + "/" + verb, body: body})
 }
 
 // approvalSegment is an approval request's id as a path segment. An id
@@ -167,7 +165,7 @@ func (c *Client) decide(ctx context.Context, id, verb string, d httpapi.Decision
 func approvalSegment(id string) (string, error) {
 	switch id {
 	case "", ".", "..":
-		return "", &toolgate.Error{Code: toolgate.CodeApprovalRequestNotFound, Message: fmt.Sprintf("no approval request %q exists for you", id)}
+		return "", &toolgatetype.Error{Code: toolgatetype.CodeApprovalRequestNotFound, Message: fmt.Sprintf("no approval request %q exists for you", id)}
 	}
 	return url.PathEscape(id), nil
 }

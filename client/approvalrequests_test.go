@@ -14,8 +14,8 @@ import (
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/httpapi"
 	"github.com/toolgate/toolgate/registry"
-	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetest"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // meteredTool is a paid, verified tool that sends messages: callable,
@@ -42,15 +42,15 @@ func TestRequestApproval(t *testing.T) {
 
 	q, err := agent.Quote(ctx, "metered")
 	require.NoError(t, err)
-	require.Equal(t, toolgate.RequirementPerCall, q.Policy.Approval.Requirement)
+	require.Equal(t, toolgatetype.RequirementPerCall, q.Policy.Approval.Requirement)
 	// The digest copied from the quote approves nothing: the error says a
 	// grant is what the call lacks.
 	_, err = agent.Call(ctx, approved(q, "hello"))
-	assert.True(t, toolgatetest.RequireCode(t, err, toolgate.CodeApprovalRequired).GrantRequired)
+	assert.True(t, toolgatetest.RequireCode(t, err, toolgatetype.CodeApprovalRequired).GrantRequired)
 
-	ar, err := agent.RequestApproval(ctx, toolgate.ApprovalInput{QuoteID: q.Quote.ID, Input: json.RawMessage(`{ "v": "hello" }`)})
+	ar, err := agent.RequestApproval(ctx, toolgatetype.ApprovalInput{QuoteID: q.Quote.ID, Input: json.RawMessage(`{ "v": "hello" }`)})
 	require.NoError(t, err)
-	assert.Equal(t, toolgate.ApprovalStatusPending, ar.Status)
+	assert.Equal(t, toolgatetype.ApprovalStatusPending, ar.Status)
 	assert.Equal(t, "agent", ar.Principal)
 	assert.Equal(t, q.Quote.ID, ar.QuoteID)
 	assert.Equal(t, "metered", ar.Tool.Slug)
@@ -72,10 +72,10 @@ func TestRequestApproval(t *testing.T) {
 
 	// The input is checked before a person is asked; the request is not
 	// made when it could not run.
-	_, err = agent.RequestApproval(ctx, toolgate.ApprovalInput{QuoteID: q.Quote.ID, Input: json.RawMessage(`{"v":""}`)})
-	toolgatetest.RequireCode(t, err, toolgate.CodeInputInvalid)
-	_, err = agent.RequestApproval(ctx, toolgate.ApprovalInput{QuoteID: q.Quote.ID, Input: json.RawMessage(`{"v":`)})
-	toolgatetest.RequireCode(t, err, toolgate.CodeInvalidRequest)
+	_, err = agent.RequestApproval(ctx, toolgatetype.ApprovalInput{QuoteID: q.Quote.ID, Input: json.RawMessage(`{"v":""}`)})
+	toolgatetest.RequireCode(t, err, toolgatetype.CodeInputInvalid)
+	_, err = agent.RequestApproval(ctx, toolgatetype.ApprovalInput{QuoteID: q.Quote.ID, Input: json.RawMessage(`{"v":`)})
+	toolgatetest.RequireCode(t, err, toolgatetype.CodeInvalidRequest)
 	assertPending(t, e, ar.ID)
 }
 
@@ -91,7 +91,7 @@ func TestApprovedCallRunsOnce(t *testing.T) {
 	q, err := agent.Quote(ctx, "metered")
 	require.NoError(t, err)
 	req := approved(q, "hello")
-	ar, err := agent.RequestApproval(ctx, toolgate.ApprovalInput{QuoteID: q.Quote.ID, Input: req.Input})
+	ar, err := agent.RequestApproval(ctx, toolgatetype.ApprovalInput{QuoteID: q.Quote.ID, Input: req.Input})
 	require.NoError(t, err)
 
 	// The person decides while the agent waits: after the agent's first
@@ -111,7 +111,7 @@ func TestApprovedCallRunsOnce(t *testing.T) {
 	}
 	got, err := agent.WaitForDecision(ctx, ar.ID)
 	require.NoError(t, err)
-	assert.Equal(t, toolgate.ApprovalStatusApproved, got.Status)
+	assert.Equal(t, toolgatetype.ApprovalStatusApproved, got.Status)
 	assert.Equal(t, "pat", got.DecidedBy)
 	require.NotNil(t, got.DecidedAt)
 	waits := e.recordedWaits()
@@ -138,7 +138,7 @@ func TestApprovedCallRunsOnce(t *testing.T) {
 	assert.EqualValues(t, 1, usage.Count, "one execution")
 	used, err := agent.ApprovalRequest(ctx, ar.ID)
 	require.NoError(t, err)
-	assert.Equal(t, toolgate.ApprovalStatusUsed, used.Status)
+	assert.Equal(t, toolgatetype.ApprovalStatusUsed, used.Status)
 	assert.Equal(t, res.Execution.ID, used.ExecutionID, "the grant used by that execution")
 
 	// Used once, the grant approves no other call, over the client as in
@@ -147,8 +147,8 @@ func TestApprovedCallRunsOnce(t *testing.T) {
 	_, remote := agent.Call(ctx, req)
 	req.IdempotencyKey = "yet-another-call"
 	_, local := e.gw.For("agent").Call(ctx, req)
-	want := toolgatetest.RequireCode(t, local, toolgate.CodeQuoteUsed)
-	assert.Equal(t, want, toolgatetest.RequireCode(t, remote, toolgate.CodeQuoteUsed))
+	want := toolgatetest.RequireCode(t, local, toolgatetype.CodeQuoteUsed)
+	assert.Equal(t, want, toolgatetest.RequireCode(t, remote, toolgatetype.CodeQuoteUsed))
 	e.gw.Upstream.RequireCalls(t, 1)
 
 	// The approver's key went only where it belongs.
@@ -167,23 +167,23 @@ func TestAgentKeyCannotApprove(t *testing.T) {
 	ctx := context.Background()
 	ar, _ := e.askApproval("echo", "x")
 
-	_, err := agent.Approve(ctx, ar.ID, storage.ApprovalNeverAsk)
-	toolgatetest.RequireCode(t, err, toolgate.CodeApproverRequired)
+	_, err := agent.Approve(ctx, ar.ID, toolgatetype.ApprovalNeverAsk)
+	toolgatetest.RequireCode(t, err, toolgatetype.CodeApproverRequired)
 	_, err = agent.Deny(ctx, ar.ID)
-	toolgatetest.RequireCode(t, err, toolgate.CodeApproverRequired)
+	toolgatetest.RequireCode(t, err, toolgatetype.CodeApproverRequired)
 	for r, err := range agent.ApprovalRequests(ctx, "") {
 		assert.Nil(t, r)
-		toolgatetest.RequireCode(t, err, toolgate.CodeApproverRequired)
+		toolgatetest.RequireCode(t, err, toolgatetype.CodeApproverRequired)
 	}
 	assertPending(t, e, ar.ID)
 
 	_, err = pat.Quote(ctx, "echo")
-	toolgatetest.RequireCode(t, err, toolgate.CodeUnauthorized)
-	_, err = pat.RequestApproval(ctx, toolgate.ApprovalInput{QuoteID: ar.QuoteID, Input: ar.Input})
-	toolgatetest.RequireCode(t, err, toolgate.CodeUnauthorized)
+	toolgatetest.RequireCode(t, err, toolgatetype.CodeUnauthorized)
+	_, err = pat.RequestApproval(ctx, toolgatetype.ApprovalInput{QuoteID: ar.QuoteID, Input: ar.Input})
+	toolgatetest.RequireCode(t, err, toolgatetype.CodeUnauthorized)
 	// An approver of other principals cannot learn of the request.
 	_, err = e.clientAs("sam", nil).Approve(ctx, ar.ID, "")
-	toolgatetest.RequireCode(t, err, toolgate.CodeApprovalRequestNotFound)
+	toolgatetest.RequireCode(t, err, toolgatetype.CodeApprovalRequestNotFound)
 	assertPending(t, e, ar.ID)
 }
 
@@ -198,7 +198,7 @@ func TestDeny(t *testing.T) {
 
 	denied, err := pat.Deny(ctx, ar.ID)
 	require.NoError(t, err)
-	assert.Equal(t, toolgate.ApprovalStatusDenied, denied.Status)
+	assert.Equal(t, toolgatetype.ApprovalStatusDenied, denied.Status)
 	assert.Equal(t, "pat", denied.DecidedBy)
 
 	got, err := agent.WaitForDecision(ctx, ar.ID)
@@ -207,9 +207,9 @@ func TestDeny(t *testing.T) {
 	assert.Empty(t, e.recordedWaits(), "decided already: no wait")
 
 	_, err = agent.Call(ctx, req)
-	toolgatetest.RequireCode(t, err, toolgate.CodeApprovalDenied)
+	toolgatetest.RequireCode(t, err, toolgatetype.CodeApprovalDenied)
 	_, err = pat.Approve(ctx, ar.ID, "")
-	toolgatetest.RequireCode(t, err, toolgate.CodeApprovalAlreadyDecided)
+	toolgatetest.RequireCode(t, err, toolgatetype.CodeApprovalAlreadyDecided)
 	e.gw.Upstream.RequireCalls(t, 0)
 }
 
@@ -222,24 +222,24 @@ func TestApproveAndRemember(t *testing.T) {
 	ctx := context.Background()
 	ar, _ := e.askApproval("echo", "x")
 
-	decided, err := pat.Approve(ctx, ar.ID, storage.ApprovalNeverAsk)
+	decided, err := pat.Approve(ctx, ar.ID, toolgatetype.ApprovalNeverAsk)
 	require.NoError(t, err)
-	assert.Equal(t, toolgate.ApprovalStatusApproved, decided.Status)
-	assert.Equal(t, storage.ApprovalNeverAsk, decided.Remember)
+	assert.Equal(t, toolgatetype.ApprovalStatusApproved, decided.Status)
+	assert.Equal(t, toolgatetype.ApprovalNeverAsk, decided.Remember)
 
 	list, err := agent.Approvals(ctx)
 	require.NoError(t, err)
 	require.Len(t, list, 1)
-	assert.Equal(t, storage.ApprovalNeverAsk, list[0].Mode)
+	assert.Equal(t, toolgatetype.ApprovalNeverAsk, list[0].Mode)
 	assert.Equal(t, ar.ManifestDigest, list[0].ManifestDigest)
 	q, err := agent.Quote(ctx, "echo")
 	require.NoError(t, err)
-	assert.Equal(t, toolgate.RequirementCoveredByUserPolicy, q.Policy.Approval.Requirement)
+	assert.Equal(t, toolgatetype.RequirementCoveredByUserPolicy, q.Policy.Approval.Requirement)
 
 	_, err = pat.Approve(ctx, ar.ID, "sometimes")
-	toolgatetest.RequireCode(t, err, toolgate.CodeInvalidRequest)
-	_, err = pat.Approve(ctx, ar.ID, storage.ApprovalAskChargedCalls)
-	toolgatetest.RequireCode(t, err, toolgate.CodeApprovalAlreadyDecided)
+	toolgatetest.RequireCode(t, err, toolgatetype.CodeInvalidRequest)
+	_, err = pat.Approve(ctx, ar.ID, toolgatetype.ApprovalAskChargedCalls)
+	toolgatetest.RequireCode(t, err, toolgatetype.CodeApprovalAlreadyDecided)
 }
 
 // The wait polls with the retry waits, growing and capped.
@@ -256,7 +256,7 @@ func TestWaitForDecisionPollsWithBackoff(t *testing.T) {
 	min, max := time.Second, 4*time.Second
 	got, err := e.clientAs("agent", &Options{RetryWaitMin: min, RetryWaitMax: max}).WaitForDecision(context.Background(), ar.ID)
 	require.NoError(t, err)
-	assert.Equal(t, toolgate.ApprovalStatusApproved, got.Status)
+	assert.Equal(t, toolgatetype.ApprovalStatusApproved, got.Status)
 	waits := e.recordedWaits()
 	require.Len(t, waits, 5)
 	for i, upTo := range []time.Duration{min, 2 * min, max, max, max} {
@@ -322,7 +322,7 @@ func TestWaitForDecisionEnds(t *testing.T) {
 		}
 		got, err := e.clientAs("agent", nil).WaitForDecision(context.Background(), ar.ID)
 		require.NoError(t, err, "an expired request is an answer")
-		assert.Equal(t, toolgate.ApprovalStatusExpired, got.Status)
+		assert.Equal(t, toolgatetype.ApprovalStatusExpired, got.Status)
 		assert.Len(t, e.recordedWaits(), 1)
 	})
 	t.Run("a request that is not there", func(t *testing.T) {
@@ -330,7 +330,7 @@ func TestWaitForDecisionEnds(t *testing.T) {
 		e := newEnv(t, nil)
 		ar, _ := e.askApproval("echo", "x")
 		_, err := e.clientAs("alice", nil).WaitForDecision(context.Background(), ar.ID)
-		toolgatetest.RequireCode(t, err, toolgate.CodeApprovalRequestNotFound)
+		toolgatetest.RequireCode(t, err, toolgatetype.CodeApprovalRequestNotFound)
 		assert.Empty(t, e.recordedWaits())
 	})
 }
@@ -351,7 +351,7 @@ func TestApprovalRequests(t *testing.T) {
 	e.decide(ids[3], false)
 	pat := e.clientAs("pat", &Options{PageSize: 2})
 
-	list := func(c *Client, status toolgate.ApprovalStatus) []string {
+	list := func(c *Client, status toolgatetype.ApprovalStatus) []string {
 		t.Helper()
 		var got []string
 		for r, err := range c.ApprovalRequests(ctx, status) {
@@ -365,14 +365,14 @@ func TestApprovalRequests(t *testing.T) {
 	before := len(e.proxy.requests())
 	assert.Equal(t, []string{ids[4], ids[2], ids[0]}, list(pat, ""), "pending by default, newest first")
 	assert.Len(t, e.proxy.requests(), before+2, "pages of 2 and 1")
-	assert.Equal(t, []string{ids[4], ids[2], ids[0]}, list(pat, toolgate.ApprovalStatusPending))
-	assert.Equal(t, []string{ids[1]}, list(pat, toolgate.ApprovalStatusApproved))
-	assert.Equal(t, []string{ids[3]}, list(pat, toolgate.ApprovalStatusDenied))
-	assert.Equal(t, []string{ids[4], ids[3], ids[2], ids[1], ids[0]}, list(pat, toolgate.ApprovalStatusAll))
-	assert.Empty(t, list(e.clientAs("sam", nil), toolgate.ApprovalStatusAll), "sam approves for no one here")
+	assert.Equal(t, []string{ids[4], ids[2], ids[0]}, list(pat, toolgatetype.ApprovalStatusPending))
+	assert.Equal(t, []string{ids[1]}, list(pat, toolgatetype.ApprovalStatusApproved))
+	assert.Equal(t, []string{ids[3]}, list(pat, toolgatetype.ApprovalStatusDenied))
+	assert.Equal(t, []string{ids[4], ids[3], ids[2], ids[1], ids[0]}, list(pat, toolgatetype.ApprovalStatusAll))
+	assert.Empty(t, list(e.clientAs("sam", nil), toolgatetype.ApprovalStatusAll), "sam approves for no one here")
 
 	before = len(e.proxy.requests())
-	for range pat.ApprovalRequests(ctx, toolgate.ApprovalStatusAll) {
+	for range pat.ApprovalRequests(ctx, toolgatetype.ApprovalStatusAll) {
 		break
 	}
 	assert.Len(t, e.proxy.requests(), before+1, "no page is fetched that the loop did not reach")
@@ -382,7 +382,7 @@ func TestApprovalRequests(t *testing.T) {
 		errs = append(errs, err)
 	}
 	require.Len(t, errs, 1)
-	toolgatetest.RequireCode(t, errs[0], toolgate.CodeInvalidRequest)
+	toolgatetest.RequireCode(t, errs[0], toolgatetype.CodeInvalidRequest)
 }
 
 // Ids that would name another route are refused before anything is sent,
@@ -395,12 +395,12 @@ func TestApprovalRequestIDsRefusedBeforeSending(t *testing.T) {
 	for _, id := range []string{"", ".", ".."} {
 		_, remote := pat.ApprovalRequest(ctx, id)
 		_, local := e.gw.ApprovalRequestFor(ctx, "pat", id)
-		assert.Equal(t, toolgatetest.RequireCode(t, local, toolgate.CodeApprovalRequestNotFound),
-			toolgatetest.RequireCode(t, remote, toolgate.CodeApprovalRequestNotFound), "%q", id)
+		assert.Equal(t, toolgatetest.RequireCode(t, local, toolgatetype.CodeApprovalRequestNotFound),
+			toolgatetest.RequireCode(t, remote, toolgatetype.CodeApprovalRequestNotFound), "%q", id)
 		_, err := pat.Approve(ctx, id, "")
-		toolgatetest.RequireCode(t, err, toolgate.CodeApprovalRequestNotFound)
+		toolgatetest.RequireCode(t, err, toolgatetype.CodeApprovalRequestNotFound)
 		_, err = pat.Deny(ctx, id)
-		toolgatetest.RequireCode(t, err, toolgate.CodeApprovalRequestNotFound)
+		toolgatetest.RequireCode(t, err, toolgatetype.CodeApprovalRequestNotFound)
 	}
 	assert.Empty(t, e.proxy.requests())
 }
@@ -410,6 +410,6 @@ func assertPending(t *testing.T, e *env, id string) {
 	t.Helper()
 	r, err := e.gw.ApprovalRequestFor(context.Background(), "pat", id)
 	require.NoError(t, err)
-	assert.Equal(t, toolgate.ApprovalStatusPending, r.Status)
+	assert.Equal(t, toolgatetype.ApprovalStatusPending, r.Status)
 	assert.Empty(t, r.DecidedBy)
 }

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // Executions lists this principal's finished executions or, for a client
@@ -26,11 +26,11 @@ import (
 // since, a cursor another listing gave) ends the sequence with the same
 // invalid_request as in process, its Parameter naming the filter.
 //
-//	for e, err := range c.Executions(ctx, toolgate.ExecutionFilter{Tool: "paid", Status: toolgate.StatusCompleted}) {
+//	for e, err := range c.Executions(ctx, toolgatetype.ExecutionFilter{Tool: "paid", Status: toolgatetype.StatusCompleted}) {
 //		if err != nil { ... }
 //		fmt.Println(e.ID, e.Tool.Slug, e.Cost.TotalUSD, e.CreatedAt)
 //	}
-func (c *Client) Executions(ctx context.Context, f toolgate.ExecutionFilter) iter.Seq2[*toolgate.ExecutionSummary, error] {
+func (c *Client) Executions(ctx context.Context, f toolgatetype.ExecutionFilter) iter.Seq2[*toolgatetype.ExecutionSummary, error] {
 	q := url.Values{}
 	if f.Tool != "" {
 		q.Set("tool", f.Tool)
@@ -45,7 +45,7 @@ func (c *Client) Executions(ctx context.Context, f toolgate.ExecutionFilter) ite
 		limit = c.opts.PageSize
 	}
 	q.Set("limit", strconv.Itoa(limit))
-	return pages(ctx, func(ctx context.Context, cursor string) (page[*toolgate.ExecutionSummary], error) {
+	return pages(ctx, func(ctx context.Context, cursor string) (page[*toolgatetype.ExecutionSummary], error) {
 		if cursor == "" {
 			cursor = f.Cursor
 		}
@@ -53,11 +53,11 @@ func (c *Client) Executions(ctx context.Context, f toolgate.ExecutionFilter) ite
 		if cursor != "" {
 			pq.Set("cursor", cursor)
 		}
-		list, err := doJSON[toolgate.ExecutionPage](ctx, c, request{method: http.MethodGet, path: "/v1/executions", query: pq})
+		list, err := doJSON[toolgatetype.ExecutionPage](ctx, c, request{method: http.MethodGet, path: "/v1/executions", query: pq})
 		if err != nil {
-			return page[*toolgate.ExecutionSummary]{}, err
+			return page[*toolgatetype.ExecutionSummary]{}, err
 		}
-		p := page[*toolgate.ExecutionSummary]{items: make([]*toolgate.ExecutionSummary, len(list.Executions))}
+		p := page[*toolgatetype.ExecutionSummary]{items: make([]*toolgatetype.ExecutionSummary, len(list.Executions))}
 		for i := range list.Executions {
 			p.items[i] = &list.Executions[i]
 		}
@@ -77,14 +77,14 @@ func (c *Client) Executions(ctx context.Context, f toolgate.ExecutionFilter) ite
 // f's zero fields take the gateway's defaults (since the start of the
 // current UTC month, until now, by tool); a filter it refuses is
 // invalid_request with Parameter naming it.
-func (c *Client) Spend(ctx context.Context, f toolgate.SpendFilter) (*toolgate.SpendSummary, error) {
+func (c *Client) Spend(ctx context.Context, f toolgatetype.SpendFilter) (*toolgatetype.SpendSummary, error) {
 	q := url.Values{}
 	setTime(q, "since", f.Since)
 	setTime(q, "until", f.Until)
 	if f.GroupBy != "" {
 		q.Set("groupBy", string(f.GroupBy))
 	}
-	return doJSON[toolgate.SpendSummary](ctx, c, request{method: http.MethodGet, path: "/v1/spend", query: q})
+	return doJSON[toolgatetype.SpendSummary](ctx, c, request{method: http.MethodGet, path: "/v1/spend", query: q})
 }
 
 // setTime sets a time parameter to t to the nanosecond, or leaves it out

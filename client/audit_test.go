@@ -8,9 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetest"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // history makes executions a minute apart, in process: alice calls "paid"
@@ -43,9 +42,9 @@ func (e *env) history(calls int) time.Time {
 }
 
 // collect runs a listing to its end, failing t on an error.
-func collect(t *testing.T, list func(yield func(*toolgate.ExecutionSummary, error) bool)) []toolgate.ExecutionSummary {
+func collect(t *testing.T, list func(yield func(*toolgatetype.ExecutionSummary, error) bool)) []toolgatetype.ExecutionSummary {
 	t.Helper()
-	var out []toolgate.ExecutionSummary
+	var out []toolgatetype.ExecutionSummary
 	for item, err := range list {
 		require.NoError(t, err)
 		out = append(out, *item)
@@ -65,16 +64,16 @@ func TestExecutions(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		as    string
-		f     toolgate.ExecutionFilter
+		f     toolgatetype.ExecutionFilter
 		count int
 	}{
 		{name: "all of alice's", as: "alice", count: 9},
-		{name: "one tool", as: "alice", f: toolgate.ExecutionFilter{Tool: "echo"}, count: 4},
-		{name: "failed only", as: "alice", f: toolgate.ExecutionFilter{Status: toolgate.StatusFailed}, count: 1},
-		{name: "completed of one tool", as: "alice", f: toolgate.ExecutionFilter{Tool: "echo", Status: toolgate.StatusCompleted}, count: 3},
-		{name: "a window", as: "alice", f: toolgate.ExecutionFilter{Since: start.Add(2 * time.Minute), Until: start.Add(7 * time.Minute)}, count: 5},
+		{name: "one tool", as: "alice", f: toolgatetype.ExecutionFilter{Tool: "echo"}, count: 4},
+		{name: "failed only", as: "alice", f: toolgatetype.ExecutionFilter{Status: toolgatetype.StatusFailed}, count: 1},
+		{name: "completed of one tool", as: "alice", f: toolgatetype.ExecutionFilter{Tool: "echo", Status: toolgatetype.StatusCompleted}, count: 3},
+		{name: "a window", as: "alice", f: toolgatetype.ExecutionFilter{Since: start.Add(2 * time.Minute), Until: start.Add(7 * time.Minute)}, count: 5},
 		{name: "an approver's principals", as: "pat", count: 10},
-		{name: "an approver's principals, one tool", as: "pat", f: toolgate.ExecutionFilter{Tool: "echo"}, count: 5},
+		{name: "an approver's principals, one tool", as: "pat", f: toolgatetype.ExecutionFilter{Tool: "echo"}, count: 5},
 		{name: "an approver of no one here", as: "sam", count: 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -103,7 +102,7 @@ func TestExecutions(t *testing.T) {
 
 	t.Run("the approver sees both principals", func(t *testing.T) {
 		principals := map[string]int{}
-		for item, err := range e.clientAs("pat", nil).Executions(ctx, toolgate.ExecutionFilter{}) {
+		for item, err := range e.clientAs("pat", nil).Executions(ctx, toolgatetype.ExecutionFilter{}) {
 			require.NoError(t, err)
 			principals[item.Principal]++
 		}
@@ -114,7 +113,7 @@ func TestExecutions(t *testing.T) {
 		c := e.client(&Options{PageSize: 2})
 		before := len(e.proxy.requests())
 		seen := 0
-		for _, err := range c.Executions(ctx, toolgate.ExecutionFilter{}) {
+		for _, err := range c.Executions(ctx, toolgatetype.ExecutionFilter{}) {
 			require.NoError(t, err)
 			if seen++; seen == 3 {
 				break
@@ -124,17 +123,17 @@ func TestExecutions(t *testing.T) {
 	})
 
 	t.Run("a cursor from the gateway starts after its page", func(t *testing.T) {
-		first, err := e.gw.ListExecutions(ctx, "alice", toolgate.ExecutionFilter{Limit: 4})
+		first, err := e.gw.ListExecutions(ctx, "alice", toolgatetype.ExecutionFilter{Limit: 4})
 		require.NoError(t, err)
 		require.NotNil(t, first.NextCursor)
-		all := collect(t, e.client(nil).Executions(ctx, toolgate.ExecutionFilter{}))
-		rest := collect(t, e.client(nil).Executions(ctx, toolgate.ExecutionFilter{Limit: 3, Cursor: *first.NextCursor}))
+		all := collect(t, e.client(nil).Executions(ctx, toolgatetype.ExecutionFilter{}))
+		rest := collect(t, e.client(nil).Executions(ctx, toolgatetype.ExecutionFilter{Limit: 3, Cursor: *first.NextCursor}))
 		assert.Equal(t, all[4:], rest)
 	})
 
 	t.Run("Limit sets the page size", func(t *testing.T) {
 		before := len(e.proxy.requests())
-		assert.Len(t, collect(t, e.client(nil).Executions(ctx, toolgate.ExecutionFilter{Limit: 4})), 9)
+		assert.Len(t, collect(t, e.client(nil).Executions(ctx, toolgatetype.ExecutionFilter{Limit: 4})), 9)
 		assert.Len(t, e.proxy.requests(), before+3)
 	})
 }
@@ -146,10 +145,10 @@ func TestExecutionsStableWhileCallsFinish(t *testing.T) {
 	e := newEnv(t, nil)
 	e.history(5)
 	ctx := context.Background()
-	want := collect(t, e.client(nil).Executions(ctx, toolgate.ExecutionFilter{}))
+	want := collect(t, e.client(nil).Executions(ctx, toolgatetype.ExecutionFilter{}))
 
-	var got []toolgate.ExecutionSummary
-	for item, err := range e.client(&Options{PageSize: 2}).Executions(ctx, toolgate.ExecutionFilter{}) {
+	var got []toolgatetype.ExecutionSummary
+	for item, err := range e.client(&Options{PageSize: 2}).Executions(ctx, toolgatetype.ExecutionFilter{}) {
 		require.NoError(t, err)
 		got = append(got, *item)
 		e.gw.Clock.Advance(time.Second)
@@ -169,21 +168,21 @@ func TestSpend(t *testing.T) {
 	e.gw.Clock.Advance(24 * time.Hour)
 	e.history(4) // paid, echo, paid, failed echo: another $0.22 tomorrow
 	ctx := context.Background()
-	window := toolgate.SpendFilter{Since: start, Until: e.gw.Clock.Now()}
+	window := toolgatetype.SpendFilter{Since: start, Until: e.gw.Clock.Now()}
 
 	for _, tc := range []struct {
 		name   string
 		as     string
-		f      toolgate.SpendFilter
+		f      toolgatetype.SpendFilter
 		total  string
 		groups int
 	}{
 		{name: "by tool by default", as: "alice", total: "0.4400", groups: 2},
-		{name: "by tool", as: "alice", f: toolgate.SpendFilter{Since: window.Since, Until: window.Until, GroupBy: storage.SpendByTool}, total: "0.4400", groups: 2},
-		{name: "by day", as: "alice", f: toolgate.SpendFilter{Since: window.Since, Until: window.Until, GroupBy: storage.SpendByDay}, total: "0.4400", groups: 2},
-		{name: "the first day only", as: "alice", f: toolgate.SpendFilter{Since: start, Until: start.Add(time.Hour), GroupBy: storage.SpendByDay}, total: "0.2200", groups: 1},
+		{name: "by tool", as: "alice", f: toolgatetype.SpendFilter{Since: window.Since, Until: window.Until, GroupBy: toolgatetype.SpendByTool}, total: "0.4400", groups: 2},
+		{name: "by day", as: "alice", f: toolgatetype.SpendFilter{Since: window.Since, Until: window.Until, GroupBy: toolgatetype.SpendByDay}, total: "0.4400", groups: 2},
+		{name: "the first day only", as: "alice", f: toolgatetype.SpendFilter{Since: start, Until: start.Add(time.Hour), GroupBy: toolgatetype.SpendByDay}, total: "0.2200", groups: 1},
 		{name: "an approver's principals by tool", as: "pat", f: window, total: "0.4400", groups: 2},
-		{name: "an approver's principals by day", as: "pat", f: toolgate.SpendFilter{Since: window.Since, Until: window.Until, GroupBy: storage.SpendByDay}, total: "0.4400", groups: 2},
+		{name: "an approver's principals by day", as: "pat", f: toolgatetype.SpendFilter{Since: window.Since, Until: window.Until, GroupBy: toolgatetype.SpendByDay}, total: "0.4400", groups: 2},
 		{name: "an approver of no one here", as: "sam", f: window, total: "0.0000", groups: 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -197,9 +196,9 @@ func TestSpend(t *testing.T) {
 		})
 	}
 
-	byDay, err := e.client(nil).Spend(ctx, toolgate.SpendFilter{Since: window.Since, Until: window.Until, GroupBy: storage.SpendByDay})
+	byDay, err := e.client(nil).Spend(ctx, toolgatetype.SpendFilter{Since: window.Since, Until: window.Until, GroupBy: toolgatetype.SpendByDay})
 	require.NoError(t, err)
-	assert.Equal(t, []toolgate.SpendGroup{
+	assert.Equal(t, []toolgatetype.SpendGroup{
 		{Key: "2026-03-14", TotalUSD: "0.2200", Count: 3},
 		{Key: "2026-03-15", TotalUSD: "0.2200", Count: 3},
 	}, byDay.Groups, "completed calls only; the free ones count, the failed one does not")
@@ -212,13 +211,13 @@ func TestAuditFiltersRefused(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := context.Background()
 	var errs []error
-	for item, err := range e.client(nil).Executions(ctx, toolgate.ExecutionFilter{Status: "nope"}) {
+	for item, err := range e.client(nil).Executions(ctx, toolgatetype.ExecutionFilter{Status: "nope"}) {
 		assert.Nil(t, item)
 		errs = append(errs, err)
 	}
 	require.Len(t, errs, 1, "an error ends the sequence")
-	assert.Equal(t, "status", toolgatetest.RequireCode(t, errs[0], toolgate.CodeInvalidRequest).Parameter)
+	assert.Equal(t, "status", toolgatetest.RequireCode(t, errs[0], toolgatetype.CodeInvalidRequest).Parameter)
 
-	_, err := e.client(nil).Spend(ctx, toolgate.SpendFilter{GroupBy: "week"})
-	assert.Equal(t, "groupBy", toolgatetest.RequireCode(t, err, toolgate.CodeInvalidRequest).Parameter)
+	_, err := e.client(nil).Spend(ctx, toolgatetype.SpendFilter{GroupBy: "week"})
+	assert.Equal(t, "groupBy", toolgatetest.RequireCode(t, err, toolgatetype.CodeInvalidRequest).Parameter)
 }

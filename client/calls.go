@@ -7,20 +7,19 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/httpapi"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // Quote prices a call of the tool (by slug or id) and returns the policy
 // and spend-control decisions for this client's principal, as
 // toolgate.Gateway.Quote does. A quote is stored by the gateway, so it is
 // retried only when the connection was refused.
-func (c *Client) Quote(ctx context.Context, tool string) (*toolgate.QuoteResult, error) {
+func (c *Client) Quote(ctx context.Context, tool string) (*toolgatetype.QuoteResult, error) {
 	seg, err := toolSegment(tool)
 	if err != nil {
 		return nil, err
 	}
-	return doJSON[toolgate.QuoteResult](ctx, c, request{method: http.MethodPost, path: "/v1/tools/" + seg + "/quote"})
+	return doJSON[toolgatetype.QuoteResult](ctx, c, request{method: http.MethodPost, path: "/v1/tools/" + seg + "/quote"})
 }
 
 // Call runs one call of a tool under a quote, as toolgate.Gateway.Call
@@ -29,16 +28,16 @@ func (c *Client) Quote(ctx context.Context, tool string) (*toolgate.QuoteResult,
 // what is retried. A result the gateway had already produced for the key
 // comes back with Replayed set.
 //
-// A *toolgate.Error is the gateway's answer: a refusal, after which
+// A *toolgatetype.Error is the gateway's answer: a refusal, after which
 // nothing ran and nothing is charged, or internal_error. A
 // *TransportError, or internal_error, leaves the outcome unknown: call
 // again with the same key and request to learn it (TransportError carries
 // the key).
-func (c *Client) Call(ctx context.Context, req toolgate.CallRequest) (*toolgate.CallResult, error) {
+func (c *Client) Call(ctx context.Context, req toolgatetype.CallRequest) (*toolgatetype.CallResult, error) {
 	if req.IdempotencyKey == "" {
-		req.IdempotencyKey = toolgate.NewIdempotencyKey()
+		req.IdempotencyKey = toolgatetype.NewIdempotencyKey()
 	}
-	if err := toolgate.ValidateIdempotencyKey(req.IdempotencyKey); err != nil {
+	if err := toolgatetype.ValidateIdempotencyKey(req.IdempotencyKey); err != nil {
 		return nil, err
 	}
 	seg, err := toolSegment(req.Tool)
@@ -46,9 +45,9 @@ func (c *Client) Call(ctx context.Context, req toolgate.CallRequest) (*toolgate.
 		return nil, err
 	}
 	if len(req.Input) > 0 && !json.Valid(req.Input) {
-		return nil, &toolgate.Error{Code: toolgate.CodeInvalidRequest, Message: "input is not valid JSON"}
+		return nil, &toolgatetype.Error{Code: toolgatetype.CodeInvalidRequest, Message: "input is not valid JSON"}
 	}
-	body, err := json.Marshal(httpapi.NewCallBody(req))
+	body, err := json.Marshal(toolgatetype.NewCallBody(req))
 	if err != nil {
 		return nil, fmt.Errorf("client: encode the call: %w", err)
 	}
@@ -67,9 +66,9 @@ func (c *Client) Call(ctx context.Context, req toolgate.CallRequest) (*toolgate.
 
 // GetExecution returns one of this principal's finished executions, as
 // toolgate.Gateway.GetExecution does: the result exactly as stored.
-func (c *Client) GetExecution(ctx context.Context, id string) (*toolgate.CallResult, error) {
+func (c *Client) GetExecution(ctx context.Context, id string) (*toolgatetype.CallResult, error) {
 	if id == "" {
-		return nil, &toolgate.Error{Code: toolgate.CodeExecutionNotFound, Message: `no execution "" exists for this caller`}
+		return nil, &toolgatetype.Error{Code: toolgatetype.CodeExecutionNotFound, Message: `no execution "" exists for this caller`}
 	}
 	r := request{method: http.MethodGet, path: "/v1/executions/" + url.PathEscape(id)}
 	a, err := c.do(ctx, r)
@@ -81,8 +80,8 @@ func (c *Client) GetExecution(ctx context.Context, id string) (*toolgate.CallRes
 
 // callResult reads an execution answer: the stored result's bytes as they
 // are, and whether they were replayed.
-func (c *Client) callResult(r request, a answer) (*toolgate.CallResult, error) {
-	res := &toolgate.CallResult{Body: a.body, Replayed: a.header.Get("Idempotent-Replayed") == "true"}
+func (c *Client) callResult(r request, a answer) (*toolgatetype.CallResult, error) {
+	res := &toolgatetype.CallResult{Body: a.body, Replayed: a.header.Get("Idempotent-Replayed") == "true"}
 	if err := c.decode(r, a, &res.Execution); err != nil {
 		return nil, err
 	}
@@ -93,7 +92,7 @@ func (c *Client) callResult(r request, a answer) (*toolgate.CallResult, error) {
 // name another route, so it is refused here as the gateway refuses it.
 func toolSegment(tool string) (string, error) {
 	if tool == "" {
-		return "", &toolgate.Error{Code: toolgate.CodeToolNotFound, Message: `no tool "" is registered`}
+		return "", &toolgatetype.Error{Code: toolgatetype.CodeToolNotFound, Message: `no tool "" is registered`}
 	}
 	return url.PathEscape(tool), nil
 }

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // Defaults for Options fields left zero.
@@ -109,7 +109,7 @@ func (o Options) validate() error {
 }
 
 // Client calls one gateway as the principal its API key belongs to. It is a
-// toolgate.Caller. Safe for concurrent use.
+// toolgatetype.Caller. Safe for concurrent use.
 type Client struct {
 	base   string // scheme://host[:port][/prefix], without a trailing slash
 	apiKey string
@@ -121,7 +121,7 @@ type Client struct {
 }
 
 // Interface guard.
-var _ toolgate.Caller = (*Client)(nil)
+var _ toolgatetype.Caller = (*Client)(nil)
 
 // New returns a client of the gateway at baseURL (http or https, with the
 // path prefix it is mounted under, if any: "https://host/gateway"), calling

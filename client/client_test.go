@@ -13,9 +13,8 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetest"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // The quote and the call a client gets are the library's own, as in
@@ -33,9 +32,9 @@ func TestQuoteCallAndExecution(t *testing.T) {
 	assert.Equal(t, local.Tool, q.Tool)
 	assert.Equal(t, "0.1100", q.Quote.TotalUSD)
 	assert.True(t, q.Controls.Approved)
-	assert.Equal(t, toolgate.RequirementCoveredByUserPolicy, q.Policy.Approval.Requirement)
+	assert.Equal(t, toolgatetype.RequirementCoveredByUserPolicy, q.Policy.Approval.Requirement)
 
-	res, err := c.Call(ctx, toolgate.CallRequest{Tool: "paid", QuoteID: q.Quote.ID, Input: []byte(`{"v":"hi"}`)})
+	res, err := c.Call(ctx, toolgatetype.CallRequest{Tool: "paid", QuoteID: q.Quote.ID, Input: []byte(`{"v":"hi"}`)})
 	toolgatetest.RequireCompleted(t, res, err, "0.1100")
 	assert.False(t, res.Replayed)
 
@@ -48,7 +47,7 @@ func TestQuoteCallAndExecution(t *testing.T) {
 	assert.Equal(t, string(inProcess.Body), string(got.Body))
 
 	// A call repeated with its key is the same call.
-	again, err := c.Call(ctx, toolgate.CallRequest{Tool: "paid", QuoteID: q.Quote.ID, Input: []byte(`{ "v": "hi" }`), IdempotencyKey: res.IdempotencyKey})
+	again, err := c.Call(ctx, toolgatetype.CallRequest{Tool: "paid", QuoteID: q.Quote.ID, Input: []byte(`{ "v": "hi" }`), IdempotencyKey: res.IdempotencyKey})
 	require.NoError(t, err)
 	assert.True(t, again.Replayed)
 	assert.Equal(t, string(res.Body), string(again.Body))
@@ -69,11 +68,11 @@ func TestEntries(t *testing.T) {
 	c := e.client(&Options{PageSize: 3})
 	ctx := context.Background()
 
-	want, err := e.gw.List(ctx, "", 100, 0, toolgate.EntryOptions{})
+	want, _, err := e.gw.List(ctx, "", 100, 0, toolgatetype.EntryOptions{})
 	require.NoError(t, err)
-	require.Len(t, want.Tools, 10)
+	require.Len(t, want, 10)
 	var slugs, wantSlugs []string
-	for _, w := range want.Tools {
+	for _, w := range want {
 		wantSlugs = append(wantSlugs, w.Slug)
 	}
 	for entry, err := range c.Entries(ctx, "") {
@@ -115,7 +114,7 @@ func TestEntry(t *testing.T) {
 	anonymous := e.clientAt(e.front.URL, "", nil)
 	got, err := anonymous.Entry(context.Background(), "paid")
 	require.NoError(t, err, "the registry is public")
-	want, err := e.gw.Entry(context.Background(), "paid", toolgate.EntryOptions{})
+	want, err := e.gw.Entry(context.Background(), "paid", toolgatetype.EntryOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, want.Policy, got.Policy)
 	assert.Equal(t, want.Version, got.Version)
@@ -131,7 +130,7 @@ func TestSpendControls(t *testing.T) {
 	e := newEnv(t, nil)
 	c := e.client(nil)
 	ctx := context.Background()
-	inProcess := func() storage.SpendControls {
+	inProcess := func() toolgatetype.SpendControls {
 		sc, err := e.gw.SpendControls(ctx, "alice")
 		require.NoError(t, err)
 		return sc
@@ -139,12 +138,12 @@ func TestSpendControls(t *testing.T) {
 
 	none, err := c.SpendControls(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, storage.SpendControls{}, none)
+	assert.Equal(t, toolgatetype.SpendControls{}, none)
 
 	five, ten := 5, 10
-	set := storage.SpendControls{
+	set := toolgatetype.SpendControls{
 		DailyLimitUSD: dec("5"), RateLimitPerMinute: &ten,
-		Tools: map[string]storage.ToolSpendControls{"paid": {Allowed: new(bool)}},
+		Tools: map[string]toolgatetype.ToolSpendControls{"paid": {Allowed: new(bool)}},
 	}
 	stored, err := c.PutSpendControls(ctx, set)
 	require.NoError(t, err)
@@ -155,43 +154,43 @@ func TestSpendControls(t *testing.T) {
 	assert.Equal(t, []string{"This tool is blocked by its spend control"}, q.Controls.Violations)
 
 	// One tool's controls, on their own.
-	echo := storage.ToolSpendControls{DailyLimitUSD: dec("0.25"), RateLimitPerHour: &five}
+	echo := toolgatetype.ToolSpendControls{DailyLimitUSD: dec("0.25"), RateLimitPerHour: &five}
 	gotEcho, err := c.PutToolSpendControls(ctx, "echo", echo)
 	require.NoError(t, err)
-	assertSameControls(t, storage.SpendControls{Tools: map[string]storage.ToolSpendControls{"echo": echo}},
-		storage.SpendControls{Tools: map[string]storage.ToolSpendControls{"echo": gotEcho}})
+	assertSameControls(t, toolgatetype.SpendControls{Tools: map[string]toolgatetype.ToolSpendControls{"echo": echo}},
+		toolgatetype.SpendControls{Tools: map[string]toolgatetype.ToolSpendControls{"echo": gotEcho}})
 	read, err := c.ToolSpendControls(ctx, "echo")
 	require.NoError(t, err)
 	assert.Equal(t, gotEcho, read)
 
 	// Without tools, PUT keeps them; with an empty map, it removes them.
-	kept, err := c.PutSpendControls(ctx, storage.SpendControls{DailyLimitUSD: dec("7")})
+	kept, err := c.PutSpendControls(ctx, toolgatetype.SpendControls{DailyLimitUSD: dec("7")})
 	require.NoError(t, err)
 	assert.Len(t, kept.Tools, 2)
 	assert.Len(t, inProcess().Tools, 2)
 	require.NoError(t, c.DeleteToolSpendControls(ctx, "echo"))
 	_, err = c.ToolSpendControls(ctx, "echo")
-	toolgatetest.RequireCode(t, err, toolgate.CodeNotFound)
-	cleared, err := c.PutSpendControls(ctx, storage.SpendControls{DailyLimitUSD: dec("7"), Tools: map[string]storage.ToolSpendControls{}})
+	toolgatetest.RequireCode(t, err, toolgatetype.CodeNotFound)
+	cleared, err := c.PutSpendControls(ctx, toolgatetype.SpendControls{DailyLimitUSD: dec("7"), Tools: map[string]toolgatetype.ToolSpendControls{}})
 	require.NoError(t, err)
 	assert.Empty(t, cleared.Tools)
 	assert.Empty(t, inProcess().Tools)
 
-	_, err = c.PutSpendControls(ctx, storage.SpendControls{DailyLimitUSD: dec("-1")})
-	refused := toolgatetest.RequireCode(t, err, toolgate.CodeInvalidRequest)
+	_, err = c.PutSpendControls(ctx, toolgatetype.SpendControls{DailyLimitUSD: dec("-1")})
+	refused := toolgatetest.RequireCode(t, err, toolgatetype.CodeInvalidRequest)
 	assert.Contains(t, refused.Message, "dailyLimitUsd")
 	_, err = c.PutToolSpendControls(ctx, "nope", echo)
-	toolgatetest.RequireCode(t, err, toolgate.CodeToolNotFound)
+	toolgatetest.RequireCode(t, err, toolgatetype.CodeToolNotFound)
 }
 
 // assertSameControls compares spend controls by value, amounts to the cent
 // and beyond, whatever their decimal exponent.
-func assertSameControls(t *testing.T, want, got storage.SpendControls) {
+func assertSameControls(t *testing.T, want, got toolgatetype.SpendControls) {
 	t.Helper()
 	assert.Equal(t, render(want), render(got))
 }
 
-func render(sc storage.SpendControls) string {
+func render(sc toolgatetype.SpendControls) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s %s %s %s", dstr(sc.MaxPerCallUSD), dstr(sc.DailyLimitUSD), dstr(sc.MonthlyLimitUSD),
 		istr(sc.RateLimitPerMinute), istr(sc.RateLimitPerHour))
@@ -232,11 +231,11 @@ func TestStandingApprovals(t *testing.T) {
 	ctx := context.Background()
 	q, err := c.Quote(ctx, "echo")
 	require.NoError(t, err)
-	assert.Equal(t, toolgate.RequirementExplicitUnverified, q.Policy.Approval.Requirement)
+	assert.Equal(t, toolgatetype.RequirementExplicitUnverified, q.Policy.Approval.Requirement)
 
-	sa, err := c.SetApproval(ctx, "echo", storage.ApprovalNeverAsk, *q.Quote.ManifestDigest)
+	sa, err := c.SetApproval(ctx, "echo", toolgatetype.ApprovalNeverAsk, *q.Quote.ManifestDigest)
 	require.NoError(t, err)
-	assert.Equal(t, &toolgate.StandingApproval{Mode: storage.ApprovalNeverAsk, ManifestDigest: *q.Quote.ManifestDigest}, sa)
+	assert.Equal(t, &toolgatetype.StandingApproval{Mode: toolgatetype.ApprovalNeverAsk, ManifestDigest: *q.Quote.ManifestDigest}, sa)
 
 	list, err := c.Approvals(ctx)
 	require.NoError(t, err)
@@ -248,7 +247,7 @@ func TestStandingApprovals(t *testing.T) {
 	// Covered now: the call needs no approval.
 	q, err = c.Quote(ctx, "echo")
 	require.NoError(t, err)
-	res, err := c.Call(ctx, toolgate.CallRequest{Tool: "echo", QuoteID: q.Quote.ID, Input: []byte(`{"v":"x"}`)})
+	res, err := c.Call(ctx, toolgatetype.CallRequest{Tool: "echo", QuoteID: q.Quote.ID, Input: []byte(`{"v":"x"}`)})
 	toolgatetest.RequireCompleted(t, res, err, "0.0000")
 
 	// Stale once the digest changes.
@@ -363,12 +362,12 @@ func TestRefusedBeforeSending(t *testing.T) {
 	c := e.client(nil)
 	ctx := context.Background()
 	_, err := c.Quote(ctx, "")
-	toolgatetest.RequireCode(t, err, toolgate.CodeToolNotFound)
-	_, err = c.Call(ctx, toolgate.CallRequest{Tool: "echo", QuoteID: "q", Input: []byte(`{"v":`)})
-	toolgatetest.RequireCode(t, err, toolgate.CodeInvalidRequest)
-	_, err = c.Call(ctx, toolgate.CallRequest{Tool: "echo", QuoteID: "q", IdempotencyKey: "k\x01"})
-	toolgatetest.RequireCode(t, err, toolgate.CodeIdempotencyKeyInvalid)
+	toolgatetest.RequireCode(t, err, toolgatetype.CodeToolNotFound)
+	_, err = c.Call(ctx, toolgatetype.CallRequest{Tool: "echo", QuoteID: "q", Input: []byte(`{"v":`)})
+	toolgatetest.RequireCode(t, err, toolgatetype.CodeInvalidRequest)
+	_, err = c.Call(ctx, toolgatetype.CallRequest{Tool: "echo", QuoteID: "q", IdempotencyKey: "k\x01"})
+	toolgatetest.RequireCode(t, err, toolgatetype.CodeIdempotencyKeyInvalid)
 	_, err = c.GetExecution(ctx, "")
-	toolgatetest.RequireCode(t, err, toolgate.CodeExecutionNotFound)
+	toolgatetest.RequireCode(t, err, toolgatetype.CodeExecutionNotFound)
 	assert.Empty(t, e.proxy.requests())
 }

@@ -1,17 +1,17 @@
 // Package client calls a remote toolgate gateway over its HTTP API, for Go
 // agent runtimes that cannot embed the gateway because it runs as a shared
 // service. It speaks the library's own types: a quote is a
-// *toolgate.QuoteResult, a call a *toolgate.CallResult, a registry entry a
-// *toolgate.RegistryEntry, and every refusal the same *toolgate.Error, with
+// *toolgatetype.QuoteResult, a call a *toolgatetype.CallResult, a registry entry a
+// *toolgatetype.RegistryEntry, and every refusal the same *toolgatetype.Error, with
 // the same Code and details, as an embedded gateway returns. A *Client is a
-// toolgate.Caller, as is an embedded gateway bound to a principal
-// (toolgate.Gateway.For), so agent code written against toolgate.Caller runs
+// toolgatetype.Caller, as is an embedded gateway bound to a principal
+// (toolgate.Gateway.For), so agent code written against toolgatetype.Caller runs
 // on either.
 //
 //	c, err := client.New("https://gateway.example.com", os.Getenv("TOOLGATE_API_KEY"), nil)
 //	q, err := c.Quote(ctx, "exchange-rates")
 //	// check q.Policy.Callable, q.Policy.Approval, q.Controls.Approved; ask the user
-//	res, err := c.Call(ctx, toolgate.CallRequest{
+//	res, err := c.Call(ctx, toolgatetype.CallRequest{
 //		Tool: "exchange-rates", QuoteID: q.Quote.ID,
 //		Input:          json.RawMessage(`{"base":"USD","quotes":"EUR"}`),
 //		ApprovalDigest: *q.Quote.ManifestDigest,
@@ -22,17 +22,17 @@
 // A principal whose calls a person approves (approver mode, contract
 // section 14) asks for approval of one exact call with RequestApproval,
 // waits with WaitForDecision, and calls with the approved request's ID as
-// toolgate.CallRequest.ApprovalGrant. The grant is used once, with its
+// toolgatetype.CallRequest.ApprovalGrant. The grant is used once, with its
 // quote; Call's retries cannot use it twice, since every retry carries the
 // same Idempotency-Key and gets the first run's result. A client holding
 // an approver key lists what waits (ApprovalRequests) and decides
 // (Approve, Deny).
 //
-//	asked, err := c.RequestApproval(ctx, toolgate.ApprovalInput{QuoteID: q.Quote.ID, Input: input})
+//	asked, err := c.RequestApproval(ctx, toolgatetype.ApprovalInput{QuoteID: q.Quote.ID, Input: input})
 //	// show the person asked.ApproveURL
 //	decided, err := c.WaitForDecision(ctx, asked.ID)
-//	if decided.Status == toolgate.ApprovalStatusApproved {
-//		res, err := c.Call(ctx, toolgate.CallRequest{..., ApprovalGrant: decided.ID})
+//	if decided.Status == toolgatetype.ApprovalStatusApproved {
+//		res, err := c.Call(ctx, toolgatetype.CallRequest{..., ApprovalGrant: decided.ID})
 //	}
 //
 // # The audit trail and what was spent
@@ -47,11 +47,11 @@
 // approves for. A filter the gateway refuses comes back as the same
 // invalid_request as in process, its Parameter naming the filter.
 //
-//	for e, err := range c.Executions(ctx, toolgate.ExecutionFilter{Status: toolgate.StatusFailed}) {
+//	for e, err := range c.Executions(ctx, toolgatetype.ExecutionFilter{Status: toolgatetype.StatusFailed}) {
 //		if err != nil { ... }
 //		fmt.Println(e.CreatedAt, e.Tool.Slug, e.ID)
 //	}
-//	sum, err := c.Spend(ctx, toolgate.SpendFilter{GroupBy: storage.SpendByDay})
+//	sum, err := c.Spend(ctx, toolgatetype.SpendFilter{GroupBy: storage.SpendByDay})
 //
 // # Exactly once over an unreliable network
 //
@@ -78,7 +78,7 @@
 //
 // # Errors
 //
-// A refusal is the gateway's *toolgate.Error: match it with errors.As and
+// A refusal is the gateway's *toolgatetype.Error: match it with errors.As and
 // branch on Code, as in process; codes this version does not know come
 // through too. When no answer of the gateway arrived (the connection failed
 // or dropped, or a proxy answered in its stead), the error is a

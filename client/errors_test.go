@@ -23,10 +23,11 @@ import (
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/storage/memory"
 	"github.com/toolgate/toolgate/toolgatetest"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // section10 is every error code of the contract's HTTP error table.
-var section10 = []toolgate.Code{
+var section10 = []toolgatetype.Code{
 	"invalid_request", "idempotency_key_missing", "idempotency_key_invalid", "unauthorized",
 	"tool_blocked", "approval_required", "approval_mismatch", "spend_limit_exceeded",
 	"tool_not_found", "quote_not_found", "execution_not_found", "not_found", "method_not_allowed",
@@ -36,7 +37,7 @@ var section10 = []toolgate.Code{
 }
 
 // section14 is every error code of approver mode and approval requests.
-var section14 = []toolgate.Code{
+var section14 = []toolgatetype.Code{
 	"approver_required", "approval_pending", "approval_denied", "approval_expired",
 	"approval_already_decided", "approval_grant_mismatch", "approval_request_not_found",
 }
@@ -44,17 +45,17 @@ var section14 = []toolgate.Code{
 // api is what both the embedded gateway and a client offer, for a request
 // to be made both ways against the same gateway.
 type api interface {
-	toolgate.Caller
-	GetExecution(ctx context.Context, id string) (*toolgate.CallResult, error)
-	SetApproval(ctx context.Context, tool string, mode storage.ApprovalMode, digest string) (*toolgate.StandingApproval, error)
+	toolgatetype.Caller
+	GetExecution(ctx context.Context, id string) (*toolgatetype.CallResult, error)
+	SetApproval(ctx context.Context, tool string, mode toolgatetype.StandingMode, digest string) (*toolgatetype.StandingApproval, error)
 	DeleteApproval(ctx context.Context, tool string) error
-	Entry(ctx context.Context, tool string) (*toolgate.RegistryEntry, error)
-	RequestApproval(ctx context.Context, in toolgate.ApprovalInput) (*toolgate.ApprovalRequest, error)
-	ApprovalRequest(ctx context.Context, id string) (*toolgate.ApprovalRequest, error)
-	Approve(ctx context.Context, id string, remember storage.ApprovalMode) (*toolgate.ApprovalRequest, error)
-	Deny(ctx context.Context, id string) (*toolgate.ApprovalRequest, error)
-	Executions(ctx context.Context, f toolgate.ExecutionFilter) iter.Seq2[*toolgate.ExecutionSummary, error]
-	Spend(ctx context.Context, f toolgate.SpendFilter) (*toolgate.SpendSummary, error)
+	Entry(ctx context.Context, tool string) (*toolgatetype.RegistryEntry, error)
+	RequestApproval(ctx context.Context, in toolgatetype.ApprovalInput) (*toolgatetype.ApprovalRequest, error)
+	ApprovalRequest(ctx context.Context, id string) (*toolgatetype.ApprovalRequest, error)
+	Approve(ctx context.Context, id string, remember toolgatetype.StandingMode) (*toolgatetype.ApprovalRequest, error)
+	Deny(ctx context.Context, id string) (*toolgatetype.ApprovalRequest, error)
+	Executions(ctx context.Context, f toolgatetype.ExecutionFilter) iter.Seq2[*toolgatetype.ExecutionSummary, error]
+	Spend(ctx context.Context, f toolgatetype.SpendFilter) (*toolgatetype.SpendSummary, error)
 }
 
 // embedded is the gateway in process, as a principal or, when approver is
@@ -74,11 +75,11 @@ func (e *env) embeddedAs(who string) embedded {
 	return embedded{PrincipalGateway: e.gw.For(who), gw: e.gw.Gateway}
 }
 
-func (e embedded) GetExecution(ctx context.Context, id string) (*toolgate.CallResult, error) {
+func (e embedded) GetExecution(ctx context.Context, id string) (*toolgatetype.CallResult, error) {
 	return e.gw.GetExecution(ctx, e.Principal(), id)
 }
 
-func (e embedded) SetApproval(ctx context.Context, tool string, mode storage.ApprovalMode, digest string) (*toolgate.StandingApproval, error) {
+func (e embedded) SetApproval(ctx context.Context, tool string, mode toolgatetype.StandingMode, digest string) (*toolgatetype.StandingApproval, error) {
 	return e.gw.SetApproval(ctx, e.Principal(), tool, mode, digest)
 }
 
@@ -86,37 +87,41 @@ func (e embedded) DeleteApproval(ctx context.Context, tool string) error {
 	return e.gw.DeleteApproval(ctx, e.Principal(), tool)
 }
 
-func (e embedded) Entry(ctx context.Context, tool string) (*toolgate.RegistryEntry, error) {
-	return e.gw.Entry(ctx, tool, toolgate.EntryOptions{})
+func (e embedded) Entry(ctx context.Context, tool string) (*toolgatetype.RegistryEntry, error) {
+	entry, err := e.gw.Entry(ctx, tool, toolgatetype.EntryOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return &entry.RegistryEntry, nil
 }
 
-func (e embedded) RequestApproval(ctx context.Context, in toolgate.ApprovalInput) (*toolgate.ApprovalRequest, error) {
+func (e embedded) RequestApproval(ctx context.Context, in toolgatetype.ApprovalInput) (*toolgatetype.ApprovalRequest, error) {
 	return e.gw.RequestApproval(ctx, e.Principal(), in)
 }
 
-func (e embedded) ApprovalRequest(ctx context.Context, id string) (*toolgate.ApprovalRequest, error) {
+func (e embedded) ApprovalRequest(ctx context.Context, id string) (*toolgatetype.ApprovalRequest, error) {
 	if e.approver != "" {
 		return e.gw.ApprovalRequestFor(ctx, e.approver, id)
 	}
 	return e.gw.ApprovalRequest(ctx, e.Principal(), id)
 }
 
-func (e embedded) Approve(ctx context.Context, id string, remember storage.ApprovalMode) (*toolgate.ApprovalRequest, error) {
-	return e.gw.DecideApproval(ctx, e.approver, id, toolgate.Decision{Approve: true, Remember: remember})
+func (e embedded) Approve(ctx context.Context, id string, remember toolgatetype.StandingMode) (*toolgatetype.ApprovalRequest, error) {
+	return e.gw.DecideApproval(ctx, e.approver, id, toolgatetype.Decision{Approve: true, Remember: remember})
 }
 
-func (e embedded) Deny(ctx context.Context, id string) (*toolgate.ApprovalRequest, error) {
-	return e.gw.DecideApproval(ctx, e.approver, id, toolgate.Decision{})
+func (e embedded) Deny(ctx context.Context, id string) (*toolgatetype.ApprovalRequest, error) {
+	return e.gw.DecideApproval(ctx, e.approver, id, toolgatetype.Decision{})
 }
 
 // Executions follows the gateway's cursors in process, f.Limit at a time,
 // as the principal or the approver.
-func (e embedded) Executions(ctx context.Context, f toolgate.ExecutionFilter) iter.Seq2[*toolgate.ExecutionSummary, error] {
-	return pages(ctx, func(ctx context.Context, cursor string) (page[*toolgate.ExecutionSummary], error) {
+func (e embedded) Executions(ctx context.Context, f toolgatetype.ExecutionFilter) iter.Seq2[*toolgatetype.ExecutionSummary, error] {
+	return pages(ctx, func(ctx context.Context, cursor string) (page[*toolgatetype.ExecutionSummary], error) {
 		if cursor != "" {
 			f.Cursor = cursor
 		}
-		var list *toolgate.ExecutionPage
+		var list *toolgatetype.ExecutionPage
 		var err error
 		if e.approver != "" {
 			list, err = e.gw.ListApproverExecutions(ctx, e.approver, f)
@@ -124,9 +129,9 @@ func (e embedded) Executions(ctx context.Context, f toolgate.ExecutionFilter) it
 			list, err = e.gw.ListExecutions(ctx, e.Principal(), f)
 		}
 		if err != nil {
-			return page[*toolgate.ExecutionSummary]{}, err
+			return page[*toolgatetype.ExecutionSummary]{}, err
 		}
-		p := page[*toolgate.ExecutionSummary]{}
+		p := page[*toolgatetype.ExecutionSummary]{}
 		for i := range list.Executions {
 			p.items = append(p.items, &list.Executions[i])
 		}
@@ -137,7 +142,7 @@ func (e embedded) Executions(ctx context.Context, f toolgate.ExecutionFilter) it
 	})
 }
 
-func (e embedded) Spend(ctx context.Context, f toolgate.SpendFilter) (*toolgate.SpendSummary, error) {
+func (e embedded) Spend(ctx context.Context, f toolgatetype.SpendFilter) (*toolgatetype.SpendSummary, error) {
 	if e.approver != "" {
 		return e.gw.ApproverSpend(ctx, e.approver, f)
 	}
@@ -160,7 +165,7 @@ func dec(s string) *decimal.Decimal {
 }
 
 // Every error the gateway returns in process comes back from the client as
-// an equal *toolgate.Error: code, message and every detail. Each case sets
+// an equal *toolgatetype.Error: code, message and every detail. Each case sets
 // a gateway up so that one request meets the error, then makes that request
 // in process and over the client, as the same party; a refusal stores
 // nothing, so both meet the same state.
@@ -195,7 +200,7 @@ func TestErrorsAreTheSameInProcessAndOverTheClient(t *testing.T) {
 // op is a request to make both ways.
 type op func(ctx context.Context, a api) error
 
-func call(req toolgate.CallRequest) op {
+func call(req toolgatetype.CallRequest) op {
 	return func(ctx context.Context, a api) error {
 		_, err := a.Call(ctx, req)
 		return err
@@ -203,7 +208,7 @@ func call(req toolgate.CallRequest) op {
 }
 
 // listExecutions lists to the end, or to the first error.
-func listExecutions(f toolgate.ExecutionFilter) op {
+func listExecutions(f toolgatetype.ExecutionFilter) op {
 	return func(ctx context.Context, a api) error {
 		for _, err := range a.Executions(ctx, f) {
 			if err != nil {
@@ -214,13 +219,13 @@ func listExecutions(f toolgate.ExecutionFilter) op {
 	}
 }
 
-func spend(f toolgate.SpendFilter) op {
+func spend(f toolgatetype.SpendFilter) op {
 	return func(ctx context.Context, a api) error { _, err := a.Spend(ctx, f); return err }
 }
 
 // naming is a check that the error names the parameter at fault.
-func naming(param string) func(t *testing.T, err *toolgate.Error) {
-	return func(t *testing.T, err *toolgate.Error) {
+func naming(param string) func(t *testing.T, err *toolgatetype.Error) {
+	return func(t *testing.T, err *toolgatetype.Error) {
 		assert.Equal(t, param, err.Parameter)
 		assert.Contains(t, err.Message, param)
 	}
@@ -231,70 +236,70 @@ var one = 1
 // gatewayErrors are the errors the gateway itself returns, each with how
 // to meet it.
 var gatewayErrors = []struct {
-	code  toolgate.Code
+	code  toolgatetype.Code
 	name  string // what sets this case apart from another of the code
 	as    string // who makes the request: "" for alice
 	opts  *envOptions
 	setup func(t *testing.T, e *env) op
-	check func(t *testing.T, err *toolgate.Error) // that the details are there to compare
+	check func(t *testing.T, err *toolgatetype.Error) // that the details are there to compare
 }{
-	{code: toolgate.CodeInvalidRequest, setup: func(t *testing.T, e *env) op {
+	{code: toolgatetype.CodeInvalidRequest, setup: func(t *testing.T, e *env) op {
 		req := approved(e.quote("echo"), "x")
 		req.QuoteID = "not-a-uuid"
 		return call(req)
 	}},
-	{code: toolgate.CodeIdempotencyKeyInvalid, setup: func(t *testing.T, e *env) op {
+	{code: toolgatetype.CodeIdempotencyKeyInvalid, setup: func(t *testing.T, e *env) op {
 		req := approved(e.quote("echo"), "x")
 		req.IdempotencyKey = strings.Repeat("k", 256)
 		return call(req)
 	}},
-	{code: toolgate.CodeToolBlocked, setup: func(t *testing.T, e *env) op {
+	{code: toolgatetype.CodeToolBlocked, setup: func(t *testing.T, e *env) op {
 		return call(approved(e.quote("blocked"), "x"))
-	}, check: func(t *testing.T, err *toolgate.Error) {
-		assert.Equal(t, toolgate.RequirementBlocked, err.ApprovalRequirement)
+	}, check: func(t *testing.T, err *toolgatetype.Error) {
+		assert.Equal(t, toolgatetype.RequirementBlocked, err.ApprovalRequirement)
 		assert.NotEmpty(t, err.Reasons)
 	}},
-	{code: toolgate.CodeApprovalRequired, setup: func(t *testing.T, e *env) op {
+	{code: toolgatetype.CodeApprovalRequired, setup: func(t *testing.T, e *env) op {
 		req := approved(e.quote("echo"), "x")
 		req.ApprovalDigest = ""
 		return call(req)
-	}, check: func(t *testing.T, err *toolgate.Error) {
-		assert.Equal(t, toolgate.RequirementExplicitUnverified, err.ApprovalRequirement)
+	}, check: func(t *testing.T, err *toolgatetype.Error) {
+		assert.Equal(t, toolgatetype.RequirementExplicitUnverified, err.ApprovalRequirement)
 		assert.NotNil(t, err.ManifestDigest)
 		assert.NotEmpty(t, err.Reasons)
 	}},
-	{code: toolgate.CodeApprovalMismatch, setup: func(t *testing.T, e *env) op {
+	{code: toolgatetype.CodeApprovalMismatch, setup: func(t *testing.T, e *env) op {
 		req := approved(e.quote("echo"), "x")
 		req.ApprovalDigest = "sha256:00"
 		return call(req)
-	}, check: func(t *testing.T, err *toolgate.Error) { assert.NotNil(t, err.ManifestDigest) }},
-	{code: toolgate.CodeSpendLimitExceeded,
+	}, check: func(t *testing.T, err *toolgatetype.Error) { assert.NotNil(t, err.ManifestDigest) }},
+	{code: toolgatetype.CodeSpendLimitExceeded,
 		opts: &envOptions{config: &toolgate.Config{SpendControls: toolgate.StaticSpendControls{
-			"alice": {MaxPerCallUSD: dec("0.05"), Tools: map[string]storage.ToolSpendControls{"paid": {Allowed: new(bool)}}},
+			"alice": {MaxPerCallUSD: dec("0.05"), Tools: map[string]toolgatetype.ToolSpendControls{"paid": {Allowed: new(bool)}}},
 		}}},
 		setup: func(t *testing.T, e *env) op { return call(approved(e.quote("paid"), "x")) },
-		check: func(t *testing.T, err *toolgate.Error) { assert.Len(t, err.Violations, 2) }},
-	{code: toolgate.CodeToolNotFound, setup: func(t *testing.T, e *env) op {
+		check: func(t *testing.T, err *toolgatetype.Error) { assert.Len(t, err.Violations, 2) }},
+	{code: toolgatetype.CodeToolNotFound, setup: func(t *testing.T, e *env) op {
 		return func(ctx context.Context, a api) error { _, err := a.Quote(ctx, "nope"); return err }
 	}},
-	{code: toolgate.CodeQuoteNotFound, setup: func(t *testing.T, e *env) op {
+	{code: toolgatetype.CodeQuoteNotFound, setup: func(t *testing.T, e *env) op {
 		req := approved(e.quote("echo"), "x")
 		req.QuoteID = uuid.NewString()
 		return call(req)
 	}},
-	{code: toolgate.CodeExecutionNotFound, setup: func(t *testing.T, e *env) op {
+	{code: toolgatetype.CodeExecutionNotFound, setup: func(t *testing.T, e *env) op {
 		id := uuid.NewString()
 		return func(ctx context.Context, a api) error { _, err := a.GetExecution(ctx, id); return err }
 	}},
-	{code: toolgate.CodeNotFound, setup: func(t *testing.T, e *env) op {
+	{code: toolgatetype.CodeNotFound, setup: func(t *testing.T, e *env) op {
 		return func(ctx context.Context, a api) error { return a.DeleteApproval(ctx, "echo") }
 	}},
-	{code: toolgate.CodeQuoteExpired, setup: func(t *testing.T, e *env) op {
+	{code: toolgatetype.CodeQuoteExpired, setup: func(t *testing.T, e *env) op {
 		q := e.quote("echo")
 		e.gw.Clock.Advance(toolgate.DefaultQuoteTTL)
 		return call(approved(q, "x"))
 	}},
-	{code: toolgate.CodeQuoteUsed, setup: func(t *testing.T, e *env) op {
+	{code: toolgatetype.CodeQuoteUsed, setup: func(t *testing.T, e *env) op {
 		req := approved(e.quote("echo"), "x")
 		req.IdempotencyKey = "k1"
 		_, err := e.gw.For("alice").Call(context.Background(), req)
@@ -302,7 +307,7 @@ var gatewayErrors = []struct {
 		req.IdempotencyKey = "k2"
 		return call(req)
 	}},
-	{code: toolgate.CodeQuoteOutdated, setup: func(t *testing.T, e *env) op {
+	{code: toolgatetype.CodeQuoteOutdated, setup: func(t *testing.T, e *env) op {
 		req := approved(e.quote("echo"), "x")
 		require.NoError(t, e.gw.Registry.SetOrigin("echo", "https://mirror.example.test"))
 		v, err := e.gw.Registry.Lookup("echo")
@@ -310,23 +315,23 @@ var gatewayErrors = []struct {
 		req.ApprovalDigest = v.Digest
 		return call(req)
 	}},
-	{code: toolgate.CodeIdempotencyKeyInUse, setup: func(t *testing.T, e *env) op {
+	{code: toolgatetype.CodeIdempotencyKeyInUse, setup: func(t *testing.T, e *env) op {
 		req := approved(e.quote("echo"), "x")
 		req.IdempotencyKey = "k1"
 		holdInFlight(t, e, req)
 		return call(req)
 	}},
-	{code: toolgate.CodeInputInvalid, setup: func(t *testing.T, e *env) op {
+	{code: toolgatetype.CodeInputInvalid, setup: func(t *testing.T, e *env) op {
 		req := approved(e.quote("echo"), "x")
 		req.Input = json.RawMessage(`{"v":"","n":9,"w":1}`)
 		return call(req)
-	}, check: func(t *testing.T, err *toolgate.Error) { assert.Len(t, err.Details, 3) }},
-	{code: toolgate.CodeQuoteToolMismatch, setup: func(t *testing.T, e *env) op {
+	}, check: func(t *testing.T, err *toolgatetype.Error) { assert.Len(t, err.Details, 3) }},
+	{code: toolgatetype.CodeQuoteToolMismatch, setup: func(t *testing.T, e *env) op {
 		req := approved(e.quote("echo"), "x")
 		req.Tool = "paid"
 		return call(req)
 	}},
-	{code: toolgate.CodeIdempotencyKeyReused, setup: func(t *testing.T, e *env) op {
+	{code: toolgatetype.CodeIdempotencyKeyReused, setup: func(t *testing.T, e *env) op {
 		req := approved(e.quote("echo"), "x")
 		req.IdempotencyKey = "k1"
 		_, err := e.gw.For("alice").Call(context.Background(), req)
@@ -334,7 +339,7 @@ var gatewayErrors = []struct {
 		req.Input = json.RawMessage(`{"v":"another"}`)
 		return call(req)
 	}},
-	{code: toolgate.CodeRateLimited,
+	{code: toolgatetype.CodeRateLimited,
 		opts: &envOptions{config: &toolgate.Config{SpendControls: toolgate.StaticSpendControls{
 			"alice": {RateLimitPerMinute: &one},
 		}}},
@@ -344,96 +349,96 @@ var gatewayErrors = []struct {
 			e.gw.Clock.Advance(17 * time.Second) // into the minute
 			return call(approved(e.quote("echo"), "x"))
 		},
-		check: func(t *testing.T, err *toolgate.Error) { assert.Positive(t, err.RetryAfter) }},
-	{code: toolgate.CodeInternal, opts: &envOptions{store: failingStore{memory.New()}},
+		check: func(t *testing.T, err *toolgatetype.Error) { assert.Positive(t, err.RetryAfter) }},
+	{code: toolgatetype.CodeInternal, opts: &envOptions{store: failingStore{memory.New()}},
 		setup: func(t *testing.T, e *env) op {
 			id := uuid.NewString()
 			return func(ctx context.Context, a api) error { _, err := a.GetExecution(ctx, id); return err }
 		}},
 
 	// The audit trail's and the spend summary's filters (contract section 17).
-	{code: toolgate.CodeInvalidRequest, name: "limit over 100", setup: func(t *testing.T, e *env) op {
-		return listExecutions(toolgate.ExecutionFilter{Limit: 101})
+	{code: toolgatetype.CodeInvalidRequest, name: "limit over 100", setup: func(t *testing.T, e *env) op {
+		return listExecutions(toolgatetype.ExecutionFilter{Limit: 101})
 	}, check: naming("limit")},
-	{code: toolgate.CodeInvalidRequest, name: "limit below 1", setup: func(t *testing.T, e *env) op {
-		return listExecutions(toolgate.ExecutionFilter{Limit: -1})
+	{code: toolgatetype.CodeInvalidRequest, name: "limit below 1", setup: func(t *testing.T, e *env) op {
+		return listExecutions(toolgatetype.ExecutionFilter{Limit: -1})
 	}, check: naming("limit")},
-	{code: toolgate.CodeInvalidRequest, name: "status", setup: func(t *testing.T, e *env) op {
-		return listExecutions(toolgate.ExecutionFilter{Status: "nope"})
+	{code: toolgatetype.CodeInvalidRequest, name: "status", setup: func(t *testing.T, e *env) op {
+		return listExecutions(toolgatetype.ExecutionFilter{Status: "nope"})
 	}, check: naming("status")},
-	{code: toolgate.CodeInvalidRequest, name: "status, as an approver", as: "pat", setup: func(t *testing.T, e *env) op {
-		return listExecutions(toolgate.ExecutionFilter{Status: "nope"})
+	{code: toolgatetype.CodeInvalidRequest, name: "status, as an approver", as: "pat", setup: func(t *testing.T, e *env) op {
+		return listExecutions(toolgatetype.ExecutionFilter{Status: "nope"})
 	}, check: naming("status")},
-	{code: toolgate.CodeInvalidRequest, name: "until not after since", setup: func(t *testing.T, e *env) op {
+	{code: toolgatetype.CodeInvalidRequest, name: "until not after since", setup: func(t *testing.T, e *env) op {
 		now := e.gw.Clock.Now()
-		return listExecutions(toolgate.ExecutionFilter{Since: now, Until: now})
+		return listExecutions(toolgatetype.ExecutionFilter{Since: now, Until: now})
 	}, check: naming("until")},
-	{code: toolgate.CodeInvalidRequest, name: "a tampered cursor", setup: func(t *testing.T, e *env) op {
-		return listExecutions(toolgate.ExecutionFilter{Cursor: "nope"})
+	{code: toolgatetype.CodeInvalidRequest, name: "a tampered cursor", setup: func(t *testing.T, e *env) op {
+		return listExecutions(toolgatetype.ExecutionFilter{Cursor: "nope"})
 	}, check: naming("cursor")},
-	{code: toolgate.CodeInvalidRequest, name: "another principal's cursor", as: "agent", setup: func(t *testing.T, e *env) op {
+	{code: toolgatetype.CodeInvalidRequest, name: "another principal's cursor", as: "agent", setup: func(t *testing.T, e *env) op {
 		for range 2 {
 			e.gw.Clock.Advance(time.Second)
 			_, err := e.gw.CallApproved(t, "alice", "paid", `{"v":"x"}`)
 			require.NoError(t, err)
 		}
-		first, err := e.gw.ListExecutions(context.Background(), "alice", toolgate.ExecutionFilter{Limit: 1})
+		first, err := e.gw.ListExecutions(context.Background(), "alice", toolgatetype.ExecutionFilter{Limit: 1})
 		require.NoError(t, err)
 		require.NotNil(t, first.NextCursor)
-		return listExecutions(toolgate.ExecutionFilter{Limit: 1, Cursor: *first.NextCursor})
+		return listExecutions(toolgatetype.ExecutionFilter{Limit: 1, Cursor: *first.NextCursor})
 	}, check: naming("cursor")},
-	{code: toolgate.CodeInvalidRequest, name: "groupBy", setup: func(t *testing.T, e *env) op {
-		return spend(toolgate.SpendFilter{GroupBy: "week"})
+	{code: toolgatetype.CodeInvalidRequest, name: "groupBy", setup: func(t *testing.T, e *env) op {
+		return spend(toolgatetype.SpendFilter{GroupBy: "week"})
 	}, check: naming("groupBy")},
-	{code: toolgate.CodeInvalidRequest, name: "since not before until", as: "pat", setup: func(t *testing.T, e *env) op {
+	{code: toolgatetype.CodeInvalidRequest, name: "since not before until", as: "pat", setup: func(t *testing.T, e *env) op {
 		now := e.gw.Clock.Now()
-		return spend(toolgate.SpendFilter{Since: now.Add(time.Hour), Until: now})
+		return spend(toolgatetype.SpendFilter{Since: now.Add(time.Hour), Until: now})
 	}, check: naming("since")},
 
 	// Approver mode and approval requests (contract section 14).
-	{code: toolgate.CodeApprovalRequired, name: "a grant required", as: "agent", setup: func(t *testing.T, e *env) op {
+	{code: toolgatetype.CodeApprovalRequired, name: "a grant required", as: "agent", setup: func(t *testing.T, e *env) op {
 		return call(approved(e.gw.MustQuote(t, "agent", "echo"), "x"))
-	}, check: func(t *testing.T, err *toolgate.Error) {
+	}, check: func(t *testing.T, err *toolgatetype.Error) {
 		assert.True(t, err.GrantRequired, "the gateway said where to ask")
 		assert.NotNil(t, err.ManifestDigest)
 	}},
-	{code: toolgate.CodeApproverRequired, as: "agent", setup: func(t *testing.T, e *env) op {
+	{code: toolgatetype.CodeApproverRequired, as: "agent", setup: func(t *testing.T, e *env) op {
 		digest := *e.gw.MustQuote(t, "agent", "echo").Quote.ManifestDigest
 		return func(ctx context.Context, a api) error {
-			_, err := a.SetApproval(ctx, "echo", storage.ApprovalNeverAsk, digest)
+			_, err := a.SetApproval(ctx, "echo", toolgatetype.ApprovalNeverAsk, digest)
 			return err
 		}
 	}},
-	{code: toolgate.CodeApprovalPending, as: "agent", setup: func(t *testing.T, e *env) op {
+	{code: toolgatetype.CodeApprovalPending, as: "agent", setup: func(t *testing.T, e *env) op {
 		_, req := e.askApproval("echo", "x")
 		return call(req)
 	}},
-	{code: toolgate.CodeApprovalDenied, as: "agent", setup: func(t *testing.T, e *env) op {
+	{code: toolgatetype.CodeApprovalDenied, as: "agent", setup: func(t *testing.T, e *env) op {
 		ar, req := e.askApproval("echo", "x")
 		e.decide(ar.ID, false)
 		return call(req)
 	}},
-	{code: toolgate.CodeApprovalExpired, as: "pat", setup: func(t *testing.T, e *env) op {
+	{code: toolgatetype.CodeApprovalExpired, as: "pat", setup: func(t *testing.T, e *env) op {
 		ar, _ := e.askApproval("echo", "x")
 		e.gw.Clock.Advance(toolgate.DefaultQuoteTTL)
 		return func(ctx context.Context, a api) error { _, err := a.Approve(ctx, ar.ID, ""); return err }
 	}},
-	{code: toolgate.CodeApprovalAlreadyDecided, as: "pat", setup: func(t *testing.T, e *env) op {
+	{code: toolgatetype.CodeApprovalAlreadyDecided, as: "pat", setup: func(t *testing.T, e *env) op {
 		ar, _ := e.askApproval("echo", "x")
 		e.decide(ar.ID, true)
 		return func(ctx context.Context, a api) error { _, err := a.Deny(ctx, ar.ID); return err }
 	}},
-	{code: toolgate.CodeApprovalGrantMismatch, as: "agent", setup: func(t *testing.T, e *env) op {
+	{code: toolgatetype.CodeApprovalGrantMismatch, as: "agent", setup: func(t *testing.T, e *env) op {
 		ar, req := e.askApproval("echo", "x")
 		e.decide(ar.ID, true)
 		req.Input = json.RawMessage(`{"v":"not what was approved"}`)
 		return call(req)
 	}},
-	{code: toolgate.CodeApprovalRequestNotFound, name: "an approver of others", as: "sam", setup: func(t *testing.T, e *env) op {
+	{code: toolgatetype.CodeApprovalRequestNotFound, name: "an approver of others", as: "sam", setup: func(t *testing.T, e *env) op {
 		ar, _ := e.askApproval("echo", "x")
 		return func(ctx context.Context, a api) error { _, err := a.ApprovalRequest(ctx, ar.ID); return err }
 	}},
-	{code: toolgate.CodeQuoteUsed, name: "the grant used", as: "agent", setup: func(t *testing.T, e *env) op {
+	{code: toolgatetype.CodeQuoteUsed, name: "the grant used", as: "agent", setup: func(t *testing.T, e *env) op {
 		ar, req := e.askApproval("echo", "x")
 		e.decide(ar.ID, true)
 		req.IdempotencyKey = "k1"
@@ -446,7 +451,7 @@ var gatewayErrors = []struct {
 
 // holdInFlight starts req in process and keeps it at the provider until
 // the test ends.
-func holdInFlight(t *testing.T, e *env, req toolgate.CallRequest) {
+func holdInFlight(t *testing.T, e *env, req toolgatetype.CallRequest) {
 	finish := e.startInFlight(req)
 	t.Cleanup(func() { finish() })
 }
@@ -479,7 +484,7 @@ func TestErrorsOnlyTheHTTPLayerMeets(t *testing.T) {
 			}
 			raw, _ := io.ReadAll(resp.Body)
 			require.NoError(t, json.Unmarshal(raw, &wire))
-			assert.Equal(t, &toolgate.Error{Code: toolgate.Code(wire.Error.Code), Message: wire.Error.Message}, got)
+			assert.Equal(t, &toolgatetype.Error{Code: toolgatetype.Code(wire.Error.Code), Message: wire.Error.Message}, got)
 			if tc.inProcess != nil {
 				local := toolgatetest.RequireCode(t, tc.inProcess(e), tc.code)
 				assert.Equal(t, local, got)
@@ -493,7 +498,7 @@ const callPath = "/v1/tools/echo/call"
 // httpErrors are the errors the HTTP layer answers, each with a raw
 // request that meets it.
 var httpErrors = []struct {
-	code        toolgate.Code
+	code        toolgatetype.Code
 	status      int
 	method      string
 	path        string
@@ -502,16 +507,16 @@ var httpErrors = []struct {
 	key         string // "" for alice's
 	inProcess   func(e *env) error
 }{
-	{code: toolgate.CodeInvalidRequest, status: 400, method: "PUT", path: "/v1/spend-controls", contentType: "application/json", body: `{"dailyLimitUsd":`},
-	{code: toolgate.CodeIdempotencyKeyMissing, status: 400, method: "POST", path: callPath, contentType: "application/json", body: `{}`,
+	{code: toolgatetype.CodeInvalidRequest, status: 400, method: "PUT", path: "/v1/spend-controls", contentType: "application/json", body: `{"dailyLimitUsd":`},
+	{code: toolgatetype.CodeIdempotencyKeyMissing, status: 400, method: "POST", path: callPath, contentType: "application/json", body: `{}`,
 		inProcess: func(e *env) error {
-			_, err := e.gw.Call(context.Background(), "alice", toolgate.CallRequest{Tool: "echo"})
+			_, err := e.gw.Call(context.Background(), "alice", toolgatetype.CallRequest{Tool: "echo"})
 			return err
 		}},
-	{code: toolgate.CodeUnauthorized, status: 401, method: "POST", path: "/v1/tools/echo/quote", key: "tg_not_a_key"},
-	{code: toolgate.CodeUnauthorized, status: 401, method: "POST", path: "/v1/tools/echo/quote", key: patKey},
-	{code: toolgate.CodeApproverRequired, status: 403, method: "POST", path: "/v1/approval-requests/" + uuid.NewString() + "/approve"},
-	{code: toolgate.CodeNotFound, status: 404, method: "GET", path: "/v1/nothing-here"},
+	{code: toolgatetype.CodeUnauthorized, status: 401, method: "POST", path: "/v1/tools/echo/quote", key: "tg_not_a_key"},
+	{code: toolgatetype.CodeUnauthorized, status: 401, method: "POST", path: "/v1/tools/echo/quote", key: patKey},
+	{code: toolgatetype.CodeApproverRequired, status: 403, method: "POST", path: "/v1/approval-requests/" + uuid.NewString() + "/approve"},
+	{code: toolgatetype.CodeNotFound, status: 404, method: "GET", path: "/v1/nothing-here"},
 	{code: "method_not_allowed", status: 405, method: "PATCH", path: "/v1/tools/echo/quote"},
 	{code: "payload_too_large", status: 413, method: "PUT", path: "/v1/spend-controls", contentType: "application/json",
 		body: `{"dailyLimitUsd":"` + strings.Repeat("9", 1<<20) + `"}`},
@@ -520,7 +525,7 @@ var httpErrors = []struct {
 
 func TestTheErrorTablesCoverEveryCode(t *testing.T) {
 	t.Parallel()
-	covered := map[toolgate.Code]bool{}
+	covered := map[toolgatetype.Code]bool{}
 	for _, c := range gatewayErrors {
 		covered[c.code] = true
 	}
@@ -553,14 +558,14 @@ func TestCodesThisVersionDoesNotKnow(t *testing.T) {
 			defer srv.Close()
 			c, err := New(srv.URL, aliceKey, nil)
 			require.NoError(t, err)
-			_, err = c.Call(context.Background(), toolgate.CallRequest{Tool: "echo", QuoteID: uuid.NewString(), Input: []byte(`{}`)})
+			_, err = c.Call(context.Background(), toolgatetype.CallRequest{Tool: "echo", QuoteID: uuid.NewString(), Input: []byte(`{}`)})
 			digest := "sha256:ab"
-			want := &toolgate.Error{Code: toolgate.Code(tc.code), Message: "about " + tc.code,
-				ApprovalRequirement: toolgate.RequirementPerCall, ManifestDigest: &digest, Reasons: []string{"r"}, GrantRequired: true}
-			var got *toolgate.Error
+			want := &toolgatetype.Error{Code: toolgatetype.Code(tc.code), Message: "about " + tc.code,
+				ApprovalRequirement: toolgatetype.RequirementPerCall, ManifestDigest: &digest, Reasons: []string{"r"}, GrantRequired: true}
+			var got *toolgatetype.Error
 			require.ErrorAs(t, err, &got)
 			assert.Equal(t, want, got)
-			assert.True(t, errors.Is(err, &toolgate.Error{Code: toolgate.Code(tc.code)}))
+			assert.True(t, errors.Is(err, &toolgatetype.Error{Code: toolgatetype.Code(tc.code)}))
 			assert.EqualValues(t, 1, sent.Load(), "a refusal is not retried")
 		})
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/httpapi"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage/memory"
+	"github.com/toolgate/toolgate/toolgatetype"
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/recorded"
 )
@@ -30,7 +31,7 @@ func serveExampleGateway() *httptest.Server {
 	gw, err := toolgate.New(memory.New(), &toolgate.Config{
 		Registry: reg, Transport: recorded.Transport(),
 		Approvers: toolgate.StaticApprovers{
-			Modes:     map[string]toolgate.ApprovalMode{"agent": toolgate.ApprovalModeApprover},
+			Modes:     map[string]toolgatetype.ApprovalMode{"agent": toolgatetype.ApprovalModeApprover},
 			Approvers: map[string][]string{"pat": {"agent"}},
 		},
 	})
@@ -73,7 +74,7 @@ func Example() {
 	}
 	// explicit_unverified: the user is shown the tool and its exact
 	// manifest digest, and approves that.
-	res, err := c.Call(ctx, toolgate.CallRequest{
+	res, err := c.Call(ctx, toolgatetype.CallRequest{
 		Tool:           "exchange-rates",
 		QuoteID:        q.Quote.ID,
 		Input:          json.RawMessage(`{"base":"USD","quotes":"EUR"}`),
@@ -110,7 +111,7 @@ func Example_approvalRequest() {
 	}
 	fmt.Println("total:", q.Quote.TotalUSD, "approval:", q.Policy.Approval.Requirement)
 	input := json.RawMessage(`{"base":"USD","quotes":"EUR"}`)
-	asked, err := agent.RequestApproval(ctx, toolgate.ApprovalInput{QuoteID: q.Quote.ID, Input: input})
+	asked, err := agent.RequestApproval(ctx, toolgatetype.ApprovalInput{QuoteID: q.Quote.ID, Input: input})
 	if err != nil {
 		panic(err)
 	}
@@ -123,7 +124,7 @@ func Example_approvalRequest() {
 		if err != nil {
 			panic(err)
 		}
-		for r, err := range person.ApprovalRequests(ctx, toolgate.ApprovalStatusPending) {
+		for r, err := range person.ApprovalRequests(ctx, toolgatetype.ApprovalStatusPending) {
 			if err != nil {
 				return
 			}
@@ -138,10 +139,10 @@ func Example_approvalRequest() {
 		panic(err)
 	}
 	fmt.Println("decision:", decided.Status, "by", decided.DecidedBy)
-	if decided.Status != toolgate.ApprovalStatusApproved {
+	if decided.Status != toolgatetype.ApprovalStatusApproved {
 		return
 	}
-	res, err := agent.Call(ctx, toolgate.CallRequest{
+	res, err := agent.Call(ctx, toolgatetype.CallRequest{
 		Tool:           "exchange-rates",
 		QuoteID:        q.Quote.ID,
 		Input:          input,
@@ -159,7 +160,7 @@ func Example_approvalRequest() {
 	// completed [{"date":"2026-03-25","base":"USD","quote":"EUR","rate":0.9251}]
 }
 
-// A refusal is the same *toolgate.Error as in process; a request that got
+// A refusal is the same *toolgatetype.Error as in process; a request that got
 // no answer of the gateway is a *client.TransportError.
 func Example_errors() {
 	srv := serveExampleGateway()
@@ -172,14 +173,14 @@ func Example_errors() {
 	if err != nil {
 		panic(err)
 	}
-	_, err = c.Call(ctx, toolgate.CallRequest{Tool: "goal-data", QuoteID: q.Quote.ID, Input: json.RawMessage(`{"goal":"g","step":1}`)})
-	var refused *toolgate.Error
+	_, err = c.Call(ctx, toolgatetype.CallRequest{Tool: "goal-data", QuoteID: q.Quote.ID, Input: json.RawMessage(`{"goal":"g","step":1}`)})
+	var refused *toolgatetype.Error
 	if errors.As(err, &refused) {
 		fmt.Println(refused.Code, refused.Reasons)
 	}
 
 	srv.Close() // the gateway goes away
-	_, err = c.Call(ctx, toolgate.CallRequest{Tool: "goal-data", QuoteID: q.Quote.ID, Input: json.RawMessage(`{"goal":"g","step":1}`)})
+	_, err = c.Call(ctx, toolgatetype.CallRequest{Tool: "goal-data", QuoteID: q.Quote.ID, Input: json.RawMessage(`{"goal":"g","step":1}`)})
 	var lost *client.TransportError
 	if errors.As(err, &lost) {
 		fmt.Println("may have run:", lost.MayHaveReachedServer, "attempts:", lost.Attempts, "key to retry with:", lost.IdempotencyKey != "")

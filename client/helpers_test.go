@@ -19,6 +19,7 @@ import (
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetest"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // The keys of the test gateway's parties, each distinctive so that a test
@@ -38,7 +39,7 @@ var keyOf = map[string]string{"alice": aliceKey, "agent": agentKey, "pat": patKe
 // testApprovers is who approves for whom: pat for agent and alice, sam for
 // a principal with no key here.
 var testApprovers = toolgate.StaticApprovers{
-	Modes:     map[string]toolgate.ApprovalMode{"agent": toolgate.ApprovalModeApprover},
+	Modes:     map[string]toolgatetype.ApprovalMode{"agent": toolgatetype.ApprovalModeApprover},
 	Approvers: map[string][]string{"pat": {"agent", "alice"}, "sam": {"other"}},
 }
 
@@ -154,7 +155,7 @@ func (e *env) recordedWaits() []time.Duration {
 }
 
 // quote quotes tool as alice, in process.
-func (e *env) quote(tool string) *toolgate.QuoteResult {
+func (e *env) quote(tool string) *toolgatetype.QuoteResult {
 	e.t.Helper()
 	return e.gw.MustQuote(e.t, "alice", tool)
 }
@@ -162,10 +163,10 @@ func (e *env) quote(tool string) *toolgate.QuoteResult {
 // askApproval quotes tool as agent and asks approval of a call of it with
 // input {"v": v}, in process. It returns the call the grant approves once
 // decided: the request's id is already its grant.
-func (e *env) askApproval(tool, v string) (*toolgate.ApprovalRequest, toolgate.CallRequest) {
+func (e *env) askApproval(tool, v string) (*toolgatetype.ApprovalRequest, toolgatetype.CallRequest) {
 	e.t.Helper()
 	req := approved(e.gw.MustQuote(e.t, "agent", tool), v)
-	ar, err := e.gw.RequestApproval(context.Background(), "agent", toolgate.ApprovalInput{QuoteID: req.QuoteID, Input: req.Input})
+	ar, err := e.gw.RequestApproval(context.Background(), "agent", toolgatetype.ApprovalInput{QuoteID: req.QuoteID, Input: req.Input})
 	require.NoError(e.t, err)
 	req.ApprovalGrant = ar.ID
 	return ar, req
@@ -174,15 +175,15 @@ func (e *env) askApproval(tool, v string) (*toolgate.ApprovalRequest, toolgate.C
 // decide decides approval request id as pat, in process.
 func (e *env) decide(id string, approve bool) {
 	e.t.Helper()
-	_, err := e.gw.DecideApproval(context.Background(), "pat", id, toolgate.Decision{Approve: approve})
+	_, err := e.gw.DecideApproval(context.Background(), "pat", id, toolgatetype.Decision{Approve: approve})
 	require.NoError(e.t, err)
 }
 
 // approved is a call of tool under q with input {"v": v}, approving the
 // quoted digest.
-func approved(q *toolgate.QuoteResult, v string) toolgate.CallRequest {
+func approved(q *toolgatetype.QuoteResult, v string) toolgatetype.CallRequest {
 	input, _ := json.Marshal(map[string]string{"v": v})
-	req := toolgate.CallRequest{Tool: q.Tool.Slug, QuoteID: q.Quote.ID, Input: input}
+	req := toolgatetype.CallRequest{Tool: q.Tool.Slug, QuoteID: q.Quote.ID, Input: input}
 	if q.Quote.ManifestDigest != nil {
 		req.ApprovalDigest = *q.Quote.ManifestDigest
 	}
@@ -192,7 +193,7 @@ func approved(q *toolgate.QuoteResult, v string) toolgate.CallRequest {
 // startInFlight starts req in process, as alice, and returns once the
 // provider holds it. finish lets the provider answer and returns the
 // call's outcome; it may be called more than once.
-func (e *env) startInFlight(req toolgate.CallRequest) (finish func() (*toolgate.CallResult, error)) {
+func (e *env) startInFlight(req toolgatetype.CallRequest) (finish func() (*toolgatetype.CallResult, error)) {
 	entered, release := make(chan struct{}), make(chan struct{})
 	provider := e.gw.Upstream.Handler()
 	var held sync.Once
@@ -201,7 +202,7 @@ func (e *env) startInFlight(req toolgate.CallRequest) (finish func() (*toolgate.
 		provider.ServeHTTP(w, r)
 	})
 	type outcome struct {
-		res *toolgate.CallResult
+		res *toolgatetype.CallResult
 		err error
 	}
 	done := make(chan outcome, 1)
@@ -210,7 +211,7 @@ func (e *env) startInFlight(req toolgate.CallRequest) (finish func() (*toolgate.
 		done <- outcome{res, err}
 	}()
 	<-entered
-	return sync.OnceValues(func() (*toolgate.CallResult, error) {
+	return sync.OnceValues(func() (*toolgatetype.CallResult, error) {
 		close(release)
 		o := <-done
 		return o.res, o.err

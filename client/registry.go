@@ -7,7 +7,7 @@ import (
 	"net/url"
 	"strconv"
 
-	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // Entries lists the registry's tools matching query (a case-insensitive
@@ -21,18 +21,18 @@ import (
 //		if err != nil { ... }
 //		fmt.Println(e.Slug, e.Policy.Approval.Requirement)
 //	}
-func (c *Client) Entries(ctx context.Context, query string) iter.Seq2[*toolgate.RegistryEntry, error] {
-	return pages(ctx, func(ctx context.Context, token string) (page[*toolgate.RegistryEntry], error) {
+func (c *Client) Entries(ctx context.Context, query string) iter.Seq2[*toolgatetype.RegistryEntry, error] {
+	return pages(ctx, func(ctx context.Context, token string) (page[*toolgatetype.RegistryEntry], error) {
 		offset, _ := strconv.Atoi(token) // "" on the first page: 0
 		q := url.Values{"limit": {strconv.Itoa(c.opts.PageSize)}, "offset": {strconv.Itoa(offset)}}
 		if query != "" {
 			q.Set("q", query)
 		}
-		list, err := doJSON[toolgate.RegistryList](ctx, c, request{method: http.MethodGet, path: "/v1/registry/tools", query: q})
+		list, err := doJSON[toolgatetype.RegistryList](ctx, c, request{method: http.MethodGet, path: "/v1/registry/tools", query: q})
 		if err != nil {
-			return page[*toolgate.RegistryEntry]{}, err
+			return page[*toolgatetype.RegistryEntry]{}, err
 		}
-		p := page[*toolgate.RegistryEntry]{items: make([]*toolgate.RegistryEntry, len(list.Tools))}
+		p := page[*toolgatetype.RegistryEntry]{items: make([]*toolgatetype.RegistryEntry, len(list.Tools))}
 		for i := range list.Tools {
 			p.items[i] = &list.Tools[i]
 		}
@@ -45,10 +45,10 @@ func (c *Client) Entries(ctx context.Context, query string) iter.Seq2[*toolgate.
 
 // Entry returns the registry entry of a tool, by slug or id. The registry
 // is public: no API key is needed.
-func (c *Client) Entry(ctx context.Context, tool string) (*toolgate.RegistryEntry, error) {
+func (c *Client) Entry(ctx context.Context, tool string) (*toolgatetype.RegistryEntry, error) {
 	seg, err := toolSegment(tool)
 	if err != nil {
 		return nil, err
 	}
-	return doJSON[toolgate.RegistryEntry](ctx, c, request{method: http.MethodGet, path: "/v1/registry/tools/" + seg})
+	return doJSON[toolgatetype.RegistryEntry](ctx, c, request{method: http.MethodGet, path: "/v1/registry/tools/" + seg})
 }

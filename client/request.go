@@ -11,8 +11,7 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/httpapi"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // maxAnswerBytes caps what is read of an answer: a page of registry
@@ -39,7 +38,7 @@ type answer struct {
 
 // do sends r until it succeeds, fails in a way the retry policy does not
 // retry, runs out of attempts, or the next wait would pass ctx's deadline.
-// A failure is the gateway's *toolgate.Error or a *TransportError.
+// A failure is the gateway's *toolgatetype.Error or a *TransportError.
 func (c *Client) do(ctx context.Context, r request) (answer, error) {
 	for attempt := 0; ; attempt++ {
 		req, err := c.newHTTPRequest(ctx, r)
@@ -121,7 +120,7 @@ func (c *Client) send(req *http.Request, r request) (*http.Response, answer, err
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		return resp, answer{status: resp.StatusCode, header: resp.Header, body: body}, nil
 	}
-	if ge, ok := httpapi.DecodeError(resp.Header, body); ok {
+	if ge, ok := toolgatetype.DecodeError(resp.Header, body); ok {
 		return resp, answer{}, ge
 	}
 	te := c.transportError(r, resp.StatusCode, resp.StatusCode >= 500, errors.New(resp.Status))
@@ -168,7 +167,7 @@ func (c *Client) notTheGateways(r request, status int, err error) *TransportErro
 
 // describe names what a failed attempt came to, for the log.
 func describe(err error) string {
-	var ge *toolgate.Error
+	var ge *toolgatetype.Error
 	if errors.As(err, &ge) {
 		return string(ge.Code)
 	}

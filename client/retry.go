@@ -11,13 +11,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // CheckRetry decides, after an attempt that failed, whether to send the
 // request again. req is the request as sent; resp is the answer (its body
 // already read, and readable again), nil when none came; err is what the
-// attempt came to: the gateway's *toolgate.Error or a *TransportError. A
+// attempt came to: the gateway's *toolgatetype.Error or a *TransportError. A
 // non-nil error returned stops the retries and is returned in err's place.
 type CheckRetry func(ctx context.Context, req *http.Request, resp *http.Response, err error) (bool, error)
 
@@ -59,8 +59,8 @@ func DefaultRetryPolicy(ctx context.Context, req *http.Request, resp *http.Respo
 	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 		return true, nil
 	case http.StatusConflict:
-		var ge *toolgate.Error
-		return errors.As(err, &ge) && ge.Code == toolgate.CodeIdempotencyKeyInUse, nil
+		var ge *toolgatetype.Error
+		return errors.As(err, &ge) && ge.Code == toolgatetype.CodeIdempotencyKeyInUse, nil
 	}
 	return false, nil
 }
@@ -134,7 +134,7 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 
 // retryAfterOf is how long the answer that err came from asked to wait.
 func retryAfterOf(err error) time.Duration {
-	var ge *toolgate.Error
+	var ge *toolgatetype.Error
 	if errors.As(err, &ge) {
 		return ge.RetryAfter
 	}

@@ -15,8 +15,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/httpapi"
 	"github.com/toolgate/toolgate/toolgatetest"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // The answer to a call is lost twice after the gateway ran it: the client
@@ -80,10 +81,10 @@ func TestCallRetriesOnlyWhatCannotRunTwice(t *testing.T) {
 		name      string
 		faults    []fault
 		opts      *Options
-		sent      int             // requests that reached the proxy
-		waits     []time.Duration // nil: any backoff
-		wantCode  toolgate.Code   // the gateway's refusal, if any
-		wantProxy int             // a status a proxy answered with, if that is the outcome
+		sent      int               // requests that reached the proxy
+		waits     []time.Duration   // nil: any backoff
+		wantCode  toolgatetype.Code // the gateway's refusal, if any
+		wantProxy int               // a status a proxy answered with, if that is the outcome
 	}{
 		{name: "503 with Retry-After waits it out", faults: []fault{reply(503, retryAfter("2"), html)},
 			sent: 2, waits: []time.Duration{2 * time.Second}},
@@ -92,7 +93,7 @@ func TestCallRetriesOnlyWhatCannotRunTwice(t *testing.T) {
 		{name: "a dropped connection", faults: []fault{hang}, sent: 2,
 			opts: &Options{HTTPClient: &http.Client{Timeout: 100 * time.Millisecond}}},
 		{name: "500 from the gateway is not retried", faults: []fault{reply(500, nil, internal)},
-			sent: 1, wantCode: toolgate.CodeInternal},
+			sent: 1, wantCode: toolgatetype.CodeInternal},
 		{name: "500 from a proxy is not retried", faults: []fault{reply(500, nil, html)}, sent: 1, wantProxy: 500},
 		{name: "no more than MaxAttempts", faults: repeat(reply(503, nil, html), 5), opts: &Options{MaxAttempts: 3},
 			sent: 3, wantProxy: 503},
@@ -129,26 +130,26 @@ func TestCallRetriesOnlyWhatCannotRunTwice(t *testing.T) {
 func TestRefusalsAreNotRetried(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		code   toolgate.Code
+		code   toolgatetype.Code
 		status int
-		call   func(q *toolgate.QuoteResult) toolgate.CallRequest
+		call   func(q *toolgatetype.QuoteResult) toolgatetype.CallRequest
 	}{
-		{toolgate.CodeApprovalRequired, 403, func(q *toolgate.QuoteResult) toolgate.CallRequest {
+		{toolgatetype.CodeApprovalRequired, 403, func(q *toolgatetype.QuoteResult) toolgatetype.CallRequest {
 			r := approved(q, "x")
 			r.ApprovalDigest = ""
 			return r
 		}},
-		{toolgate.CodeQuoteNotFound, 404, func(q *toolgate.QuoteResult) toolgate.CallRequest {
+		{toolgatetype.CodeQuoteNotFound, 404, func(q *toolgatetype.QuoteResult) toolgatetype.CallRequest {
 			r := approved(q, "x")
 			r.QuoteID = uuid.NewString()
 			return r
 		}},
-		{toolgate.CodeInputInvalid, 422, func(q *toolgate.QuoteResult) toolgate.CallRequest { return approved(q, "") }},
-		{toolgate.CodeIdempotencyKeyReused, 422, nil}, // below
+		{toolgatetype.CodeInputInvalid, 422, func(q *toolgatetype.QuoteResult) toolgatetype.CallRequest { return approved(q, "") }},
+		{toolgatetype.CodeIdempotencyKeyReused, 422, nil}, // below
 	} {
 		t.Run(string(tc.code), func(t *testing.T) {
 			t.Parallel()
-			require.Equal(t, tc.status, tc.code.HTTPStatus())
+			require.Equal(t, tc.status, httpapi.StatusOf(tc.code))
 			e := newEnv(t, nil)
 			c := e.client(nil)
 			q := e.quote("echo")
@@ -176,13 +177,13 @@ func TestRefusalsAreNotRetried(t *testing.T) {
 func TestRateLimitedCall(t *testing.T) {
 	t.Parallel()
 	one := 1
-	limits := toolgate.StaticSpendControls{"alice": storage.SpendControls{RateLimitPerMinute: &one}}
+	limits := toolgate.StaticSpendControls{"alice": toolgatetype.SpendControls{RateLimitPerMinute: &one}}
 	newLimited := func(t *testing.T) (*env, time.Duration) {
 		e := newEnv(t, &envOptions{config: &toolgate.Config{SpendControls: limits}})
 		res, err := e.client(nil).Call(context.Background(), approved(e.quote("echo"), "first"))
 		toolgatetest.RequireCompleted(t, res, err, "0.0000")
 		_, err = e.client(&Options{MaxAttempts: 1}).Call(context.Background(), approved(e.quote("echo"), "probe"))
-		refused := toolgatetest.RequireCode(t, err, toolgate.CodeRateLimited)
+		refused := toolgatetest.RequireCode(t, err, toolgatetype.CodeRateLimited)
 		require.Greater(t, refused.RetryAfter, 30*time.Second)
 		return e, refused.RetryAfter
 	}
@@ -210,7 +211,7 @@ func TestRateLimitedCall(t *testing.T) {
 		defer cancel()
 		before := len(e.proxy.requests())
 		_, err := e.client(nil).Call(ctx, approved(e.quote("echo"), "second"))
-		refused := toolgatetest.RequireCode(t, err, toolgate.CodeRateLimited)
+		refused := toolgatetest.RequireCode(t, err, toolgatetype.CodeRateLimited)
 		assert.Equal(t, asked, refused.RetryAfter)
 		assert.Empty(t, e.recordedWaits())
 		assert.Len(t, e.proxy.requests(), before+1)
@@ -228,7 +229,7 @@ func TestCallWaitsForTheRunInFlight(t *testing.T) {
 	// An earlier run of the same call, still at the provider, finishes
 	// while the client waits to retry.
 	finish := e.startInFlight(req)
-	var first *toolgate.CallResult
+	var first *toolgatetype.CallResult
 	e.onWait = func(context.Context, time.Duration) error {
 		var err error
 		first, err = finish()
@@ -410,8 +411,8 @@ func TestDefaultRetryPolicy(t *testing.T) {
 	refused := &TransportError{Err: &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}}
 	dropped := &TransportError{MayHaveReachedServer: true, Err: errors.New("EOF")}
 	unknownHost := &TransportError{Err: &net.DNSError{Err: "no such host", Name: "gateway.invalid", IsNotFound: true}}
-	inUse := &toolgate.Error{Code: toolgate.CodeIdempotencyKeyInUse}
-	quoteUsed := &toolgate.Error{Code: toolgate.CodeQuoteUsed}
+	inUse := &toolgatetype.Error{Code: toolgatetype.CodeIdempotencyKeyInUse}
+	quoteUsed := &toolgatetype.Error{Code: toolgatetype.CodeQuoteUsed}
 	answer := func(status int) *http.Response { return &http.Response{StatusCode: status, Header: http.Header{}} }
 	call := func() *http.Request {
 		r := httptest.NewRequest(http.MethodPost, "/v1/tools/echo/call", nil)
@@ -435,8 +436,8 @@ func TestDefaultRetryPolicy(t *testing.T) {
 		{"call, unknown host", nil, call(), nil, unknownHost, false},
 		{"call, in use", nil, call(), answer(409), inUse, true},
 		{"call, quote used", nil, call(), answer(409), quoteUsed, false},
-		{"call, 429", nil, call(), answer(429), &toolgate.Error{Code: toolgate.CodeRateLimited}, true},
-		{"call, 500", nil, call(), answer(500), &toolgate.Error{Code: toolgate.CodeInternal}, false},
+		{"call, 429", nil, call(), answer(429), &toolgatetype.Error{Code: toolgatetype.CodeRateLimited}, true},
+		{"call, 500", nil, call(), answer(500), &toolgatetype.Error{Code: toolgatetype.CodeInternal}, false},
 		{"call, 502", nil, call(), answer(502), &TransportError{StatusCode: 502}, true},
 		{"call, 503, context done", done, call(), answer(503), &TransportError{StatusCode: 503}, false},
 		{"quote, refused", nil, quote(), nil, refused, true},
@@ -444,7 +445,7 @@ func TestDefaultRetryPolicy(t *testing.T) {
 		{"quote, 503", nil, quote(), answer(503), &TransportError{StatusCode: 503}, false},
 		{"get, dropped", nil, get(), nil, dropped, true},
 		{"get, 504", nil, get(), answer(504), &TransportError{StatusCode: 504}, true},
-		{"get, 404", nil, get(), answer(404), &toolgate.Error{Code: toolgate.CodeExecutionNotFound}, false},
+		{"get, 404", nil, get(), answer(404), &toolgatetype.Error{Code: toolgatetype.CodeExecutionNotFound}, false},
 	} {
 		ctx := tc.ctx
 		if ctx == nil {

@@ -6,16 +6,14 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/httpapi"
-	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // SpendControls returns this principal's own spend controls, the zero
 // value when none are set, as toolgate.Gateway.SpendControls does. They
 // only ever tighten the operator's: the limits in force for a tool are in
 // its quote's Controls.
-func (c *Client) SpendControls(ctx context.Context) (storage.SpendControls, error) {
+func (c *Client) SpendControls(ctx context.Context) (toolgatetype.SpendControls, error) {
 	r := request{method: http.MethodGet, path: "/v1/spend-controls"}
 	return c.spendControls(ctx, r)
 }
@@ -25,58 +23,58 @@ func (c *Client) SpendControls(ctx context.Context) (storage.SpendControls, erro
 // controls (an empty map removes them all); nil keeps them as they are,
 // in one atomic step of the gateway, so a concurrent change of one tool's
 // controls survives.
-func (c *Client) PutSpendControls(ctx context.Context, sc storage.SpendControls) (storage.SpendControls, error) {
-	body, err := json.Marshal(httpapi.NewSpendControlsBody(sc))
+func (c *Client) PutSpendControls(ctx context.Context, sc toolgatetype.SpendControls) (toolgatetype.SpendControls, error) {
+	body, err := json.Marshal(toolgatetype.NewSpendControlsBody(sc))
 	if err != nil {
-		return storage.SpendControls{}, fmt.Errorf("client: encode the spend controls: %w", err)
+		return toolgatetype.SpendControls{}, fmt.Errorf("client: encode the spend controls: %w", err)
 	}
 	return c.spendControls(ctx, request{method: http.MethodPut, path: "/v1/spend-controls", body: body})
 }
 
-func (c *Client) spendControls(ctx context.Context, r request) (storage.SpendControls, error) {
-	b, err := doJSON[httpapi.SpendControlsBody](ctx, c, r)
+func (c *Client) spendControls(ctx context.Context, r request) (toolgatetype.SpendControls, error) {
+	b, err := doJSON[toolgatetype.SpendControlsBody](ctx, c, r)
 	if err != nil {
-		return storage.SpendControls{}, err
+		return toolgatetype.SpendControls{}, err
 	}
 	sc, err := b.SpendControls()
 	if err != nil {
-		return storage.SpendControls{}, c.notTheGateways(r, http.StatusOK, err)
+		return toolgatetype.SpendControls{}, c.notTheGateways(r, http.StatusOK, err)
 	}
 	return sc, nil
 }
 
 // ToolSpendControls returns this principal's own spend controls of one
 // tool; not_found when none are set.
-func (c *Client) ToolSpendControls(ctx context.Context, tool string) (storage.ToolSpendControls, error) {
+func (c *Client) ToolSpendControls(ctx context.Context, tool string) (toolgatetype.ToolSpendControls, error) {
 	seg, err := toolSegment(tool)
 	if err != nil {
-		return storage.ToolSpendControls{}, err
+		return toolgatetype.ToolSpendControls{}, err
 	}
 	return c.toolSpendControls(ctx, request{method: http.MethodGet, path: "/v1/spend-controls/tools/" + seg})
 }
 
 // PutToolSpendControls sets this principal's own spend controls of one
 // tool, and returns them as stored.
-func (c *Client) PutToolSpendControls(ctx context.Context, tool string, t storage.ToolSpendControls) (storage.ToolSpendControls, error) {
+func (c *Client) PutToolSpendControls(ctx context.Context, tool string, t toolgatetype.ToolSpendControls) (toolgatetype.ToolSpendControls, error) {
 	seg, err := toolSegment(tool)
 	if err != nil {
-		return storage.ToolSpendControls{}, err
+		return toolgatetype.ToolSpendControls{}, err
 	}
-	body, err := json.Marshal(httpapi.NewToolSpendControlsBody(t))
+	body, err := json.Marshal(toolgatetype.NewToolSpendControlsBody(t))
 	if err != nil {
-		return storage.ToolSpendControls{}, fmt.Errorf("client: encode the spend controls: %w", err)
+		return toolgatetype.ToolSpendControls{}, fmt.Errorf("client: encode the spend controls: %w", err)
 	}
 	return c.toolSpendControls(ctx, request{method: http.MethodPut, path: "/v1/spend-controls/tools/" + seg, body: body})
 }
 
-func (c *Client) toolSpendControls(ctx context.Context, r request) (storage.ToolSpendControls, error) {
-	b, err := doJSON[httpapi.ToolSpendControlsBody](ctx, c, r)
+func (c *Client) toolSpendControls(ctx context.Context, r request) (toolgatetype.ToolSpendControls, error) {
+	b, err := doJSON[toolgatetype.ToolSpendControlsBody](ctx, c, r)
 	if err != nil {
-		return storage.ToolSpendControls{}, err
+		return toolgatetype.ToolSpendControls{}, err
 	}
 	t, err := b.ToolSpendControls()
 	if err != nil {
-		return storage.ToolSpendControls{}, c.notTheGateways(r, http.StatusOK, err)
+		return toolgatetype.ToolSpendControls{}, c.notTheGateways(r, http.StatusOK, err)
 	}
 	return t, nil
 }
@@ -96,9 +94,9 @@ func (c *Client) DeleteToolSpendControls(ctx context.Context, tool string) error
 // Approvals lists this principal's standing approvals, each marked stale
 // when the tool's digest has changed since, as toolgate.Gateway.Approvals
 // does.
-func (c *Client) Approvals(ctx context.Context) ([]toolgate.ToolApproval, error) {
+func (c *Client) Approvals(ctx context.Context) ([]toolgatetype.ToolApproval, error) {
 	list, err := doJSON[struct {
-		Approvals []toolgate.ToolApproval `json:"approvals"`
+		Approvals []toolgatetype.ToolApproval `json:"approvals"`
 	}](ctx, c, request{method: http.MethodGet, path: "/v1/approvals"})
 	if err != nil {
 		return nil, err
@@ -109,16 +107,16 @@ func (c *Client) Approvals(ctx context.Context) ([]toolgate.ToolApproval, error)
 // SetApproval records this principal's standing approval of a tool's
 // current version, as toolgate.Gateway.SetApproval does: digest must be
 // the tool's current manifest digest.
-func (c *Client) SetApproval(ctx context.Context, tool string, mode storage.ApprovalMode, digest string) (*toolgate.StandingApproval, error) {
+func (c *Client) SetApproval(ctx context.Context, tool string, mode toolgatetype.StandingMode, digest string) (*toolgatetype.StandingApproval, error) {
 	seg, err := toolSegment(tool)
 	if err != nil {
 		return nil, err
 	}
-	body, err := json.Marshal(httpapi.ApprovalBody{Mode: &mode, ManifestDigest: &digest})
+	body, err := json.Marshal(toolgatetype.ApprovalBody{Mode: &mode, ManifestDigest: &digest})
 	if err != nil {
 		return nil, fmt.Errorf("client: encode the approval: %w", err)
 	}
-	return doJSON[toolgate.StandingApproval](ctx, c, request{method: http.MethodPut, path: "/v1/approvals/" + seg, body: body})
+	return doJSON[toolgatetype.StandingApproval](ctx, c, request{method: http.MethodPut, path: "/v1/approvals/" + seg, body: body})
 }
 
 // DeleteApproval removes this principal's standing approval of a tool;

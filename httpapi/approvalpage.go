@@ -12,8 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // The approval page (contract section 14): where a person signs in with an
@@ -70,7 +69,7 @@ type approvalPageData struct {
 
 // pendingRow is one line of the list of pending requests.
 type pendingRow struct {
-	Tool      toolgate.ToolRef
+	Tool      toolgatetype.ToolRef
 	Principal string
 	TotalUSD  string
 	ExpiresAt string
@@ -176,7 +175,7 @@ func (h *handler) pageForm(w http.ResponseWriter, r *http.Request, onRequest boo
 		h.renderMessage(w, r, http.StatusBadRequest, "The form could not be read.")
 		return
 	}
-	d := toolgate.Decision{}
+	d := toolgatetype.Decision{}
 	switch form.Get("decision") {
 	case "approve":
 		d.Approve = true
@@ -187,20 +186,20 @@ func (h *handler) pageForm(w http.ResponseWriter, r *http.Request, onRequest boo
 	}
 	switch remember := form.Get("remember"); remember {
 	case "", "once":
-	case string(storage.ApprovalNeverAsk), string(storage.ApprovalAskChargedCalls):
-		d.Remember = storage.ApprovalMode(remember)
+	case string(toolgatetype.ApprovalNeverAsk), string(toolgatetype.ApprovalAskChargedCalls):
+		d.Remember = toolgatetype.StandingMode(remember)
 	default:
 		h.renderRequest(w, r, sess, http.StatusBadRequest, "Choose what to remember from the choices given.", "")
 		return
 	}
 	if _, err := h.gw.DecideApproval(r.Context(), sess.approver, r.PathValue("id"), d); err != nil {
-		var te *toolgate.Error
-		if !errors.As(err, &te) || te.Code == toolgate.CodeInternal {
+		var te *toolgatetype.Error
+		if !errors.As(err, &te) || te.Code == toolgatetype.CodeInternal {
 			h.log.ErrorContext(r.Context(), "internal error", "method", r.Method, "path", r.URL.Path, "error", err)
 			h.renderMessage(w, r, http.StatusInternalServerError, "The gateway could not record your decision. Try again.")
 			return
 		}
-		h.renderRequest(w, r, sess, statusOf(te.Code), te.Message, "")
+		h.renderRequest(w, r, sess, StatusOf(te.Code), te.Message, "")
 		return
 	}
 	// Post/redirect/get: a reload shows the decision rather than sending it again.
@@ -289,13 +288,13 @@ func (h *handler) renderRequest(w http.ResponseWriter, r *http.Request, sess ses
 	data := h.pageData(r, &sess, "Approve a call of "+req.Tool.Name+"?")
 	data.Error, data.Notice = errMsg, notice
 	data.Request = h.requestView(r, req)
-	data.Decidable = req.Status == toolgate.ApprovalStatusPending
+	data.Decidable = req.Status == toolgatetype.ApprovalStatusPending
 	h.render(w, r, status, "request", data)
 }
 
 // requestView gathers what a person needs to decide: the request, and
 // what the registry says of its tool now.
-func (h *handler) requestView(r *http.Request, req *toolgate.ApprovalRequest) *requestView {
+func (h *handler) requestView(r *http.Request, req *toolgatetype.ApprovalRequest) *requestView {
 	v := &requestView{
 		Principal:   req.Principal,
 		Status:      string(req.Status),
@@ -344,10 +343,10 @@ func prettyInput(raw json.RawMessage) string {
 // renderList shows the signed-in approver's pending requests, a page at a
 // time (?cursor= continues).
 func (h *handler) renderList(w http.ResponseWriter, r *http.Request, sess session, errMsg string) {
-	list, err := h.gw.ListApprovalRequests(r.Context(), sess.approver, toolgate.ApprovalListOptions{Cursor: r.URL.Query().Get("cursor")})
+	list, err := h.gw.ListApprovalRequests(r.Context(), sess.approver, toolgatetype.ApprovalListOptions{Cursor: r.URL.Query().Get("cursor")})
 	if err != nil {
-		var te *toolgate.Error
-		if errors.As(err, &te) && te.Code == toolgate.CodeInvalidRequest {
+		var te *toolgatetype.Error
+		if errors.As(err, &te) && te.Code == toolgatetype.CodeInvalidRequest {
 			h.renderMessage(w, r, http.StatusBadRequest, "That page of requests does not exist.")
 			return
 		}
@@ -423,6 +422,6 @@ func (h *handler) render(w http.ResponseWriter, r *http.Request, status int, nam
 
 // isNotFound reports whether err says the request is not there for this approver.
 func isNotFound(err error) bool {
-	var te *toolgate.Error
-	return errors.As(err, &te) && te.Code == toolgate.CodeApprovalRequestNotFound
+	var te *toolgatetype.Error
+	return errors.As(err, &te) && te.Code == toolgatetype.CodeApprovalRequestNotFound
 }

@@ -2,47 +2,28 @@ package httpapi
 
 import (
 	"bytes"
-	"encoding/json"
 	"net/http"
 	"strconv"
 
-	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
-
-// ApprovalRequestBody is the body of POST /v1/approval-requests.
-type ApprovalRequestBody struct {
-	QuoteID *string         `json:"quoteId"`
-	Input   json.RawMessage `json:"input"`
-}
-
-// NewApprovalRequestBody is the body that asks approval of in, for clients.
-func NewApprovalRequestBody(in toolgate.ApprovalInput) ApprovalRequestBody {
-	return ApprovalRequestBody{QuoteID: &in.QuoteID, Input: in.Input}
-}
-
-// DecisionBody is the optional body of .../approve; .../deny takes none,
-// or an empty object.
-type DecisionBody struct {
-	Remember *storage.ApprovalMode `json:"remember,omitempty"`
-}
 
 // createApprovalRequest answers POST /v1/approval-requests (caller key):
 // the caller asks its approvers to approve one call.
 func (h *handler) createApprovalRequest(w http.ResponseWriter, r *http.Request) {
-	var in ApprovalRequestBody
+	var in toolgatetype.ApprovalRequestBody
 	if err := h.readJSON(w, r, &in); err != nil {
 		h.writeError(w, r, err)
 		return
 	}
 	if in.QuoteID == nil {
-		h.writeError(w, r, apiError(toolgate.CodeInvalidRequest, "quoteId is required"))
+		h.writeError(w, r, apiError(toolgatetype.CodeInvalidRequest, "quoteId is required"))
 		return
 	}
 	if bytes.Equal(bytes.TrimSpace(in.Input), []byte("null")) {
 		in.Input = nil // "input": null is as missing as no input at all
 	}
-	req, err := h.gw.RequestApproval(r.Context(), principalOf(r), toolgate.ApprovalInput{QuoteID: *in.QuoteID, Input: in.Input})
+	req, err := h.gw.RequestApproval(r.Context(), principalOf(r), toolgatetype.ApprovalInput{QuoteID: *in.QuoteID, Input: in.Input})
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -54,7 +35,7 @@ func (h *handler) createApprovalRequest(w http.ResponseWriter, r *http.Request) 
 // own request, or one of an approver's principals.
 func (h *handler) getApprovalRequest(w http.ResponseWriter, r *http.Request) {
 	var (
-		req *toolgate.ApprovalRequest
+		req *toolgatetype.ApprovalRequest
 		err error
 	)
 	if approver := approverOf(r); approver != "" {
@@ -73,11 +54,11 @@ func (h *handler) getApprovalRequest(w http.ResponseWriter, r *http.Request) {
 // (approver key): the requests of the principals the approver approves for.
 func (h *handler) listApprovalRequests(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	opts := toolgate.ApprovalListOptions{Status: toolgate.ApprovalStatus(q.Get("status")), Cursor: q.Get("cursor")}
+	opts := toolgatetype.ApprovalListOptions{Status: toolgatetype.ApprovalStatus(q.Get("status")), Cursor: q.Get("cursor")}
 	if s := q.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > 100 {
-			h.writeError(w, r, apiError(toolgate.CodeInvalidRequest, "limit must be a whole number from 1 to 100"))
+			h.writeError(w, r, apiError(toolgatetype.CodeInvalidRequest, "limit must be a whole number from 1 to 100"))
 			return
 		}
 		opts.Limit = n
@@ -97,15 +78,15 @@ func (h *handler) listApprovalRequests(w http.ResponseWriter, r *http.Request) {
 // approveRequest answers POST /v1/approval-requests/{id}/approve, with an
 // optional body {"remember": "never_ask" | "ask_charged_calls"}.
 func (h *handler) approveRequest(w http.ResponseWriter, r *http.Request) {
-	var in DecisionBody
+	var in toolgatetype.DecisionBody
 	if err := h.readOptionalJSON(w, r, &in); err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	d := toolgate.Decision{Approve: true}
+	d := toolgatetype.Decision{Approve: true}
 	if in.Remember != nil {
 		if *in.Remember == "" {
-			h.writeError(w, r, apiError(toolgate.CodeInvalidRequest, "remember must be %s or %s, or left out", storage.ApprovalNeverAsk, storage.ApprovalAskChargedCalls))
+			h.writeError(w, r, apiError(toolgatetype.CodeInvalidRequest, "remember must be %s or %s, or left out", toolgatetype.ApprovalNeverAsk, toolgatetype.ApprovalAskChargedCalls))
 			return
 		}
 		d.Remember = *in.Remember
@@ -120,10 +101,10 @@ func (h *handler) denyRequest(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	h.decide(w, r, toolgate.Decision{})
+	h.decide(w, r, toolgatetype.Decision{})
 }
 
-func (h *handler) decide(w http.ResponseWriter, r *http.Request, d toolgate.Decision) {
+func (h *handler) decide(w http.ResponseWriter, r *http.Request, d toolgatetype.Decision) {
 	req, err := h.gw.DecideApproval(r.Context(), approverOf(r), r.PathValue("id"), d)
 	if err != nil {
 		h.writeError(w, r, err)
@@ -149,7 +130,7 @@ func (h *handler) readOptionalJSON(w http.ResponseWriter, r *http.Request, dst a
 }
 
 // writeApprovalRequest answers with one request and its approveUrl.
-func writeApprovalRequest(w http.ResponseWriter, r *http.Request, status int, req *toolgate.ApprovalRequest) {
+func writeApprovalRequest(w http.ResponseWriter, r *http.Request, status int, req *toolgatetype.ApprovalRequest) {
 	withApproveURL(r, req)
 	varyOnForwarded(w)
 	writeJSON(w, status, req)
@@ -157,6 +138,6 @@ func writeApprovalRequest(w http.ResponseWriter, r *http.Request, status int, re
 
 // withApproveURL sets where a person decides the request: the approval
 // page on the address the request reached the gateway at.
-func withApproveURL(r *http.Request, req *toolgate.ApprovalRequest) {
+func withApproveURL(r *http.Request, req *toolgatetype.ApprovalRequest) {
 	req.ApproveURL = baseURL(r) + approvalPagePath(req.ID)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/toolgate/toolgate/httpapi"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/toolgatetest"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // The keys of the approver-mode tests: agent is an agent whose calls pat,
@@ -35,7 +36,7 @@ const (
 func newApproverAPI(t *testing.T, opts ...func(*toolgate.Config)) *api {
 	t.Helper()
 	cfg := &toolgate.Config{Approvers: toolgate.StaticApprovers{
-		Modes:     map[string]toolgate.ApprovalMode{"agent": toolgate.ApprovalModeApprover},
+		Modes:     map[string]toolgatetype.ApprovalMode{"agent": toolgatetype.ApprovalModeApprover},
 		Approvers: map[string][]string{"pat": {"agent", "alice"}, "sam": {"other"}},
 	}}
 	for _, o := range opts {

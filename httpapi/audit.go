@@ -6,8 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // listExecutions serves GET /v1/executions: the caller's executions, or
@@ -19,20 +18,20 @@ func (h *handler) listExecutions(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	f := toolgate.ExecutionFilter{Tool: q["tool"], Status: toolgate.Status(q["status"]), Cursor: q["cursor"]}
+	f := toolgatetype.ExecutionFilter{Tool: q["tool"], Status: toolgatetype.Status(q["status"]), Cursor: q["cursor"]}
 	if f.Since, f.Until, err = window(q); err != nil {
 		h.writeError(w, r, err)
 		return
 	}
 	if s, ok := q["limit"]; ok {
 		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > toolgate.MaxListLimit {
-			h.writeError(w, r, paramError("limit", "limit must be a whole number from 1 to %d", toolgate.MaxListLimit))
+		if err != nil || n < 1 || n > toolgatetype.MaxListLimit {
+			h.writeError(w, r, paramError("limit", "limit must be a whole number from 1 to %d", toolgatetype.MaxListLimit))
 			return
 		}
 		f.Limit = n
 	}
-	var page *toolgate.ExecutionPage
+	var page *toolgatetype.ExecutionPage
 	if approver := approverOf(r); approver != "" {
 		page, err = h.gw.ListApproverExecutions(r.Context(), approver, f)
 	} else {
@@ -53,7 +52,7 @@ func (h *handler) spend(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	f := toolgate.SpendFilter{GroupBy: storage.SpendGrouping(q["groupBy"])}
+	f := toolgatetype.SpendFilter{GroupBy: toolgatetype.SpendGrouping(q["groupBy"])}
 	if f.Since, f.Until, err = window(q); err != nil {
 		h.writeError(w, r, err)
 		return
@@ -62,7 +61,7 @@ func (h *handler) spend(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, paramError("groupBy", "groupBy must be tool or day"))
 		return
 	}
-	var sum *toolgate.SpendSummary
+	var sum *toolgatetype.SpendSummary
 	if approver := approverOf(r); approver != "" {
 		sum, err = h.gw.ApproverSpend(r.Context(), approver, f)
 	} else {
@@ -81,7 +80,7 @@ func (h *handler) spend(w http.ResponseWriter, r *http.Request) {
 func queryOf(r *http.Request, names ...string) (map[string]string, error) {
 	values, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
-		return nil, apiError(toolgate.CodeInvalidRequest, "the query string is malformed")
+		return nil, apiError(toolgatetype.CodeInvalidRequest, "the query string is malformed")
 	}
 	out := make(map[string]string, len(names))
 	for _, name := range names {
@@ -119,8 +118,8 @@ func timeParam(q map[string]string, name string) (time.Time, error) {
 }
 
 // paramError is invalid_request naming the query parameter at fault.
-func paramError(param, format string, args ...any) *toolgate.Error {
-	e := apiError(toolgate.CodeInvalidRequest, format, args...)
+func paramError(param, format string, args ...any) *toolgatetype.Error {
+	e := apiError(toolgatetype.CodeInvalidRequest, format, args...)
 	e.Parameter = param
 	return e
 }

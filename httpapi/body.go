@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // readBody reads a request body within the size cap. Over the cap is
@@ -21,7 +21,7 @@ func (h *handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, erro
 	case errors.As(err, &tooBig):
 		return nil, apiError(codePayloadTooLarge, "the request body is larger than %d bytes", h.opts.MaxBodyBytes)
 	case err != nil:
-		return nil, apiError(toolgate.CodeInvalidRequest, "the request body could not be read")
+		return nil, apiError(toolgatetype.CodeInvalidRequest, "the request body could not be read")
 	}
 	return body, nil
 }
@@ -41,13 +41,13 @@ func decodeStrict(body []byte, dst any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
-		return apiError(toolgate.CodeInvalidRequest, "%s", describeJSONError(err))
+		return apiError(toolgatetype.CodeInvalidRequest, "%s", describeJSONError(err))
 	}
 	if dec.More() {
-		return apiError(toolgate.CodeInvalidRequest, "the request body holds more than one JSON value")
+		return apiError(toolgatetype.CodeInvalidRequest, "the request body holds more than one JSON value")
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return apiError(toolgate.CodeInvalidRequest, "the request body has data after its JSON value")
+		return apiError(toolgatetype.CodeInvalidRequest, "the request body has data after its JSON value")
 	}
 	return nil
 }

@@ -5,39 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
-
-// CallBody is the body of POST /v1/tools/{tool}/call; the tool and the
-// Idempotency-Key travel in the path and a header.
-type CallBody struct {
-	QuoteID  *string         `json:"quoteId"`
-	Input    json.RawMessage `json:"input"`
-	Approval *CallApproval   `json:"approval,omitempty"`
-}
-
-// CallApproval is the approval a call carries: the digest the user
-// approved, and in approver mode the grant of an approver (contract
-// section 14).
-type CallApproval struct {
-	ManifestDigest *string `json:"manifestDigest,omitempty"`
-	GrantID        *string `json:"grantId,omitempty"`
-}
-
-// NewCallBody is the body that asks for req, for clients.
-func NewCallBody(req toolgate.CallRequest) CallBody {
-	b := CallBody{QuoteID: &req.QuoteID, Input: req.Input}
-	if req.ApprovalDigest != "" || req.ApprovalGrant != "" {
-		b.Approval = &CallApproval{}
-	}
-	if req.ApprovalDigest != "" {
-		b.Approval.ManifestDigest = &req.ApprovalDigest
-	}
-	if req.ApprovalGrant != "" {
-		b.Approval.GrantID = &req.ApprovalGrant
-	}
-	return b
-}
 
 func (h *handler) quote(w http.ResponseWriter, r *http.Request) {
 	body, err := h.readBody(w, r)
@@ -47,7 +16,7 @@ func (h *handler) quote(w http.ResponseWriter, r *http.Request) {
 	}
 	// The body is documented as an empty object; anything sent must at least be JSON.
 	if len(bytes.TrimSpace(body)) > 0 && !json.Valid(body) {
-		h.writeError(w, r, apiError(toolgate.CodeInvalidRequest, "the request body is not valid JSON"))
+		h.writeError(w, r, apiError(toolgatetype.CodeInvalidRequest, "the request body is not valid JSON"))
 		return
 	}
 	q, err := h.gw.Quote(r.Context(), principalOf(r), r.PathValue("tool"))
@@ -61,14 +30,14 @@ func (h *handler) quote(w http.ResponseWriter, r *http.Request) {
 func (h *handler) call(w http.ResponseWriter, r *http.Request) {
 	keys := r.Header.Values("Idempotency-Key")
 	if len(keys) > 1 {
-		h.writeError(w, r, apiError(toolgate.CodeIdempotencyKeyInvalid, "send exactly one Idempotency-Key header"))
+		h.writeError(w, r, apiError(toolgatetype.CodeIdempotencyKeyInvalid, "send exactly one Idempotency-Key header"))
 		return
 	}
 	key := ""
 	if len(keys) == 1 {
 		key = keys[0]
 	}
-	if err := toolgate.ValidateIdempotencyKey(key); err != nil {
+	if err := toolgatetype.ValidateIdempotencyKey(key); err != nil {
 		h.writeError(w, r, err)
 		return
 	}
@@ -81,16 +50,16 @@ func (h *handler) call(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	var body CallBody
+	var body toolgatetype.CallBody
 	if err := decodeStrict(raw, &body); err != nil {
 		h.writeError(w, r, err)
 		return
 	}
 	if body.QuoteID == nil {
-		h.writeError(w, r, apiError(toolgate.CodeInvalidRequest, "quoteId is required"))
+		h.writeError(w, r, apiError(toolgatetype.CodeInvalidRequest, "quoteId is required"))
 		return
 	}
-	req := toolgate.CallRequest{
+	req := toolgatetype.CallRequest{
 		Tool:           r.PathValue("tool"),
 		QuoteID:        *body.QuoteID,
 		Input:          body.Input,
@@ -99,14 +68,14 @@ func (h *handler) call(w http.ResponseWriter, r *http.Request) {
 	if body.Approval != nil && body.Approval.ManifestDigest != nil {
 		req.ApprovalDigest = *body.Approval.ManifestDigest
 		if req.ApprovalDigest == "" {
-			h.writeError(w, r, apiError(toolgate.CodeInvalidRequest, "approval.manifestDigest must not be empty"))
+			h.writeError(w, r, apiError(toolgatetype.CodeInvalidRequest, "approval.manifestDigest must not be empty"))
 			return
 		}
 	}
 	if body.Approval != nil && body.Approval.GrantID != nil {
 		req.ApprovalGrant = *body.Approval.GrantID
 		if req.ApprovalGrant == "" {
-			h.writeError(w, r, apiError(toolgate.CodeInvalidRequest, "approval.grantId must not be empty"))
+			h.writeError(w, r, apiError(toolgatetype.CodeInvalidRequest, "approval.grantId must not be empty"))
 			return
 		}
 	}

@@ -3,19 +3,53 @@ package httpapi
 import (
 	"net/http"
 
-	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // Error codes only the HTTP layer meets: the gateway never sees a request
 // with the wrong method, an oversized body or a body that is not JSON.
 const (
-	codeMethodNotAllowed     toolgate.Code = "method_not_allowed"
-	codePayloadTooLarge      toolgate.Code = "payload_too_large"
-	codeUnsupportedMediaType toolgate.Code = "unsupported_media_type"
+	codeMethodNotAllowed     toolgatetype.Code = "method_not_allowed"
+	codePayloadTooLarge      toolgatetype.Code = "payload_too_large"
+	codeUnsupportedMediaType toolgatetype.Code = "unsupported_media_type"
 )
 
-// statusOf is the HTTP status an error code is answered with.
-func statusOf(code toolgate.Code) int {
+// codeStatus is the HTTP status of each code the gateway returns.
+var codeStatus = map[toolgatetype.Code]int{
+	toolgatetype.CodeInvalidRequest:        http.StatusBadRequest,
+	toolgatetype.CodeIdempotencyKeyMissing: http.StatusBadRequest,
+	toolgatetype.CodeIdempotencyKeyInvalid: http.StatusBadRequest,
+	toolgatetype.CodeUnauthorized:          http.StatusUnauthorized,
+	toolgatetype.CodeToolBlocked:           http.StatusForbidden,
+	toolgatetype.CodeApprovalRequired:      http.StatusForbidden,
+	toolgatetype.CodeApprovalMismatch:      http.StatusForbidden,
+	toolgatetype.CodeSpendLimitExceeded:    http.StatusForbidden,
+	toolgatetype.CodeToolNotFound:          http.StatusNotFound,
+	toolgatetype.CodeQuoteNotFound:         http.StatusNotFound,
+	toolgatetype.CodeExecutionNotFound:     http.StatusNotFound,
+	toolgatetype.CodeNotFound:              http.StatusNotFound,
+	toolgatetype.CodeQuoteExpired:          http.StatusConflict,
+	toolgatetype.CodeQuoteUsed:             http.StatusConflict,
+	toolgatetype.CodeQuoteOutdated:         http.StatusConflict,
+	toolgatetype.CodeIdempotencyKeyInUse:   http.StatusConflict,
+	toolgatetype.CodeInputInvalid:          http.StatusUnprocessableEntity,
+	toolgatetype.CodeQuoteToolMismatch:     http.StatusUnprocessableEntity,
+	toolgatetype.CodeIdempotencyKeyReused:  http.StatusUnprocessableEntity,
+	toolgatetype.CodeRateLimited:           http.StatusTooManyRequests,
+	toolgatetype.CodeInternal:              http.StatusInternalServerError,
+
+	toolgatetype.CodeApproverRequired:        http.StatusForbidden,
+	toolgatetype.CodeApprovalPending:         http.StatusForbidden,
+	toolgatetype.CodeApprovalDenied:          http.StatusForbidden,
+	toolgatetype.CodeApprovalExpired:         http.StatusConflict,
+	toolgatetype.CodeApprovalAlreadyDecided:  http.StatusConflict,
+	toolgatetype.CodeApprovalGrantMismatch:   http.StatusUnprocessableEntity,
+	toolgatetype.CodeApprovalRequestNotFound: http.StatusNotFound,
+}
+
+// StatusOf is the HTTP status an error code is answered with: the status
+// of each code the API documents, 500 for any other.
+func StatusOf(code toolgatetype.Code) int {
 	switch code {
 	case codeMethodNotAllowed:
 		return http.StatusMethodNotAllowed
@@ -24,5 +58,8 @@ func statusOf(code toolgate.Code) int {
 	case codeUnsupportedMediaType:
 		return http.StatusUnsupportedMediaType
 	}
-	return code.HTTPStatus()
+	if s, ok := codeStatus[code]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
 }

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // docRoutes registers the documentation endpoints. They are public, like
@@ -27,7 +27,7 @@ func (h *handler) docRoutes(m *router) {
 // read once so that every part of one answer describes the same version.
 type toolDoc struct {
 	v     *registry.Version
-	entry toolgate.RegistryEntry
+	entry toolgatetype.RegistryEntry
 	base  string // scheme://host[/prefix], no trailing slash
 	price string
 	fee   string
@@ -42,11 +42,11 @@ func (h *handler) loadToolDoc(r *http.Request) (*toolDoc, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &toolDoc{v: e.ToolVersion(), entry: *e, base: baseURL(r)}
+	d := &toolDoc{v: e.ToolVersion(), entry: e.RegistryEntry, base: baseURL(r)}
 	cost := e.CallCost()
 	d.price, d.fee, d.total = cost.PriceUSD, cost.FeeUSD, cost.TotalUSD
 	withLinks(&d.entry)
-	d.entry.Documentation = toolgate.EntryDocs{
+	d.entry.Documentation = toolgatetype.EntryDocs{
 		JSON:    d.docsURL(),
 		OpenAPI: d.openAPIURL(),
 		LLMs:    d.llmsURL(),
@@ -55,19 +55,19 @@ func (h *handler) loadToolDoc(r *http.Request) (*toolDoc, error) {
 	return d, nil
 }
 
-func (d *toolDoc) slug() string                      { return d.v.Tool.Slug }
-func (d *toolDoc) metadataURL() string               { return d.base + registryPath(d.slug()) }
-func (d *toolDoc) docsURL() string                   { return d.base + docsPath(d.slug()) }
-func (d *toolDoc) openAPIURL() string                { return d.base + openAPIPath(d.slug()) }
-func (d *toolDoc) llmsURL() string                   { return d.base + llmsPath(d.slug()) }
-func (d *toolDoc) versionsURL() string               { return d.base + versionsPath(d.slug()) }
-func (d *toolDoc) pageURL() string                   { return d.base + pagePath(d.slug()) }
-func (d *toolDoc) quotePath() string                 { return quotePath(d.slug()) }
-func (d *toolDoc) callPath() string                  { return callPath(d.slug()) }
-func (d *toolDoc) quoteURL() string                  { return d.base + d.quotePath() }
-func (d *toolDoc) callURL() string                   { return d.base + d.callPath() }
-func (d *toolDoc) requirement() toolgate.Requirement { return d.entry.Policy.Approval.Requirement }
-func (d *toolDoc) hasOutputSchema() bool             { return d.v.Output != nil }
+func (d *toolDoc) slug() string                          { return d.v.Tool.Slug }
+func (d *toolDoc) metadataURL() string                   { return d.base + registryPath(d.slug()) }
+func (d *toolDoc) docsURL() string                       { return d.base + docsPath(d.slug()) }
+func (d *toolDoc) openAPIURL() string                    { return d.base + openAPIPath(d.slug()) }
+func (d *toolDoc) llmsURL() string                       { return d.base + llmsPath(d.slug()) }
+func (d *toolDoc) versionsURL() string                   { return d.base + versionsPath(d.slug()) }
+func (d *toolDoc) pageURL() string                       { return d.base + pagePath(d.slug()) }
+func (d *toolDoc) quotePath() string                     { return quotePath(d.slug()) }
+func (d *toolDoc) callPath() string                      { return callPath(d.slug()) }
+func (d *toolDoc) quoteURL() string                      { return d.base + d.quotePath() }
+func (d *toolDoc) callURL() string                       { return d.base + d.callPath() }
+func (d *toolDoc) requirement() toolgatetype.Requirement { return d.entry.Policy.Approval.Requirement }
+func (d *toolDoc) hasOutputSchema() bool                 { return d.v.Output != nil }
 
 // baseURL is the address the caller reached the gateway at, for the
 // absolute links of the documentation: scheme://host[/prefix].
@@ -157,10 +157,10 @@ const docsSchemaVersion = "gateway.tool-docs/v1"
 
 // docsRecord is the tool documentation record of service.md.
 type docsRecord struct {
-	SchemaVersion string                 `json:"schemaVersion"`
-	Tool          toolgate.RegistryEntry `json:"tool"`
-	Documentation docsLinks              `json:"documentation"`
-	Invocation    docsInvocation         `json:"invocation"`
+	SchemaVersion string                     `json:"schemaVersion"`
+	Tool          toolgatetype.RegistryEntry `json:"tool"`
+	Documentation docsLinks                  `json:"documentation"`
+	Invocation    docsInvocation             `json:"invocation"`
 	// Direct is always null: a tool is only reached through the gateway.
 	Direct *struct{} `json:"direct"`
 }
@@ -198,14 +198,14 @@ type docsQuote struct {
 }
 
 type docsCall struct {
-	Method          string             `json:"method"`
-	URL             string             `json:"url"`
-	Authentication  docsAuth           `json:"authentication"`
-	RequiredHeaders map[string]string  `json:"requiredHeaders"`
-	RequestSchema   map[string]any     `json:"requestSchema"`
-	RequestExample  callBodyExample    `json:"requestExample"`
-	ResponseSchema  map[string]any     `json:"responseSchema"`
-	ResponseExample toolgate.Execution `json:"responseExample"`
+	Method          string                 `json:"method"`
+	URL             string                 `json:"url"`
+	Authentication  docsAuth               `json:"authentication"`
+	RequiredHeaders map[string]string      `json:"requiredHeaders"`
+	RequestSchema   map[string]any         `json:"requestSchema"`
+	RequestExample  callBodyExample        `json:"requestExample"`
+	ResponseSchema  map[string]any         `json:"responseSchema"`
+	ResponseExample toolgatetype.Execution `json:"responseExample"`
 }
 
 // flow is the three steps of a call, as instructions to a caller.
@@ -251,17 +251,17 @@ func (d *toolDoc) callExample() callBodyExample {
 // resultExample is an execution result as the call returns it: completed
 // with the tool's example output or, for a tool without an output schema,
 // failed, as every call of such a tool is.
-func (d *toolDoc) resultExample() toolgate.Execution {
-	res := toolgate.Execution{
+func (d *toolDoc) resultExample() toolgatetype.Execution {
+	res := toolgatetype.Execution{
 		ID:     exampleExecutionID,
-		Tool:   toolgate.ToolRef{ID: d.v.Tool.ID, Slug: d.slug(), Name: d.v.Tool.Name},
-		Status: toolgate.StatusCompleted,
-		Cost:   toolgate.Cost{PriceUSD: d.price, FeeUSD: d.fee, TotalUSD: d.total, Currency: "USD"},
+		Tool:   toolgatetype.ToolRef{ID: d.v.Tool.ID, Slug: d.slug(), Name: d.v.Tool.Name},
+		Status: toolgatetype.StatusCompleted,
+		Cost:   toolgatetype.Cost{PriceUSD: d.price, FeeUSD: d.fee, TotalUSD: d.total, Currency: "USD"},
 		Output: json.RawMessage("null"),
 	}
 	if !d.hasOutputSchema() {
-		res.Status = toolgate.StatusFailed
-		res.Error = &toolgate.ExecutionError{
+		res.Status = toolgatetype.StatusFailed
+		res.Error = &toolgatetype.ExecutionError{
 			Code:    registry.CodeOutputInvalid,
 			Message: d.slug() + " declares no output schema, so its output cannot be checked",
 		}
@@ -326,8 +326,8 @@ func (h *handler) toolDocsRecord(w http.ResponseWriter, r *http.Request) {
 
 // versionsBody is the answer of GET /v1/registry/tools/{tool}/versions.
 type versionsBody struct {
-	Tool     toolgate.ToolRef `json:"tool"`
-	Versions []versionInfo    `json:"versions"`
+	Tool     toolgatetype.ToolRef `json:"tool"`
+	Versions []versionInfo        `json:"versions"`
 }
 
 type versionInfo struct {
@@ -343,12 +343,12 @@ func (h *handler) toolVersions(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("tool")
 	history, err := h.gw.Registry().Versions(name)
 	if err != nil || len(history) == 0 {
-		h.writeError(w, r, apiError(toolgate.CodeToolNotFound, "no tool %q is registered", name))
+		h.writeError(w, r, apiError(toolgatetype.CodeToolNotFound, "no tool %q is registered", name))
 		return
 	}
 	cur := history[len(history)-1].Tool
 	body := versionsBody{
-		Tool:     toolgate.ToolRef{ID: cur.ID, Slug: cur.Slug, Name: cur.Name},
+		Tool:     toolgatetype.ToolRef{ID: cur.ID, Slug: cur.Slug, Name: cur.Name},
 		Versions: make([]versionInfo, 0, len(history)),
 	}
 	for i := len(history) - 1; i >= 0; i-- {

@@ -10,15 +10,15 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
-// Every field of toolgate.Error a caller can read survives writeError and
+// Every field of toolgatetype.Error a caller can read survives writeError and
 // DecodeError, so a client gets what an embedded caller gets. A field added
-// to toolgate.Error without its place on the wire fails this test.
+// to toolgatetype.Error without its place on the wire fails this test.
 func TestEveryErrorFieldSurvivesTheWire(t *testing.T) {
 	t.Parallel()
-	want := &toolgate.Error{Code: toolgate.CodeRateLimited}
+	want := &toolgatetype.Error{Code: toolgatetype.CodeRateLimited}
 	v := reflect.ValueOf(want).Elem()
 	for i := 0; i < v.NumField(); i++ {
 		switch name := v.Type().Field(i).Name; name {
@@ -31,7 +31,7 @@ func TestEveryErrorFieldSurvivesTheWire(t *testing.T) {
 	rec := httptest.NewRecorder()
 	h := &handler{log: slog.New(slog.DiscardHandler)}
 	h.writeError(rec, httptest.NewRequest(http.MethodPost, "/v1/tools/echo/call", nil), want)
-	got, ok := DecodeError(rec.Header(), rec.Body.Bytes())
+	got, ok := toolgatetype.DecodeError(rec.Header(), rec.Body.Bytes())
 	require.True(t, ok, "%s", rec.Body)
 	assert.Equal(t, want, got)
 }
@@ -63,7 +63,7 @@ func fill(t *testing.T, v reflect.Value, name string) {
 			}
 		}
 	default:
-		t.Fatalf("toolgate.Error.%s is a %s; teach this test to fill it", name, v.Kind())
+		t.Fatalf("toolgatetype.Error.%s is a %s; teach this test to fill it", name, v.Kind())
 	}
 }
 
@@ -80,22 +80,22 @@ func TestDecodeError(t *testing.T) {
 		name   string
 		header http.Header
 		body   string
-		want   *toolgate.Error // nil: not the API's error shape
+		want   *toolgatetype.Error // nil: not the API's error shape
 	}{
 		{name: "a code this version does not know, with details it does not know",
 			body: `{"error":{"code":"approval_unheard_of","message":"an approver has not decided yet","approvalPageTheme":"dark","manifestDigest":"sha256:ab"}}`,
-			want: &toolgate.Error{Code: "approval_unheard_of", Message: "an approver has not decided yet", ManifestDigest: ptr("sha256:ab")}},
+			want: &toolgatetype.Error{Code: "approval_unheard_of", Message: "an approver has not decided yet", ManifestDigest: ptr("sha256:ab")}},
 		{name: "where to ask for approval, when a grant is required",
 			body: `{"error":{"code":"approval_required","message":"an approver must approve","approvalRequestsUrl":"https://gw.example/v1/approval-requests"}}`,
-			want: &toolgate.Error{Code: toolgate.CodeApprovalRequired, Message: "an approver must approve", GrantRequired: true}},
+			want: &toolgatetype.Error{Code: toolgatetype.CodeApprovalRequired, Message: "an approver must approve", GrantRequired: true}},
 		{name: "retry-after from the header alone",
 			header: header("Retry-After", "3"),
 			body:   `{"error":{"code":"rate_limited","message":"slow down"}}`,
-			want:   &toolgate.Error{Code: toolgate.CodeRateLimited, Message: "slow down", RetryAfter: 3 * time.Second}},
+			want:   &toolgatetype.Error{Code: toolgatetype.CodeRateLimited, Message: "slow down", RetryAfter: 3 * time.Second}},
 		{name: "retryAfterSeconds wins over the header",
 			header: header("Retry-After", "9"),
 			body:   `{"error":{"code":"rate_limited","message":"slow down","retryAfterSeconds":2}}`,
-			want:   &toolgate.Error{Code: toolgate.CodeRateLimited, Message: "slow down", RetryAfter: 2 * time.Second}},
+			want:   &toolgatetype.Error{Code: toolgatetype.CodeRateLimited, Message: "slow down", RetryAfter: 2 * time.Second}},
 		{name: "a proxy's JSON", body: `{"error":"bad gateway"}`},
 		{name: "no code", body: `{"error":{"message":"what"}}`},
 		{name: "a proxy's page", body: `<html><body>502 Bad Gateway</body></html>`},
@@ -107,7 +107,7 @@ func TestDecodeError(t *testing.T) {
 			if h == nil {
 				h = http.Header{}
 			}
-			got, ok := DecodeError(h, []byte(tc.body))
+			got, ok := toolgatetype.DecodeError(h, []byte(tc.body))
 			assert.Equal(t, tc.want != nil, ok)
 			assert.Equal(t, tc.want, got)
 		})

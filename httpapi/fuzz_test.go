@@ -9,11 +9,11 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/httpapi"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/storage/memory"
 	"github.com/toolgate/toolgate/toolgatetest"
+	"github.com/toolgate/toolgate/toolgatetype"
 	"github.com/toolgate/toolgate/tools"
 )
 
@@ -64,7 +64,7 @@ func FuzzCallRequest(f *testing.F) {
 		if rec.Code >= 500 {
 			t.Fatalf("status %d for body %q: %s", rec.Code, body, rec.Body.Bytes())
 		}
-		if rec.Code != http.StatusOK && toolgate.ValidateIdempotencyKey(key) == nil {
+		if rec.Code != http.StatusOK && toolgatetype.ValidateIdempotencyKey(key) == nil {
 			if _, err := target.store.GetIdempotency(context.Background(), "alice", key); err != storage.ErrNotFound {
 				t.Fatalf("refused request (%d) left a record for key %q: %v", rec.Code, key, err)
 			}

@@ -26,6 +26,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // DefaultMaxBodyBytes caps request bodies (1 MiB).
@@ -171,7 +172,7 @@ func (m *router) fallbacks(h *handler) {
 		})
 	}
 	m.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		h.writeError(w, r, apiError(toolgate.CodeNotFound, "there is nothing at %s", r.URL.Path))
+		h.writeError(w, r, apiError(toolgatetype.CodeNotFound, "there is nothing at %s", r.URL.Path))
 	})
 }
 
@@ -198,7 +199,7 @@ func (h *handler) authed(next http.HandlerFunc) http.HandlerFunc {
 			principal, ok = h.auth.Authenticate(r.Context(), key)
 		}
 		if !ok {
-			h.writeError(w, r, apiError(toolgate.CodeUnauthorized, "a valid API key is required: Authorization: Bearer <API_KEY>"))
+			h.writeError(w, r, apiError(toolgatetype.CodeUnauthorized, "a valid API key is required: Authorization: Bearer <API_KEY>"))
 			return
 		}
 		next(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, principal)))
@@ -226,7 +227,7 @@ func (h *handler) approverAuthed(next http.HandlerFunc) http.HandlerFunc {
 		key, ok := bearerToken(r)
 		if ok {
 			if _, isCaller := h.auth.Authenticate(r.Context(), key); isCaller {
-				h.writeError(w, r, apiError(toolgate.CodeApproverRequired, "only an approver key can do this; a caller key cannot approve"))
+				h.writeError(w, r, apiError(toolgatetype.CodeApproverRequired, "only an approver key can do this; a caller key cannot approve"))
 				return
 			}
 			var approver string
@@ -235,7 +236,7 @@ func (h *handler) approverAuthed(next http.HandlerFunc) http.HandlerFunc {
 				return
 			}
 		}
-		h.writeError(w, r, apiError(toolgate.CodeUnauthorized, "a valid approver key is required: Authorization: Bearer <APPROVER_KEY>"))
+		h.writeError(w, r, apiError(toolgatetype.CodeUnauthorized, "a valid approver key is required: Authorization: Bearer <APPROVER_KEY>"))
 	}
 }
 
@@ -254,7 +255,7 @@ func (h *handler) eitherAuthed(next http.HandlerFunc) http.HandlerFunc {
 				return
 			}
 		}
-		h.writeError(w, r, apiError(toolgate.CodeUnauthorized, "a valid API key is required: Authorization: Bearer <API_KEY>"))
+		h.writeError(w, r, apiError(toolgatetype.CodeUnauthorized, "a valid API key is required: Authorization: Bearer <API_KEY>"))
 	}
 }
 

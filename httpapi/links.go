@@ -3,7 +3,7 @@ package httpapi
 import (
 	"net/http"
 
-	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // The routes a registry entry names, relative to where the handler is
@@ -38,10 +38,10 @@ func ApprovalPagePath(id string) string { return approvalPagePath(id) }
 func BaseURL(r *http.Request) string { return baseURL(r) }
 
 // withLinks fills in an entry's call route and documentation paths.
-func withLinks(e *toolgate.RegistryEntry) {
+func withLinks(e *toolgatetype.RegistryEntry) {
 	e.Access.Endpoint.Method = http.MethodPost
 	e.Access.Endpoint.Path = callPath(e.Slug)
-	e.Documentation = toolgate.EntryDocs{
+	e.Documentation = toolgatetype.EntryDocs{
 		JSON:    docsPath(e.Slug),
 		OpenAPI: openAPIPath(e.Slug),
 		LLMs:    llmsPath(e.Slug),

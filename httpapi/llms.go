@@ -10,6 +10,7 @@ import (
 	"unicode"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // untrustedOutputNotice is said wherever a tool's calling is documented.
@@ -98,17 +99,17 @@ func (d *toolDoc) llmsText() string {
 const approverModeNotice = "When your principal is in approver mode, a person approves: the digest alone approves nothing, and a call that needs approval must carry approval.grantId, the id of an approval request (POST /v1/approval-requests) that an approver approved for this exact quote and input; the grant is used up by that call."
 
 // approvalMeaning explains an approval requirement to a caller.
-func approvalMeaning(requirement toolgate.Requirement, digest string) string {
+func approvalMeaning(requirement toolgatetype.Requirement, digest string) string {
 	switch requirement {
-	case toolgate.RequirementBlocked:
+	case toolgatetype.RequirementBlocked:
 		return "The tool cannot be called until the reasons below are resolved."
-	case toolgate.RequirementExplicitUnverified:
+	case toolgatetype.RequirementExplicitUnverified:
 		return "Every call needs the user's explicit approval of manifest digest " + digest + " and the quoted total, sent as approval.manifestDigest: the endpoint is unverified or the risk unknown."
-	case toolgate.RequirementPerCall:
+	case toolgatetype.RequirementPerCall:
 		return "Every call needs the user's explicit approval of manifest digest " + digest + " and the quoted total, sent as approval.manifestDigest."
-	case toolgate.RequirementFirstUse:
+	case toolgatetype.RequirementFirstUse:
 		return "The first call needs the user's approval of manifest digest " + digest + ", sent as approval.manifestDigest; the gateway remembers it for this exact digest."
-	case toolgate.RequirementCoveredByUserPolicy:
+	case toolgatetype.RequirementCoveredByUserPolicy:
 		return "No explicit approval is needed; still confirm controls.approved in the quote."
 	}
 	return ""
@@ -193,16 +194,16 @@ func schemaType(p map[string]any) string {
 // registryLLMs answers GET /v1/registry/llms.txt: an index of every tool.
 func (h *handler) registryLLMs(w http.ResponseWriter, r *http.Request) {
 	base := baseURL(r)
-	var entries []toolgate.RegistryEntry
+	var entries []toolgate.Entry
 	for offset := 0; ; {
-		page, err := h.gw.List(r.Context(), "", 100, offset, h.entryOptions())
+		page, total, err := h.gw.List(r.Context(), "", 100, offset, h.entryOptions())
 		if err != nil {
 			h.writeError(w, r, err)
 			return
 		}
-		entries = append(entries, page.Tools...)
-		offset += len(page.Tools)
-		if len(page.Tools) == 0 || offset >= page.Total {
+		entries = append(entries, page...)
+		offset += len(page)
+		if len(page) == 0 || offset >= total {
 			break
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // openAPIVersion is the OpenAPI version of the per-tool documents.
@@ -16,19 +16,19 @@ const openAPIVersion = "3.1.0"
 // order, with the codes each is answered with (contract section 10).
 var errorStatuses = []int{400, 401, 403, 404, 409, 413, 415, 422, 429, 500}
 
-var errorCodesByStatus = map[int][]toolgate.Code{
-	400: {toolgate.CodeInvalidRequest, toolgate.CodeIdempotencyKeyMissing, toolgate.CodeIdempotencyKeyInvalid},
-	401: {toolgate.CodeUnauthorized},
-	403: {toolgate.CodeToolBlocked, toolgate.CodeApprovalRequired, toolgate.CodeApprovalMismatch, toolgate.CodeSpendLimitExceeded,
-		toolgate.CodeApprovalPending, toolgate.CodeApprovalDenied},
-	404: {toolgate.CodeToolNotFound, toolgate.CodeQuoteNotFound, toolgate.CodeApprovalRequestNotFound},
-	409: {toolgate.CodeQuoteExpired, toolgate.CodeQuoteUsed, toolgate.CodeQuoteOutdated, toolgate.CodeIdempotencyKeyInUse,
-		toolgate.CodeApprovalExpired},
+var errorCodesByStatus = map[int][]toolgatetype.Code{
+	400: {toolgatetype.CodeInvalidRequest, toolgatetype.CodeIdempotencyKeyMissing, toolgatetype.CodeIdempotencyKeyInvalid},
+	401: {toolgatetype.CodeUnauthorized},
+	403: {toolgatetype.CodeToolBlocked, toolgatetype.CodeApprovalRequired, toolgatetype.CodeApprovalMismatch, toolgatetype.CodeSpendLimitExceeded,
+		toolgatetype.CodeApprovalPending, toolgatetype.CodeApprovalDenied},
+	404: {toolgatetype.CodeToolNotFound, toolgatetype.CodeQuoteNotFound, toolgatetype.CodeApprovalRequestNotFound},
+	409: {toolgatetype.CodeQuoteExpired, toolgatetype.CodeQuoteUsed, toolgatetype.CodeQuoteOutdated, toolgatetype.CodeIdempotencyKeyInUse,
+		toolgatetype.CodeApprovalExpired},
 	413: {codePayloadTooLarge},
 	415: {codeUnsupportedMediaType},
-	422: {toolgate.CodeInputInvalid, toolgate.CodeQuoteToolMismatch, toolgate.CodeIdempotencyKeyReused, toolgate.CodeApprovalGrantMismatch},
-	429: {toolgate.CodeRateLimited},
-	500: {toolgate.CodeInternal},
+	422: {toolgatetype.CodeInputInvalid, toolgatetype.CodeQuoteToolMismatch, toolgatetype.CodeIdempotencyKeyReused, toolgatetype.CodeApprovalGrantMismatch},
+	429: {toolgatetype.CodeRateLimited},
+	500: {toolgatetype.CodeInternal},
 }
 
 var errorSummaries = map[int]string{
@@ -183,7 +183,7 @@ func (d *toolDoc) openAPI() (*openAPIDoc, error) {
 				"in":          "header",
 				"required":    true,
 				"description": "Identifies the logical call: unique per call, reused only to retry it. A retry of a finished call returns the stored result; the same key with another request is refused (422).",
-				"schema":      map[string]any{"type": "string", "minLength": 1, "maxLength": toolgate.MaxIdempotencyKeyLength, "pattern": "^[ -~]+$"},
+				"schema":      map[string]any{"type": "string", "minLength": 1, "maxLength": toolgatetype.MaxIdempotencyKeyLength, "pattern": "^[ -~]+$"},
 			}},
 			Headers: map[string]any{
 				"RetryAfter": map[string]any{"description": "Seconds to wait before retrying.",

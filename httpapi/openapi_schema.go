@@ -5,8 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // jsonSchemaDialect is the dialect of every schema the documentation shows:
@@ -97,14 +96,14 @@ func (d *toolDoc) schemas(prefix string) (map[string]any, error) {
 	})
 	defs["StandingApproval"] = object([]string{"mode", "manifestDigest", "stale"}, map[string]any{
 		"mode": map[string]any{"type": "string", "enum": []any{
-			storage.ApprovalAskEveryCall, storage.ApprovalAskChargedCalls, storage.ApprovalNeverAsk, storage.ApprovalFirstUse}},
+			toolgatetype.ApprovalAskEveryCall, toolgatetype.ApprovalAskChargedCalls, toolgatetype.ApprovalNeverAsk, toolgatetype.ApprovalFirstUse}},
 		"manifestDigest": map[string]any{"type": "string"},
 		"stale":          map[string]any{"type": "boolean", "description": "True when the approval was given for another digest and no longer applies."},
 	})
 	defs["ApprovalPolicy"] = object([]string{"requirement", "manifestDigest"}, map[string]any{
 		"requirement": map[string]any{"type": "string", "enum": []any{
-			toolgate.RequirementBlocked, toolgate.RequirementExplicitUnverified, toolgate.RequirementPerCall,
-			toolgate.RequirementFirstUse, toolgate.RequirementCoveredByUserPolicy},
+			toolgatetype.RequirementBlocked, toolgatetype.RequirementExplicitUnverified, toolgatetype.RequirementPerCall,
+			toolgatetype.RequirementFirstUse, toolgatetype.RequirementCoveredByUserPolicy},
 			"description": "blocked: the tool cannot be called. covered_by_user_policy: no approval is needed. Otherwise the call must carry approval.manifestDigest, approved by the user."},
 		"manifestDigest":   nullableDigest,
 		"standingApproval": ref("StandingApproval"),
@@ -114,7 +113,7 @@ func (d *toolDoc) schemas(prefix string) (map[string]any, error) {
 		"monetizationEligible": map[string]any{"type": "boolean"},
 		"eligibleForAutoCall":  map[string]any{"type": "boolean"},
 		"riskLevel": map[string]any{"type": "string", "enum": []any{
-			toolgate.RiskUnknown, toolgate.RiskLow, toolgate.RiskMedium, toolgate.RiskHigh, toolgate.RiskCritical}},
+			toolgatetype.RiskUnknown, toolgatetype.RiskLow, toolgatetype.RiskMedium, toolgatetype.RiskHigh, toolgatetype.RiskCritical}},
 		"approval": ref("ApprovalPolicy"),
 		"reasons":  withDescription(stringList, "Why the tool is blocked or needs approval."),
 	})
@@ -185,13 +184,13 @@ func (d *toolDoc) schemas(prefix string) (map[string]any, error) {
 	})
 	defs["ExecutionError"] = object([]string{"code", "message"}, map[string]any{
 		"code": str("Why the execution failed: upstream_error, upstream_invalid_response, upstream_unavailable, upstream_too_large, output_invalid or " +
-			toolgate.CodeToolChangedDuringCall + "."),
+			toolgatetype.CodeToolChangedDuringCall + "."),
 		"message": str("A sentence of the gateway's."),
 	})
 	defs["ExecutionResult"] = object([]string{"id", "tool", "status", "cost", "output", "error"}, map[string]any{
 		"id":     withDescription(uuid, "The execution identifier, also in the Toolgate-Execution-Id header."),
 		"tool":   ref("ToolRef"),
-		"status": map[string]any{"type": "string", "enum": []any{toolgate.StatusCompleted, toolgate.StatusFailed}},
+		"status": map[string]any{"type": "string", "enum": []any{toolgatetype.StatusCompleted, toolgatetype.StatusFailed}},
 		"cost":   ref("Cost"),
 		"output": output,
 		"error":  nullable(ref("ExecutionError")),

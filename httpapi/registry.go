@@ -4,11 +4,11 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
-func (h *handler) entryOptions() toolgate.EntryOptions {
-	return toolgate.EntryOptions{ExposeUsageCounts: h.opts.ExposeUsageCounts}
+func (h *handler) entryOptions() toolgatetype.EntryOptions {
+	return toolgatetype.EntryOptions{ExposeUsageCounts: h.opts.ExposeUsageCounts}
 }
 
 // listTools answers GET /v1/registry/tools?q=&limit=&offset=.
@@ -24,12 +24,14 @@ func (h *handler) listTools(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	list, err := h.gw.List(r.Context(), query.Get("q"), limit, offset, h.entryOptions())
+	entries, total, err := h.gw.List(r.Context(), query.Get("q"), limit, offset, h.entryOptions())
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	for i := range list.Tools {
+	list := toolgatetype.RegistryList{Tools: make([]toolgatetype.RegistryEntry, len(entries)), Total: total}
+	for i := range entries {
+		list.Tools[i] = entries[i].RegistryEntry
 		withLinks(&list.Tools[i])
 	}
 	writeJSON(w, http.StatusOK, list)
@@ -42,7 +44,7 @@ func intParam(v, name string) (int, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil {
-		return 0, apiError(toolgate.CodeInvalidRequest, "%s must be an integer", name)
+		return 0, apiError(toolgatetype.CodeInvalidRequest, "%s must be an integer", name)
 	}
 	return n, nil
 }
@@ -54,6 +56,6 @@ func (h *handler) toolEntry(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	withLinks(e)
-	writeJSON(w, http.StatusOK, e)
+	withLinks(&e.RegistryEntry)
+	writeJSON(w, http.StatusOK, e.RegistryEntry)
 }

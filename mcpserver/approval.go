@@ -7,9 +7,7 @@ import (
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // metaApproval is the _meta entry in which an agent that asked its user
@@ -41,7 +39,7 @@ const (
 // and runs it, or says why not: the digest the agent gives in _meta, else
 // the answer of the person at the client to a form, else a tool error that
 // says how to approve.
-func (g *gateway) approveByCaller(ctx context.Context, req *mcp.CallToolRequest, c *toolCall, q *toolgate.QuoteResult) *mcp.CallToolResult {
+func (g *gateway) approveByCaller(ctx context.Context, req *mcp.CallToolRequest, c *toolCall, q *toolgatetype.QuoteResult) *mcp.CallToolResult {
 	digest := *q.Quote.ManifestDigest
 	if given, ok := req.Params.Meta[metaApproval]; ok {
 		approved, _ := given.(string)
@@ -52,7 +50,7 @@ func (g *gateway) approveByCaller(ctx context.Context, req *mcp.CallToolRequest,
 		return toolError(nil, fmt.Sprintf("%s: calling %s needs approval of version %s for $%s (%s). "+
 			"This client cannot ask its user (no form elicitation), so ask them yourself: if they approve, call again "+
 			`with the same arguments and _meta {"%s": "%s"}. Nothing was run or charged.`,
-			toolgate.CodeApprovalRequired, c.tool.Tool.Slug, digest, q.Quote.TotalUSD,
+			toolgatetype.CodeApprovalRequired, c.tool.Tool.Slug, digest, q.Quote.TotalUSD,
 			q.Policy.Approval.Requirement, metaApproval, digest))
 	}
 	form := approvalForm(q)
@@ -70,7 +68,7 @@ func (g *gateway) approveByCaller(ctx context.Context, req *mcp.CallToolRequest,
 	if err != nil {
 		g.log.InfoContext(ctx, "approval not answered", "tool", c.tool.Tool.Slug, "error", err)
 		return toolError(nil, fmt.Sprintf("%s: the approval of %s got no answer from the client. Nothing was run or charged.",
-			toolgate.CodeApprovalRequired, c.tool.Tool.Slug))
+			toolgatetype.CodeApprovalRequired, c.tool.Tool.Slug))
 	}
 	return g.runIfApproved(ctx, c, answer, state)
 }
@@ -91,7 +89,7 @@ func formElicitation(caps *mcp.ClientCapabilities) bool {
 
 // approvalForm asks the person at the client to approve one call of this
 // exact version at this total.
-func approvalForm(q *toolgate.QuoteResult) *mcp.ElicitParams {
+func approvalForm(q *toolgatetype.QuoteResult) *mcp.ElicitParams {
 	return &mcp.ElicitParams{
 		Mode:    "form",
 		Message: fmt.Sprintf("Approve %s for $%s? version %s", q.Tool.Name, q.Quote.TotalUSD, *q.Quote.ManifestDigest),
@@ -152,7 +150,7 @@ func (g *gateway) runAnswered(ctx context.Context, c *toolCall, answer *mcp.Elic
 	st, ok := decodeApprovalState(state)
 	if !ok {
 		return toolError(nil, fmt.Sprintf("%s: the approval answer came without the state it was asked with; call %s again. Nothing was run or charged.",
-			toolgate.CodeInvalidRequest, c.tool.Tool.Slug))
+			toolgatetype.CodeInvalidRequest, c.tool.Tool.Slug))
 	}
 	return g.runIfApproved(ctx, c, answer, st)
 }
@@ -167,10 +165,10 @@ func (g *gateway) runIfApproved(ctx context.Context, c *toolCall, answer *mcp.El
 			action = "cancelled"
 		}
 		return toolError(nil, fmt.Sprintf("%s: the user %s the call of %s. Nothing was run or charged.",
-			toolgate.CodeApprovalRequired, action, c.tool.Tool.Slug))
+			toolgatetype.CodeApprovalRequired, action, c.tool.Tool.Slug))
 	}
 	if answer.Content["remember"] == rememberNeverAsk {
-		if _, err := g.gw.SetApproval(ctx, c.principal, c.tool.Tool.Slug, storage.ApprovalNeverAsk, st.Digest); err != nil {
+		if _, err := g.gw.SetApproval(ctx, c.principal, c.tool.Tool.Slug, toolgatetype.ApprovalNeverAsk, st.Digest); err != nil {
 			// The person approved this call whatever becomes of the
 			// standing approval; they will be asked again next time.
 			g.log.WarnContext(ctx, "could not remember an approval", "tool", c.tool.Tool.Slug, "error", err)

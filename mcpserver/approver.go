@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/httpapi"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // approvalModeOf is principal's approval mode, as the gateway's approver
@@ -19,7 +20,7 @@ func (g *gateway) approvalModeOf(ctx context.Context, principal string) (approva
 	if err != nil {
 		return callerMode, err
 	}
-	if mode == toolgate.ApprovalModeCaller {
+	if mode == toolgatetype.ApprovalModeCaller {
 		return callerMode, nil
 	}
 	return approverMode, nil
@@ -40,9 +41,9 @@ func (g *gateway) approvalModeOf(ctx context.Context, principal string) (approva
 //   - none, used by an earlier call, expired, or for another version: a new
 //     request under quote q, and the client is sent to its page. An approval
 //     that expired unused is said so.
-func (g *gateway) approveByApprover(ctx context.Context, req *mcp.CallToolRequest, c *toolCall, q *toolgate.QuoteResult) (*mcp.CallToolResult, error) {
+func (g *gateway) approveByApprover(ctx context.Context, req *mcp.CallToolRequest, c *toolCall, q *toolgatetype.QuoteResult) (*mcp.CallToolResult, error) {
 	found, err := g.gw.LatestApprovalRequest(ctx, c.principal, toolgate.ApprovalLookup{
-		Tool: c.tool.Tool.ID, Input: c.args, Status: toolgate.ApprovalStatusAll,
+		Tool: c.tool.Tool.ID, Input: c.args, Status: toolgatetype.ApprovalStatusAll,
 	})
 	if err != nil {
 		return refused(err), nil
@@ -50,24 +51,24 @@ func (g *gateway) approveByApprover(ctx context.Context, req *mcp.CallToolReques
 	var lapsed string
 	if found != nil && found.ManifestDigest == *q.Quote.ManifestDigest {
 		switch found.Status {
-		case toolgate.ApprovalStatusApproved:
+		case toolgatetype.ApprovalStatusApproved:
 			return g.run(ctx, c, approval{quoteID: found.QuoteID, digest: found.ManifestDigest, grant: found.ID}), nil
-		case toolgate.ApprovalStatusPending:
+		case toolgatetype.ApprovalStatusPending:
 			return g.sendToApprover(req, c, found, "")
-		case toolgate.ApprovalStatusDenied:
+		case toolgatetype.ApprovalStatusDenied:
 			if g.gw.Clock().Now().Before(found.ExpiresAt) {
 				return toolError(nil, fmt.Sprintf("%s: an approver denied this call of %s (approval request %s). Nothing was run or charged. "+
 					"Calling again with the same arguments before %s gets the same answer.",
-					toolgate.CodeApprovalDenied, c.tool.Tool.Slug, found.ID, found.ExpiresAt.Format(time.RFC3339))), nil
+					toolgatetype.CodeApprovalDenied, c.tool.Tool.Slug, found.ID, found.ExpiresAt.Format(time.RFC3339))), nil
 			}
-		case toolgate.ApprovalStatusExpired:
+		case toolgatetype.ApprovalStatusExpired:
 			if found.DecidedBy != "" {
 				lapsed = fmt.Sprintf("The approval of request %s expired unused at %s (an approval lasts as long as the quote "+
 					"it was given for), so it is asked for again. ", found.ID, found.ExpiresAt.Format(time.RFC3339))
 			}
 		}
 	}
-	r, err := g.gw.RequestApproval(ctx, c.principal, toolgate.ApprovalInput{QuoteID: q.Quote.ID, Input: c.args})
+	r, err := g.gw.RequestApproval(ctx, c.principal, toolgatetype.ApprovalInput{QuoteID: q.Quote.ID, Input: c.args})
 	if err != nil {
 		return refused(err), nil
 	}
@@ -79,7 +80,7 @@ func (g *gateway) approveByApprover(ctx context.Context, req *mcp.CallToolReques
 // URL-elicitation-required error, with the request's id as elicitation id,
 // after which the client calls again), else by a tool error carrying the
 // URL. lapsed, when not empty, says why an earlier approval did not do.
-func (g *gateway) sendToApprover(req *mcp.CallToolRequest, c *toolCall, r *toolgate.ApprovalRequest, lapsed string) (*mcp.CallToolResult, error) {
+func (g *gateway) sendToApprover(req *mcp.CallToolRequest, c *toolCall, r *toolgatetype.ApprovalRequest, lapsed string) (*mcp.CallToolResult, error) {
 	url := g.approveURL(req, r.ID)
 	question := fmt.Sprintf("Approve %s for $%s? version %s", r.Tool.Name, r.TotalUSD, r.ManifestDigest)
 	if url == "" {
@@ -87,7 +88,7 @@ func (g *gateway) sendToApprover(req *mcp.CallToolRequest, c *toolCall, r *toolg
 			"server has no address of its approval page to give (its operator sets approvals.publicUrl): an approver finds "+
 			"the request among their pending ones on a toolgate server that shares this gateway's store. Once it is approved, "+
 			"call %s again with the same arguments. Nothing was run or charged.",
-			toolgate.CodeApprovalRequired, lapsed, c.tool.Tool.Slug, question, r.ID, c.tool.Tool.Slug)), nil
+			toolgatetype.CodeApprovalRequired, lapsed, c.tool.Tool.Slug, question, r.ID, c.tool.Tool.Slug)), nil
 	}
 	if urlElicitation(req.ClientCapabilities()) {
 		return nil, mcp.URLElicitationRequiredError([]*mcp.ElicitParams{{
@@ -99,7 +100,7 @@ func (g *gateway) sendToApprover(req *mcp.CallToolRequest, c *toolCall, r *toolg
 	}
 	return toolError(nil, fmt.Sprintf("%s: %s%s needs an approver's approval (%s). An approver decides at %s (approval request %s): "+
 		"give your user this link. Once it is approved, call %s again with the same arguments. Nothing was run or charged.",
-		toolgate.CodeApprovalRequired, lapsed, c.tool.Tool.Slug, question, url, r.ID, c.tool.Tool.Slug)), nil
+		toolgatetype.CodeApprovalRequired, lapsed, c.tool.Tool.Slug, question, url, r.ID, c.tool.Tool.Slug)), nil
 }
 
 // urlElicitation reports whether a client can send its user to a URL.

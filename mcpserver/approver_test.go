@@ -24,6 +24,7 @@ import (
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/storage/memory"
 	"github.com/toolgate/toolgate/toolgatetest"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // pagesAt is where the approval pages of the in-memory tests are.
@@ -32,7 +33,7 @@ const pagesAt = "https://gateway.example/toolgate"
 // The people of the approver-mode tests: pat approves agent's calls, sam
 // other's; alice approves her own.
 var approvers = toolgate.StaticApprovers{
-	Modes:     map[string]toolgate.ApprovalMode{"agent": toolgate.ApprovalModeApprover, "other": toolgate.ApprovalModeApprover},
+	Modes:     map[string]toolgatetype.ApprovalMode{"agent": toolgatetype.ApprovalModeApprover, "other": toolgatetype.ApprovalModeApprover},
 	Approvers: map[string][]string{"pat": {"agent"}, "sam": {"other"}},
 }
 
@@ -93,14 +94,14 @@ func callSent(t *testing.T, cs *mcp.ClientSession, tool, args string, meta mcp.M
 }
 
 // decide has approver decide request id.
-func decide(t *testing.T, gw *toolgatetest.Gateway, approver, id string, d toolgate.Decision) {
+func decide(t *testing.T, gw *toolgatetest.Gateway, approver, id string, d toolgatetype.Decision) {
 	t.Helper()
 	_, err := gw.DecideApproval(context.Background(), approver, id, d)
 	require.NoError(t, err)
 }
 
 // requestOf reads principal's approval request id.
-func requestOf(t *testing.T, gw *toolgatetest.Gateway, principal, id string) *toolgate.ApprovalRequest {
+func requestOf(t *testing.T, gw *toolgatetest.Gateway, principal, id string) *toolgatetype.ApprovalRequest {
 	t.Helper()
 	r, err := gw.ApprovalRequest(context.Background(), principal, id)
 	require.NoError(t, err)
@@ -108,9 +109,9 @@ func requestOf(t *testing.T, gw *toolgatetest.Gateway, principal, id string) *to
 }
 
 // requestsFor lists every approval request an approver sees.
-func requestsFor(t *testing.T, gw *toolgatetest.Gateway, approver string) []toolgate.ApprovalRequest {
+func requestsFor(t *testing.T, gw *toolgatetest.Gateway, approver string) []toolgatetype.ApprovalRequest {
 	t.Helper()
-	list, err := gw.ListApprovalRequests(context.Background(), approver, toolgate.ApprovalListOptions{Status: toolgate.ApprovalStatusAll})
+	list, err := gw.ListApprovalRequests(context.Background(), approver, toolgatetype.ApprovalListOptions{Status: toolgatetype.ApprovalStatusAll})
 	require.NoError(t, err)
 	return list.ApprovalRequests
 }
@@ -130,7 +131,7 @@ func TestApproverModeSendsTheClientToTheApprovalPage(t *testing.T) {
 			r := requestOf(t, gw, "agent", e.ElicitationID)
 			assert.Equal(t, pagesAt+"/approvals/"+r.ID, e.URL)
 			assert.Contains(t, e.Message, "Approve Paid Sender for $0.1100? version "+digest)
-			assert.Equal(t, toolgate.ApprovalStatusPending, r.Status)
+			assert.Equal(t, toolgatetype.ApprovalStatusPending, r.Status)
 			assert.JSONEq(t, `{"v":"x","n":2}`, string(r.Input))
 			assert.Equal(t, "0.1100", r.TotalUSD)
 
@@ -144,12 +145,12 @@ func TestApproverModeSendsTheClientToTheApprovalPage(t *testing.T) {
 
 			// pat approves; the retry runs with the grant, under the
 			// request's quote, with an idempotency key of the agent's.
-			decide(t, gw, "pat", r.ID, toolgate.Decision{Approve: true})
+			decide(t, gw, "pat", r.ID, toolgatetype.Decision{Approve: true})
 			meta := mcp.Meta{"toolgate/idempotencyKey": "order-1"}
 			res := call(t, cs, "paid-sender", `{"v":"x","n":2}`, meta)
 			assert.JSONEq(t, `{"value":"x"}`, requireCompleted(t, res))
 			used := requestOf(t, gw, "agent", r.ID)
-			assert.Equal(t, toolgate.ApprovalStatusUsed, used.Status)
+			assert.Equal(t, toolgatetype.ApprovalStatusUsed, used.Status)
 			assert.Equal(t, executionID(t, res), used.ExecutionID)
 			gw.Upstream.RequireCalls(t, 1)
 			gw.RequireSpent(t, "agent", "0.1100")
@@ -162,7 +163,7 @@ func TestApproverModeSendsTheClientToTheApprovalPage(t *testing.T) {
 			// The grant served that call: the same call made anew asks again.
 			next := callSent(t, cs, "paid-sender", `{"v":"x","n":2}`, nil)
 			assert.NotEqual(t, r.ID, next.ElicitationID)
-			assert.Equal(t, toolgate.ApprovalStatusPending, requestOf(t, gw, "agent", next.ElicitationID).Status)
+			assert.Equal(t, toolgatetype.ApprovalStatusPending, requestOf(t, gw, "agent", next.ElicitationID).Status)
 			gw.Upstream.RequireCalls(t, 1)
 			assert.Empty(t, person.asked(), "no form is shown in approver mode")
 		})
@@ -174,13 +175,13 @@ func TestApproverModeDeniedCallIsAToolError(t *testing.T) {
 	gw := approverGateway(t, nil)
 	cs := connectAgent(t, gw, "agent", client{user: approves("once"), url: true})
 	e := callSent(t, cs, "paid-sender", `{"v":"x"}`, nil)
-	decide(t, gw, "pat", e.ElicitationID, toolgate.Decision{Approve: false})
+	decide(t, gw, "pat", e.ElicitationID, toolgatetype.Decision{Approve: false})
 
 	res := call(t, cs, "paid-sender", `{"v":"x"}`, nil)
-	msg := requireToolError(t, res, toolgate.CodeApprovalDenied)
+	msg := requireToolError(t, res, toolgatetype.CodeApprovalDenied)
 	assert.Contains(t, msg, "approval request "+e.ElicitationID)
 	assert.Contains(t, msg, "Nothing was run or charged.")
-	requireToolError(t, call(t, cs, "paid-sender", `{"v":"x"}`, nil), toolgate.CodeApprovalDenied)
+	requireToolError(t, call(t, cs, "paid-sender", `{"v":"x"}`, nil), toolgatetype.CodeApprovalDenied)
 	assert.Len(t, requestsFor(t, gw, "pat"), 1, "a denied call does not ask again at once")
 	gw.Upstream.RequireCalls(t, 0)
 	gw.RequireSpent(t, "agent", "0.0000")
@@ -208,7 +209,7 @@ func TestApproverModeWithoutURLElicitationGivesTheURL(t *testing.T) {
 			cs := connectAgent(t, gw, "agent", c.client)
 
 			res := call(t, cs, "paid-sender", `{"v":"x"}`, nil)
-			msg := requireToolError(t, res, toolgate.CodeApprovalRequired)
+			msg := requireToolError(t, res, toolgatetype.CodeApprovalRequired)
 			pending := requestsFor(t, gw, "pat")
 			require.Len(t, pending, 1)
 			id := pending[0].ID
@@ -223,7 +224,7 @@ func TestApproverModeWithoutURLElicitationGivesTheURL(t *testing.T) {
 			assert.Equal(t, msg, text(call(t, cs, "paid-sender", `{"v":"x"}`, nil)))
 			gw.Upstream.RequireCalls(t, 0)
 
-			decide(t, gw, "pat", id, toolgate.Decision{Approve: true})
+			decide(t, gw, "pat", id, toolgatetype.Decision{Approve: true})
 			requireCompleted(t, call(t, cs, "paid-sender", `{"v":"x"}`, nil))
 			gw.Upstream.RequireCalls(t, 1)
 			gw.RequireSpent(t, "agent", "0.1100")
@@ -244,7 +245,7 @@ func TestApproverModeIgnoresTheCallersOwnApproval(t *testing.T) {
 		callSent(t, cs, "paid-sender", `{"v":"x"}`, mcp.Meta{"toolgate/approval": digest})
 
 		form := connectAgent(t, gw, "agent", client{version: p.version, user: person})
-		requireToolError(t, call(t, form, "paid-sender", `{"v":"y"}`, mcp.Meta{"toolgate/approval": digest}), toolgate.CodeApprovalRequired)
+		requireToolError(t, call(t, form, "paid-sender", `{"v":"y"}`, mcp.Meta{"toolgate/approval": digest}), toolgatetype.CodeApprovalRequired)
 	}
 	assert.Empty(t, person.asked())
 
@@ -262,7 +263,7 @@ func TestApproverModeIgnoresTheCallersOwnApproval(t *testing.T) {
 	require.NoError(t, err)
 	var res mcp.CallToolResult
 	require.NoError(t, json.Unmarshal(raw.roundTrip(t, 2, "tools/call", string(params)), &res))
-	requireToolError(t, &res, toolgate.CodeApprovalRequired)
+	requireToolError(t, &res, toolgatetype.CodeApprovalRequired)
 
 	gw.Upstream.RequireCalls(t, 0)
 	gw.RequireSpent(t, "agent", "0.0000")
@@ -279,19 +280,19 @@ func TestApproverModeGrantIsBoundToThePrincipalAndInput(t *testing.T) {
 	gw := approverGateway(t, nil)
 	agent := connectAgent(t, gw, "agent", client{user: approves("once"), url: true})
 	e := callSent(t, agent, "paid-sender", `{"v":"x"}`, nil)
-	decide(t, gw, "pat", e.ElicitationID, toolgate.Decision{Approve: true})
+	decide(t, gw, "pat", e.ElicitationID, toolgatetype.Decision{Approve: true})
 
 	other := connectAgent(t, gw, "other", client{user: approves("once"), url: true})
 	theirs := callSent(t, other, "paid-sender", `{"v":"x"}`, nil)
 	assert.NotEqual(t, e.ElicitationID, theirs.ElicitationID)
 	assert.Equal(t, "other", requestOf(t, gw, "other", theirs.ElicitationID).Principal)
 	_, err := gw.ApprovalRequest(context.Background(), "other", e.ElicitationID)
-	toolgatetest.RequireCode(t, err, toolgate.CodeApprovalRequestNotFound)
+	toolgatetest.RequireCode(t, err, toolgatetype.CodeApprovalRequestNotFound)
 
 	changed := callSent(t, agent, "paid-sender", `{"v":"y"}`, nil)
 	assert.NotEqual(t, e.ElicitationID, changed.ElicitationID)
 	gw.Upstream.RequireCalls(t, 0)
-	assert.Equal(t, toolgate.ApprovalStatusApproved, requestOf(t, gw, "agent", e.ElicitationID).Status)
+	assert.Equal(t, toolgatetype.ApprovalStatusApproved, requestOf(t, gw, "agent", e.ElicitationID).Status)
 
 	requireCompleted(t, call(t, agent, "paid-sender", `{"v":"x"}`, nil))
 	gw.Upstream.RequireCalls(t, 1)
@@ -303,18 +304,18 @@ func TestApproverModeApprovalThatExpiredUnusedIsAskedAgain(t *testing.T) {
 	gw := approverGateway(t, nil)
 	cs := connectAgent(t, gw, "agent", client{user: approves("once"), url: true})
 	e := callSent(t, cs, "paid-sender", `{"v":"x"}`, nil)
-	decide(t, gw, "pat", e.ElicitationID, toolgate.Decision{Approve: true})
+	decide(t, gw, "pat", e.ElicitationID, toolgatetype.Decision{Approve: true})
 	expiry := requestOf(t, gw, "agent", e.ElicitationID).ExpiresAt
 
 	gw.Clock.Set(expiry)
 	next := callSent(t, cs, "paid-sender", `{"v":"x"}`, nil)
 	assert.NotEqual(t, e.ElicitationID, next.ElicitationID)
 	assert.Contains(t, next.Message, "The approval of request "+e.ElicitationID+" expired unused at "+expiry.Format(time.RFC3339))
-	assert.Equal(t, toolgate.ApprovalStatusExpired, requestOf(t, gw, "agent", e.ElicitationID).Status)
+	assert.Equal(t, toolgatetype.ApprovalStatusExpired, requestOf(t, gw, "agent", e.ElicitationID).Status)
 	gw.Upstream.RequireCalls(t, 0)
 
 	// The new request, approved, runs.
-	decide(t, gw, "pat", next.ElicitationID, toolgate.Decision{Approve: true})
+	decide(t, gw, "pat", next.ElicitationID, toolgatetype.Decision{Approve: true})
 	requireCompleted(t, call(t, cs, "paid-sender", `{"v":"x"}`, nil))
 	gw.Upstream.RequireCalls(t, 1)
 }
@@ -326,7 +327,7 @@ func TestApproverModeRememberedApprovalCoversLaterCalls(t *testing.T) {
 	gw := approverGateway(t, nil)
 	cs := connectAgent(t, gw, "agent", client{user: approves("once"), url: true})
 	e := callSent(t, cs, "paid-sender", `{"v":"x"}`, nil)
-	decide(t, gw, "pat", e.ElicitationID, toolgate.Decision{Approve: true, Remember: storage.ApprovalNeverAsk})
+	decide(t, gw, "pat", e.ElicitationID, toolgatetype.Decision{Approve: true, Remember: toolgatetype.ApprovalNeverAsk})
 	requireCompleted(t, call(t, cs, "paid-sender", `{"v":"x"}`, nil))
 	requireCompleted(t, call(t, cs, "paid-sender", `{"v":"other"}`, nil))
 	gw.Upstream.RequireCalls(t, 2)
@@ -337,7 +338,7 @@ func TestApproverModeWithoutAPageAddressSaysSo(t *testing.T) {
 	t.Parallel()
 	gw := approverGateway(t, nil)
 	cs := connect(t, gw, "agent", client{user: approves("once"), url: true}) // no PublicURL, no HTTP request
-	msg := requireToolError(t, call(t, cs, "paid-sender", `{"v":"x"}`, nil), toolgate.CodeApprovalRequired)
+	msg := requireToolError(t, call(t, cs, "paid-sender", `{"v":"x"}`, nil), toolgatetype.CodeApprovalRequired)
 	pending := requestsFor(t, gw, "pat")
 	require.Len(t, pending, 1, "the request is made all the same")
 	assert.Contains(t, msg, "Approval request "+pending[0].ID+" waits for one")
@@ -353,13 +354,13 @@ func TestApproverModeRetryTakesOverAnAbandonedGrantedCall(t *testing.T) {
 	gw := approverGateway(t, store)
 	cs := connectAgent(t, gw, "agent", client{user: approves("once"), url: true})
 	e := callSent(t, cs, "paid-sender", `{"v":"x"}`, nil)
-	decide(t, gw, "pat", e.ElicitationID, toolgate.Decision{Approve: true})
+	decide(t, gw, "pat", e.ElicitationID, toolgatetype.Decision{Approve: true})
 
 	meta := mcp.Meta{"toolgate/idempotencyKey": "order-7"}
 	store.crash.Store(true)
-	requireToolError(t, call(t, cs, "paid-sender", `{"v":"x"}`, meta), toolgate.CodeInternal)
+	requireToolError(t, call(t, cs, "paid-sender", `{"v":"x"}`, meta), toolgatetype.CodeInternal)
 	store.crash.Store(false)
-	assert.Equal(t, toolgate.ApprovalStatusUsed, requestOf(t, gw, "agent", e.ElicitationID).Status)
+	assert.Equal(t, toolgatetype.ApprovalStatusUsed, requestOf(t, gw, "agent", e.ElicitationID).Status)
 
 	gw.Clock.Advance(toolgate.DefaultIdempotencyLease + time.Second)
 	res := call(t, cs, "paid-sender", `{"v":"x"}`, meta)
@@ -451,7 +452,7 @@ func TestHTTPApproverModeLinksThePageWhereTheRequestCameIn(t *testing.T) {
 
 			e := callSent(t, cs, "paid-sender", `{"v":"x"}`, nil)
 			assert.Equal(t, c.want(srv.URL)+e.ElicitationID, e.URL)
-			decide(t, gw, "pat", e.ElicitationID, toolgate.Decision{Approve: true})
+			decide(t, gw, "pat", e.ElicitationID, toolgatetype.Decision{Approve: true})
 			requireCompleted(t, call(t, cs, "paid-sender", `{"v":"x"}`, nil))
 			gw.Upstream.RequireCalls(t, 1)
 		})

@@ -20,6 +20,7 @@ import (
 	"github.com/toolgate/toolgate/mcpserver"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage/memory"
+	"github.com/toolgate/toolgate/toolgatetype"
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/recorded"
 )
@@ -182,7 +183,7 @@ func (e *benchServer) apiCaller(b *testing.B) caller {
 		if err != nil {
 			return err
 		}
-		var q toolgate.QuoteResult
+		var q toolgatetype.QuoteResult
 		if err := json.Unmarshal(out, &q); err != nil {
 			return err
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // toolCall is a tools/call that passed the checks needing no store: who
@@ -48,7 +49,7 @@ func (g *gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 		return res, nil
 	}
 	switch {
-	case q.Policy.Approval.Requirement == toolgate.RequirementCoveredByUserPolicy:
+	case q.Policy.Approval.Requirement == toolgatetype.RequirementCoveredByUserPolicy:
 		return g.run(ctx, c, approval{quoteID: q.Quote.ID, digest: *q.Quote.ManifestDigest}), nil
 	case mode == approverMode:
 		return g.approveByApprover(ctx, req, c, q)
@@ -73,11 +74,11 @@ func (g *gateway) newCall(req *mcp.CallToolRequest) (*toolCall, *mcp.CallToolRes
 		args = []byte("{}")
 	}
 	if args[0] != '{' {
-		return nil, schemaError(v.Tool.Slug, []registry.FieldError{{Path: "arguments", Message: "must be an object"}}), nil
+		return nil, schemaError(v.Tool.Slug, []toolgatetype.FieldError{{Path: "arguments", Message: "must be an object"}}), nil
 	}
 	canonical, err := registry.Canonicalize(args)
 	if err != nil {
-		return nil, schemaError(v.Tool.Slug, []registry.FieldError{{Path: "arguments", Message: "must be valid JSON"}}), nil
+		return nil, schemaError(v.Tool.Slug, []toolgatetype.FieldError{{Path: "arguments", Message: "must be valid JSON"}}), nil
 	}
 	if failures := v.Input.Validate(canonical, "arguments"); failures != nil {
 		return nil, schemaError(v.Tool.Slug, failures), nil
@@ -108,7 +109,7 @@ func (g *gateway) answerPrior(ctx context.Context, c *toolCall, mode approvalMod
 	a := approval{quoteID: prior.QuoteID, digest: c.tool.Digest}
 	if mode == approverMode {
 		used, err := g.gw.LatestApprovalRequest(ctx, c.principal, toolgate.ApprovalLookup{
-			Tool: c.tool.Tool.ID, Input: c.args, Status: toolgate.ApprovalStatusUsed,
+			Tool: c.tool.Tool.ID, Input: c.args, Status: toolgatetype.ApprovalStatusUsed,
 		})
 		if err != nil {
 			return refused(err)
@@ -123,17 +124,17 @@ func (g *gateway) answerPrior(ctx context.Context, c *toolCall, mode approvalMod
 // quote quotes the call, or refuses it when the quote says it cannot run:
 // the tool is blocked, or the spend controls deny it. The quote is left to
 // expire unused; nothing is charged.
-func (g *gateway) quote(ctx context.Context, c *toolCall) (*toolgate.QuoteResult, *mcp.CallToolResult) {
+func (g *gateway) quote(ctx context.Context, c *toolCall) (*toolgatetype.QuoteResult, *mcp.CallToolResult) {
 	q, err := g.gw.Quote(ctx, c.principal, c.tool.Tool.Slug)
 	if err != nil {
 		return nil, refused(err)
 	}
 	if !q.Policy.Callable || q.Quote.ManifestDigest == nil {
-		return nil, refused(&toolgate.Error{Code: toolgate.CodeToolBlocked,
+		return nil, refused(&toolgatetype.Error{Code: toolgatetype.CodeToolBlocked,
 			Message: fmt.Sprintf("%s cannot be called: %s", c.tool.Tool.Slug, strings.Join(q.Policy.Reasons, "; "))})
 	}
 	if !q.Controls.Approved {
-		return nil, refused(&toolgate.Error{Code: toolgate.CodeSpendLimitExceeded,
+		return nil, refused(&toolgatetype.Error{Code: toolgatetype.CodeSpendLimitExceeded,
 			Message: "the call would break your spend controls", Violations: q.Controls.Violations})
 	}
 	return q, nil
@@ -152,7 +153,7 @@ type approval struct {
 // call refused because its key is busy or already used was raced by a
 // retry of itself: the stored answer is given when there is one.
 func (g *gateway) run(ctx context.Context, c *toolCall, a approval) *mcp.CallToolResult {
-	res, err := g.gw.Call(ctx, c.principal, toolgate.CallRequest{
+	res, err := g.gw.Call(ctx, c.principal, toolgatetype.CallRequest{
 		Tool:           c.tool.Tool.Slug,
 		QuoteID:        a.quoteID,
 		Input:          c.args,
@@ -160,25 +161,25 @@ func (g *gateway) run(ctx context.Context, c *toolCall, a approval) *mcp.CallToo
 		ApprovalGrant:  a.grant,
 		IdempotencyKey: c.key,
 	})
-	if isCode(err, toolgate.CodeIdempotencyKeyInUse) || isCode(err, toolgate.CodeIdempotencyKeyReused) {
+	if isCode(err, toolgatetype.CodeIdempotencyKeyInUse) || isCode(err, toolgatetype.CodeIdempotencyKeyReused) {
 		if prior, perr := g.gw.PriorCall(ctx, c.principal, c.key); perr == nil && prior != nil && prior.Result != nil {
 			return resultOf(prior.Result.Execution)
 		}
 		return toolError(nil, fmt.Sprintf("%s: this call of %s is already running; call again shortly for its result. Nothing more was charged.",
-			toolgate.CodeIdempotencyKeyInUse, c.tool.Tool.Slug))
+			toolgatetype.CodeIdempotencyKeyInUse, c.tool.Tool.Slug))
 	}
 	if a.grant != "" && grantLapsed(err) {
 		// Between finding the grant and using it, its quote expired or
 		// another call used it. A grant serves one call: a new call asks
 		// again.
-		var te *toolgate.Error
+		var te *toolgatetype.Error
 		errors.As(err, &te)
 		return toolError(nil, fmt.Sprintf("%s: the approval of this call of %s (approval request %s) can no longer be used: %s. "+
 			"Call %s again with the same arguments to ask an approver again. Nothing was run or charged.",
 			te.Code, c.tool.Tool.Slug, a.grant, strings.TrimSuffix(te.Message, "."), c.tool.Tool.Slug))
 	}
 	if err != nil {
-		if isCode(err, toolgate.CodeInternal) {
+		if isCode(err, toolgatetype.CodeInternal) {
 			g.log.ErrorContext(ctx, "mcp call failed", "tool", c.tool.Tool.Slug, "error", err)
 		}
 		return refused(err)
@@ -190,7 +191,7 @@ func (g *gateway) run(ctx context.Context, c *toolCall, a approval) *mcp.CallToo
 // when found, no longer is: its quote expired or was used, or the tool
 // changed since.
 func grantLapsed(err error) bool {
-	for _, code := range []toolgate.Code{toolgate.CodeApprovalExpired, toolgate.CodeQuoteExpired, toolgate.CodeQuoteUsed, toolgate.CodeQuoteOutdated} {
+	for _, code := range []toolgatetype.Code{toolgatetype.CodeApprovalExpired, toolgatetype.CodeQuoteExpired, toolgatetype.CodeQuoteUsed, toolgatetype.CodeQuoteOutdated} {
 		if isCode(err, code) {
 			return true
 		}
@@ -198,6 +199,6 @@ func grantLapsed(err error) bool {
 	return false
 }
 
-func isCode(err error, code toolgate.Code) bool {
-	return err != nil && errors.Is(err, &toolgate.Error{Code: code})
+func isCode(err error, code toolgatetype.Code) bool {
+	return err != nil && errors.Is(err, &toolgatetype.Error{Code: code})
 }

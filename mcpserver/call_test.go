@@ -13,10 +13,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/registry"
-	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetest"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 func TestCallCompletesWithStructuredContent(t *testing.T) {
@@ -92,7 +91,7 @@ func TestCallAsksTheUserToApprove(t *testing.T) {
 			} {
 				cs := connect(t, gw, "alice", client{version: p.version, user: u})
 				res := call(t, cs, "paid-echo", `{"v":"x"}`, nil)
-				msg := requireToolError(t, res, toolgate.CodeApprovalRequired)
+				msg := requireToolError(t, res, toolgatetype.CodeApprovalRequired)
 				assert.Contains(t, msg, "Nothing was run or charged.")
 				assert.Equal(t, []string{question}, u.asked())
 			}
@@ -118,7 +117,7 @@ func TestCallAsksTheUserToApprove(t *testing.T) {
 			approvals, err := gw.Approvals(context.Background(), "bob")
 			require.NoError(t, err)
 			require.Len(t, approvals, 1)
-			assert.Equal(t, storage.ApprovalNeverAsk, approvals[0].Mode)
+			assert.Equal(t, toolgatetype.ApprovalNeverAsk, approvals[0].Mode)
 			assert.Equal(t, digest, approvals[0].ManifestDigest)
 			gw.Upstream.RequireCalls(t, 4)
 			gw.RequireSpent(t, "bob", "0.2200")
@@ -148,14 +147,14 @@ func TestCallWithoutElicitationSaysHowToApprove(t *testing.T) {
 	cs := connect(t, gw, "alice", client{}) // no elicitation
 
 	res := call(t, cs, "paid-echo", `{"v":"x"}`, nil)
-	msg := requireToolError(t, res, toolgate.CodeApprovalRequired)
+	msg := requireToolError(t, res, toolgatetype.CodeApprovalRequired)
 	assert.Contains(t, msg, "version "+digest+" for $0.1100")
 	assert.Contains(t, msg, `_meta {"toolgate/approval": "`+digest+`"}`)
 	gw.Upstream.RequireCalls(t, 0)
 
 	// Another digest is not this version's approval.
 	res = call(t, cs, "paid-echo", `{"v":"x"}`, mcp.Meta{"toolgate/approval": "sha256:" + strings.Repeat("0", 64)})
-	requireToolError(t, res, toolgate.CodeApprovalMismatch)
+	requireToolError(t, res, toolgatetype.CodeApprovalMismatch)
 	gw.Upstream.RequireCalls(t, 0)
 	gw.RequireSpent(t, "alice", "0.0000")
 
@@ -196,7 +195,7 @@ func TestCallRunsOncePerIdempotencyKey(t *testing.T) {
 
 	// A key that is not one is refused before anything runs.
 	res := call(t, cs, "paid-echo", `{"v":"once"}`, mcp.Meta{"toolgate/approval": digest, "toolgate/idempotencyKey": 42})
-	requireToolError(t, res, toolgate.CodeIdempotencyKeyInvalid)
+	requireToolError(t, res, toolgatetype.CodeIdempotencyKeyInvalid)
 	gw.Upstream.RequireCalls(t, 3)
 }
 
@@ -232,13 +231,13 @@ func TestSchemaErrorsListEachPath(t *testing.T) {
 	key := mcp.Meta{"toolgate/idempotencyKey": "fix-me"}
 
 	res := call(t, cs, "echo", `{"v":"","n":9,"extra":true}`, key)
-	msg := requireToolError(t, res, toolgate.CodeInputInvalid)
+	msg := requireToolError(t, res, toolgatetype.CodeInputInvalid)
 	for _, path := range []string{"\n- arguments.v: ", "\n- arguments.n: ", "\n- arguments: "} {
 		assert.Contains(t, msg, path)
 	}
 	assert.Contains(t, msg, "Nothing was run or charged")
 	res = call(t, cs, "echo", `["not","an","object"]`, nil)
-	assert.Contains(t, requireToolError(t, res, toolgate.CodeInputInvalid), "- arguments: must be an object")
+	assert.Contains(t, requireToolError(t, res, toolgatetype.CodeInputInvalid), "- arguments: must be an object")
 	gw.Upstream.RequireCalls(t, 0)
 
 	// Nothing was kept under the key: the corrected call runs.
@@ -248,8 +247,8 @@ func TestSchemaErrorsListEachPath(t *testing.T) {
 
 func TestSpendControlsRefuseBeforeAnythingRuns(t *testing.T) {
 	t.Parallel()
-	budget := storage.SpendControls{DailyLimitUSD: usd("0.2000"),
-		Tools: map[string]storage.ToolSpendControls{"echo": {Allowed: registry.Bool(false)}}}
+	budget := toolgatetype.SpendControls{DailyLimitUSD: usd("0.2000"),
+		Tools: map[string]toolgatetype.ToolSpendControls{"echo": {Allowed: registry.Bool(false)}}}
 	gw := toolgatetest.New(t, &toolgatetest.Options{
 		Tools:  []*registry.Tool{coveredEcho(), paidEcho()},
 		Config: controls("alice", budget),
@@ -260,12 +259,12 @@ func TestSpendControlsRefuseBeforeAnythingRuns(t *testing.T) {
 
 	requireCompleted(t, call(t, cs, "paid-echo", `{"v":"a"}`, approved))
 	res := call(t, cs, "paid-echo", `{"v":"b"}`, approved)
-	msg := requireToolError(t, res, toolgate.CodeSpendLimitExceeded)
+	msg := requireToolError(t, res, toolgatetype.CodeSpendLimitExceeded)
 	assert.Contains(t, msg, "Call would exceed global daily limit of $0.2000")
 	assert.Contains(t, msg, "Nothing was charged.")
 
 	res = call(t, cs, "echo", `{"v":"a"}`, nil)
-	assert.Contains(t, requireToolError(t, res, toolgate.CodeSpendLimitExceeded), "This tool is blocked by its spend control")
+	assert.Contains(t, requireToolError(t, res, toolgatetype.CodeSpendLimitExceeded), "This tool is blocked by its spend control")
 	gw.Upstream.RequireCalls(t, 1)
 	gw.RequireSpent(t, "alice", "0.1100")
 }
@@ -274,12 +273,12 @@ func TestRateLimitedCallSaysHowLongToWait(t *testing.T) {
 	t.Parallel()
 	gw := toolgatetest.New(t, &toolgatetest.Options{
 		Tools:  []*registry.Tool{coveredEcho()},
-		Config: controls("alice", storage.SpendControls{RateLimitPerMinute: intp(1)}),
+		Config: controls("alice", toolgatetype.SpendControls{RateLimitPerMinute: intp(1)}),
 	})
 	cs := connect(t, gw, "alice", client{})
 	requireCompleted(t, call(t, cs, "echo", `{"v":"a"}`, nil))
 	gw.Clock.Advance(20e9) // 20 s into the minute
-	msg := requireToolError(t, call(t, cs, "echo", `{"v":"b"}`, nil), toolgate.CodeRateLimited)
+	msg := requireToolError(t, call(t, cs, "echo", `{"v":"b"}`, nil), toolgatetype.CodeRateLimited)
 	assert.Contains(t, msg, "Wait 41 seconds before calling again")
 	gw.Upstream.RequireCalls(t, 1)
 }
@@ -319,6 +318,6 @@ func TestBlockedToolIsAToolError(t *testing.T) {
 	gw := toolgatetest.New(t, nil)
 	cs := connect(t, gw, "alice", client{})
 	res := call(t, cs, "goal-data", `{"goal":"g","step":1}`, nil)
-	assert.Contains(t, requireToolError(t, res, toolgate.CodeToolBlocked), toolgate.ReasonPaymentNotVerified)
+	assert.Contains(t, requireToolError(t, res, toolgatetype.CodeToolBlocked), toolgatetype.ReasonPaymentNotVerified)
 	gw.Upstream.RequireCalls(t, 0)
 }

@@ -17,8 +17,8 @@ import (
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/mcpserver"
 	"github.com/toolgate/toolgate/registry"
-	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetest"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // legacyProtocol is the newest protocol version in which the server asks the
@@ -158,7 +158,7 @@ func requireCompleted(t *testing.T, res *mcp.CallToolResult) string {
 
 // requireToolError fails t unless res is a tool error (not a protocol
 // error) whose text starts with code, and returns the text.
-func requireToolError(t *testing.T, res *mcp.CallToolResult, code toolgate.Code) string {
+func requireToolError(t *testing.T, res *mcp.CallToolResult, code toolgatetype.Code) string {
 	t.Helper()
 	require.True(t, res.IsError, "want a tool error, got %s", text(res))
 	require.True(t, strings.HasPrefix(text(res), string(code)+":"), "want %s, got %s", code, text(res))
@@ -188,7 +188,7 @@ func usd(s string) *decimal.Decimal {
 func intp(n int) *int { return &n }
 
 // controls is an operator's spend controls for one principal.
-func controls(principal string, c storage.SpendControls) *toolgate.Config {
+func controls(principal string, c toolgatetype.SpendControls) *toolgate.Config {
 	return &toolgate.Config{SpendControls: toolgate.StaticSpendControls{principal: c}}
 }
 

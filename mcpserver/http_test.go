@@ -20,8 +20,8 @@ import (
 	"github.com/toolgate/toolgate/internal/testproc"
 	"github.com/toolgate/toolgate/mcpserver"
 	"github.com/toolgate/toolgate/registry"
-	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetest"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // Distinctive keys, to look for in logs.
@@ -79,7 +79,7 @@ func connectHTTP(t *testing.T, url, key string, u *user) *mcp.ClientSession {
 
 func TestHTTPServesEachPrincipalItsOwnTools(t *testing.T) {
 	t.Parallel()
-	blockEcho := storage.SpendControls{Tools: map[string]storage.ToolSpendControls{"echo": {Allowed: registry.Bool(false)}}}
+	blockEcho := toolgatetype.SpendControls{Tools: map[string]toolgatetype.ToolSpendControls{"echo": {Allowed: registry.Bool(false)}}}
 	gw := toolgatetest.New(t, &toolgatetest.Options{Config: controls("bob", blockEcho)})
 	url, _, logs := mcpHTTP(t, gw)
 

@@ -7,8 +7,7 @@ import (
 	"encoding/json"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // metaIdempotencyKey is the _meta entry where a client names its logical
@@ -26,15 +25,15 @@ const metaIdempotencyKey = "toolgate/idempotencyKey"
 // given to another call, which an HTTP caller would be refused for, is a new
 // call here: an MCP client has no quote of its own to tell its requests
 // apart by, and a stale answer to other arguments would be worse than a
-// second call. It returns an invalid_request *toolgate.Error for a client
+// second call. It returns an invalid_request *toolgatetype.Error for a client
 // key that is not 1 to 255 printable ASCII characters.
 func idempotencyKey(meta mcp.Meta, toolID string, canonicalArgs []byte) (string, error) {
 	var name string
 	switch raw, given := meta[metaIdempotencyKey]; {
 	case given:
 		key, _ := raw.(string)
-		if err := toolgate.ValidateIdempotencyKey(key); err != nil {
-			return "", &toolgate.Error{Code: toolgate.CodeIdempotencyKeyInvalid,
+		if err := toolgatetype.ValidateIdempotencyKey(key); err != nil {
+			return "", &toolgatetype.Error{Code: toolgatetype.CodeIdempotencyKeyInvalid,
 				Message: `_meta["` + metaIdempotencyKey + `"] must be a string of 1 to 255 printable ASCII characters`}
 		}
 		name = "client " + key

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/toolgatetest"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // requestKeyOf is the request key a message carries after keying, "" for none.
@@ -83,11 +83,11 @@ func TestApprovalAnswersAreChecked(t *testing.T) {
 	// bob's quote is not alice's to use.
 	bobs := gw.MustQuote(t, "bob", "echo")
 	forged := approvalState{QuoteID: bobs.Quote.ID, Digest: v.Digest}.encode()
-	assert.Contains(t, textOf(g.runAnswered(ctx, c, yes, forged)), string(toolgate.CodeQuoteNotFound))
+	assert.Contains(t, textOf(g.runAnswered(ctx, c, yes, forged)), string(toolgatetype.CodeQuoteNotFound))
 
 	// Nor is another version's digest an approval of this one.
 	own := gw.MustQuote(t, "alice", "echo")
 	stale := approvalState{QuoteID: own.Quote.ID, Digest: "sha256:" + strings.Repeat("1", 64)}.encode()
-	assert.Contains(t, textOf(g.runAnswered(ctx, c, yes, stale)), string(toolgate.CodeApprovalMismatch))
+	assert.Contains(t, textOf(g.runAnswered(ctx, c, yes, stale)), string(toolgatetype.CodeApprovalMismatch))
 	gw.Upstream.RequireCalls(t, 0)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // The _meta entries of a listed tool.
@@ -40,12 +41,12 @@ func (g *gateway) listTools(ctx context.Context, principal string, params *mcp.L
 	// The list is this principal's, and changes as tools are registered.
 	res := &mcp.ListToolsResult{Tools: []*mcp.Tool{}, Cacheable: mcp.Cacheable{CacheScope: "private"}}
 	for {
-		page, err := g.gw.List(ctx, "", MaxPageSize, offset, toolgate.EntryOptions{})
+		page, total, err := g.gw.List(ctx, "", MaxPageSize, offset, toolgatetype.EntryOptions{})
 		if err != nil {
 			return nil, g.internal(ctx, "list tools", err)
 		}
-		for i := range page.Tools {
-			e := &page.Tools[i]
+		for i := range page {
+			e := &page[i]
 			offset++
 			if !e.Policy.Callable || blocked[e.Slug] {
 				continue
@@ -57,13 +58,13 @@ func (g *gateway) listTools(ctx context.Context, principal string, params *mcp.L
 			}
 			res.Tools = append(res.Tools, t)
 			if len(res.Tools) == g.opts.PageSize {
-				if offset < page.Total {
+				if offset < total {
 					res.NextCursor = cursorAt(offset)
 				}
 				return res, nil
 			}
 		}
-		if len(page.Tools) == 0 || offset >= page.Total {
+		if len(page) == 0 || offset >= total {
 			return res, nil
 		}
 	}
@@ -85,7 +86,7 @@ func parseCursor(cursor string) (int, bool) {
 }
 
 // toolOf is a registry entry as an MCP tool.
-func toolOf(e *toolgate.RegistryEntry) (*mcp.Tool, error) {
+func toolOf(e *toolgate.Entry) (*mcp.Tool, error) {
 	v := e.ToolVersion()
 	out, err := outputSchemaOf(v.Tool.OutputSchema)
 	if err != nil {
@@ -112,7 +113,7 @@ func toolOf(e *toolgate.RegistryEntry) (*mcp.Tool, error) {
 
 // describe is a tool's description as a model reads it: the tool's own,
 // then what a call costs, what approval it needs and what its output is.
-func describe(e *toolgate.RegistryEntry, cost toolgate.Cost) string {
+func describe(e *toolgate.Entry, cost toolgatetype.Cost) string {
 	var b strings.Builder
 	if d := strings.TrimSpace(e.Description); d != "" {
 		b.WriteString(d)
@@ -129,15 +130,15 @@ func describe(e *toolgate.RegistryEntry, cost toolgate.Cost) string {
 }
 
 // approvalNeeded says in words what a requirement asks of a caller.
-func approvalNeeded(p toolgate.Policy) string {
+func approvalNeeded(p toolgatetype.Policy) string {
 	switch p.Approval.Requirement {
-	case toolgate.RequirementCoveredByUserPolicy:
+	case toolgatetype.RequirementCoveredByUserPolicy:
 		return "calls need no approval"
-	case toolgate.RequirementFirstUse:
+	case toolgatetype.RequirementFirstUse:
 		return "the first call of this version needs approval; later calls do not"
-	case toolgate.RequirementPerCall:
+	case toolgatetype.RequirementPerCall:
 		return "every call needs approval of this exact version"
-	case toolgate.RequirementExplicitUnverified:
+	case toolgatetype.RequirementExplicitUnverified:
 		return "every call needs approval of this exact version (" + strings.Join(p.Reasons, "; ") + ")"
 	}
 	return "this tool cannot be called"
@@ -146,7 +147,7 @@ func approvalNeeded(p toolgate.Policy) string {
 // annotationsOf gives MCP's hints from the normalized capabilities. A tool
 // that declares none might do anything, so it is hinted destructive and open
 // world, as MCP's own defaults are.
-func annotationsOf(title string, c registry.NormalizedCapabilities) *mcp.ToolAnnotations {
+func annotationsOf(title string, c toolgatetype.NormalizedCapabilities) *mcp.ToolAnnotations {
 	destructive, openWorld := c.Destructive, c.OpenWorld
 	if !c.Declared {
 		destructive, openWorld = true, true

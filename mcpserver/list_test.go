@@ -13,8 +13,8 @@ import (
 
 	"github.com/toolgate/toolgate/mcpserver"
 	"github.com/toolgate/toolgate/registry"
-	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetest"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // listAll lists every tool, page by page, as a client does.
@@ -105,11 +105,11 @@ func TestListWrapsArrayOutputsAsItems(t *testing.T) {
 
 func TestListLeavesOutToolsTheSpendControlsBlock(t *testing.T) {
 	t.Parallel()
-	blocked := storage.SpendControls{Tools: map[string]storage.ToolSpendControls{"echo": {Allowed: registry.Bool(false)}}}
+	blocked := toolgatetype.SpendControls{Tools: map[string]toolgatetype.ToolSpendControls{"echo": {Allowed: registry.Bool(false)}}}
 	gw := toolgatetest.New(t, &toolgatetest.Options{Config: controls("alice", blocked)})
 	// bob blocks exchange-rates for himself; the operator blocks echo for alice only.
-	require.NoError(t, gw.SetSpendControls(context.Background(), "bob", storage.SpendControls{
-		Tools: map[string]storage.ToolSpendControls{"exchange-rates": {Allowed: registry.Bool(false)}}}))
+	require.NoError(t, gw.SetSpendControls(context.Background(), "bob", toolgatetype.SpendControls{
+		Tools: map[string]toolgatetype.ToolSpendControls{"exchange-rates": {Allowed: registry.Bool(false)}}}))
 
 	alice := names(listAll(t, connect(t, gw, "alice", client{})))
 	bob := names(listAll(t, connect(t, gw, "bob", client{})))

@@ -6,9 +6,7 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // The _meta entries of a call's result. Nothing the provider returned ever
@@ -22,9 +20,9 @@ const (
 // structured content and the same JSON as text, a failed one as a tool
 // error. Either way the output stays where data goes, never in _meta or
 // in words of the gateway's.
-func resultOf(e toolgate.Execution) *mcp.CallToolResult {
+func resultOf(e toolgatetype.Execution) *mcp.CallToolResult {
 	meta := mcp.Meta{metaExecutionID: e.ID}
-	if e.Status != toolgate.StatusCompleted {
+	if e.Status != toolgatetype.StatusCompleted {
 		return toolError(meta, failure(e))
 	}
 	meta[metaCost] = e.Cost
@@ -39,7 +37,7 @@ func resultOf(e toolgate.Execution) *mcp.CallToolResult {
 // failure explains a failed execution. Tools quote their provider's own
 // words after "provider message:" (registry.Excerpt cleans them); that part
 // is set apart and labelled as the provider's.
-func failure(e toolgate.Execution) string {
+func failure(e toolgatetype.Execution) string {
 	code, msg := "failed", "the call failed"
 	if e.Error != nil {
 		code, msg = e.Error.Code, e.Error.Message
@@ -59,27 +57,27 @@ func toolError(meta mcp.Meta, text string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Meta: meta, IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
 }
 
-// refused explains a refusal of the gateway's (a *toolgate.Error) as a tool
+// refused explains a refusal of the gateway's (a *toolgatetype.Error) as a tool
 // error starting with its code. Nothing was run or charged.
 func refused(err error) *mcp.CallToolResult {
-	var te *toolgate.Error
+	var te *toolgatetype.Error
 	if !errors.As(err, &te) {
-		te = &toolgate.Error{Code: toolgate.CodeInternal, Message: "the gateway could not complete the request"}
+		te = &toolgatetype.Error{Code: toolgatetype.CodeInternal, Message: "the gateway could not complete the request"}
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %s", te.Code, strings.TrimSuffix(te.Message, "."))
 	switch {
-	case te.Code == toolgate.CodeInputInvalid:
+	case te.Code == toolgatetype.CodeInputInvalid:
 		b.WriteString(":")
 		writeFieldErrors(&b, te.Details)
 	case len(te.Violations) > 0:
 		b.WriteString(": " + strings.Join(te.Violations, "; "))
-	case len(te.Reasons) > 0 && te.Code == toolgate.CodeToolBlocked:
+	case len(te.Reasons) > 0 && te.Code == toolgatetype.CodeToolBlocked:
 		// The message names the reasons already.
 	case te.ManifestDigest != nil:
 		fmt.Fprintf(&b, " (requirement %s, version %s)", te.ApprovalRequirement, *te.ManifestDigest)
 	}
-	if te.Code == toolgate.CodeRateLimited {
+	if te.Code == toolgatetype.CodeRateLimited {
 		fmt.Fprintf(&b, ". Wait %d seconds before calling again", int(te.RetryAfter.Seconds()))
 	}
 	if len(te.Details) > 0 {
@@ -92,15 +90,15 @@ func refused(err error) *mcp.CallToolResult {
 
 // schemaError lists the arguments failing a tool's input schema, one path a
 // line, so a model can fix each.
-func schemaError(tool string, failures []registry.FieldError) *mcp.CallToolResult {
+func schemaError(tool string, failures []toolgatetype.FieldError) *mcp.CallToolResult {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: the arguments do not match the input schema of %s:", toolgate.CodeInputInvalid, tool)
+	fmt.Fprintf(&b, "%s: the arguments do not match the input schema of %s:", toolgatetype.CodeInputInvalid, tool)
 	writeFieldErrors(&b, failures)
 	b.WriteString("\nNothing was run or charged; call again with corrected arguments.")
 	return toolError(nil, b.String())
 }
 
-func writeFieldErrors(b *strings.Builder, failures []registry.FieldError) {
+func writeFieldErrors(b *strings.Builder, failures []toolgatetype.FieldError) {
 	for _, f := range failures {
 		fmt.Fprintf(b, "\n- %s: %s", f.Path, f.Message)
 	}

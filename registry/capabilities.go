@@ -4,6 +4,8 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // Capabilities is what a provider declares its tool may do. Nil fields are
@@ -25,25 +27,6 @@ type Capabilities struct {
 	DataRetention string `json:"dataRetention,omitempty"`
 }
 
-// NormalizedCapabilities is the capability set with every default applied,
-// as it appears in registry entries and in the manifest.
-type NormalizedCapabilities struct {
-	Declared               bool     `json:"declared"`
-	ReadOnly               bool     `json:"readOnly"`
-	Destructive            bool     `json:"destructive"`
-	Idempotent             bool     `json:"idempotent"`
-	OpenWorld              bool     `json:"openWorld"`
-	ReadsPrivateData       bool     `json:"readsPrivateData"`
-	SeesUntrustedContent   bool     `json:"seesUntrustedContent"`
-	WritesExternalData     bool     `json:"writesExternalData"`
-	SendsMessages          bool     `json:"sendsMessages"`
-	SpendsMoney            bool     `json:"spendsMoney"`
-	ExecutesCode           bool     `json:"executesCode"`
-	RequiresUserCredential bool     `json:"requiresUserCredential"`
-	AllowedOutboundDomains []string `json:"allowedOutboundDomains"`
-	DataRetention          string   `json:"dataRetention"`
-}
-
 // Data retention values.
 const (
 	RetentionNone    = "none"
@@ -56,8 +39,8 @@ const (
 // seesUntrustedContent default to true, dataRetention to "unknown" and the
 // rest to false. Outbound domains are lowercased, deduplicated, sorted, and
 // always include the host of origin, since the tool must at least reach it.
-func NormalizeCapabilities(c *Capabilities, origin string) NormalizedCapabilities {
-	n := NormalizedCapabilities{
+func NormalizeCapabilities(c *Capabilities, origin string) toolgatetype.NormalizedCapabilities {
+	n := toolgatetype.NormalizedCapabilities{
 		OpenWorld:            true,
 		SeesUntrustedContent: true,
 		DataRetention:        RetentionUnknown,

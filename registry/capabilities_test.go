@@ -8,12 +8,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 func TestNormalizeCapabilities(t *testing.T) {
 	t.Parallel()
-	defaults := func(declared bool, domains ...string) registry.NormalizedCapabilities {
-		return registry.NormalizedCapabilities{
+	defaults := func(declared bool, domains ...string) toolgatetype.NormalizedCapabilities {
+		return toolgatetype.NormalizedCapabilities{
 			Declared:               declared,
 			OpenWorld:              true,
 			SeesUntrustedContent:   true,
@@ -25,7 +26,7 @@ func TestNormalizeCapabilities(t *testing.T) {
 		name   string
 		caps   *registry.Capabilities
 		origin string
-		want   registry.NormalizedCapabilities
+		want   toolgatetype.NormalizedCapabilities
 	}{
 		{
 			name:   "undeclared gets cautious defaults",
@@ -56,7 +57,7 @@ func TestNormalizeCapabilities(t *testing.T) {
 				DataRetention:          registry.RetentionStored,
 			},
 			origin: "https://api.example.com",
-			want: registry.NormalizedCapabilities{
+			want: toolgatetype.NormalizedCapabilities{
 				Declared: true, ReadOnly: true, Destructive: true, Idempotent: true, OpenWorld: false,
 				ReadsPrivateData: true, SeesUntrustedContent: false, WritesExternalData: true,
 				SendsMessages: true, SpendsMoney: true, ExecutesCode: true, RequiresUserCredential: true,

@@ -1,5 +1,7 @@
 package registry
 
+import "github.com/toolgate/toolgate/toolgatetype"
+
 // Hooks into the fast path of Schema.Validate, for the tests that hold it
 // to gojsonschema's answers.
 
@@ -10,6 +12,6 @@ func HasFastPath(s *Schema) bool { return s.fast != nil }
 func FastAccepts(s *Schema, doc []byte) bool { return s.fast != nil && s.fast.accepts(doc) }
 
 // ValidateSlow is Validate by gojsonschema alone.
-func ValidateSlow(s *Schema, doc []byte, prefix string) []FieldError {
+func ValidateSlow(s *Schema, doc []byte, prefix string) []toolgatetype.FieldError {
 	return s.validateSlow(doc, prefix)
 }

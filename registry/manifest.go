@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // ManifestSchemaVersion names the manifest format hashed into every digest.
@@ -13,18 +15,18 @@ const ManifestSchemaVersion = "toolgate.tool-version/v1"
 // Manifest is the immutable description of one tool version. Its canonical
 // JSON is what a manifest digest, and so a user's approval, binds to.
 type Manifest struct {
-	SchemaVersion string                 `json:"schemaVersion"`
-	Slug          string                 `json:"slug"`
-	Name          string                 `json:"name"`
-	Description   string                 `json:"description"`
-	Category      string                 `json:"category"`
-	Tags          []string               `json:"tags"`
-	Provider      ManifestProvider       `json:"provider"`
-	Endpoint      ManifestEndpoint       `json:"endpoint"`
-	InputSchema   json.RawMessage        `json:"inputSchema"`
-	OutputSchema  json.RawMessage        `json:"outputSchema"`
-	Capabilities  NormalizedCapabilities `json:"capabilities"`
-	Pricing       ManifestPricing        `json:"pricing"`
+	SchemaVersion string                              `json:"schemaVersion"`
+	Slug          string                              `json:"slug"`
+	Name          string                              `json:"name"`
+	Description   string                              `json:"description"`
+	Category      string                              `json:"category"`
+	Tags          []string                            `json:"tags"`
+	Provider      ManifestProvider                    `json:"provider"`
+	Endpoint      ManifestEndpoint                    `json:"endpoint"`
+	InputSchema   json.RawMessage                     `json:"inputSchema"`
+	OutputSchema  json.RawMessage                     `json:"outputSchema"`
+	Capabilities  toolgatetype.NormalizedCapabilities `json:"capabilities"`
+	Pricing       ManifestPricing                     `json:"pricing"`
 	// Credential and Output appear only for tools defined by a manifest
 	// file (see HTTPTemplate).
 	Credential *ManifestCredential `json:"credential,omitempty"`

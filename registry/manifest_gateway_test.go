@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage/memory"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // fakeProvider is a local provider that records what reaches it.
@@ -74,12 +75,12 @@ func manifestGateway(t *testing.T, data []byte, origin string, trust *registry.T
 
 // quoteAndCall quotes the manifest tool for alice and calls it with input,
 // approving the quoted digest.
-func quoteAndCall(t *testing.T, gw *toolgate.Gateway, key, input string) toolgate.Execution {
+func quoteAndCall(t *testing.T, gw *toolgate.Gateway, key, input string) toolgatetype.Execution {
 	t.Helper()
 	q, err := gw.Quote(t.Context(), "alice", "station-readings")
 	require.NoError(t, err)
 	require.True(t, q.Policy.Callable, "%v", q.Policy.Reasons)
-	res, err := gw.Call(t.Context(), "alice", toolgate.CallRequest{
+	res, err := gw.Call(t.Context(), "alice", toolgatetype.CallRequest{
 		Tool: "station-readings", QuoteID: q.Quote.ID, Input: json.RawMessage(input),
 		ApprovalDigest: *q.Quote.ManifestDigest, IdempotencyKey: key,
 	})
@@ -97,7 +98,7 @@ func TestManifestToolThroughTheGateway(t *testing.T) {
 	gw := manifestGateway(t, []byte(baseManifest), provider.URL, nil)
 
 	exec := quoteAndCall(t, gw, "call-1", `{"stationId":"S 17","units":"metric"}`)
-	require.Equal(t, toolgate.StatusCompleted, exec.Status, "%+v", exec.Error)
+	require.Equal(t, toolgatetype.StatusCompleted, exec.Status, "%+v", exec.Error)
 	assert.JSONEq(t, `[{"sensor":"pm25","value":4.2},{"sensor":"no2","value":17}]`, string(exec.Output))
 
 	seen := provider.requests()
@@ -127,7 +128,7 @@ func TestManifestToolBadAnswerIsNotCharged(t *testing.T) {
 	gw := manifestGateway(t, encode(t, doc), provider.URL, &registry.Trust{PaymentVerified: &yes, EndpointVerified: &yes})
 
 	exec := quoteAndCall(t, gw, "no-pointer", `{"stationId":"S1"}`)
-	assert.Equal(t, toolgate.StatusFailed, exec.Status)
+	assert.Equal(t, toolgatetype.StatusFailed, exec.Status)
 	require.NotNil(t, exec.Error)
 	assert.Equal(t, registry.CodeUpstreamInvalidResponse, exec.Error.Code)
 	assert.Equal(t, "Acme Sensors returned an answer with nothing at /results", exec.Error.Message)
@@ -135,7 +136,7 @@ func TestManifestToolBadAnswerIsNotCharged(t *testing.T) {
 
 	setAnswer(`{"results":[{"sensor":"pm25","value":"high"}]}`)
 	exec = quoteAndCall(t, gw, "wrong-type", `{"stationId":"S1"}`)
-	assert.Equal(t, toolgate.StatusFailed, exec.Status)
+	assert.Equal(t, toolgatetype.StatusFailed, exec.Status)
 	require.NotNil(t, exec.Error)
 	assert.Equal(t, registry.CodeOutputInvalid, exec.Error.Code)
 
@@ -145,8 +146,8 @@ func TestManifestToolBadAnswerIsNotCharged(t *testing.T) {
 
 	setAnswer(`{"results":[{"sensor":"pm25","value":4.2}]}`)
 	exec = quoteAndCall(t, gw, "good", `{"stationId":"S1"}`)
-	assert.Equal(t, toolgate.StatusCompleted, exec.Status)
-	assert.Equal(t, toolgate.Cost{PriceUSD: "0.0250", FeeUSD: "0.0025", TotalUSD: "0.0275", Currency: "USD"}, exec.Cost)
+	assert.Equal(t, toolgatetype.StatusCompleted, exec.Status)
+	assert.Equal(t, toolgatetype.Cost{PriceUSD: "0.0250", FeeUSD: "0.0025", TotalUSD: "0.0275", Currency: "USD"}, exec.Cost)
 	q, err = gw.Quote(t.Context(), "alice", "station-readings")
 	require.NoError(t, err)
 	assert.Equal(t, "0.0275", q.Controls.Global.DailyUsedUSD, "a completed one is")
@@ -164,7 +165,7 @@ func TestManifestToolRedirectDoesNotCarryTheCredential(t *testing.T) {
 	gw := manifestGateway(t, []byte(baseManifest), provider.URL, nil)
 
 	exec := quoteAndCall(t, gw, "redirected", `{"stationId":"S1"}`)
-	assert.Equal(t, toolgate.StatusFailed, exec.Status)
+	assert.Equal(t, toolgatetype.StatusFailed, exec.Status)
 	require.NotNil(t, exec.Error)
 	assert.Equal(t, registry.CodeUpstreamError, exec.Error.Code)
 	assert.Contains(t, exec.Error.Message, "answered HTTP 302")
@@ -182,14 +183,14 @@ func TestManifestToolRefusesInputThatWouldChangeTheRequest(t *testing.T) {
 
 	for i, input := range []string{`{"stationId":".."}`, `{"stationId":"S1","units":"metric\r\nX-Injected: 1"}`} {
 		exec := quoteAndCall(t, gw, "refused-"+string(rune('a'+i)), input)
-		assert.Equal(t, toolgate.StatusFailed, exec.Status, input)
+		assert.Equal(t, toolgatetype.StatusFailed, exec.Status, input)
 		require.NotNil(t, exec.Error)
 		assert.Equal(t, registry.CodeUpstreamUnavailable, exec.Error.Code)
 	}
 	assert.Empty(t, provider.requests())
 
 	exec := quoteAndCall(t, gw, "escaped", `{"stationId":"../admin?x=1"}`)
-	assert.Equal(t, toolgate.StatusCompleted, exec.Status)
+	assert.Equal(t, toolgatetype.StatusCompleted, exec.Status)
 	seen := provider.requests()
 	require.Len(t, seen, 1)
 	assert.Equal(t, "/v3/stations/..%2Fadmin%3Fx=1/latest?format=json&limit=3", seen[0].uri)
@@ -211,6 +212,6 @@ func TestManifestToolPlainHTTPNeedsTheOperatorAtCallTime(t *testing.T) {
 	require.NoError(t, err)
 
 	exec := quoteAndCall(t, gw, "no-operator", `{"stationId":"S1"}`)
-	assert.Equal(t, toolgate.StatusFailed, exec.Status)
+	assert.Equal(t, toolgatetype.StatusFailed, exec.Status)
 	assert.Empty(t, provider.requests())
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/toolgate/toolgate/httpapi"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage/memory"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // lockedBuffer collects log output written from many goroutines.
@@ -167,7 +168,7 @@ func TestManifestCredentialNeverLeaves(t *testing.T) {
 		require.NoError(t, err)
 		assert.NotContains(t, fmt.Sprintf("%+v %s", exec, exec.Response), testSecret, "the execution of %s holds the key", key)
 	}
-	page, err := gw.ListExecutions(ctx, "alice", toolgate.ExecutionFilter{})
+	page, err := gw.ListExecutions(ctx, "alice", toolgatetype.ExecutionFilter{})
 	require.NoError(t, err)
 	require.NotEmpty(t, page.Executions)
 	assert.NotContains(t, fmt.Sprintf("%+v", page), testSecret, "the audit listing holds the key")

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // Errors returned by Registry methods.
@@ -47,7 +48,7 @@ var (
 type Version struct {
 	Tool         *Tool
 	Origin       string // the origin in force: the operator's, else the tool's own
-	Capabilities NormalizedCapabilities
+	Capabilities toolgatetype.NormalizedCapabilities
 	// Digest is the manifest digest, or "" when the tool has no immutable version.
 	Digest string
 	Input  *Schema

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 func TestRegisterRejectsInvalidTools(t *testing.T) {
@@ -135,7 +136,7 @@ func TestRegisterVersionFacts(t *testing.T) {
 
 	require.NotNil(t, v.Input)
 	assert.Nil(t, v.Input.Validate([]byte(`{"q":"x"}`), "input"))
-	assert.Equal(t, []registry.FieldError{{Path: "input.q", Message: "is required"}}, v.Input.Validate([]byte(`{}`), "input"))
+	assert.Equal(t, []toolgatetype.FieldError{{Path: "input.q", Message: "is required"}}, v.Input.Validate([]byte(`{}`), "input"))
 	require.NotNil(t, v.Output)
 	assert.NotEmpty(t, v.Output.Validate([]byte(`{"answer":1}`), "output"))
 

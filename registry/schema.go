@@ -12,15 +12,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/toolgate/toolgate/toolgatetype"
 	"github.com/xeipuuv/gojsonschema"
 )
-
-// FieldError is one way a document fails its schema.
-type FieldError struct {
-	// Path locates the failing value, e.g. "input.limit"; the root is the prefix alone.
-	Path    string `json:"path"`
-	Message string `json:"message"`
-}
 
 // Schema is a JSON Schema compiled once, when its tool version is registered.
 type Schema struct {
@@ -87,7 +81,7 @@ func (s *Schema) Raw() json.RawMessage { return s.raw }
 // Validate checks a JSON document against the schema. It returns nil when
 // the document is valid and otherwise every failure, ordered by path, with
 // paths rooted at prefix ("input", "output").
-func (s *Schema) Validate(doc []byte, prefix string) []FieldError {
+func (s *Schema) Validate(doc []byte, prefix string) []toolgatetype.FieldError {
 	if s.fast != nil && s.fast.accepts(doc) {
 		return nil
 	}
@@ -96,15 +90,15 @@ func (s *Schema) Validate(doc []byte, prefix string) []FieldError {
 
 // validateSlow is Validate by gojsonschema alone: the reference, and the
 // only path that explains a failure.
-func (s *Schema) validateSlow(doc []byte, prefix string) []FieldError {
+func (s *Schema) validateSlow(doc []byte, prefix string) []toolgatetype.FieldError {
 	res, err := s.compiled.Validate(gojsonschema.NewBytesLoader(doc))
 	if err != nil {
-		return []FieldError{{Path: prefix, Message: "is not valid JSON"}}
+		return []toolgatetype.FieldError{{Path: prefix, Message: "is not valid JSON"}}
 	}
 	if res.Valid() {
 		return nil
 	}
-	out := make([]FieldError, 0, len(res.Errors()))
+	out := make([]toolgatetype.FieldError, 0, len(res.Errors()))
 	for _, e := range res.Errors() {
 		path := prefix
 		if f := e.Field(); f != "" && f != "(root)" {
@@ -113,11 +107,11 @@ func (s *Schema) validateSlow(doc []byte, prefix string) []FieldError {
 		if e.Type() == "required" {
 			if p, ok := e.Details()["property"].(string); ok {
 				path += "." + p
-				out = append(out, FieldError{Path: path, Message: "is required"})
+				out = append(out, toolgatetype.FieldError{Path: path, Message: "is required"})
 				continue
 			}
 		}
-		out = append(out, FieldError{Path: path, Message: e.Description()})
+		out = append(out, toolgatetype.FieldError{Path: path, Message: e.Description()})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/toolgatetype"
 	_ "github.com/toolgate/toolgate/tools" // the built-in tools' schemas
 	"github.com/toolgate/toolgate/tools/recorded"
 )
@@ -37,7 +38,7 @@ func agree(t *testing.T, s *registry.Schema, doc []byte) {
 	assert.Equal(t, slow == nil, s.Validate(doc, "doc") == nil, "%s", doc)
 }
 
-func validateSlow(s *registry.Schema, doc []byte) (failures []registry.FieldError, panicked bool) {
+func validateSlow(s *registry.Schema, doc []byte) (failures []toolgatetype.FieldError, panicked bool) {
 	defer func() {
 		if recover() != nil {
 			panicked = true

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 func TestCompileSchemaRefusesNonLocalReferences(t *testing.T) {
@@ -89,10 +90,10 @@ func TestCompileSchemaLocalReferences(t *testing.T) {
 	root, err := registry.CompileSchema(json.RawMessage(
 		`{"$id":"#root","$ref":"#/definitions/req","definitions":{"req":{"type":"object","required":["a"]}}}`))
 	require.NoError(t, err)
-	assert.Equal(t, []registry.FieldError{{Path: "input.a", Message: "is required"}}, root.Validate([]byte(`{}`), "input"))
+	assert.Equal(t, []toolgatetype.FieldError{{Path: "input.a", Message: "is required"}}, root.Validate([]byte(`{}`), "input"))
 }
 
-func paths(errs []registry.FieldError) []string {
+func paths(errs []toolgatetype.FieldError) []string {
 	out := make([]string, 0, len(errs))
 	for _, e := range errs {
 		out = append(out, e.Path)
@@ -122,28 +123,28 @@ func TestSchemaValidate(t *testing.T) {
 		name   string
 		doc    string
 		prefix string
-		want   []registry.FieldError // Message "" means any non-empty message
+		want   []toolgatetype.FieldError // Message "" means any non-empty message
 	}{
 		{"valid", `{"q":"x","address":{"city":"Oslo"}}`, "input", nil},
 		{"missing top-level field", `{"address":{"city":"Oslo"}}`, "input",
-			[]registry.FieldError{{Path: "input.q", Message: "is required"}}},
+			[]toolgatetype.FieldError{{Path: "input.q", Message: "is required"}}},
 		{"missing nested field", `{"q":"x","address":{"zip":"0150"}}`, "input",
-			[]registry.FieldError{{Path: "input.address.city", Message: "is required"}}},
+			[]toolgatetype.FieldError{{Path: "input.address.city", Message: "is required"}}},
 		{"wrong type of nested field", `{"q":"x","address":{"city":7}}`, "input",
-			[]registry.FieldError{{Path: "input.address.city"}}},
+			[]toolgatetype.FieldError{{Path: "input.address.city"}}},
 		{"array element", `{"q":"x","address":{"city":"Oslo"},"tags":["a",2]}`, "input",
-			[]registry.FieldError{{Path: "input.tags.1"}}},
+			[]toolgatetype.FieldError{{Path: "input.tags.1"}}},
 		{"several, sorted by path", `{"limit":11,"address":{"zip":1},"tags":[true]}`, "input",
-			[]registry.FieldError{
+			[]toolgatetype.FieldError{
 				{Path: "input.address.city", Message: "is required"},
 				{Path: "input.address.zip"},
 				{Path: "input.limit"},
 				{Path: "input.q", Message: "is required"},
 				{Path: "input.tags.0"},
 			}},
-		{"root of wrong type", `[]`, "input", []registry.FieldError{{Path: "input"}}},
-		{"other prefix", `{"q":1,"address":{"city":"Oslo"}}`, "output", []registry.FieldError{{Path: "output.q"}}},
-		{"not JSON", `{"q":`, "input", []registry.FieldError{{Path: "input", Message: "is not valid JSON"}}},
+		{"root of wrong type", `[]`, "input", []toolgatetype.FieldError{{Path: "input"}}},
+		{"other prefix", `{"q":1,"address":{"city":"Oslo"}}`, "output", []toolgatetype.FieldError{{Path: "output.q"}}},
+		{"not JSON", `{"q":`, "input", []toolgatetype.FieldError{{Path: "input", Message: "is not valid JSON"}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

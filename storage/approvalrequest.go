@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // Sentinel errors of approval requests.
@@ -62,7 +63,7 @@ type ApprovalRequest struct {
 	DecidedAt   time.Time // zero until decided
 	// Remember is the standing approval an approve recorded with it; empty
 	// when none.
-	Remember ApprovalMode
+	Remember toolgatetype.StandingMode
 	// ExecutionID is the execution that used the grant, once used.
 	ExecutionID uuid.UUID
 	CreatedAt   time.Time
@@ -82,7 +83,7 @@ type ApprovalDecision struct {
 	// request's principal, tool and digest with this mode, approved by
 	// DecidedBy, in the same atomic step; empty stores none. Ignored on a
 	// deny.
-	Remember ApprovalMode
+	Remember toolgatetype.StandingMode
 	Now      time.Time
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // The audit trail: what ListExecutions and SpendSummary are asked.
@@ -38,24 +39,13 @@ type ExecutionPosition struct {
 	ID        uuid.UUID
 }
 
-// SpendGrouping is what SpendSummary groups by.
-type SpendGrouping string
-
-// Spend groupings.
-const (
-	// SpendByTool groups by the tool's slug.
-	SpendByTool SpendGrouping = "tool"
-	// SpendByDay groups by the UTC day of creation, as YYYY-MM-DD.
-	SpendByDay SpendGrouping = "day"
-)
-
 // SpendQuery selects what SpendSummary sums.
 type SpendQuery struct {
 	// Principals whose spend is summed; at least one.
 	Principals []string
 	// Since and Until bound the executions' creation: [Since, Until).
 	Since, Until time.Time
-	GroupBy      SpendGrouping
+	GroupBy      toolgatetype.SpendGrouping
 }
 
 // SpendGroup is one group of a SpendSummary.
@@ -84,16 +74,8 @@ func (q SpendQuery) Check() error {
 	switch {
 	case len(q.Principals) == 0:
 		return errors.New("storage: SpendSummary needs at least one principal")
-	case q.GroupBy != SpendByTool && q.GroupBy != SpendByDay:
+	case q.GroupBy != toolgatetype.SpendByTool && q.GroupBy != toolgatetype.SpendByDay:
 		return fmt.Errorf("storage: SpendSummary cannot group by %q", q.GroupBy)
 	}
 	return nil
-}
-
-// Key is the group a completed execution counts in under grouping g.
-func (g SpendGrouping) Key(toolSlug string, createdAt time.Time) string {
-	if g == SpendByDay {
-		return createdAt.UTC().Format(time.DateOnly)
-	}
-	return toolSlug
 }

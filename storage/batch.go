@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // Reads are the reads one gateway step needs before it decides anything,
@@ -49,7 +50,7 @@ type Reads struct {
 // error; something not asked for is nil too.
 type ReadResult struct {
 	Approval      *Approval
-	SpendControls *SpendControls
+	SpendControls *toolgatetype.SpendControls
 	Quote         *Quote
 	Grant         *ApprovalRequest
 	Used          []decimal.Decimal // one per Reads.Limits, in order

@@ -29,6 +29,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // Sentinel errors returned by every Store implementation. Backends translate
@@ -128,9 +129,9 @@ type Store interface {
 	DeleteApproval(ctx context.Context, principal, toolID string) error
 
 	// PutSpendControls stores a caller's own spend controls, replacing any earlier.
-	PutSpendControls(ctx context.Context, principal string, c SpendControls) error
+	PutSpendControls(ctx context.Context, principal string, c toolgatetype.SpendControls) error
 	// GetSpendControls returns a caller's stored spend controls. ErrNotFound if none.
-	GetSpendControls(ctx context.Context, principal string) (SpendControls, error)
+	GetSpendControls(ctx context.Context, principal string) (toolgatetype.SpendControls, error)
 	// UpdateSpendControls changes a caller's own spend controls in one atomic
 	// step, so that two concurrent changes (two tools' limits set at once)
 	// both survive. update is handed the stored controls (the zero value when
@@ -138,7 +139,7 @@ type Store interface {
 	// called more than once, when a backend retries after a conflict, so it
 	// must only change its argument, and it must not call the store. An error
 	// from update aborts the change, writes nothing and is returned as it is.
-	UpdateSpendControls(ctx context.Context, principal string, update func(*SpendControls) error) (SpendControls, error)
+	UpdateSpendControls(ctx context.Context, principal string, update func(*toolgatetype.SpendControls) error) (toolgatetype.SpendControls, error)
 
 	// CreateApprovalRequest stores a new approval request, normally pending.
 	// ErrAlreadyExists if the id is taken.
@@ -234,24 +235,9 @@ type Execution struct {
 	ManifestDigest string
 	PriceUSD       decimal.Decimal
 	FeeUSD         decimal.Decimal
-	Approval       ApprovalKind
+	Approval       toolgatetype.ApprovalKind
 	GrantID        uuid.UUID // the approver's grant that approved it; uuid.Nil when none
 }
-
-// ApprovalKind is how an admitted call was approved.
-type ApprovalKind string
-
-// Approval kinds.
-const (
-	// ApprovalKindDigest: the call named the manifest digest it approves.
-	ApprovalKindDigest ApprovalKind = "digest"
-	// ApprovalKindStanding: no approval came with the call; the caller's
-	// policy covered it (a standing approval, a remembered first use, or a
-	// tool whose policy asks for none).
-	ApprovalKindStanding ApprovalKind = "standing"
-	// ApprovalKindGrant: an approver's grant, named by Execution.GrantID.
-	ApprovalKindGrant ApprovalKind = "grant"
-)
 
 // IdempotencyRecord is the claim of one Idempotency-Key by one principal.
 type IdempotencyRecord struct {
@@ -340,7 +326,7 @@ type Begin struct {
 	ManifestDigest string
 	PriceUSD       decimal.Decimal
 	FeeUSD         decimal.Decimal
-	Approval       ApprovalKind
+	Approval       toolgatetype.ApprovalKind
 }
 
 // NewExecution is the execution BeginExecution creates when it admits b
@@ -391,58 +377,19 @@ type Usage struct {
 	UniqueUsers int64 // distinct principals with a completed execution
 }
 
-// ApprovalMode is how a standing approval treats future calls.
-type ApprovalMode string
-
-// Approval modes.
-const (
-	// ApprovalAskEveryCall: an explicit approval is required on every call,
-	// even where a first approved use would otherwise be remembered.
-	ApprovalAskEveryCall ApprovalMode = "ask_every_call"
-	// ApprovalAskChargedCalls: calls whose quote total is zero need no
-	// explicit approval; charged calls do.
-	ApprovalAskChargedCalls ApprovalMode = "ask_charged_calls"
-	// ApprovalNeverAsk: no explicit approval for this exact manifest digest.
-	ApprovalNeverAsk ApprovalMode = "never_ask"
-	// ApprovalFirstUse is written by the gateway after the first approved
-	// call of a tool whose requirement is first_use.
-	ApprovalFirstUse ApprovalMode = "first_use"
-)
-
 // Approval is a principal's standing approval of one tool, bound to the
 // manifest digest it was given for. A different current digest makes it stale.
 type Approval struct {
 	Principal      string
 	ToolID         string
 	ManifestDigest string
-	Mode           ApprovalMode
+	Mode           toolgatetype.StandingMode
 	// ApprovedBy is the approver who set it (by approving a request with
 	// Remember, or on the principal's behalf), or whose approved call
 	// recorded a first use; empty when the caller set it. Principals whose
 	// calls an approver must approve count only approvals an approver set.
 	ApprovedBy string
 	UpdatedAt  time.Time
-}
-
-// SpendControls are one principal's limits. Nil pointers mean "not set" so
-// that stored caller settings can be layered over operator defaults.
-type SpendControls struct {
-	MaxPerCallUSD      *decimal.Decimal
-	DailyLimitUSD      *decimal.Decimal
-	MonthlyLimitUSD    *decimal.Decimal
-	RateLimitPerMinute *int
-	RateLimitPerHour   *int
-	Tools              map[string]ToolSpendControls // keyed by tool slug
-}
-
-// ToolSpendControls are the limits of one principal on one tool.
-type ToolSpendControls struct {
-	Allowed            *bool
-	MaxPerCallUSD      *decimal.Decimal
-	DailyLimitUSD      *decimal.Decimal
-	MonthlyLimitUSD    *decimal.Decimal
-	RateLimitPerMinute *int
-	RateLimitPerHour   *int
 }
 
 // Prune is the input of Store.Prune: what is old enough to delete.

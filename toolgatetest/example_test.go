@@ -8,6 +8,7 @@ import (
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/toolgatetest"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // exampleT stands in for the *testing.T a real test has: it prints a
@@ -34,7 +35,7 @@ func Example() {
 
 	// A refused call reaches no provider and leaves nothing behind.
 	_, err = gw.CallApproved(t, "alice", "echo", `{"v":""}`)
-	refused := toolgatetest.RequireCode(t, err, toolgate.CodeInputInvalid)
+	refused := toolgatetest.RequireCode(t, err, toolgatetype.CodeInputInvalid)
 	fmt.Println(refused.Details[0].Path)
 
 	gw.Upstream.RequireCalls(t, 1)
@@ -61,7 +62,7 @@ func Example_spendControls() {
 		toolgatetest.RequireCompleted(t, res, err, "0.1100")
 	}
 	_, err := gw.CallApproved(t, "alice", "echo", `{"v":"paid"}`)
-	fmt.Println(toolgatetest.RequireCode(t, err, toolgate.CodeSpendLimitExceeded).Violations)
+	fmt.Println(toolgatetest.RequireCode(t, err, toolgatetype.CodeSpendLimitExceeded).Violations)
 
 	gw.Clock.Advance(24 * time.Hour)
 	res, err := gw.CallApproved(t, "alice", "echo", `{"v":"paid"}`)

@@ -11,6 +11,7 @@ import (
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/storage/memory"
+	"github.com/toolgate/toolgate/toolgatetype"
 	"github.com/toolgate/toolgate/tools"
 )
 
@@ -85,7 +86,7 @@ func New(t T, opts *Options) *Gateway {
 }
 
 // MustQuote quotes tool for principal, failing t on an error.
-func (g *Gateway) MustQuote(t T, principal, tool string) *toolgate.QuoteResult {
+func (g *Gateway) MustQuote(t T, principal, tool string) *toolgatetype.QuoteResult {
 	t.Helper()
 	q, err := g.Gateway.Quote(context.Background(), principal, tool)
 	if err != nil {
@@ -98,10 +99,10 @@ func (g *Gateway) MustQuote(t T, principal, tool string) *toolgate.QuoteResult {
 // tool for principal (failing t if the quote fails), approves the quoted
 // digest when the tool has one, and calls with input under a new
 // Idempotency-Key. The call's own outcome, refusals included, is returned.
-func (g *Gateway) CallApproved(t T, principal, tool, input string) (*toolgate.CallResult, error) {
+func (g *Gateway) CallApproved(t T, principal, tool, input string) (*toolgatetype.CallResult, error) {
 	t.Helper()
 	q := g.MustQuote(t, principal, tool)
-	req := toolgate.CallRequest{
+	req := toolgatetype.CallRequest{
 		Tool:           tool,
 		QuoteID:        q.Quote.ID,
 		Input:          json.RawMessage(input),

@@ -3,7 +3,7 @@ package toolgatetest
 import (
 	"errors"
 
-	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // T is what the helpers need of a test: *testing.T and *testing.B have it,
@@ -17,13 +17,13 @@ type T interface {
 // RequireCompleted fails t unless the call returned a completed execution
 // that cost totalUSD ("0.1100"; "0.0000" for a free tool). It returns the
 // execution's output.
-func RequireCompleted(t T, res *toolgate.CallResult, err error, totalUSD string) []byte {
+func RequireCompleted(t T, res *toolgatetype.CallResult, err error, totalUSD string) []byte {
 	t.Helper()
 	if err != nil {
 		t.Fatalf("the call was refused: %v", err)
 	}
 	e := res.Execution
-	if e.Status != toolgate.StatusCompleted {
+	if e.Status != toolgatetype.StatusCompleted {
 		msg := ""
 		if e.Error != nil {
 			msg = e.Error.Code + ": " + e.Error.Message
@@ -38,13 +38,13 @@ func RequireCompleted(t T, res *toolgate.CallResult, err error, totalUSD string)
 
 // RequireFailed fails t unless the call returned a failed execution (which
 // is never charged) with the error code given (a registry.CodeUpstream...).
-func RequireFailed(t T, res *toolgate.CallResult, err error, code string) {
+func RequireFailed(t T, res *toolgatetype.CallResult, err error, code string) {
 	t.Helper()
 	if err != nil {
 		t.Fatalf("the call was refused: %v", err)
 	}
 	e := res.Execution
-	if e.Status != toolgate.StatusFailed || e.Error == nil {
+	if e.Status != toolgatetype.StatusFailed || e.Error == nil {
 		t.Fatalf("execution %s %s, want failed with %s", e.ID, e.Status, code)
 	}
 	if e.Error.Code != code {
@@ -52,13 +52,13 @@ func RequireFailed(t T, res *toolgate.CallResult, err error, code string) {
 	}
 }
 
-// RequireCode fails t unless err is a *toolgate.Error with code, and
+// RequireCode fails t unless err is a *toolgatetype.Error with code, and
 // returns it for a look at its details.
-func RequireCode(t T, err error, code toolgate.Code) *toolgate.Error {
+func RequireCode(t T, err error, code toolgatetype.Code) *toolgatetype.Error {
 	t.Helper()
-	var te *toolgate.Error
+	var te *toolgatetype.Error
 	if !errors.As(err, &te) {
-		t.Fatalf("got %v, want a *toolgate.Error with code %s", err, code)
+		t.Fatalf("got %v, want a *toolgatetype.Error with code %s", err, code)
 	}
 	if te.Code != code {
 		t.Fatalf("got %s (%s), want %s", te.Code, te.Message, code)

@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/toolgatetest"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // failures is a toolgatetest.T that records what a helper failed with
@@ -78,7 +79,7 @@ func TestEmptyToolsMeansNoTools(t *testing.T) {
 	t.Parallel()
 	gw := toolgatetest.New(t, &toolgatetest.Options{Tools: []*registry.Tool{}})
 	_, err := gw.Gateway.Quote(t.Context(), "alice", "echo")
-	toolgatetest.RequireCode(t, err, toolgate.CodeToolNotFound)
+	toolgatetest.RequireCode(t, err, toolgatetype.CodeToolNotFound)
 }
 
 func TestHelpersFailWhenTheyShould(t *testing.T) {
@@ -104,9 +105,9 @@ func TestHelpersFailWhenTheyShould(t *testing.T) {
 		{"refused is not completed", func(t toolgatetest.T) { toolgatetest.RequireCompleted(t, nil, refusal, "0.0000") }, "the call was refused"},
 		{"failed with its code", func(t toolgatetest.T) { toolgatetest.RequireFailed(t, failed, nil, registry.CodeOutputInvalid) }, ""},
 		{"failed with another code", func(t toolgatetest.T) { toolgatetest.RequireFailed(t, failed, nil, registry.CodeUpstreamError) }, "want upstream_error"},
-		{"the refusal's code", func(t toolgatetest.T) { toolgatetest.RequireCode(t, refusal, toolgate.CodeInputInvalid) }, ""},
-		{"another code", func(t toolgatetest.T) { toolgatetest.RequireCode(t, refusal, toolgate.CodeRateLimited) }, "got input_invalid"},
-		{"no error at all", func(t toolgatetest.T) { toolgatetest.RequireCode(t, nil, toolgate.CodeRateLimited) }, "want a *toolgate.Error"},
+		{"the refusal's code", func(t toolgatetest.T) { toolgatetest.RequireCode(t, refusal, toolgatetype.CodeInputInvalid) }, ""},
+		{"another code", func(t toolgatetest.T) { toolgatetest.RequireCode(t, refusal, toolgatetype.CodeRateLimited) }, "got input_invalid"},
+		{"no error at all", func(t toolgatetest.T) { toolgatetest.RequireCode(t, nil, toolgatetype.CodeRateLimited) }, "want a *toolgatetype.Error"},
 		{"spent nothing", func(t toolgatetest.T) { gw.RequireSpent(t, "alice", "0.0000") }, ""},
 		{"spent something", func(t toolgatetest.T) { gw.RequireSpent(t, "alice", "1.0000") }, "alice has spent $0.0000, want $1.0000"},
 	}
@@ -129,10 +130,10 @@ func TestFakeClockMovesOnlyWhenTold(t *testing.T) {
 	q := gw.MustQuote(t, "alice", "echo")
 	assert.Equal(t, toolgatetest.DefaultStart.Add(toolgate.DefaultQuoteTTL), q.Quote.ExpiresAt)
 	gw.Clock.Advance(toolgate.DefaultQuoteTTL)
-	_, err := gw.Gateway.Call(t.Context(), "alice", toolgate.CallRequest{
+	_, err := gw.Gateway.Call(t.Context(), "alice", toolgatetype.CallRequest{
 		Tool: "echo", QuoteID: q.Quote.ID, Input: []byte(`{"v":"late"}`),
 		ApprovalDigest: *q.Quote.ManifestDigest, IdempotencyKey: "k",
 	})
-	toolgatetest.RequireCode(t, err, toolgate.CodeQuoteExpired)
+	toolgatetest.RequireCode(t, err, toolgatetype.CodeQuoteExpired)
 	gw.Upstream.RequireCalls(t, 0)
 }

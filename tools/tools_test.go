@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/toolgatetype"
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/recorded"
 )
@@ -163,13 +164,13 @@ func TestToolFacts(t *testing.T) {
 
 func TestDeclaredCapabilities(t *testing.T) {
 	t.Parallel()
-	readOnly := func(openWorld bool, host string) registry.NormalizedCapabilities {
-		return registry.NormalizedCapabilities{
+	readOnly := func(openWorld bool, host string) toolgatetype.NormalizedCapabilities {
+		return toolgatetype.NormalizedCapabilities{
 			Declared: true, ReadOnly: true, Idempotent: true, OpenWorld: openWorld, SeesUntrustedContent: true,
 			AllowedOutboundDomains: []string{host}, DataRetention: registry.RetentionNone,
 		}
 	}
-	want := map[string]registry.NormalizedCapabilities{
+	want := map[string]toolgatetype.NormalizedCapabilities{
 		"earthquake-search": readOnly(true, "earthquake.usgs.gov"),
 		"exchange-rates":    readOnly(true, "api.frankfurter.dev"),
 		"public-holidays":   readOnly(true, "date.nager.at"),

@@ -21,6 +21,7 @@ import (
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/storage/memory"
 	"github.com/toolgate/toolgate/toolgatetest"
+	"github.com/toolgate/toolgate/toolgatetype"
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/upstream"
 )
@@ -52,12 +53,12 @@ func newHostileEnv(t *testing.T, mut func(*toolgate.Config)) *hostileEnv {
 }
 
 // call quotes and calls tool with input and the approval of its digest.
-func (e *hostileEnv) call(t *testing.T, principal, tool, key, input string) *toolgate.CallResult {
+func (e *hostileEnv) call(t *testing.T, principal, tool, key, input string) *toolgatetype.CallResult {
 	t.Helper()
 	ctx := context.Background()
 	q, err := e.gw.Quote(ctx, principal, tool)
 	require.NoError(t, err)
-	res, err := e.gw.Call(ctx, principal, toolgate.CallRequest{
+	res, err := e.gw.Call(ctx, principal, toolgatetype.CallRequest{
 		Tool: tool, QuoteID: q.Quote.ID, Input: json.RawMessage(input),
 		ApprovalDigest: *q.Quote.ManifestDigest, IdempotencyKey: key,
 	})
@@ -171,7 +172,7 @@ func TestHostileUpstreams(t *testing.T) {
 			elapsed := time.Since(start)
 
 			x := res.Execution
-			assert.Equal(t, toolgate.StatusFailed, x.Status)
+			assert.Equal(t, toolgatetype.StatusFailed, x.Status)
 			require.NotNil(t, x.Error)
 			assert.Equal(t, tt.wantCode, x.Error.Code, "message: %s", x.Error.Message)
 			assert.JSONEq(t, "null", string(x.Output))
@@ -208,7 +209,7 @@ func TestHostileExtraFieldsAreDroppedAndChangeNothing(t *testing.T) {
 	before, err := e.gw.Quote(context.Background(), "alice", "exchange-rates")
 	require.NoError(t, err)
 	res := e.call(t, "alice", "exchange-rates", "k1", ratesInput)
-	require.Equal(t, toolgate.StatusCompleted, res.Execution.Status)
+	require.Equal(t, toolgatetype.StatusCompleted, res.Execution.Status)
 	assert.JSONEq(t, `[{"date":"2026-03-25","base":"USD","quote":"EUR","rate":0.9251}]`, string(res.Execution.Output))
 	for _, s := range []string{"ignore previous", "approved", "policy", "stolen", "sha256:0000"} {
 		assert.NotContains(t, string(res.Body), s)
@@ -252,7 +253,7 @@ func TestRetriesOnlySafeReads(t *testing.T) {
 		e := newHostileEnv(t, func(c *toolgate.Config) { c.Upstream.Timeout = 5 * time.Second })
 		require.NoError(t, e.reg.SetOrigin("exchange-rates", srv.URL))
 		res := e.call(t, "alice", "exchange-rates", "k1", ratesInput)
-		assert.Equal(t, toolgate.StatusCompleted, res.Execution.Status)
+		assert.Equal(t, toolgatetype.StatusCompleted, res.Execution.Status)
 		assert.EqualValues(t, 3, hits.Load())
 	})
 	t.Run("GET gives up after three attempts", func(t *testing.T) {
@@ -261,7 +262,7 @@ func TestRetriesOnlySafeReads(t *testing.T) {
 		e := newHostileEnv(t, func(c *toolgate.Config) { c.Upstream.Timeout = 5 * time.Second })
 		require.NoError(t, e.reg.SetOrigin("exchange-rates", srv.URL))
 		res := e.call(t, "alice", "exchange-rates", "k1", ratesInput)
-		assert.Equal(t, toolgate.StatusFailed, res.Execution.Status)
+		assert.Equal(t, toolgatetype.StatusFailed, res.Execution.Status)
 		assert.EqualValues(t, 3, hits.Load())
 	})
 	t.Run("no retry on a client error", func(t *testing.T) {
@@ -278,7 +279,7 @@ func TestRetriesOnlySafeReads(t *testing.T) {
 		e := newHostileEnv(t, nil)
 		require.NoError(t, e.reg.SetOrigin("goal-data", srv.URL))
 		res := e.call(t, "alice", "goal-data", "k1", `{"goal":"g","step":1}`)
-		assert.Equal(t, toolgate.StatusFailed, res.Execution.Status)
+		assert.Equal(t, toolgatetype.StatusFailed, res.Execution.Status)
 		assert.EqualValues(t, 1, hits.Load())
 	})
 	t.Run("Retry-After is capped by the deadline", func(t *testing.T) {
@@ -288,7 +289,7 @@ func TestRetriesOnlySafeReads(t *testing.T) {
 		require.NoError(t, e.reg.SetOrigin("exchange-rates", srv.URL))
 		start := time.Now()
 		res := e.call(t, "alice", "exchange-rates", "k1", ratesInput)
-		assert.Equal(t, toolgate.StatusFailed, res.Execution.Status)
+		assert.Equal(t, toolgatetype.StatusFailed, res.Execution.Status)
 		assert.Less(t, time.Since(start), 5*time.Second)
 	})
 }
@@ -328,9 +329,9 @@ func TestCircuitBreaker(t *testing.T) {
 	// After the cool-down one trial goes through, and its success closes it.
 	e.clock.Advance(31 * time.Second)
 	res = e.call(t, "alice", "exchange-rates", "trial", ratesInput)
-	assert.Equal(t, toolgate.StatusCompleted, res.Execution.Status)
+	assert.Equal(t, toolgatetype.StatusCompleted, res.Execution.Status)
 	res = e.call(t, "alice", "exchange-rates", "closed", ratesInput)
-	assert.Equal(t, toolgate.StatusCompleted, res.Execution.Status)
+	assert.Equal(t, toolgatetype.StatusCompleted, res.Execution.Status)
 	assert.EqualValues(t, 5, hits.Load())
 }
 
@@ -347,7 +348,7 @@ func TestOutboundDestinationChecks(t *testing.T) {
 		tool.Endpoint.Origin = tlsSrv.URL // https://127.0.0.1:port, declared by the tool, not the operator
 		require.NoError(t, e.reg.Register(tool))
 		res := e.call(t, "alice", "rates-internal", "k1", ratesInput)
-		assert.Equal(t, toolgate.StatusFailed, res.Execution.Status)
+		assert.Equal(t, toolgatetype.StatusFailed, res.Execution.Status)
 		assert.Equal(t, registry.CodeUpstreamUnavailable, res.Execution.Error.Code)
 		assert.Contains(t, res.Execution.Error.Message, "not a public address")
 		assert.Zero(t, hits.Load(), "not a byte reached the internal server")
@@ -359,7 +360,7 @@ func TestOutboundDestinationChecks(t *testing.T) {
 		tool.Endpoint.Origin = "http://api.frankfurter.dev"
 		require.NoError(t, e.reg.Register(tool))
 		res := e.call(t, "alice", "rates-plain", "k1", ratesInput)
-		assert.Equal(t, toolgate.StatusFailed, res.Execution.Status)
+		assert.Equal(t, toolgatetype.StatusFailed, res.Execution.Status)
 		assert.Contains(t, res.Execution.Error.Message, "without HTTPS")
 	})
 	t.Run("a request outside the declared domains is refused", func(t *testing.T) {
@@ -372,7 +373,7 @@ func TestOutboundDestinationChecks(t *testing.T) {
 		}
 		require.NoError(t, e.reg.Register(tool))
 		res := e.call(t, "alice", "rates-elsewhere", "k1", ratesInput)
-		assert.Equal(t, toolgate.StatusFailed, res.Execution.Status)
+		assert.Equal(t, toolgatetype.StatusFailed, res.Execution.Status)
 		assert.Contains(t, res.Execution.Error.Message, "has not declared")
 	})
 }

@@ -27,7 +27,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // Defaults of Config fields left zero.
@@ -137,13 +137,13 @@ func New(target, secret string, cfg *Config) (*Sender, error) {
 
 // event is the body of a webhook.
 type event struct {
-	Type      toolgate.ApprovalEventType `json:"type"`
-	Timestamp time.Time                  `json:"timestamp"`
-	Data      toolgate.ApprovalRequest   `json:"data"`
+	Type      toolgatetype.ApprovalEventType `json:"type"`
+	Timestamp time.Time                      `json:"timestamp"`
+	Data      toolgatetype.ApprovalRequest   `json:"data"`
 }
 
 // NotifyApproval queues the event for delivery and returns at once.
-func (s *Sender) NotifyApproval(ctx context.Context, ev toolgate.ApprovalEvent) {
+func (s *Sender) NotifyApproval(ctx context.Context, ev toolgatetype.ApprovalEvent) {
 	data := ev.Request
 	data.ApproveURL = ""
 	if s.cfg.ApproveURL != nil {

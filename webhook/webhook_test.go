@@ -17,8 +17,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/internal/testproc"
+	"github.com/toolgate/toolgate/toolgatetype"
 	"github.com/toolgate/toolgate/webhook"
 )
 
@@ -121,13 +121,13 @@ func (rc *receiver) await(t *testing.T, n int) []received {
 	return append([]received(nil), rc.got...)
 }
 
-func testEvent() toolgate.ApprovalEvent {
-	return toolgate.ApprovalEvent{
-		Type:      toolgate.ApprovalRequestCreated,
+func testEvent() toolgatetype.ApprovalEvent {
+	return toolgatetype.ApprovalEvent{
+		Type:      toolgatetype.ApprovalRequestCreated,
 		Timestamp: time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC),
-		Request: toolgate.ApprovalRequest{
-			ID: "0b6f3a52-9c1e-4a4e-9c2a-6e1f0d3c2b1a", Status: toolgate.ApprovalStatusPending, Principal: "agent",
-			Tool:       toolgate.ToolRef{ID: "t1", Slug: "echo", Name: "Echo"},
+		Request: toolgatetype.ApprovalRequest{
+			ID: "0b6f3a52-9c1e-4a4e-9c2a-6e1f0d3c2b1a", Status: toolgatetype.ApprovalStatusPending, Principal: "agent",
+			Tool:       toolgatetype.ToolRef{ID: "t1", Slug: "echo", Name: "Echo"},
 			Input:      json.RawMessage(`{"v":"hi"}`),
 			ApproveURL: "https://caller-controlled.example/phish",
 		},

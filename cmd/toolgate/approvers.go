@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/toolgatetype"
 	"github.com/toolgate/toolgate/webhook"
 )
 
@@ -35,13 +35,13 @@ type Approvals struct {
 }
 
 // approvalMode parses a principal's approvalMode.
-func approvalMode(n node) (toolgate.ApprovalMode, error) {
+func approvalMode(n node) (toolgatetype.ApprovalMode, error) {
 	s, err := n.str()
 	if err != nil {
 		return "", err
 	}
-	switch m := toolgate.ApprovalMode(s); m {
-	case toolgate.ApprovalModeCaller, toolgate.ApprovalModeApprover:
+	switch m := toolgatetype.ApprovalMode(s); m {
+	case toolgatetype.ApprovalModeCaller, toolgatetype.ApprovalModeApprover:
 		return m, nil
 	}
 	return "", n.errorf(`%q is not an approval mode: use "caller" or "approver"`, s)
@@ -228,7 +228,7 @@ func (p configParser) checkApprovers(cfg *Config) error {
 		}
 	}
 	for i, pr := range cfg.Principals {
-		if pr.ApprovalMode != toolgate.ApprovalModeApprover {
+		if pr.ApprovalMode != toolgatetype.ApprovalModeApprover {
 			continue
 		}
 		covered := slices.ContainsFunc(cfg.Approvers, func(a Approver) bool { return slices.Contains(a.Principals, pr.ID) })

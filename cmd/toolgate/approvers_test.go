@@ -8,8 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // webhookSecret is a distinctive, valid secret: nothing may ever print it.
@@ -35,11 +34,11 @@ func TestParseConfigApprovers(t *testing.T) {
 	require.Len(t, cfg.Approvers, 2)
 	assert.Equal(t, Approver{ID: "pat", Keys: []string{"tg_approver_pat"}, Principals: []string{"agent", "alice"}}, cfg.Approvers[0])
 	assert.Equal(t, [][sha256.Size]byte{sha256.Sum256([]byte("tg_approver_sam"))}, cfg.Approvers[1].KeyDigests)
-	modes := []toolgate.ApprovalMode{}
+	modes := []toolgatetype.ApprovalMode{}
 	for _, p := range cfg.Principals {
 		modes = append(modes, p.ApprovalMode)
 	}
-	assert.Equal(t, []toolgate.ApprovalMode{toolgate.ApprovalModeApprover, toolgate.ApprovalModeCaller, ""}, modes)
+	assert.Equal(t, []toolgatetype.ApprovalMode{toolgatetype.ApprovalModeApprover, toolgatetype.ApprovalModeCaller, ""}, modes)
 	assert.Equal(t, Approvals{WebhookURL: "https://hooks.example/toolgate", WebhookSecret: webhookSecret, PublicURL: "https://gateway.example"}, cfg.Approvals)
 }
 
@@ -130,7 +129,7 @@ func TestREADMEApproverConfigExample(t *testing.T) {
 	example, _, _ = strings.Cut(example, "```")
 	cfg, err := parseConfig([]byte(example), testRegistry(t))
 	require.NoError(t, err)
-	assert.Equal(t, toolgate.ApprovalModeApprover, cfg.Principals[0].ApprovalMode)
+	assert.Equal(t, toolgatetype.ApprovalModeApprover, cfg.Principals[0].ApprovalMode)
 	assert.Equal(t, []string{"agent"}, cfg.Approvers[0].Principals)
 	assert.NotEmpty(t, cfg.Approvals.WebhookSecret)
 }

@@ -18,7 +18,7 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/registry"
-	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
 	"github.com/toolgate/toolgate/upstream"
 )
 
@@ -71,10 +71,10 @@ type Principal struct {
 	ID            string
 	APIKeys       []string
 	APIKeyDigests [][sha256.Size]byte
-	SpendControls storage.SpendControls
+	SpendControls toolgatetype.SpendControls
 	// ApprovalMode is who approves the principal's calls: the caller
 	// itself (the default) or its approvers.
-	ApprovalMode toolgate.ApprovalMode
+	ApprovalMode toolgatetype.ApprovalMode
 }
 
 // storageKind names the configured store, "memory", "postgres" or
@@ -442,12 +442,12 @@ func (l *limits) set(f field) error {
 	return nil
 }
 
-func (p configParser) spendControls(n node) (storage.SpendControls, error) {
+func (p configParser) spendControls(n node) (toolgatetype.SpendControls, error) {
 	fs, err := n.fields(append([]string{"tools"}, limitFields...)...)
 	if err != nil {
-		return storage.SpendControls{}, err
+		return toolgatetype.SpendControls{}, err
 	}
-	var c storage.SpendControls
+	var c toolgatetype.SpendControls
 	var l limits
 	for _, f := range fs {
 		if f.name == "tools" {
@@ -456,7 +456,7 @@ func (p configParser) spendControls(n node) (storage.SpendControls, error) {
 			err = l.set(f)
 		}
 		if err != nil {
-			return storage.SpendControls{}, err
+			return toolgatetype.SpendControls{}, err
 		}
 	}
 	c.MaxPerCallUSD, c.DailyLimitUSD, c.MonthlyLimitUSD = l.maxPerCall, l.daily, l.monthly
@@ -464,12 +464,12 @@ func (p configParser) spendControls(n node) (storage.SpendControls, error) {
 	return c, nil
 }
 
-func (p configParser) toolControls(n node) (map[string]storage.ToolSpendControls, error) {
+func (p configParser) toolControls(n node) (map[string]toolgatetype.ToolSpendControls, error) {
 	tools, err := n.members()
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]storage.ToolSpendControls, len(tools))
+	out := make(map[string]toolgatetype.ToolSpendControls, len(tools))
 	for _, t := range tools {
 		if err := p.knownTool(n, t.name); err != nil {
 			return nil, err
@@ -478,7 +478,7 @@ func (p configParser) toolControls(n node) (map[string]storage.ToolSpendControls
 		if err != nil {
 			return nil, err
 		}
-		var c storage.ToolSpendControls
+		var c toolgatetype.ToolSpendControls
 		var l limits
 		for _, f := range fs {
 			if f.name == "allowed" {

@@ -7,7 +7,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // The development setup's identities: devPrincipal approves its own calls;
@@ -35,7 +35,7 @@ func devConfig() (*Config, string, error) {
 		Storage: storageMemory,
 		Principals: []Principal{
 			{ID: devPrincipal, APIKeys: []string{keys[0]}},
-			{ID: devAgent, APIKeys: []string{keys[1]}, ApprovalMode: toolgate.ApprovalModeApprover},
+			{ID: devAgent, APIKeys: []string{keys[1]}, ApprovalMode: toolgatetype.ApprovalModeApprover},
 		},
 		Approvers: []Approver{{ID: devApprover, Keys: []string{keys[2]}, Principals: []string{devAgent}}},
 	}, keys[0], nil

@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/storage/memory"
 	"github.com/toolgate/toolgate/storage/postgres"
 	"github.com/toolgate/toolgate/storage/sqlite"
+	"github.com/toolgate/toolgate/toolgatetype"
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/recorded"
 	"github.com/toolgate/toolgate/upstream"
@@ -87,7 +88,7 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 		}
 		controls[p.ID] = p.SpendControls
 	}
-	approvers := toolgate.StaticApprovers{Modes: map[string]toolgate.ApprovalMode{}, Approvers: map[string][]string{}}
+	approvers := toolgate.StaticApprovers{Modes: map[string]toolgatetype.ApprovalMode{}, Approvers: map[string][]string{}}
 	for _, p := range cfg.Principals {
 		if p.ApprovalMode != "" {
 			approvers.Modes[p.ID] = p.ApprovalMode

@@ -7,25 +7,25 @@ import (
 	"fmt"
 
 	"github.com/shopspring/decimal"
-	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // Approver stands in for the human an agent must ask before a call the
 // policy does not cover. It is shown the exact manifest digest and the
 // total, and says yes or no.
 type Approver interface {
-	Approve(ctx context.Context, tool toolgate.ToolRef, manifestDigest, totalUSD string) bool
+	Approve(ctx context.Context, tool toolgatetype.ToolRef, manifestDigest, totalUSD string) bool
 }
 
 // Agent drives goal-data through the gateway until the goal is achieved:
 // quote, check the policy and the spend controls, ask for approval when the
 // policy requires it, call, read the observation, next step.
 //
-// It knows the gateway only as a toolgate.Caller, so the same agent runs
+// It knows the gateway only as a toolgatetype.Caller, so the same agent runs
 // on a gateway embedded in its process (toolgate.Gateway.For) and on a
 // remote one (client.New), with the same results and the same errors.
 type Agent struct {
-	Gateway  toolgate.Caller
+	Gateway  toolgatetype.Caller
 	Approver Approver
 	// MaxSteps bounds the loop whatever the tool answers: tool output is
 	// untrusted, so it may never keep an agent running forever.
@@ -68,13 +68,13 @@ func (a *Agent) Run(ctx context.Context, goal string, targetSteps int) ([]Observ
 		// One key per logical step: should the call's outcome be lost (a
 		// crash, a dropped connection), running again gets the step's
 		// result rather than a second charge.
-		req := toolgate.CallRequest{
+		req := toolgatetype.CallRequest{
 			Tool:           "goal-data",
 			QuoteID:        q.Quote.ID,
 			Input:          mustJSON(map[string]any{"goal": goal, "step": step, "targetSteps": targetSteps}),
 			IdempotencyKey: fmt.Sprintf("%s/step-%d", goal, step),
 		}
-		if q.Policy.Approval.Requirement != toolgate.RequirementCoveredByUserPolicy {
+		if q.Policy.Approval.Requirement != toolgatetype.RequirementCoveredByUserPolicy {
 			digest := *q.Quote.ManifestDigest
 			if !a.Approver.Approve(ctx, q.Tool, digest, q.Quote.TotalUSD) {
 				return seen, spent(), ErrDeclined
@@ -85,7 +85,7 @@ func (a *Agent) Run(ctx context.Context, goal string, targetSteps int) ([]Observ
 		if err != nil {
 			return seen, spent(), err
 		}
-		if res.Execution.Status != toolgate.StatusCompleted {
+		if res.Execution.Status != toolgatetype.StatusCompleted {
 			return seen, spent(), fmt.Errorf("agent: step %d failed: %s", step, res.Execution.Error.Message)
 		}
 		cost, err := decimal.NewFromString(res.Execution.Cost.TotalUSD)

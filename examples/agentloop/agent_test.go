@@ -17,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/httpapi"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/toolgatetest"
+	"github.com/toolgate/toolgate/toolgatetype"
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/goalprovider"
 )
@@ -34,7 +35,7 @@ type scriptedUser struct {
 	asked  []string
 }
 
-func (u *scriptedUser) Approve(_ context.Context, tool toolgate.ToolRef, digest, total string) bool {
+func (u *scriptedUser) Approve(_ context.Context, tool toolgatetype.ToolRef, digest, total string) bool {
 	u.asked = append(u.asked, tool.Slug+" "+digest+" $"+total)
 	return u.answer
 }
@@ -49,12 +50,12 @@ type setup struct {
 // way connects the agent to a gateway, as principal agent-7.
 type way struct {
 	name    string
-	connect func(t *testing.T, gw *toolgate.Gateway) toolgate.Caller
+	connect func(t *testing.T, gw *toolgate.Gateway) toolgatetype.Caller
 }
 
 var ways = []way{
-	{"embedded", func(_ *testing.T, gw *toolgate.Gateway) toolgate.Caller { return gw.For("agent-7") }},
-	{"remote", func(t *testing.T, gw *toolgate.Gateway) toolgate.Caller {
+	{"embedded", func(_ *testing.T, gw *toolgate.Gateway) toolgatetype.Caller { return gw.For("agent-7") }},
+	{"remote", func(t *testing.T, gw *toolgate.Gateway) toolgatetype.Caller {
 		keys := httpapi.NewKeyStore()
 		require.NoError(t, keys.AddKey("agent-7", "tg_test_agent_7"))
 		srv := httptest.NewServer(httpapi.NewHandler(gw, &httpapi.Options{Authenticator: keys}))

@@ -3,7 +3,7 @@
 // stand-in user to approve the exact digest and total when the policy asks
 // for it, calls, and stops when goal-data reports goalAchieved.
 //
-// The agent knows the gateway only as a toolgate.Caller. It runs twice:
+// The agent knows the gateway only as a toolgatetype.Caller. It runs twice:
 // on the gateway embedded in this process, then on the same gateway served
 // over HTTP, as a shared gateway would be, through package client. Both
 // runs go the same way.
@@ -28,6 +28,7 @@ import (
 	"github.com/toolgate/toolgate/httpapi"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage/memory"
+	"github.com/toolgate/toolgate/toolgatetype"
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/recorded"
 )
@@ -35,7 +36,7 @@ import (
 // consoleUser approves everything and says so; a real runtime would ask.
 type consoleUser struct{ out io.Writer }
 
-func (u consoleUser) Approve(_ context.Context, tool toolgate.ToolRef, digest, total string) bool {
+func (u consoleUser) Approve(_ context.Context, tool toolgatetype.ToolRef, digest, total string) bool {
 	fmt.Fprintf(u.out, "   user: approve %s (%s) for $%s? yes\n", tool.Slug, digest, total)
 	return true
 }
@@ -86,7 +87,7 @@ func run(ctx context.Context, out io.Writer) error {
 	return runAgent(ctx, out, remote)
 }
 
-func runAgent(ctx context.Context, out io.Writer, gateway toolgate.Caller) error {
+func runAgent(ctx context.Context, out io.Writer, gateway toolgatetype.Caller) error {
 	agent := &Agent{Gateway: gateway, Approver: consoleUser{out}, MaxSteps: 5}
 	observations, spent, err := agent.Run(ctx, "find three verified data points", 3)
 	for _, o := range observations {

@@ -25,6 +25,7 @@ import (
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/httpapi"
 	"github.com/toolgate/toolgate/storage/memory"
+	"github.com/toolgate/toolgate/toolgatetype"
 	_ "github.com/toolgate/toolgate/tools" // registers the five built-in tools
 	"github.com/toolgate/toolgate/tools/recorded"
 )
@@ -50,7 +51,7 @@ func run(ctx context.Context, w io.Writer, transport http.RoundTripper) error {
 	gw, err := toolgate.New(memory.New(), &toolgate.Config{
 		Transport: transport,
 		Approvers: toolgate.StaticApprovers{
-			Modes:     map[string]toolgate.ApprovalMode{"agent": toolgate.ApprovalModeApprover},
+			Modes:     map[string]toolgatetype.ApprovalMode{"agent": toolgatetype.ApprovalModeApprover},
 			Approvers: map[string][]string{"pat": {"agent"}},
 		},
 	})
@@ -164,14 +165,14 @@ func run(ctx context.Context, w io.Writer, transport http.RoundTripper) error {
 
 // approvalRequest is what the example reads of an approval request.
 type approvalRequest struct {
-	ID         string           `json:"id"`
-	Status     string           `json:"status"`
-	Principal  string           `json:"principal"`
-	Tool       toolgate.ToolRef `json:"tool"`
-	TotalUSD   string           `json:"totalUsd"`
-	Input      json.RawMessage  `json:"input"`
-	DecidedBy  string           `json:"decidedBy"`
-	ApproveURL string           `json:"approveUrl"`
+	ID         string               `json:"id"`
+	Status     string               `json:"status"`
+	Principal  string               `json:"principal"`
+	Tool       toolgatetype.ToolRef `json:"tool"`
+	TotalUSD   string               `json:"totalUsd"`
+	Input      json.RawMessage      `json:"input"`
+	DecidedBy  string               `json:"decidedBy"`
+	ApproveURL string               `json:"approveUrl"`
 }
 
 // party is someone with a key: the agent's API key or the person's

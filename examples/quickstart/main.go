@@ -20,6 +20,7 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/storage/memory"
+	"github.com/toolgate/toolgate/toolgatetype"
 	_ "github.com/toolgate/toolgate/tools" // registers the five built-in tools
 	"github.com/toolgate/toolgate/tools/recorded"
 )
@@ -67,7 +68,7 @@ func run(ctx context.Context, w io.Writer, transport http.RoundTripper) error {
 	fmt.Fprintf(w, "   the user approves %s for $%s\n", digest, q.Quote.TotalUSD)
 
 	step(w, "4. Call")
-	req := toolgate.CallRequest{
+	req := toolgatetype.CallRequest{
 		Tool:           tool,
 		QuoteID:        q.Quote.ID,
 		Input:          json.RawMessage(`{"starttime":"2024-09-25","endtime":"2024-09-30"}`),

@@ -20,6 +20,7 @@ import (
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage/memory"
+	"github.com/toolgate/toolgate/toolgatetype"
 	"github.com/toolgate/toolgate/tools"
 )
 
@@ -84,13 +85,13 @@ func gatewayWith(t *testing.T, slug, origin string) *toolgate.Gateway {
 	return gw
 }
 
-func call(t *testing.T, gw *toolgate.Gateway, slug, input string) toolgate.Execution {
+func call(t *testing.T, gw *toolgate.Gateway, slug, input string) toolgatetype.Execution {
 	t.Helper()
 	q, err := gw.Quote(t.Context(), "alice", slug)
 	require.NoError(t, err)
 	require.True(t, q.Policy.Callable, "%v", q.Policy.Reasons)
-	assert.Equal(t, toolgate.RequirementExplicitUnverified, q.Policy.Approval.Requirement, "a manifest cannot verify itself")
-	res, err := gw.Call(t.Context(), "alice", toolgate.CallRequest{
+	assert.Equal(t, toolgatetype.RequirementExplicitUnverified, q.Policy.Approval.Requirement, "a manifest cannot verify itself")
+	res, err := gw.Call(t.Context(), "alice", toolgatetype.CallRequest{
 		Tool: slug, QuoteID: q.Quote.ID, Input: json.RawMessage(input),
 		ApprovalDigest: *q.Quote.ManifestDigest, IdempotencyKey: "example-1",
 	})
@@ -104,7 +105,7 @@ func TestAirQuality(t *testing.T) {
 	gw := gatewayWith(t, "air-quality", provider.URL)
 
 	exec := call(t, gw, "air-quality", `{"latitude":40.4,"longitude":-3.7,"timezone":"Europe/Madrid"}`)
-	require.Equal(t, toolgate.StatusCompleted, exec.Status, "%+v", exec.Error)
+	require.Equal(t, toolgatetype.StatusCompleted, exec.Status, "%+v", exec.Error)
 	assert.JSONEq(t, `{"time":"2026-07-29T18:00","interval":3600,"european_aqi":51,"us_aqi":63,
 		"pm10":25.3,"pm2_5":13.7,"nitrogen_dioxide":5.7,"ozone":116.0}`, string(exec.Output))
 
@@ -122,7 +123,7 @@ func TestAirQualityLeavesOutTheTimeZone(t *testing.T) {
 	provider := serveRecorded(t, 200, "open-meteo-air-quality.json")
 	gw := gatewayWith(t, "air-quality", provider.URL)
 	exec := call(t, gw, "air-quality", `{"latitude":40.4,"longitude":-3.7}`)
-	require.Equal(t, toolgate.StatusCompleted, exec.Status, "%+v", exec.Error)
+	require.Equal(t, toolgatetype.StatusCompleted, exec.Status, "%+v", exec.Error)
 	assert.NotContains(t, provider.only(t).URL.Query(), "timezone")
 }
 
@@ -131,9 +132,9 @@ func TestAirQualityProviderError(t *testing.T) {
 	provider := serveRecorded(t, 400, "open-meteo-error.json")
 	gw := gatewayWith(t, "air-quality", provider.URL)
 	exec := call(t, gw, "air-quality", `{"latitude":40.4,"longitude":-3.7}`)
-	assert.Equal(t, toolgate.StatusFailed, exec.Status)
+	assert.Equal(t, toolgatetype.StatusFailed, exec.Status)
 	require.NotNil(t, exec.Error)
-	assert.Equal(t, &toolgate.ExecutionError{Code: registry.CodeUpstreamError,
+	assert.Equal(t, &toolgatetype.ExecutionError{Code: registry.CodeUpstreamError,
 		Message: "Open-Meteo answered HTTP 400 Bad Request; provider message: Latitude must be in range of -90 to 90°. Given: 91.0."}, exec.Error)
 }
 
@@ -143,7 +144,7 @@ func TestOpenAQLatest(t *testing.T) {
 	gw := gatewayWith(t, "openaq-latest", provider.URL)
 
 	exec := call(t, gw, "openaq-latest", `{"locationId":2178}`)
-	require.Equal(t, toolgate.StatusCompleted, exec.Status, "%+v", exec.Error)
+	require.Equal(t, toolgatetype.StatusCompleted, exec.Status, "%+v", exec.Error)
 	var out []map[string]any
 	require.NoError(t, json.Unmarshal(exec.Output, &out))
 	require.Len(t, out, 3)
@@ -166,7 +167,7 @@ func TestMovieSearch(t *testing.T) {
 	gw := gatewayWith(t, "movie-search", provider.URL)
 
 	exec := call(t, gw, "movie-search", `{"query":"Spirited Away","year":2001}`)
-	require.Equal(t, toolgate.StatusCompleted, exec.Status, "%+v", exec.Error)
+	require.Equal(t, toolgatetype.StatusCompleted, exec.Status, "%+v", exec.Error)
 	var out []map[string]any
 	require.NoError(t, json.Unmarshal(exec.Output, &out))
 	require.Len(t, out, 2)
@@ -188,8 +189,8 @@ func TestMovieSearchWithABadKey(t *testing.T) {
 	provider := serveRecorded(t, 401, "tmdb-invalid-key.json")
 	gw := gatewayWith(t, "movie-search", provider.URL)
 	exec := call(t, gw, "movie-search", `{"query":"Spirited Away"}`)
-	assert.Equal(t, toolgate.StatusFailed, exec.Status)
-	assert.Equal(t, &toolgate.ExecutionError{Code: registry.CodeUpstreamError,
+	assert.Equal(t, toolgatetype.StatusFailed, exec.Status)
+	assert.Equal(t, &toolgatetype.ExecutionError{Code: registry.CodeUpstreamError,
 		Message: "TMDB answered HTTP 401 Unauthorized; provider message: Invalid API key: You must be granted a valid key."}, exec.Error)
 }
 

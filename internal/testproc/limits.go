@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/shopspring/decimal"
-	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // RaisedLimits is an operator's spend-controls source that raises every
@@ -13,10 +13,10 @@ import (
 type RaisedLimits struct{}
 
 // SpendControls returns the raised limits for any principal.
-func (RaisedLimits) SpendControls(context.Context, string) (storage.SpendControls, error) {
+func (RaisedLimits) SpendControls(context.Context, string) (toolgatetype.SpendControls, error) {
 	usd := decimal.NewFromInt(1_000_000_000)
 	calls := 1 << 30
-	return storage.SpendControls{
+	return toolgatetype.SpendControls{
 		DailyLimitUSD: &usd, MonthlyLimitUSD: &usd,
 		RateLimitPerMinute: &calls, RateLimitPerHour: &calls,
 	}, nil

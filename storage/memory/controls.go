@@ -4,10 +4,11 @@ import (
 	"context"
 
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // PutSpendControls implements storage.Store.
-func (s *Store) PutSpendControls(ctx context.Context, principal string, c storage.SpendControls) error {
+func (s *Store) PutSpendControls(ctx context.Context, principal string, c toolgatetype.SpendControls) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -19,15 +20,15 @@ func (s *Store) PutSpendControls(ctx context.Context, principal string, c storag
 }
 
 // GetSpendControls implements storage.Store.
-func (s *Store) GetSpendControls(ctx context.Context, principal string) (storage.SpendControls, error) {
+func (s *Store) GetSpendControls(ctx context.Context, principal string) (toolgatetype.SpendControls, error) {
 	if err := ctx.Err(); err != nil {
-		return storage.SpendControls{}, err
+		return toolgatetype.SpendControls{}, err
 	}
 	s.mu.Lock()
 	c, ok := s.controls[principal]
 	s.mu.Unlock()
 	if !ok {
-		return storage.SpendControls{}, storage.ErrNotFound
+		return toolgatetype.SpendControls{}, storage.ErrNotFound
 	}
 	// Stored controls are replaced, never edited, so cloning outside the
 	// lock is safe.
@@ -36,15 +37,15 @@ func (s *Store) GetSpendControls(ctx context.Context, principal string) (storage
 
 // UpdateSpendControls implements storage.Store. update runs under the
 // store's lock, once.
-func (s *Store) UpdateSpendControls(ctx context.Context, principal string, update func(*storage.SpendControls) error) (storage.SpendControls, error) {
+func (s *Store) UpdateSpendControls(ctx context.Context, principal string, update func(*toolgatetype.SpendControls) error) (toolgatetype.SpendControls, error) {
 	if err := ctx.Err(); err != nil {
-		return storage.SpendControls{}, err
+		return toolgatetype.SpendControls{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	next := cloneControls(s.controls[principal]) // update may keep no reference into the store
 	if err := update(&next); err != nil {
-		return storage.SpendControls{}, err
+		return toolgatetype.SpendControls{}, err
 	}
 	next = cloneControls(next) // nor may it change what was stored afterwards
 	s.controls[principal] = next
@@ -52,8 +53,8 @@ func (s *Store) UpdateSpendControls(ctx context.Context, principal string, updat
 }
 
 // cloneControls deep-copies c so that no pointer or map is shared.
-func cloneControls(c storage.SpendControls) storage.SpendControls {
-	out := storage.SpendControls{
+func cloneControls(c toolgatetype.SpendControls) toolgatetype.SpendControls {
+	out := toolgatetype.SpendControls{
 		MaxPerCallUSD:      clonePtr(c.MaxPerCallUSD),
 		DailyLimitUSD:      clonePtr(c.DailyLimitUSD),
 		MonthlyLimitUSD:    clonePtr(c.MonthlyLimitUSD),
@@ -61,9 +62,9 @@ func cloneControls(c storage.SpendControls) storage.SpendControls {
 		RateLimitPerHour:   clonePtr(c.RateLimitPerHour),
 	}
 	if c.Tools != nil {
-		out.Tools = make(map[string]storage.ToolSpendControls, len(c.Tools))
+		out.Tools = make(map[string]toolgatetype.ToolSpendControls, len(c.Tools))
 		for slug, t := range c.Tools {
-			out.Tools[slug] = storage.ToolSpendControls{
+			out.Tools[slug] = toolgatetype.ToolSpendControls{
 				Allowed:            clonePtr(t.Allowed),
 				MaxPerCallUSD:      clonePtr(t.MaxPerCallUSD),
 				DailyLimitUSD:      clonePtr(t.DailyLimitUSD),

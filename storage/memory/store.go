@@ -6,6 +6,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // Interface guards.
@@ -40,7 +41,7 @@ type Store struct {
 	usage map[string]*toolUsage // by tool id
 
 	approvals map[string]map[string]storage.Approval // by principal, then tool id
-	controls  map[string]storage.SpendControls       // by principal
+	controls  map[string]toolgatetype.SpendControls  // by principal
 
 	requests     map[uuid.UUID]*storage.ApprovalRequest
 	requestQueue timeQueue[uuid.UUID]             // by ExpiresAt
@@ -58,7 +59,7 @@ func New() *Store {
 		ledgerByExec: make(map[uuid.UUID]*ledgerRow),
 		usage:        make(map[string]*toolUsage),
 		approvals:    make(map[string]map[string]storage.Approval),
-		controls:     make(map[string]storage.SpendControls),
+		controls:     make(map[string]toolgatetype.SpendControls),
 		requests:     make(map[uuid.UUID]*storage.ApprovalRequest),
 		requestsBy:   make(map[string]*timeQueue[uuid.UUID]),
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // approvalColumns is the select list scanApproval reads.
@@ -19,7 +20,7 @@ func scanApproval(row pgx.Row) (storage.Approval, error) {
 	if err := row.Scan(&a.Principal, &a.ToolID, &a.ManifestDigest, &mode, &a.ApprovedBy, &a.UpdatedAt); err != nil {
 		return storage.Approval{}, translate(err)
 	}
-	a.Mode = storage.ApprovalMode(mode)
+	a.Mode = toolgatetype.StandingMode(mode)
 	a.UpdatedAt = utc(a.UpdatedAt)
 	return a, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // approvalRequestColumns is the select list scanApprovalRequest reads.
@@ -32,7 +33,7 @@ func scanApprovalRequest(row pgx.Row) (storage.ApprovalRequest, error) {
 	if err != nil {
 		return storage.ApprovalRequest{}, translate(err)
 	}
-	r.Status, r.Remember = storage.ApprovalStatus(status), storage.ApprovalMode(remember)
+	r.Status, r.Remember = storage.ApprovalStatus(status), toolgatetype.StandingMode(remember)
 	r.DecidedAt, r.CreatedAt, r.ExpiresAt = nullTime(decidedAt), utc(r.CreatedAt), utc(r.ExpiresAt)
 	if executionID != nil {
 		r.ExecutionID = *executionID
@@ -161,7 +162,7 @@ func (s *Store) ListApprovalRequests(ctx context.Context, f storage.ApprovalRequ
 // When nothing matched, a second statement, with a snapshot taken after any
 // decision that beat this one, says why.
 func (s *Store) DecideApprovalRequest(ctx context.Context, d storage.ApprovalDecision) (storage.ApprovalRequest, error) {
-	status, remember := storage.ApprovalDenied, storage.ApprovalMode("")
+	status, remember := storage.ApprovalDenied, toolgatetype.StandingMode("")
 	if d.Approve {
 		status, remember = storage.ApprovalApproved, d.Remember
 	}

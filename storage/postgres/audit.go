@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // ListExecutions implements storage.Store. Each principal's page is read by
@@ -121,7 +122,7 @@ func (s *Store) SpendSummary(ctx context.Context, q storage.SpendQuery) ([]stora
 // spendSQL is SpendSummary's statement for q and its arguments.
 func (s *Store) spendSQL(q storage.SpendQuery) (string, []any) {
 	key := `COALESCE(NULLIF(tool_slug, ''), tool_id)`
-	if q.GroupBy == storage.SpendByDay {
+	if q.GroupBy == toolgatetype.SpendByDay {
 		key = `to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')`
 	}
 	args := []any{q.Principals}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/storage/postgres"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // planNode is one node of EXPLAIN (FORMAT JSON).
@@ -91,7 +92,7 @@ func TestAuditQueriesUseTheIndex(t *testing.T) {
 		}
 	}
 
-	for _, groupBy := range []storage.SpendGrouping{storage.SpendByTool, storage.SpendByDay} {
+	for _, groupBy := range []toolgatetype.SpendGrouping{toolgatetype.SpendByTool, toolgatetype.SpendByDay} {
 		name := "spend by " + string(groupBy)
 		query, args := s.SpendSQL(storage.SpendQuery{Principals: []string{"p7"}, Since: now.Add(-24 * time.Hour), Until: now, GroupBy: groupBy})
 		root := explain(t, pool, name, query, args)

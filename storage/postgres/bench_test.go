@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/testproc"
 	"github.com/toolgate/toolgate/toolgatetest"
+	"github.com/toolgate/toolgate/toolgatetype"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -79,14 +80,14 @@ func benchmarkQuoteCall(b *testing.B, store storage.Store, trips *roundTrips, pr
 				b.Error(err)
 				return
 			}
-			res, err := gw.Call(ctx, who, toolgate.CallRequest{
+			res, err := gw.Call(ctx, who, toolgatetype.CallRequest{
 				Tool: "echo", QuoteID: q.Quote.ID, Input: []byte(`{"v":"hello"}`), IdempotencyKey: strconv.Itoa(i),
 			})
 			if err != nil {
 				b.Error(err)
 				return
 			}
-			if res.Execution.Status != toolgate.StatusCompleted {
+			if res.Execution.Status != toolgatetype.StatusCompleted {
 				b.Errorf("execution %s: %+v", res.Execution.Status, res.Execution.Error)
 				return
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage/postgres"
 	"github.com/toolgate/toolgate/toolgatetest"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // TestCommitsWaitForTheDiskWhereACallerIsTold shows, from inside the
@@ -65,7 +66,7 @@ func TestCommitsWaitForTheDiskWhereACallerIsTold(t *testing.T) {
 			require.NoError(t, err)
 			res, err := gw.Call(ctx, "alice", echoCall(q, "k1"))
 			require.NoError(t, err)
-			require.Equal(t, toolgate.StatusCompleted, res.Execution.Status)
+			require.Equal(t, toolgatetype.StatusCompleted, res.Execution.Status)
 
 			rows, err := pool.Query(ctx, fmtSchema(`SELECT step, setting FROM {schema}.commit_modes ORDER BY seq`, schema))
 			require.NoError(t, err)

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // executionColumns is the select list scanExecution reads, with the
@@ -49,7 +50,7 @@ func scanExecution(row pgx.Row) (storage.Execution, error) {
 		return storage.Execution{}, err
 	}
 	e.Status = storage.ExecutionStatus(status)
-	e.Approval = storage.ApprovalKind(approval)
+	e.Approval = toolgatetype.ApprovalKind(approval)
 	e.CreatedAt = utc(e.CreatedAt)
 	e.FinishedAt = nullTime(finished)
 	return e, nil

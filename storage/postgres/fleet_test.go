@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // fleetCall is one logical call of the fleet test: one principal's call
@@ -25,16 +26,16 @@ type fleetCall struct {
 	// The first copy to start quotes, on its instance; the others wait for
 	// it and reuse the quote, as a client quotes once and retries the call.
 	quoteOnce sync.Once
-	quote     *toolgate.QuoteResult
+	quote     *toolgatetype.QuoteResult
 	quoteErr  error
 
 	// What copy j, sent to instance j, got.
-	results []*toolgate.CallResult
+	results []*toolgatetype.CallResult
 	errs    []error
 }
 
-func (f *fleetCall) request() toolgate.CallRequest {
-	return toolgate.CallRequest{
+func (f *fleetCall) request() toolgatetype.CallRequest {
+	return toolgatetype.CallRequest{
 		Tool:           f.quote.Tool.Slug,
 		QuoteID:        f.quote.Quote.ID,
 		Input:          json.RawMessage(fmt.Sprintf(`{"v":%q}`, f.v)),
@@ -75,7 +76,7 @@ func TestFleetOfGatewaysDuplicatesAndBudget(t *testing.T) {
 	controls := toolgate.StaticSpendControls{}
 	for _, p := range principals {
 		if budgeted[p] {
-			controls[p] = storage.SpendControls{DailyLimitUSD: &budget}
+			controls[p] = toolgatetype.SpendControls{DailyLimitUSD: &budget}
 		}
 	}
 	// dave's defaults: $100 a day and 60 calls a minute fit his 30 calls,
@@ -102,7 +103,7 @@ func TestFleetOfGatewaysDuplicatesAndBudget(t *testing.T) {
 				principal: pr,
 				key:       fmt.Sprintf("call-%d", n),
 				v:         fmt.Sprintf("%s-%d", pr, n),
-				results:   make([]*toolgate.CallResult, instances),
+				results:   make([]*toolgatetype.CallResult, instances),
 				errs:      make([]error, instances),
 			})
 		}
@@ -150,19 +151,19 @@ func TestFleetOfGatewaysDuplicatesAndBudget(t *testing.T) {
 	var ran, replayed, busy, refused int
 	for k, f := range calls {
 		require.NoError(t, f.quoteErr, "quote of %s", f.v)
-		require.Equal(t, toolgate.RequirementCoveredByUserPolicy, f.quote.Policy.Approval.Requirement)
+		require.Equal(t, toolgatetype.RequirementCoveredByUserPolicy, f.quote.Policy.Approval.Requirement)
 		require.Equal(t, "0.1100", f.quote.Quote.TotalUSD)
 
-		var first *toolgate.CallResult
+		var first *toolgatetype.CallResult
 		fRan, fBusy, fRefused := 0, 0, 0
 		for j := range instances {
 			if err := f.errs[j]; err != nil {
-				var te *toolgate.Error
+				var te *toolgatetype.Error
 				require.ErrorAs(t, err, &te, "%s, copy %d", f.v, j)
 				switch te.Code {
-				case toolgate.CodeIdempotencyKeyInUse: // the call is still running
+				case toolgatetype.CodeIdempotencyKeyInUse: // the call is still running
 					fBusy++
-				case toolgate.CodeSpendLimitExceeded:
+				case toolgatetype.CodeSpendLimitExceeded:
 					assert.Equal(t, []string{"Call would exceed global daily limit of $1.1000"}, te.Violations)
 					fRefused++
 				default:
@@ -198,7 +199,7 @@ func TestFleetOfGatewaysDuplicatesAndBudget(t *testing.T) {
 		assert.Equal(t, 1, reached[f.v], "%s reaches the provider exactly once", f.v)
 		assert.Equal(t, 1, fRan, "%s runs on exactly one instance", f.v)
 		assert.Zero(t, fRefused, "%s: a copy of an admitted call was refused", f.v)
-		assert.Equal(t, toolgate.StatusCompleted, first.Execution.Status, f.v)
+		assert.Equal(t, toolgatetype.StatusCompleted, first.Execution.Status, f.v)
 		assert.Equal(t, "0.1100", first.Execution.Cost.TotalUSD, f.v)
 		assert.JSONEq(t, fmt.Sprintf(`{"value":%q}`, f.v), string(first.Execution.Output), f.v)
 		rec, err := c.stores[k%instances].GetIdempotency(ctx, f.principal, f.key)
@@ -234,7 +235,7 @@ func TestFleetOfGatewaysDuplicatesAndBudget(t *testing.T) {
 		assertUsed(t, store, pr, spent.String(), fmt.Sprint(len(ids)))
 
 		// The spend summary (completed, charged executions only).
-		sum, err := gw.Spend(ctx, pr, toolgate.SpendFilter{Since: day, Until: t0.Add(time.Minute)})
+		sum, err := gw.Spend(ctx, pr, toolgatetype.SpendFilter{Since: day, Until: t0.Add(time.Minute)})
 		require.NoError(t, err)
 		assert.Equal(t, spent.StringFixed(4), sum.TotalUSD, "%s: spend summary", pr)
 		if assert.Len(t, sum.Groups, 1, pr) {
@@ -243,13 +244,13 @@ func TestFleetOfGatewaysDuplicatesAndBudget(t *testing.T) {
 		}
 
 		// The audit trail: exactly the executions the callers were given.
-		page, err := gw.ListExecutions(ctx, pr, toolgate.ExecutionFilter{Limit: toolgate.MaxListLimit})
+		page, err := gw.ListExecutions(ctx, pr, toolgatetype.ExecutionFilter{Limit: toolgatetype.MaxListLimit})
 		require.NoError(t, err)
 		assert.Nil(t, page.NextCursor)
 		var listed []string
 		for _, e := range page.Executions {
 			listed = append(listed, e.ID)
-			assert.Equal(t, toolgate.StatusCompleted, e.Status, e.ID)
+			assert.Equal(t, toolgatetype.StatusCompleted, e.Status, e.ID)
 			assert.Equal(t, "0.1100", e.Cost.TotalUSD, e.ID)
 		}
 		assert.ElementsMatch(t, ids, listed, "%s: listed executions", pr)
@@ -259,13 +260,13 @@ func TestFleetOfGatewaysDuplicatesAndBudget(t *testing.T) {
 	// gets the same answer: the stored result, without reaching the
 	// provider, or the same refusal, since the budget is still spent.
 	calls0 := p.Calls()
-	late := make([]*toolgate.CallResult, len(calls))
+	late := make([]*toolgatetype.CallResult, len(calls))
 	lateErrs := make([]error, len(calls))
 	goAll(len(calls), func(k int) {
 		late[k], lateErrs[k] = c.gws[(k+1)%instances].Call(ctx, calls[k].principal, calls[k].request())
 	})
 	for k, f := range calls {
-		var first *toolgate.CallResult
+		var first *toolgatetype.CallResult
 		for _, res := range f.results {
 			if res != nil {
 				first = res
@@ -273,7 +274,7 @@ func TestFleetOfGatewaysDuplicatesAndBudget(t *testing.T) {
 			}
 		}
 		if first == nil {
-			requireCode(t, lateErrs[k], toolgate.CodeSpendLimitExceeded)
+			requireCode(t, lateErrs[k], toolgatetype.CodeSpendLimitExceeded)
 			continue
 		}
 		require.NoError(t, lateErrs[k], f.v)

@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetest"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // The tests in this file run whole gateways, not just stores: two
@@ -88,17 +89,17 @@ func twoGateways(t *testing.T, p *toolgatetest.Upstream, cfg *toolgate.Config) *
 
 // quote asks gateway i for a quote of the echo tool and checks that the
 // call will need no approval, as every test here assumes.
-func (c *cluster) quote(t *testing.T, i int, principal string) *toolgate.QuoteResult {
+func (c *cluster) quote(t *testing.T, i int, principal string) *toolgatetype.QuoteResult {
 	t.Helper()
 	q, err := c.gws[i].Quote(t.Context(), principal, "echo")
 	require.NoError(t, err)
-	require.Equal(t, toolgate.RequirementCoveredByUserPolicy, q.Policy.Approval.Requirement)
+	require.Equal(t, toolgatetype.RequirementCoveredByUserPolicy, q.Policy.Approval.Requirement)
 	require.Equal(t, "0.1100", q.Quote.TotalUSD)
 	return q
 }
 
-func echoCall(q *toolgate.QuoteResult, key string) toolgate.CallRequest {
-	return toolgate.CallRequest{
+func echoCall(q *toolgatetype.QuoteResult, key string) toolgatetype.CallRequest {
+	return toolgatetype.CallRequest{
 		Tool:           q.Tool.Slug,
 		QuoteID:        q.Quote.ID,
 		Input:          json.RawMessage(`{"v":"hello"}`),
@@ -106,12 +107,12 @@ func echoCall(q *toolgate.QuoteResult, key string) toolgate.CallRequest {
 	}
 }
 
-func requireCode(t *testing.T, err error, code toolgate.Code) *toolgate.Error {
+func requireCode(t *testing.T, err error, code toolgatetype.Code) *toolgatetype.Error {
 	t.Helper()
 	return toolgatetest.RequireCode(t, err, code)
 }
 
-func (c *cluster) requireUsage(t *testing.T, q *toolgate.QuoteResult, want storage.Usage) {
+func (c *cluster) requireUsage(t *testing.T, q *toolgatetype.QuoteResult, want storage.Usage) {
 	t.Helper()
 	u, err := c.stores[0].Usage(t.Context(), q.Tool.ID)
 	require.NoError(t, err)
@@ -131,7 +132,7 @@ func TestGatewaysOneKeyReachUpstreamOnce(t *testing.T) {
 	req := echoCall(q, "one-key")
 
 	const n = 100
-	results := make([]*toolgate.CallResult, n)
+	results := make([]*toolgatetype.CallResult, n)
 	errs := make([]error, n)
 	goAll(n, func(i int) {
 		results[i], errs[i] = c.gws[i%2].Call(ctx, "alice", req)
@@ -141,7 +142,7 @@ func TestGatewaysOneKeyReachUpstreamOnce(t *testing.T) {
 	final, err := c.gws[1].Call(ctx, "alice", req)
 	require.NoError(t, err)
 	require.True(t, final.Replayed)
-	require.Equal(t, toolgate.StatusCompleted, final.Execution.Status)
+	require.Equal(t, toolgatetype.StatusCompleted, final.Execution.Status)
 	again, err := c.gws[0].Call(ctx, "alice", req)
 	require.NoError(t, err)
 	assert.Equal(t, final.Body, again.Body, "both instances replay the same bytes")
@@ -149,7 +150,7 @@ func TestGatewaysOneKeyReachUpstreamOnce(t *testing.T) {
 	ran, replayed, busy := 0, 0, 0
 	for i := range n {
 		if errs[i] != nil {
-			requireCode(t, errs[i], toolgate.CodeIdempotencyKeyInUse)
+			requireCode(t, errs[i], toolgatetype.CodeIdempotencyKeyInUse)
 			busy++
 			continue
 		}
@@ -179,11 +180,11 @@ func TestGatewaysDailyLimitHolds(t *testing.T) {
 	ctx := t.Context()
 
 	const n = 200
-	quotes := make([]*toolgate.QuoteResult, n)
+	quotes := make([]*toolgatetype.QuoteResult, n)
 	for i := range quotes {
 		quotes[i] = c.quote(t, i%2, "alice")
 	}
-	results := make([]*toolgate.CallResult, n)
+	results := make([]*toolgatetype.CallResult, n)
 	errs := make([]error, n)
 	goAll(n, func(i int) {
 		results[i], errs[i] = c.gws[(i+1)%2].Call(ctx, "alice", echoCall(quotes[i], fmt.Sprintf("key-%d", i)))
@@ -192,12 +193,12 @@ func TestGatewaysDailyLimitHolds(t *testing.T) {
 	completed, refused := 0, 0
 	for i := range n {
 		if errs[i] != nil {
-			te := requireCode(t, errs[i], toolgate.CodeSpendLimitExceeded)
+			te := requireCode(t, errs[i], toolgatetype.CodeSpendLimitExceeded)
 			assert.Equal(t, []string{"Call would exceed global daily limit of $5.5000"}, te.Violations)
 			refused++
 			continue
 		}
-		require.Equal(t, toolgate.StatusCompleted, results[i].Execution.Status, "call %d", i)
+		require.Equal(t, toolgatetype.StatusCompleted, results[i].Execution.Status, "call %d", i)
 		completed++
 	}
 	assert.Equal(t, 50, completed, "5.5000 / 0.1100 calls, no more")
@@ -256,22 +257,22 @@ func TestGatewaysTakeoverAfterCrash(t *testing.T) {
 	}
 	// While A is running, its live lease holds the key on every instance.
 	_, err := c.gws[1].Call(ctx, "alice", req)
-	requireCode(t, err, toolgate.CodeIdempotencyKeyInUse)
+	requireCode(t, err, toolgatetype.CodeIdempotencyKeyInUse)
 	close(release)
-	requireCode(t, <-done, toolgate.CodeInternal)
+	requireCode(t, <-done, toolgatetype.CodeInternal)
 	a.dead.Store(false) // A is restarted
 
 	// The abandoned run keeps its lease, and its reservation, to the end.
 	c.clock.Advance(toolgate.DefaultIdempotencyLease - time.Second)
 	_, err = c.gws[1].Call(ctx, "alice", req)
-	requireCode(t, err, toolgate.CodeIdempotencyKeyInUse)
+	requireCode(t, err, toolgatetype.CodeIdempotencyKeyInUse)
 	assertUsed(t, c.stores[1], "alice", "0.1100", "1")
 
 	c.clock.Advance(2 * time.Second)
 	res, err := c.gws[1].Call(ctx, "alice", req)
 	require.NoError(t, err)
 	assert.False(t, res.Replayed)
-	assert.Equal(t, toolgate.StatusCompleted, res.Execution.Status)
+	assert.Equal(t, toolgatetype.StatusCompleted, res.Execution.Status)
 	assert.JSONEq(t, `{"value":"hello"}`, string(res.Execution.Output))
 	assert.EqualValues(t, 2, c.provider.Calls(), "A's run reached the provider before it died")
 	assertUsed(t, c.stores[0], "alice", "0.1100", "1") // charged once, not 0.2200

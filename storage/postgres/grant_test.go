@@ -12,6 +12,7 @@ import (
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage/postgres"
 	"github.com/toolgate/toolgate/toolgatetest"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // TestGrantCallOnPostgres runs approver mode on PostgreSQL through the
@@ -30,17 +31,17 @@ func TestGrantCallOnPostgres(t *testing.T) {
 	require.NoError(t, reg.Register(echoTool()))
 	upstream := toolgatetest.NewUpstream()
 	gw, err := toolgate.New(store, &toolgate.Config{Registry: reg, Transport: upstream, Approvers: toolgate.StaticApprovers{
-		Modes:     map[string]toolgate.ApprovalMode{"agent": toolgate.ApprovalModeApprover},
+		Modes:     map[string]toolgatetype.ApprovalMode{"agent": toolgatetype.ApprovalModeApprover},
 		Approvers: map[string][]string{"pat": {"agent"}},
 	}})
 	require.NoError(t, err)
-	granted := func(key string) toolgate.CallRequest {
+	granted := func(key string) toolgatetype.CallRequest {
 		q, err := gw.Quote(ctx, "agent", "echo")
 		require.NoError(t, err)
 		req := echoCall(q, key)
-		r, err := gw.RequestApproval(ctx, "agent", toolgate.ApprovalInput{QuoteID: q.Quote.ID, Input: req.Input})
+		r, err := gw.RequestApproval(ctx, "agent", toolgatetype.ApprovalInput{QuoteID: q.Quote.ID, Input: req.Input})
 		require.NoError(t, err)
-		_, err = gw.DecideApproval(ctx, "pat", r.ID, toolgate.Decision{Approve: true})
+		_, err = gw.DecideApproval(ctx, "pat", r.ID, toolgatetype.Decision{Approve: true})
 		require.NoError(t, err)
 		req.ApprovalGrant = r.ID
 		return req
@@ -56,7 +57,7 @@ func TestGrantCallOnPostgres(t *testing.T) {
 	assert.EqualValues(t, 3, trips.n.Load(), "a call with a grant: its reads, its admission, its result")
 	used, err := gw.ApprovalRequest(ctx, "agent", req.ApprovalGrant)
 	require.NoError(t, err)
-	assert.Equal(t, toolgate.ApprovalStatusUsed, used.Status)
+	assert.Equal(t, toolgatetype.ApprovalStatusUsed, used.Status)
 	assert.Equal(t, res.Execution.ID, used.ExecutionID)
 
 	// 100 calls under 100 keys race on one grant: one runs.
@@ -83,7 +84,7 @@ func TestGrantCallOnPostgres(t *testing.T) {
 			ran++
 			continue
 		}
-		requireCode(t, err, toolgate.CodeQuoteUsed)
+		requireCode(t, err, toolgatetype.CodeQuoteUsed)
 	}
 	assert.Equal(t, 1, ran)
 	upstream.RequireCalls(t, 3)

@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // maxRemembered bounds each of memo's maps. Past it, an arbitrary entry is
@@ -30,8 +31,8 @@ const maxRemembered = 16384
 type memo struct {
 	mu        sync.Mutex
 	quotes    map[uuid.UUID]storage.Quote
-	controls  map[string]*storage.SpendControls // nil: the principal has none
-	approvals map[approvalKey]*storage.Approval // nil: no standing approval
+	controls  map[string]*toolgatetype.SpendControls // nil: the principal has none
+	approvals map[approvalKey]*storage.Approval      // nil: no standing approval
 }
 
 type approvalKey struct{ principal, toolID string }
@@ -39,7 +40,7 @@ type approvalKey struct{ principal, toolID string }
 func newMemo() *memo {
 	return &memo{
 		quotes:    map[uuid.UUID]storage.Quote{},
-		controls:  map[string]*storage.SpendControls{},
+		controls:  map[string]*toolgatetype.SpendControls{},
 		approvals: map[approvalKey]*storage.Approval{},
 	}
 }
@@ -141,7 +142,7 @@ func (m *memo) answer(r storage.Reads) (storage.ReadResult, bool) {
 
 // copyControls copies c deeply enough that a caller changing its answer
 // does not change what is remembered.
-func copyControls(c *storage.SpendControls) *storage.SpendControls {
+func copyControls(c *toolgatetype.SpendControls) *toolgatetype.SpendControls {
 	if c == nil {
 		return nil
 	}

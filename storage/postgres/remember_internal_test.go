@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // TestMemoStaysBounded fills the memo's quotes well past its bound: a busy
@@ -39,8 +40,8 @@ func TestMemoAnswersOnlyACallsReads(t *testing.T) {
 	assert.False(t, ok, "the controls were never read")
 	daily := decimal.RequireFromString("5.0000")
 	m.read(storage.Reads{Principal: "alice", SpendControls: true}, storage.ReadResult{
-		SpendControls: &storage.SpendControls{DailyLimitUSD: &daily,
-			Tools: map[string]storage.ToolSpendControls{"echo": {}}},
+		SpendControls: &toolgatetype.SpendControls{DailyLimitUSD: &daily,
+			Tools: map[string]toolgatetype.ToolSpendControls{"echo": {}}},
 	})
 	res, ok := m.answer(call)
 	require.True(t, ok)

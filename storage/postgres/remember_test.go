@@ -7,9 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetest"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // TestRememberedReadsOutOfDateAreDecidedAgain changes, on a second
@@ -29,40 +28,40 @@ func TestRememberedReadsOutOfDateAreDecidedAgain(t *testing.T) {
 	t.Run("spend controls tightened", func(t *testing.T) {
 		q := c.quote(t, 0, "alice")
 		tight := decimal.RequireFromString("0.1000") // under the call's 0.1100
-		require.NoError(t, other.SetSpendControls(ctx, "alice", storage.SpendControls{DailyLimitUSD: &tight}))
+		require.NoError(t, other.SetSpendControls(ctx, "alice", toolgatetype.SpendControls{DailyLimitUSD: &tight}))
 		_, err := quoter.Call(ctx, "alice", echoCall(q, "k1"))
-		requireCode(t, err, toolgate.CodeSpendLimitExceeded)
+		requireCode(t, err, toolgatetype.CodeSpendLimitExceeded)
 		assert.EqualValues(t, 0, c.provider.Calls(), "the provider is not reached")
 
 		loose := decimal.RequireFromString("1.0000")
-		require.NoError(t, other.SetSpendControls(ctx, "alice", storage.SpendControls{DailyLimitUSD: &loose}))
+		require.NoError(t, other.SetSpendControls(ctx, "alice", toolgatetype.SpendControls{DailyLimitUSD: &loose}))
 		res, err := quoter.Call(ctx, "alice", echoCall(q, "k1"))
 		require.NoError(t, err)
-		assert.Equal(t, toolgate.StatusCompleted, res.Execution.Status)
+		assert.Equal(t, toolgatetype.StatusCompleted, res.Execution.Status)
 	})
 
 	t.Run("approval asked for every call", func(t *testing.T) {
 		q := c.quote(t, 0, "bob")
 		require.NotNil(t, q.Quote.ManifestDigest)
-		_, err := other.SetApproval(ctx, "bob", "echo", storage.ApprovalAskEveryCall, *q.Quote.ManifestDigest)
+		_, err := other.SetApproval(ctx, "bob", "echo", toolgatetype.ApprovalAskEveryCall, *q.Quote.ManifestDigest)
 		require.NoError(t, err)
 		_, err = quoter.Call(ctx, "bob", echoCall(q, "k1"))
-		requireCode(t, err, toolgate.CodeApprovalRequired)
+		requireCode(t, err, toolgatetype.CodeApprovalRequired)
 
 		approved := echoCall(q, "k1")
 		approved.ApprovalDigest = *q.Quote.ManifestDigest
 		res, err := quoter.Call(ctx, "bob", approved)
 		require.NoError(t, err)
-		assert.Equal(t, toolgate.StatusCompleted, res.Execution.Status)
+		assert.Equal(t, toolgatetype.StatusCompleted, res.Execution.Status)
 	})
 
 	t.Run("quote used on the other instance", func(t *testing.T) {
 		q := c.quote(t, 0, "carol")
 		res, err := other.Call(ctx, "carol", echoCall(q, "theirs"))
 		require.NoError(t, err)
-		require.Equal(t, toolgate.StatusCompleted, res.Execution.Status)
+		require.Equal(t, toolgatetype.StatusCompleted, res.Execution.Status)
 		_, err = quoter.Call(ctx, "carol", echoCall(q, "mine"))
-		requireCode(t, err, toolgate.CodeQuoteUsed)
+		requireCode(t, err, toolgatetype.CodeQuoteUsed)
 	})
 
 	assert.EqualValues(t, 3, c.provider.Calls(), "one run per call admitted")

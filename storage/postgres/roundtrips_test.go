@@ -12,6 +12,7 @@ import (
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/storage/postgres"
 	"github.com/toolgate/toolgate/toolgatetest"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // TestGatewayRoundTrips pins what a quote and a call cost in round trips to
@@ -46,12 +47,12 @@ func TestGatewayRoundTrips(t *testing.T) {
 	assert.EqualValues(t, 1, trips.n.Load(), "a quote")
 
 	// callTrips makes a call that completes and returns its round trips.
-	callTrips := func(principal string, q *toolgate.QuoteResult, key string) int64 {
+	callTrips := func(principal string, q *toolgatetype.QuoteResult, key string) int64 {
 		t.Helper()
 		trips.n.Store(0)
 		res, err := gw.Call(ctx, principal, echoCall(q, key))
 		require.NoError(t, err)
-		assert.Equal(t, toolgate.StatusCompleted, res.Execution.Status)
+		assert.Equal(t, toolgatetype.StatusCompleted, res.Execution.Status)
 		return trips.n.Load()
 	}
 	assert.EqualValues(t, 2, callTrips("alice", q, "k1"), "a new call on the quoting instance: its admission, its result")
@@ -70,13 +71,13 @@ func TestGatewayRoundTrips(t *testing.T) {
 	// unchanged, and the call still costs two round trips.
 	daily, perCall := decimal.RequireFromString("25.0000"), decimal.RequireFromString("5.50")
 	perMinute, allowed := 600, true
-	require.NoError(t, gw.SetSpendControls(ctx, "bob", storage.SpendControls{
+	require.NoError(t, gw.SetSpendControls(ctx, "bob", toolgatetype.SpendControls{
 		DailyLimitUSD: &daily, RateLimitPerMinute: &perMinute,
-		Tools: map[string]storage.ToolSpendControls{"echo": {Allowed: &allowed, MaxPerCallUSD: &perCall}},
+		Tools: map[string]toolgatetype.ToolSpendControls{"echo": {Allowed: &allowed, MaxPerCallUSD: &perCall}},
 	}))
 	qb, err := gw.Quote(ctx, "bob", "echo")
 	require.NoError(t, err)
-	_, err = gw.SetApproval(ctx, "bob", "echo", storage.ApprovalNeverAsk, *qb.Quote.ManifestDigest)
+	_, err = gw.SetApproval(ctx, "bob", "echo", toolgatetype.ApprovalNeverAsk, *qb.Quote.ManifestDigest)
 	require.NoError(t, err)
 	qb, err = gw.Quote(ctx, "bob", "echo")
 	require.NoError(t, err)

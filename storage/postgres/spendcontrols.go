@@ -7,8 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/shopspring/decimal"
-
-	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // spendControlsDoc is the stored JSON shape of storage.SpendControls. It has
@@ -55,7 +54,7 @@ func decodeAmount(s *string) (*decimal.Decimal, error) {
 	return &d, nil
 }
 
-func encodeSpendControls(c storage.SpendControls) spendControlsDoc {
+func encodeSpendControls(c toolgatetype.SpendControls) spendControlsDoc {
 	doc := spendControlsDoc{
 		MaxPerCallUSD:      encodeAmount(c.MaxPerCallUSD),
 		DailyLimitUSD:      encodeAmount(c.DailyLimitUSD),
@@ -79,9 +78,9 @@ func encodeSpendControls(c storage.SpendControls) spendControlsDoc {
 	return doc
 }
 
-func (doc spendControlsDoc) decode() (storage.SpendControls, error) {
+func (doc spendControlsDoc) decode() (toolgatetype.SpendControls, error) {
 	var (
-		c   storage.SpendControls
+		c   toolgatetype.SpendControls
 		err error
 	)
 	if c.MaxPerCallUSD, err = decodeAmount(doc.MaxPerCallUSD); err != nil {
@@ -95,9 +94,9 @@ func (doc spendControlsDoc) decode() (storage.SpendControls, error) {
 	}
 	c.RateLimitPerMinute, c.RateLimitPerHour = doc.RateLimitPerMinute, doc.RateLimitPerHour
 	if doc.Tools != nil {
-		c.Tools = make(map[string]storage.ToolSpendControls, len(doc.Tools))
+		c.Tools = make(map[string]toolgatetype.ToolSpendControls, len(doc.Tools))
 		for slug, td := range doc.Tools {
-			t := storage.ToolSpendControls{
+			t := toolgatetype.ToolSpendControls{
 				Allowed:            td.Allowed,
 				RateLimitPerMinute: td.RateLimitPerMinute,
 				RateLimitPerHour:   td.RateLimitPerHour,
@@ -118,7 +117,7 @@ func (doc spendControlsDoc) decode() (storage.SpendControls, error) {
 }
 
 // marshalSpendControls is c as the JSON document spend_controls stores.
-func marshalSpendControls(c storage.SpendControls) ([]byte, error) {
+func marshalSpendControls(c toolgatetype.SpendControls) ([]byte, error) {
 	doc, err := json.Marshal(encodeSpendControls(c))
 	if err != nil {
 		return nil, fmt.Errorf("postgres: encode spend controls: %w", err)
@@ -127,7 +126,7 @@ func marshalSpendControls(c storage.SpendControls) ([]byte, error) {
 }
 
 // PutSpendControls stores a caller's own spend controls, replacing any earlier.
-func (s *Store) PutSpendControls(ctx context.Context, principal string, c storage.SpendControls) error {
+func (s *Store) PutSpendControls(ctx context.Context, principal string, c toolgatetype.SpendControls) error {
 	doc, err := marshalSpendControls(c)
 	if err != nil {
 		return err
@@ -144,63 +143,63 @@ func (s *Store) PutSpendControls(ctx context.Context, principal string, c storag
 // locked for the length of one transaction: a row is inserted first when
 // there is none, so that two first updates also queue on one row lock
 // rather than both reading "none". update runs once.
-func (s *Store) UpdateSpendControls(ctx context.Context, principal string, update func(*storage.SpendControls) error) (storage.SpendControls, error) {
+func (s *Store) UpdateSpendControls(ctx context.Context, principal string, update func(*toolgatetype.SpendControls) error) (toolgatetype.SpendControls, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return storage.SpendControls{}, translate(err)
+		return toolgatetype.SpendControls{}, translate(err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // a no-op once committed
 	_, err = tx.Exec(ctx, s.sql(`
 		INSERT INTO {schema}.spend_controls (principal, controls) VALUES ($1, '{"tools":null}')
 		ON CONFLICT (principal) DO NOTHING`), principal)
 	if err != nil {
-		return storage.SpendControls{}, translate(err)
+		return toolgatetype.SpendControls{}, translate(err)
 	}
 	c, err := scanSpendControls(tx.QueryRow(ctx, s.sql(getSpendControlsSQL+` FOR UPDATE`), principal), principal)
 	if err != nil {
-		return storage.SpendControls{}, err
+		return toolgatetype.SpendControls{}, err
 	}
 	if err := update(&c); err != nil {
-		return storage.SpendControls{}, err
+		return toolgatetype.SpendControls{}, err
 	}
 	doc, err := marshalSpendControls(c)
 	if err != nil {
-		return storage.SpendControls{}, err
+		return toolgatetype.SpendControls{}, err
 	}
 	if _, err := tx.Exec(ctx, s.sql(`UPDATE {schema}.spend_controls SET controls = $2 WHERE principal = $1`), principal, doc); err != nil {
-		return storage.SpendControls{}, translate(err)
+		return toolgatetype.SpendControls{}, translate(err)
 	}
 	err = tx.Commit(ctx)
 	// Forgotten whatever the outcome: a commit that fails on the way back
 	// may have happened.
 	s.memo.forget(principal, "")
 	if err != nil {
-		return storage.SpendControls{}, translate(err)
+		return toolgatetype.SpendControls{}, translate(err)
 	}
 	// What is returned is what a read gives back, not update's own values.
 	var stored spendControlsDoc
 	if err := json.Unmarshal(doc, &stored); err != nil {
-		return storage.SpendControls{}, fmt.Errorf("postgres: decode spend controls of %q: %w", principal, err)
+		return toolgatetype.SpendControls{}, fmt.Errorf("postgres: decode spend controls of %q: %w", principal, err)
 	}
 	return stored.decode()
 }
 
 // GetSpendControls returns a caller's stored spend controls. ErrNotFound if none.
-func (s *Store) GetSpendControls(ctx context.Context, principal string) (storage.SpendControls, error) {
+func (s *Store) GetSpendControls(ctx context.Context, principal string) (toolgatetype.SpendControls, error) {
 	return scanSpendControls(s.pool.QueryRow(ctx, s.sql(getSpendControlsSQL), principal), principal)
 }
 
 // getSpendControlsSQL reads the controls of principal $1 for scanSpendControls.
 const getSpendControlsSQL = `SELECT controls FROM {schema}.spend_controls WHERE principal = $1`
 
-func scanSpendControls(row pgx.Row, principal string) (storage.SpendControls, error) {
+func scanSpendControls(row pgx.Row, principal string) (toolgatetype.SpendControls, error) {
 	var raw []byte
 	if err := row.Scan(&raw); err != nil {
-		return storage.SpendControls{}, translate(err)
+		return toolgatetype.SpendControls{}, translate(err)
 	}
 	var doc spendControlsDoc
 	if err := json.Unmarshal(raw, &doc); err != nil {
-		return storage.SpendControls{}, fmt.Errorf("postgres: decode spend controls of %q: %w", principal, err)
+		return toolgatetype.SpendControls{}, fmt.Errorf("postgres: decode spend controls of %q: %w", principal, err)
 	}
 	return doc.decode()
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/storage/postgres"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // t0 is "now" in these tests: a fixed, fake clock, far from the database's.
@@ -292,7 +293,7 @@ func TestListApprovalsByteOrder(t *testing.T) {
 	ids := []string{"b-tool", "B-tool", "_tool", "a-tool"}
 	for _, id := range ids {
 		require.NoError(t, s.PutApproval(t.Context(), storage.Approval{
-			Principal: "alice", ToolID: id, ManifestDigest: "sha256:x", Mode: storage.ApprovalNeverAsk, UpdatedAt: t0,
+			Principal: "alice", ToolID: id, ManifestDigest: "sha256:x", Mode: toolgatetype.ApprovalNeverAsk, UpdatedAt: t0,
 		}))
 	}
 	list, err := s.ListApprovals(t.Context(), "alice")
@@ -310,10 +311,10 @@ func TestSpendControlsRoundTrip(t *testing.T) {
 	s := newStore(t)
 	daily, perCall := dec("5.5000"), dec("25")
 	perMinute, allowed := 10, false
-	in := storage.SpendControls{
+	in := toolgatetype.SpendControls{
 		DailyLimitUSD:      &daily,
 		RateLimitPerMinute: &perMinute,
-		Tools: map[string]storage.ToolSpendControls{
+		Tools: map[string]toolgatetype.ToolSpendControls{
 			"goal-data": {Allowed: &allowed, MaxPerCallUSD: &perCall},
 		},
 	}

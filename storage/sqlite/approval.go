@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // approvalColumns is the select list scanApproval reads.
@@ -18,7 +19,7 @@ func scanApproval(row scanner) (storage.Approval, error) {
 	if err := row.Scan(&a.Principal, &a.ToolID, &a.ManifestDigest, &mode, &a.ApprovedBy, &updated); err != nil {
 		return storage.Approval{}, translate(err)
 	}
-	a.Mode = storage.ApprovalMode(mode)
+	a.Mode = toolgatetype.StandingMode(mode)
 	a.UpdatedAt = fromNanos(updated)
 	return a, nil
 }

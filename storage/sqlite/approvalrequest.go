@@ -8,6 +8,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // approvalRequestColumns is the select list scanApprovalRequest reads.
@@ -42,7 +43,7 @@ func scanApprovalRequest(row scanner) (storage.ApprovalRequest, error) {
 		}
 	}
 	r.PriceUSD, r.FeeUSD, r.TotalUSD = fromUnits(price), fromUnits(fee), fromUnits(total)
-	r.Status, r.Remember = storage.ApprovalStatus(status), storage.ApprovalMode(remember)
+	r.Status, r.Remember = storage.ApprovalStatus(status), toolgatetype.StandingMode(remember)
 	r.DecidedAt, r.CreatedAt, r.ExpiresAt = nullNanos(decidedAt), fromNanos(created), fromNanos(expires)
 	if r.Input == nil {
 		r.Input = []byte{}

@@ -16,6 +16,7 @@ import (
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/storage/memory"
 	"github.com/toolgate/toolgate/storage/sqlite"
+	"github.com/toolgate/toolgate/toolgatetype"
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/recorded"
 )
@@ -72,7 +73,7 @@ func benchmarkQuoteCall(b *testing.B, store storage.Store) {
 				b.Error(err)
 				return
 			}
-			res, err := gw.Call(ctx, who, toolgate.CallRequest{
+			res, err := gw.Call(ctx, who, toolgatetype.CallRequest{
 				Tool: "earthquake-search", QuoteID: q.Quote.ID, Input: []byte(`{"starttime":"2024-09-25"}`),
 				IdempotencyKey: strconv.Itoa(i), ApprovalDigest: *q.Quote.ManifestDigest,
 			})
@@ -80,7 +81,7 @@ func benchmarkQuoteCall(b *testing.B, store storage.Store) {
 				b.Error(err)
 				return
 			}
-			if res.Execution.Status != toolgate.StatusCompleted {
+			if res.Execution.Status != toolgatetype.StatusCompleted {
 				b.Errorf("execution %s: %+v", res.Execution.Status, res.Execution.Error)
 				return
 			}
@@ -110,8 +111,8 @@ func BenchmarkReads(b *testing.B) {
 	daily := dec("25.0000")
 	if err := errors.Join(
 		s.CreateQuote(ctx, q),
-		s.PutSpendControls(ctx, "alice", storage.SpendControls{DailyLimitUSD: &daily}),
-		s.PutApproval(ctx, storage.Approval{Principal: "alice", ToolID: "tool-a", ManifestDigest: "d", Mode: storage.ApprovalNeverAsk, UpdatedAt: t0}),
+		s.PutSpendControls(ctx, "alice", toolgatetype.SpendControls{DailyLimitUSD: &daily}),
+		s.PutApproval(ctx, storage.Approval{Principal: "alice", ToolID: "tool-a", ManifestDigest: "d", Mode: toolgatetype.ApprovalNeverAsk, UpdatedAt: t0}),
 	); err != nil {
 		b.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage/sqlite"
+	"github.com/toolgate/toolgate/toolgatetype"
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/recorded"
 )
@@ -49,7 +50,7 @@ func ExampleOpen() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	call := toolgate.CallRequest{
+	call := toolgatetype.CallRequest{
 		Tool: "earthquake-search", QuoteID: q.Quote.ID, Input: []byte(`{"starttime":"2024-09-25"}`),
 		ApprovalDigest: *q.Quote.ManifestDigest, IdempotencyKey: "order-42",
 	}

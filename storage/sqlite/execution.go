@@ -6,6 +6,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // executionColumns is the select list scanExecution reads, with the
@@ -41,7 +42,7 @@ func scanExecution(row scanner) (storage.Execution, error) {
 		}
 	}
 	e.PriceUSD, e.FeeUSD = fromUnits(price), fromUnits(fee)
-	e.Approval = storage.ApprovalKind(approval)
+	e.Approval = toolgatetype.ApprovalKind(approval)
 	var err error
 	if e.ID, err = parseID(id); err != nil {
 		return storage.Execution{}, err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/storage/sqlite"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // t0 is "now" in these tests: mid-month, mid-day, with nanoseconds, which
@@ -83,11 +84,11 @@ func TestReopenFindsEveryRecord(t *testing.T) {
 	_, err = first.BeginExecution(ctx, running)
 	require.NoError(t, err)
 	approval := storage.Approval{Principal: "alice", ToolID: "tool-a", ManifestDigest: "sha256:tool-a",
-		Mode: storage.ApprovalNeverAsk, UpdatedAt: t0}
+		Mode: toolgatetype.ApprovalNeverAsk, UpdatedAt: t0}
 	require.NoError(t, first.PutApproval(ctx, approval))
 	daily, perMinute, allowed := dec("25.5000"), 7, false
-	controls := storage.SpendControls{DailyLimitUSD: &daily, RateLimitPerMinute: &perMinute,
-		Tools: map[string]storage.ToolSpendControls{"goal-data": {Allowed: &allowed, MonthlyLimitUSD: &daily}}}
+	controls := toolgatetype.SpendControls{DailyLimitUSD: &daily, RateLimitPerMinute: &perMinute,
+		Tools: map[string]toolgatetype.ToolSpendControls{"goal-data": {Allowed: &allowed, MonthlyLimitUSD: &daily}}}
 	require.NoError(t, first.PutSpendControls(ctx, "alice", controls))
 
 	day := t0.Truncate(24 * time.Hour)

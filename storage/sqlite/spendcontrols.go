@@ -8,6 +8,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // A caller's spend controls are a spend_controls row and a
@@ -60,13 +61,13 @@ func readInt(n sql.NullInt64) *int {
 
 // PutSpendControls stores a caller's own spend controls, replacing any
 // earlier ones whole, tools included, in one write.
-func (s *Store) PutSpendControls(ctx context.Context, principal string, c storage.SpendControls) error {
+func (s *Store) PutSpendControls(ctx context.Context, principal string, c toolgatetype.SpendControls) error {
 	return s.write(ctx, func(tx *writeTx) error { return putSpendControls(tx, principal, c) })
 }
 
 // putSpendControls replaces the principal's controls inside a write, so
 // that a read-modify-write of them is one write too.
-func putSpendControls(tx *writeTx, principal string, c storage.SpendControls) error {
+func putSpendControls(tx *writeTx, principal string, c toolgatetype.SpendControls) error {
 	// Deleting the row deletes its tools' rows (ON DELETE CASCADE).
 	if _, err := tx.exec(`DELETE FROM spend_controls WHERE principal = ?`, principal); err != nil {
 		return err
@@ -100,8 +101,8 @@ func putSpendControls(tx *writeTx, principal string, c storage.SpendControls) er
 // UpdateSpendControls implements storage.Store: the read, update and
 // write are one write of the store, so no other change to the principal's
 // controls can come between them. update runs once.
-func (s *Store) UpdateSpendControls(ctx context.Context, principal string, update func(*storage.SpendControls) error) (storage.SpendControls, error) {
-	var stored storage.SpendControls
+func (s *Store) UpdateSpendControls(ctx context.Context, principal string, update func(*toolgatetype.SpendControls) error) (toolgatetype.SpendControls, error) {
+	var stored toolgatetype.SpendControls
 	err := s.write(ctx, func(tx *writeTx) error {
 		c, err := getSpendControls(tx, principal)
 		if err != nil && !isNotFound(err) {
@@ -117,7 +118,7 @@ func (s *Store) UpdateSpendControls(ctx context.Context, principal string, updat
 		return err
 	})
 	if err != nil {
-		return storage.SpendControls{}, err
+		return toolgatetype.SpendControls{}, err
 	}
 	return stored, nil
 }
@@ -125,13 +126,13 @@ func (s *Store) UpdateSpendControls(ctx context.Context, principal string, updat
 // GetSpendControls returns a caller's stored spend controls. ErrNotFound if
 // none. One statement reads the principal's row with its tools' rows, so
 // it sees one Put whole, never parts of two.
-func (s *Store) GetSpendControls(ctx context.Context, principal string) (storage.SpendControls, error) {
+func (s *Store) GetSpendControls(ctx context.Context, principal string) (toolgatetype.SpendControls, error) {
 	return getSpendControls(s.pool(ctx), principal)
 }
 
 // getSpendControls reads a caller's stored spend controls, on the read
 // pool or inside a write.
-func getSpendControls(r reader, principal string) (storage.SpendControls, error) {
+func getSpendControls(r reader, principal string) (toolgatetype.SpendControls, error) {
 	rows, err := r.query(`
 		SELECT c.max_per_call_usd, c.daily_limit_usd, c.monthly_limit_usd, c.rate_limit_per_minute, c.rate_limit_per_hour,
 			t.tool_slug, t.allowed, t.max_per_call_usd, t.daily_limit_usd, t.monthly_limit_usd,
@@ -140,11 +141,11 @@ func getSpendControls(r reader, principal string) (storage.SpendControls, error)
 		LEFT JOIN spend_controls_tools t ON t.principal = c.principal
 		WHERE c.principal = ?`, principal)
 	if err != nil {
-		return storage.SpendControls{}, err
+		return toolgatetype.SpendControls{}, err
 	}
 	defer rows.Close()
 	var (
-		c     storage.SpendControls
+		c     toolgatetype.SpendControls
 		found bool
 	)
 	for rows.Next() {
@@ -155,36 +156,36 @@ func getSpendControls(r reader, principal string) (storage.SpendControls, error)
 		)
 		if err := rows.Scan(&own.maxPerCall, &own.daily, &own.monthly, &own.perMinute, &own.perHour,
 			&slug, &allowed, &tool.maxPerCall, &tool.daily, &tool.monthly, &tool.perMinute, &tool.perHour); err != nil {
-			return storage.SpendControls{}, translate(err)
+			return toolgatetype.SpendControls{}, translate(err)
 		}
 		if !found {
 			found = true
 			if err := own.into(&c.MaxPerCallUSD, &c.DailyLimitUSD, &c.MonthlyLimitUSD); err != nil {
-				return storage.SpendControls{}, err
+				return toolgatetype.SpendControls{}, err
 			}
 			c.RateLimitPerMinute, c.RateLimitPerHour = readInt(own.perMinute), readInt(own.perHour)
 		}
 		if !slug.Valid {
 			continue // no tools: the one row of the LEFT JOIN
 		}
-		var t storage.ToolSpendControls
+		var t toolgatetype.ToolSpendControls
 		if allowed.Valid {
 			t.Allowed = &allowed.Bool
 		}
 		if err := tool.into(&t.MaxPerCallUSD, &t.DailyLimitUSD, &t.MonthlyLimitUSD); err != nil {
-			return storage.SpendControls{}, err
+			return toolgatetype.SpendControls{}, err
 		}
 		t.RateLimitPerMinute, t.RateLimitPerHour = readInt(tool.perMinute), readInt(tool.perHour)
 		if c.Tools == nil {
-			c.Tools = make(map[string]storage.ToolSpendControls)
+			c.Tools = make(map[string]toolgatetype.ToolSpendControls)
 		}
 		c.Tools[slug.String] = t
 	}
 	if err := rows.Err(); err != nil {
-		return storage.SpendControls{}, translate(err)
+		return toolgatetype.SpendControls{}, translate(err)
 	}
 	if !found {
-		return storage.SpendControls{}, storage.ErrNotFound
+		return toolgatetype.SpendControls{}, storage.ErrNotFound
 	}
 	return c, nil
 }

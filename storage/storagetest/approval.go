@@ -8,9 +8,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
-func approval(principal, toolID, digest string, mode storage.ApprovalMode) storage.Approval {
+func approval(principal, toolID, digest string, mode toolgatetype.StandingMode) storage.Approval {
 	return storage.Approval{
 		Principal:      principal,
 		ToolID:         toolID,
@@ -24,13 +25,13 @@ func testApproval(t *testing.T, newStore newStoreFunc) {
 	t.Run("PutGetReplace", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t, newStore)
-		first := approval("alice", "tool-a", "sha256:v1", storage.ApprovalFirstUse)
+		first := approval("alice", "tool-a", "sha256:v1", toolgatetype.ApprovalFirstUse)
 		require.NoError(t, h.s.PutApproval(h.ctx, first))
 		got, err := h.s.GetApproval(h.ctx, "alice", "tool-a")
 		require.NoError(t, err)
 		assertApproval(t, first, got)
 
-		second := approval("alice", "tool-a", "sha256:v2", storage.ApprovalNeverAsk)
+		second := approval("alice", "tool-a", "sha256:v2", toolgatetype.ApprovalNeverAsk)
 		second.UpdatedAt = t0.Add(time.Hour)
 		require.NoError(t, h.s.PutApproval(h.ctx, second))
 		got, err = h.s.GetApproval(h.ctx, "alice", "tool-a")
@@ -45,7 +46,7 @@ func testApproval(t *testing.T, newStore newStoreFunc) {
 	t.Run("ApprovedByRoundTrips", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t, newStore)
-		byApprover := approval("alice", "tool-a", "sha256:v1", storage.ApprovalNeverAsk)
+		byApprover := approval("alice", "tool-a", "sha256:v1", toolgatetype.ApprovalNeverAsk)
 		byApprover.ApprovedBy = "pat"
 		require.NoError(t, h.s.PutApproval(h.ctx, byApprover))
 		got, err := h.s.GetApproval(h.ctx, "alice", "tool-a")
@@ -53,7 +54,7 @@ func testApproval(t *testing.T, newStore newStoreFunc) {
 		assertApproval(t, byApprover, got)
 
 		// The caller replacing it leaves no approver's name on it.
-		byCaller := approval("alice", "tool-a", "sha256:v1", storage.ApprovalNeverAsk)
+		byCaller := approval("alice", "tool-a", "sha256:v1", toolgatetype.ApprovalNeverAsk)
 		require.NoError(t, h.s.PutApproval(h.ctx, byCaller))
 		list, err := h.s.ListApprovals(h.ctx, "alice")
 		require.NoError(t, err)
@@ -64,7 +65,7 @@ func testApproval(t *testing.T, newStore newStoreFunc) {
 	t.Run("GetMissingIsNotFound", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t, newStore)
-		require.NoError(t, h.s.PutApproval(h.ctx, approval("alice", "tool-a", "d", storage.ApprovalNeverAsk)))
+		require.NoError(t, h.s.PutApproval(h.ctx, approval("alice", "tool-a", "d", toolgatetype.ApprovalNeverAsk)))
 		cases := []struct{ principal, toolID string }{
 			{"alice", "tool-b"},
 			{"bob", "tool-a"}, // approvals are per principal
@@ -78,15 +79,15 @@ func testApproval(t *testing.T, newStore newStoreFunc) {
 	t.Run("ListIsOrderedByToolID", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t, newStore)
-		modes := map[string]storage.ApprovalMode{
-			"tool-c": storage.ApprovalAskEveryCall,
-			"tool-a": storage.ApprovalAskChargedCalls,
-			"tool-b": storage.ApprovalNeverAsk,
+		modes := map[string]toolgatetype.StandingMode{
+			"tool-c": toolgatetype.ApprovalAskEveryCall,
+			"tool-a": toolgatetype.ApprovalAskChargedCalls,
+			"tool-b": toolgatetype.ApprovalNeverAsk,
 		}
 		for _, id := range []string{"tool-c", "tool-a", "tool-b"} {
 			require.NoError(t, h.s.PutApproval(h.ctx, approval("alice", id, "sha256:"+id, modes[id])))
 		}
-		require.NoError(t, h.s.PutApproval(h.ctx, approval("bob", "tool-0", "d", storage.ApprovalNeverAsk)))
+		require.NoError(t, h.s.PutApproval(h.ctx, approval("bob", "tool-0", "d", toolgatetype.ApprovalNeverAsk)))
 
 		list, err := h.s.ListApprovals(h.ctx, "alice")
 		require.NoError(t, err)
@@ -103,8 +104,8 @@ func testApproval(t *testing.T, newStore newStoreFunc) {
 	t.Run("DeleteThenNotFound", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t, newStore)
-		require.NoError(t, h.s.PutApproval(h.ctx, approval("alice", "tool-a", "d", storage.ApprovalNeverAsk)))
-		require.NoError(t, h.s.PutApproval(h.ctx, approval("alice", "tool-b", "d", storage.ApprovalNeverAsk)))
+		require.NoError(t, h.s.PutApproval(h.ctx, approval("alice", "tool-a", "d", toolgatetype.ApprovalNeverAsk)))
+		require.NoError(t, h.s.PutApproval(h.ctx, approval("alice", "tool-b", "d", toolgatetype.ApprovalNeverAsk)))
 
 		require.NoError(t, h.s.DeleteApproval(h.ctx, "alice", "tool-a"))
 		_, err := h.s.GetApproval(h.ctx, "alice", "tool-a")

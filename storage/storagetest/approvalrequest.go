@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // newApprovalRequest builds a pending request for quote q, created at q's
@@ -46,7 +47,7 @@ func (h *harness) request(principal, toolID string, at time.Time) (storage.Quote
 }
 
 // decide decides r at time at and requires success.
-func (h *harness) decide(id uuid.UUID, approve bool, remember storage.ApprovalMode, at time.Time) storage.ApprovalRequest {
+func (h *harness) decide(id uuid.UUID, approve bool, remember toolgatetype.StandingMode, at time.Time) storage.ApprovalRequest {
 	h.t.Helper()
 	got, err := h.s.DecideApprovalRequest(h.ctx, storage.ApprovalDecision{ID: id, Approve: approve, DecidedBy: "pat", Remember: remember, Now: at})
 	require.NoError(h.t, err)
@@ -150,7 +151,7 @@ func testApprovalRequests(t *testing.T, newStore newStoreFunc) {
 				_, r := h.request("alice", "tool-a", t0)
 				for _, approve := range []bool{true, false} {
 					_, err := h.s.DecideApprovalRequest(h.ctx, storage.ApprovalDecision{
-						ID: c.id(r), Approve: approve, DecidedBy: "pat", Remember: storage.ApprovalNeverAsk, Now: t0.Add(c.at)})
+						ID: c.id(r), Approve: approve, DecidedBy: "pat", Remember: toolgatetype.ApprovalNeverAsk, Now: t0.Add(c.at)})
 					assert.ErrorIs(t, err, c.want)
 				}
 				assertApprovalRequest(t, r, h.stored(r.ID))
@@ -164,13 +165,13 @@ func testApprovalRequests(t *testing.T, newStore newStoreFunc) {
 		cases := []struct {
 			name     string
 			approve  bool
-			remember storage.ApprovalMode
+			remember toolgatetype.StandingMode
 			stored   bool
 		}{
-			{"ApproveNeverAsk", true, storage.ApprovalNeverAsk, true},
-			{"ApproveAskChargedCalls", true, storage.ApprovalAskChargedCalls, true},
+			{"ApproveNeverAsk", true, toolgatetype.ApprovalNeverAsk, true},
+			{"ApproveAskChargedCalls", true, toolgatetype.ApprovalAskChargedCalls, true},
 			{"ApproveOnce", true, "", false},
-			{"DenyRemembersNothing", false, storage.ApprovalNeverAsk, false},
+			{"DenyRemembersNothing", false, toolgatetype.ApprovalNeverAsk, false},
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
@@ -178,14 +179,14 @@ func testApprovalRequests(t *testing.T, newStore newStoreFunc) {
 				h := newHarness(t, newStore)
 				// An earlier approval of another digest, set by the caller,
 				// is replaced by what the approver remembers.
-				require.NoError(t, h.s.PutApproval(h.ctx, approval("alice", "tool-a", "sha256:old", storage.ApprovalAskEveryCall)))
+				require.NoError(t, h.s.PutApproval(h.ctx, approval("alice", "tool-a", "sha256:old", toolgatetype.ApprovalAskEveryCall)))
 				_, r := h.request("alice", "tool-a", t0)
 				got := h.decide(r.ID, c.approve, c.remember, t0.Add(time.Second))
 				a, err := h.s.GetApproval(h.ctx, "alice", "tool-a")
 				require.NoError(t, err)
 				if !c.stored {
-					assert.Equal(t, storage.ApprovalMode(""), got.Remember)
-					assertApproval(t, approval("alice", "tool-a", "sha256:old", storage.ApprovalAskEveryCall), a)
+					assert.Equal(t, toolgatetype.StandingMode(""), got.Remember)
+					assertApproval(t, approval("alice", "tool-a", "sha256:old", toolgatetype.ApprovalAskEveryCall), a)
 					return
 				}
 				assert.Equal(t, c.remember, got.Remember)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // list lists with q and requires success.
@@ -65,7 +66,7 @@ func testAudit(t *testing.T, newStore newStoreFunc) {
 		h := newHarness(t, newStore)
 		b, grant := h.granted("alice", "tool-a", "k1", t0)
 		b.PriceUSD, b.FeeUSD = dec("0.10"), dec("0.01")
-		b.Approval = storage.ApprovalKindGrant
+		b.Approval = toolgatetype.ApprovalKindGrant
 		begun := h.begin(b)
 		for _, e := range []storage.Execution{begun.Execution, h.get(b.ExecutionID)} {
 			assert.Equal(t, "slug-tool-a", e.ToolSlug)
@@ -73,7 +74,7 @@ func testAudit(t *testing.T, newStore newStoreFunc) {
 			assertDecimal(t, "0.10", e.PriceUSD, "price")
 			assertDecimal(t, "0.01", e.FeeUSD, "fee")
 			assertDecimal(t, "0.11", e.AmountUSD, "total")
-			assert.Equal(t, storage.ApprovalKindGrant, e.Approval)
+			assert.Equal(t, toolgatetype.ApprovalKindGrant, e.Approval)
 			assert.Equal(t, grant.ID, e.GrantID)
 		}
 		h.finish(b, storage.ExecutionCompleted, `{}`, t0.Add(time.Second))
@@ -90,7 +91,7 @@ func testAudit(t *testing.T, newStore newStoreFunc) {
 		assertDecimal(t, "0.10", e.PriceUSD, "price")
 		assertDecimal(t, "0.01", e.FeeUSD, "fee")
 		assertDecimal(t, "0.11", e.AmountUSD, "total")
-		assert.Equal(t, storage.ApprovalKindGrant, e.Approval)
+		assert.Equal(t, toolgatetype.ApprovalKindGrant, e.Approval)
 		assert.Equal(t, grant.ID, e.GrantID)
 		assertTime(t, t0, e.CreatedAt)
 		assertTime(t, t0.Add(time.Second), e.FinishedAt)
@@ -258,7 +259,7 @@ func testAudit(t *testing.T, newStore newStoreFunc) {
 			assert.Error(t, err, name)
 		}
 		for name, q := range map[string]storage.SpendQuery{
-			"no principal": {GroupBy: storage.SpendByTool},
+			"no principal": {GroupBy: toolgatetype.SpendByTool},
 			"no grouping":  {Principals: []string{"alice"}},
 		} {
 			_, err := h.s.SpendSummary(h.ctx, q)
@@ -282,7 +283,7 @@ func testAudit(t *testing.T, newStore newStoreFunc) {
 
 		window := storage.SpendQuery{Principals: []string{"alice"}, Since: day1, Until: day2.Add(24 * time.Hour)}
 		byTool := window
-		byTool.GroupBy = storage.SpendByTool
+		byTool.GroupBy = toolgatetype.SpendByTool
 		got, err := h.s.SpendSummary(h.ctx, byTool)
 		require.NoError(t, err)
 		assertGroups(t, []storage.SpendGroup{
@@ -292,7 +293,7 @@ func testAudit(t *testing.T, newStore newStoreFunc) {
 		}, got)
 
 		byDay := window
-		byDay.GroupBy = storage.SpendByDay
+		byDay.GroupBy = toolgatetype.SpendByDay
 		got, err = h.s.SpendSummary(h.ctx, byDay)
 		require.NoError(t, err)
 		assertGroups(t, []storage.SpendGroup{
@@ -301,12 +302,12 @@ func testAudit(t *testing.T, newStore newStoreFunc) {
 		}, got)
 
 		// Since is inclusive, until exclusive; two principals add up.
-		both := storage.SpendQuery{Principals: []string{"alice", "bob"}, Since: day2, Until: day2.Add(time.Hour), GroupBy: storage.SpendByTool}
+		both := storage.SpendQuery{Principals: []string{"alice", "bob"}, Since: day2, Until: day2.Add(time.Hour), GroupBy: toolgatetype.SpendByTool}
 		got, err = h.s.SpendSummary(h.ctx, both)
 		require.NoError(t, err)
 		assertGroups(t, []storage.SpendGroup{{Key: "slug-tool-a", TotalUSD: dec("9.11"), Count: 2}}, got)
 
-		empty := storage.SpendQuery{Principals: []string{"nobody"}, GroupBy: storage.SpendByDay}
+		empty := storage.SpendQuery{Principals: []string{"nobody"}, GroupBy: toolgatetype.SpendByDay}
 		got, err = h.s.SpendSummary(h.ctx, empty)
 		require.NoError(t, err)
 		assert.Empty(t, got)

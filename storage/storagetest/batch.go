@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // methodsOnly hides a store's optional methods, so that storage.ReadBatch
@@ -36,9 +37,9 @@ func testReadBatch(t *testing.T, newStore newStoreFunc) {
 				h.call("alice", "tool-a", "1.25", "k1", storage.ExecutionCompleted, t0.Add(-time.Hour))
 				h.admit("alice", "tool-b", "0.50", "k2", t0.Add(-time.Minute))
 				q := h.quote("alice", "tool-a", "0.10", t0)
-				require.NoError(t, h.s.PutApproval(h.ctx, approval("alice", "tool-a", "sha256:a", storage.ApprovalNeverAsk)))
+				require.NoError(t, h.s.PutApproval(h.ctx, approval("alice", "tool-a", "sha256:a", toolgatetype.ApprovalNeverAsk)))
 				max := dec("25.0000")
-				require.NoError(t, h.s.PutSpendControls(h.ctx, "alice", storage.SpendControls{DailyLimitUSD: &max}))
+				require.NoError(t, h.s.PutSpendControls(h.ctx, "alice", toolgatetype.SpendControls{DailyLimitUSD: &max}))
 				limits := []storage.Limit{
 					spendLimit("", t0.Truncate(24*time.Hour), "0"),
 					spendLimit("tool-a", time.Time{}, "0"),
@@ -91,7 +92,7 @@ func testReadBatch(t *testing.T, newStore newStoreFunc) {
 				t.Parallel()
 				h := newHarness(t, newStore)
 				q := h.quote("alice", "tool-a", "0.10", t0)
-				require.NoError(t, h.s.PutApproval(h.ctx, approval("alice", "tool-a", "sha256:a", storage.ApprovalNeverAsk)))
+				require.NoError(t, h.s.PutApproval(h.ctx, approval("alice", "tool-a", "sha256:a", toolgatetype.ApprovalNeverAsk)))
 				got, err := storage.ReadBatch(h.ctx, way.wrap(h.s), storage.Reads{Principal: "alice", QuoteID: q.ID, ToolID: "tool-a"})
 				require.NoError(t, err)
 				assert.Nil(t, got.Approval, "an approval not asked for is not read")
@@ -151,8 +152,8 @@ func testRememberedReads(t *testing.T, h *harness, wrap func(storage.Store) stor
 		return got
 	}
 	daily := dec("25.0000")
-	require.NoError(t, h.s.PutSpendControls(h.ctx, "alice", storage.SpendControls{DailyLimitUSD: &daily}))
-	require.NoError(t, h.s.PutApproval(h.ctx, approval("alice", "tool-a", "sha256:a", storage.ApprovalNeverAsk)))
+	require.NoError(t, h.s.PutSpendControls(h.ctx, "alice", toolgatetype.SpendControls{DailyLimitUSD: &daily}))
+	require.NoError(t, h.s.PutApproval(h.ctx, approval("alice", "tool-a", "sha256:a", toolgatetype.ApprovalNeverAsk)))
 	// What a quote reads first, and a store may remember.
 	_, err := storage.ReadBatch(h.ctx, s, storage.Reads{Principal: "alice", Approval: true, ToolID: "tool-a", SpendControls: true})
 	require.NoError(t, err)
@@ -165,7 +166,7 @@ func testRememberedReads(t *testing.T, h *harness, wrap func(storage.Store) stor
 	require.NotNil(t, got.SpendControls)
 	assert.Equal(t, "25", got.SpendControls.DailyLimitUSD.String())
 	require.NotNil(t, got.Approval)
-	assert.Equal(t, storage.ApprovalNeverAsk, got.Approval.Mode)
+	assert.Equal(t, toolgatetype.ApprovalNeverAsk, got.Approval.Mode)
 	b := beginFor(q, "k1", t0)
 	b.Remembered = &got
 	h.begin(b)
@@ -173,10 +174,10 @@ func testRememberedReads(t *testing.T, h *harness, wrap func(storage.Store) stor
 	for name, change := range map[string]func(){
 		"spend controls": func() {
 			tighter := dec("20.0000")
-			require.NoError(t, h.s.PutSpendControls(h.ctx, "alice", storage.SpendControls{DailyLimitUSD: &tighter}))
+			require.NoError(t, h.s.PutSpendControls(h.ctx, "alice", toolgatetype.SpendControls{DailyLimitUSD: &tighter}))
 		},
 		"approval": func() {
-			require.NoError(t, h.s.PutApproval(h.ctx, approval("alice", "tool-a", "sha256:a", storage.ApprovalAskEveryCall)))
+			require.NoError(t, h.s.PutApproval(h.ctx, approval("alice", "tool-a", "sha256:a", toolgatetype.ApprovalAskEveryCall)))
 		},
 		"approval withdrawn": func() {
 			require.NoError(t, h.s.DeleteApproval(h.ctx, "alice", "tool-a"))

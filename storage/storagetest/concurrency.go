@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // race runs fn(i) for i in [0, n) on n goroutines released together, so the
@@ -44,11 +45,11 @@ func testConcurrency(t *testing.T, newStore newStoreFunc) {
 		const n = 20
 		errs := make([]error, n)
 		race(n, func(i int) {
-			_, errs[i] = h.s.UpdateSpendControls(h.ctx, "alice", func(c *storage.SpendControls) error {
+			_, errs[i] = h.s.UpdateSpendControls(h.ctx, "alice", func(c *toolgatetype.SpendControls) error {
 				if c.Tools == nil {
-					c.Tools = map[string]storage.ToolSpendControls{}
+					c.Tools = map[string]toolgatetype.ToolSpendControls{}
 				}
-				c.Tools[fmt.Sprintf("tool-%d", i)] = storage.ToolSpendControls{RateLimitPerMinute: intPtr(i)}
+				c.Tools[fmt.Sprintf("tool-%d", i)] = toolgatetype.ToolSpendControls{RateLimitPerMinute: intPtr(i)}
 				return nil
 			})
 		})
@@ -79,7 +80,7 @@ func testConcurrency(t *testing.T, newStore newStoreFunc) {
 		race(n, func(i int) {
 			decided[i], errs[i] = h.s.DecideApprovalRequest(h.ctx, storage.ApprovalDecision{
 				ID: r.ID, Approve: i%2 == 0, DecidedBy: fmt.Sprintf("approver-%d", i),
-				Remember: storage.ApprovalNeverAsk, Now: t0.Add(time.Second),
+				Remember: toolgatetype.ApprovalNeverAsk, Now: t0.Add(time.Second),
 			})
 		})
 		winner := -1
@@ -329,8 +330,8 @@ func testConcurrency(t *testing.T, newStore newStoreFunc) {
 					id := fmt.Sprint("tool-", c%3)
 					// One goroutine per principal edits settings, so each
 					// step must succeed.
-					assert.NoError(t, h.s.PutApproval(h.ctx, approval(p, id, "d", storage.ApprovalNeverAsk)))
-					assert.NoError(t, h.s.PutSpendControls(h.ctx, p, storage.SpendControls{DailyLimitUSD: decPtr("1")}))
+					assert.NoError(t, h.s.PutApproval(h.ctx, approval(p, id, "d", toolgatetype.ApprovalNeverAsk)))
+					assert.NoError(t, h.s.PutSpendControls(h.ctx, p, toolgatetype.SpendControls{DailyLimitUSD: decPtr("1")}))
 					list, err := h.s.ListApprovals(h.ctx, p)
 					assert.NoError(t, err)
 					assert.Len(t, list, 1)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 func decPtr(s string) *decimal.Decimal { d := dec(s); return &d }
@@ -20,16 +21,16 @@ func testSpendControls(t *testing.T, newStore newStoreFunc) {
 		t.Parallel()
 		cases := []struct {
 			name string
-			c    storage.SpendControls
+			c    toolgatetype.SpendControls
 		}{
-			{"nothing set", storage.SpendControls{}},
-			{"everything set", storage.SpendControls{
+			{"nothing set", toolgatetype.SpendControls{}},
+			{"everything set", toolgatetype.SpendControls{
 				MaxPerCallUSD:      decPtr("25.0000"),
 				DailyLimitUSD:      decPtr("100"),
 				MonthlyLimitUSD:    decPtr("1000.5"),
 				RateLimitPerMinute: intPtr(60),
 				RateLimitPerHour:   intPtr(1000),
-				Tools: map[string]storage.ToolSpendControls{
+				Tools: map[string]toolgatetype.ToolSpendControls{
 					"goal-data": {
 						Allowed:            boolPtr(true),
 						MaxPerCallUSD:      decPtr("0.11"),
@@ -40,16 +41,16 @@ func testSpendControls(t *testing.T, newStore newStoreFunc) {
 					},
 				},
 			}},
-			{"zeros are set, not absent", storage.SpendControls{
+			{"zeros are set, not absent", toolgatetype.SpendControls{
 				DailyLimitUSD:    decPtr("0"),
 				RateLimitPerHour: intPtr(0),
-				Tools: map[string]storage.ToolSpendControls{
+				Tools: map[string]toolgatetype.ToolSpendControls{
 					"weather": {Allowed: boolPtr(false), RateLimitPerMinute: intPtr(0)},
 				},
 			}},
-			{"only some tools, only some fields", storage.SpendControls{
+			{"only some tools, only some fields", toolgatetype.SpendControls{
 				MonthlyLimitUSD: decPtr("50"),
-				Tools: map[string]storage.ToolSpendControls{
+				Tools: map[string]toolgatetype.ToolSpendControls{
 					"goal-data": {DailyLimitUSD: decPtr("2.5")},
 					"weather":   {},
 				},
@@ -70,11 +71,11 @@ func testSpendControls(t *testing.T, newStore newStoreFunc) {
 	t.Run("PutReplacesEverything", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t, newStore)
-		require.NoError(t, h.s.PutSpendControls(h.ctx, "alice", storage.SpendControls{
+		require.NoError(t, h.s.PutSpendControls(h.ctx, "alice", toolgatetype.SpendControls{
 			DailyLimitUSD: decPtr("5"),
-			Tools:         map[string]storage.ToolSpendControls{"goal-data": {Allowed: boolPtr(false)}},
+			Tools:         map[string]toolgatetype.ToolSpendControls{"goal-data": {Allowed: boolPtr(false)}},
 		}))
-		second := storage.SpendControls{MonthlyLimitUSD: decPtr("20")}
+		second := toolgatetype.SpendControls{MonthlyLimitUSD: decPtr("20")}
 		require.NoError(t, h.s.PutSpendControls(h.ctx, "alice", second))
 
 		got, err := h.s.GetSpendControls(h.ctx, "alice")
@@ -85,18 +86,18 @@ func testSpendControls(t *testing.T, newStore newStoreFunc) {
 	t.Run("UpdateStartsFromNothing", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t, newStore)
-		var seen storage.SpendControls
-		got, err := h.s.UpdateSpendControls(h.ctx, "alice", func(c *storage.SpendControls) error {
+		var seen toolgatetype.SpendControls
+		got, err := h.s.UpdateSpendControls(h.ctx, "alice", func(c *toolgatetype.SpendControls) error {
 			seen = *c
 			c.DailyLimitUSD = decPtr("5")
-			c.Tools = map[string]storage.ToolSpendControls{"goal-data": {Allowed: boolPtr(false)}}
+			c.Tools = map[string]toolgatetype.ToolSpendControls{"goal-data": {Allowed: boolPtr(false)}}
 			return nil
 		})
 		require.NoError(t, err)
-		assertControls(t, storage.SpendControls{}, seen)
-		want := storage.SpendControls{
+		assertControls(t, toolgatetype.SpendControls{}, seen)
+		want := toolgatetype.SpendControls{
 			DailyLimitUSD: decPtr("5"),
-			Tools:         map[string]storage.ToolSpendControls{"goal-data": {Allowed: boolPtr(false)}},
+			Tools:         map[string]toolgatetype.ToolSpendControls{"goal-data": {Allowed: boolPtr(false)}},
 		}
 		assertControls(t, want, got)
 		stored, err := h.s.GetSpendControls(h.ctx, "alice")
@@ -107,20 +108,20 @@ func testSpendControls(t *testing.T, newStore newStoreFunc) {
 	t.Run("UpdateKeepsWhatItDoesNotChange", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t, newStore)
-		require.NoError(t, h.s.PutSpendControls(h.ctx, "alice", storage.SpendControls{
+		require.NoError(t, h.s.PutSpendControls(h.ctx, "alice", toolgatetype.SpendControls{
 			MonthlyLimitUSD: decPtr("20"),
-			Tools:           map[string]storage.ToolSpendControls{"goal-data": {DailyLimitUSD: decPtr("1")}},
+			Tools:           map[string]toolgatetype.ToolSpendControls{"goal-data": {DailyLimitUSD: decPtr("1")}},
 		}))
-		_, err := h.s.UpdateSpendControls(h.ctx, "alice", func(c *storage.SpendControls) error {
-			c.Tools["weather"] = storage.ToolSpendControls{RateLimitPerHour: intPtr(3)}
+		_, err := h.s.UpdateSpendControls(h.ctx, "alice", func(c *toolgatetype.SpendControls) error {
+			c.Tools["weather"] = toolgatetype.ToolSpendControls{RateLimitPerHour: intPtr(3)}
 			return nil
 		})
 		require.NoError(t, err)
 		got, err := h.s.GetSpendControls(h.ctx, "alice")
 		require.NoError(t, err)
-		assertControls(t, storage.SpendControls{
+		assertControls(t, toolgatetype.SpendControls{
 			MonthlyLimitUSD: decPtr("20"),
-			Tools: map[string]storage.ToolSpendControls{
+			Tools: map[string]toolgatetype.ToolSpendControls{
 				"goal-data": {DailyLimitUSD: decPtr("1")},
 				"weather":   {RateLimitPerHour: intPtr(3)},
 			},
@@ -131,7 +132,7 @@ func testSpendControls(t *testing.T, newStore newStoreFunc) {
 		t.Parallel()
 		h := newHarness(t, newStore)
 		refused := errors.New("refused by the caller")
-		_, err := h.s.UpdateSpendControls(h.ctx, "alice", func(c *storage.SpendControls) error {
+		_, err := h.s.UpdateSpendControls(h.ctx, "alice", func(c *toolgatetype.SpendControls) error {
 			c.DailyLimitUSD = decPtr("5")
 			return refused
 		})
@@ -139,21 +140,21 @@ func testSpendControls(t *testing.T, newStore newStoreFunc) {
 		_, err = h.s.GetSpendControls(h.ctx, "alice")
 		require.ErrorIs(t, err, storage.ErrNotFound, "a refused first update leaves no controls behind")
 
-		require.NoError(t, h.s.PutSpendControls(h.ctx, "bob", storage.SpendControls{DailyLimitUSD: decPtr("7")}))
-		_, err = h.s.UpdateSpendControls(h.ctx, "bob", func(c *storage.SpendControls) error {
+		require.NoError(t, h.s.PutSpendControls(h.ctx, "bob", toolgatetype.SpendControls{DailyLimitUSD: decPtr("7")}))
+		_, err = h.s.UpdateSpendControls(h.ctx, "bob", func(c *toolgatetype.SpendControls) error {
 			c.DailyLimitUSD = decPtr("1")
 			return refused
 		})
 		require.ErrorIs(t, err, refused)
 		got, err := h.s.GetSpendControls(h.ctx, "bob")
 		require.NoError(t, err)
-		assertControls(t, storage.SpendControls{DailyLimitUSD: decPtr("7")}, got)
+		assertControls(t, toolgatetype.SpendControls{DailyLimitUSD: decPtr("7")}, got)
 	})
 
 	t.Run("MissingIsNotFound", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t, newStore)
-		require.NoError(t, h.s.PutSpendControls(h.ctx, "alice", storage.SpendControls{DailyLimitUSD: decPtr("5")}))
+		require.NoError(t, h.s.PutSpendControls(h.ctx, "alice", toolgatetype.SpendControls{DailyLimitUSD: decPtr("5")}))
 		_, err := h.s.GetSpendControls(h.ctx, "bob")
 		require.ErrorIs(t, err, storage.ErrNotFound)
 	})
@@ -161,7 +162,7 @@ func testSpendControls(t *testing.T, newStore newStoreFunc) {
 
 // assertControls compares field by field: decimals by value, and an absent
 // Tools map equal to an empty one, since backends may store either.
-func assertControls(t *testing.T, want, got storage.SpendControls) {
+func assertControls(t *testing.T, want, got toolgatetype.SpendControls) {
 	t.Helper()
 	assertDecPtr(t, want.MaxPerCallUSD, got.MaxPerCallUSD, "MaxPerCallUSD")
 	assertDecPtr(t, want.DailyLimitUSD, got.DailyLimitUSD, "DailyLimitUSD")

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // testCopies checks that nothing a caller holds aliases the store: a
@@ -44,37 +45,37 @@ func testCopies(t *testing.T, newStore newStoreFunc) {
 	t.Run("SpendControls", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t, newStore)
-		in := storage.SpendControls{
+		in := toolgatetype.SpendControls{
 			DailyLimitUSD:      decPtr("5"),
 			RateLimitPerMinute: intPtr(10),
-			Tools:              map[string]storage.ToolSpendControls{"goal-data": {Allowed: boolPtr(true)}},
+			Tools:              map[string]toolgatetype.ToolSpendControls{"goal-data": {Allowed: boolPtr(true)}},
 		}
 		require.NoError(t, h.s.PutSpendControls(h.ctx, "alice", in))
 		*in.DailyLimitUSD = dec("500")
 		*in.RateLimitPerMinute = 1000
 		*in.Tools["goal-data"].Allowed = false
-		in.Tools["weather"] = storage.ToolSpendControls{}
+		in.Tools["weather"] = toolgatetype.ToolSpendControls{}
 
 		out, err := h.s.GetSpendControls(h.ctx, "alice")
 		require.NoError(t, err)
 		*out.DailyLimitUSD = dec("600")
 		*out.RateLimitPerMinute = 2000
 		*out.Tools["goal-data"].Allowed = false
-		out.Tools["news"] = storage.ToolSpendControls{}
+		out.Tools["news"] = toolgatetype.ToolSpendControls{}
 
 		got, err := h.s.GetSpendControls(h.ctx, "alice")
 		require.NoError(t, err)
-		assertControls(t, storage.SpendControls{
+		assertControls(t, toolgatetype.SpendControls{
 			DailyLimitUSD:      decPtr("5"),
 			RateLimitPerMinute: intPtr(10),
-			Tools:              map[string]storage.ToolSpendControls{"goal-data": {Allowed: boolPtr(true)}},
+			Tools:              map[string]toolgatetype.ToolSpendControls{"goal-data": {Allowed: boolPtr(true)}},
 		}, got)
 	})
 
 	t.Run("Approvals", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t, newStore)
-		want := approval("alice", "tool-a", "sha256:v1", storage.ApprovalNeverAsk)
+		want := approval("alice", "tool-a", "sha256:v1", toolgatetype.ApprovalNeverAsk)
 		require.NoError(t, h.s.PutApproval(h.ctx, want))
 
 		list, err := h.s.ListApprovals(h.ctx, "alice")

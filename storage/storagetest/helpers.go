@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // t0 is "now" in every test. Whole seconds, mid-month and mid-day, so that
@@ -82,7 +83,7 @@ func beginFor(q storage.Quote, key string, at time.Time, limits ...storage.Limit
 		ManifestDigest: q.ManifestDigest,
 		PriceUSD:       q.PriceUSD,
 		FeeUSD:         q.FeeUSD,
-		Approval:       storage.ApprovalKindDigest,
+		Approval:       toolgatetype.ApprovalKindDigest,
 	}
 }
 
