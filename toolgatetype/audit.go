@@ -21,7 +21,8 @@ func (g SpendGrouping) Key(toolSlug string, createdAt time.Time) string {
 	return toolSlug
 }
 
-// Listing limits (contract section 17).
+// Listing limits: a page holds DefaultListLimit items unless asked for
+// more, and never more than MaxListLimit.
 const (
 	DefaultListLimit = 20
 	MaxListLimit     = 100

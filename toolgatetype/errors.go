@@ -9,7 +9,7 @@ import (
 // codes, never on messages.
 type Code string
 
-// Error codes, as in the contract's HTTP error table. The codes only the
+// Error codes, each answered over HTTP with one fixed status. The codes only the
 // HTTP layer can meet (a wrong method, a body too large or not JSON) are
 // httpapi's.
 const (
@@ -35,7 +35,7 @@ const (
 	CodeRateLimited           Code = "rate_limited"
 	CodeInternal              Code = "internal_error"
 
-	// Codes of approver mode and approval requests (contract section 14).
+	// Codes of approver mode and approval requests.
 	CodeApproverRequired        Code = "approver_required"
 	CodeApprovalPending         Code = "approval_pending"
 	CodeApprovalDenied          Code = "approval_denied"

@@ -5,7 +5,7 @@ import "time"
 // ApprovalEventType says what happened to an approval request.
 type ApprovalEventType string
 
-// Approval event types, as the webhook names them (contract section 14).
+// Approval event types, as the webhook names them.
 const (
 	ApprovalRequestCreated ApprovalEventType = "approval_request.created"
 	ApprovalRequestDecided ApprovalEventType = "approval_request.decided"
