@@ -55,6 +55,9 @@ type Version struct {
 	Output *Schema // nil when the tool declares no output schema
 	// OperatorOrigin is true when the operator configured Origin for this tool.
 	OperatorOrigin bool
+	// operatorRetrySafe is the operator's word on whether the tool's
+	// requests may be sent again; nil leaves it to the capabilities.
+	operatorRetrySafe *bool
 
 	// search is the name, description and category lowercased once, joined
 	// by NULs, so that List compares rather than lowercases every tool.
@@ -66,6 +69,23 @@ type Version struct {
 type Trust struct {
 	PaymentVerified  *bool
 	EndpointVerified *bool
+	// RetrySafe says whether a request of the tool may be sent again after
+	// it may have reached the provider (see Version.RetrySafe).
+	RetrySafe *bool
+}
+
+// RetrySafe reports whether a request of this tool may be sent again once
+// it may have reached the provider: a repeat does no harm because the tool
+// only reads (readOnly) or the provider applies a repeat once (idempotent),
+// or because the operator says so. Only such tools are retried after a
+// request may have left, and re-run when a retry takes over a dead run;
+// the others end "ambiguous" instead, so nothing runs twice.
+func (v *Version) RetrySafe() bool {
+	if v.operatorRetrySafe != nil {
+		return *v.operatorRetrySafe
+	}
+	c := v.Capabilities
+	return c.Declared && (c.ReadOnly || c.Idempotent)
 }
 
 // Registry is a set of tools, safe for concurrent use.
@@ -75,6 +95,7 @@ type Registry struct {
 	byID     map[string]string     // id -> slug
 	history  map[string][]*Version // by slug, oldest first
 	origins  map[string]string     // operator origin overrides, by slug
+	retry    map[string]bool       // operator retry-safety overrides, by slug
 	now      func() time.Time
 	ordering []*Version // the current versions in listing order: verified first, then newest
 	// changes counts changes to ordering; index is the search index of
@@ -272,14 +293,19 @@ func (r *Registry) build(def *Tool) (*Version, error) {
 			return nil, fmt.Errorf("%w: %s output: %v", ErrInvalidTool, def.Slug, err)
 		}
 	}
+	var retrySafe *bool
+	if safe, ok := r.retry[def.Slug]; ok {
+		retrySafe = &safe
+	}
 	v := &Version{
-		Tool:           def,
-		Origin:         origin,
-		Capabilities:   NormalizeCapabilities(def.Capabilities, origin),
-		Input:          in,
-		Output:         out,
-		OperatorOrigin: hasOverride,
-		search:         strings.ToLower(def.Name) + "\x00" + strings.ToLower(def.Description) + "\x00" + strings.ToLower(def.Category),
+		Tool:              def,
+		operatorRetrySafe: retrySafe,
+		Origin:            origin,
+		Capabilities:      NormalizeCapabilities(def.Capabilities, origin),
+		Input:             in,
+		Output:            out,
+		OperatorOrigin:    hasOverride,
+		search:            strings.ToLower(def.Name) + "\x00" + strings.ToLower(def.Description) + "\x00" + strings.ToLower(def.Category),
 	}
 	if def.Immutable {
 		if v.Digest, err = ManifestOf(def, origin).Digest(); err != nil {
@@ -480,6 +506,15 @@ func (r *Registry) SetTrust(slugOrID string, t Trust) error {
 	}
 	next := *cur
 	next.Tool = &def
+	if t.RetrySafe != nil {
+		// Kept by slug, as origins are, so later versions keep it too.
+		if r.retry == nil {
+			r.retry = map[string]bool{}
+		}
+		r.retry[slug] = *t.RetrySafe
+		safe := *t.RetrySafe
+		next.operatorRetrySafe = &safe
+	}
 	r.replace(slug, &next)
 	return nil
 }

@@ -29,6 +29,13 @@ const (
 type UpstreamError struct {
 	Code    string
 	Message string
+	// Sent is true when the request may have reached the provider and no
+	// complete answer came back (the connection broke after the request
+	// went out, the deadline passed while waiting, the answer was cut
+	// off): the provider may have run it. False when the request provably
+	// never left (the connection was refused, the name did not resolve, the
+	// TLS handshake failed, the destination was refused) or an answer came.
+	Sent bool
 }
 
 func (e *UpstreamError) Error() string { return e.Message }

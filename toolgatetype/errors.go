@@ -43,6 +43,10 @@ const (
 	CodeApprovalAlreadyDecided  Code = "approval_already_decided"
 	CodeApprovalGrantMismatch   Code = "approval_grant_mismatch"
 	CodeApprovalRequestNotFound Code = "approval_request_not_found"
+
+	// Codes of the resolution of ambiguous executions.
+	CodeExecutionAlreadyResolved Code = "execution_already_resolved"
+	CodeExecutionNotAmbiguous    Code = "execution_not_ambiguous"
 )
 
 // Error is every error the gateway returns for a rejected request. Match it

@@ -1,6 +1,9 @@
 package toolgatetype
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Execution is the normalized result of one call.
 type Execution struct {
@@ -10,6 +13,9 @@ type Execution struct {
 	Cost   Cost            `json:"cost"`
 	Output json.RawMessage `json:"output"`
 	Error  *ExecutionError `json:"error"`
+	// Resolution says how a person resolved an ambiguous execution; absent
+	// for every other.
+	Resolution *Resolution `json:"resolution,omitempty"`
 }
 
 // Status is how an execution ended, as callers see it.
@@ -19,7 +25,25 @@ type Status string
 const (
 	StatusCompleted Status = "completed"
 	StatusFailed    Status = "failed"
+	// StatusAmbiguous: the request may have reached the provider and no
+	// complete answer came back, so nobody knows whether it ran. It is not
+	// sent again; its amount stays reserved, counted in the limits but not
+	// charged, until a person resolves it as completed or failed.
+	StatusAmbiguous Status = "ambiguous"
 )
+
+// Resolution is a person's finding about an ambiguous execution: whether it
+// ran (completed: charged, its output stays unknown) or not (failed: the
+// reservation is released).
+type Resolution struct {
+	Outcome    Status    `json:"outcome"`
+	ResolvedBy string    `json:"resolvedBy"`
+	ResolvedAt time.Time `json:"resolvedAt"`
+	Note       string    `json:"note"`
+}
+
+// MaxResolutionNote is the longest note a resolution may carry, in characters.
+const MaxResolutionNote = 1000
 
 // Cost is what a call costs. A failed execution shows the quoted amounts
 // but is not charged.
@@ -36,6 +60,9 @@ type ExecutionError struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 }
+
+// CodeOutcomeUnknown is the error code of an ambiguous execution.
+const CodeOutcomeUnknown = "outcome_unknown"
 
 // CodeToolChangedDuringCall is the error code of a call retried after its
 // first run was abandoned, when the tool changed or was blocked meanwhile.

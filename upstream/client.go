@@ -16,8 +16,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
@@ -235,10 +237,16 @@ func allowedHost(domains []string, host string) bool {
 func (u *Client) send(ctx context.Context, v *registry.Version, req *http.Request) (registry.UpstreamResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, u.timeout)
 	defer cancel()
-	if req.Method != http.MethodGet {
+	// Whether any attempt got a connection, and so may have reached the
+	// provider: a request can only leave once a connection is open, after
+	// DNS, the dial, the destination check and the TLS handshake.
+	sent := new(atomic.Bool)
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { sent.Store(true) }})
+	if !v.RetrySafe() {
 		// The retry policy sees only the context when the transport fails,
-		// so that is where a request that must not be repeated says so.
-		ctx = context.WithValue(ctx, noRetryKey{}, true)
+		// so that is where a request that must not be repeated once it may
+		// have left says so.
+		ctx = context.WithValue(ctx, noRetryKey{}, sent)
 	}
 	if v.OperatorOrigin && sameOrigin(req.URL, v.Origin) {
 		// The operator chose this origin, perhaps a mirror on the private
@@ -251,13 +259,17 @@ func (u *Client) send(ctx context.Context, v *registry.Version, req *http.Reques
 	}
 	resp, err := u.client.Do(rreq)
 	if err != nil {
+		var ue *registry.UpstreamError
 		switch {
 		case errors.Is(err, ErrDestinationRefused):
-			return registry.UpstreamResponse{}, registry.Upstreamf(registry.CodeUpstreamUnavailable, "the provider's address is not a public address")
+			ue = registry.Upstreamf(registry.CodeUpstreamUnavailable, "the provider's address is not a public address")
 		case errors.Is(ctx.Err(), context.DeadlineExceeded):
-			return registry.UpstreamResponse{}, registry.Upstreamf(registry.CodeUpstreamUnavailable, "the provider did not answer within %s", u.timeout)
+			ue = registry.Upstreamf(registry.CodeUpstreamUnavailable, "the provider did not answer within %s", u.timeout)
+		default:
+			ue = registry.Upstreamf(registry.CodeUpstreamUnavailable, "the provider could not be reached")
 		}
-		return registry.UpstreamResponse{}, registry.Upstreamf(registry.CodeUpstreamUnavailable, "the provider could not be reached")
+		ue.Sent = sent.Load()
+		return registry.UpstreamResponse{}, ue
 	}
 	defer resp.Body.Close()
 	// The body is read as a stream and never beyond the cap; the transport
@@ -265,10 +277,16 @@ func (u *Client) send(ctx context.Context, v *registry.Version, req *http.Reques
 	// decompressed bytes and a compression bomb stops here.
 	body, err := readCapped(resp.Body, resp.ContentLength, u.maxBytes)
 	if err != nil {
+		// The provider answered, so it received the request, but its
+		// answer never came whole: what it did is not known.
 		if ctx.Err() != nil {
-			return registry.UpstreamResponse{}, registry.Upstreamf(registry.CodeUpstreamUnavailable, "the provider did not finish its answer within %s", u.timeout)
+			ue := registry.Upstreamf(registry.CodeUpstreamUnavailable, "the provider did not finish its answer within %s", u.timeout)
+			ue.Sent = true
+			return registry.UpstreamResponse{}, ue
 		}
-		return registry.UpstreamResponse{}, registry.Upstreamf(registry.CodeUpstreamInvalidResponse, "the provider's answer was cut off")
+		ue := registry.Upstreamf(registry.CodeUpstreamInvalidResponse, "the provider's answer was cut off")
+		ue.Sent = true
+		return registry.UpstreamResponse{}, ue
 	}
 	if int64(len(body)) > u.maxBytes {
 		return registry.UpstreamResponse{}, registry.Upstreamf(registry.CodeUpstreamTooLarge, "the provider's answer exceeded %s", byteSize(u.maxBytes))

@@ -273,14 +273,25 @@ func TestRetriesOnlySafeReads(t *testing.T) {
 		e.call(t, "alice", "exchange-rates", "k1", ratesInput)
 		assert.EqualValues(t, 1, hits.Load())
 	})
-	t.Run("POST is never repeated", func(t *testing.T) {
+	t.Run("a tool that is not retry-safe is never repeated once sent", func(t *testing.T) {
 		t.Parallel()
 		srv, hits := flaky(1, http.StatusServiceUnavailable, "")
 		e := newHostileEnv(t, nil)
 		require.NoError(t, e.reg.SetOrigin("goal-data", srv.URL))
+		notSafe := false
+		require.NoError(t, e.reg.SetTrust("goal-data", registry.Trust{RetrySafe: &notSafe}))
 		res := e.call(t, "alice", "goal-data", "k1", `{"goal":"g","step":1}`)
 		assert.Equal(t, toolgatetype.StatusFailed, res.Execution.Status)
 		assert.EqualValues(t, 1, hits.Load())
+	})
+	t.Run("a POST of a tool that declares itself idempotent recovers", func(t *testing.T) {
+		t.Parallel()
+		srv, hits := flaky(1, http.StatusServiceUnavailable, "")
+		e := newHostileEnv(t, func(c *toolgate.Config) { c.Upstream.Timeout = 5 * time.Second })
+		require.NoError(t, e.reg.SetOrigin("goal-data", srv.URL))
+		res := e.call(t, "alice", "goal-data", "k1", `{"goal":"g","step":1}`)
+		assert.Equal(t, toolgatetype.StatusCompleted, res.Execution.Status)
+		assert.EqualValues(t, 2, hits.Load())
 	})
 	t.Run("Retry-After is capped by the deadline", func(t *testing.T) {
 		t.Parallel()

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -17,19 +18,24 @@ const (
 	maxRetryAfter = 3 * time.Second
 )
 
-// noRetryKey marks a request that must not be repeated, for the retry policy,
-// which sees only the context when the transport fails.
+// noRetryKey marks a request of a tool that is not retry-safe, for the retry
+// policy, which sees only the context when the transport fails. Its value,
+// an *atomic.Bool, turns true once an attempt got a connection: from then
+// on the request may have reached the provider.
 type noRetryKey struct{}
 
-// RetrySafeReads is the default retry policy: only GETs, which providers
-// document as safe to repeat, and only for failures a repeat can cure
-// (transport errors other than a refused destination, 429, 502, 503, 504).
+// RetrySafeReads is the default retry policy. A request of a retry-safe
+// tool (registry.Version.RetrySafe) is tried again for the failures a
+// repeat can cure: transport errors other than a refused destination, 429,
+// 502, 503 and 504. A request of any other tool is tried again only when
+// it provably never left (no attempt got a connection), since a provider
+// that received it may have acted on it.
 func RetrySafeReads(ctx context.Context, resp *http.Response, err error) (bool, error) {
 	if ctx.Err() != nil {
 		return false, ctx.Err()
 	}
-	if ctx.Value(noRetryKey{}) != nil {
-		return false, nil
+	if sent, ok := ctx.Value(noRetryKey{}).(*atomic.Bool); ok {
+		return err != nil && !sent.Load() && !errors.Is(err, ErrDestinationRefused), nil
 	}
 	if err != nil {
 		return !errors.Is(err, ErrDestinationRefused), nil

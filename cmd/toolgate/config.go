@@ -558,7 +558,7 @@ func (p configParser) trust(n node) (map[string]registry.Trust, error) {
 		if err := p.knownTool(n, t.name); err != nil {
 			return nil, err
 		}
-		fs, err := t.fields("paymentVerified", "endpointVerified")
+		fs, err := t.fields("paymentVerified", "endpointVerified", "retrySafe")
 		if err != nil {
 			return nil, err
 		}
@@ -568,10 +568,13 @@ func (p configParser) trust(n node) (map[string]registry.Trust, error) {
 			if err != nil {
 				return nil, err
 			}
-			if f.name == "paymentVerified" {
+			switch f.name {
+			case "paymentVerified":
 				tr.PaymentVerified = &b
-			} else {
+			case "endpointVerified":
 				tr.EndpointVerified = &b
+			case "retrySafe":
+				tr.RetrySafe = &b
 			}
 		}
 		out[t.name] = tr
