@@ -399,7 +399,15 @@ func (g *Gateway) admitResumed(ctx context.Context, c *call, now time.Time) (adm
 func (g *Gateway) execute(ctx context.Context, c *call, adm admission, cl claim) (*toolgatetype.CallResult, error) {
 	// Admitted, the call no longer answers to its caller's context (see Call).
 	ctx = context.WithoutCancel(ctx)
-	exec, upstreamStatus := g.callTool(ctx, c.tool, adm.quote, cl.execution.ID, c.input, adm.abandon)
+	var exec toolgatetype.Execution
+	var upstreamStatus int
+	if cl.tookOver && !c.tool.RetrySafe() {
+		// The run that began this call died before it finished, perhaps
+		// after its request left: sending it again could run it twice.
+		exec = ambiguous(newExecution(c.tool, adm.quote, cl.execution.ID), c.tool, "the gateway's run of it stopped before it finished")
+	} else {
+		exec, upstreamStatus = g.callTool(ctx, c.tool, adm.quote, cl.execution.ID, c.input, adm.abandon)
+	}
 	body, err := encodeExecution(exec)
 	if err != nil {
 		return nil, internalError(err)

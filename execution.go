@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -19,18 +20,15 @@ import (
 // none came). Nothing the provider returns reaches anything but the output
 // field, and only after normalization and validation.
 func (g *Gateway) callTool(ctx context.Context, v *registry.Version, q storage.Quote, id uuid.UUID, input []byte, abandon *registry.UpstreamError) (toolgatetype.Execution, int) {
-	exec := toolgatetype.Execution{
-		ID:     id.String(),
-		Tool:   toolRef(v.Tool),
-		Status: toolgatetype.StatusFailed,
-		Cost:   toolgatetype.Cost{PriceUSD: usd(q.PriceUSD), FeeUSD: usd(q.FeeUSD), TotalUSD: usd(q.TotalUSD), Currency: "USD"},
-		Output: json.RawMessage("null"),
-	}
+	exec := newExecution(v, q, id)
 	status := 0
 	fail := func(err error) (toolgatetype.Execution, int) {
 		var ue *registry.UpstreamError
 		if !errors.As(err, &ue) {
 			ue = registry.Upstreamf(registry.CodeUpstreamInvalidResponse, "the provider's answer could not be read as this tool's output")
+		}
+		if ue.Sent && !v.RetrySafe() {
+			return ambiguous(exec, v, ue.Message), status
 		}
 		exec.Error = &toolgatetype.ExecutionError{Code: ue.Code, Message: ue.Message}
 		return exec, status
@@ -69,6 +67,36 @@ func (g *Gateway) callTool(ctx context.Context, v *registry.Version, q storage.Q
 	exec.Status = toolgatetype.StatusCompleted
 	exec.Output = raw
 	return exec, status
+}
+
+// newExecution is the execution of a call under q before it has an
+// outcome: failed, with the quoted amounts and no output.
+func newExecution(v *registry.Version, q storage.Quote, id uuid.UUID) toolgatetype.Execution {
+	return toolgatetype.Execution{
+		ID:     id.String(),
+		Tool:   toolRef(v.Tool),
+		Status: toolgatetype.StatusFailed,
+		Cost:   toolgatetype.Cost{PriceUSD: usd(q.PriceUSD), FeeUSD: usd(q.FeeUSD), TotalUSD: usd(q.TotalUSD), Currency: "USD"},
+		Output: json.RawMessage("null"),
+	}
+}
+
+// ambiguous turns exec into the execution of a call whose request may have
+// reached the provider without a complete answer coming back, for a tool
+// that is not retry-safe: whether it ran is unknown, so it is neither
+// failed (which would invite running it again) nor charged. why says what
+// happened, in the gateway's words.
+func ambiguous(exec toolgatetype.Execution, v *registry.Version, why string) toolgatetype.Execution {
+	exec.Status = toolgatetype.StatusAmbiguous
+	exec.Output = json.RawMessage("null")
+	exec.Error = &toolgatetype.ExecutionError{
+		Code: toolgatetype.CodeOutcomeUnknown,
+		Message: fmt.Sprintf("the outcome of this call of %s is unknown: %s, after the request may have reached the provider. "+
+			"Do not call it again: a retry with the same Idempotency-Key returns this result, and one with a new key could run it twice. "+
+			"Its amount stays reserved, not charged, until an approver of this principal resolves execution %s as completed or failed.",
+			v.Tool.Slug, strings.TrimSuffix(why, "."), exec.ID),
+	}
+	return exec
 }
 
 // normalize runs the tool's mapping, turning a panic on hostile input into
