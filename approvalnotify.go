@@ -22,3 +22,12 @@ func (g *Gateway) notify(ctx context.Context, typ toolgatetype.ApprovalEventType
 	}
 	g.notifier.NotifyApproval(context.WithoutCancel(ctx), toolgatetype.ApprovalEvent{Type: typ, Timestamp: g.clock.Now().UTC(), Request: *r})
 }
+
+// notifyAmbiguous tells the approvers' notifier, if any, of an execution
+// whose outcome is unknown, so that a person finds out and resolves it.
+func (g *Gateway) notifyAmbiguous(ctx context.Context, e toolgatetype.ExecutionSummary) {
+	if g.notifier == nil {
+		return
+	}
+	g.notifier.NotifyApproval(context.WithoutCancel(ctx), toolgatetype.ApprovalEvent{Type: toolgatetype.ExecutionAmbiguous, Timestamp: g.clock.Now().UTC(), Execution: &e})
+}

@@ -412,6 +412,7 @@ func (g *Gateway) execute(ctx context.Context, c *call, adm admission, cl claim)
 	if err != nil {
 		return nil, internalError(err)
 	}
+	finished := g.clock.Now().UTC()
 	err = g.store.FinishExecution(ctx, storage.Finish{
 		Principal:   c.principal,
 		Key:         c.req.IdempotencyKey,
@@ -420,7 +421,7 @@ func (g *Gateway) execute(ctx context.Context, c *call, adm admission, cl claim)
 		Status:      storage.ExecutionStatus(exec.Status),
 		Charged:     exec.Status == toolgatetype.StatusCompleted,
 		Response:    body,
-		Now:         g.clock.Now().UTC(),
+		Now:         finished,
 	})
 	if errors.Is(err, storage.ErrLeaseLost) {
 		// Another run took this call over; its result is the one that counts.
@@ -436,6 +437,11 @@ func (g *Gateway) execute(ctx context.Context, c *call, adm admission, cl claim)
 	c.rec.ran, c.rec.status, c.rec.upstreamStatus = true, exec.Status, upstreamStatus
 	if exec.Error != nil {
 		c.rec.errorCode = exec.Error.Code
+	}
+	if exec.Status == toolgatetype.StatusAmbiguous {
+		e := cl.execution
+		e.Status, e.FinishedAt = storage.ExecutionStatus(exec.Status), finished
+		g.notifyAmbiguous(ctx, g.summarize(e))
 	}
 	if exec.Status == toolgatetype.StatusCompleted && !adm.resumed && !cl.tookOver && adm.policy.Approval.Requirement == toolgatetype.RequirementFirstUse {
 		switch {

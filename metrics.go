@@ -22,6 +22,9 @@ const (
 	outcomeFailed    = "failed"    // ran, and failed: not charged
 	outcomeRefused   = "refused"   // answered with an error before running
 	outcomeReplayed  = "replayed"  // a retry answered with the stored result
+	// outcomeAmbiguous: ran, and whether the provider acted on it is
+	// unknown; reserved, not charged, until a person resolves it.
+	outcomeAmbiguous = "ambiguous"
 )
 
 // metrics are the gateway's Prometheus metrics. Every label comes from a
@@ -72,7 +75,7 @@ func newMetrics(reg prometheus.Registerer, deadline time.Duration) (*metrics, er
 		}, []string{"tool"}), &errs),
 		calls: shared(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolgate_calls_total",
-			Help: "Call requests by tool and outcome: completed, failed (ran, not charged), refused (an error before running), replayed (a retry answered from the stored result).",
+			Help: "Call requests by tool and outcome: completed, failed (ran, not charged), ambiguous (may have run, no answer: reserved until a person resolves it), refused (an error before running), replayed (a retry answered from the stored result).",
 		}, []string{"tool", "outcome"}), &errs),
 		callDuration: shared(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "toolgate_call_duration_seconds",
@@ -150,7 +153,7 @@ func (m *metrics) tool(slug string) *toolSeries {
 		charged:          m.charged.WithLabelValues(slug),
 		circuitOpen:      m.circuitOpen.WithLabelValues(slug),
 	}
-	for _, o := range []string{outcomeCompleted, outcomeFailed, outcomeRefused, outcomeReplayed} {
+	for _, o := range []string{outcomeCompleted, outcomeFailed, outcomeAmbiguous, outcomeRefused, outcomeReplayed} {
 		s.calls[o] = m.calls.WithLabelValues(slug, o)
 	}
 	for _, r := range upstream.AttemptResults {

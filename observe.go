@@ -161,6 +161,9 @@ func outcomeOf(rec *callRecord, res *toolgatetype.CallResult, err error) (outcom
 	if res.Execution.Error != nil {
 		code = res.Execution.Error.Code
 	}
+	if res.Execution.Status == toolgatetype.StatusAmbiguous {
+		return outcomeAmbiguous, code
+	}
 	return outcomeFailed, code
 }
 
@@ -241,6 +244,11 @@ func (g *Gateway) logCall(ctx context.Context, rec *callRecord, slug string, ela
 	attrs = append(attrs, slog.Float64("durationMs", float64(elapsed.Microseconds())/1000))
 	if rec.upstreamStatus > 0 {
 		attrs = append(attrs, slog.Int("upstreamStatus", rec.upstreamStatus))
+	}
+	if rec.status == toolgatetype.StatusAmbiguous {
+		// Someone has to find out what the provider did, and resolve it.
+		g.log.LogAttrs(ctx, slog.LevelWarn, "call finished with an unknown outcome", attrs...)
+		return
 	}
 	g.log.LogAttrs(ctx, slog.LevelInfo, "call finished", attrs...)
 }

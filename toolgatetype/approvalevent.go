@@ -9,13 +9,21 @@ type ApprovalEventType string
 const (
 	ApprovalRequestCreated ApprovalEventType = "approval_request.created"
 	ApprovalRequestDecided ApprovalEventType = "approval_request.decided"
+	// ExecutionAmbiguous: a call ended ambiguous, and an approver of its
+	// principal has to find out what the provider did and resolve it.
+	ExecutionAmbiguous ApprovalEventType = "execution.ambiguous"
 )
 
-// ApprovalEvent is a new approval request, or a decision of one.
+// ApprovalEvent is something the people who approve a principal's calls
+// are told of: a new approval request, a decision of one, or an execution
+// whose outcome is unknown.
 type ApprovalEvent struct {
 	Type ApprovalEventType
 	// Timestamp is when it happened, by the gateway's clock.
 	Timestamp time.Time
-	// Request is the request as it stands after the event.
+	// Request is the request as it stands after the event, for the
+	// approval_request events.
 	Request ApprovalRequest
+	// Execution is the execution, for ExecutionAmbiguous; nil otherwise.
+	Execution *ExecutionSummary
 }

@@ -1,13 +1,16 @@
-// Package webhook tells people of approval requests (contract section 14):
-// a Sender is a toolgate.ApprovalNotifier that POSTs each new request and
-// each decision to one URL, signed as the Standard Webhooks specification
-// says (webhook-id, webhook-timestamp, webhook-signature), and retries
-// failed deliveries with backoff in the background. Notifying never waits
+// Package webhook tells people of approval requests and of calls whose
+// outcome is unknown: a Sender is a toolgate.ApprovalNotifier that POSTs
+// each new request, each decision and each ambiguous execution to one
+// URL, signed as the Standard Webhooks specification says (webhook-id,
+// webhook-timestamp, webhook-signature), and retries failed deliveries
+// with backoff in the background. Notifying never waits
 // on the network: a slow or failing receiver never delays or fails a
 // request of the gateway.
 //
 // The body is {"type": "approval_request.created" | "approval_request.decided",
-// "timestamp": <when it happened>, "data": <the request, as the API shows it>}.
+// "timestamp": <when it happened>, "data": <the request, as the API shows it>},
+// or for a call whose outcome is unknown {"type": "execution.ambiguous",
+// "timestamp", "data": <the execution, as the audit trail lists it>}.
 package webhook
 
 import (
@@ -135,19 +138,27 @@ func New(target, secret string, cfg *Config) (*Sender, error) {
 	return s, nil
 }
 
-// event is the body of a webhook.
+// event is the body of a webhook. Data is the approval request, or for an
+// execution event the execution as the audit trail lists it.
 type event struct {
 	Type      toolgatetype.ApprovalEventType `json:"type"`
 	Timestamp time.Time                      `json:"timestamp"`
-	Data      toolgatetype.ApprovalRequest   `json:"data"`
+	Data      any                            `json:"data"`
 }
 
 // NotifyApproval queues the event for delivery and returns at once.
 func (s *Sender) NotifyApproval(ctx context.Context, ev toolgatetype.ApprovalEvent) {
-	data := ev.Request
-	data.ApproveURL = ""
-	if s.cfg.ApproveURL != nil {
-		data.ApproveURL = s.cfg.ApproveURL(data.ID)
+	var data any
+	id := ev.Request.ID
+	if ev.Execution != nil {
+		data, id = ev.Execution, ev.Execution.ID
+	} else {
+		req := ev.Request
+		req.ApproveURL = ""
+		if s.cfg.ApproveURL != nil {
+			req.ApproveURL = s.cfg.ApproveURL(req.ID)
+		}
+		data = req
 	}
 	payload, err := json.Marshal(event{Type: ev.Type, Timestamp: ev.Timestamp.UTC(), Data: data})
 	if err != nil {
@@ -157,10 +168,10 @@ func (s *Sender) NotifyApproval(ctx context.Context, ev toolgatetype.ApprovalEve
 	d := delivery{id: "msg_" + randomHex(16), payload: payload}
 	select {
 	case <-s.stop:
-		s.cfg.Logger.WarnContext(ctx, "webhook: closed; approval event not sent", "type", ev.Type, "request", data.ID)
+		s.cfg.Logger.WarnContext(ctx, "webhook: closed; approval event not sent", "type", ev.Type, "id", id)
 	case s.queue <- d:
 	default:
-		s.cfg.Logger.WarnContext(ctx, "webhook: queue full; approval event dropped", "type", ev.Type, "request", data.ID, "host", s.host)
+		s.cfg.Logger.WarnContext(ctx, "webhook: queue full; approval event dropped", "type", ev.Type, "id", id, "host", s.host)
 	}
 }
 
