@@ -78,6 +78,34 @@ func (c *Client) GetExecution(ctx context.Context, id string) (*toolgatetype.Cal
 	return c.callResult(r, a)
 }
 
+// ResolveExecution records, for a client holding an approver key, a
+// person's finding about an ambiguous execution of one of the approver's
+// principals, as toolgate.Gateway.ResolveExecution does: completed charges
+// it, failed releases its reserved amount. It returns the resolved
+// execution, which a replay of the call's key returns from then on.
+//
+// A resolution is final: a second one gets execution_already_resolved, one
+// of an execution that is not ambiguous execution_not_ambiguous, and a
+// caller key approver_required. It is sent again only when the connection
+// was refused; after a lost answer, read the execution to learn whether
+// it was resolved.
+func (c *Client) ResolveExecution(ctx context.Context, id string, r toolgatetype.ResolveRequest) (*toolgatetype.CallResult, error) {
+	switch id {
+	case "", ".", "..":
+		return nil, &toolgatetype.Error{Code: toolgatetype.CodeExecutionNotFound, Message: fmt.Sprintf("no execution %q exists for you", id)}
+	}
+	body, err := json.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("client: encode the resolution: %w", err)
+	}
+	req := request{method: http.MethodPost, path: "/v1/executions/" + url.PathEscape(id) + "/resolve", body: body}
+	a, err := c.do(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return c.callResult(req, a)
+}
+
 // callResult reads an execution answer: the stored result's bytes as they
 // are, and whether they were replayed.
 func (c *Client) callResult(r request, a answer) (*toolgatetype.CallResult, error) {

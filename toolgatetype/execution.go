@@ -42,6 +42,15 @@ type Resolution struct {
 	Note       string    `json:"note"`
 }
 
+// ResolveRequest is a person's resolution of an ambiguous execution, the
+// body of POST /v1/executions/{id}/resolve: Outcome is StatusCompleted (it
+// ran: charge it) or StatusFailed (it did not: release its amount), Note an
+// optional explanation of at most MaxResolutionNote characters.
+type ResolveRequest struct {
+	Outcome Status `json:"outcome"`
+	Note    string `json:"note,omitempty"`
+}
+
 // MaxResolutionNote is the longest note a resolution may carry, in characters.
 const MaxResolutionNote = 1000
 
