@@ -31,6 +31,8 @@ type Manifest struct {
 	// file (see HTTPTemplate).
 	Credential *ManifestCredential `json:"credential,omitempty"`
 	Output     *ManifestOutput     `json:"output,omitempty"`
+	// Upstream appears only for tools served by an upstream MCP server.
+	Upstream *ManifestUpstream `json:"upstream,omitempty"`
 }
 
 // ManifestProvider is the provider part of a manifest.
@@ -87,6 +89,7 @@ func ManifestOf(t *Tool, origin string) Manifest {
 		},
 	}
 	m.addHTTPTemplate(t.HTTP)
+	m.addUpstream(t.Upstream)
 	return m
 }
 

@@ -102,6 +102,8 @@ type Registry struct {
 	// ordering as of some count, built by the first List that needs it.
 	changes uint64
 	index   atomic.Pointer[searchIndex]
+	// watchers are told of each change (OnChange).
+	watchers watchers
 }
 
 // searchIndex finds the versions whose search text holds a query without
@@ -146,7 +148,9 @@ func MustRegister(t *Tool) {
 	}
 }
 
-var slugPattern = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$`)
+// slugPattern is a name of lowercase letters, digits and dashes, or two
+// joined by one dot: a namespace (an upstream MCP server's id) and a name.
+var slugPattern = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?)?$`)
 
 // Register adds a tool version. A higher version of a registered slug
 // replaces it as the current version; the earlier stays listed in Versions.
@@ -169,6 +173,9 @@ func (r *Registry) Register(t *Tool) error {
 		def.UpdatedAt = r.now().UTC()
 	}
 
+	// Deferred first, so run last: watchers hear of it once r.mu is free.
+	changed := false
+	defer r.watchers.notifyIf(&changed)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if cur, ok := r.current[def.Slug]; ok {
@@ -190,6 +197,7 @@ func (r *Registry) Register(t *Tool) error {
 	r.byID[def.ID] = def.Slug
 	r.history[def.Slug] = append(r.history[def.Slug], v)
 	r.place(def.Slug, prev)
+	changed = true
 	return nil
 }
 
@@ -205,6 +213,7 @@ func cloneTool(t *Tool) Tool {
 	def.ExampleInput = append(json.RawMessage(nil), t.ExampleInput...)
 	def.ExampleOutput = append(json.RawMessage(nil), t.ExampleOutput...)
 	def.HTTP = t.HTTP.clone()
+	def.Upstream = t.Upstream.clone()
 	if t.Capabilities != nil {
 		c := *t.Capabilities
 		c.AllowedOutboundDomains = append([]string(nil), t.Capabilities.AllowedOutboundDomains...)
@@ -238,15 +247,15 @@ func validateTool(t *Tool) error {
 	case t == nil:
 		return bad("nil tool")
 	case !slugPattern.MatchString(t.Slug):
-		return bad("slug %q must be lowercase letters, digits and dashes", t.Slug)
+		return bad("slug %q must be lowercase letters, digits and dashes, with at most one dot between a namespace and a name", t.Slug)
 	case strings.TrimSpace(t.Name) == "":
 		return bad("%s has no name", t.Slug)
 	case t.Version < 1:
 		return bad("%s version must be 1 or more", t.Slug)
 	case len(t.InputSchema) == 0:
 		return bad("%s has no input schema", t.Slug)
-	case t.BuildRequest == nil || t.Normalize == nil:
-		return bad("%s needs BuildRequest and Normalize", t.Slug)
+	case t.Invoke == nil && (t.BuildRequest == nil || t.Normalize == nil):
+		return bad("%s needs BuildRequest and Normalize, or Invoke", t.Slug)
 	case t.Pricing.Type != PricingFree && t.Pricing.Type != PricingPerCall:
 		return bad("%s pricing type %q is not free or per_call", t.Slug, t.Pricing.Type)
 	case t.Pricing.Amount.IsNegative():
@@ -257,6 +266,9 @@ func validateTool(t *Tool) error {
 		return bad("%s is priced in %q: only USD is supported", t.Slug, t.Pricing.Currency)
 	case t.ID != "" && uuid.Validate(t.ID) != nil:
 		return bad("%s id %q is not a UUID", t.Slug, t.ID)
+	}
+	if t.Invoke != nil && t.Endpoint.Origin == "" {
+		return nil // reached by its own means, not at an origin
 	}
 	if err := validateOrigin(t.Endpoint.Origin); err != nil {
 		return bad("%s: %v", t.Slug, err)
@@ -485,6 +497,8 @@ func (r *Registry) place(slug string, prev *Version) {
 // tool: a payment account or an endpoint marked verified (or not). Trust is
 // not part of the manifest, so the digest does not change.
 func (r *Registry) SetTrust(slugOrID string, t Trust) error {
+	changed := false
+	defer r.watchers.notifyIf(&changed)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	slug, err := r.resolve(slugOrID)
@@ -516,6 +530,7 @@ func (r *Registry) SetTrust(slugOrID string, t Trust) error {
 		next.operatorRetrySafe = &safe
 	}
 	r.replace(slug, &next)
+	changed = true
 	return nil
 }
 
@@ -529,6 +544,8 @@ func (r *Registry) SetOrigin(slugOrID, origin string) error {
 	if err := validateOrigin(origin); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidTool, err)
 	}
+	changed := false
+	defer r.watchers.notifyIf(&changed)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	slug, err := r.resolve(slugOrID)
@@ -541,6 +558,7 @@ func (r *Registry) SetOrigin(slugOrID, origin string) error {
 		return err
 	}
 	r.replace(slug, v)
+	changed = true
 	return nil
 }
 

@@ -59,6 +59,19 @@ type Tool struct {
 	// nil for tools written in Go. It is part of the manifest digest.
 	HTTP *HTTPTemplate
 
+	// Invoke, when set, runs a call of a tool that is not one HTTP request
+	// (a tool of an upstream MCP server): the gateway calls it with the
+	// validated input in place of BuildRequest, the upstream client and
+	// Normalize, once per call, and validates what it returns against
+	// OutputSchema as it would a normalized answer. Failures are
+	// *UpstreamError; one whose Sent is true may have run. Such a tool
+	// needs no BuildRequest, Normalize or Endpoint.Origin.
+	Invoke func(ctx context.Context, input json.RawMessage) (any, error)
+	// Upstream is, for a tool an upstream MCP server serves, where it
+	// comes from and its definition as served; nil for other tools. All
+	// but its pin are part of the manifest digest.
+	Upstream *MCPUpstream
+
 	// Examples for documentation; optional.
 	ExampleInput  json.RawMessage
 	ExampleOutput json.RawMessage
