@@ -32,7 +32,9 @@ import (
 // ctx bounds the call until it is admitted. From then on the call runs to
 // its end even if ctx is cancelled: the upstream deadline still bounds it,
 // and its result is recorded, so a retry with the same key gets the real
-// outcome rather than a failure the caller caused by going away.
+// outcome rather than a failure the caller caused by going away. A tool
+// served by an upstream MCP server is bounded by ctx's deadline too, as its
+// configuration asks; a call it cuts short may end ambiguous.
 //
 // Each call is counted in the gateway's metrics, traced as an execute_tool
 // span and, once it has run, logged in one line (see Config).
@@ -398,7 +400,7 @@ func (g *Gateway) admitResumed(ctx context.Context, c *call, now time.Time) (adm
 // a failed one, in one step of the store.
 func (g *Gateway) execute(ctx context.Context, c *call, adm admission, cl claim) (*toolgatetype.CallResult, error) {
 	// Admitted, the call no longer answers to its caller's context (see Call).
-	ctx = context.WithoutCancel(ctx)
+	ctx = withoutCancel(ctx)
 	var exec toolgatetype.Execution
 	var upstreamStatus int
 	if cl.tookOver && !c.tool.RetrySafe() {

@@ -132,5 +132,29 @@ func (g *Gateway) entryOf(v *registry.Version, u storage.Usage, opts toolgatetyp
 	e.Trust.Behavior.Status = behaviorStatus(u)
 	e.Trust.Behavior.Evidence = "gateway_calls"
 	e.Access.Mode = "gateway"
+	e.Upstream = upstreamOf(t.Upstream)
 	return Entry{RegistryEntry: e, version: v, cost: cost}
+}
+
+// upstreamOf is the upstream part of the entry of a tool an upstream MCP
+// server serves; nil for other tools.
+func upstreamOf(u *registry.MCPUpstream) *toolgatetype.EntryUpstream {
+	if u == nil {
+		return nil
+	}
+	var def struct {
+		Name        string          `json:"name"`
+		Annotations json.RawMessage `json:"annotations"`
+	}
+	_ = json.Unmarshal(u.Definition, &def) // the registry's own encoding; absent fields stay empty
+	claims := def.Annotations
+	if len(claims) == 0 {
+		claims = json.RawMessage("null")
+	}
+	e := &toolgatetype.EntryUpstream{Server: u.Server, Transport: u.Transport, Name: def.Name, Claims: claims, Pinned: u.PinRequired}
+	if u.PinnedDigest != "" {
+		d := u.PinnedDigest
+		e.PinnedDigest = &d
+	}
+	return e
 }

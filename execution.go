@@ -39,6 +39,14 @@ func (g *Gateway) callTool(ctx context.Context, v *registry.Version, q storage.Q
 	if v.Output == nil {
 		return fail(registry.Upstreamf(registry.CodeOutputInvalid, "%s declares no output schema, so its output cannot be checked", v.Tool.Slug))
 	}
+	if v.Tool.Invoke != nil {
+		raw, err := g.invoke(ctx, v, input)
+		if err != nil {
+			return fail(err)
+		}
+		exec.Status, exec.Output = toolgatetype.StatusCompleted, raw
+		return exec, status
+	}
 	upReq, err := v.Tool.BuildRequest(ctx, v.Origin, input)
 	if err != nil {
 		return fail(registry.Upstreamf(registry.CodeUpstreamUnavailable, "the upstream request could not be built"))

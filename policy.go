@@ -55,11 +55,22 @@ func EvaluatePolicy(v *registry.Version) toolgatetype.Policy {
 	if paid && !endpointVerified {
 		reasons = append(reasons, toolgatetype.ReasonPaidEndpointUnverified)
 	}
+	unpinned := false
+	if u := t.Upstream; u != nil && u.PinRequired && u.PinnedDigest != v.Digest {
+		// The operator reviews each definition an upstream MCP server
+		// serves before it can be called; one served since is not that one.
+		unpinned = true
+		if u.PinnedDigest == "" {
+			reasons = append(reasons, toolgatetype.ReasonUpstreamNotPinned)
+		} else {
+			reasons = append(reasons, toolgatetype.ReasonUpstreamPinChanged)
+		}
+	}
 
 	risk := RiskOf(v.Capabilities)
 	var requirement toolgatetype.Requirement
 	switch {
-	case !hasVersion || (paid && (!endpointVerified || !paymentVerified)):
+	case !hasVersion || unpinned || (paid && (!endpointVerified || !paymentVerified)):
 		requirement = toolgatetype.RequirementBlocked
 	case !endpointVerified || risk == toolgatetype.RiskUnknown:
 		requirement = toolgatetype.RequirementExplicitUnverified

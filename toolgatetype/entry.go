@@ -32,6 +32,24 @@ type RegistryEntry struct {
 	Access        EntryAccess     `json:"access"`
 	Documentation EntryDocs       `json:"documentation"`
 	UpdatedAt     time.Time       `json:"updatedAt"`
+	// Upstream is present only for a tool an upstream MCP server serves.
+	Upstream *EntryUpstream `json:"upstream,omitempty"`
+}
+
+// EntryUpstream is where a tool served by an upstream MCP server comes
+// from. Annotations are the provider's claims about the tool, as served
+// (readOnlyHint, destructiveHint, ...): shown, never trusted, so they never
+// change its risk or policy, which come from the operator's configuration.
+type EntryUpstream struct {
+	Server    string          `json:"server"`
+	Transport string          `json:"transport"`
+	Name      string          `json:"name"` // the tool's name on the upstream
+	Claims    json.RawMessage `json:"annotations"`
+	// Pinned says the operator pins this server's tools; PinnedDigest is
+	// the digest pinned for this tool, null when none is. The digest now
+	// served is version.manifestDigest.
+	Pinned       bool    `json:"pinned"`
+	PinnedDigest *string `json:"pinnedDigest"`
 }
 
 // EntryProvider is the provider of a registry entry.

@@ -39,6 +39,11 @@ const (
 	ReasonCapabilitiesUndeclared = "capabilities have not been declared"
 	ReasonPaymentNotVerified     = "paid provider has not completed payment verification"
 	ReasonPaidEndpointUnverified = "paid endpoint must be verified"
+	// ReasonUpstreamNotPinned and ReasonUpstreamPinChanged block a tool of
+	// an upstream MCP server whose operator pins its tools, until the
+	// operator pins the definition served now.
+	ReasonUpstreamNotPinned  = "upstream tool definition is not pinned"
+	ReasonUpstreamPinChanged = "upstream tool definition changed since it was pinned"
 )
 
 // Policy is the decision about calling a tool version: whether it may be
