@@ -136,7 +136,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // waiting for an answer, so that an http.Server's Shutdown can finish: call
 // it from Server.RegisterOnShutdown. Calls already admitted run to their
 // end and are answered.
-func (h *Handler) Close() { h.close() }
+func (h *Handler) Close() {
+	h.close()
+	h.g.stopWatching()
+}
 
 // authenticate returns the principal of the request's Bearer key. A
 // missing, repeated, malformed or unknown key all fail alike.

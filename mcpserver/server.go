@@ -173,6 +173,8 @@ type gateway struct {
 	// and the SDK dispatches tools/call only to tools it knows.
 	mu    sync.Mutex
 	added map[string]bool
+	// stopWatching ends telling sessions of registry changes.
+	stopWatching func()
 }
 
 func newGateway(gw *toolgate.Gateway, principal string, opts *Options) (*gateway, error) {
@@ -192,9 +194,11 @@ func newGateway(gw *toolgate.Gateway, principal string, opts *Options) (*gateway
 		Instructions: instructions,
 		Logger:       o.Logger,
 		// Tools come from the registry when asked for, so the capability is
-		// declared rather than inferred; the list can change without notice.
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+		// declared rather than inferred; sessions are told when it changes
+		// (watchRegistry).
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 	})
+	g.stopWatching = g.watchRegistry()
 	g.mcp.AddReceivingMiddleware(g.route)
 	if o.TracerProvider != nil {
 		// Added last, so outermost: the span covers the routing and its
