@@ -1,0 +1,138 @@
+package mcpupstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http/httptrace"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolgate/toolgate/registry"
+)
+
+// invoker is the registry's Invoke of the upstream tool name, served as
+// slug.
+func (s *server) invoker(name, slug string) func(context.Context, json.RawMessage) (any, error) {
+	return func(ctx context.Context, input json.RawMessage) (any, error) {
+		return s.call(ctx, name, slug, input)
+	}
+}
+
+// attempt is how one try of a call ended, when it did not end in an answer.
+type attempt int
+
+const (
+	answered attempt = iota // the upstream answered: a result, or an error of its own
+	notSent                 // the request provably never reached the upstream
+	unsent                  // ... because the connection had ended: a fresh one may take it
+	sent                    // the request may have reached it, and no answer came
+)
+
+// call sends one tools/call of name to the upstream, under CallTimeout and
+// the caller's deadline. It is sent a second time only where it cannot run
+// twice: when the first provably never reached the upstream (the session
+// had ended, or the upstream had forgotten it), or when the tool is
+// retry-safe (registry.Version.RetrySafe) and the first may have reached
+// it; each time on a fresh connection. A request of a tool that is not
+// retry-safe that may have reached the upstream without an answer is an
+// *registry.UpstreamError whose Sent is true: the gateway records the call
+// ambiguous.
+func (s *server) call(ctx context.Context, name, slug string, input json.RawMessage) (any, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	provider := providerName(&s.cfg)
+	s.mu.Lock()
+	c, secrets := s.conn, s.secrets
+	s.mu.Unlock()
+	if c == nil {
+		return nil, registry.Upstreamf(registry.CodeUpstreamUnavailable, "%s is not connected; the gateway is starting it again", provider)
+	}
+	out, how, err := s.try(ctx, c, secrets, name, input)
+	switch {
+	case how == answered:
+		return out, err
+	case how == notSent:
+		return nil, err
+	case how == sent && !s.retrySafe(slug):
+		return nil, err
+	}
+	// Once more, on a fresh connection: nothing ran, or running twice
+	// does no harm.
+	if c, secrets = s.fresh(ctx, c); c == nil {
+		return nil, err
+	}
+	s.log.InfoContext(ctx, "sending a call again on a fresh connection", "tool", slug, "retrySafe", how == sent)
+	out, _, err = s.try(ctx, c, secrets, name, input)
+	return out, err
+}
+
+// try sends the call once on c.
+func (s *server) try(ctx context.Context, c *conn, secrets *redactor, name string, input json.RawMessage) (json.RawMessage, attempt, error) {
+	provider := providerName(&s.cfg)
+	if c.isEnded() {
+		return nil, unsent, registry.Upstreamf(registry.CodeUpstreamUnavailable, "%s is not connected; the gateway is starting it again", provider)
+	}
+	left := new(atomic.Bool)
+	ctx = context.WithValue(ctx, sentKey{}, left)
+	if c.http {
+		// The request may reach the server once a connection is open to it.
+		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { left.Store(true) }})
+	}
+	res, err := c.session.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: input})
+	if err == nil {
+		out, err := outputOf(res, provider, secrets)
+		return out, answered, err
+	}
+	var rpc *jsonrpc.Error
+	switch {
+	case errors.As(err, &rpc):
+		msg := provider + " refused the call"
+		if reason := secrets.excerpt(rpc.Message); reason != "" {
+			msg += "; provider message: " + reason
+		}
+		return nil, answered, &registry.UpstreamError{Code: registry.CodeUpstreamError, Message: msg}
+	case errors.Is(err, mcp.ErrSessionMissing):
+		// The server had forgotten the session: it ran nothing.
+		return nil, unsent, registry.Upstreamf(registry.CodeUpstreamUnavailable, "%s had ended the session", provider)
+	case !left.Load():
+		how := notSent
+		if c.isEnded() {
+			how = unsent
+		}
+		return nil, how, registry.Upstreamf(registry.CodeUpstreamUnavailable, "%s could not be reached", provider)
+	}
+	ue := registry.Upstreamf(registry.CodeUpstreamUnavailable, "the connection to %s broke before it answered", provider)
+	if ctx.Err() != nil {
+		ue = registry.Upstreamf(registry.CodeUpstreamUnavailable, "%s did not answer in time", provider)
+	}
+	ue.Sent = true
+	return nil, sent, ue
+}
+
+// fresh waits, until ctx is done, for a connection other than old; nil
+// when none came.
+func (s *server) fresh(ctx context.Context, old *conn) (*conn, *redactor) {
+	for {
+		s.mu.Lock()
+		c, secrets, changed := s.conn, s.secrets, s.changed
+		s.mu.Unlock()
+		if c != nil && c != old && !c.isEnded() {
+			return c, secrets
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, nil
+		}
+	}
+}
+
+// retrySafe is the registry's word on whether a call of slug may be sent
+// again: its capabilities, or the operator's trust.
+func (s *server) retrySafe(slug string) bool {
+	v, err := s.reg.Lookup(slug)
+	return err == nil && v.RetrySafe()
+}
