@@ -81,7 +81,10 @@ func (s *server) try(ctx context.Context, c *conn, secrets *redactor, name strin
 		// The request may reach the server once a connection is open to it.
 		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { left.Store(true) }})
 	}
-	res, err := c.session.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: input})
+	// Servers speaking MCP 2026-07-28 or later take the log level with each
+	// request: their log messages go to the gateway's log.
+	meta := mcp.Meta{mcp.MetaKeyLogLevel: "info"}
+	res, err := c.session.CallTool(ctx, &mcp.CallToolParams{Meta: meta, Name: name, Arguments: input})
 	if err == nil {
 		out, err := outputOf(res, provider, secrets)
 		return out, answered, err

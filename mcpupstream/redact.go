@@ -3,6 +3,7 @@ package mcpupstream
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/toolgate/toolgate/registry"
@@ -25,6 +26,9 @@ type redactor struct {
 
 func newRedactor(secrets []string) *redactor {
 	r := &redactor{}
+	// The longest first: one secret may hold another.
+	secrets = slices.Clone(secrets)
+	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
 	for _, s := range secrets {
 		if len(s) < minSecret {
 			continue

@@ -251,6 +251,11 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 		}
 		return nil, fmt.Errorf("%s: %s", why, s.cleanWith(err, d.secrets))
 	}
+	if caps := session.InitializeResult().Capabilities; caps != nil && caps.Logging != nil {
+		// Servers send log messages once told a level; they go to the
+		// gateway's log.
+		_ = session.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"})
+	}
 	c := &conn{session: session, proc: d.proc, http: d.http, ended: make(chan struct{})}
 	go func() {
 		_ = session.Wait()

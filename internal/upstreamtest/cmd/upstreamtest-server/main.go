@@ -1,7 +1,8 @@
 // Command upstreamtest-server is upstreamtest's MCP server over stdio, for
 // tests that start it as a child process.
 //
-// UPSTREAMTEST_STATE names the directory its counts are kept in. With
+// UPSTREAMTEST_STATE names the directory its counts are kept in, and its
+// pid (server.pid). With
 // UPSTREAMTEST_CHILD set, it starts a child process of its own ("sleep")
 // and writes its pid to child.pid there, as servers started by npx do; with
 // UPSTREAMTEST_IGNORE_TERM set, it ignores SIGTERM.
@@ -24,6 +25,9 @@ import (
 
 func main() {
 	dir := os.Getenv("UPSTREAMTEST_STATE")
+	if dir != "" {
+		_ = os.WriteFile(filepath.Join(dir, "server.pid"), []byte(strconv.Itoa(os.Getpid())), 0o600)
+	}
 	if os.Getenv("UPSTREAMTEST_IGNORE_TERM") != "" {
 		signal.Ignore(syscall.SIGTERM)
 	}
