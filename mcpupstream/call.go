@@ -55,6 +55,13 @@ func (s *server) call(ctx context.Context, name, slug string, input json.RawMess
 	case how == answered:
 		return out, err
 	case how == notSent:
+		if c.http {
+			// A request that could not reach an HTTP server says the
+			// session may be gone for good; the server is reached anew
+			// (and shown down meanwhile), rather than when its event
+			// stream gives up.
+			go func() { _ = c.session.Close() }()
+		}
 		return nil, err
 	case how == sent && !s.retrySafe(slug):
 		return nil, err
@@ -78,8 +85,13 @@ func (s *server) try(ctx context.Context, c *conn, secrets *redactor, name strin
 	left := new(atomic.Bool)
 	ctx = context.WithValue(ctx, sentKey{}, left)
 	if c.http {
-		// The request may reach the server once a connection is open to it.
-		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { left.Store(true) }})
+		// The request may reach the server once it is written to a
+		// connection to it.
+		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(w httptrace.WroteRequestInfo) {
+			if w.Err == nil {
+				left.Store(true)
+			}
+		}})
 	}
 	// Servers speaking MCP 2026-07-28 or later take the log level with each
 	// request: their log messages go to the gateway's log.
@@ -91,7 +103,7 @@ func (s *server) try(ctx context.Context, c *conn, secrets *redactor, name strin
 	}
 	var rpc *jsonrpc.Error
 	switch {
-	case errors.As(err, &rpc):
+	case errors.As(err, &rpc) && !localCode(rpc.Code):
 		msg := provider + " refused the call"
 		if reason := secrets.excerpt(rpc.Message); reason != "" {
 			msg += "; provider message: " + reason
@@ -139,3 +151,9 @@ func (s *server) retrySafe(slug string) bool {
 	v, err := s.reg.Lookup(slug)
 	return err == nil && v.RetrySafe()
 }
+
+// localCode reports whether a JSON-RPC error code is one the SDK gives a
+// request itself, no server involved: the connection closing (-32003,
+// -32004), or the transport refusing to send it (-32005). Whether such a
+// request left is for the connection to say.
+func localCode(code int64) bool { return code == -32003 || code == -32004 || code == -32005 }
