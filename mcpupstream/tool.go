@@ -34,6 +34,11 @@ func Slug(id, name string) string {
 
 var validSlug = regexp.MustCompile(`^[a-z0-9](?:-?[a-z0-9])*\.[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$`)
 
+// ValidSlug reports whether slug has the shape of the slug of an upstream
+// server's tool: a server id, a dot, and a name of lowercase letters,
+// digits and dashes.
+func ValidSlug(slug string) bool { return validSlug.MatchString(slug) }
+
 // included reports whether the operator serves the upstream tool name.
 func (s *Server) included(name string) bool {
 	if t, ok := s.Tools[name]; ok && t.Enabled != nil && !*t.Enabled {

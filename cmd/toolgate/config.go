@@ -17,6 +17,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/mcpupstream"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/toolgatetype"
 	"github.com/toolgate/toolgate/upstream"
@@ -59,6 +60,11 @@ type Config struct {
 	// SynchronousAdmission is the PostgreSQL store's setting of that name:
 	// each call's admission waits for the disk too.
 	SynchronousAdmission bool
+	// MCPServers are the MCP servers whose tools the gateway serves
+	// (mcpservers.go); PinsFile, when set, the file of their pinned
+	// digests, absolute.
+	MCPServers []mcpupstream.Server
+	PinsFile   string
 }
 
 // minRetention is the shortest retention: the contract keeps every
@@ -114,6 +120,7 @@ func loadConfig(path string, reg *registry.Registry) (*Config, error) {
 		return nil, err
 	}
 	cfg.Tools = tools
+	resolveMCPPaths(cfg, filepath.Dir(path))
 	if cfg.storageKind() == "sqlite" && !filepath.IsAbs(cfg.sqlitePath()) {
 		dir, err := filepath.Abs(filepath.Dir(path))
 		if err != nil {
@@ -135,14 +142,15 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 	}
 	fs, err := root.fields("listen", "storage", "quoteTTL", "idempotencyLease", "upstreamTimeout", "feeRate",
 		"exposeUsageCounts", "principals", "upstreams", "trust", "tools", "approvers", "approvals",
-		"metricsListen", "retention", "synchronousAdmission")
+		"metricsListen", "retention", "synchronousAdmission", "mcpServers", "pins")
 	if err != nil {
 		return nil, err
 	}
-	p := configParser{reg: reg, callerKeys: map[[sha256.Size]byte]string{}}
+	p := configParser{reg: reg, callerKeys: map[[sha256.Size]byte]string{}, mcpIDs: mcpServerIDs(root)}
 	cfg := &Config{Listen: defaultListen, Storage: storageMemory}
 	var leaseField, upstreamField *field // for the check across the two
 	var syncAdmissionField *field        // checked against the storage
+	var mcpField, pinsField *field       // checked against each other and the lease
 	for _, f := range fs {
 		switch f.name {
 		case "listen":
@@ -178,6 +186,14 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 		case "synchronousAdmission":
 			cfg.SynchronousAdmission, err = f.boolean()
 			syncAdmissionField = &f
+		case "mcpServers":
+			cfg.MCPServers, err = p.mcpServers(f.node)
+			mcpField = &f
+		case "pins":
+			if cfg.PinsFile, err = f.str(); err == nil && strings.TrimSpace(cfg.PinsFile) == "" {
+				err = f.errorf(`must be a file path such as "toolgate.pins.json" (relative to the config file)`)
+			}
+			pinsField = &f
 		case "retention":
 			if cfg.Retention, err = f.duration(); err == nil && cfg.Retention < minRetention {
 				err = f.errorf("%s is shorter than the minimum of 24h: finished calls stay replayable for a day", cfg.Retention)
@@ -189,6 +205,14 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 	}
 	if err := checkLease(cfg, leaseField, upstreamField); err != nil {
 		return nil, err
+	}
+	if mcpField != nil {
+		if err := checkCallTimeouts(cfg, mcpField.node); err != nil {
+			return nil, err
+		}
+	}
+	if pinsField != nil && len(cfg.MCPServers) == 0 {
+		return nil, pinsField.errorf("pins the tools of mcpServers, and there are none")
 	}
 	if syncAdmissionField != nil && cfg.SynchronousAdmission && cfg.storageKind() != "postgres" {
 		// Silently meaningless would let an operator believe in a guarantee.
@@ -232,6 +256,9 @@ type configParser struct {
 	// callerKeys maps the digest of every principal's key to where the
 	// file gives it, so that an approver key reusing one names both places.
 	callerKeys map[[sha256.Size]byte]string
+	// mcpIDs are the ids of the config's MCP servers, whose tools' slugs
+	// ("{id}.{name}") may be named before the servers run.
+	mcpIDs map[string]bool
 }
 
 // checkListen accepts host:port with a numeric port; an empty host listens
@@ -471,7 +498,7 @@ func (p configParser) toolControls(n node) (map[string]toolgatetype.ToolSpendCon
 	}
 	out := make(map[string]toolgatetype.ToolSpendControls, len(tools))
 	for _, t := range tools {
-		if err := p.knownTool(n, t.name); err != nil {
+		if err := p.knownOrMCPTool(n, t.name); err != nil {
 			return nil, err
 		}
 		fs, err := t.fields(append([]string{"allowed"}, limitFields...)...)
@@ -506,6 +533,18 @@ func (p configParser) knownTool(in node, slug string) error {
 		return in.errorf("no tool %q (the tools are %s)", slug, strings.Join(p.slugs(), ", "))
 	}
 	return nil
+}
+
+// knownOrMCPTool is knownTool, but also accepts the slug of a tool of a
+// configured MCP server, which can only be checked once the server runs.
+func (p configParser) knownOrMCPTool(in node, slug string) error {
+	if _, ok := p.mcpSlug(slug); ok {
+		if !mcpupstream.ValidSlug(slug) {
+			return in.errorf("%q is not the slug of an MCP server's tool ({id}.{name}: lowercase letters, digits and dashes)", slug)
+		}
+		return nil
+	}
+	return p.knownTool(in, slug)
 }
 
 func (p configParser) slugs() []string {
@@ -555,7 +594,7 @@ func (p configParser) trust(n node) (map[string]registry.Trust, error) {
 	}
 	out := make(map[string]registry.Trust, len(tools))
 	for _, t := range tools {
-		if err := p.knownTool(n, t.name); err != nil {
+		if err := p.knownOrMCPTool(n, t.name); err != nil {
 			return nil, err
 		}
 		fs, err := t.fields("paymentVerified", "endpointVerified", "retrySafe")

@@ -4,6 +4,7 @@
 //
 //	toolgate [-config FILE] [-offline] [-listen ADDR]
 //	toolgate mcp [-config FILE -principal ID] [-offline]
+//	toolgate mcp pin -config FILE
 //	toolgate tools check [-config FILE] MANIFEST...
 //
 // The config file is named by -config or, failing that, by the
@@ -18,7 +19,9 @@
 // metricsListen serves Prometheus metrics), and logs JSON to stderr (never
 // an API key). With OTEL_EXPORTER_OTLP_ENDPOINT set it exports traces over
 // OTLP/HTTP. SIGINT or SIGTERM stops
-// accepting connections, lets the calls in flight finish, and exits 0.
+// accepting connections, lets the calls in flight finish, stops the MCP
+// servers the config starts (SIGTERM, then SIGKILL after 5 s, with whatever
+// they started), and exits 0.
 //
 // Exit codes: 0 after a clean stop, 1 when the server cannot start or stop
 // cleanly, 2 for a mistake in the flags, the config file or a tool manifest
@@ -27,6 +30,13 @@
 // "toolgate mcp" serves MCP over stdin and stdout to one principal of the
 // config (the development principal without one), with the gateway in
 // process: stdout carries protocol messages only, logs go to stderr.
+//
+// "toolgate mcp pin" connects to every MCP server of the config
+// ("mcpServers"), writes the digest of each tool it serves to the config's
+// pins file, and prints what changed since its last version, tool by tool
+// and field by field. With pins, a tool whose definition is not the one
+// pinned is served but blocked; a running gateway reads the file again
+// when it changes.
 //
 // "toolgate tools check" validates tool manifests as the server would load
 // them and prints "SLUG VERSION DIGEST" for each; it exits 1 if any is bad.

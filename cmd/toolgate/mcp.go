@@ -33,6 +33,9 @@ func parseMCPFlags(args []string, getenv func(string) string, stderr io.Writer) 
 // and stdout for one principal. stdout carries protocol messages only;
 // everything else, logs and mistakes, goes to stderr.
 func runMCP(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "pin" {
+		return runPin(ctx, args[1:], getenv, stdout, stderr)
+	}
 	opts, err := parseMCPFlags(args, getenv, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK

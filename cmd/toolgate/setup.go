@@ -68,6 +68,9 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 		}
 	}
 	for slug, t := range cfg.Trust {
+		if _, ok := cfg.mcpServerOf(slug); ok {
+			continue // its tools are registered once the server runs, with this (mcpServersOf)
+		}
 		if err := reg.SetTrust(slug, t); err != nil {
 			return nil, fmt.Errorf("trust.%s: %w", slug, err)
 		}
@@ -153,6 +156,20 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 		closeAll()
 		return nil, err
 	}
+	upstreams, err := startMCPServers(ctx, reg, mcpServersOf(cfg), cfg.PinsFile, tel, log)
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	if upstreams != nil {
+		closeStoreAndSender := closeAll
+		closeAll = func() {
+			// First: the processes stop with the gateway, before the store
+			// it records their calls in.
+			_ = upstreams.Close()
+			closeStoreAndSender()
+		}
+	}
 	api := httpapi.NewHandler(gw, &httpapi.Options{
 		Authenticator:     keys,
 		ExposeUsageCounts: cfg.ExposeUsageCounts,
@@ -166,6 +183,9 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", agents)
 	mux.Handle("/", tel.traced(api))
+	if upstreams != nil {
+		mux.Handle("GET /healthz", healthz(upstreams))
+	}
 	return &app{gw: gw, handler: mux, shutdown: agents.Close, close: closeAll, listening: listening}, nil
 }
 

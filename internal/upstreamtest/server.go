@@ -27,9 +27,9 @@ import (
 
 // Options configure a Server.
 type Options struct {
-	// StateDir, when set, keeps the counts in files there, so that a
-	// server started again continues them; "flaky" exits the process on
-	// its first run only then.
+	// StateDir, when set, keeps the counts and echo's description in files
+	// there, so that a server started again continues them; "flaky" exits
+	// the process on its first run only then.
 	StateDir string
 }
 
@@ -70,7 +70,13 @@ func New(opts *Options) *Server {
 	s.MCP = mcp.NewServer(&mcp.Implementation{Name: "upstreamtest", Version: "1"}, &mcp.ServerOptions{
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}, Logging: &mcp.LoggingCapabilities{}},
 	})
-	s.addEcho(EchoDescription)
+	description := EchoDescription
+	if s.dir != "" {
+		if raw, err := os.ReadFile(filepath.Join(s.dir, "echo.description")); err == nil {
+			description = string(raw)
+		}
+	}
+	s.addEcho(description)
 	s.add(&mcp.Tool{Name: WriteNote, Title: "Write a note", Description: "Saves a note.",
 		InputSchema: obj(`{"note":{"type":"string"}}`, "note"),
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
@@ -162,8 +168,14 @@ func New(opts *Options) *Server {
 }
 
 // SetEchoDescription changes the echo tool's description; the server tells
-// its clients that its tools changed.
-func (s *Server) SetEchoDescription(description string) { s.addEcho(description) }
+// its clients that its tools changed. With a StateDir, servers started
+// later serve the new description too.
+func (s *Server) SetEchoDescription(description string) {
+	if s.dir != "" {
+		_ = os.WriteFile(filepath.Join(s.dir, "echo.description"), []byte(description), 0o600)
+	}
+	s.addEcho(description)
+}
 
 func (s *Server) addEcho(description string) {
 	s.add(&mcp.Tool{Name: Echo, Title: "Echo", Description: description,

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/toolgate/toolgate/mcpupstream"
+	"github.com/toolgate/toolgate/registry"
+)
+
+// runPin is "toolgate mcp pin": it connects to every MCP server of the
+// config, lists its tools, writes the digest of each tool served now to the
+// pins file, and prints what changed since the file's last version: tools
+// added, removed, and changed with the fields that changed. A gateway
+// running with the file reads it again, and serves the pinned tools. A
+// server that cannot be reached keeps the pins it had, and the exit code is
+// 1.
+func runPin(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	var flags setupFlags
+	fs := flag.NewFlagSet("toolgate mcp pin", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&flags.configPath, "config", "", "read the JSON config `file` (default $TOOLGATE_CONFIG)")
+	err := flags.parse(fs, args, getenv)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "toolgate mcp pin: %v\n", err)
+		return exitUsage
+	}
+	if flags.configPath == "" {
+		fmt.Fprintln(stderr, "toolgate mcp pin: -config FILE is required")
+		return exitUsage
+	}
+	_, cfg, _, code := configure(flags.configPath, stderr)
+	if code != exitOK {
+		return code
+	}
+	switch {
+	case len(cfg.MCPServers) == 0:
+		fmt.Fprintf(stderr, "toolgate mcp pin: %s has no mcpServers to pin\n", flags.configPath)
+		return exitUsage
+	case cfg.PinsFile == "":
+		fmt.Fprintf(stderr, "toolgate mcp pin: %s names no pins file: add \"pins\": \"toolgate.pins.json\"\n", flags.configPath)
+		return exitUsage
+	}
+	old, err := mcpupstream.ReadPins(cfg.PinsFile)
+	if err != nil {
+		fmt.Fprintf(stderr, "toolgate mcp pin: %v\n", err)
+		return exitFailed
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	pins, failed, err := mcpupstream.Inspect(ctx, mcpServersOf(cfg), &mcpupstream.Options{Logger: log})
+	if err != nil {
+		fmt.Fprintf(stderr, "toolgate mcp pin: %v\n", err)
+		return exitUsage
+	}
+	for _, id := range slices.Sorted(maps.Keys(failed)) {
+		fmt.Fprintf(stderr, "toolgate mcp pin: MCP server %s: %v; its pins are kept as they were\n", id, failed[id])
+		for slug, pin := range old.Tools {
+			if strings.HasPrefix(slug, id+".") {
+				pins.Tools[slug] = pin
+			}
+		}
+	}
+	if err := pins.Write(cfg.PinsFile); err != nil {
+		fmt.Fprintf(stderr, "toolgate mcp pin: %v\n", err)
+		return exitFailed
+	}
+	changes := mcpupstream.Diff(old, pins)
+	for _, c := range changes {
+		switch c.Kind {
+		case mcpupstream.Added:
+			fmt.Fprintf(stdout, "added    %s %s\n", c.Slug, pins.Tools[c.Slug].Digest)
+		case mcpupstream.Removed:
+			fmt.Fprintf(stdout, "removed  %s\n", c.Slug)
+		case mcpupstream.Changed:
+			fmt.Fprintf(stdout, "changed  %s %s: %s\n", c.Slug, pins.Tools[c.Slug].Digest, strings.Join(c.Fields, ", "))
+		}
+	}
+	fmt.Fprintf(stdout, "%d tools pinned in %s (%d added, %d changed, %d removed)\n", len(pins.Tools), cfg.PinsFile,
+		count(changes, mcpupstream.Added), count(changes, mcpupstream.Changed), count(changes, mcpupstream.Removed))
+	if len(failed) > 0 {
+		return exitFailed
+	}
+	return exitOK
+}
+
+func count(changes []mcpupstream.Change, kind string) int {
+	n := 0
+	for _, c := range changes {
+		if c.Kind == kind {
+			n++
+		}
+	}
+	return n
+}
+
+// mcpServersOf is the config's MCP servers with the config's "trust" of
+// their tools, by slug.
+func mcpServersOf(cfg *Config) []mcpupstream.Server {
+	servers := slices.Clone(cfg.MCPServers)
+	for slug, t := range cfg.Trust {
+		if i, ok := cfg.mcpServerOf(slug); ok {
+			servers[i].Trust = maps.Clone(servers[i].Trust)
+			if servers[i].Trust == nil {
+				servers[i].Trust = map[string]registry.Trust{}
+			}
+			servers[i].Trust[slug] = t
+		}
+	}
+	return servers
+}
