@@ -25,6 +25,7 @@ func TestMain(m *testing.M) {
 	flag.Parse()
 	code := m.Run()
 	binary.Remove()
+	upstreamServer.Remove()
 	os.Exit(code)
 }
 
