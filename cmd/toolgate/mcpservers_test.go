@@ -133,7 +133,6 @@ func TestParseConfigMCPServersErrors(t *testing.T) {
 	}
 }
 
-
 // TestREADMEMCPServersExample keeps the README's config for gating MCP
 // servers valid.
 func TestREADMEMCPServersExample(t *testing.T) {
