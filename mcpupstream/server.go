@@ -118,7 +118,7 @@ func (s *server) upstreamLog(ctx context.Context, req *mcp.LoggingMessageRequest
 	if p == nil {
 		return
 	}
-	level := slog.LevelInfo
+	var level slog.Level
 	switch p.Level {
 	case "debug":
 		level = slog.LevelDebug
