@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/apikey"
 	"github.com/toolgate/toolgate/httpapi"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
@@ -73,7 +74,7 @@ func newAPI(t *testing.T, store storage.Store, opts ...func(*toolgate.Config)) *
 	a := &api{t: t, gw: tg.Gateway, reg: tg.Registry, clock: tg.Clock, store: tg.Store, upper: &gatedTransport{inner: tg.Upstream.Handler()}}
 	tg.Upstream.Handle(a.upper)
 	gw := tg.Gateway
-	keys := httpapi.NewKeyStore()
+	keys := apikey.NewKeyStore()
 	require.NoError(t, keys.AddKey("alice", aliceKey))
 	require.NoError(t, keys.AddKey("bob", bobKey))
 	a.srv = httptest.NewServer(httpapi.NewHandler(gw, &httpapi.Options{Authenticator: keys, MaxBodyBytes: 4096}))

@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/httpapi"
+	"github.com/toolgate/toolgate/apikey"
 	"github.com/toolgate/toolgate/mcpserver"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
@@ -422,7 +422,7 @@ func TestHTTPApproverModeLinksThePageWhereTheRequestCameIn(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			gw := approverGateway(t, nil)
-			keys := httpapi.NewKeyStore()
+			keys := apikey.NewKeyStore()
 			require.NoError(t, keys.AddKey("agent", agentKey))
 			h, err := mcpserver.NewHandler(gw.Gateway, &mcpserver.Options{Authenticator: keys, PublicURL: c.publicURL})
 			require.NoError(t, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/apikey"
 	"github.com/toolgate/toolgate/httpapi"
 	"github.com/toolgate/toolgate/internal/testproc"
 	"github.com/toolgate/toolgate/mcpserver"
@@ -48,7 +49,7 @@ const benchTool = "earthquake-search"
 type benchServer struct {
 	url    string
 	digest string
-	keys   *httpapi.KeyStore
+	keys   *apikey.KeyStore
 	next   atomic.Int64 // principals handed out
 }
 
@@ -70,7 +71,7 @@ func newBenchServer(b *testing.B) *benchServer {
 	if err != nil {
 		b.Fatal(err)
 	}
-	env := &benchServer{digest: v.Digest, keys: httpapi.NewKeyStore()}
+	env := &benchServer{digest: v.Digest, keys: apikey.NewKeyStore()}
 	agents, err := mcpserver.NewHandler(gw, &mcpserver.Options{Authenticator: env.keys})
 	if err != nil {
 		b.Fatal(err)

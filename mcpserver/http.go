@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -17,16 +16,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/apikey"
 	"github.com/toolgate/toolgate/httpapi"
 )
-
-// Authenticator maps an API key to the principal it belongs to.
-// httpapi.KeyStore is one.
-type Authenticator interface {
-	// Authenticate returns the principal of key, or ok false for any key it
-	// does not accept.
-	Authenticate(ctx context.Context, key string) (principal string, ok bool)
-}
 
 // Handler serves a gateway over MCP's streamable HTTP transport, mounted at
 // any path of any mux. Every HTTP request must carry a caller's key
@@ -34,7 +26,7 @@ type Authenticator interface {
 // begun by one principal answers no other (403).
 type Handler struct {
 	g    *gateway
-	auth Authenticator
+	auth apikey.Authenticator
 	sdk  http.Handler
 	// closing ends, when Close is called, what would otherwise keep an
 	// http.Server's Shutdown waiting: the clients' standalone event streams
@@ -144,20 +136,12 @@ func (h *Handler) authenticate(r *http.Request) (string, bool) {
 	if h.auth == nil {
 		return "", false
 	}
-	values := r.Header.Values("Authorization")
-	if len(values) != 1 {
-		return "", false
-	}
-	scheme, key, found := strings.Cut(values[0], " ")
-	key = strings.TrimSpace(key)
-	if !found || !strings.EqualFold(scheme, "Bearer") || key == "" || len(key) > maxKeyLength || strings.ContainsAny(key, " \t") {
+	key, ok := apikey.BearerToken(r)
+	if !ok {
 		return "", false
 	}
 	return h.auth.Authenticate(r.Context(), key)
 }
-
-// maxKeyLength is the longest key looked up, as the HTTP API's.
-const maxKeyLength = 512
 
 // writeRPCError answers an HTTP request the transport never saw with a
 // JSON-RPC error body, which MCP clients read from non-2xx answers.

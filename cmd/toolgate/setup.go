@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/apikey"
 	"github.com/toolgate/toolgate/httpapi"
 	"github.com/toolgate/toolgate/mcpserver"
 	"github.com/toolgate/toolgate/registry"
@@ -18,6 +19,7 @@ import (
 	"github.com/toolgate/toolgate/storage/memory"
 	"github.com/toolgate/toolgate/storage/postgres"
 	"github.com/toolgate/toolgate/storage/sqlite"
+	"github.com/toolgate/toolgate/toolgatehttp"
 	"github.com/toolgate/toolgate/toolgatetype"
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/recorded"
@@ -73,7 +75,7 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 		}
 	}
 
-	keys := httpapi.NewKeyStore()
+	keys := apikey.NewKeyStore()
 	controls := toolgate.StaticSpendControls{}
 	for _, p := range cfg.Principals {
 		for _, k := range p.APIKeys {
@@ -153,7 +155,7 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 		closeAll()
 		return nil, err
 	}
-	api := httpapi.NewHandler(gw, &httpapi.Options{
+	api := toolgatehttp.NewHandler(gw, &toolgatehttp.Options{
 		Authenticator:     keys,
 		ExposeUsageCounts: cfg.ExposeUsageCounts,
 		Logger:            log,

@@ -1,4 +1,4 @@
-package httpapi
+package approvalpage
 
 import (
 	"bytes"
@@ -12,39 +12,23 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolgate/toolgate/apikey"
+	"github.com/toolgate/toolgate/internal/httpx"
+	"github.com/toolgate/toolgate/internal/pagestyle"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
-
-// The approval page (contract section 14): where a person signs in with an
-// approver key and approves or denies what agents ask for.
-//
-//	GET  /approvals        the signed-in approver's pending requests
-//	POST /approvals        sign in or out
-//	GET  /approvals/{id}   one request, with Approve and Deny
-//	POST /approvals/{id}   sign in or out, or decide
-//
-// Until someone signs in, a page shows only that something is waiting and
-// the sign-in form. It needs no JavaScript. Every form is a POST (a key never
-// travels in a URL) and resists cross-site forgery three ways: the session
-// cookie is SameSite=Strict, every POST must come from this origin (Origin,
-// or Referer when a browser sends no Origin), and every form of a session
-// carries that session's token. Every string a caller or provider supplied
-// is shown through html/template, escaped; the Content-Security-Policy
-// allows no script at all.
-//
-// The origin a POST must come from is the one the request reached: its
-// Host, and https on TLS or when a reverse proxy says so in
-// X-Forwarded-Proto. A proxy that terminates TLS must say so, or every
-// form posted through it is refused as coming from elsewhere.
 
 //go:embed templates/approval.html templates/approval.css
 var approvalFS embed.FS
 
+// The pages' template, parsed once, and their stylesheet: the pages'
+// common one and the approval pages' own rules, which the
+// Content-Security-Policy allows by its hash, with no script at all.
 var (
 	approvalTemplate = template.Must(template.ParseFS(approvalFS, "templates/approval.html"))
-	approvalStyle    = pageStyle + string(must(approvalFS.ReadFile("templates/approval.css")))
-	approvalCSP      = "default-src 'none'; style-src 'sha256-" + sha256Base64(approvalStyle) +
-		"'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+	approvalStyle    = pagestyle.CSS + string(must(approvalFS.ReadFile("templates/approval.css")))
+	approvalCSP      = "default-src 'none'; style-src " + pagestyle.Source(approvalStyle) +
+		"; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 )
 
 // approvalPageData is what every approval page template shows.
@@ -102,7 +86,7 @@ func must[T any](v T, err error) T {
 func pageTime(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
 
 // approvalListPage answers GET /approvals.
-func (h *handler) approvalListPage(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) approvalListPage(w http.ResponseWriter, r *http.Request) {
 	sess, ok := h.pageSession(r)
 	if !ok {
 		h.renderSignIn(w, r, http.StatusOK, "", "Sign in with your approver key to see the requests waiting for you.")
@@ -112,7 +96,7 @@ func (h *handler) approvalListPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // approvalPage answers GET /approvals/{id}.
-func (h *handler) approvalPage(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) approvalPage(w http.ResponseWriter, r *http.Request) {
 	sess, ok := h.pageSession(r)
 	if !ok {
 		h.renderSignIn(w, r, http.StatusOK, "", "An approval request is waiting. Sign in with your approver key to see it.")
@@ -122,24 +106,24 @@ func (h *handler) approvalPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // approvalListForm answers POST /approvals: sign in or out.
-func (h *handler) approvalListForm(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) approvalListForm(w http.ResponseWriter, r *http.Request) {
 	h.pageForm(w, r, false)
 }
 
 // approvalPageForm answers POST /approvals/{id}: sign in or out, or decide.
-func (h *handler) approvalPageForm(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) approvalPageForm(w http.ResponseWriter, r *http.Request) {
 	h.pageForm(w, r, true)
 }
 
 // pageForm handles a form posted to an approval page. Every POST must come
 // from this very origin; all but sign-in must also carry the session's
 // token. A forged POST changes nothing.
-func (h *handler) pageForm(w http.ResponseWriter, r *http.Request, onRequest bool) {
+func (h *Handler) pageForm(w http.ResponseWriter, r *http.Request, onRequest bool) {
 	if !sameOrigin(r) {
 		h.renderMessage(w, r, http.StatusForbidden, "Refused: this form was not sent from this page.")
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes)
+	r.Body = http.MaxBytesReader(w, r.Body, h.maxBody)
 	if err := r.ParseForm(); err != nil {
 		h.renderMessage(w, r, http.StatusBadRequest, "The form could not be read.")
 		return
@@ -164,8 +148,10 @@ func (h *handler) pageForm(w http.ResponseWriter, r *http.Request, onRequest boo
 		return
 	}
 	if form.Get("action") == "sign-out" {
-		if c, err := r.Cookie(sessionCookie); err == nil {
-			h.sessions.end(c.Value)
+		if err := h.endSession(r); err != nil {
+			h.logError(r, err)
+			h.renderMessage(w, r, http.StatusInternalServerError, "The gateway could not sign you out. Try again.")
+			return
 		}
 		http.SetCookie(w, sessionCookieFor(r, "", -1))
 		seeOther(w, r)
@@ -192,14 +178,14 @@ func (h *handler) pageForm(w http.ResponseWriter, r *http.Request, onRequest boo
 		h.renderRequest(w, r, sess, http.StatusBadRequest, "Choose what to remember from the choices given.", "")
 		return
 	}
-	if _, err := h.gw.DecideApproval(r.Context(), sess.approver, r.PathValue("id"), d); err != nil {
+	if _, err := h.gw.DecideApproval(r.Context(), sess.Approver, r.PathValue("id"), d); err != nil {
 		var te *toolgatetype.Error
 		if !errors.As(err, &te) || te.Code == toolgatetype.CodeInternal {
-			h.log.ErrorContext(r.Context(), "internal error", "method", r.Method, "path", r.URL.Path, "error", err)
+			h.logError(r, err)
 			h.renderMessage(w, r, http.StatusInternalServerError, "The gateway could not record your decision. Try again.")
 			return
 		}
-		h.renderRequest(w, r, sess, StatusOf(te.Code), te.Message, "")
+		h.renderRequest(w, r, sess, httpx.StatusOf(te.Code), te.Message, "")
 		return
 	}
 	// Post/redirect/get: a reload shows the decision rather than sending it again.
@@ -208,60 +194,37 @@ func (h *handler) pageForm(w http.ResponseWriter, r *http.Request, onRequest boo
 
 // signIn starts a session for an approver key. A caller key, like any key
 // that is not an approver's, is refused with the same words.
-func (h *handler) signIn(w http.ResponseWriter, r *http.Request, key string) {
+func (h *Handler) signIn(w http.ResponseWriter, r *http.Request, key string) {
 	approver, ok := "", false
-	if key != "" && len(key) <= 512 {
+	if key != "" && len(key) <= apikey.MaxLength {
 		approver, ok = h.approvers.AuthenticateApprover(r.Context(), key)
 	}
 	if !ok {
 		h.renderSignIn(w, r, http.StatusUnauthorized, "That is not an approver key.", "Sign in with your approver key.")
 		return
 	}
-	token, _ := h.sessions.start(approver)
+	token, err := h.startSession(r.Context(), approver)
+	if err != nil {
+		h.logError(r, err)
+		h.renderMessage(w, r, http.StatusInternalServerError, "The gateway could not sign you in. Try again.")
+		return
+	}
 	http.SetCookie(w, sessionCookieFor(r, token, int(sessionTTL/time.Second)))
 	seeOther(w, r)
 }
 
-// pageSession is the live session of the request's cookie.
-func (h *handler) pageSession(r *http.Request) (session, bool) {
-	c, err := r.Cookie(sessionCookie)
-	if err != nil {
-		return session{}, false
-	}
-	return h.sessions.find(c.Value)
-}
-
-// sessionCookieFor is the session cookie: HttpOnly, SameSite=Strict,
-// Secure when the request came over TLS (or a proxy says it did), and
-// scoped to the approval pages. maxAge -1 deletes it.
-func sessionCookieFor(r *http.Request, token string, maxAge int) *http.Cookie {
-	return &http.Cookie{
-		Name:     sessionCookie,
-		Value:    token,
-		Path:     pagePrefix(r) + approvalPagesPath,
-		MaxAge:   maxAge,
-		HttpOnly: true,
-		Secure:   requestScheme(r) == "https",
-		SameSite: http.SameSiteStrictMode,
-	}
-}
-
 // seeOther sends the browser back to the page it posted from.
 func seeOther(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Location", pagePrefix(r)+r.URL.EscapedPath())
+	w.Header().Set("Location", httpx.Prefix(r)+r.URL.EscapedPath())
 	w.WriteHeader(http.StatusSeeOther)
 }
-
-// pagePrefix is where the handler is mounted, for links the browser
-// resolves against this host.
-func pagePrefix(r *http.Request) string { return forwardedPrefix(r) + mountPrefix(r) }
 
 // sameOrigin reports whether a POST was sent from this gateway's own pages:
 // its Origin (or, from a browser that sends none, its Referer) is the
 // origin the request reached. A POST with neither is refused: every
 // browser that could carry a session cookie sends one of them.
 func sameOrigin(r *http.Request) bool {
-	want := requestScheme(r) + "://" + strings.ToLower(r.Host)
+	want := httpx.Scheme(r) + "://" + strings.ToLower(r.Host)
 	if origin := r.Header.Get("Origin"); origin != "" {
 		return strings.ToLower(origin) == want
 	}
@@ -274,14 +237,14 @@ func sameOrigin(r *http.Request) bool {
 
 // renderRequest shows one request to a signed-in approver. A request of
 // anyone the approver does not approve for is not found, as it is on the API.
-func (h *handler) renderRequest(w http.ResponseWriter, r *http.Request, sess session, status int, errMsg, notice string) {
-	req, err := h.gw.ApprovalRequestFor(r.Context(), sess.approver, r.PathValue("id"))
+func (h *Handler) renderRequest(w http.ResponseWriter, r *http.Request, sess Session, status int, errMsg, notice string) {
+	req, err := h.gw.ApprovalRequestFor(r.Context(), sess.Approver, r.PathValue("id"))
 	if err != nil {
 		if isNotFound(err) {
 			h.render(w, r, http.StatusNotFound, "message", h.pageData(r, &sess, "No such approval request is waiting for you"))
 			return
 		}
-		h.log.ErrorContext(r.Context(), "internal error", "method", r.Method, "path", r.URL.Path, "error", err)
+		h.logError(r, err)
 		h.renderMessage(w, r, http.StatusInternalServerError, "The gateway could not read this request. Try again.")
 		return
 	}
@@ -294,7 +257,7 @@ func (h *handler) renderRequest(w http.ResponseWriter, r *http.Request, sess ses
 
 // requestView gathers what a person needs to decide: the request, and
 // what the registry says of its tool now.
-func (h *handler) requestView(r *http.Request, req *toolgatetype.ApprovalRequest) *requestView {
+func (h *Handler) requestView(r *http.Request, req *toolgatetype.ApprovalRequest) *requestView {
 	v := &requestView{
 		Principal:   req.Principal,
 		Status:      string(req.Status),
@@ -314,7 +277,7 @@ func (h *handler) requestView(r *http.Request, req *toolgatetype.ApprovalRequest
 	if req.DecidedAt != nil {
 		v.DecidedAt = pageTime(*req.DecidedAt)
 	}
-	e, err := h.gw.Entry(r.Context(), req.Tool.ID, h.entryOptions())
+	e, err := h.gw.Entry(r.Context(), req.Tool.ID, toolgatetype.EntryOptions{})
 	if err != nil {
 		v.Changed = true
 		return v
@@ -342,46 +305,46 @@ func prettyInput(raw json.RawMessage) string {
 
 // renderList shows the signed-in approver's pending requests, a page at a
 // time (?cursor= continues).
-func (h *handler) renderList(w http.ResponseWriter, r *http.Request, sess session, errMsg string) {
-	list, err := h.gw.ListApprovalRequests(r.Context(), sess.approver, toolgatetype.ApprovalListOptions{Cursor: r.URL.Query().Get("cursor")})
+func (h *Handler) renderList(w http.ResponseWriter, r *http.Request, sess Session, errMsg string) {
+	list, err := h.gw.ListApprovalRequests(r.Context(), sess.Approver, toolgatetype.ApprovalListOptions{Cursor: r.URL.Query().Get("cursor")})
 	if err != nil {
 		var te *toolgatetype.Error
 		if errors.As(err, &te) && te.Code == toolgatetype.CodeInvalidRequest {
 			h.renderMessage(w, r, http.StatusBadRequest, "That page of requests does not exist.")
 			return
 		}
-		h.log.ErrorContext(r.Context(), "internal error", "method", r.Method, "path", r.URL.Path, "error", err)
+		h.logError(r, err)
 		h.renderMessage(w, r, http.StatusInternalServerError, "The gateway could not list your requests. Try again.")
 		return
 	}
 	data := h.pageData(r, &sess, "Requests waiting for your approval")
 	data.Error = errMsg
-	prefix := pagePrefix(r)
+	prefix := httpx.Prefix(r)
 	for _, req := range list.ApprovalRequests {
 		data.Requests = append(data.Requests, pendingRow{
 			Tool:      req.Tool,
 			Principal: req.Principal,
 			TotalUSD:  req.TotalUSD,
 			ExpiresAt: pageTime(req.ExpiresAt),
-			URL:       prefix + approvalPagePath(req.ID),
+			URL:       prefix + httpx.ApprovalPagePath(req.ID),
 		})
 	}
 	if list.NextCursor != nil {
-		data.NextURL = prefix + approvalPagesPath + "?cursor=" + url.QueryEscape(*list.NextCursor)
+		data.NextURL = prefix + httpx.ApprovalPagesPath + "?cursor=" + url.QueryEscape(*list.NextCursor)
 	}
 	h.render(w, r, http.StatusOK, "list", data)
 }
 
 // renderSignIn shows only the sign-in form: nothing about any request.
-func (h *handler) renderSignIn(w http.ResponseWriter, r *http.Request, status int, errMsg, reason string) {
+func (h *Handler) renderSignIn(w http.ResponseWriter, r *http.Request, status int, errMsg, reason string) {
 	data := h.pageData(r, nil, "Approval requests")
 	data.Error, data.SignInReason = errMsg, reason
 	h.render(w, r, status, "signin", data)
 }
 
 // renderMessage shows a sentence, and nothing else.
-func (h *handler) renderMessage(w http.ResponseWriter, r *http.Request, status int, msg string) {
-	var sess *session
+func (h *Handler) renderMessage(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	var sess *Session
 	if s, ok := h.pageSession(r); ok {
 		sess = &s
 	}
@@ -389,20 +352,20 @@ func (h *handler) renderMessage(w http.ResponseWriter, r *http.Request, status i
 }
 
 // pageData starts a page's data; sess is nil when no one is signed in.
-func (h *handler) pageData(r *http.Request, sess *session, title string) approvalPageData {
-	d := approvalPageData{Style: template.CSS(approvalStyle), Title: title, ListURL: pagePrefix(r) + approvalPagesPath}
+func (h *Handler) pageData(r *http.Request, sess *Session, title string) approvalPageData {
+	d := approvalPageData{Style: template.CSS(approvalStyle), Title: title, ListURL: httpx.Prefix(r) + httpx.ApprovalPagesPath}
 	if sess != nil {
-		d.SignedIn, d.Approver, d.CSRF = true, sess.approver, sess.csrf
+		d.SignedIn, d.Approver, d.CSRF = true, sess.Approver, sess.CSRF
 	}
 	return d
 }
 
 // render writes a page. Pages are private to whoever is signed in: never
 // cached, never framed, no scripts, and forms post only to this origin.
-func (h *handler) render(w http.ResponseWriter, r *http.Request, status int, name string, data approvalPageData) {
+func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, name string, data approvalPageData) {
 	var body bytes.Buffer
 	if err := approvalTemplate.ExecuteTemplate(&body, name, data); err != nil {
-		h.log.ErrorContext(r.Context(), "internal error", "method", r.Method, "path", r.URL.Path, "error", err)
+		h.logError(r, err)
 		http.Error(w, "the page could not be shown", http.StatusInternalServerError)
 		return
 	}

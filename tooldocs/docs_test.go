@@ -1,4 +1,4 @@
-package httpapi_test
+package tooldocs_test
 
 import (
 	"context"
@@ -13,9 +13,13 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/toolgate/toolgate/httpapi"
+	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/apikey"
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/tooldocs"
+	"github.com/toolgate/toolgate/toolgatehttp"
 	"github.com/toolgate/toolgate/toolgatetest"
+	"github.com/toolgate/toolgate/toolgatetype"
 	"github.com/toolgate/toolgate/tools"
 )
 
@@ -36,11 +40,34 @@ func newDocsServer(t *testing.T, extra ...*registry.Tool) *docsServer {
 	t.Helper()
 	tg := toolgatetest.New(t, &toolgatetest.Options{Tools: append(tools.All(), extra...)})
 	gw, reg := tg.Gateway, tg.Registry
-	keys := httpapi.NewKeyStore()
+	keys := apikey.NewKeyStore()
 	require.NoError(t, keys.AddKey("docs-reader", docsKey))
-	srv := httptest.NewServer(httpapi.NewHandler(gw, &httpapi.Options{Authenticator: keys}))
+	srv := httptest.NewServer(toolgatehttp.NewHandler(gw, &toolgatehttp.Options{Authenticator: keys}))
 	t.Cleanup(srv.Close)
 	return &docsServer{Server: srv, reg: reg}
+}
+
+// The keys of the approver-mode documentation tests: agent is an agent
+// whose calls pat, a person, approves.
+const (
+	agentKey = "tg_test_agent"
+	patKey   = "tg_test_pat_approver"
+)
+
+// newApproverDocsServer is a real HTTP server over a gateway with the echo
+// tool, whose principal agent is in approver mode, pat approving for it.
+func newApproverDocsServer(t *testing.T) *docsServer {
+	t.Helper()
+	tg := toolgatetest.New(t, &toolgatetest.Options{Config: &toolgate.Config{Approvers: toolgate.StaticApprovers{
+		Modes:     map[string]toolgatetype.ApprovalMode{"agent": toolgatetype.ApprovalModeApprover},
+		Approvers: map[string][]string{"pat": {"agent"}},
+	}}})
+	keys := apikey.NewKeyStore()
+	require.NoError(t, keys.AddKey("agent", agentKey))
+	require.NoError(t, keys.AddApproverKey("pat", patKey))
+	srv := httptest.NewServer(toolgatehttp.NewHandler(tg.Gateway, &toolgatehttp.Options{Authenticator: keys}))
+	t.Cleanup(srv.Close)
+	return &docsServer{Server: srv, reg: tg.Registry}
 }
 
 // docsReply is a response with its body read.
@@ -218,7 +245,7 @@ func TestDocsLinksFollowTheMount(t *testing.T) {
 	tg := toolgatetest.New(t, &toolgatetest.Options{Tools: tools.All()})
 	gw, reg := tg.Gateway, tg.Registry
 	mux := http.NewServeMux()
-	mux.Handle("/gateway/", http.StripPrefix("/gateway", httpapi.NewHandler(gw, nil)))
+	mux.Handle("/gateway/", http.StripPrefix("/gateway", tooldocs.NewHandler(gw, nil)))
 	srv := &docsServer{Server: httptest.NewServer(mux), reg: reg}
 	t.Cleanup(srv.Close)
 

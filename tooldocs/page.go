@@ -1,45 +1,29 @@
-package httpapi
+package tooldocs
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"embed"
-	"encoding/base64"
 	"encoding/json"
 	"html/template"
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/httpx"
+	"github.com/toolgate/toolgate/internal/pagestyle"
 )
 
-//go:embed templates/tool.html templates/page.css
+//go:embed templates/tool.html
 var templateFS embed.FS
 
 // toolPageTemplate is parsed once. html/template escapes every value for
 // the context it lands in; no provider text is ever passed as template.HTML.
 var toolPageTemplate = template.Must(template.ParseFS(templateFS, "templates/tool.html"))
 
-// pageStyle is the page's stylesheet, ours, inlined so the page needs no
-// other request. The Content-Security-Policy allows exactly this stylesheet
-// by its hash, and nothing else: no scripts, images, frames or forms.
-var (
-	pageStyle = mustReadTemplate("templates/page.css")
-	pageCSP   = "default-src 'none'; style-src 'sha256-" + sha256Base64(pageStyle) +
-		"'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
-)
-
-func mustReadTemplate(name string) string {
-	b, err := templateFS.ReadFile(name)
-	if err != nil {
-		panic(err)
-	}
-	return string(b)
-}
-
-func sha256Base64(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return base64.StdEncoding.EncodeToString(sum[:])
-}
+// pageCSP allows exactly the page's inline stylesheet, by its hash, and
+// nothing else: no scripts, images, frames or forms.
+var pageCSP = "default-src 'none'; style-src " + pagestyle.Source(pagestyle.CSS) +
+	"; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 // pageData is what the page template shows.
 type pageData struct {
@@ -88,7 +72,7 @@ func (d *toolDoc) page() pageData {
 	c := e.Risk.Capabilities
 	example, _ := json.MarshalIndent(d.callExample(), "", "  ")
 	p := pageData{
-		Style:                template.CSS(pageStyle),
+		Style:                template.CSS(pagestyle.CSS),
 		Name:                 t.Name,
 		Description:          t.Description,
 		Slug:                 t.Slug,
@@ -164,7 +148,7 @@ func prettyJSON(raw json.RawMessage) string {
 }
 
 // toolPage answers GET /tools/{tool}: the tool's documentation page.
-func (h *handler) toolPage(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) toolPage(w http.ResponseWriter, r *http.Request) {
 	d, err := h.loadToolDoc(r)
 	if err != nil {
 		h.writeError(w, r, err)
@@ -181,7 +165,7 @@ func (h *handler) toolPage(w http.ResponseWriter, r *http.Request) {
 	hdr.Set("X-Content-Type-Options", "nosniff")
 	hdr.Set("Referrer-Policy", "no-referrer")
 	hdr.Set("Content-Length", strconv.Itoa(body.Len()))
-	varyOnForwarded(w)
+	httpx.VaryOnForwarded(w)
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(body.Bytes())
 }

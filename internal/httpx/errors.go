@@ -1,30 +1,32 @@
-package httpapi
+package httpx
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
-// apiError builds a gateway error for a condition the HTTP layer detects.
-func apiError(code toolgatetype.Code, format string, args ...any) *toolgatetype.Error {
+// Errorf builds a gateway error for a condition the HTTP layer detects.
+func Errorf(code toolgatetype.Code, format string, args ...any) *toolgatetype.Error {
 	return &toolgatetype.Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// writeError answers with err's code, status and details. Anything that is
-// not a *toolgatetype.Error is an internal error: logged, never shown.
-func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
+// WriteError answers with err's code, status and details. Anything that is
+// not a *toolgatetype.Error is an internal error: logged to log, never
+// shown.
+func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	var te *toolgatetype.Error
 	if !errors.As(err, &te) {
 		te = &toolgatetype.Error{Code: toolgatetype.CodeInternal, Err: err}
 	}
 	status := StatusOf(te.Code)
 	if te.Code == toolgatetype.CodeInternal {
-		h.log.ErrorContext(r.Context(), "internal error", "method", r.Method, "path", r.URL.Path, "error", te.Err)
+		log.ErrorContext(r.Context(), "internal error", "method", r.Method, "path", r.URL.Path, "error", te.Err)
 		te = &toolgatetype.Error{Code: toolgatetype.CodeInternal, Message: "the gateway could not complete the request"}
 	}
 	d := toolgatetype.ErrorDetail{
@@ -39,8 +41,8 @@ func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	}
 	if te.GrantRequired {
 		// The caller's calls need an approver's grant: say where to ask.
-		d.ApprovalRequestsURL = baseURL(r) + approvalRequestsPath
-		varyOnForwarded(w)
+		d.ApprovalRequestsURL = BaseURL(r) + ApprovalRequestsPath
+		VaryOnForwarded(w)
 	}
 	switch te.Code {
 	case toolgatetype.CodeUnauthorized:
@@ -53,21 +55,21 @@ func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 		d.RetryAfterSeconds = secs
 		w.Header().Set("Retry-After", strconv.Itoa(secs))
 	}
-	writeJSON(w, status, toolgatetype.ErrorBody{Error: d})
+	WriteJSON(w, status, toolgatetype.ErrorBody{Error: d})
 }
 
-// writeJSON answers with v as JSON.
-func writeJSON(w http.ResponseWriter, status int, v any) {
+// WriteJSON answers with v as JSON.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
 	body, err := json.Marshal(v)
 	if err != nil {
 		status = http.StatusInternalServerError
 		body = []byte(`{"error":{"code":"internal_error","message":"the gateway could not encode its answer"}}`)
 	}
-	writeRaw(w, status, body)
+	WriteRaw(w, status, body)
 }
 
-// writeRaw answers with a JSON body as it is.
-func writeRaw(w http.ResponseWriter, status int, body []byte) {
+// WriteRaw answers with a JSON body as it is.
+func WriteRaw(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)

@@ -1,4 +1,4 @@
-package httpapi
+package tooldocs
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/toolgate/toolgate/internal/httpx"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
@@ -13,7 +14,8 @@ import (
 const openAPIVersion = "3.1.0"
 
 // errorStatuses are the HTTP statuses of the quote and call errors, in
-// order, with the codes each is answered with (contract section 10).
+// order, with the codes each is answered with: httpx.StatusOf's, for the
+// codes a quote or a call can meet.
 var errorStatuses = []int{400, 401, 403, 404, 409, 413, 415, 422, 429, 500}
 
 var errorCodesByStatus = map[int][]toolgatetype.Code{
@@ -24,8 +26,8 @@ var errorCodesByStatus = map[int][]toolgatetype.Code{
 	404: {toolgatetype.CodeToolNotFound, toolgatetype.CodeQuoteNotFound, toolgatetype.CodeApprovalRequestNotFound},
 	409: {toolgatetype.CodeQuoteExpired, toolgatetype.CodeQuoteUsed, toolgatetype.CodeQuoteOutdated, toolgatetype.CodeIdempotencyKeyInUse,
 		toolgatetype.CodeApprovalExpired},
-	413: {codePayloadTooLarge},
-	415: {codeUnsupportedMediaType},
+	413: {httpx.CodePayloadTooLarge},
+	415: {httpx.CodeUnsupportedMediaType},
 	422: {toolgatetype.CodeInputInvalid, toolgatetype.CodeQuoteToolMismatch, toolgatetype.CodeIdempotencyKeyReused, toolgatetype.CodeApprovalGrantMismatch},
 	429: {toolgatetype.CodeRateLimited},
 	500: {toolgatetype.CodeInternal},
@@ -224,7 +226,7 @@ func (d *toolDoc) openAPIDescription() string {
 	return b.String()
 }
 
-func (h *handler) toolOpenAPI(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) toolOpenAPI(w http.ResponseWriter, r *http.Request) {
 	d, err := h.loadToolDoc(r)
 	if err != nil {
 		h.writeError(w, r, err)
@@ -235,6 +237,6 @@ func (h *handler) toolOpenAPI(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	varyOnForwarded(w)
-	writeJSON(w, http.StatusOK, doc)
+	httpx.VaryOnForwarded(w)
+	httpx.WriteJSON(w, http.StatusOK, doc)
 }

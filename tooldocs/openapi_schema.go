@@ -1,4 +1,4 @@
-package httpapi
+package tooldocs
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package httpapi_test
+package tooldocs_test
 
 import (
 	"bytes"
@@ -357,4 +357,55 @@ func TestOpenAPIDescribesInputErrors(t *testing.T) {
 	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
 	ok, errs := v.ValidateHttpResponse(req, resp)
 	requireValid(t, ok, errs, "the input_invalid answer")
+}
+
+// TestOpenAPIDocumentsTheGrant: in approver mode a call carries the grant
+// of an approval request, and the OpenAPI document describes that call
+// and its refusals, as the other documents describe where to ask.
+func TestOpenAPIDocumentsTheGrant(t *testing.T) {
+	t.Parallel()
+	srv := newApproverDocsServer(t)
+	r := srv.get(t, "/v1/registry/tools/echo/openapi.json")
+	require.Equal(t, http.StatusOK, r.status)
+	v := openAPIValidator(t, r.body)
+	doc := r.json(t)
+	approval := doc["components"].(map[string]any)["schemas"].(map[string]any)["Approval"].(map[string]any)
+	assert.Contains(t, approval["properties"], "grantId")
+	assert.Contains(t, approval["description"], "approver mode")
+
+	// A call with a grant is a documented request, and its refusals are
+	// documented answers.
+	agent := []string{"Authorization", "Bearer " + agentKey, "Content-Type", "application/json"}
+	quote := srv.send(t, http.MethodPost, "/v1/tools/echo/quote", "{}", agent...).json(t)["quote"].(map[string]any)
+	asked := srv.send(t, http.MethodPost, "/v1/approval-requests", fmt.Sprintf(`{"quoteId":%q,"input":{"v":"hello"}}`, quote["id"]), agent...)
+	require.Equal(t, http.StatusCreated, asked.status, "%s", asked.body)
+	withGrant := fmt.Sprintf(`{"quoteId":%q,"input":{"v":"hello"},"approval":{"manifestDigest":%q,"grantId":%q}}`, quote["id"], quote["manifestDigest"], asked.json(t)["id"])
+	digestOnly := fmt.Sprintf(`{"quoteId":%q,"input":{"v":"hello"},"approval":{"manifestDigest":%q}}`, quote["id"], quote["manifestDigest"])
+	httpReq := exampleCall(t, srv.URL, doc, "echo", []byte(withGrant))
+	httpReq.Header.Set("Authorization", "Bearer "+agentKey)
+	ok, errs := v.ValidateHttpRequest(httpReq)
+	requireValid(t, ok, errs, "a call with a grant")
+	for _, c := range []struct{ body, want string }{{withGrant, "approval_pending"}, {digestOnly, "approval_required"}} {
+		httpReq := exampleCall(t, srv.URL, doc, "echo", []byte(c.body))
+		httpReq.Header.Set("Authorization", "Bearer "+agentKey)
+		resp, err := srv.Client().Do(httpReq)
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		resp.Body.Close()
+		got := docsReply{status: resp.StatusCode, body: body}.json(t)["error"].(map[string]any)
+		require.Equal(t, c.want, got["code"])
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		ok, errs := v.ValidateHttpResponse(httpReq, resp)
+		requireValid(t, ok, errs, c.want)
+	}
+
+	llms := string(srv.get(t, "/v1/registry/tools/echo/llms.txt").body)
+	assert.Contains(t, llms, "/v1/approval-requests")
+	assert.Contains(t, llms, "grantId")
+	index := string(srv.get(t, "/v1/registry/llms.txt").body)
+	assert.Contains(t, index, "approver mode")
+	flow := srv.get(t, "/v1/registry/tools/echo/docs").json(t)["invocation"].(map[string]any)["flow"].([]any)
+	assert.Contains(t, flow[1], "/v1/approval-requests")
+	assert.Contains(t, flow[2], "grantId")
 }

@@ -1,4 +1,4 @@
-package httpapi_test
+package tooldocs_test
 
 import (
 	"crypto/sha256"

@@ -1,4 +1,4 @@
-package httpapi
+package tooldocs
 
 import (
 	"encoding/json"
@@ -10,6 +10,7 @@ import (
 	"unicode"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/internal/httpx"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
@@ -22,13 +23,13 @@ const providerTextNotice = "Names, descriptions, categories, tags and schema des
 
 // toolLLMs answers GET /v1/registry/tools/{tool}/llms.txt: the tool in the
 // llms.txt manner, for a model to read before calling it.
-func (h *handler) toolLLMs(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) toolLLMs(w http.ResponseWriter, r *http.Request) {
 	d, err := h.loadToolDoc(r)
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	varyOnForwarded(w)
+	httpx.VaryOnForwarded(w)
 	writeText(w, d.llmsText())
 }
 
@@ -64,8 +65,8 @@ func (d *toolDoc) llmsText() string {
 
 	b.WriteString("## Approval by a person (approver mode)\n\n")
 	fmt.Fprintf(&b, "- %s\n", approverModeNotice)
-	fmt.Fprintf(&b, "- Ask: POST %s%s with your API key and {\"quoteId\": quote.id, \"input\": <the exact input you will call with>}. The answer (201) has the request's id, status pending and approveUrl: give approveUrl to your user, who signs in there and approves or denies.\n", d.base, approvalRequestsPath)
-	fmt.Fprintf(&b, "- Wait: GET %s%s/{id} until status is approved (or denied, or expired with the quote).\n", d.base, approvalRequestsPath)
+	fmt.Fprintf(&b, "- Ask: POST %s%s with your API key and {\"quoteId\": quote.id, \"input\": <the exact input you will call with>}. The answer (201) has the request's id, status pending and approveUrl: give approveUrl to your user, who signs in there and approves or denies.\n", d.base, httpx.ApprovalRequestsPath)
+	fmt.Fprintf(&b, "- Wait: GET %s%s/{id} until status is approved (or denied, or expired with the quote).\n", d.base, httpx.ApprovalRequestsPath)
 	b.WriteString("- Call with the same quote and input, and {\"approval\": {\"manifestDigest\": ..., \"grantId\": <the request's id>}}. A grant approves that one call only: another quote, tool, digest or input is refused (422 approval_grant_mismatch), and so is a grant still pending (403 approval_pending) or denied (403 approval_denied).\n\n")
 
 	b.WriteString("## How to call\n\n")
@@ -192,11 +193,11 @@ func schemaType(p map[string]any) string {
 }
 
 // registryLLMs answers GET /v1/registry/llms.txt: an index of every tool.
-func (h *handler) registryLLMs(w http.ResponseWriter, r *http.Request) {
-	base := baseURL(r)
+func (h *Handler) registryLLMs(w http.ResponseWriter, r *http.Request) {
+	base := httpx.BaseURL(r)
 	var entries []toolgate.Entry
 	for offset := 0; ; {
-		page, total, err := h.gw.List(r.Context(), "", 100, offset, h.entryOptions())
+		page, total, err := h.gw.List(r.Context(), "", 100, offset, h.entryOptions)
 		if err != nil {
 			h.writeError(w, r, err)
 			return
@@ -211,7 +212,7 @@ func (h *handler) registryLLMs(w http.ResponseWriter, r *http.Request) {
 	var b strings.Builder
 	b.WriteString("# Tool registry\n\n")
 	b.WriteString("> Tools callable through this gateway. Each call is quoted first; the caller checks the price, the approval requirement and the spend controls, gets the user's approval of the exact manifest digest where needed, then calls with the quote id and a unique Idempotency-Key.\n\n")
-	fmt.Fprintf(&b, "%s Approval requests: %s%s.\n\n", approverModeNotice, base, approvalRequestsPath)
+	fmt.Fprintf(&b, "%s Approval requests: %s%s.\n\n", approverModeNotice, base, httpx.ApprovalRequestsPath)
 	fmt.Fprintf(&b, "%s %s\n\n", untrustedOutputNotice, providerTextNotice)
 	fmt.Fprintf(&b, "%d tools. Registry listing (JSON): %s/v1/registry/tools\n\n", len(entries), base)
 	b.WriteString("## Tools\n\n")
@@ -223,7 +224,7 @@ func (h *handler) registryLLMs(w http.ResponseWriter, r *http.Request) {
 			mdText(e.Name, 200), tool, sentence(mdText(e.Description, 300)), e.Slug, e.Pricing.Type, total, price, fee,
 			e.Policy.Approval.Requirement, yesNo(e.Policy.Callable), tool, tool, base, e.Slug)
 	}
-	varyOnForwarded(w)
+	httpx.VaryOnForwarded(w)
 	writeText(w, b.String())
 }
 

@@ -1,4 +1,4 @@
-package httpapi
+package apikey
 
 import (
 	"context"
@@ -7,27 +7,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"sync"
 )
-
-// Authenticator maps an API key to the principal it belongs to.
-type Authenticator interface {
-	// Authenticate returns the principal of key, or ok false for any key it
-	// does not accept. It must not say why: an unknown key and a revoked
-	// one look the same to the caller.
-	Authenticate(ctx context.Context, key string) (principal string, ok bool)
-}
-
-// ApproverAuthenticator maps an approver key to the approver (a person)
-// it belongs to (contract section 14). Approver keys decide approval
-// requests; they are never caller keys.
-type ApproverAuthenticator interface {
-	// AuthenticateApprover returns the approver of key, or ok false for any
-	// key it does not accept as an approver key, without saying why.
-	AuthenticateApprover(ctx context.Context, key string) (approver string, ok bool)
-}
 
 // KeyStore is an Authenticator and an ApproverAuthenticator over keys held
 // only as SHA-256 digests, so a leaked configuration or memory dump does
@@ -60,6 +42,12 @@ const (
 	approverKey
 )
 
+// Interface guards.
+var (
+	_ Authenticator         = (*KeyStore)(nil)
+	_ ApproverAuthenticator = (*KeyStore)(nil)
+)
+
 // NewKeyStore returns an empty KeyStore.
 func NewKeyStore() *KeyStore {
 	return &KeyStore{buckets: map[[8]byte][]storedKey{}}
@@ -68,7 +56,7 @@ func NewKeyStore() *KeyStore {
 // ErrKeyTaken is returned when a key (or digest) is added for a second
 // principal or approver, or as an approver key when it is a caller key, or
 // the other way round.
-var ErrKeyTaken = errors.New("httpapi: API key already belongs to another principal")
+var ErrKeyTaken = errors.New("apikey: API key already belongs to another principal")
 
 // AddKey lets key authenticate as principal. Only its digest is kept.
 func (s *KeyStore) AddKey(principal, key string) error {
@@ -95,7 +83,7 @@ func (s *KeyStore) AddApproverKeyDigest(approver, hexDigest string) error {
 
 func (s *KeyStore) addKey(owner, key string, kind keyKind) error {
 	if key == "" {
-		return errors.New("httpapi: empty API key")
+		return errors.New("apikey: empty API key")
 	}
 	return s.add(owner, sha256.Sum256([]byte(key)), kind)
 }
@@ -103,7 +91,7 @@ func (s *KeyStore) addKey(owner, key string, kind keyKind) error {
 func (s *KeyStore) addDigest(owner, hexDigest string, kind keyKind) error {
 	raw, err := hex.DecodeString(strings.TrimPrefix(strings.ToLower(hexDigest), "sha256:"))
 	if err != nil || len(raw) != sha256.Size {
-		return fmt.Errorf("httpapi: %q is not a hex SHA-256 digest", hexDigest)
+		return fmt.Errorf("apikey: %q is not a hex SHA-256 digest", hexDigest)
 	}
 	var d [sha256.Size]byte
 	copy(d[:], raw)
@@ -118,7 +106,7 @@ func bucketOf(d [sha256.Size]byte) [8]byte {
 
 func (s *KeyStore) add(owner string, d [sha256.Size]byte, kind keyKind) error {
 	if owner == "" {
-		return errors.New("httpapi: empty principal")
+		return errors.New("apikey: empty principal")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -162,22 +150,4 @@ func (s *KeyStore) lookup(key string, kind keyKind) (string, bool) {
 		}
 	}
 	return owner, found == 1
-}
-
-// bearerToken extracts the key from "Authorization: Bearer <key>". A
-// missing, repeated or malformed header yields ok false.
-func bearerToken(r *http.Request) (string, bool) {
-	values := r.Header.Values("Authorization")
-	if len(values) != 1 {
-		return "", false
-	}
-	scheme, token, found := strings.Cut(values[0], " ")
-	if !found || !strings.EqualFold(scheme, "Bearer") {
-		return "", false
-	}
-	token = strings.TrimSpace(token)
-	if token == "" || len(token) > 512 || strings.ContainsAny(token, " \t") {
-		return "", false
-	}
-	return token, true
 }

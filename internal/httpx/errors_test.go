@@ -1,4 +1,4 @@
-package httpapi
+package httpx
 
 import (
 	"log/slog"
@@ -13,7 +13,7 @@ import (
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
-// Every field of toolgatetype.Error a caller can read survives writeError and
+// Every field of toolgatetype.Error a caller can read survives WriteError and
 // DecodeError, so a client gets what an embedded caller gets. A field added
 // to toolgatetype.Error without its place on the wire fails this test.
 func TestEveryErrorFieldSurvivesTheWire(t *testing.T) {
@@ -29,8 +29,7 @@ func TestEveryErrorFieldSurvivesTheWire(t *testing.T) {
 	}
 
 	rec := httptest.NewRecorder()
-	h := &handler{log: slog.New(slog.DiscardHandler)}
-	h.writeError(rec, httptest.NewRequest(http.MethodPost, "/v1/tools/echo/call", nil), want)
+	WriteError(rec, httptest.NewRequest(http.MethodPost, "/v1/tools/echo/call", nil), slog.New(slog.DiscardHandler), want)
 	got, ok := toolgatetype.DecodeError(rec.Header(), rec.Body.Bytes())
 	require.True(t, ok, "%s", rec.Body)
 	assert.Equal(t, want, got)

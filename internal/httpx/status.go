@@ -1,4 +1,4 @@
-package httpapi
+package httpx
 
 import (
 	"net/http"
@@ -8,10 +8,11 @@ import (
 
 // Error codes only the HTTP layer meets: the gateway never sees a request
 // with the wrong method, an oversized body or a body that is not JSON.
+// Their names are on the wire, like the gateway's own.
 const (
-	codeMethodNotAllowed     toolgatetype.Code = "method_not_allowed"
-	codePayloadTooLarge      toolgatetype.Code = "payload_too_large"
-	codeUnsupportedMediaType toolgatetype.Code = "unsupported_media_type"
+	CodeMethodNotAllowed     toolgatetype.Code = "method_not_allowed"
+	CodePayloadTooLarge      toolgatetype.Code = "payload_too_large"
+	CodeUnsupportedMediaType toolgatetype.Code = "unsupported_media_type"
 )
 
 // codeStatus is the HTTP status of each code the gateway returns.
@@ -51,11 +52,11 @@ var codeStatus = map[toolgatetype.Code]int{
 // of each code the API documents, 500 for any other.
 func StatusOf(code toolgatetype.Code) int {
 	switch code {
-	case codeMethodNotAllowed:
+	case CodeMethodNotAllowed:
 		return http.StatusMethodNotAllowed
-	case codePayloadTooLarge:
+	case CodePayloadTooLarge:
 		return http.StatusRequestEntityTooLarge
-	case codeUnsupportedMediaType:
+	case CodeUnsupportedMediaType:
 		return http.StatusUnsupportedMediaType
 	}
 	if s, ok := codeStatus[code]; ok {

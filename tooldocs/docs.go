@@ -1,26 +1,14 @@
-package httpapi
+package tooldocs
 
 import (
 	"encoding/json"
 	"net/http"
-	"strings"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/httpx"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
-
-// docRoutes registers the documentation endpoints. They are public, like
-// the registry: everything they show is what the registry already shows,
-// arranged for a reader.
-func (h *handler) docRoutes(m *router) {
-	m.handle("GET /v1/registry/tools/{tool}/docs", h.toolDocsRecord)
-	m.handle("GET /v1/registry/tools/{tool}/openapi.json", h.toolOpenAPI)
-	m.handle("GET /v1/registry/tools/{tool}/llms.txt", h.toolLLMs)
-	m.handle("GET /v1/registry/tools/{tool}/versions", h.toolVersions)
-	m.handle("GET /v1/registry/llms.txt", h.registryLLMs)
-	m.handle("GET /tools/{tool}", h.toolPage)
-}
 
 // toolDoc is one tool as its documentation shows it: the current version,
 // its registry entry with absolute links, and the amounts of a call, all
@@ -37,15 +25,15 @@ type toolDoc struct {
 // loadToolDoc resolves the {tool} path value (slug or id). Everything it
 // shows comes from one entry and the version that entry was built from, so
 // a version published meanwhile cannot mix two versions in one document.
-func (h *handler) loadToolDoc(r *http.Request) (*toolDoc, error) {
-	e, err := h.gw.Entry(r.Context(), r.PathValue("tool"), h.entryOptions())
+func (h *Handler) loadToolDoc(r *http.Request) (*toolDoc, error) {
+	e, err := h.gw.Entry(r.Context(), r.PathValue("tool"), h.entryOptions)
 	if err != nil {
 		return nil, err
 	}
-	d := &toolDoc{v: e.ToolVersion(), entry: e.RegistryEntry, base: baseURL(r)}
+	d := &toolDoc{v: e.ToolVersion(), entry: e.RegistryEntry, base: httpx.BaseURL(r)}
 	cost := e.CallCost()
 	d.price, d.fee, d.total = cost.PriceUSD, cost.FeeUSD, cost.TotalUSD
-	withLinks(&d.entry)
+	httpx.WithLinks(&d.entry)
 	d.entry.Documentation = toolgatetype.EntryDocs{
 		JSON:    d.docsURL(),
 		OpenAPI: d.openAPIURL(),
@@ -56,101 +44,18 @@ func (h *handler) loadToolDoc(r *http.Request) (*toolDoc, error) {
 }
 
 func (d *toolDoc) slug() string                          { return d.v.Tool.Slug }
-func (d *toolDoc) metadataURL() string                   { return d.base + registryPath(d.slug()) }
-func (d *toolDoc) docsURL() string                       { return d.base + docsPath(d.slug()) }
-func (d *toolDoc) openAPIURL() string                    { return d.base + openAPIPath(d.slug()) }
-func (d *toolDoc) llmsURL() string                       { return d.base + llmsPath(d.slug()) }
-func (d *toolDoc) versionsURL() string                   { return d.base + versionsPath(d.slug()) }
-func (d *toolDoc) pageURL() string                       { return d.base + pagePath(d.slug()) }
-func (d *toolDoc) quotePath() string                     { return quotePath(d.slug()) }
-func (d *toolDoc) callPath() string                      { return callPath(d.slug()) }
+func (d *toolDoc) metadataURL() string                   { return d.base + httpx.RegistryPath(d.slug()) }
+func (d *toolDoc) docsURL() string                       { return d.base + httpx.DocsPath(d.slug()) }
+func (d *toolDoc) openAPIURL() string                    { return d.base + httpx.OpenAPIPath(d.slug()) }
+func (d *toolDoc) llmsURL() string                       { return d.base + httpx.LLMsPath(d.slug()) }
+func (d *toolDoc) versionsURL() string                   { return d.base + httpx.VersionsPath(d.slug()) }
+func (d *toolDoc) pageURL() string                       { return d.base + httpx.ToolPagePath(d.slug()) }
+func (d *toolDoc) quotePath() string                     { return httpx.QuotePath(d.slug()) }
+func (d *toolDoc) callPath() string                      { return httpx.CallPath(d.slug()) }
 func (d *toolDoc) quoteURL() string                      { return d.base + d.quotePath() }
 func (d *toolDoc) callURL() string                       { return d.base + d.callPath() }
 func (d *toolDoc) requirement() toolgatetype.Requirement { return d.entry.Policy.Approval.Requirement }
 func (d *toolDoc) hasOutputSchema() bool                 { return d.v.Output != nil }
-
-// baseURL is the address the caller reached the gateway at, for the
-// absolute links of the documentation: scheme://host[/prefix].
-//
-//   - The host is the request's Host header.
-//   - The scheme is https on a TLS connection, else http; a reverse proxy
-//     that terminates TLS says so with X-Forwarded-Proto (http or https).
-//   - The prefix is where the handler is mounted. Under http.StripPrefix it
-//     is found by comparing the request URI with the stripped path; a
-//     reverse proxy that strips a prefix itself passes it in
-//     X-Forwarded-Prefix.
-//
-// The forwarded headers are believed only when well formed. They can only
-// change links shown back to the client that sent them, and responses built
-// with them list them in Vary, so a shared cache keeps their variants apart.
-func baseURL(r *http.Request) string {
-	host := r.Host
-	if host == "" {
-		host = "localhost"
-	}
-	return requestScheme(r) + "://" + host + forwardedPrefix(r) + mountPrefix(r)
-}
-
-// requestScheme is https on a TLS connection, else http, unless a reverse
-// proxy says otherwise in a well-formed X-Forwarded-Proto.
-func requestScheme(r *http.Request) string {
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	if p, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Proto"), ","); p != "" {
-		switch p = strings.ToLower(strings.TrimSpace(p)); p {
-		case "http", "https":
-			scheme = p
-		}
-	}
-	return scheme
-}
-
-// mountPrefix is the part of the request path that a mounting server
-// removed (http.StripPrefix) before the handler saw it, or "".
-func mountPrefix(r *http.Request) string {
-	uri, _, _ := strings.Cut(r.RequestURI, "?")
-	seen := r.URL.EscapedPath()
-	if !strings.HasPrefix(uri, "/") || !strings.HasPrefix(seen, "/") || !strings.HasSuffix(uri, seen) {
-		return ""
-	}
-	return cleanPrefix(strings.TrimSuffix(uri, seen))
-}
-
-// forwardedPrefix is X-Forwarded-Prefix when it is a plain path, or "".
-func forwardedPrefix(r *http.Request) string {
-	return cleanPrefix(r.Header.Get("X-Forwarded-Prefix"))
-}
-
-// cleanPrefix accepts "/a/b" made of unreserved and sub-delimiter path
-// characters (and percent escapes), without empty, "." or ".." segments; it
-// returns it without a trailing slash, or "" for anything else.
-func cleanPrefix(p string) string {
-	p = strings.TrimSuffix(p, "/")
-	if p == "" || p[0] != '/' || len(p) > 200 {
-		return ""
-	}
-	for _, seg := range strings.Split(p[1:], "/") {
-		if seg == "" || seg == "." || seg == ".." {
-			return ""
-		}
-	}
-	for _, c := range p {
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case strings.ContainsRune("/-._~!$&'()*+,;=:@%", c):
-		default:
-			return ""
-		}
-	}
-	return p
-}
-
-// varyOnForwarded marks a response as shaped by the forwarded headers.
-func varyOnForwarded(w http.ResponseWriter) {
-	w.Header().Add("Vary", "X-Forwarded-Proto, X-Forwarded-Prefix")
-}
 
 // docsSchemaVersion names the shape of the documentation record.
 const docsSchemaVersion = "gateway.tool-docs/v1"
@@ -211,7 +116,7 @@ type docsCall struct {
 // flow is the three steps of a call, as instructions to a caller.
 func (d *toolDoc) flow() []string {
 	approval := "If policy.approval.requirement is covered_by_user_policy, no approval is needed; otherwise show the user the tool, the manifest digest (policy.approval.manifestDigest) and quote.totalUsd, and get their approval of exactly that digest and total. " +
-		"If your principal is in approver mode, a person approves instead: POST " + d.base + approvalRequestsPath + " with {\"quoteId\": quote.id, \"input\": <input>}, send the person the approveUrl of the answer, and wait until the request's status is approved."
+		"If your principal is in approver mode, a person approves instead: POST " + d.base + httpx.ApprovalRequestsPath + " with {\"quoteId\": quote.id, \"input\": <input>}, send the person the approveUrl of the answer, and wait until the request's status is approved."
 	if !d.entry.Policy.Callable {
 		approval = "This tool is blocked (policy.callable is false, policy.approval.requirement is blocked): it cannot be called until the reasons in policy.reasons are resolved. " + approval
 	}
@@ -273,7 +178,7 @@ func (d *toolDoc) resultExample() toolgatetype.Execution {
 	return res
 }
 
-func (h *handler) toolDocsRecord(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) toolDocsRecord(w http.ResponseWriter, r *http.Request) {
 	d, err := h.loadToolDoc(r)
 	if err != nil {
 		h.writeError(w, r, err)
@@ -320,8 +225,8 @@ func (h *handler) toolDocsRecord(w http.ResponseWriter, r *http.Request) {
 			},
 		},
 	}
-	varyOnForwarded(w)
-	writeJSON(w, http.StatusOK, rec)
+	httpx.VaryOnForwarded(w)
+	httpx.WriteJSON(w, http.StatusOK, rec)
 }
 
 // versionsBody is the answer of GET /v1/registry/tools/{tool}/versions.
@@ -339,11 +244,11 @@ type versionInfo struct {
 }
 
 // toolVersions lists every registered version of a tool, newest first.
-func (h *handler) toolVersions(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) toolVersions(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("tool")
 	history, err := h.gw.Registry().Versions(name)
 	if err != nil || len(history) == 0 {
-		h.writeError(w, r, apiError(toolgatetype.CodeToolNotFound, "no tool %q is registered", name))
+		h.writeError(w, r, httpx.Errorf(toolgatetype.CodeToolNotFound, "no tool %q is registered", name))
 		return
 	}
 	cur := history[len(history)-1].Tool
@@ -365,5 +270,5 @@ func (h *handler) toolVersions(w http.ResponseWriter, r *http.Request) {
 		}
 		body.Versions = append(body.Versions, info)
 	}
-	writeJSON(w, http.StatusOK, body)
+	httpx.WriteJSON(w, http.StatusOK, body)
 }

@@ -1,4 +1,4 @@
-package httpapi_test
+package tooldocs_test
 
 import (
 	"encoding/json"
@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/httpapi"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage/memory"
+	"github.com/toolgate/toolgate/tooldocs"
 )
 
 // TestManifestSchemaIsServed: the manifest format's JSON Schema is public,
@@ -22,7 +22,7 @@ func TestManifestSchemaIsServed(t *testing.T) {
 	t.Parallel()
 	gw, err := toolgate.New(memory.New(), &toolgate.Config{Registry: registry.New()})
 	require.NoError(t, err)
-	srv := httptest.NewServer(httpapi.NewHandler(gw, nil))
+	srv := httptest.NewServer(tooldocs.NewHandler(gw, nil))
 	defer srv.Close()
 
 	resp, err := http.Get(srv.URL + "/v1/registry/manifest.schema.json")

@@ -1,4 +1,4 @@
-package httpapi_test
+package approvalpage_test
 
 import (
 	"net/http"
@@ -89,7 +89,7 @@ func TestApprovalPageSignInApproveAndCall(t *testing.T) {
 	assert.False(t, page.HasForm("decision"), "a decided request offers no buttons")
 	assert.Equal(t, "approved", a.requestStatus(id))
 
-	r := a.call(agentKey, "goal-data", "k1", grantBody(q, hostileInput, id))
+	r := a.call(agentKey, "goal-data", "k1", q, hostileInput, id)
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
 	assert.Equal(t, "completed", r.json(t)["status"])
 }
