@@ -9,9 +9,9 @@ import (
 // codes, never on messages.
 type Code string
 
-// Error codes, each answered over HTTP with one fixed status. The codes only the
-// HTTP layer can meet (a wrong method, a body too large or not JSON) are
-// httpapi's.
+// Error codes, each answered over HTTP with one fixed status. The codes
+// only the HTTP layer can meet (a wrong method, a body too large or not
+// JSON) belong to that layer.
 const (
 	CodeInvalidRequest        Code = "invalid_request"
 	CodeIdempotencyKeyMissing Code = "idempotency_key_missing"
