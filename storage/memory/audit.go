@@ -97,7 +97,7 @@ func (s *Store) ListExecutions(ctx context.Context, q storage.ExecutionQuery) ([
 				(q.ToolSlug != "" && e.ToolSlug != q.ToolSlug) {
 				continue
 			}
-			c := *e
+			c := copyExecution(e)
 			c.Response = nil
 			out = append(out, c)
 			taken++
