@@ -46,6 +46,9 @@ type approvalPageData struct {
 
 	Requests []pendingRow
 	NextURL  string
+	// Ambiguous lists the calls of the approver's principals whose outcome
+	// is unknown, each with a form to resolve it.
+	Ambiguous []ambiguousRow
 
 	Request   *requestView
 	Decidable bool
@@ -59,6 +62,19 @@ type pendingRow struct {
 	ExpiresAt string
 	URL       string
 }
+
+// ambiguousRow is one call whose outcome is unknown, on the list page.
+type ambiguousRow struct {
+	ID        string
+	Tool      toolgatetype.ToolRef
+	Principal string
+	TotalUSD  string
+	CreatedAt string
+}
+
+// maxAmbiguousShown bounds the unknown outcomes the list page shows; the
+// audit listing (status=ambiguous) has them all.
+const maxAmbiguousShown = 50
 
 // requestView is one request as its page shows it.
 type requestView struct {
@@ -92,7 +108,7 @@ func (h *Handler) approvalListPage(w http.ResponseWriter, r *http.Request) {
 		h.renderSignIn(w, r, http.StatusOK, "", "Sign in with your approver key to see the requests waiting for you.")
 		return
 	}
-	h.renderList(w, r, sess, "")
+	h.renderList(w, r, sess, http.StatusOK, "")
 }
 
 // approvalPage answers GET /approvals/{id}.
@@ -133,7 +149,7 @@ func (h *Handler) pageForm(w http.ResponseWriter, r *http.Request, onRequest boo
 	case "sign-in":
 		h.signIn(w, r, form.Get("key"))
 		return
-	case "sign-out", "decide":
+	case "sign-out", "decide", "resolve":
 	default:
 		h.renderMessage(w, r, http.StatusBadRequest, "The form could not be read.")
 		return
@@ -157,7 +173,11 @@ func (h *Handler) pageForm(w http.ResponseWriter, r *http.Request, onRequest boo
 		seeOther(w, r)
 		return
 	}
-	if !onRequest {
+	if form.Get("action") == "resolve" && !onRequest {
+		h.resolve(w, r, sess, form)
+		return
+	}
+	if !onRequest || form.Get("action") != "decide" {
 		h.renderMessage(w, r, http.StatusBadRequest, "The form could not be read.")
 		return
 	}
@@ -189,6 +209,32 @@ func (h *Handler) pageForm(w http.ResponseWriter, r *http.Request, onRequest boo
 		return
 	}
 	// Post/redirect/get: a reload shows the decision rather than sending it again.
+	seeOther(w, r)
+}
+
+// resolve records the signed-in approver's finding about a call whose
+// outcome is unknown: it ran (charge it) or it did not (release its amount).
+func (h *Handler) resolve(w http.ResponseWriter, r *http.Request, sess Session, form url.Values) {
+	in := toolgatetype.ResolveRequest{Note: strings.TrimSpace(form.Get("note"))}
+	switch form.Get("outcome") {
+	case string(toolgatetype.StatusCompleted):
+		in.Outcome = toolgatetype.StatusCompleted
+	case string(toolgatetype.StatusFailed):
+		in.Outcome = toolgatetype.StatusFailed
+	default:
+		h.renderList(w, r, sess, http.StatusBadRequest, "Choose whether the call ran or not.")
+		return
+	}
+	if _, err := h.gw.ResolveExecution(r.Context(), sess.Approver, form.Get("execution"), in); err != nil {
+		var te *toolgatetype.Error
+		if !errors.As(err, &te) || te.Code == toolgatetype.CodeInternal {
+			h.logError(r, err)
+			h.renderMessage(w, r, http.StatusInternalServerError, "The gateway could not record your finding. Try again.")
+			return
+		}
+		h.renderList(w, r, sess, httpx.StatusOf(te.Code), te.Message)
+		return
+	}
 	seeOther(w, r)
 }
 
@@ -304,8 +350,8 @@ func prettyInput(raw json.RawMessage) string {
 }
 
 // renderList shows the signed-in approver's pending requests, a page at a
-// time (?cursor= continues).
-func (h *Handler) renderList(w http.ResponseWriter, r *http.Request, sess Session, errMsg string) {
+// time (?cursor= continues), and the calls whose outcome is unknown.
+func (h *Handler) renderList(w http.ResponseWriter, r *http.Request, sess Session, status int, errMsg string) {
 	list, err := h.gw.ListApprovalRequests(r.Context(), sess.Approver, toolgatetype.ApprovalListOptions{Cursor: r.URL.Query().Get("cursor")})
 	if err != nil {
 		var te *toolgatetype.Error
@@ -332,7 +378,18 @@ func (h *Handler) renderList(w http.ResponseWriter, r *http.Request, sess Sessio
 	if list.NextCursor != nil {
 		data.NextURL = prefix + httpx.ApprovalPagesPath + "?cursor=" + url.QueryEscape(*list.NextCursor)
 	}
-	h.render(w, r, http.StatusOK, "list", data)
+	unknown, err := h.gw.ListApproverExecutions(r.Context(), sess.Approver, toolgatetype.ExecutionFilter{Status: toolgatetype.StatusAmbiguous, Limit: maxAmbiguousShown})
+	if err != nil {
+		h.logError(r, err)
+		h.renderMessage(w, r, http.StatusInternalServerError, "The gateway could not list your requests. Try again.")
+		return
+	}
+	for _, e := range unknown.Executions {
+		data.Ambiguous = append(data.Ambiguous, ambiguousRow{
+			ID: e.ID, Tool: e.Tool, Principal: e.Principal, TotalUSD: e.Cost.TotalUSD, CreatedAt: pageTime(e.CreatedAt),
+		})
+	}
+	h.render(w, r, status, "list", data)
 }
 
 // renderSignIn shows only the sign-in form: nothing about any request.

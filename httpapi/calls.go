@@ -104,3 +104,21 @@ func (h *Handler) execution(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Toolgate-Execution-Id", res.Execution.ID)
 	httpx.WriteRaw(w, http.StatusOK, res.Body)
 }
+
+// resolveExecution answers POST /v1/executions/{id}/resolve (approver key):
+// a person's finding about an ambiguous execution, {"outcome": "completed"
+// | "failed", "note": "..."}. It answers with the resolved execution.
+func (h *Handler) resolveExecution(w http.ResponseWriter, r *http.Request) {
+	var in toolgatetype.ResolveRequest
+	if err := h.readJSON(w, r, &in); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	res, err := h.gw.ResolveExecution(r.Context(), approverOf(r), r.PathValue("id"), in)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Toolgate-Execution-Id", res.Execution.ID)
+	httpx.WriteRaw(w, http.StatusOK, res.Body)
+}

@@ -111,6 +111,8 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	m("POST /v1/tools/{tool}/quote", h.authed(h.quote))
 	m("POST /v1/tools/{tool}/call", h.authed(h.call))
 	m("GET /v1/executions/{id}", h.authed(h.execution))
+	// An approver resolves an execution whose outcome is unknown.
+	m("POST /v1/executions/{id}/resolve", h.approverAuthed(h.resolveExecution))
 	// The audit trail: a caller's own, or an approver's principals'.
 	m("GET /v1/executions", h.eitherAuthed(h.listExecutions))
 	m("GET /v1/spend", h.eitherAuthed(h.spend))

@@ -184,16 +184,24 @@ func (d *toolDoc) schemas(prefix string) (map[string]any, error) {
 	})
 	defs["ExecutionError"] = object([]string{"code", "message"}, map[string]any{
 		"code": str("Why the execution failed: upstream_error, upstream_invalid_response, upstream_unavailable, upstream_too_large, output_invalid or " +
-			toolgatetype.CodeToolChangedDuringCall + "."),
+			toolgatetype.CodeToolChangedDuringCall + "; " + toolgatetype.CodeOutcomeUnknown + " when it is ambiguous (the request may have reached the provider and no answer came back: do not call again; an approver resolves it); " +
+			toolgatetype.CodeResolvedFailed + " when an approver resolved it as not run."),
 		"message": str("A sentence of the gateway's."),
 	})
 	defs["ExecutionResult"] = object([]string{"id", "tool", "status", "cost", "output", "error"}, map[string]any{
-		"id":     withDescription(uuid, "The execution identifier, also in the Toolgate-Execution-Id header."),
-		"tool":   ref("ToolRef"),
-		"status": map[string]any{"type": "string", "enum": []any{toolgatetype.StatusCompleted, toolgatetype.StatusFailed}},
+		"id":   withDescription(uuid, "The execution identifier, also in the Toolgate-Execution-Id header."),
+		"tool": ref("ToolRef"),
+		"status": map[string]any{"type": "string", "enum": []any{toolgatetype.StatusCompleted, toolgatetype.StatusFailed, toolgatetype.StatusAmbiguous},
+			"description": "completed (charged), failed (not charged), or ambiguous: the outcome is unknown, the amount stays reserved until an approver resolves it, and the call must not be made again."},
 		"cost":   ref("Cost"),
 		"output": output,
 		"error":  nullable(ref("ExecutionError")),
+		"resolution": withDescription(object([]string{"outcome", "resolvedBy", "resolvedAt", "note"}, map[string]any{
+			"outcome":    map[string]any{"type": "string", "enum": []any{toolgatetype.StatusCompleted, toolgatetype.StatusFailed}},
+			"resolvedBy": str("The approver who resolved it."),
+			"resolvedAt": map[string]any{"type": "string", "format": "date-time"},
+			"note":       str("The approver's note."),
+		}), "Present once an approver resolved an ambiguous execution."),
 	})
 
 	codes := make([]any, 0, len(errorCodesByStatus)*2)

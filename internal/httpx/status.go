@@ -46,6 +46,9 @@ var codeStatus = map[toolgatetype.Code]int{
 	toolgatetype.CodeApprovalAlreadyDecided:  http.StatusConflict,
 	toolgatetype.CodeApprovalGrantMismatch:   http.StatusUnprocessableEntity,
 	toolgatetype.CodeApprovalRequestNotFound: http.StatusNotFound,
+
+	toolgatetype.CodeExecutionAlreadyResolved: http.StatusConflict,
+	toolgatetype.CodeExecutionNotAmbiguous:    http.StatusConflict,
 }
 
 // StatusOf is the HTTP status an error code is answered with: the status
