@@ -5,6 +5,7 @@ import (
 	"embed"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"html/template"
 	"net/http"
 	"net/url"
@@ -225,7 +226,8 @@ func (h *Handler) resolve(w http.ResponseWriter, r *http.Request, sess Session, 
 		h.renderList(w, r, sess, http.StatusBadRequest, "Choose whether the call ran or not.")
 		return
 	}
-	if _, err := h.gw.ResolveExecution(r.Context(), sess.Approver, form.Get("execution"), in); err != nil {
+	res, err := h.gw.ResolveExecution(r.Context(), sess.Approver, form.Get("execution"), in)
+	if err != nil {
 		var te *toolgatetype.Error
 		if !errors.As(err, &te) || te.Code == toolgatetype.CodeInternal {
 			h.logError(r, err)
@@ -235,7 +237,20 @@ func (h *Handler) resolve(w http.ResponseWriter, r *http.Request, sess Session, 
 		h.renderList(w, r, sess, httpx.StatusOf(te.Code), te.Message)
 		return
 	}
-	seeOther(w, r)
+	// The list is shown at once, with what was recorded: sending the form
+	// again would only be refused, since a call is resolved once.
+	e := res.Execution
+	notice := fmt.Sprintf("You resolved the call of %s (execution %s) as %s.", e.Tool.Name, e.ID, resolutionWords[e.Status])
+	if in.Note != "" {
+		notice += " Your note: " + in.Note
+	}
+	h.renderListNotice(w, r, sess, notice)
+}
+
+// resolutionWords say what a resolution did.
+var resolutionWords = map[toolgatetype.Status]string{
+	toolgatetype.StatusCompleted: "run: it is charged",
+	toolgatetype.StatusFailed:    "not run: its amount is released",
 }
 
 // signIn starts a session for an approver key. A caller key, like any key
@@ -352,6 +367,15 @@ func prettyInput(raw json.RawMessage) string {
 // renderList shows the signed-in approver's pending requests, a page at a
 // time (?cursor= continues), and the calls whose outcome is unknown.
 func (h *Handler) renderList(w http.ResponseWriter, r *http.Request, sess Session, status int, errMsg string) {
+	h.renderListWith(w, r, sess, status, errMsg, "")
+}
+
+// renderListNotice is the list with a notice of what was just done.
+func (h *Handler) renderListNotice(w http.ResponseWriter, r *http.Request, sess Session, notice string) {
+	h.renderListWith(w, r, sess, http.StatusOK, "", notice)
+}
+
+func (h *Handler) renderListWith(w http.ResponseWriter, r *http.Request, sess Session, status int, errMsg, notice string) {
 	list, err := h.gw.ListApprovalRequests(r.Context(), sess.Approver, toolgatetype.ApprovalListOptions{Cursor: r.URL.Query().Get("cursor")})
 	if err != nil {
 		var te *toolgatetype.Error
@@ -364,7 +388,7 @@ func (h *Handler) renderList(w http.ResponseWriter, r *http.Request, sess Sessio
 		return
 	}
 	data := h.pageData(r, &sess, "Requests waiting for your approval")
-	data.Error = errMsg
+	data.Error, data.Notice = errMsg, notice
 	prefix := httpx.Prefix(r)
 	for _, req := range list.ApprovalRequests {
 		data.Requests = append(data.Requests, pendingRow{

@@ -61,6 +61,7 @@ type api struct {
 	store  storage.Store
 	upper  *gatedTransport
 	client *http.Client
+	keys   *apikey.KeyStore
 }
 
 func newAPI(t *testing.T, store storage.Store, opts ...func(*toolgate.Config)) *api {
@@ -77,6 +78,7 @@ func newAPI(t *testing.T, store storage.Store, opts ...func(*toolgate.Config)) *
 	keys := apikey.NewKeyStore()
 	require.NoError(t, keys.AddKey("alice", aliceKey))
 	require.NoError(t, keys.AddKey("bob", bobKey))
+	a.keys = keys
 	a.srv = httptest.NewServer(httpapi.NewHandler(gw, &httpapi.Options{Authenticator: keys, MaxBodyBytes: 4096}))
 	t.Cleanup(a.srv.Close)
 	a.client = a.srv.Client()
