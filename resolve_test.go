@@ -1,12 +1,16 @@
 package toolgate_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -173,4 +177,69 @@ func TestAmbiguousExecutionsAreListed(t *testing.T) {
 	page, err = gw.ListApproverExecutions(ctx, "dana", toolgatetype.ExecutionFilter{Status: toolgatetype.StatusAmbiguous})
 	require.NoError(t, err)
 	assert.Empty(t, page.Executions, "resolved: nothing left to resolve")
+}
+
+// An ambiguous call is seen: an execution.ambiguous event for the
+// approvers, a metric outcome of its own and a warning in the log, which
+// names the execution and never the input.
+func TestAnAmbiguousCallIsSeenEverywhere(t *testing.T) {
+	t.Parallel()
+	p := newTicketProvider(t, 1000, false)
+	notifier := &recordingNotifier{}
+	reg := prometheus.NewRegistry()
+	var logs bytes.Buffer
+	gw := ticketGatewayWith(t, p.srv.URL, false, func(c *toolgate.Config) {
+		c.ApprovalNotifier = notifier
+		c.Metrics = reg
+		c.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+	})
+	res := ambiguousCall(t, gw, "k1")
+
+	require.Len(t, notifier.events, 1)
+	ev := notifier.events[0]
+	assert.Equal(t, toolgatetype.ExecutionAmbiguous, ev.Type)
+	require.NotNil(t, ev.Execution)
+	assert.Equal(t, res.Execution.ID, ev.Execution.ID)
+	assert.Equal(t, "alice", ev.Execution.Principal)
+	assert.Equal(t, toolgatetype.StatusAmbiguous, ev.Execution.Status)
+
+	assert.Equal(t, 1.0, counterValue(t, reg, "toolgate_calls_total", map[string]string{"tool": "open-ticket", "outcome": "ambiguous"}))
+	assert.Equal(t, 0.0, counterValue(t, reg, "toolgate_calls_total", map[string]string{"tool": "open-ticket", "outcome": "failed"}))
+
+	var line map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(l), &m))
+		if m["execution"] == res.Execution.ID {
+			line = m
+		}
+	}
+	require.NotNil(t, line, "a log line for the call:\n%s", logs.String())
+	assert.Equal(t, "WARN", line["level"])
+	assert.Equal(t, "ambiguous", line["executionStatus"])
+	assert.Equal(t, "outcome_unknown", line["errorCode"])
+	assert.NotContains(t, logs.String(), "printer on fire", "never the input")
+}
+
+// counterValue is the value of the counter named name with exactly labels in reg.
+func counterValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			got := map[string]string{}
+			for _, l := range m.GetLabel() {
+				got[l.GetName()] = l.GetValue()
+			}
+			if assert.ObjectsAreEqual(labels, got) {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	t.Fatalf("no %s%v", name, labels)
+	return 0
 }
