@@ -42,6 +42,10 @@ func decodeStrict(body []byte, dst any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
+		var te *toolgatetype.Error
+		if errors.As(err, &te) {
+			return te // from a type that reads its own JSON, naming the field
+		}
 		return httpx.Errorf(toolgatetype.CodeInvalidRequest, "%s", describeJSONError(err))
 	}
 	if dec.More() {

@@ -497,6 +497,10 @@ func TestSpendControlsEndpoints(t *testing.T) {
 	assert.Equal(t, "invalid_request", a.do("PUT", "/v1/spend-controls", aliceKey, `{"dailyLimitUsd":"lots"}`).errorCode(t))
 	assert.Equal(t, "invalid_request", a.do("PUT", "/v1/spend-controls", aliceKey, `{"dailyLimitUsd":-1}`).errorCode(t))
 	assert.Equal(t, "invalid_request", a.do("PUT", "/v1/spend-controls", aliceKey, `{"dailyLimitUsd":"-1"}`).errorCode(t))
+	bad := a.do("PUT", "/v1/spend-controls", aliceKey, `{"tools":{"goal-data":{"dailyLimitUsd":"lots"}}}`)
+	assert.Contains(t, bad.json(t)["error"].(map[string]any)["message"], "tools.goal-data.dailyLimitUsd", "the bad amount is named")
+	misspelt := a.do("PUT", "/v1/spend-controls/tools/goal-data", aliceKey, `{"dailyLimit":"1"}`)
+	assert.Contains(t, misspelt.json(t)["error"].(map[string]any)["message"], `unknown field "dailyLimit"`, "a misspelt limit is refused, not dropped")
 	assert.Equal(t, "unauthorized", a.do("GET", "/v1/spend-controls", "", "").errorCode(t))
 
 	// Bob's settings are his own.

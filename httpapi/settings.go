@@ -9,12 +9,11 @@ import (
 
 // controlsOut is what the API answers with: no tools member when there are
 // none, whether the store keeps an empty map or none.
-func controlsOut(c toolgatetype.SpendControls) toolgatetype.SpendControlsBody {
-	out := toolgatetype.NewSpendControlsBody(c)
-	if len(out.Tools) == 0 {
-		out.Tools = nil
+func controlsOut(c toolgatetype.SpendControls) toolgatetype.SpendControls {
+	if len(c.Tools) == 0 {
+		c.Tools = nil
 	}
-	return out
+	return c
 }
 
 // readJSON reads and strictly decodes a JSON request body.
@@ -42,13 +41,8 @@ func (h *Handler) getSpendControls(w http.ResponseWriter, r *http.Request) {
 // per-tool map is replaced when sent and kept when absent, in one atomic
 // step of the store, so a concurrent change of one tool's limits survives.
 func (h *Handler) putSpendControls(w http.ResponseWriter, r *http.Request) {
-	var in toolgatetype.SpendControlsBody
-	if err := h.readJSON(w, r, &in); err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	set, err := in.SpendControls()
-	if err != nil {
+	var set toolgatetype.SpendControls
+	if err := h.readJSON(w, r, &set); err != nil {
 		h.writeError(w, r, err)
 		return
 	}
@@ -98,7 +92,7 @@ func (h *Handler) getToolSpendControls(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, httpx.Errorf(toolgatetype.CodeNotFound, "you have set no spend controls for %s", slug))
 		return
 	}
-	httpx.WriteJSON(w, http.StatusOK, toolgatetype.NewToolSpendControlsBody(t))
+	httpx.WriteJSON(w, http.StatusOK, t)
 }
 
 func (h *Handler) putToolSpendControls(w http.ResponseWriter, r *http.Request) {
@@ -107,13 +101,8 @@ func (h *Handler) putToolSpendControls(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	var in toolgatetype.ToolSpendControlsBody
-	if err := h.readJSON(w, r, &in); err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	t, err := in.ToolSpendControls()
-	if err != nil {
+	var t toolgatetype.ToolSpendControls
+	if err := h.readJSON(w, r, &t); err != nil {
 		h.writeError(w, r, err)
 		return
 	}
@@ -155,7 +144,7 @@ func (h *Handler) updateToolControls(w http.ResponseWriter, r *http.Request, slu
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	httpx.WriteJSON(w, http.StatusOK, toolgatetype.NewToolSpendControlsBody(*t))
+	httpx.WriteJSON(w, http.StatusOK, *t)
 }
 
 // standingOwner is whose standing approvals a request is about: the

@@ -1,6 +1,7 @@
 package toolgatetype
 
 import (
+	"errors"
 	"fmt"
 	"time"
 )
@@ -93,6 +94,13 @@ func (e *Error) Unwrap() error { return e.Err }
 func (e *Error) Is(target error) bool {
 	t, ok := target.(*Error)
 	return ok && t.Code == e.Code && t.Message == ""
+}
+
+// IsCode reports whether err is answered with code: the first *Error in
+// its chain has it. An internal error that wraps a typed cause is internal.
+func IsCode(err error, code Code) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code == code
 }
 
 // FieldError is one way a document fails its schema.

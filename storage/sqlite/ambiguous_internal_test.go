@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/storage/internal/sqlstore"
 )
 
 // TestAmbiguousMigrationKeepsExecutions: the migration that lets an
@@ -21,9 +22,9 @@ func TestAmbiguousMigrationKeepsExecutions(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "toolgate.db")
 	all, err := migrations()
 	require.NoError(t, err)
-	var before []migration
+	var before []sqlstore.Migration
 	for _, m := range all {
-		if m.version < 5 {
+		if m.Version < 5 {
 			before = append(before, m)
 		}
 	}
