@@ -12,8 +12,8 @@ import (
 	"github.com/toolgate/toolgate/webhook"
 )
 
-// Approver is a person who approves calls for some principals (contract
-// section 14), with approver keys in clear or as SHA-256 digests.
+// Approver is a person who approves calls for some principals, with
+// approver keys in clear or as SHA-256 digests.
 type Approver struct {
 	ID         string
 	Keys       []string

@@ -34,7 +34,7 @@ const (
 // its path.
 const sqlitePrefix = "sqlite:"
 
-// Config is the server's configuration file (contract section 13), parsed
+// Config is the server's configuration file, parsed
 // and checked. Zero fields mean the gateway's defaults.
 type Config struct {
 	Listen            string
@@ -61,8 +61,8 @@ type Config struct {
 	SynchronousAdmission bool
 }
 
-// minRetention is the shortest retention: the contract keeps every
-// finished call replayable for a day.
+// minRetention is the shortest retention: every finished call stays
+// replayable for at least a day.
 const minRetention = 24 * time.Hour
 
 // Principal is one caller: its API keys, in clear or as SHA-256 digests,
