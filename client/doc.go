@@ -19,8 +19,7 @@
 //
 // # Approval requests
 //
-// A principal whose calls a person approves (approver mode, contract
-// section 14) asks for approval of one exact call with RequestApproval,
+// A principal whose calls a person approves (approver mode) asks for approval of one exact call with RequestApproval,
 // waits with WaitForDecision, and calls with the approved request's ID as
 // toolgatetype.CallRequest.ApprovalGrant. The grant is used once, with its
 // quote; Call's retries cannot use it twice, since every retry carries the
