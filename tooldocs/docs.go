@@ -61,7 +61,8 @@ func (d *toolDoc) hasOutputSchema() bool                 { return d.v.Output != 
 const docsSchemaVersion = "gateway.tool-docs/v1"
 
 // docsRecord is a tool's documentation record (docsSchemaVersion): its
-// registry entry with everything needed to call it.
+// registry entry, where its other documents are, and how it is invoked
+// through the gateway (never directly).
 type docsRecord struct {
 	SchemaVersion string                     `json:"schemaVersion"`
 	Tool          toolgatetype.RegistryEntry `json:"tool"`
