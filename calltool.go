@@ -37,8 +37,8 @@ import (
 // A call refused because its key is busy or used was raced by a retry of
 // itself: the stored result is given when there is one.
 //
-// Every refusal, failures of the store among them, is the outcome's
-// Refusal, as Call would return it; nothing is returned beside the outcome.
+// CallTool returns no error of its own: every refusal, a failing store's
+// among them, is the outcome's Refusal, an *Error as Call returns one.
 func (g *Gateway) CallTool(ctx context.Context, principal string, req toolgatetype.ToolCallRequest) *toolgatetype.ToolCallOutcome {
 	c, err := g.newToolCall(principal, req)
 	if err != nil {
@@ -51,8 +51,8 @@ func (g *Gateway) CallTool(ctx context.Context, principal string, req toolgatety
 	if out := g.answerPrior(ctx, c, mode); out != nil {
 		return out
 	}
-	if a := c.approval; a != nil && mode == toolgatetype.ApprovalModeCaller && (a.QuoteID != "" || a.Declined) {
-		return g.runAnswered(ctx, c, a)
+	if mode == toolgatetype.ApprovalModeCaller && isAnswer(c.approval) {
+		return g.runAnswered(ctx, c, c.approval)
 	}
 	q, err := g.quoteToolCall(ctx, c)
 	if err != nil {
@@ -168,9 +168,18 @@ func (g *Gateway) priorCall(ctx context.Context, c *toolCall) (*priorCall, error
 	return &priorCall{quoteID: exec.QuoteID.String()}, nil
 }
 
+// isAnswer reports whether a is the caller's answer to an approval it was
+// asked for, which names the quote it was asked under or declines, rather
+// than a digest given unasked.
+func isAnswer(a *toolgatetype.CallerApproval) bool {
+	return a != nil && (a.QuoteID != "" || a.Declined)
+}
+
 // runAnswered runs a call under the approval the caller was asked for, as
 // its answer gives it, recording the standing approval it asks for first;
-// an answer that approves nothing runs nothing.
+// an answer that approves nothing runs nothing. A standing approval that
+// cannot be recorded is logged, and the call runs all the same: the user
+// approved it.
 func (g *Gateway) runAnswered(ctx context.Context, c *toolCall, a *toolgatetype.CallerApproval) *toolgatetype.ToolCallOutcome {
 	if a.Declined {
 		return &toolgatetype.ToolCallOutcome{Approval: &toolgatetype.ToolCallApproval{Mode: toolgatetype.ApprovalModeCaller, Declined: true}}

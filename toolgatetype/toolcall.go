@@ -36,7 +36,8 @@ type CallerApproval struct {
 	Declined bool
 	// Remember, when set, also records a standing approval of
 	// ManifestDigest in this mode (ApprovalNeverAsk, say) before the call
-	// runs. Empty approves this call only.
+	// runs; the call runs even if it cannot be recorded. Empty approves
+	// this call only.
 	Remember StandingMode
 }
 
@@ -48,8 +49,9 @@ type ToolCallOutcome struct {
 	Result *CallResult
 	// Approval is the approval the call lacks. Nothing was run or charged.
 	Approval *ToolCallApproval
-	// Refusal is why the gateway refused the call, as Gateway.Call refuses
-	// one. Nothing was run or charged.
+	// Refusal is why the gateway refused the call, an *Error as
+	// Gateway.Call returns one. Nothing was run or charged for this
+	// request.
 	Refusal *Error
 	// LapsedGrant is the id of the approval request whose grant the call
 	// carried, when it was refused because that grant can no longer be
