@@ -58,7 +58,7 @@ func (g *gateway) approveByCaller(ctx context.Context, req *mcp.CallToolRequest,
 	if notApproved != nil {
 		return notApproved, nil
 	}
-	return g.answer(ctx, req, c, g.gw.CallTool(ctx, c.principal, c.request(approval)), nil)
+	return g.ask(ctx, req, c, approval, nil)
 }
 
 // multiRoundTripVersion is the first protocol version in which a server

@@ -32,20 +32,19 @@ func (g *gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 		return res, err
 	}
 	approval, notApproved := callerApproval(c, req.Params)
-	return g.answer(ctx, req, c, g.gw.CallTool(ctx, c.principal, c.request(approval)), notApproved)
+	return g.ask(ctx, req, c, approval, notApproved)
 }
 
-// request is the gateway's request for c, carrying approval (nil: none).
-func (c *toolCall) request(approval *toolgatetype.CallerApproval) toolgatetype.ToolCallRequest {
-	return toolgatetype.ToolCallRequest{Tool: c.tool.Tool.Slug, Input: c.args, IdempotencyKey: c.key, Approval: approval}
-}
-
-// answer translates the gateway's outcome of call c: an execution is a
-// result, an approval the call lacks a question for the client (or the
-// tool error saying why none can be asked), and a refusal a tool error.
-// notApproved answers the call when the gateway took up the caller's
-// answer and it approved nothing.
-func (g *gateway) answer(ctx context.Context, req *mcp.CallToolRequest, c *toolCall, out *toolgatetype.ToolCallOutcome, notApproved *mcp.CallToolResult) (*mcp.CallToolResult, error) {
+// ask asks the gateway to make call c with the caller's approval (nil:
+// none) and translates its outcome: an execution is a result, an approval
+// the call lacks a question for the client (or the tool error saying why
+// none can be asked), and a refusal a tool error. notApproved answers the
+// call when the gateway took up the caller's answer and it approved
+// nothing.
+func (g *gateway) ask(ctx context.Context, req *mcp.CallToolRequest, c *toolCall, approval *toolgatetype.CallerApproval, notApproved *mcp.CallToolResult) (*mcp.CallToolResult, error) {
+	out := g.gw.CallTool(ctx, c.principal, toolgatetype.ToolCallRequest{
+		Tool: c.tool.Tool.Slug, Input: c.args, IdempotencyKey: c.key, Approval: approval,
+	})
 	switch {
 	case out.Result != nil:
 		return resultOf(out.Result.Execution), nil
