@@ -282,7 +282,7 @@ func (g *Gateway) runToolCall(ctx context.Context, c *toolCall, a toolApproval) 
 	switch {
 	case err == nil:
 		return &toolgatetype.ToolCallOutcome{Result: res}
-	case isCode(err, toolgatetype.CodeIdempotencyKeyInUse) || isCode(err, toolgatetype.CodeIdempotencyKeyReused):
+	case toolgatetype.IsCode(err, toolgatetype.CodeIdempotencyKeyInUse) || toolgatetype.IsCode(err, toolgatetype.CodeIdempotencyKeyReused):
 		if prior, perr := g.priorCall(ctx, c); perr == nil && prior != nil && prior.result != nil {
 			return &toolgatetype.ToolCallOutcome{Result: prior.result}
 		}
@@ -301,7 +301,7 @@ func (g *Gateway) runToolCall(ctx context.Context, c *toolCall, a toolApproval) 
 // changed since.
 func grantLapsed(err error) bool {
 	for _, code := range []toolgatetype.Code{toolgatetype.CodeApprovalExpired, toolgatetype.CodeQuoteExpired, toolgatetype.CodeQuoteUsed, toolgatetype.CodeQuoteOutdated} {
-		if isCode(err, code) {
+		if toolgatetype.IsCode(err, code) {
 			return true
 		}
 	}
