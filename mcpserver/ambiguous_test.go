@@ -1,7 +1,6 @@
 package mcpserver_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -10,25 +9,10 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/registry"
-	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/storage/memory"
 	"github.com/toolgate/toolgate/toolgatetest"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
-
-// dyingStore never records the end of a call while dying is set, as a
-// gateway process killed mid-call never does.
-type dyingStore struct {
-	storage.Store
-	dying bool
-}
-
-func (s *dyingStore) FinishExecution(ctx context.Context, f storage.Finish) error {
-	if s.dying {
-		return context.Canceled
-	}
-	return s.Store.FinishExecution(ctx, f)
-}
 
 // A tools/call whose first run died with its request at a provider that is
 // not retry-safe is, once retried after the run's lease, a tool error that
@@ -36,7 +20,7 @@ func (s *dyingStore) FinishExecution(ctx context.Context, f storage.Finish) erro
 // approver resolves; the provider is not called a second time.
 func TestAnAmbiguousCallIsAToolErrorThatSaysNotToRetry(t *testing.T) {
 	t.Parallel()
-	store := &dyingStore{Store: memory.New(), dying: true}
+	store := toolgatetest.NewDyingStore(memory.New())
 	gw := toolgatetest.New(t, &toolgatetest.Options{Store: store, Tools: []*registry.Tool{paidEcho()}})
 	notSafe := false
 	require.NoError(t, gw.Registry.SetTrust("paid-echo", registry.Trust{RetrySafe: &notSafe}))
@@ -45,7 +29,7 @@ func TestAnAmbiguousCallIsAToolErrorThatSaysNotToRetry(t *testing.T) {
 
 	first := call(t, cs, "paid-echo", `{"v":"x"}`, meta)
 	require.True(t, first.IsError)
-	store.dying = false
+	store.Dying.Store(false)
 	gw.Clock.Advance(toolgate.DefaultIdempotencyLease + toolgate.DefaultQuoteTTL)
 
 	res := call(t, cs, "paid-echo", `{"v":"x"}`, meta)
