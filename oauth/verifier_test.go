@@ -2,16 +2,7 @@ package oauth_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/x509"
-	"encoding/base64"
-	"encoding/json"
-	"encoding/pem"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -99,7 +90,7 @@ func TestVerifierAcceptsEveryAllowedAlgorithm(t *testing.T) {
 		idp.Rotate(alg)
 		clock.Advance(oauth.MinRefreshInterval + time.Second)
 		token := idp.Token(t, "agent-1")
-		header := decodeSegment(t, token, 0)
+		header := testidp.Segment(t, token, 0)
 		assert.Equal(t, string(alg), header["alg"])
 		g, err := v.VerifyToken(context.Background(), token)
 		require.NoError(t, err, "%s", alg)
@@ -110,11 +101,6 @@ func TestVerifierAcceptsEveryAllowedAlgorithm(t *testing.T) {
 func TestVerifierRefusesBadTokens(t *testing.T) {
 	t.Parallel()
 	idp := provider(t)
-	idp.AddClient(testidp.Client{ID: "expired", Secret: "x", Scopes: []string{oauth.DefaultCallScope}, Lifetime: -2 * time.Minute})
-	idp.AddClient(testidp.Client{ID: "early", Secret: "x", Scopes: []string{oauth.DefaultCallScope}, NotBefore: 5 * time.Minute, Lifetime: 10 * time.Minute})
-	idp.AddClient(testidp.Client{ID: "elsewhere", Secret: "x", Scopes: []string{oauth.DefaultCallScope}, Audience: "https://other.example/mcp"})
-	impostor := testidp.StartSharingKeys(t, idp)
-	impostor.AddClient(testidp.Client{ID: "agent-1", Secret: "s1", Scopes: []string{oauth.DefaultCallScope}})
 	v := newVerifier(t, idp, nil)
 	ctx := context.Background()
 
@@ -122,31 +108,21 @@ func TestVerifierRefusesBadTokens(t *testing.T) {
 	_, err := v.VerifyToken(ctx, good)
 	require.NoError(t, err)
 	signing := idp.SigningKey()
-	payload := decodeSegment(t, good, 1)
-
-	for _, c := range []struct {
-		name, token, reason string
-	}{
-		{"Expired", idp.Token(t, "expired"), "expired"},
-		{"NotYetValid", idp.Token(t, "early"), "not valid before"},
-		{"WrongAudience", idp.Token(t, "elsewhere"), "audience"},
-		{"WrongIssuer", impostor.Token(t, "agent-1"), "issued by a different provider"},
-		{"AlgNone", unsigned(t, signing.KeyID, payload), "unexpected signature algorithm"},
-		{"HS256WithThePublicKey", hmacWithPublicKey(t, signing, payload), "unexpected signature algorithm"},
-		{"UnknownKid", forged(t, payload), "unknown key"},
-		{"TamperedPayload", tampered(t, good), "signature does not verify"},
-		{"TamperedSignature", flipSignature(good), "signature does not verify"},
-		{"NoExp", signedBy(t, signing, without(payload, "exp")), "no exp"},
-		{"NoSubject", signedBy(t, signing, without(payload, "sub")), "names no principal"},
-		{"TemplateAsSubject", signedBy(t, signing, with(payload, "sub", "*")), "names no principal"},
-		{"NotAJWT", "eyJhbGciOiJSUzI1NiJ9.bm90IGpzb24", "not a JWT"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			_, err := v.VerifyToken(ctx, c.token)
+	claims := testidp.Segment(t, good, 1)
+	bad := append(idp.BadTokens(t, "agent-1"), []testidp.BadToken{
+		{Name: "TamperedSignature", Token: flipSignature(good), Reason: "signature does not verify"},
+		{Name: "NoExp", Token: testidp.SignedBy(t, signing, without(claims, "exp")), Reason: "no exp"},
+		{Name: "NoSubject", Token: testidp.SignedBy(t, signing, without(claims, "sub")), Reason: "names no principal"},
+		{Name: "TemplateAsSubject", Token: testidp.SignedBy(t, signing, with(claims, "sub", "*")), Reason: "names no principal"},
+		{Name: "NotAJWT", Token: "eyJhbGciOiJSUzI1NiJ9.bm90IGpzb24", Reason: "not a JWT"},
+	}...)
+	for _, c := range bad {
+		t.Run(c.Name, func(t *testing.T) {
+			_, err := v.VerifyToken(ctx, c.Token)
 			require.Error(t, err)
 			assert.ErrorIs(t, err, apikey.ErrInvalidToken)
-			assert.Contains(t, err.Error(), c.reason)
-			assert.NotContains(t, err.Error(), c.token, "an error never quotes the token")
+			assert.Contains(t, err.Error(), c.Reason)
+			assert.NotContains(t, err.Error(), c.Token, "an error never quotes the token")
 		})
 	}
 }
@@ -187,7 +163,7 @@ func TestVerifierPicksUpARotatedKeyAtMostOnceAMinute(t *testing.T) {
 	for range 20 {
 		_, err = v.VerifyToken(ctx, rotated)
 		assert.ErrorIs(t, err, apikey.ErrInvalidToken)
-		_, err = v.VerifyToken(ctx, forged(t, decodeSegment(t, rotated, 1)))
+		_, err = v.VerifyToken(ctx, testidp.Forged(t, testidp.Segment(t, rotated, 1)))
 		assert.ErrorIs(t, err, apikey.ErrInvalidToken)
 	}
 	assert.Equal(t, int64(1), idp.KeyFetches(), "unknown kids fetch nothing within the minute")
@@ -201,7 +177,7 @@ func TestVerifierPicksUpARotatedKeyAtMostOnceAMinute(t *testing.T) {
 	// Forged tokens with unknown kids, however many, make one fetch a minute.
 	clock.Advance(61 * time.Second)
 	for range 50 {
-		_, err = v.VerifyToken(ctx, forged(t, decodeSegment(t, rotated, 1)))
+		_, err = v.VerifyToken(ctx, testidp.Forged(t, testidp.Segment(t, rotated, 1)))
 		assert.ErrorIs(t, err, apikey.ErrInvalidToken)
 	}
 	assert.Equal(t, int64(3), idp.KeyFetches())
@@ -291,23 +267,6 @@ func TestIsJWT(t *testing.T) {
 	}
 }
 
-// decodeSegment decodes the header (0) or payload (1) of a compact JWS.
-func decodeSegment(t *testing.T, token string, i int) map[string]any {
-	t.Helper()
-	raw, err := base64.RawURLEncoding.DecodeString(strings.Split(token, ".")[i])
-	require.NoError(t, err)
-	var out map[string]any
-	require.NoError(t, json.Unmarshal(raw, &out))
-	return out
-}
-
-func encodeSegment(t *testing.T, v any) string {
-	t.Helper()
-	raw, err := json.Marshal(v)
-	require.NoError(t, err)
-	return base64.RawURLEncoding.EncodeToString(raw)
-}
-
 func with(claims map[string]any, name string, value any) map[string]any {
 	out := map[string]any{}
 	for k, v := range claims {
@@ -321,55 +280,6 @@ func without(claims map[string]any, name string) map[string]any {
 	out := with(claims, name, nil)
 	delete(out, name)
 	return out
-}
-
-// unsigned is claims with "alg": "none" and no signature.
-func unsigned(t *testing.T, kid string, claims map[string]any) string {
-	return encodeSegment(t, map[string]string{"alg": "none", "kid": kid, "typ": "JWT"}) + "." + encodeSegment(t, claims) + "."
-}
-
-// hmacWithPublicKey signs claims with HS256, using the PEM of the
-// provider's public key as the secret: the key confusion attack.
-func hmacWithPublicKey(t *testing.T, signing jose.JSONWebKey, claims map[string]any) string {
-	t.Helper()
-	der, err := x509.MarshalPKIXPublicKey(signing.Public().Key)
-	require.NoError(t, err)
-	secret := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
-	return signedBy(t, jose.JSONWebKey{Key: secret, KeyID: signing.KeyID, Algorithm: string(jose.HS256)}, claims)
-}
-
-// forged signs claims with a key of its own, under a kid the provider
-// never published.
-func forged(t *testing.T, claims map[string]any) string {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	return signedBy(t, jose.JSONWebKey{Key: key, KeyID: "forged-" + rand.Text(), Algorithm: string(jose.ES256)}, claims)
-}
-
-func signedBy(t *testing.T, key jose.JSONWebKey, claims map[string]any) string {
-	t.Helper()
-	alg := jose.SignatureAlgorithm(key.Algorithm)
-	if _, ok := key.Key.(*rsa.PrivateKey); ok && alg == "" {
-		alg = jose.RS256
-	}
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: alg, Key: key}, (&jose.SignerOptions{}).WithType("JWT"))
-	require.NoError(t, err)
-	raw, err := json.Marshal(claims)
-	require.NoError(t, err)
-	jws, err := signer.Sign(raw)
-	require.NoError(t, err)
-	out, err := jws.CompactSerialize()
-	require.NoError(t, err)
-	return out
-}
-
-// tampered changes the subject of a signed token, keeping its signature.
-func tampered(t *testing.T, token string) string {
-	parts := strings.Split(token, ".")
-	claims := decodeSegment(t, token, 1)
-	claims["sub"] = "mallory"
-	return parts[0] + "." + encodeSegment(t, claims) + "." + parts[2]
 }
 
 // flipSignature changes one character of the signature.
