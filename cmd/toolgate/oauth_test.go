@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -88,4 +89,21 @@ func TestTemplateControlsApplyToEverySubject(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, want, c.RateLimitPerMinute, principal)
 	}
+}
+
+func TestREADMEIdentityProviderConfigExample(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	_, section, found := strings.Cut(string(readme), "\n## Signing in with your identity provider\n")
+	require.True(t, found)
+	_, example, found := strings.Cut(section, "```json\n")
+	require.True(t, found, "the section has a config example")
+	example, _, _ = strings.Cut(example, "```")
+	cfg, err := parseConfig([]byte(example), testRegistry(t))
+	require.NoError(t, err)
+	require.NotNil(t, cfg.OAuth)
+	assert.Equal(t, "toolgate_approver", cfg.OAuth.ApproverClaim)
+	assert.NotNil(t, cfg.template())
+	assert.Empty(t, cfg.Approvers[0].Keys)
 }
