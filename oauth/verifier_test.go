@@ -293,3 +293,29 @@ func flipSignature(token string) string {
 	}
 	return string(b)
 }
+
+func TestVerifierFetchesOnceForManyConcurrentTokens(t *testing.T) {
+	t.Parallel()
+	idp := provider(t)
+	v := newVerifier(t, idp, nil)
+	tokens := []string{idp.Token(t, "agent-1"), idp.Token(t, "both")}
+	forged := testidp.Forged(t, testidp.Segment(t, tokens[0], 1))
+	done := make(chan error, 40)
+	for i := range 40 {
+		go func() {
+			tok := tokens[i%2]
+			if i%4 == 3 {
+				tok = forged
+			}
+			_, err := v.VerifyToken(context.Background(), tok)
+			if tok == forged && err != nil {
+				err = nil
+			}
+			done <- err
+		}()
+	}
+	for range 40 {
+		assert.NoError(t, <-done)
+	}
+	assert.Equal(t, int64(1), idp.KeyFetches(), "the first tokens wait for one fetch; the forged ones fetch nothing more within the minute")
+}
