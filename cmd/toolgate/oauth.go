@@ -156,15 +156,15 @@ func checkPrincipals(cfg *Config) error {
 	return nil
 }
 
-// keysAtStart bounds how long the server waits for the identity provider
-// at start, before serving anyway.
+// keysAtStart bounds one request to the identity provider.
 const keysAtStart = 10 * time.Second
 
 // newVerifier makes the verifier of the config's tokens: a token calls as
 // a configured principal, or as any subject when the template is there,
 // and approves as a configured approver. It fetches the provider's keys
-// once at start, to report a wrong issuer early; a provider that does not
-// answer is logged and tried again when tokens come.
+// at once, in the background, to report a wrong issuer early without
+// holding the start up: a provider that does not answer is logged, and
+// asked again when tokens come.
 func newVerifier(ctx context.Context, cfg *Config, log *slog.Logger) (*oauth.Verifier, error) {
 	vc := cfg.OAuth.verifierConfig()
 	vc.Logger = log
@@ -185,12 +185,14 @@ func newVerifier(ctx context.Context, cfg *Config, log *slog.Logger) (*oauth.Ver
 	if err != nil {
 		return nil, fmt.Errorf("oauth: %w", err)
 	}
-	fetch, cancel := context.WithTimeout(ctx, keysAtStart)
-	defer cancel()
-	if err := v.FetchKeys(fetch); err != nil {
-		log.Warn("cannot fetch the identity provider's keys yet; access tokens are refused until they can be",
-			"issuer", cfg.OAuth.Issuer, "error", err)
-	}
+	go func() {
+		fetch, cancel := context.WithTimeout(ctx, keysAtStart)
+		defer cancel()
+		if err := v.FetchKeys(fetch); err != nil {
+			log.Warn("cannot fetch the identity provider's keys yet; access tokens are refused until they can be",
+				"issuer", cfg.OAuth.Issuer, "error", err)
+		}
+	}()
 	return v, nil
 }
 
