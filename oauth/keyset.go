@@ -104,7 +104,7 @@ func (s *keySet) VerifySignature(ctx context.Context, jwt string) ([]byte, error
 	if payload, _ := verifyWith(s.current.Load(), jws, header); payload != nil {
 		return payload, nil
 	}
-	return nil, fmt.Errorf("no key %q of the identity provider verifies the signature", header.KeyID)
+	return nil, fmt.Errorf("unknown key %q: the identity provider does not publish it", header.KeyID)
 }
 
 // verifyWith tries the keys the token's header designates: those with its
