@@ -222,8 +222,9 @@ func approverOf(r *http.Request) string {
 }
 
 // approverAuthed requires an approver key, or an access token that makes
-// an approver, and puts its approver in the context. A caller key is authenticated, and refused as not an
-// approver's (approver_required); anything else is unauthorized.
+// an approver, and puts its approver in the context. A caller key is
+// authenticated, and refused as not an approver's (approver_required);
+// anything else is unauthorized.
 func (h *Handler) approverAuthed(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if token, ok := h.accessToken(r); ok {
