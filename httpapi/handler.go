@@ -23,6 +23,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 
@@ -48,6 +49,11 @@ type Options struct {
 	// either authenticates as a caller, and is refused on the approvers'
 	// routes, or not, and is then refused on the callers'.
 	Approvers apikey.ApproverAuthenticator
+	// Tokens verifies OAuth access tokens, accepted beside API keys on the
+	// callers' and the approvers' routes (package oauth); nil accepts API
+	// keys only. With it, every 401 names the resource metadata a client
+	// signs in by.
+	Tokens apikey.TokenVerifier
 	// MaxBodyBytes caps request bodies; 0 means 1 MiB.
 	MaxBodyBytes int64
 	// ExposeUsageCounts shows exact usage counts in registry entries next to
@@ -65,6 +71,7 @@ type Handler struct {
 	gw        *toolgate.Gateway
 	auth      apikey.Authenticator
 	approvers apikey.ApproverAuthenticator
+	tokens    apikey.TokenVerifier // nil: API keys only
 	opts      Options
 	log       *slog.Logger
 	mux       *http.ServeMux
@@ -93,7 +100,7 @@ func NewHandler(gw *toolgate.Gateway, opts *Options) *Handler {
 	if o.Approvers == nil {
 		o.Approvers = apikey.ApproversOf(o.Authenticator)
 	}
-	h := &Handler{gw: gw, auth: o.Authenticator, approvers: o.Approvers, opts: o, log: o.Logger, mux: http.NewServeMux()}
+	h := &Handler{gw: gw, auth: o.Authenticator, approvers: o.Approvers, tokens: o.Tokens, opts: o, log: o.Logger, mux: http.NewServeMux()}
 	h.Register(h.mux)
 	h.mux.Handle("/", httpx.NotFound(h.log))
 	return h
@@ -161,15 +168,25 @@ func (h *Handler) continueTrace(next http.HandlerFunc) http.HandlerFunc {
 
 // writeError answers with err; see httpx.WriteError.
 func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	// With access tokens accepted, every 401 says where to get one.
+	var te *toolgatetype.Error
+	if h.tokens != nil && errors.As(err, &te) && te.Code == toolgatetype.CodeUnauthorized && w.Header().Get("WWW-Authenticate") == "" {
+		w.Header().Set("WWW-Authenticate", h.tokenChallenge(r))
+	}
 	httpx.WriteError(w, r, h.log, err)
 }
 
 type principalKey struct{}
 
-// authed requires a valid API key and puts its principal in the context.
-// A missing, malformed and unknown key all get the same answer.
+// authed requires a valid API key, or access token, and puts its
+// principal in the context. A missing, malformed and unknown key all get
+// the same answer.
 func (h *Handler) authed(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if token, ok := h.accessToken(r); ok {
+			h.serveToken(w, r, token, needCaller, next)
+			return
+		}
 		key, ok := apikey.BearerToken(r)
 		var principal string
 		if ok {
@@ -179,8 +196,16 @@ func (h *Handler) authed(next http.HandlerFunc) http.HandlerFunc {
 			h.writeError(w, r, httpx.Errorf(toolgatetype.CodeUnauthorized, "a valid API key is required: Authorization: Bearer <API_KEY>"))
 			return
 		}
-		next(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, principal)))
+		next(w, withPrincipal(r, principal))
 	}
+}
+
+func withPrincipal(r *http.Request, principal string) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), principalKey{}, principal))
+}
+
+func withApprover(r *http.Request, approver string) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), approverCtxKey{}, approver))
 }
 
 func principalOf(r *http.Request) string {
@@ -196,11 +221,16 @@ func approverOf(r *http.Request) string {
 	return a
 }
 
-// approverAuthed requires an approver key and puts its approver in the
-// context. A caller key is authenticated, and refused as not an
-// approver's (approver_required); anything else is unauthorized.
+// approverAuthed requires an approver key, or an access token that makes
+// an approver, and puts its approver in the context. A caller key is
+// authenticated, and refused as not an approver's (approver_required);
+// anything else is unauthorized.
 func (h *Handler) approverAuthed(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if token, ok := h.accessToken(r); ok {
+			h.serveToken(w, r, token, needApprover, next)
+			return
+		}
 		key, ok := apikey.BearerToken(r)
 		if ok {
 			if _, isCaller := h.auth.Authenticate(r.Context(), key); isCaller {
@@ -218,9 +248,14 @@ func (h *Handler) approverAuthed(next http.HandlerFunc) http.HandlerFunc {
 }
 
 // eitherAuthed accepts a caller key, putting its principal in the context,
-// or else an approver key, putting its approver there.
+// or else an approver key, putting its approver there; an access token
+// likewise, as a caller when it may call.
 func (h *Handler) eitherAuthed(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if token, ok := h.accessToken(r); ok {
+			h.serveToken(w, r, token, needEither, next)
+			return
+		}
 		key, ok := apikey.BearerToken(r)
 		if ok {
 			if principal, isCaller := h.auth.Authenticate(r.Context(), key); isCaller {

@@ -25,9 +25,10 @@ import (
 // (Authorization: Bearer <key>); its principal is who calls, and a session
 // begun by one principal answers no other (403).
 type Handler struct {
-	g    *gateway
-	auth apikey.Authenticator
-	sdk  http.Handler
+	g      *gateway
+	auth   apikey.Authenticator
+	tokens apikey.TokenVerifier // nil: API keys only
+	sdk    http.Handler
 	// closing ends, when Close is called, what would otherwise keep an
 	// http.Server's Shutdown waiting: the clients' standalone event streams
 	// and approvals still waiting for a person.
@@ -44,7 +45,7 @@ func NewHandler(gw *toolgate.Gateway, opts *Options) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Handler{g: g, auth: g.opts.Authenticator}
+	h := &Handler{g: g, auth: g.opts.Authenticator, tokens: g.opts.Tokens}
 	h.closing, h.close = context.WithCancel(context.Background())
 	g.closing = h.closing
 	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.mcp }, &mcp.StreamableHTTPOptions{
@@ -79,10 +80,8 @@ type principalKey struct{}
 // ServeHTTP authenticates the request, caps its body, marks each tools/call
 // with its session and request id, and hands it to the SDK.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	principal, ok := h.authenticate(r)
+	principal, ok := h.authenticate(w, r)
 	if !ok {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="toolgate"`)
-		writeRPCError(w, http.StatusUnauthorized, "a valid API key is required: Authorization: Bearer <API_KEY>")
 		return
 	}
 	ctx := context.WithValue(r.Context(), principalKey{}, principal)
@@ -130,17 +129,27 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // end and are answered.
 func (h *Handler) Close() { h.close() }
 
-// authenticate returns the principal of the request's Bearer key. A
-// missing, repeated, malformed or unknown key all fail alike.
-func (h *Handler) authenticate(r *http.Request) (string, bool) {
-	if h.auth == nil {
-		return "", false
+// authenticate returns the principal of the request's Bearer key or
+// access token, or answers the refusal itself. A missing, repeated,
+// malformed or unknown key all fail alike.
+func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (string, bool) {
+	if token, ok := h.accessToken(r); ok {
+		return h.verifyToken(w, r, token)
 	}
-	key, ok := apikey.BearerToken(r)
-	if !ok {
-		return "", false
+	if h.auth != nil {
+		if key, ok := apikey.BearerToken(r); ok {
+			if principal, ok := h.auth.Authenticate(r.Context(), key); ok {
+				return principal, true
+			}
+		}
 	}
-	return h.auth.Authenticate(r.Context(), key)
+	w.Header().Set("WWW-Authenticate", h.challenge(r))
+	msg := "a valid API key is required: Authorization: Bearer <API_KEY>"
+	if h.tokens != nil {
+		msg = "a valid API key or access token is required: Authorization: Bearer <API_KEY or ACCESS_TOKEN>"
+	}
+	writeRPCError(w, http.StatusUnauthorized, msg)
+	return "", false
 }
 
 // writeRPCError answers an HTTP request the transport never saw with a

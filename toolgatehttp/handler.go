@@ -35,6 +35,10 @@ type Options struct {
 	// the Authenticator when it is one too, as an apikey.KeyStore is;
 	// otherwise no approver key is accepted.
 	Approvers apikey.ApproverAuthenticator
+	// Tokens verifies OAuth access tokens, which the API accepts beside
+	// API keys (package oauth); nil accepts API keys only. The approval
+	// pages take approver keys alone.
+	Tokens apikey.TokenVerifier
 	// Sessions keeps the sign-in sessions of the approval pages; nil keeps
 	// them in this process's memory (approvalpage.MemorySessionStore).
 	Sessions approvalpage.SessionStore
@@ -81,6 +85,7 @@ func NewHandler(gw *toolgate.Gateway, opts *Options) http.Handler {
 	httpapi.NewHandler(gw, &httpapi.Options{
 		Authenticator:     o.Authenticator,
 		Approvers:         o.Approvers,
+		Tokens:            o.Tokens,
 		MaxBodyBytes:      o.MaxBodyBytes,
 		ExposeUsageCounts: o.ExposeUsageCounts,
 		Logger:            o.Logger,

@@ -48,6 +48,7 @@ type Config struct {
 	Tools             []string                  // tool manifest globs, absolute
 	Approvers         []Approver                // the people who approve (approvers.go)
 	Approvals         Approvals
+	OAuth             *OAuth // nil: API keys only (oauth.go)
 
 	// IdempotencyLease and UpstreamTimeout are the gateway's; the lease is
 	// always longer, so that no call still waiting on its upstream is taken
@@ -135,7 +136,7 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 	}
 	fs, err := root.fields("listen", "storage", "quoteTTL", "idempotencyLease", "upstreamTimeout", "feeRate",
 		"exposeUsageCounts", "principals", "upstreams", "trust", "tools", "approvers", "approvals",
-		"metricsListen", "retention", "synchronousAdmission")
+		"metricsListen", "retention", "synchronousAdmission", "oauth")
 	if err != nil {
 		return nil, err
 	}
@@ -173,6 +174,8 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 			cfg.Approvers, err = p.approvers(f.node)
 		case "approvals":
 			cfg.Approvals, err = p.approvals(f.node)
+		case "oauth":
+			cfg.OAuth, err = p.oauth(f.node)
 		case "metricsListen":
 			cfg.MetricsListen, err = p.listen(f.node)
 		case "synchronousAdmission":
@@ -193,6 +196,9 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 	if syncAdmissionField != nil && cfg.SynchronousAdmission && cfg.storageKind() != "postgres" {
 		// Silently meaningless would let an operator believe in a guarantee.
 		return nil, syncAdmissionField.errorf("applies only to a PostgreSQL storage, not %s", cfg.storageKind())
+	}
+	if err := checkPrincipals(cfg); err != nil {
+		return nil, err
 	}
 	if err := p.checkApprovers(cfg); err != nil {
 		return nil, err
@@ -387,9 +393,8 @@ func (p configParser) principal(n node, owner map[[sha256.Size]byte]string) (Pri
 		}
 		pr.APIKeyDigests = append(pr.APIKeyDigests, d)
 	}
-	if len(pr.APIKeys)+len(pr.APIKeyDigests) == 0 {
-		return Principal{}, n.errorf("principal %q has no apiKeys or apiKeySha256, so it could never call", pr.ID)
-	}
+	// A principal without keys calls with access tokens alone, which
+	// checkPrincipals checks once the whole file is read.
 	return pr, nil
 }
 
