@@ -82,6 +82,12 @@ func newTicketProvider(t *testing.T, drops int64, hang bool) *ticketProvider {
 // up on quickly.
 func ticketGateway(t *testing.T, providerURL string, idempotent bool) *toolgate.Gateway {
 	t.Helper()
+	return ticketGatewayWith(t, providerURL, idempotent, nil)
+}
+
+// ticketGatewayWith is ticketGateway with mut applied to its config.
+func ticketGatewayWith(t *testing.T, providerURL string, idempotent bool, mut func(*toolgate.Config)) *toolgate.Gateway {
+	t.Helper()
 	reg := registry.New()
 	tool, err := registry.ParseManifest("open-ticket.json", []byte(ticketManifest(idempotent)),
 		&registry.ParseOptions{OperatorOrigins: map[string]string{"open-ticket": providerURL}})
@@ -89,24 +95,35 @@ func ticketGateway(t *testing.T, providerURL string, idempotent bool) *toolgate.
 	require.NoError(t, reg.Register(tool))
 	require.NoError(t, reg.SetOrigin("open-ticket", providerURL))
 	require.NoError(t, reg.SetTrust("open-ticket", registry.Trust{PaymentVerified: registry.Bool(true), EndpointVerified: registry.Bool(true)}))
-	gw, err := toolgate.New(memory.New(), &toolgate.Config{
+	cfg := &toolgate.Config{
 		Registry: reg,
 		Clock:    toolgatetest.NewFakeClock(toolgatetest.DefaultStart),
 		Upstream: &upstream.Config{Timeout: 400 * time.Millisecond},
-	})
+	}
+	if mut != nil {
+		mut(cfg)
+	}
+	gw, err := toolgate.New(memory.New(), cfg)
 	require.NoError(t, err)
 	return gw
 }
 
-func callTicket(t *testing.T, gw *toolgate.Gateway, key string) *toolgatetype.CallResult {
+// callTicket quotes the ticket tool and calls it under key; retryTicket
+// sends the same request again, as an agent retrying it would.
+func callTicket(t *testing.T, gw *toolgate.Gateway, key string) (*toolgatetype.CallResult, toolgatetype.CallRequest) {
 	t.Helper()
-	ctx := context.Background()
-	q, err := gw.Quote(ctx, "alice", "open-ticket")
+	q, err := gw.Quote(context.Background(), "alice", "open-ticket")
 	require.NoError(t, err)
-	res, err := gw.Call(ctx, "alice", toolgatetype.CallRequest{
+	req := toolgatetype.CallRequest{
 		Tool: "open-ticket", QuoteID: q.Quote.ID, Input: json.RawMessage(`{"title":"printer on fire"}`),
 		ApprovalDigest: *q.Quote.ManifestDigest, IdempotencyKey: key,
-	})
+	}
+	return retryTicket(t, gw, req), req
+}
+
+func retryTicket(t *testing.T, gw *toolgate.Gateway, req toolgatetype.CallRequest) *toolgatetype.CallResult {
+	t.Helper()
+	res, err := gw.Call(context.Background(), "alice", req)
 	require.NoError(t, err)
 	return res
 }
@@ -125,7 +142,7 @@ func TestANonRetrySafeCallThatMayHaveRunIsAmbiguous(t *testing.T) {
 			p := newTicketProvider(t, 1000, tc.hang)
 			gw := ticketGateway(t, p.srv.URL, false)
 
-			first := callTicket(t, gw, "ticket-1")
+			first, req := callTicket(t, gw, "ticket-1")
 			require.Equal(t, toolgatetype.StatusAmbiguous, first.Execution.Status)
 			assert.JSONEq(t, `null`, string(first.Execution.Output))
 			require.NotNil(t, first.Execution.Error)
@@ -135,7 +152,7 @@ func TestANonRetrySafeCallThatMayHaveRunIsAmbiguous(t *testing.T) {
 			assert.EqualValues(t, 1, p.requests.Load())
 
 			for i := 0; i < 20; i++ {
-				again := callTicket(t, gw, "ticket-1")
+				again := retryTicket(t, gw, req)
 				require.True(t, again.Replayed)
 				require.Equal(t, string(first.Body), string(again.Body), "a replay returns the ambiguous execution byte for byte")
 			}
@@ -151,7 +168,7 @@ func TestARetrySafeCallIsRetriedAndCompletes(t *testing.T) {
 	p := newTicketProvider(t, 1, false)
 	gw := ticketGateway(t, p.srv.URL, true)
 
-	res := callTicket(t, gw, "ticket-1")
+	res, _ := callTicket(t, gw, "ticket-1")
 	require.Equal(t, toolgatetype.StatusCompleted, res.Execution.Status, "%s", res.Body)
 	assert.JSONEq(t, `{"id":"T-2"}`, string(res.Execution.Output))
 	assert.EqualValues(t, 2, p.requests.Load())
@@ -167,7 +184,7 @@ func TestACallThatNeverLeftIsFailed(t *testing.T) {
 	require.NoError(t, ln.Close()) // connections to it are now refused
 	gw := ticketGateway(t, "http://"+addr, false)
 
-	res := callTicket(t, gw, "ticket-1")
+	res, _ := callTicket(t, gw, "ticket-1")
 	require.Equal(t, toolgatetype.StatusFailed, res.Execution.Status, "%s", res.Body)
 	assert.Equal(t, "upstream_unavailable", res.Execution.Error.Code)
 }
@@ -188,7 +205,7 @@ func TestACutOffAnswerIsAmbiguous(t *testing.T) {
 	t.Cleanup(srv.Close)
 	gw := ticketGateway(t, srv.URL, false)
 
-	res := callTicket(t, gw, "ticket-1")
+	res, _ := callTicket(t, gw, "ticket-1")
 	require.Equal(t, toolgatetype.StatusAmbiguous, res.Execution.Status, "%s", res.Body)
 	assert.True(t, strings.Contains(res.Execution.Error.Message, "cut off"), res.Execution.Error.Message)
 	assert.EqualValues(t, 1, requests.Load())

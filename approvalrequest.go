@@ -329,3 +329,28 @@ func inputSHA256(canonical []byte) string {
 	sum := sha256.Sum256(canonical)
 	return hex.EncodeToString(sum[:])
 }
+
+// latestApprovalRequest returns the caller's newest approval request of
+// the given status for the call c makes (its tool and input, whatever the
+// quote or the tool's version), or nil when it has none. It reads the
+// store, never this process's memory, so a request made through one
+// instance of a gateway is found through any other sharing its store: a
+// caller that asked for approval once finds the grant when it makes the
+// same call again, with nothing to remember in between.
+func (g *Gateway) latestApprovalRequest(ctx context.Context, c *toolCall, status toolgatetype.ApprovalStatus) (*toolgatetype.ApprovalRequest, error) {
+	now := g.clock.Now().UTC()
+	f, err := statusFilter(status, now)
+	if err != nil {
+		return nil, err
+	}
+	f.Principals, f.ToolID, f.InputSHA256, f.Limit = []string{c.principal}, c.tool.Tool.ID, inputSHA256(c.input), 1
+	list, err := g.store.ListApprovalRequests(ctx, f)
+	if err != nil {
+		return nil, internalError(err)
+	}
+	if len(list) == 0 {
+		return nil, nil
+	}
+	out := g.approvalView(list[0], now)
+	return &out, nil
+}

@@ -58,10 +58,10 @@ func (g *Gateway) listExecutions(ctx context.Context, scope string, principals [
 	}
 	switch f.Status {
 	case "":
-	case toolgatetype.StatusCompleted, toolgatetype.StatusFailed:
+	case toolgatetype.StatusCompleted, toolgatetype.StatusFailed, toolgatetype.StatusAmbiguous:
 		q.Status = storage.ExecutionStatus(f.Status)
 	default:
-		return nil, paramError("status", "status must be %s or %s", toolgatetype.StatusCompleted, toolgatetype.StatusFailed)
+		return nil, paramError("status", "status must be %s, %s or %s", toolgatetype.StatusCompleted, toolgatetype.StatusFailed, toolgatetype.StatusAmbiguous)
 	}
 	if f.Tool != "" {
 		q.ToolSlug = g.slugFilter(f.Tool)

@@ -344,7 +344,7 @@ func refusedByStore(err error, built []builtLimit, now time.Time) error {
 // the key's record is read here, once, rather than before every call; the
 // answer is the one reading it first would have given.
 func (g *Gateway) answerRefusal(ctx context.Context, c *call, refusal error, now time.Time) (*toolgatetype.CallResult, error) {
-	if isCode(refusal, toolgatetype.CodeInternal) {
+	if toolgatetype.IsCode(refusal, toolgatetype.CodeInternal) {
 		return nil, refusal
 	}
 	rec, err := g.store.GetIdempotency(ctx, c.principal, c.req.IdempotencyKey)
@@ -384,9 +384,9 @@ func (g *Gateway) admitResumed(ctx context.Context, c *call, now time.Time) (adm
 		c.rec.setQuote(a.quote)
 	}
 	switch {
-	case isCode(err, toolgatetype.CodeQuoteNotFound):
+	case toolgatetype.IsCode(err, toolgatetype.CodeQuoteNotFound):
 		return a, err
-	case isCode(err, toolgatetype.CodeQuoteOutdated) || !EvaluatePolicy(c.tool).Callable:
+	case toolgatetype.IsCode(err, toolgatetype.CodeQuoteOutdated) || !EvaluatePolicy(c.tool).Callable:
 		a.abandon = registry.Upstreamf(toolgatetype.CodeToolChangedDuringCall, "%s changed or was blocked before this call could run; request a new quote", c.tool.Tool.Slug)
 	}
 	if a.limits, err = g.limitsFor(ctx, c.principal, c.tool.Tool.Slug, read.SpendControls); err != nil {
@@ -408,7 +408,7 @@ func (g *Gateway) execute(ctx context.Context, c *call, adm admission, cl claim)
 		// after its request left: sending it again could run it twice.
 		exec = ambiguous(newExecution(c.tool, adm.quote, cl.execution.ID), c.tool, "the gateway's run of it stopped before it finished")
 	} else {
-		exec, upstreamStatus = g.callTool(ctx, c.tool, adm.quote, cl.execution.ID, c.input, adm.abandon)
+		exec, upstreamStatus = g.callProvider(ctx, c.tool, adm.quote, cl.execution.ID, c.input, adm.abandon)
 	}
 	body, err := encodeExecution(exec)
 	if err != nil {
@@ -454,9 +454,4 @@ func (g *Gateway) execute(ctx context.Context, c *call, adm admission, cl claim)
 		}
 	}
 	return &toolgatetype.CallResult{Execution: exec, Body: body}, nil
-}
-
-func isCode(err error, code toolgatetype.Code) bool {
-	var e *toolgatetype.Error
-	return errors.As(err, &e) && e.Code == code
 }

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
-	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -55,24 +54,6 @@ func TestFingerprintIsHashOfCanonicalDocument(t *testing.T) {
 		}
 		approval := approvals[rng.IntN(len(approvals))]
 		assert.Equal(t, canonicalFingerprint(t, tool, quote, in, approval), fingerprint(tool, quote, in, approval), "%s %s %q", tool, in, approval)
-	}
-}
-
-func TestUSDMatchesStringFixed(t *testing.T) {
-	t.Parallel()
-	rng := rand.New(rand.NewPCG(5, 6))
-	cases := []decimal.Decimal{
-		decimal.Zero, decimal.New(0, -4), decimal.New(-0, 3), defaultMaxPerCallUSD, defaultDailyLimitUSD, defaultFeeRate,
-		decimal.NewFromInt(1_000_000_000), decimal.RequireFromString("0.0001"), decimal.RequireFromString("-0.0001"),
-		decimal.RequireFromString("0.00005"), decimal.RequireFromString("-0.00005"), decimal.RequireFromString("12345678901234.5678"),
-		decimal.RequireFromString("99999999999999.9999"), decimal.RequireFromString("999999999999999.9999"), decimal.New(1, 4), decimal.New(-7, 4),
-		decimal.New(123, 12), decimal.RequireFromString("1e-30"),
-	}
-	for i := 0; i < 5000; i++ {
-		cases = append(cases, decimal.New(rng.Int64N(2_000_000_000_000)-1_000_000_000_000, int32(rng.IntN(13)-8)))
-	}
-	for _, d := range cases {
-		assert.Equal(t, d.StringFixed(4), usd(d), "%s", d.String())
 	}
 }
 

@@ -1,6 +1,10 @@
 package toolgate
 
-import "github.com/shopspring/decimal"
+import (
+	"github.com/shopspring/decimal"
+
+	"github.com/toolgate/toolgate/toolgatetype"
+)
 
 // defaultFeeRate is the gateway fee as a share of the provider's price.
 var defaultFeeRate = decimal.RequireFromString("0.10")
@@ -20,44 +24,4 @@ func priceWithFee(price, rate decimal.Decimal) amounts {
 }
 
 // usd formats an amount the way it goes on the wire: exactly 4 decimals.
-func usd(d decimal.Decimal) string {
-	// StringFixed rounds through big.Int arithmetic. An amount with at most
-	// 4 decimals and 18 digits once scaled needs no rounding, and a quote
-	// formats a dozen of them, so those are written from an int64.
-	if exp := d.Exponent(); exp >= -4 && exp <= 4 && d.NumDigits()+int(exp)+4 <= 18 {
-		return fixed4(d.CoefficientInt64() * pow10[exp+4])
-	}
-	return d.StringFixed(4)
-}
-
-var pow10 = [...]int64{1, 10, 100, 1000, 1e4, 1e5, 1e6, 1e7, 1e8}
-
-// fixed4 writes n ten-thousandths as a decimal with 4 places.
-func fixed4(n int64) string {
-	var buf [24]byte
-	i := len(buf)
-	neg := n < 0
-	if neg {
-		n = -n
-	}
-	for k := 0; k < 4; k++ {
-		i--
-		buf[i] = byte('0' + n%10)
-		n /= 10
-	}
-	i--
-	buf[i] = '.'
-	for {
-		i--
-		buf[i] = byte('0' + n%10)
-		n /= 10
-		if n == 0 {
-			break
-		}
-	}
-	if neg {
-		i--
-		buf[i] = '-'
-	}
-	return string(buf[i:])
-}
+func usd(d decimal.Decimal) string { return toolgatetype.FormatUSD(d) }

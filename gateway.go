@@ -53,7 +53,7 @@ type Config struct {
 	// summed by Spend (default and minimum 24 hours).
 	IdempotencyRetention time.Duration
 	// SpendControls supplies the operator's spend controls per principal.
-	// A limit it leaves unset has the contract's default: $25 per call,
+	// A limit it leaves unset has its default: $25 per call,
 	// $100 a UTC day, $1000 a UTC month, 60 calls a minute, 1000 an hour.
 	// Callers' own settings, kept in the store, can only tighten them.
 	SpendControls SpendControlsSource
@@ -62,7 +62,7 @@ type Config struct {
 	// an approver count.
 	Approvals ApprovalSource
 	// Approvers says each principal's approval mode and whom each approver
-	// approves for (contract section 14); nil puts every principal in
+	// approves for; nil puts every principal in
 	// caller mode, with no approvers.
 	Approvers ApproverDirectory
 	// ApprovalNotifier is told of each new approval request and each
@@ -82,7 +82,7 @@ type Config struct {
 }
 
 // SpendControlsSource supplies the operator's spend controls of a principal.
-// Fields left nil fall back to the contract defaults.
+// Fields left nil fall back to the defaults (see Config.SpendControls).
 type SpendControlsSource interface {
 	SpendControls(ctx context.Context, principal string) (toolgatetype.SpendControls, error)
 }

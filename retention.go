@@ -14,8 +14,10 @@ const pruneBatch = 1000
 // Prune deletes what the retention policy no longer needs: idempotency
 // records and executions older than the retention, quotes and approval
 // requests expired for as long, and spend history from before the previous
-// UTC month (no limit looks further back). It deletes at most 1,000 records of each kind, so a
-// pass never holds the store for long.
+// UTC month (no limit looks further back). An ambiguous execution nobody
+// has resolved is kept, with its key and its reservation, however old: it
+// still needs a person. It deletes at most 1,000 records of each kind, so
+// a pass never holds the store for long.
 func (g *Gateway) Prune(ctx context.Context) (storage.PruneResult, error) {
 	now := g.clock.Now().UTC()
 	prevMonth := time.Date(now.Year(), now.Month()-1, 1, 0, 0, 0, 0, time.UTC)

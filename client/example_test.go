@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/apikey"
 	"github.com/toolgate/toolgate/client"
 	"github.com/toolgate/toolgate/httpapi"
 	"github.com/toolgate/toolgate/registry"
@@ -38,7 +39,7 @@ func serveExampleGateway() *httptest.Server {
 	if err != nil {
 		panic(err)
 	}
-	keys := httpapi.NewKeyStore()
+	keys := apikey.NewKeyStore()
 	for _, err := range []error{
 		keys.AddKey("alice", "tg_example_alice"),
 		keys.AddKey("agent", "tg_example_agent"),

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/apikey"
 	"github.com/toolgate/toolgate/httpapi"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
@@ -95,7 +96,7 @@ func newEnv(t *testing.T, o *envOptions) *env {
 		cfg.Approvers = testApprovers
 	}
 	gw := toolgatetest.New(t, &toolgatetest.Options{Tools: tools, Config: &cfg, Store: o.store})
-	keys := httpapi.NewKeyStore()
+	keys := apikey.NewKeyStore()
 	require.NoError(t, keys.AddKey("alice", aliceKey))
 	require.NoError(t, keys.AddKey("agent", agentKey))
 	require.NoError(t, keys.AddApproverKey("pat", patKey))

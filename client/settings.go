@@ -24,7 +24,7 @@ func (c *Client) SpendControls(ctx context.Context) (toolgatetype.SpendControls,
 // in one atomic step of the gateway, so a concurrent change of one tool's
 // controls survives.
 func (c *Client) PutSpendControls(ctx context.Context, sc toolgatetype.SpendControls) (toolgatetype.SpendControls, error) {
-	body, err := json.Marshal(toolgatetype.NewSpendControlsBody(sc))
+	body, err := json.Marshal(sc)
 	if err != nil {
 		return toolgatetype.SpendControls{}, fmt.Errorf("client: encode the spend controls: %w", err)
 	}
@@ -32,15 +32,11 @@ func (c *Client) PutSpendControls(ctx context.Context, sc toolgatetype.SpendCont
 }
 
 func (c *Client) spendControls(ctx context.Context, r request) (toolgatetype.SpendControls, error) {
-	b, err := doJSON[toolgatetype.SpendControlsBody](ctx, c, r)
+	sc, err := doJSON[toolgatetype.SpendControls](ctx, c, r)
 	if err != nil {
 		return toolgatetype.SpendControls{}, err
 	}
-	sc, err := b.SpendControls()
-	if err != nil {
-		return toolgatetype.SpendControls{}, c.notTheGateways(r, http.StatusOK, err)
-	}
-	return sc, nil
+	return *sc, nil
 }
 
 // ToolSpendControls returns this principal's own spend controls of one
@@ -60,7 +56,7 @@ func (c *Client) PutToolSpendControls(ctx context.Context, tool string, t toolga
 	if err != nil {
 		return toolgatetype.ToolSpendControls{}, err
 	}
-	body, err := json.Marshal(toolgatetype.NewToolSpendControlsBody(t))
+	body, err := json.Marshal(t)
 	if err != nil {
 		return toolgatetype.ToolSpendControls{}, fmt.Errorf("client: encode the spend controls: %w", err)
 	}
@@ -68,15 +64,11 @@ func (c *Client) PutToolSpendControls(ctx context.Context, tool string, t toolga
 }
 
 func (c *Client) toolSpendControls(ctx context.Context, r request) (toolgatetype.ToolSpendControls, error) {
-	b, err := doJSON[toolgatetype.ToolSpendControlsBody](ctx, c, r)
+	t, err := doJSON[toolgatetype.ToolSpendControls](ctx, c, r)
 	if err != nil {
 		return toolgatetype.ToolSpendControls{}, err
 	}
-	t, err := b.ToolSpendControls()
-	if err != nil {
-		return toolgatetype.ToolSpendControls{}, c.notTheGateways(r, http.StatusOK, err)
-	}
-	return t, nil
+	return *t, nil
 }
 
 // DeleteToolSpendControls removes this principal's own spend controls of

@@ -5,19 +5,20 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/toolgate/toolgate/internal/httpx"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // createApprovalRequest answers POST /v1/approval-requests (caller key):
 // the caller asks its approvers to approve one call.
-func (h *handler) createApprovalRequest(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) createApprovalRequest(w http.ResponseWriter, r *http.Request) {
 	var in toolgatetype.ApprovalRequestBody
 	if err := h.readJSON(w, r, &in); err != nil {
 		h.writeError(w, r, err)
 		return
 	}
 	if in.QuoteID == nil {
-		h.writeError(w, r, apiError(toolgatetype.CodeInvalidRequest, "quoteId is required"))
+		h.writeError(w, r, httpx.Errorf(toolgatetype.CodeInvalidRequest, "quoteId is required"))
 		return
 	}
 	if bytes.Equal(bytes.TrimSpace(in.Input), []byte("null")) {
@@ -33,7 +34,7 @@ func (h *handler) createApprovalRequest(w http.ResponseWriter, r *http.Request) 
 
 // getApprovalRequest answers GET /v1/approval-requests/{id}: the caller's
 // own request, or one of an approver's principals.
-func (h *handler) getApprovalRequest(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) getApprovalRequest(w http.ResponseWriter, r *http.Request) {
 	var (
 		req *toolgatetype.ApprovalRequest
 		err error
@@ -52,13 +53,13 @@ func (h *handler) getApprovalRequest(w http.ResponseWriter, r *http.Request) {
 
 // listApprovalRequests answers GET /v1/approval-requests?status=&cursor=&limit=
 // (approver key): the requests of the principals the approver approves for.
-func (h *handler) listApprovalRequests(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) listApprovalRequests(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	opts := toolgatetype.ApprovalListOptions{Status: toolgatetype.ApprovalStatus(q.Get("status")), Cursor: q.Get("cursor")}
 	if s := q.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > 100 {
-			h.writeError(w, r, apiError(toolgatetype.CodeInvalidRequest, "limit must be a whole number from 1 to 100"))
+			h.writeError(w, r, httpx.Errorf(toolgatetype.CodeInvalidRequest, "limit must be a whole number from 1 to 100"))
 			return
 		}
 		opts.Limit = n
@@ -71,13 +72,13 @@ func (h *handler) listApprovalRequests(w http.ResponseWriter, r *http.Request) {
 	for i := range list.ApprovalRequests {
 		withApproveURL(r, &list.ApprovalRequests[i])
 	}
-	varyOnForwarded(w)
-	writeJSON(w, http.StatusOK, list)
+	httpx.VaryOnForwarded(w)
+	httpx.WriteJSON(w, http.StatusOK, list)
 }
 
 // approveRequest answers POST /v1/approval-requests/{id}/approve, with an
 // optional body {"remember": "never_ask" | "ask_charged_calls"}.
-func (h *handler) approveRequest(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) approveRequest(w http.ResponseWriter, r *http.Request) {
 	var in toolgatetype.DecisionBody
 	if err := h.readOptionalJSON(w, r, &in); err != nil {
 		h.writeError(w, r, err)
@@ -86,7 +87,7 @@ func (h *handler) approveRequest(w http.ResponseWriter, r *http.Request) {
 	d := toolgatetype.Decision{Approve: true}
 	if in.Remember != nil {
 		if *in.Remember == "" {
-			h.writeError(w, r, apiError(toolgatetype.CodeInvalidRequest, "remember must be %s or %s, or left out", toolgatetype.ApprovalNeverAsk, toolgatetype.ApprovalAskChargedCalls))
+			h.writeError(w, r, httpx.Errorf(toolgatetype.CodeInvalidRequest, "remember must be %s or %s, or left out", toolgatetype.ApprovalNeverAsk, toolgatetype.ApprovalAskChargedCalls))
 			return
 		}
 		d.Remember = *in.Remember
@@ -95,7 +96,7 @@ func (h *handler) approveRequest(w http.ResponseWriter, r *http.Request) {
 }
 
 // denyRequest answers POST /v1/approval-requests/{id}/deny.
-func (h *handler) denyRequest(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) denyRequest(w http.ResponseWriter, r *http.Request) {
 	var in struct{}
 	if err := h.readOptionalJSON(w, r, &in); err != nil {
 		h.writeError(w, r, err)
@@ -104,7 +105,7 @@ func (h *handler) denyRequest(w http.ResponseWriter, r *http.Request) {
 	h.decide(w, r, toolgatetype.Decision{})
 }
 
-func (h *handler) decide(w http.ResponseWriter, r *http.Request, d toolgatetype.Decision) {
+func (h *Handler) decide(w http.ResponseWriter, r *http.Request, d toolgatetype.Decision) {
 	req, err := h.gw.DecideApproval(r.Context(), approverOf(r), r.PathValue("id"), d)
 	if err != nil {
 		h.writeError(w, r, err)
@@ -115,7 +116,7 @@ func (h *handler) decide(w http.ResponseWriter, r *http.Request, d toolgatetype.
 
 // readOptionalJSON is readJSON for a body that may be left out: an empty
 // body leaves dst as it is, anything else must be JSON that fits it.
-func (h *handler) readOptionalJSON(w http.ResponseWriter, r *http.Request, dst any) error {
+func (h *Handler) readOptionalJSON(w http.ResponseWriter, r *http.Request, dst any) error {
 	body, err := h.readBody(w, r)
 	if err != nil {
 		return err
@@ -132,12 +133,12 @@ func (h *handler) readOptionalJSON(w http.ResponseWriter, r *http.Request, dst a
 // writeApprovalRequest answers with one request and its approveUrl.
 func writeApprovalRequest(w http.ResponseWriter, r *http.Request, status int, req *toolgatetype.ApprovalRequest) {
 	withApproveURL(r, req)
-	varyOnForwarded(w)
-	writeJSON(w, status, req)
+	httpx.VaryOnForwarded(w)
+	httpx.WriteJSON(w, status, req)
 }
 
 // withApproveURL sets where a person decides the request: the approval
 // page on the address the request reached the gateway at.
 func withApproveURL(r *http.Request, req *toolgatetype.ApprovalRequest) {
-	req.ApproveURL = baseURL(r) + approvalPagePath(req.ID)
+	req.ApproveURL = httpx.BaseURL(r) + httpx.ApprovalPagePath(req.ID)
 }

@@ -1,21 +1,18 @@
 package httpapi_test
 
 import (
-	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/apikey"
 	"github.com/toolgate/toolgate/httpapi"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/toolgatetest"
@@ -46,7 +43,7 @@ func newApproverAPI(t *testing.T, opts ...func(*toolgate.Config)) *api {
 	require.NoError(t, tg.Registry.SetTrust("goal-data", registry.Trust{PaymentVerified: registry.Bool(true)}))
 	a := &api{t: t, gw: tg.Gateway, reg: tg.Registry, clock: tg.Clock, store: tg.Store, upper: &gatedTransport{inner: tg.Upstream.Handler()}}
 	tg.Upstream.Handle(a.upper)
-	keys := httpapi.NewKeyStore()
+	keys := apikey.NewKeyStore()
 	require.NoError(t, keys.AddKey("alice", aliceKey))
 	require.NoError(t, keys.AddKey("agent", agentKey))
 	require.NoError(t, keys.AddApproverKey("pat", patKey))
@@ -368,81 +365,6 @@ func TestListApprovalRequestsOverHTTP(t *testing.T) {
 	}
 }
 
-func TestKeyStoreKeepsCallerAndApproverKeysApart(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	keys := httpapi.NewKeyStore()
-	require.NoError(t, keys.AddKey("agent", "k-caller"))
-	require.NoError(t, keys.AddApproverKey("pat", "k-approver"))
-	require.NoError(t, keys.AddApproverKeyDigest("sam", "sha256:"+strings.Repeat("ab", 32)))
-
-	assert.ErrorIs(t, keys.AddApproverKey("pat", "k-caller"), httpapi.ErrKeyTaken, "a caller key cannot also be an approver key")
-	assert.ErrorIs(t, keys.AddKey("agent", "k-approver"), httpapi.ErrKeyTaken, "nor the other way round")
-	assert.ErrorIs(t, keys.AddKeyDigest("agent", strings.Repeat("ab", 32)), httpapi.ErrKeyTaken)
-	assert.NoError(t, keys.AddApproverKey("pat", "k-approver"), "adding a key again to its owner is fine")
-
-	for _, c := range []struct {
-		key              string
-		caller, approver string
-	}{
-		{"k-caller", "agent", ""},
-		{"k-approver", "", "pat"},
-		{"k-unknown", "", ""},
-	} {
-		p, ok := keys.Authenticate(ctx, c.key)
-		assert.Equal(t, c.caller != "", ok, c.key)
-		assert.Equal(t, c.caller, p, c.key)
-		ap, ok := keys.AuthenticateApprover(ctx, c.key)
-		assert.Equal(t, c.approver != "", ok, c.key)
-		assert.Equal(t, c.approver, ap, c.key)
-	}
-}
-
-func TestOpenAPIDocumentsTheGrant(t *testing.T) {
-	t.Parallel()
-	a := newApproverAPI(t)
-	r := a.do("GET", "/v1/registry/tools/echo/openapi.json", "", "")
-	require.Equal(t, http.StatusOK, r.status)
-	v := openAPIValidator(t, r.body)
-	doc := r.json(t)
-	approval := doc["components"].(map[string]any)["schemas"].(map[string]any)["Approval"].(map[string]any)
-	assert.Contains(t, approval["properties"], "grantId")
-	assert.Contains(t, approval["description"], "approver mode")
-
-	// A call with a grant is a documented request, and its refusals are
-	// documented answers.
-	q, req := a.askApproval(agentKey, "echo", `{"v":"hello"}`)
-	body := grantBody(q, `{"v":"hello"}`, req["id"].(string))
-	httpReq := exampleCall(t, a.srv.URL, doc, "echo", []byte(body))
-	httpReq.Header.Set("Authorization", "Bearer "+agentKey)
-	ok, errs := v.ValidateHttpRequest(httpReq)
-	requireValid(t, ok, errs, "a call with a grant")
-	for _, want := range []string{"approval_pending", "approval_required"} {
-		httpReq := exampleCall(t, a.srv.URL, doc, "echo", []byte(body))
-		httpReq.Header.Set("Authorization", "Bearer "+agentKey)
-		if want == "approval_required" {
-			httpReq = exampleCall(t, a.srv.URL, doc, "echo", []byte(callBody(q, `{"v":"hello"}`)))
-			httpReq.Header.Set("Authorization", "Bearer "+agentKey)
-		}
-		resp, err := a.client.Do(httpReq)
-		require.NoError(t, err)
-		got := readReply(t, resp)
-		require.Equal(t, want, got.errorCode(t))
-		resp.Body = nopBody(got.body)
-		ok, errs := v.ValidateHttpResponse(httpReq, resp)
-		requireValid(t, ok, errs, want)
-	}
-
-	llms := string(a.do("GET", "/v1/registry/tools/echo/llms.txt", "", "").body)
-	assert.Contains(t, llms, "/v1/approval-requests")
-	assert.Contains(t, llms, "grantId")
-	index := string(a.do("GET", "/v1/registry/llms.txt", "", "").body)
-	assert.Contains(t, index, "approver mode")
-	flow := a.do("GET", "/v1/registry/tools/echo/docs", "", "").json(t)["invocation"].(map[string]any)["flow"].([]any)
-	assert.Contains(t, flow[1], "/v1/approval-requests")
-	assert.Contains(t, flow[2], "grantId")
-}
-
 func TestDecidingNoSuchRequest(t *testing.T) {
 	t.Parallel()
 	a := newApproverAPI(t)
@@ -457,14 +379,3 @@ func sha256Hex(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
 }
-
-// readReply reads a response whole.
-func readReply(t *testing.T, resp *http.Response) reply {
-	t.Helper()
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return reply{status: resp.StatusCode, header: resp.Header, body: b}
-}
-
-func nopBody(b []byte) io.ReadCloser { return io.NopCloser(bytes.NewReader(b)) }

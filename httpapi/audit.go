@@ -6,13 +6,14 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/httpx"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // listExecutions serves GET /v1/executions: the caller's executions, or
 // with an approver key those of the principals it approves for, newest
 // first, a page at a time.
-func (h *handler) listExecutions(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) listExecutions(w http.ResponseWriter, r *http.Request) {
 	q, err := queryOf(r, "tool", "status", "since", "until", "limit", "cursor")
 	if err != nil {
 		h.writeError(w, r, err)
@@ -41,12 +42,12 @@ func (h *handler) listExecutions(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, page)
+	httpx.WriteJSON(w, http.StatusOK, page)
 }
 
 // spend serves GET /v1/spend: what the caller (or an approver's principals)
 // was charged over a window.
-func (h *handler) spend(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) spend(w http.ResponseWriter, r *http.Request) {
 	q, err := queryOf(r, "since", "until", "groupBy")
 	if err != nil {
 		h.writeError(w, r, err)
@@ -71,7 +72,7 @@ func (h *handler) spend(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, sum)
+	httpx.WriteJSON(w, http.StatusOK, sum)
 }
 
 // queryOf reads the query parameters a route takes, each at most once.
@@ -80,7 +81,7 @@ func (h *handler) spend(w http.ResponseWriter, r *http.Request) {
 func queryOf(r *http.Request, names ...string) (map[string]string, error) {
 	values, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
-		return nil, apiError(toolgatetype.CodeInvalidRequest, "the query string is malformed")
+		return nil, httpx.Errorf(toolgatetype.CodeInvalidRequest, "the query string is malformed")
 	}
 	out := make(map[string]string, len(names))
 	for _, name := range names {
@@ -119,7 +120,7 @@ func timeParam(q map[string]string, name string) (time.Time, error) {
 
 // paramError is invalid_request naming the query parameter at fault.
 func paramError(param, format string, args ...any) *toolgatetype.Error {
-	e := apiError(toolgatetype.CodeInvalidRequest, format, args...)
+	e := httpx.Errorf(toolgatetype.CodeInvalidRequest, format, args...)
 	e.Parameter = param
 	return e
 }

@@ -9,19 +9,20 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/toolgate/toolgate/internal/httpx"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // readBody reads a request body within the size cap. Over the cap is
 // payload_too_large; a body the client cut short is invalid_request.
-func (h *handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		return nil, apiError(codePayloadTooLarge, "the request body is larger than %d bytes", h.opts.MaxBodyBytes)
+		return nil, httpx.Errorf(httpx.CodePayloadTooLarge, "the request body is larger than %d bytes", h.opts.MaxBodyBytes)
 	case err != nil:
-		return nil, apiError(toolgatetype.CodeInvalidRequest, "the request body could not be read")
+		return nil, httpx.Errorf(toolgatetype.CodeInvalidRequest, "the request body could not be read")
 	}
 	return body, nil
 }
@@ -30,7 +31,7 @@ func (h *handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, erro
 func requireJSONContentType(r *http.Request) error {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "application/json" {
-		return apiError(codeUnsupportedMediaType, "the request body must be sent as Content-Type: application/json")
+		return httpx.Errorf(httpx.CodeUnsupportedMediaType, "the request body must be sent as Content-Type: application/json")
 	}
 	return nil
 }
@@ -41,13 +42,17 @@ func decodeStrict(body []byte, dst any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
-		return apiError(toolgatetype.CodeInvalidRequest, "%s", describeJSONError(err))
+		var te *toolgatetype.Error
+		if errors.As(err, &te) {
+			return te // from a type that reads its own JSON, naming the field
+		}
+		return httpx.Errorf(toolgatetype.CodeInvalidRequest, "%s", describeJSONError(err))
 	}
 	if dec.More() {
-		return apiError(toolgatetype.CodeInvalidRequest, "the request body holds more than one JSON value")
+		return httpx.Errorf(toolgatetype.CodeInvalidRequest, "the request body holds more than one JSON value")
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return apiError(toolgatetype.CodeInvalidRequest, "the request body has data after its JSON value")
+		return httpx.Errorf(toolgatetype.CodeInvalidRequest, "the request body has data after its JSON value")
 	}
 	return nil
 }

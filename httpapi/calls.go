@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/toolgate/toolgate/internal/httpx"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
-func (h *handler) quote(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) quote(w http.ResponseWriter, r *http.Request) {
 	body, err := h.readBody(w, r)
 	if err != nil {
 		h.writeError(w, r, err)
@@ -16,7 +17,7 @@ func (h *handler) quote(w http.ResponseWriter, r *http.Request) {
 	}
 	// The body is documented as an empty object; anything sent must at least be JSON.
 	if len(bytes.TrimSpace(body)) > 0 && !json.Valid(body) {
-		h.writeError(w, r, apiError(toolgatetype.CodeInvalidRequest, "the request body is not valid JSON"))
+		h.writeError(w, r, httpx.Errorf(toolgatetype.CodeInvalidRequest, "the request body is not valid JSON"))
 		return
 	}
 	q, err := h.gw.Quote(r.Context(), principalOf(r), r.PathValue("tool"))
@@ -24,13 +25,13 @@ func (h *handler) quote(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, q)
+	httpx.WriteJSON(w, http.StatusCreated, q)
 }
 
-func (h *handler) call(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) call(w http.ResponseWriter, r *http.Request) {
 	keys := r.Header.Values("Idempotency-Key")
 	if len(keys) > 1 {
-		h.writeError(w, r, apiError(toolgatetype.CodeIdempotencyKeyInvalid, "send exactly one Idempotency-Key header"))
+		h.writeError(w, r, httpx.Errorf(toolgatetype.CodeIdempotencyKeyInvalid, "send exactly one Idempotency-Key header"))
 		return
 	}
 	key := ""
@@ -56,7 +57,7 @@ func (h *handler) call(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if body.QuoteID == nil {
-		h.writeError(w, r, apiError(toolgatetype.CodeInvalidRequest, "quoteId is required"))
+		h.writeError(w, r, httpx.Errorf(toolgatetype.CodeInvalidRequest, "quoteId is required"))
 		return
 	}
 	req := toolgatetype.CallRequest{
@@ -68,14 +69,14 @@ func (h *handler) call(w http.ResponseWriter, r *http.Request) {
 	if body.Approval != nil && body.Approval.ManifestDigest != nil {
 		req.ApprovalDigest = *body.Approval.ManifestDigest
 		if req.ApprovalDigest == "" {
-			h.writeError(w, r, apiError(toolgatetype.CodeInvalidRequest, "approval.manifestDigest must not be empty"))
+			h.writeError(w, r, httpx.Errorf(toolgatetype.CodeInvalidRequest, "approval.manifestDigest must not be empty"))
 			return
 		}
 	}
 	if body.Approval != nil && body.Approval.GrantID != nil {
 		req.ApprovalGrant = *body.Approval.GrantID
 		if req.ApprovalGrant == "" {
-			h.writeError(w, r, apiError(toolgatetype.CodeInvalidRequest, "approval.grantId must not be empty"))
+			h.writeError(w, r, httpx.Errorf(toolgatetype.CodeInvalidRequest, "approval.grantId must not be empty"))
 			return
 		}
 	}
@@ -91,15 +92,33 @@ func (h *handler) call(w http.ResponseWriter, r *http.Request) {
 	if res.Replayed {
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
-	writeRaw(w, http.StatusOK, res.Body)
+	httpx.WriteRaw(w, http.StatusOK, res.Body)
 }
 
-func (h *handler) execution(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) execution(w http.ResponseWriter, r *http.Request) {
 	res, err := h.gw.GetExecution(r.Context(), principalOf(r), r.PathValue("id"))
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
 	w.Header().Set("Toolgate-Execution-Id", res.Execution.ID)
-	writeRaw(w, http.StatusOK, res.Body)
+	httpx.WriteRaw(w, http.StatusOK, res.Body)
+}
+
+// resolveExecution answers POST /v1/executions/{id}/resolve (approver key):
+// a person's finding about an ambiguous execution, {"outcome": "completed"
+// | "failed", "note": "..."}. It answers with the resolved execution.
+func (h *Handler) resolveExecution(w http.ResponseWriter, r *http.Request) {
+	var in toolgatetype.ResolveRequest
+	if err := h.readJSON(w, r, &in); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	res, err := h.gw.ResolveExecution(r.Context(), approverOf(r), r.PathValue("id"), in)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Toolgate-Execution-Id", res.Execution.ID)
+	httpx.WriteRaw(w, http.StatusOK, res.Body)
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/toolgate/toolgate/apikey"
 	"github.com/toolgate/toolgate/httpapi"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/storage/memory"
@@ -28,7 +29,7 @@ type fuzzTarget struct {
 func newFuzzTarget(tb testing.TB) *fuzzTarget {
 	store := memory.New()
 	gw := toolgatetest.New(tb, &toolgatetest.Options{Store: store, Tools: tools.All()}).Gateway
-	keys := httpapi.NewKeyStore()
+	keys := apikey.NewKeyStore()
 	require.NoError(tb, keys.AddKey("alice", aliceKey))
 	q, err := gw.Quote(context.Background(), "alice", "earthquake-search")
 	require.NoError(tb, err)

@@ -1,15 +1,21 @@
-// Package httpapi serves a toolgate.Gateway over HTTP: quote and call, the
-// caller's executions (one, or the audit trail a page at a time) and spend,
-// spend controls and standing approvals, approval requests with the page
-// where people decide them, and the public registry with each tool's
-// documentation (JSON record, OpenAPI 3.1, llms.txt and an HTML page).
+// Package httpapi serves a toolgate.Gateway's JSON API over HTTP: quote and
+// call, the caller's executions (one, or the audit trail a page at a time)
+// and spend, spend controls and standing approvals, approval requests, and
+// the public registry.
+//
+// The API's answers link to pages it does not serve itself: an approval
+// request's approveUrl to the approval page (package approvalpage), a
+// registry entry to its tool's documentation (package tooldocs). Package
+// toolgatehttp serves all three on one handler, which is what most
+// embedders want; NewHandler is the API alone, for a server that serves the
+// pages elsewhere or not at all.
 //
 // NewHandler returns a plain http.Handler built on the standard library's
 // router, so it mounts on any net/http server, under any prefix:
 //
 //	mux.Handle("/gateway/", http.StripPrefix("/gateway", httpapi.NewHandler(gw, opts)))
 //
-// The documentation's absolute links are built from the request: its Host,
+// The absolute links of its answers are built from the request: its Host,
 // https when the connection is TLS or X-Forwarded-Proto says so, and the
 // prefix http.StripPrefix removed, or X-Forwarded-Prefix from a proxy that
 // strips it itself.
@@ -17,32 +23,37 @@ package httpapi
 
 import (
 	"context"
-	"io"
+	"errors"
 	"log/slog"
 	"net/http"
-	"strings"
 
 	"go.opentelemetry.io/otel/propagation"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/apikey"
+	"github.com/toolgate/toolgate/internal/httpx"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // DefaultMaxBodyBytes caps request bodies (1 MiB).
-const DefaultMaxBodyBytes = 1 << 20
+const DefaultMaxBodyBytes = httpx.DefaultMaxBodyBytes
 
 // Options configure a handler. A nil *Options means the defaults.
 type Options struct {
 	// Authenticator maps API keys to principals. Nil refuses every key,
-	// which leaves only the public registry and documentation reachable.
-	Authenticator Authenticator
+	// which leaves only the public registry reachable.
+	Authenticator apikey.Authenticator
 	// Approvers maps approver keys to approvers, the people who decide
-	// approval requests (contract section 14). Nil means the Authenticator
-	// when it is one too, as a KeyStore is; otherwise no approver key is
-	// accepted. A key either authenticates as a caller, and is refused on
-	// the approvers' routes, or not, and is then refused on the callers'.
-	Approvers ApproverAuthenticator
+	// approval requests. Nil means the Authenticator when it is one too, as
+	// an apikey.KeyStore is; otherwise no approver key is accepted. A key
+	// either authenticates as a caller, and is refused on the approvers'
+	// routes, or not, and is then refused on the callers'.
+	Approvers apikey.ApproverAuthenticator
+	// Tokens verifies OAuth access tokens, accepted beside API keys on the
+	// callers' and the approvers' routes (package oauth); nil accepts API
+	// keys only. With it, every 401 names the resource metadata a client
+	// signs in by.
+	Tokens apikey.TokenVerifier
 	// MaxBodyBytes caps request bodies; 0 means 1 MiB.
 	MaxBodyBytes int64
 	// ExposeUsageCounts shows exact usage counts in registry entries next to
@@ -55,18 +66,21 @@ type Options struct {
 	TracePropagator propagation.TextMapPropagator
 }
 
-type handler struct {
+// Handler serves the JSON API of a gateway.
+type Handler struct {
 	gw        *toolgate.Gateway
-	auth      Authenticator
-	approvers ApproverAuthenticator
-	sessions  *sessions
+	auth      apikey.Authenticator
+	approvers apikey.ApproverAuthenticator
+	tokens    apikey.TokenVerifier // nil: API keys only
 	opts      Options
 	log       *slog.Logger
 	mux       *http.ServeMux
 }
 
-// NewHandler returns the HTTP API of gw.
-func NewHandler(gw *toolgate.Gateway, opts *Options) http.Handler {
+var _ http.Handler = (*Handler)(nil)
+
+// NewHandler returns the JSON API of gw.
+func NewHandler(gw *toolgate.Gateway, opts *Options) *Handler {
 	o := Options{}
 	if opts != nil {
 		o = *opts
@@ -75,135 +89,123 @@ func NewHandler(gw *toolgate.Gateway, opts *Options) http.Handler {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	if o.Logger == nil {
-		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.TracePropagator == nil {
 		o.TracePropagator = propagation.TraceContext{}
 	}
-	auth := o.Authenticator
-	if auth == nil {
-		auth = NewKeyStore()
+	if o.Authenticator == nil {
+		o.Authenticator = apikey.NewKeyStore()
 	}
-	approvers := o.Approvers
-	if approvers == nil {
-		approvers, _ = auth.(ApproverAuthenticator)
+	if o.Approvers == nil {
+		o.Approvers = apikey.ApproversOf(o.Authenticator)
 	}
-	if approvers == nil {
-		approvers = NewKeyStore()
-	}
-	h := &handler{gw: gw, auth: auth, approvers: approvers, sessions: newSessions(gw.Clock()), opts: o, log: o.Logger, mux: http.NewServeMux()}
-	h.routes()
+	h := &Handler{gw: gw, auth: o.Authenticator, approvers: o.Approvers, tokens: o.Tokens, opts: o, log: o.Logger, mux: http.NewServeMux()}
+	h.Register(h.mux)
+	h.mux.Handle("/", httpx.NotFound(h.log))
 	return h
 }
 
-func (h *handler) routes() {
-	m := &router{mux: h.mux, methods: map[string][]string{}}
+// Register adds the API's routes to mux, so that the API can share a mux
+// with other handlers under the same prefix: each of its paths answers
+// 405, with the API's JSON error, to the methods it does not take, and
+// mux's "/" is left to the caller. Package toolgatehttp mounts the API,
+// the approval pages and the documentation together this way.
+func (h *Handler) Register(mux *http.ServeMux) {
+	r := httpx.NewRouter(mux, h.log)
+	m := func(pattern string, next http.HandlerFunc) { r.Handle(pattern, h.continueTrace(next)) }
 	// The call flow, for authenticated callers.
-	m.handle("POST /v1/tools/{tool}/quote", h.authed(h.quote))
-	m.handle("POST /v1/tools/{tool}/call", h.authed(h.call))
-	m.handle("GET /v1/executions/{id}", h.authed(h.execution))
+	m("POST /v1/tools/{tool}/quote", h.authed(h.quote))
+	m("POST /v1/tools/{tool}/call", h.authed(h.call))
+	m("GET /v1/executions/{id}", h.authed(h.execution))
+	// An approver resolves an execution whose outcome is unknown.
+	m("POST /v1/executions/{id}/resolve", h.approverAuthed(h.resolveExecution))
 	// The audit trail: a caller's own, or an approver's principals'.
-	m.handle("GET /v1/executions", h.eitherAuthed(h.listExecutions))
-	m.handle("GET /v1/spend", h.eitherAuthed(h.spend))
+	m("GET /v1/executions", h.eitherAuthed(h.listExecutions))
+	m("GET /v1/spend", h.eitherAuthed(h.spend))
 
 	// A caller's own settings.
-	m.handle("GET /v1/spend-controls", h.authed(h.getSpendControls))
-	m.handle("PUT /v1/spend-controls", h.authed(h.putSpendControls))
-	m.handle("GET /v1/spend-controls/tools/{tool}", h.authed(h.getToolSpendControls))
-	m.handle("PUT /v1/spend-controls/tools/{tool}", h.authed(h.putToolSpendControls))
-	m.handle("DELETE /v1/spend-controls/tools/{tool}", h.authed(h.deleteToolSpendControls))
+	m("GET /v1/spend-controls", h.authed(h.getSpendControls))
+	m("PUT /v1/spend-controls", h.authed(h.putSpendControls))
+	m("GET /v1/spend-controls/tools/{tool}", h.authed(h.getToolSpendControls))
+	m("PUT /v1/spend-controls/tools/{tool}", h.authed(h.putToolSpendControls))
+	m("DELETE /v1/spend-controls/tools/{tool}", h.authed(h.deleteToolSpendControls))
 	// Standing approvals: a caller's own, or, with an approver key and
 	// ?principal=ID, those of a principal the approver approves for.
-	m.handle("GET /v1/approvals", h.eitherAuthed(h.listApprovals))
-	m.handle("PUT /v1/approvals/{tool}", h.eitherAuthed(h.putApproval))
-	m.handle("DELETE /v1/approvals/{tool}", h.eitherAuthed(h.deleteApproval))
+	m("GET /v1/approvals", h.eitherAuthed(h.listApprovals))
+	m("PUT /v1/approvals/{tool}", h.eitherAuthed(h.putApproval))
+	m("DELETE /v1/approvals/{tool}", h.eitherAuthed(h.deleteApproval))
 
-	// Approval requests (contract section 14): callers ask, approvers decide.
-	m.handle("POST "+approvalRequestsPath, h.authed(h.createApprovalRequest))
-	m.handle("GET "+approvalRequestsPath, h.approverAuthed(h.listApprovalRequests))
-	m.handle("GET "+approvalRequestsPath+"/{id}", h.eitherAuthed(h.getApprovalRequest))
-	m.handle("POST "+approvalRequestsPath+"/{id}/approve", h.approverAuthed(h.approveRequest))
-	m.handle("POST "+approvalRequestsPath+"/{id}/deny", h.approverAuthed(h.denyRequest))
-	// The approval page, for people: its own sign-in, sessions and forms.
-	m.handle("GET "+approvalPagesPath, h.approvalListPage)
-	m.handle("POST "+approvalPagesPath, h.approvalListForm)
-	m.handle("GET "+approvalPagesPath+"/{id}", h.approvalPage)
-	m.handle("POST "+approvalPagesPath+"/{id}", h.approvalPageForm)
+	// Approval requests: callers ask, approvers decide.
+	m("POST "+httpx.ApprovalRequestsPath, h.authed(h.createApprovalRequest))
+	m("GET "+httpx.ApprovalRequestsPath, h.approverAuthed(h.listApprovalRequests))
+	m("GET "+httpx.ApprovalRequestsPath+"/{id}", h.eitherAuthed(h.getApprovalRequest))
+	m("POST "+httpx.ApprovalRequestsPath+"/{id}/approve", h.approverAuthed(h.approveRequest))
+	m("POST "+httpx.ApprovalRequestsPath+"/{id}/deny", h.approverAuthed(h.denyRequest))
 
-	// The public registry and documentation.
-	m.handle("GET /v1/registry/tools", h.listTools)
-	m.handle("GET /v1/registry/tools/{tool}", h.toolEntry)
-	m.handle("GET /v1/registry/manifest.schema.json", serveManifestSchema)
-	h.docRoutes(m)
-	m.handle("GET /healthz", h.healthz)
-	m.fallbacks(h)
-}
-
-// router registers routes on a ServeMux and remembers each path's methods,
-// so that wrong methods and unknown paths get the same JSON error body as
-// everything else, from handlers of their own rather than by routing every
-// request twice.
-type router struct {
-	mux     *http.ServeMux
-	methods map[string][]string // by path pattern
-}
-
-func (m *router) handle(pattern string, h http.HandlerFunc) {
-	method, path, _ := strings.Cut(pattern, " ")
-	m.mux.HandleFunc(pattern, h)
-	m.methods[path] = append(m.methods[path], method)
-}
-
-// fallbacks answers 405 on every known path for the methods it lacks
-// (a method-less pattern is less specific than the real routes, so it only
-// sees what they do not take), and 404 everywhere else.
-func (m *router) fallbacks(h *handler) {
-	for path, methods := range m.methods {
-		allow := append([]string(nil), methods...)
-		for _, method := range methods {
-			if method == http.MethodGet {
-				allow = append(allow, http.MethodHead)
-			}
-		}
-		allowHeader := strings.Join(allow, ", ")
-		m.mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Allow", allowHeader)
-			h.writeError(w, r, apiError(codeMethodNotAllowed, "%s is not allowed on %s", r.Method, r.URL.Path))
-		})
-	}
-	m.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		h.writeError(w, r, apiError(toolgatetype.CodeNotFound, "there is nothing at %s", r.URL.Path))
-	})
+	// The public registry.
+	m("GET /v1/registry/tools", h.listTools)
+	m("GET /v1/registry/tools/{tool}", h.toolEntry)
+	m("GET /healthz", h.healthz)
+	r.RefuseOtherMethods()
 }
 
 // ServeHTTP serves the API. A request that carries a W3C traceparent
 // continues that trace: the gateway's spans for it are its children. Where
 // a tracing middleware already began a span for the request, that span is
 // the parent instead.
-func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !trace.SpanContextFromContext(r.Context()).IsValid() && r.Header.Get("Traceparent") != "" {
-		r = r.WithContext(h.opts.TracePropagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header)))
-	}
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mux.ServeHTTP(w, r)
+}
+
+// continueTrace makes each route, however it is mounted, continue the
+// trace its request carries.
+func (h *Handler) continueTrace(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		next(w, httpx.ContinueTrace(r, h.opts.TracePropagator))
+	}
+}
+
+// writeError answers with err; see httpx.WriteError.
+func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	// With access tokens accepted, every 401 says where to get one.
+	var te *toolgatetype.Error
+	if h.tokens != nil && errors.As(err, &te) && te.Code == toolgatetype.CodeUnauthorized && w.Header().Get("WWW-Authenticate") == "" {
+		w.Header().Set("WWW-Authenticate", h.tokenChallenge(r))
+	}
+	httpx.WriteError(w, r, h.log, err)
 }
 
 type principalKey struct{}
 
-// authed requires a valid API key and puts its principal in the context.
-// A missing, malformed and unknown key all get the same answer.
-func (h *handler) authed(next http.HandlerFunc) http.HandlerFunc {
+// authed requires a valid API key, or access token, and puts its
+// principal in the context. A missing, malformed and unknown key all get
+// the same answer.
+func (h *Handler) authed(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		key, ok := bearerToken(r)
+		if token, ok := h.accessToken(r); ok {
+			h.serveToken(w, r, token, needCaller, next)
+			return
+		}
+		key, ok := apikey.BearerToken(r)
 		var principal string
 		if ok {
 			principal, ok = h.auth.Authenticate(r.Context(), key)
 		}
 		if !ok {
-			h.writeError(w, r, apiError(toolgatetype.CodeUnauthorized, "a valid API key is required: Authorization: Bearer <API_KEY>"))
+			h.writeError(w, r, httpx.Errorf(toolgatetype.CodeUnauthorized, "a valid API key is required: Authorization: Bearer <API_KEY>"))
 			return
 		}
-		next(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, principal)))
+		next(w, withPrincipal(r, principal))
 	}
+}
+
+func withPrincipal(r *http.Request, principal string) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), principalKey{}, principal))
+}
+
+func withApprover(r *http.Request, approver string) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), approverCtxKey{}, approver))
 }
 
 func principalOf(r *http.Request) string {
@@ -219,15 +221,20 @@ func approverOf(r *http.Request) string {
 	return a
 }
 
-// approverAuthed requires an approver key and puts its approver in the
-// context. A caller key is authenticated, and refused as not an
-// approver's (approver_required); anything else is unauthorized.
-func (h *handler) approverAuthed(next http.HandlerFunc) http.HandlerFunc {
+// approverAuthed requires an approver key, or an access token that makes
+// an approver, and puts its approver in the context. A caller key is
+// authenticated, and refused as not an approver's (approver_required);
+// anything else is unauthorized.
+func (h *Handler) approverAuthed(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		key, ok := bearerToken(r)
+		if token, ok := h.accessToken(r); ok {
+			h.serveToken(w, r, token, needApprover, next)
+			return
+		}
+		key, ok := apikey.BearerToken(r)
 		if ok {
 			if _, isCaller := h.auth.Authenticate(r.Context(), key); isCaller {
-				h.writeError(w, r, apiError(toolgatetype.CodeApproverRequired, "only an approver key can do this; a caller key cannot approve"))
+				h.writeError(w, r, httpx.Errorf(toolgatetype.CodeApproverRequired, "only an approver key can do this; a caller key cannot approve"))
 				return
 			}
 			var approver string
@@ -236,15 +243,20 @@ func (h *handler) approverAuthed(next http.HandlerFunc) http.HandlerFunc {
 				return
 			}
 		}
-		h.writeError(w, r, apiError(toolgatetype.CodeUnauthorized, "a valid approver key is required: Authorization: Bearer <APPROVER_KEY>"))
+		h.writeError(w, r, httpx.Errorf(toolgatetype.CodeUnauthorized, "a valid approver key is required: Authorization: Bearer <APPROVER_KEY>"))
 	}
 }
 
 // eitherAuthed accepts a caller key, putting its principal in the context,
-// or else an approver key, putting its approver there.
-func (h *handler) eitherAuthed(next http.HandlerFunc) http.HandlerFunc {
+// or else an approver key, putting its approver there; an access token
+// likewise, as a caller when it may call.
+func (h *Handler) eitherAuthed(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		key, ok := bearerToken(r)
+		if token, ok := h.accessToken(r); ok {
+			h.serveToken(w, r, token, needEither, next)
+			return
+		}
+		key, ok := apikey.BearerToken(r)
 		if ok {
 			if principal, isCaller := h.auth.Authenticate(r.Context(), key); isCaller {
 				next(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, principal)))
@@ -255,10 +267,10 @@ func (h *handler) eitherAuthed(next http.HandlerFunc) http.HandlerFunc {
 				return
 			}
 		}
-		h.writeError(w, r, apiError(toolgatetype.CodeUnauthorized, "a valid API key is required: Authorization: Bearer <API_KEY>"))
+		h.writeError(w, r, httpx.Errorf(toolgatetype.CodeUnauthorized, "a valid API key is required: Authorization: Bearer <API_KEY>"))
 	}
 }
 
-func (h *handler) healthz(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+func (h *Handler) healthz(w http.ResponseWriter, _ *http.Request) {
+	httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }

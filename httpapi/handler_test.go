@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/apikey"
 	"github.com/toolgate/toolgate/httpapi"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
@@ -60,6 +61,7 @@ type api struct {
 	store  storage.Store
 	upper  *gatedTransport
 	client *http.Client
+	keys   *apikey.KeyStore
 }
 
 func newAPI(t *testing.T, store storage.Store, opts ...func(*toolgate.Config)) *api {
@@ -73,9 +75,10 @@ func newAPI(t *testing.T, store storage.Store, opts ...func(*toolgate.Config)) *
 	a := &api{t: t, gw: tg.Gateway, reg: tg.Registry, clock: tg.Clock, store: tg.Store, upper: &gatedTransport{inner: tg.Upstream.Handler()}}
 	tg.Upstream.Handle(a.upper)
 	gw := tg.Gateway
-	keys := httpapi.NewKeyStore()
+	keys := apikey.NewKeyStore()
 	require.NoError(t, keys.AddKey("alice", aliceKey))
 	require.NoError(t, keys.AddKey("bob", bobKey))
+	a.keys = keys
 	a.srv = httptest.NewServer(httpapi.NewHandler(gw, &httpapi.Options{Authenticator: keys, MaxBodyBytes: 4096}))
 	t.Cleanup(a.srv.Close)
 	a.client = a.srv.Client()
@@ -204,7 +207,7 @@ func TestQuoteAndCallOverHTTP(t *testing.T) {
 	assert.Equal(t, map[string]any{"priceUsd": "0.1000", "feeUsd": "0.0100", "totalUsd": "0.1100", "currency": "USD"}, paid.json(t)["cost"])
 }
 
-// TestErrorCodes drives every error code of the contract over HTTP and
+// TestErrorCodes drives every error code of the API over HTTP and
 // checks each request that is refused stores nothing.
 func TestErrorCodes(t *testing.T) {
 	t.Parallel()
@@ -494,6 +497,10 @@ func TestSpendControlsEndpoints(t *testing.T) {
 	assert.Equal(t, "invalid_request", a.do("PUT", "/v1/spend-controls", aliceKey, `{"dailyLimitUsd":"lots"}`).errorCode(t))
 	assert.Equal(t, "invalid_request", a.do("PUT", "/v1/spend-controls", aliceKey, `{"dailyLimitUsd":-1}`).errorCode(t))
 	assert.Equal(t, "invalid_request", a.do("PUT", "/v1/spend-controls", aliceKey, `{"dailyLimitUsd":"-1"}`).errorCode(t))
+	bad := a.do("PUT", "/v1/spend-controls", aliceKey, `{"tools":{"goal-data":{"dailyLimitUsd":"lots"}}}`)
+	assert.Contains(t, bad.json(t)["error"].(map[string]any)["message"], "tools.goal-data.dailyLimitUsd", "the bad amount is named")
+	misspelt := a.do("PUT", "/v1/spend-controls/tools/goal-data", aliceKey, `{"dailyLimit":"1"}`)
+	assert.Contains(t, misspelt.json(t)["error"].(map[string]any)["message"], `unknown field "dailyLimit"`, "a misspelt limit is refused, not dropped")
 	assert.Equal(t, "unauthorized", a.do("GET", "/v1/spend-controls", "", "").errorCode(t))
 
 	// Bob's settings are his own.

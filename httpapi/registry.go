@@ -4,15 +4,16 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/toolgate/toolgate/internal/httpx"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
-func (h *handler) entryOptions() toolgatetype.EntryOptions {
+func (h *Handler) entryOptions() toolgatetype.EntryOptions {
 	return toolgatetype.EntryOptions{ExposeUsageCounts: h.opts.ExposeUsageCounts}
 }
 
 // listTools answers GET /v1/registry/tools?q=&limit=&offset=.
-func (h *handler) listTools(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) listTools(w http.ResponseWriter, r *http.Request) {
 	query := r.URL.Query()
 	limit, err := intParam(query.Get("limit"), "limit")
 	if err != nil {
@@ -32,9 +33,9 @@ func (h *handler) listTools(w http.ResponseWriter, r *http.Request) {
 	list := toolgatetype.RegistryList{Tools: make([]toolgatetype.RegistryEntry, len(entries)), Total: total}
 	for i := range entries {
 		list.Tools[i] = entries[i].RegistryEntry
-		withLinks(&list.Tools[i])
+		httpx.WithLinks(&list.Tools[i])
 	}
-	writeJSON(w, http.StatusOK, list)
+	httpx.WriteJSON(w, http.StatusOK, list)
 }
 
 // intParam parses an optional integer query parameter; empty is 0.
@@ -44,18 +45,18 @@ func intParam(v, name string) (int, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil {
-		return 0, apiError(toolgatetype.CodeInvalidRequest, "%s must be an integer", name)
+		return 0, httpx.Errorf(toolgatetype.CodeInvalidRequest, "%s must be an integer", name)
 	}
 	return n, nil
 }
 
 // toolEntry answers GET /v1/registry/tools/{tool} with the full entry.
-func (h *handler) toolEntry(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) toolEntry(w http.ResponseWriter, r *http.Request) {
 	e, err := h.gw.Entry(r.Context(), r.PathValue("tool"), h.entryOptions())
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	withLinks(&e.RegistryEntry)
-	writeJSON(w, http.StatusOK, e.RegistryEntry)
+	httpx.WithLinks(&e.RegistryEntry)
+	httpx.WriteJSON(w, http.StatusOK, e.RegistryEntry)
 }

@@ -3,21 +3,21 @@ package httpapi
 import (
 	"net/http"
 
+	"github.com/toolgate/toolgate/internal/httpx"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // controlsOut is what the API answers with: no tools member when there are
 // none, whether the store keeps an empty map or none.
-func controlsOut(c toolgatetype.SpendControls) toolgatetype.SpendControlsBody {
-	out := toolgatetype.NewSpendControlsBody(c)
-	if len(out.Tools) == 0 {
-		out.Tools = nil
+func controlsOut(c toolgatetype.SpendControls) toolgatetype.SpendControls {
+	if len(c.Tools) == 0 {
+		c.Tools = nil
 	}
-	return out
+	return c
 }
 
 // readJSON reads and strictly decodes a JSON request body.
-func (h *handler) readJSON(w http.ResponseWriter, r *http.Request, dst any) error {
+func (h *Handler) readJSON(w http.ResponseWriter, r *http.Request, dst any) error {
 	if err := requireJSONContentType(r); err != nil {
 		return err
 	}
@@ -28,32 +28,27 @@ func (h *handler) readJSON(w http.ResponseWriter, r *http.Request, dst any) erro
 	return decodeStrict(body, dst)
 }
 
-func (h *handler) getSpendControls(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) getSpendControls(w http.ResponseWriter, r *http.Request) {
 	c, err := h.gw.SpendControls(r.Context(), principalOf(r))
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, controlsOut(c))
+	httpx.WriteJSON(w, http.StatusOK, controlsOut(c))
 }
 
 // putSpendControls replaces the caller's limits over all tools. The
 // per-tool map is replaced when sent and kept when absent, in one atomic
 // step of the store, so a concurrent change of one tool's limits survives.
-func (h *handler) putSpendControls(w http.ResponseWriter, r *http.Request) {
-	var in toolgatetype.SpendControlsBody
-	if err := h.readJSON(w, r, &in); err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	set, err := in.SpendControls()
-	if err != nil {
+func (h *Handler) putSpendControls(w http.ResponseWriter, r *http.Request) {
+	var set toolgatetype.SpendControls
+	if err := h.readJSON(w, r, &set); err != nil {
 		h.writeError(w, r, err)
 		return
 	}
 	for slug := range set.Tools {
 		if _, err := h.gw.Registry().Lookup(slug); err != nil {
-			h.writeError(w, r, apiError(toolgatetype.CodeToolNotFound, "no tool %q is registered", slug))
+			h.writeError(w, r, httpx.Errorf(toolgatetype.CodeToolNotFound, "no tool %q is registered", slug))
 			return
 		}
 	}
@@ -69,19 +64,19 @@ func (h *handler) putSpendControls(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, controlsOut(stored))
+	httpx.WriteJSON(w, http.StatusOK, controlsOut(stored))
 }
 
 // toolSlug resolves the {tool} path value to a registered slug.
-func (h *handler) toolSlug(r *http.Request) (string, error) {
+func (h *Handler) toolSlug(r *http.Request) (string, error) {
 	v, err := h.gw.Registry().Lookup(r.PathValue("tool"))
 	if err != nil {
-		return "", apiError(toolgatetype.CodeToolNotFound, "no tool %q is registered", r.PathValue("tool"))
+		return "", httpx.Errorf(toolgatetype.CodeToolNotFound, "no tool %q is registered", r.PathValue("tool"))
 	}
 	return v.Tool.Slug, nil
 }
 
-func (h *handler) getToolSpendControls(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) getToolSpendControls(w http.ResponseWriter, r *http.Request) {
 	slug, err := h.toolSlug(r)
 	if err != nil {
 		h.writeError(w, r, err)
@@ -94,32 +89,27 @@ func (h *handler) getToolSpendControls(w http.ResponseWriter, r *http.Request) {
 	}
 	t, ok := c.Tools[slug]
 	if !ok {
-		h.writeError(w, r, apiError(toolgatetype.CodeNotFound, "you have set no spend controls for %s", slug))
+		h.writeError(w, r, httpx.Errorf(toolgatetype.CodeNotFound, "you have set no spend controls for %s", slug))
 		return
 	}
-	writeJSON(w, http.StatusOK, toolgatetype.NewToolSpendControlsBody(t))
+	httpx.WriteJSON(w, http.StatusOK, t)
 }
 
-func (h *handler) putToolSpendControls(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) putToolSpendControls(w http.ResponseWriter, r *http.Request) {
 	slug, err := h.toolSlug(r)
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	var in toolgatetype.ToolSpendControlsBody
-	if err := h.readJSON(w, r, &in); err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	t, err := in.ToolSpendControls()
-	if err != nil {
+	var t toolgatetype.ToolSpendControls
+	if err := h.readJSON(w, r, &t); err != nil {
 		h.writeError(w, r, err)
 		return
 	}
 	h.updateToolControls(w, r, slug, &t)
 }
 
-func (h *handler) deleteToolSpendControls(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) deleteToolSpendControls(w http.ResponseWriter, r *http.Request) {
 	slug, err := h.toolSlug(r)
 	if err != nil {
 		h.writeError(w, r, err)
@@ -131,11 +121,11 @@ func (h *handler) deleteToolSpendControls(w http.ResponseWriter, r *http.Request
 // updateToolControls sets (t non-nil) or removes the caller's controls of
 // one tool, in one atomic step of the store, so that changes to two tools'
 // controls at once both survive.
-func (h *handler) updateToolControls(w http.ResponseWriter, r *http.Request, slug string, t *toolgatetype.ToolSpendControls) {
+func (h *Handler) updateToolControls(w http.ResponseWriter, r *http.Request, slug string, t *toolgatetype.ToolSpendControls) {
 	_, err := h.gw.UpdateSpendControls(r.Context(), principalOf(r), func(c *toolgatetype.SpendControls) error {
 		if t == nil {
 			if _, ok := c.Tools[slug]; !ok {
-				return apiError(toolgatetype.CodeNotFound, "you have set no spend controls for %s", slug)
+				return httpx.Errorf(toolgatetype.CodeNotFound, "you have set no spend controls for %s", slug)
 			}
 			delete(c.Tools, slug)
 			return nil
@@ -154,7 +144,7 @@ func (h *handler) updateToolControls(w http.ResponseWriter, r *http.Request, slu
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	writeJSON(w, http.StatusOK, toolgatetype.NewToolSpendControlsBody(*t))
+	httpx.WriteJSON(w, http.StatusOK, *t)
 }
 
 // standingOwner is whose standing approvals a request is about: the
@@ -167,12 +157,12 @@ func standingOwner(r *http.Request) (approver, principal string, err error) {
 	}
 	principal = r.URL.Query().Get("principal")
 	if principal == "" {
-		return "", "", apiError(toolgatetype.CodeInvalidRequest, "an approver names the principal whose standing approvals these are: ?principal=ID")
+		return "", "", httpx.Errorf(toolgatetype.CodeInvalidRequest, "an approver names the principal whose standing approvals these are: ?principal=ID")
 	}
 	return approver, principal, nil
 }
 
-func (h *handler) listApprovals(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) listApprovals(w http.ResponseWriter, r *http.Request) {
 	approver, principal, err := standingOwner(r)
 	if err != nil {
 		h.writeError(w, r, err)
@@ -188,17 +178,17 @@ func (h *handler) listApprovals(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"approvals": list})
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"approvals": list})
 }
 
-func (h *handler) putApproval(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) putApproval(w http.ResponseWriter, r *http.Request) {
 	var in toolgatetype.ApprovalBody
 	if err := h.readJSON(w, r, &in); err != nil {
 		h.writeError(w, r, err)
 		return
 	}
 	if in.Mode == nil {
-		h.writeError(w, r, apiError(toolgatetype.CodeInvalidRequest, "mode is required: %s, %s or %s",
+		h.writeError(w, r, httpx.Errorf(toolgatetype.CodeInvalidRequest, "mode is required: %s, %s or %s",
 			toolgatetype.ApprovalAskEveryCall, toolgatetype.ApprovalAskChargedCalls, toolgatetype.ApprovalNeverAsk))
 		return
 	}
@@ -221,10 +211,10 @@ func (h *handler) putApproval(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, a)
+	httpx.WriteJSON(w, http.StatusOK, a)
 }
 
-func (h *handler) deleteApproval(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) deleteApproval(w http.ResponseWriter, r *http.Request) {
 	approver, principal, err := standingOwner(r)
 	if err == nil && approver != "" {
 		err = h.gw.DeleteApprovalFor(r.Context(), approver, principal, r.PathValue("tool"))

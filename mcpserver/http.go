@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -17,25 +16,19 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/apikey"
 	"github.com/toolgate/toolgate/httpapi"
 )
-
-// Authenticator maps an API key to the principal it belongs to.
-// httpapi.KeyStore is one.
-type Authenticator interface {
-	// Authenticate returns the principal of key, or ok false for any key it
-	// does not accept.
-	Authenticate(ctx context.Context, key string) (principal string, ok bool)
-}
 
 // Handler serves a gateway over MCP's streamable HTTP transport, mounted at
 // any path of any mux. Every HTTP request must carry a caller's key
 // (Authorization: Bearer <key>); its principal is who calls, and a session
 // begun by one principal answers no other (403).
 type Handler struct {
-	g    *gateway
-	auth Authenticator
-	sdk  http.Handler
+	g      *gateway
+	auth   apikey.Authenticator
+	tokens apikey.TokenVerifier // nil: API keys only
+	sdk    http.Handler
 	// closing ends, when Close is called, what would otherwise keep an
 	// http.Server's Shutdown waiting: the clients' standalone event streams
 	// and approvals still waiting for a person.
@@ -52,7 +45,7 @@ func NewHandler(gw *toolgate.Gateway, opts *Options) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Handler{g: g, auth: g.opts.Authenticator}
+	h := &Handler{g: g, auth: g.opts.Authenticator, tokens: g.opts.Tokens}
 	h.closing, h.close = context.WithCancel(context.Background())
 	g.closing = h.closing
 	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.mcp }, &mcp.StreamableHTTPOptions{
@@ -87,10 +80,8 @@ type principalKey struct{}
 // ServeHTTP authenticates the request, caps its body, marks each tools/call
 // with its session and request id, and hands it to the SDK.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	principal, ok := h.authenticate(r)
+	principal, ok := h.authenticate(w, r)
 	if !ok {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="toolgate"`)
-		writeRPCError(w, http.StatusUnauthorized, "a valid API key is required: Authorization: Bearer <API_KEY>")
 		return
 	}
 	ctx := context.WithValue(r.Context(), principalKey{}, principal)
@@ -141,26 +132,28 @@ func (h *Handler) Close() {
 	h.g.stopWatching()
 }
 
-// authenticate returns the principal of the request's Bearer key. A
-// missing, repeated, malformed or unknown key all fail alike.
-func (h *Handler) authenticate(r *http.Request) (string, bool) {
-	if h.auth == nil {
-		return "", false
+// authenticate returns the principal of the request's Bearer key or
+// access token, or answers the refusal itself. A missing, repeated,
+// malformed or unknown key all fail alike.
+func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (string, bool) {
+	if token, ok := h.accessToken(r); ok {
+		return h.verifyToken(w, r, token)
 	}
-	values := r.Header.Values("Authorization")
-	if len(values) != 1 {
-		return "", false
+	if h.auth != nil {
+		if key, ok := apikey.BearerToken(r); ok {
+			if principal, ok := h.auth.Authenticate(r.Context(), key); ok {
+				return principal, true
+			}
+		}
 	}
-	scheme, key, found := strings.Cut(values[0], " ")
-	key = strings.TrimSpace(key)
-	if !found || !strings.EqualFold(scheme, "Bearer") || key == "" || len(key) > maxKeyLength || strings.ContainsAny(key, " \t") {
-		return "", false
+	w.Header().Set("WWW-Authenticate", h.challenge(r))
+	msg := "a valid API key is required: Authorization: Bearer <API_KEY>"
+	if h.tokens != nil {
+		msg = "a valid API key or access token is required: Authorization: Bearer <API_KEY or ACCESS_TOKEN>"
 	}
-	return h.auth.Authenticate(r.Context(), key)
+	writeRPCError(w, http.StatusUnauthorized, msg)
+	return "", false
 }
-
-// maxKeyLength is the longest key looked up, as the HTTP API's.
-const maxKeyLength = 512
 
 // writeRPCError answers an HTTP request the transport never saw with a
 // JSON-RPC error body, which MCP clients read from non-2xx answers.

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/httpapi"
+	"github.com/toolgate/toolgate/apikey"
 	"github.com/toolgate/toolgate/internal/testproc"
 	"github.com/toolgate/toolgate/mcpserver"
 	"github.com/toolgate/toolgate/registry"
@@ -34,7 +34,7 @@ const (
 // and returns its /mcp URL and what the handler logged.
 func mcpHTTP(t *testing.T, gw *toolgatetest.Gateway) (string, *mcpserver.Handler, *testproc.SyncBuffer) {
 	t.Helper()
-	keys := httpapi.NewKeyStore()
+	keys := apikey.NewKeyStore()
 	require.NoError(t, keys.AddKey("alice", aliceKey))
 	require.NoError(t, keys.AddKey("bob", bobKey))
 	logs := &testproc.SyncBuffer{}

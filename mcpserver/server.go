@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/apikey"
 )
 
 // Defaults of Options fields left zero.
@@ -57,7 +58,12 @@ type Options struct {
 
 	// Authenticator maps the Bearer key of each HTTP request to its
 	// principal. Nil refuses every key.
-	Authenticator Authenticator
+	Authenticator apikey.Authenticator
+	// Tokens verifies OAuth access tokens, accepted beside API keys when
+	// they carry the call scope (package oauth); nil accepts API keys
+	// only. With it, every 401 names the resource metadata a client signs
+	// in by (RFC 9728).
+	Tokens apikey.TokenVerifier
 	// MaxBodyBytes caps HTTP request bodies (default 1 MiB).
 	MaxBodyBytes int64
 	// SessionTimeout closes an HTTP session that has sent nothing for this

@@ -20,7 +20,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/httpapi"
+	"github.com/toolgate/toolgate/apikey"
 	"github.com/toolgate/toolgate/mcpserver"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/toolgatetest"
@@ -258,7 +258,7 @@ func TestMCPOverHTTPContinuesTheCallersTrace(t *testing.T) {
 	t.Parallel()
 	spans, tp := recorder()
 	gw := tracedGateway(t, tp)
-	keys := httpapi.NewKeyStore()
+	keys := apikey.NewKeyStore()
 	require.NoError(t, keys.AddKey("alice", aliceKey))
 	h, err := mcpserver.NewHandler(gw.Gateway, &mcpserver.Options{Authenticator: keys, TracerProvider: tp})
 	require.NoError(t, err)

@@ -11,11 +11,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toolgate/toolgate/apikey"
 	"github.com/toolgate/toolgate/client"
-	"github.com/toolgate/toolgate/httpapi"
 	"github.com/toolgate/toolgate/internal/upstreamtest"
 	"github.com/toolgate/toolgate/mcpserver"
 	"github.com/toolgate/toolgate/mcpupstream"
+	"github.com/toolgate/toolgate/toolgatehttp"
 	"github.com/toolgate/toolgate/toolgatetest"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
@@ -31,9 +32,9 @@ func TestEveryDoor(t *testing.T) {
 	start(t, g.Registry, nil, mcpupstream.Server{ID: "up", Transport: inProcess(t, srv.MCP),
 		Provider: mcpupstream.Provider{Name: "Upstream Co"},
 		Defaults: mcpupstream.ToolConfig{Capabilities: declared(), Pricing: perCall("0.0100"), Trust: verified()}})
-	keys := httpapi.NewKeyStore()
+	keys := apikey.NewKeyStore()
 	require.NoError(t, keys.AddKey("alice", "tg_doors_alice"))
-	api := httptest.NewServer(httpapi.NewHandler(g.Gateway, &httpapi.Options{Authenticator: keys}))
+	api := httptest.NewServer(toolgatehttp.NewHandler(g.Gateway, &toolgatehttp.Options{Authenticator: keys}))
 	defer api.Close()
 	get := func(path string) string {
 		t.Helper()

@@ -19,9 +19,10 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/httpapi"
+	"github.com/toolgate/toolgate/apikey"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage/memory"
+	"github.com/toolgate/toolgate/toolgatehttp"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
@@ -80,9 +81,9 @@ func TestManifestCredentialNeverLeaves(t *testing.T) {
 		TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans)),
 	})
 	require.NoError(t, err)
-	keys := httpapi.NewKeyStore()
+	keys := apikey.NewKeyStore()
 	require.NoError(t, keys.AddKey("alice", "tg_test_alice_key"))
-	srv := httptest.NewServer(httpapi.NewHandler(gw, &httpapi.Options{Authenticator: keys, Logger: log}))
+	srv := httptest.NewServer(toolgatehttp.NewHandler(gw, &toolgatehttp.Options{Authenticator: keys, Logger: log}))
 	defer srv.Close()
 
 	var seen []string // every response, status line, headers and body

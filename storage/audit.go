@@ -18,7 +18,9 @@ type ExecutionQuery struct {
 	Principals []string
 	// ToolSlug keeps only one tool's executions; empty means every tool.
 	ToolSlug string
-	// Status keeps only completed or only failed ones; empty means both.
+	// Status keeps only the executions of one status: completed, failed,
+	// or ambiguous (those not resolved yet; a resolved one has the status
+	// it was resolved to); empty means every finished one.
 	Status ExecutionStatus
 	// Since and Until keep executions created in [Since, Until); a zero
 	// bound is open.
@@ -56,12 +58,14 @@ type SpendGroup struct {
 }
 
 // Check reports what makes q unusable: no principal, a status other than
-// completed or failed, or a limit out of range. Backends call it first.
+// completed, failed or ambiguous, or a limit out of range. Backends call it
+// first.
 func (q ExecutionQuery) Check() error {
 	switch {
 	case len(q.Principals) == 0:
 		return errors.New("storage: ListExecutions needs at least one principal")
-	case q.Status != "" && q.Status != ExecutionCompleted && q.Status != ExecutionFailed:
+	case q.Status != "" && q.Status != ExecutionCompleted && q.Status != ExecutionFailed &&
+		q.Status != ExecutionAmbiguous:
 		return fmt.Errorf("storage: ListExecutions cannot list executions %q", q.Status)
 	case q.Limit < 1 || q.Limit > MaxListLimit:
 		return fmt.Errorf("storage: ListExecutions limit %d is not from 1 to %d", q.Limit, MaxListLimit)

@@ -54,11 +54,21 @@ var (
 	// ErrStaleRead: BeginExecution found that what Begin.Remembered says
 	// of the principal's spend controls or approval no longer holds.
 	ErrStaleRead = errors.New("storage: a remembered read is out of date")
+	// ErrNotAmbiguous: ResolveExecution's execution is not ambiguous: it is
+	// running, or it finished completed or failed and was never resolved.
+	ErrNotAmbiguous = errors.New("storage: execution is not ambiguous")
+	// ErrAlreadyResolved: ResolveExecution's execution was resolved before,
+	// by this call's competitor or an earlier one.
+	ErrAlreadyResolved = errors.New("storage: execution already resolved")
 )
 
 // Store is everything the gateway persists. Implementations must be safe for
 // concurrent use by many goroutines and, for shared backends, by many
 // processes.
+//
+// Users write fakes of Store, and a method added to it breaks them until
+// they add it too: embedding Store in the fake's struct keeps such a fake
+// compiling, and storagetest.Run says which guarantees it still misses.
 type Store interface {
 	// CreateQuote stores a new open quote. ErrAlreadyExists if the id is taken.
 	CreateQuote(ctx context.Context, q Quote) error
@@ -103,7 +113,32 @@ type Store interface {
 	// counters. ErrLeaseLost when f.LeaseToken no longer holds the lease
 	// (a finished execution holds none, so a second finish gets it too);
 	// ErrNotFound when the execution does not exist.
+	//
+	// An ambiguous finish (nobody knows whether the provider ran the
+	// request) finishes the execution and its record with the response
+	// like any other, so the key replays it and cannot be reused, but it
+	// neither commits nor releases the reservation and counts no usage:
+	// the amount keeps counting in MeasureLimits and in BeginExecution's
+	// limits, as a running execution's does, and stays out of the charged
+	// totals, until ResolveExecution settles it. f.Charged must be false.
 	FinishExecution(ctx context.Context, f Finish) error
+
+	// ResolveExecution records a person's finding about an ambiguous
+	// execution, in one atomic step: its status becomes r.Outcome and it
+	// carries the resolution (outcome, by, at, note); completed commits the
+	// reservation to the ledger (charged, in SpendSummary, and counted in
+	// the tool's usage), failed releases it; the execution's response and
+	// its idempotency record's become r.Response, so a replay of the
+	// original key returns the resolved execution. It returns the
+	// execution as resolved.
+	//
+	// Of any number of concurrent resolutions of one execution exactly one
+	// wins, and the reservation is charged or released exactly once; the
+	// others get ErrAlreadyResolved, as does any resolution of an execution
+	// resolved before. ErrNotAmbiguous when the execution is running,
+	// completed or failed and was never ambiguous; ErrNotFound when it does
+	// not exist. On any error nothing is written.
+	ResolveExecution(ctx context.Context, r Resolve) (Execution, error)
 
 	// GetExecution returns an execution by id. ErrNotFound if absent.
 	GetExecution(ctx context.Context, id uuid.UUID) (Execution, error)
@@ -175,6 +210,13 @@ type Store interface {
 	// Prune deletes records the retention policy no longer needs, at most
 	// p.Limit of each kind per call so one run never holds the store long.
 	// Running executions whose lease is still live are never pruned.
+	// Neither are ambiguous executions not yet resolved, whatever their
+	// age, nor their idempotency records nor their reservations: a person
+	// has still to resolve them, and pruning one would drop its reserved
+	// amount without anyone deciding whether it was spent. Its reservation
+	// counts in the limits whose windows include its creation, like any
+	// other, so an ambiguous execution nobody resolves holds up no later
+	// day or month. Once resolved it is pruned like any finished execution.
 	Prune(ctx context.Context, p Prune) (PruneResult, error)
 }
 
@@ -214,6 +256,10 @@ const (
 	ExecutionRunning   ExecutionStatus = "running"
 	ExecutionCompleted ExecutionStatus = "completed"
 	ExecutionFailed    ExecutionStatus = "failed"
+	// ExecutionAmbiguous: finished, but nobody knows whether the provider
+	// ran the request. Its amount stays reserved until ResolveExecution
+	// makes it completed or failed.
+	ExecutionAmbiguous ExecutionStatus = "ambiguous"
 )
 
 // Execution is one admitted call.
@@ -237,6 +283,10 @@ type Execution struct {
 	FeeUSD         decimal.Decimal
 	Approval       toolgatetype.ApprovalKind
 	GrantID        uuid.UUID // the approver's grant that approved it; uuid.Nil when none
+
+	// Resolution is how a person resolved the execution when it was
+	// ambiguous; nil for every other, and while it is still ambiguous.
+	Resolution *ExecutionResolution
 }
 
 // IdempotencyRecord is the claim of one Idempotency-Key by one principal.
@@ -365,10 +415,12 @@ type Finish struct {
 	Key         string
 	ExecutionID uuid.UUID
 	LeaseToken  uuid.UUID
-	Status      ExecutionStatus // completed or failed
-	Charged     bool            // commit the reservation; false releases it
-	Response    []byte
-	Now         time.Time
+	Status      ExecutionStatus // completed, failed or ambiguous
+	// Charged commits the reservation; false releases it, except for an
+	// ambiguous finish, which keeps it and must not be charged.
+	Charged  bool
+	Response []byte
+	Now      time.Time
 }
 
 // Usage is a tool's usage counters.

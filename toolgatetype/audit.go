@@ -34,7 +34,7 @@ type ExecutionFilter struct {
 	// Tool keeps one tool's executions: its slug or id. A slug that is no
 	// longer registered still finds that tool's past executions.
 	Tool string
-	// Status keeps only completed or only failed executions.
+	// Status keeps only completed, failed or ambiguous (unresolved) executions.
 	Status Status
 	// Since and Until keep executions created in [Since, Until).
 	Since, Until time.Time

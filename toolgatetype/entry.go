@@ -10,7 +10,7 @@ import (
 // lives. It carries the policy for any caller, before standing approvals.
 //
 // Access.Endpoint and Documentation name routes, which only the layer that
-// serves them knows: httpapi fills them in; from the library they are empty.
+// serves them knows: the HTTP layers fill them in; from the library they are empty.
 type RegistryEntry struct {
 	Kind          string          `json:"kind"`
 	ID            string          `json:"id"`

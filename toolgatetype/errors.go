@@ -1,6 +1,7 @@
 package toolgatetype
 
 import (
+	"errors"
 	"fmt"
 	"time"
 )
@@ -9,9 +10,9 @@ import (
 // codes, never on messages.
 type Code string
 
-// Error codes, each answered over HTTP with one fixed status. The codes only the
-// HTTP layer can meet (a wrong method, a body too large or not JSON) are
-// httpapi's.
+// Error codes, each answered over HTTP with one fixed status. The codes
+// only the HTTP layer can meet (a wrong method, a body too large or not
+// JSON) belong to that layer.
 const (
 	CodeInvalidRequest        Code = "invalid_request"
 	CodeIdempotencyKeyMissing Code = "idempotency_key_missing"
@@ -93,6 +94,13 @@ func (e *Error) Unwrap() error { return e.Err }
 func (e *Error) Is(target error) bool {
 	t, ok := target.(*Error)
 	return ok && t.Code == e.Code && t.Message == ""
+}
+
+// IsCode reports whether err is answered with code: the first *Error in
+// its chain has it. An internal error that wraps a typed cause is internal.
+func IsCode(err error, code Code) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code == code
 }
 
 // FieldError is one way a document fails its schema.

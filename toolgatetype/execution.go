@@ -73,6 +73,10 @@ type ExecutionError struct {
 // CodeOutcomeUnknown is the error code of an ambiguous execution.
 const CodeOutcomeUnknown = "outcome_unknown"
 
+// CodeResolvedFailed is the error code of an ambiguous execution that a
+// person resolved as failed: the provider did not run it.
+const CodeResolvedFailed = "resolved_failed"
+
 // CodeToolChangedDuringCall is the error code of a call retried after its
 // first run was abandoned, when the tool changed or was blocked meanwhile.
 const CodeToolChangedDuringCall = "tool_changed"

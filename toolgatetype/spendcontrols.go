@@ -1,9 +1,25 @@
 package toolgatetype
 
-import "github.com/shopspring/decimal"
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/shopspring/decimal"
+)
 
 // SpendControls are one principal's limits. Nil pointers mean "not set" so
 // that stored caller settings can be layered over operator defaults.
+//
+// Their JSON form is the body of GET and PUT /v1/spend-controls. Amounts
+// are text with 4 decimals ("10.0000"); a limit not set is null. Tools is
+// written only when not nil, and an empty map as an empty object: sent with
+// PUT, tools replaces the per-tool controls (an empty object removes them
+// all) and, absent, keeps them. Read, an amount is decimal text, and one
+// that is not is invalid_request naming the field
+// ("tools.echo.dailyLimitUsd"). A member it does not know is refused rather
+// than dropped, both in a request and in an answer: a misspelt limit is
+// never taken as "not set", and controls read from a newer gateway are
+// never put back without the limits this version does not know.
 type SpendControls struct {
 	MaxPerCallUSD      *decimal.Decimal
 	DailyLimitUSD      *decimal.Decimal
@@ -13,7 +29,9 @@ type SpendControls struct {
 	Tools              map[string]ToolSpendControls // keyed by tool slug
 }
 
-// ToolSpendControls are the limits of one principal on one tool.
+// ToolSpendControls are the limits of one principal on one tool. Their
+// JSON form, the body of GET and PUT /v1/spend-controls/tools/{tool}, is
+// that of SpendControls' limits, with allowed.
 type ToolSpendControls struct {
 	Allowed            *bool
 	MaxPerCallUSD      *decimal.Decimal
@@ -23,22 +41,20 @@ type ToolSpendControls struct {
 	RateLimitPerHour   *int
 }
 
-// SpendControlsBody is a caller's own spend controls on the wire, the body
-// of GET and PUT /v1/spend-controls. Amounts are decimal text; null or
-// absent means "not set". Tools, when sent with PUT, replaces the per-tool
-// controls (an empty object removes them all); absent, it keeps them.
-type SpendControlsBody struct {
+// spendControlsJSON and toolSpendControlsJSON are the JSON forms. Their
+// limits are spelt out in each rather than shared by embedding, since a
+// decoding error would name an embedded field by its path through the
+// embedded struct.
+type spendControlsJSON struct {
 	MaxPerCallUSD      *string                          `json:"maxPerCallUsd"`
 	DailyLimitUSD      *string                          `json:"dailyLimitUsd"`
 	MonthlyLimitUSD    *string                          `json:"monthlyLimitUsd"`
 	RateLimitPerMinute *int                             `json:"rateLimitPerMinute"`
 	RateLimitPerHour   *int                             `json:"rateLimitPerHour"`
-	Tools              map[string]ToolSpendControlsBody `json:"tools,omitzero"`
+	Tools              map[string]toolSpendControlsJSON `json:"tools,omitzero"`
 }
 
-// ToolSpendControlsBody is a caller's own spend controls of one tool on the
-// wire, the body of GET and PUT /v1/spend-controls/tools/{tool}.
-type ToolSpendControlsBody struct {
+type toolSpendControlsJSON struct {
 	Allowed            *bool   `json:"allowed"`
 	MaxPerCallUSD      *string `json:"maxPerCallUsd"`
 	DailyLimitUSD      *string `json:"dailyLimitUsd"`
@@ -51,7 +67,7 @@ func amountOut(d *decimal.Decimal) *string {
 	if d == nil {
 		return nil
 	}
-	s := d.StringFixed(4)
+	s := FormatUSD(*d)
 	return &s
 }
 
@@ -66,9 +82,15 @@ func amountIn(s *string, field string) (*decimal.Decimal, error) {
 	return &d, nil
 }
 
-// NewToolSpendControlsBody is t on the wire.
-func NewToolSpendControlsBody(t ToolSpendControls) ToolSpendControlsBody {
-	return ToolSpendControlsBody{
+// decodeStrict decodes data into v, refusing members v does not have.
+func decodeStrict(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
+func (t ToolSpendControls) json() toolSpendControlsJSON {
+	return toolSpendControlsJSON{
 		Allowed:            t.Allowed,
 		MaxPerCallUSD:      amountOut(t.MaxPerCallUSD),
 		DailyLimitUSD:      amountOut(t.DailyLimitUSD),
@@ -78,14 +100,10 @@ func NewToolSpendControlsBody(t ToolSpendControls) ToolSpendControlsBody {
 	}
 }
 
-// ToolSpendControls reads b into the library's type; an amount that is not
-// a decimal is invalid_request, naming the field.
-func (b ToolSpendControlsBody) ToolSpendControls() (ToolSpendControls, error) {
-	return toolControlsIn(b, "")
-}
-
-func toolControlsIn(j ToolSpendControlsBody, prefix string) (ToolSpendControls, error) {
-	var t ToolSpendControls
+// controls reads j; an amount that is not a decimal is invalid_request
+// naming its field, after prefix.
+func (j toolSpendControlsJSON) controls(prefix string) (ToolSpendControls, error) {
+	t := ToolSpendControls{Allowed: j.Allowed, RateLimitPerMinute: j.RateLimitPerMinute, RateLimitPerHour: j.RateLimitPerHour}
 	var err error
 	if t.MaxPerCallUSD, err = amountIn(j.MaxPerCallUSD, prefix+"maxPerCallUsd"); err != nil {
 		return t, err
@@ -96,15 +114,32 @@ func toolControlsIn(j ToolSpendControlsBody, prefix string) (ToolSpendControls, 
 	if t.MonthlyLimitUSD, err = amountIn(j.MonthlyLimitUSD, prefix+"monthlyLimitUsd"); err != nil {
 		return t, err
 	}
-	t.Allowed, t.RateLimitPerMinute, t.RateLimitPerHour = j.Allowed, j.RateLimitPerMinute, j.RateLimitPerHour
 	return t, nil
 }
 
-// NewSpendControlsBody is c on the wire. Tools is nil exactly when
-// c.Tools is, so that a body sent with PUT keeps the per-tool controls
-// when c has none to give.
-func NewSpendControlsBody(c SpendControls) SpendControlsBody {
-	out := SpendControlsBody{
+// MarshalJSON writes t's JSON form.
+func (t ToolSpendControls) MarshalJSON() ([]byte, error) { return json.Marshal(t.json()) }
+
+// UnmarshalJSON reads t's JSON form.
+func (t *ToolSpendControls) UnmarshalJSON(data []byte) error {
+	if string(data) == "null" {
+		return nil
+	}
+	var j toolSpendControlsJSON
+	if err := decodeStrict(data, &j); err != nil {
+		return err
+	}
+	read, err := j.controls("")
+	if err != nil {
+		return err
+	}
+	*t = read
+	return nil
+}
+
+// MarshalJSON writes c's JSON form.
+func (c SpendControls) MarshalJSON() ([]byte, error) {
+	j := spendControlsJSON{
 		MaxPerCallUSD:      amountOut(c.MaxPerCallUSD),
 		DailyLimitUSD:      amountOut(c.DailyLimitUSD),
 		MonthlyLimitUSD:    amountOut(c.MonthlyLimitUSD),
@@ -112,35 +147,43 @@ func NewSpendControlsBody(c SpendControls) SpendControlsBody {
 		RateLimitPerHour:   c.RateLimitPerHour,
 	}
 	if c.Tools != nil {
-		out.Tools = make(map[string]ToolSpendControlsBody, len(c.Tools))
+		j.Tools = make(map[string]toolSpendControlsJSON, len(c.Tools))
 		for slug, t := range c.Tools {
-			out.Tools[slug] = NewToolSpendControlsBody(t)
+			j.Tools[slug] = t.json()
 		}
 	}
-	return out
+	return json.Marshal(j)
 }
 
-// SpendControls reads b into the library's type; an amount that is not a
-// decimal is invalid_request, naming the field.
-func (b SpendControlsBody) SpendControls() (SpendControls, error) {
-	global, err := toolControlsIn(ToolSpendControlsBody{
-		MaxPerCallUSD: b.MaxPerCallUSD, DailyLimitUSD: b.DailyLimitUSD, MonthlyLimitUSD: b.MonthlyLimitUSD,
-		RateLimitPerMinute: b.RateLimitPerMinute, RateLimitPerHour: b.RateLimitPerHour,
-	}, "")
+// UnmarshalJSON reads c's JSON form.
+func (c *SpendControls) UnmarshalJSON(data []byte) error {
+	if string(data) == "null" {
+		return nil
+	}
+	var j spendControlsJSON
+	if err := decodeStrict(data, &j); err != nil {
+		return err
+	}
+	// The global limits read as a tool's, without allowed.
+	g, err := toolSpendControlsJSON{
+		MaxPerCallUSD: j.MaxPerCallUSD, DailyLimitUSD: j.DailyLimitUSD, MonthlyLimitUSD: j.MonthlyLimitUSD,
+		RateLimitPerMinute: j.RateLimitPerMinute, RateLimitPerHour: j.RateLimitPerHour,
+	}.controls("")
 	if err != nil {
-		return SpendControls{}, err
+		return err
 	}
-	c := SpendControls{
-		MaxPerCallUSD: global.MaxPerCallUSD, DailyLimitUSD: global.DailyLimitUSD, MonthlyLimitUSD: global.MonthlyLimitUSD,
-		RateLimitPerMinute: global.RateLimitPerMinute, RateLimitPerHour: global.RateLimitPerHour,
+	read := SpendControls{
+		MaxPerCallUSD: g.MaxPerCallUSD, DailyLimitUSD: g.DailyLimitUSD, MonthlyLimitUSD: g.MonthlyLimitUSD,
+		RateLimitPerMinute: g.RateLimitPerMinute, RateLimitPerHour: g.RateLimitPerHour,
 	}
-	if b.Tools != nil {
-		c.Tools = make(map[string]ToolSpendControls, len(b.Tools))
-		for slug, t := range b.Tools {
-			if c.Tools[slug], err = toolControlsIn(t, "tools."+slug+"."); err != nil {
-				return SpendControls{}, err
+	if j.Tools != nil {
+		read.Tools = make(map[string]ToolSpendControls, len(j.Tools))
+		for slug, t := range j.Tools {
+			if read.Tools[slug], err = t.controls("tools." + slug + "."); err != nil {
+				return err
 			}
 		}
 	}
-	return c, nil
+	*c = read
+	return nil
 }

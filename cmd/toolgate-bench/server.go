@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/apikey"
 	"github.com/toolgate/toolgate/httpapi"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
@@ -91,7 +92,7 @@ func startGateway(ctx context.Context, stubURL, store string, clients int) (*gat
 		closeStore()
 		return nil, err
 	}
-	keys := httpapi.NewKeyStore()
+	keys := apikey.NewKeyStore()
 	var secret [8]byte
 	_, _ = rand.Read(secret[:])
 	g := &gatewayServer{}

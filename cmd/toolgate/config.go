@@ -35,7 +35,7 @@ const (
 // its path.
 const sqlitePrefix = "sqlite:"
 
-// Config is the server's configuration file (contract section 13), parsed
+// Config is the server's configuration file, parsed
 // and checked. Zero fields mean the gateway's defaults.
 type Config struct {
 	Listen            string
@@ -49,6 +49,7 @@ type Config struct {
 	Tools             []string                  // tool manifest globs, absolute
 	Approvers         []Approver                // the people who approve (approvers.go)
 	Approvals         Approvals
+	OAuth             *OAuth // nil: API keys only (oauth.go)
 
 	// IdempotencyLease and UpstreamTimeout are the gateway's; the lease is
 	// always longer, so that no call still waiting on its upstream is taken
@@ -67,8 +68,8 @@ type Config struct {
 	PinsFile   string
 }
 
-// minRetention is the shortest retention: the contract keeps every
-// finished call replayable for a day.
+// minRetention is the shortest retention: every finished call stays
+// replayable for at least a day.
 const minRetention = 24 * time.Hour
 
 // Principal is one caller: its API keys, in clear or as SHA-256 digests,
@@ -142,7 +143,7 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 	}
 	fs, err := root.fields("listen", "storage", "quoteTTL", "idempotencyLease", "upstreamTimeout", "feeRate",
 		"exposeUsageCounts", "principals", "upstreams", "trust", "tools", "approvers", "approvals",
-		"metricsListen", "retention", "synchronousAdmission", "mcpServers", "pins")
+		"metricsListen", "retention", "synchronousAdmission", "oauth", "mcpServers", "pins")
 	if err != nil {
 		return nil, err
 	}
@@ -181,6 +182,8 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 			cfg.Approvers, err = p.approvers(f.node)
 		case "approvals":
 			cfg.Approvals, err = p.approvals(f.node)
+		case "oauth":
+			cfg.OAuth, err = p.oauth(f.node)
 		case "metricsListen":
 			cfg.MetricsListen, err = p.listen(f.node)
 		case "synchronousAdmission":
@@ -217,6 +220,9 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 	if syncAdmissionField != nil && cfg.SynchronousAdmission && cfg.storageKind() != "postgres" {
 		// Silently meaningless would let an operator believe in a guarantee.
 		return nil, syncAdmissionField.errorf("applies only to a PostgreSQL storage, not %s", cfg.storageKind())
+	}
+	if err := checkPrincipals(cfg); err != nil {
+		return nil, err
 	}
 	if err := p.checkApprovers(cfg); err != nil {
 		return nil, err
@@ -414,9 +420,8 @@ func (p configParser) principal(n node, owner map[[sha256.Size]byte]string) (Pri
 		}
 		pr.APIKeyDigests = append(pr.APIKeyDigests, d)
 	}
-	if len(pr.APIKeys)+len(pr.APIKeyDigests) == 0 {
-		return Principal{}, n.errorf("principal %q has no apiKeys or apiKeySha256, so it could never call", pr.ID)
-	}
+	// A principal without keys calls with access tokens alone, which
+	// checkPrincipals checks once the whole file is read.
 	return pr, nil
 }
 

@@ -13,7 +13,7 @@ import (
 	"github.com/toolgate/toolgate/mcpupstream"
 )
 
-// mcpExample is contract section 21's example of "mcpServers", with trust
+// mcpExample is the example of "mcpServers" in the specification, with trust
 // and spend controls naming a slug of one of its tools.
 const mcpExample = `{
   "principals": [{"id": "alice", "apiKeys": ["tg_alice"],

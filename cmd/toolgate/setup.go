@@ -11,13 +11,16 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/apikey"
 	"github.com/toolgate/toolgate/httpapi"
 	"github.com/toolgate/toolgate/mcpserver"
+	"github.com/toolgate/toolgate/oauth"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/storage/memory"
 	"github.com/toolgate/toolgate/storage/postgres"
 	"github.com/toolgate/toolgate/storage/sqlite"
+	"github.com/toolgate/toolgate/toolgatehttp"
 	"github.com/toolgate/toolgate/toolgatetype"
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/recorded"
@@ -76,7 +79,7 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 		}
 	}
 
-	keys := httpapi.NewKeyStore()
+	keys := apikey.NewKeyStore()
 	controls := toolgate.StaticSpendControls{}
 	for _, p := range cfg.Principals {
 		for _, k := range p.APIKeys {
@@ -89,11 +92,17 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 				return nil, fmt.Errorf("principal %q: %w", p.ID, err)
 			}
 		}
-		controls[p.ID] = p.SpendControls
+		if p.ID != templateID {
+			controls[p.ID] = p.SpendControls
+		}
+	}
+	var spendControls toolgate.SpendControlsSource = controls
+	if t := cfg.template(); t != nil {
+		spendControls = templateControls{controls: controls, template: t.SpendControls}
 	}
 	approvers := toolgate.StaticApprovers{Modes: map[string]toolgatetype.ApprovalMode{}, Approvers: map[string][]string{}}
 	for _, p := range cfg.Principals {
-		if p.ApprovalMode != "" {
+		if p.ApprovalMode != "" && p.ID != templateID {
 			approvers.Modes[p.ID] = p.ApprovalMode
 		}
 	}
@@ -134,7 +143,7 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 		IdempotencyLease:     cfg.IdempotencyLease,
 		IdempotencyRetention: cfg.Retention,
 		Upstream:             &upstream.Config{Timeout: cfg.UpstreamTimeout},
-		SpendControls:        controls,
+		SpendControls:        spendControls,
 		Approvers:            approvers,
 		Logger:               log,
 	}
@@ -170,18 +179,36 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 			closeStoreAndSender()
 		}
 	}
-	api := httpapi.NewHandler(gw, &httpapi.Options{
+	// An interface holding a nil pointer would not be nil: set only when on.
+	var tokens apikey.TokenVerifier
+	var verifier *oauth.Verifier
+	if cfg.OAuth != nil {
+		if verifier, err = newVerifier(ctx, cfg, log); err != nil {
+			closeAll()
+			return nil, err
+		}
+		tokens = verifier
+	}
+	api := toolgatehttp.NewHandler(gw, &toolgatehttp.Options{
 		Authenticator:     keys,
+		Tokens:            tokens,
 		ExposeUsageCounts: cfg.ExposeUsageCounts,
 		Logger:            log,
 	})
-	agents, err := mcpserver.NewHandler(gw, tel.mcpOptions(&mcpserver.Options{Authenticator: keys, Logger: log, PublicURL: cfg.Approvals.PublicURL}))
+	agents, err := mcpserver.NewHandler(gw, tel.mcpOptions(&mcpserver.Options{Authenticator: keys, Tokens: tokens, Logger: log, PublicURL: cfg.Approvals.PublicURL}))
 	if err != nil {
 		closeAll()
 		return nil, err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", agents)
+	if verifier != nil {
+		// Where a client that was refused learns how to sign in (RFC 9728),
+		// for the root and for /mcp.
+		metadata := verifier.MetadataHandler("/mcp")
+		mux.Handle(oauth.MetadataPath, metadata)
+		mux.Handle(oauth.MetadataPath+"/", metadata)
+	}
 	mux.Handle("/", tel.traced(api))
 	if upstreams != nil {
 		mux.Handle("GET /healthz", healthz(upstreams))

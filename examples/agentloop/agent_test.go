@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/apikey"
 	"github.com/toolgate/toolgate/client"
 	"github.com/toolgate/toolgate/httpapi"
 	"github.com/toolgate/toolgate/registry"
@@ -56,7 +57,7 @@ type way struct {
 var ways = []way{
 	{"embedded", func(_ *testing.T, gw *toolgate.Gateway) toolgatetype.Caller { return gw.For("agent-7") }},
 	{"remote", func(t *testing.T, gw *toolgate.Gateway) toolgatetype.Caller {
-		keys := httpapi.NewKeyStore()
+		keys := apikey.NewKeyStore()
 		require.NoError(t, keys.AddKey("agent-7", "tg_test_agent_7"))
 		srv := httptest.NewServer(httpapi.NewHandler(gw, &httpapi.Options{Authenticator: keys}))
 		t.Cleanup(srv.Close)

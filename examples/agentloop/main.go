@@ -24,10 +24,11 @@ import (
 	"os"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/apikey"
 	"github.com/toolgate/toolgate/client"
-	"github.com/toolgate/toolgate/httpapi"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage/memory"
+	"github.com/toolgate/toolgate/toolgatehttp"
 	"github.com/toolgate/toolgate/toolgatetype"
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/recorded"
@@ -68,7 +69,7 @@ func run(ctx context.Context, out io.Writer) error {
 	// The same gateway as a service: its HTTP API on a local port, with an
 	// API key for agent-8, reached through the client.
 	const key = "tg_example_agent_8"
-	keys := httpapi.NewKeyStore()
+	keys := apikey.NewKeyStore()
 	if err := keys.AddKey("agent-8", key); err != nil {
 		return err
 	}
@@ -76,7 +77,7 @@ func run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: httpapi.NewHandler(gw, &httpapi.Options{Authenticator: keys})}
+	srv := &http.Server{Handler: toolgatehttp.NewHandler(gw, &toolgatehttp.Options{Authenticator: keys})}
 	go srv.Serve(l)
 	defer srv.Close()
 	remote, err := client.New("http://"+l.Addr().String(), key, nil)

@@ -1,9 +1,10 @@
-// Command approvals walks approver mode (contract section 14) offline, in
-// one process, over the real HTTP API: an agent quotes a tool and finds
-// that the digest it can copy from its quote approves nothing; it asks for
-// approval; a person (simulated here) reads the request and approves it
-// with an approver key; the agent's call runs with the grant; and the same
-// grant, tried again on a new quote, is refused.
+// Command approvals walks approver mode, where a person approves an
+// agent's calls, offline, in one process, over the real HTTP API: an agent
+// quotes a tool and finds that the digest it can copy from its quote
+// approves nothing; it asks for approval; a person (simulated here) reads
+// the request and approves it with an approver key; the agent's call runs
+// with the grant; and the same grant, tried again on a new quote, is
+// refused.
 //
 // A person would normally decide on the approval page, at the request's
 // approveUrl; the simulated one uses the approvers' API routes instead.
@@ -23,8 +24,9 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/httpapi"
+	"github.com/toolgate/toolgate/apikey"
 	"github.com/toolgate/toolgate/storage/memory"
+	"github.com/toolgate/toolgate/toolgatehttp"
 	"github.com/toolgate/toolgate/toolgatetype"
 	_ "github.com/toolgate/toolgate/tools" // registers the five built-in tools
 	"github.com/toolgate/toolgate/tools/recorded"
@@ -58,7 +60,7 @@ func run(ctx context.Context, w io.Writer, transport http.RoundTripper) error {
 	if err != nil {
 		return err
 	}
-	keys := httpapi.NewKeyStore()
+	keys := apikey.NewKeyStore()
 	if err := keys.AddKey("agent", agentKey); err != nil {
 		return err
 	}
@@ -69,7 +71,7 @@ func run(ctx context.Context, w io.Writer, transport http.RoundTripper) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: httpapi.NewHandler(gw, &httpapi.Options{Authenticator: keys}), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: toolgatehttp.NewHandler(gw, &toolgatehttp.Options{Authenticator: keys}), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	defer srv.Close()
 	base := "http://" + ln.Addr().String()

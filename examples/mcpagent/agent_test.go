@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/httpapi"
+	"github.com/toolgate/toolgate/apikey"
 	"github.com/toolgate/toolgate/mcpserver"
 	"github.com/toolgate/toolgate/toolgatetest"
 )
@@ -58,7 +58,7 @@ func TestAgentReportsARefusedCall(t *testing.T) {
 
 func TestAgentOverHTTP(t *testing.T) {
 	gw := toolgatetest.New(t, nil)
-	keys := httpapi.NewKeyStore()
+	keys := apikey.NewKeyStore()
 	require.NoError(t, keys.AddKey("agent-7", "tg_test_agent_key"))
 	h, err := mcpserver.NewHandler(gw.Gateway, &mcpserver.Options{Authenticator: keys})
 	require.NoError(t, err)

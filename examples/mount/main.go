@@ -23,15 +23,16 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/httpapi"
+	"github.com/toolgate/toolgate/apikey"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage/memory"
+	"github.com/toolgate/toolgate/toolgatehttp"
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/recorded"
 )
 
 // demoKey is the example's one API key, for principal "demo". A real
-// application plugs its own users into httpapi.Options.Authenticator.
+// application plugs its own users into toolgatehttp.Options.Authenticator.
 const demoKey = "tg_demo_mount"
 
 func main() {
@@ -63,14 +64,16 @@ func newApp(ctx context.Context, logOut io.Writer) (http.Handler, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", home)
 	mux.HandleFunc("GET /status", status)
-	// StripPrefix hands the gateway the paths it knows (/v1/..., /healthz).
+	// StripPrefix hands the gateway the paths it knows (/v1/..., /tools/...,
+	// /approvals..., /healthz).
 	mux.Handle("/gateway/", http.StripPrefix("/gateway", gateway))
 
 	// The application's own middleware wraps the gateway like any route.
 	return logRequests(log.New(logOut, "app: ", 0), servedBy(mux)), nil
 }
 
-// newGateway builds the gateway's HTTP API over the built-in tools.
+// newGateway builds the gateway's HTTP handler over the built-in tools: its
+// JSON API, its approval pages and its tools' documentation.
 func newGateway(ctx context.Context) (http.Handler, error) {
 	reg := registry.New()
 	if err := tools.RegisterAll(reg); err != nil {
@@ -85,11 +88,11 @@ func newGateway(ctx context.Context) (http.Handler, error) {
 	}
 	go gw.RunRetention(ctx, time.Minute)
 
-	keys := httpapi.NewKeyStore()
+	keys := apikey.NewKeyStore()
 	if err := keys.AddKey("demo", demoKey); err != nil {
 		return nil, err
 	}
-	return httpapi.NewHandler(gw, &httpapi.Options{Authenticator: keys}), nil
+	return toolgatehttp.NewHandler(gw, &toolgatehttp.Options{Authenticator: keys}), nil
 }
 
 func home(w http.ResponseWriter, _ *http.Request) {

@@ -205,6 +205,10 @@ func (p *Page) readForm(n *html.Node) *Form {
 					f.Values.Set(name, attr(c, "value"))
 				}
 			}
+		case "textarea":
+			if name != "" {
+				f.Values.Set(name, text(c))
+			}
 		case "button":
 			if attr(c, "type") == "" || attr(c, "type") == "submit" {
 				f.Buttons = append(f.Buttons, Button{Name: name, Value: attr(c, "value"), Label: text(c)})

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/google/uuid"
@@ -38,7 +37,7 @@ func (s *Store) CreateApprovalRequest(ctx context.Context, r storage.ApprovalReq
 		q = &timeQueue[uuid.UUID]{}
 		s.requestsBy[r.Principal] = q
 	}
-	q.push(r.CreatedAt, r.ID)
+	q.items = insert(q.items, timed[uuid.UUID]{at: r.CreatedAt, key: r.ID}, queuedRequestPos)
 	return nil
 }
 
@@ -64,10 +63,8 @@ func (s *Store) GetApprovalRequest(ctx context.Context, id uuid.UUID) (storage.A
 
 // ListApprovalRequests implements storage.Store. Each principal's requests
 // are walked from the newest (or from the cursor) back, and the walk stops
-// once a principal has given Limit matches and the instant of the last one
-// is past: no principal can contribute more. (Requests created at one
-// instant sit in the queue in arrival order, not by id, so all of the last
-// instant's are taken before sorting decides.)
+// once a principal has given Limit matches: no principal can contribute
+// more.
 func (s *Store) ListApprovalRequests(ctx context.Context, f storage.ApprovalRequestFilter) ([]storage.ApprovalRequest, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -78,25 +75,15 @@ func (s *Store) ListApprovalRequests(ctx context.Context, f storage.ApprovalRequ
 	}
 	var out []storage.ApprovalRequest
 	s.mu.Lock()
-	seen := map[string]bool{}
-	for _, p := range f.Principals {
+	for _, p := range uniq(f.Principals) {
 		q := s.requestsBy[p]
-		if q == nil || seen[p] {
+		if q == nil {
 			continue
 		}
-		seen[p] = true
-		items := q.items
-		if f.After != nil {
-			// Entries created after the cursor cannot follow it.
-			items = items[:sort.Search(len(items), func(i int) bool { return items[i].at.After(f.After.CreatedAt) })]
-		}
-		found := 0
-		for i := len(items) - 1; i >= 0; i-- {
-			if found >= limit && !items[i].at.Equal(out[len(out)-1].CreatedAt) {
-				break
-			}
+		items := q.items[:cut(q.items, requestCursor(f.After), queuedRequestPos)]
+		for i, found := len(items)-1, 0; i >= 0 && found < limit; i-- {
 			r := s.requests[items[i].key]
-			if r == nil || !f.Matches(*r) || (f.After != nil && !f.After.After(*r)) {
+			if r == nil || !f.Matches(*r) {
 				continue
 			}
 			out = append(out, *r)
@@ -104,18 +91,7 @@ func (s *Store) ListApprovalRequests(ctx context.Context, f storage.ApprovalRequ
 		}
 	}
 	s.mu.Unlock()
-	slices.SortFunc(out, func(a, b storage.ApprovalRequest) int {
-		switch {
-		case (storage.ApprovalCursor{CreatedAt: b.CreatedAt, ID: b.ID}).After(a):
-			return 1
-		case (storage.ApprovalCursor{CreatedAt: a.CreatedAt, ID: a.ID}).After(b):
-			return -1
-		}
-		return 0
-	})
-	if len(out) > limit {
-		out = out[:limit]
-	}
+	out = newestFirst(out, limit, requestPos)
 	for i := range out {
 		out[i].Input = bytes.Clone(out[i].Input)
 	}

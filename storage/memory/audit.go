@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"bytes"
 	"context"
 	"slices"
 	"sort"
@@ -12,42 +11,18 @@ import (
 	"github.com/toolgate/toolgate/storage"
 )
 
-// history is one principal's executions in ListExecutions' order reversed,
-// oldest first, so that a new execution is appended and a page is read
-// walking back from a binary search.
+// history is one principal's executions oldest first by position (see
+// cursor.go).
 type history []*storage.Execution
 
-// before reports whether a comes before b: created earlier, or at the same
-// instant with the smaller id.
-func before(a, b *storage.Execution) bool {
-	if !a.CreatedAt.Equal(b.CreatedAt) {
-		return a.CreatedAt.Before(b.CreatedAt)
-	}
-	return bytes.Compare(a.ID[:], b.ID[:]) < 0
-}
-
-// beforePosition reports whether e comes before position p.
-func beforePosition(e *storage.Execution, p storage.ExecutionPosition) bool {
-	if !e.CreatedAt.Equal(p.CreatedAt) {
-		return e.CreatedAt.Before(p.CreatedAt)
-	}
-	return bytes.Compare(e.ID[:], p.ID[:]) < 0
-}
-
-// add puts e at its place. Executions arrive in roughly increasing time, so
-// the place is almost always the end.
-func (h history) add(e *storage.Execution) history {
-	if n := len(h); n == 0 || before(h[n-1], e) {
-		return append(h, e)
-	}
-	i := sort.Search(len(h), func(i int) bool { return before(e, h[i]) })
-	return slices.Insert(h, i, e)
-}
+// add puts e at its place.
+func (h history) add(e *storage.Execution) history { return insert(h, e, execPos) }
 
 // remove takes e out. Pruning removes the oldest first, so e is usually at
 // the front, where slicing costs nothing.
 func (h history) remove(e *storage.Execution) history {
-	i := sort.Search(len(h), func(i int) bool { return !before(h[i], e) })
+	at := execPos(e)
+	i := sort.Search(len(h), func(i int) bool { return !execPos(h[i]).before(at) })
 	switch {
 	case i >= len(h) || h[i] != e:
 		return h
@@ -59,12 +34,9 @@ func (h history) remove(e *storage.Execution) history {
 }
 
 // end is the index after the last execution that comes before both
-// position (when given) and until (when not zero).
+// the cursor (when given) and until (when not zero).
 func (h history) end(after *storage.ExecutionPosition, q storage.ExecutionQuery) int {
-	n := len(h)
-	if after != nil {
-		n = sort.Search(n, func(i int) bool { return !beforePosition(h[i], *after) })
-	}
+	n := cut(h, executionCursor(after), execPos)
 	if !q.Until.IsZero() {
 		n = min(n, sort.Search(n, func(i int) bool { return !h[i].CreatedAt.Before(q.Until) }))
 	}
@@ -97,25 +69,13 @@ func (s *Store) ListExecutions(ctx context.Context, q storage.ExecutionQuery) ([
 				(q.ToolSlug != "" && e.ToolSlug != q.ToolSlug) {
 				continue
 			}
-			c := *e
+			c := copyExecution(e)
 			c.Response = nil
 			out = append(out, c)
 			taken++
 		}
 	}
-	slices.SortFunc(out, func(a, b storage.Execution) int {
-		switch {
-		case before(&b, &a):
-			return -1
-		case before(&a, &b):
-			return 1
-		}
-		return 0
-	})
-	if len(out) > q.Limit {
-		out = out[:q.Limit]
-	}
-	return out, nil
+	return newestFirst(out, q.Limit, execPos), nil
 }
 
 // SpendSummary implements storage.Store.

@@ -25,7 +25,9 @@
 // the start of the previous UTC month).
 // Executions are pruned together with their idempotency record; the ledger of
 // spend and calls is kept apart from them so that monthly limits still see
-// spend whose execution is long gone. Prune walks each kind in time order and
+// spend whose execution is long gone. An ambiguous execution not yet
+// resolved is kept, with its record and its ledger row, however old: its
+// reservation is a person's to settle. Prune walks each kind in time order and
 // stops after Limit deletions, so its cost is proportional to what it deletes,
 // not to the size of the store.
 //

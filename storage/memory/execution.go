@@ -10,9 +10,10 @@ import (
 	"github.com/toolgate/toolgate/storage"
 )
 
-// Stored Response slices are set once by FinishExecution and never written
-// again, so readers copy the struct under the lock and clone the bytes after
-// releasing it.
+// Stored Response slices are set by FinishExecution (and replaced whole by
+// ResolveExecution) and never written in place, so readers copy the struct
+// under the lock and clone the bytes after releasing it. A Resolution is
+// set once and never written again, but callers get a copy of their own.
 
 // GetIdempotency implements storage.Store.
 func (s *Store) GetIdempotency(ctx context.Context, principal, key string) (storage.IdempotencyRecord, error) {
@@ -42,7 +43,7 @@ func (s *Store) GetExecution(ctx context.Context, id uuid.UUID) (storage.Executi
 	e, ok := s.executions[id]
 	var out storage.Execution
 	if ok {
-		out = *e
+		out = copyExecution(e)
 	}
 	s.mu.Unlock()
 	if !ok {
@@ -50,6 +51,17 @@ func (s *Store) GetExecution(ctx context.Context, id uuid.UUID) (storage.Executi
 	}
 	out.Response = bytes.Clone(out.Response)
 	return out, nil
+}
+
+// copyExecution copies e, its resolution included, leaving the Response
+// shared for the caller to clone once the lock is released.
+func copyExecution(e *storage.Execution) storage.Execution {
+	out := *e
+	if e.Resolution != nil {
+		r := *e.Resolution
+		out.Resolution = &r
+	}
+	return out
 }
 
 // BeginExecution implements storage.Store. Every check runs before the first
@@ -91,7 +103,7 @@ func (s *Store) BeginExecution(ctx context.Context, b storage.Begin) (storage.Be
 		}
 		q.State, q.UsedByKey = storage.QuoteUsed, b.Key
 		rec.LeaseToken, rec.LeaseUntil = b.LeaseToken, b.LeaseUntil
-		return storage.BeginResult{Execution: *e, TookOver: true}, nil
+		return storage.BeginResult{Execution: copyExecution(e), TookOver: true}, nil
 	}
 
 	grant, err := s.checkGrant(b)
@@ -152,13 +164,14 @@ func (s *Store) checkLimits(b storage.Begin) []storage.LimitFailure {
 
 // FinishExecution implements storage.Store. A finished execution no longer
 // holds a lease, so finishing it again fails with ErrLeaseLost rather than
-// charging or counting it twice.
+// charging or counting it twice. An ambiguous one keeps its ledger row
+// reserved, where it counts as a running one's does.
 func (s *Store) FinishExecution(ctx context.Context, f storage.Finish) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if f.Status != storage.ExecutionCompleted && f.Status != storage.ExecutionFailed {
-		return fmt.Errorf("memory: finish status must be completed or failed, not %q", f.Status)
+	if err := f.Check(); err != nil {
+		return err
 	}
 	resp := bytes.Clone(f.Response) // shared by execution and record; never written again
 
@@ -181,7 +194,7 @@ func (s *Store) FinishExecution(ctx context.Context, f storage.Finish) error {
 	rec.Finished, rec.Response = true, resp
 	// Prune keeps the rows of running executions, so the row is there; the
 	// check only keeps a broken invariant from panicking the gateway.
-	if r, ok := s.ledgerByExec[e.ID]; ok {
+	if r, ok := s.ledgerByExec[e.ID]; ok && f.Status != storage.ExecutionAmbiguous {
 		settle(r, f.Charged)
 	}
 	if f.Status == storage.ExecutionCompleted {

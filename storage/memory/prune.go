@@ -45,6 +45,11 @@ func (s *Store) pruneRecords(before time.Time, limit int) int {
 		if !rec.Finished && !rec.LeaseUntil.Before(before) {
 			return keep
 		}
+		// An ambiguous execution waits for a person, however long; its
+		// record stays with it.
+		if s.unresolved(rec.ExecutionID) {
+			return keep
+		}
 		delete(s.records, k)
 		if e, ok := s.executions[rec.ExecutionID]; ok {
 			s.forget(e)
@@ -80,12 +85,12 @@ func (s *Store) pruneQuotes(before time.Time, limit int) int {
 }
 
 // pruneLedger deletes old spend and call history, except reservations of
-// executions still running, whose Finish must find them. The caller holds
-// s.mu.
+// executions still running, whose Finish must find them, or ambiguous,
+// whose resolution must. The caller holds s.mu.
 func (s *Store) pruneLedger(before time.Time, limit int) int {
 	touched := make(map[string]struct{})
 	n := s.ledgerQueue.drain(before, limit, func(r *ledgerRow) verdict {
-		if s.running(r.execID) {
+		if s.reserving(r.execID) {
 			return keep
 		}
 		r.pruned = true
@@ -103,13 +108,13 @@ func (s *Store) pruneLedger(before time.Time, limit int) int {
 			case r.pruned:
 				r.addToBuckets(-1)
 				return drop
-			case s.running(r.execID):
+			case s.reserving(r.execID):
 				return keep
 			default:
 				return stop
 			}
 		})
-		// Buckets empty out oldest first too; one kept for a running row
+		// Buckets empty out oldest first too; one kept for a reserving row
 		// holds back the empty ones after it until that row goes.
 		for lv := range pl.buckets {
 			pl.buckets[lv].drain(before, n, func(b *ledgerBucket) verdict {
@@ -126,9 +131,17 @@ func (s *Store) pruneLedger(before time.Time, limit int) int {
 	return n
 }
 
-// running reports whether execution id exists and has not finished. The
-// caller holds s.mu.
-func (s *Store) running(id uuid.UUID) bool {
+// reserving reports whether execution id exists and still holds its
+// reservation: running, or ambiguous and not resolved. The caller holds
+// s.mu.
+func (s *Store) reserving(id uuid.UUID) bool {
 	e, ok := s.executions[id]
-	return ok && e.Status == storage.ExecutionRunning
+	return ok && (e.Status == storage.ExecutionRunning || e.Status == storage.ExecutionAmbiguous)
+}
+
+// unresolved reports whether execution id is ambiguous and waits for a
+// person. The caller holds s.mu.
+func (s *Store) unresolved(id uuid.UUID) bool {
+	e, ok := s.executions[id]
+	return ok && e.Status == storage.ExecutionAmbiguous
 }

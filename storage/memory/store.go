@@ -45,7 +45,7 @@ type Store struct {
 
 	requests     map[uuid.UUID]*storage.ApprovalRequest
 	requestQueue timeQueue[uuid.UUID]             // by ExpiresAt
-	requestsBy   map[string]*timeQueue[uuid.UUID] // by principal, by CreatedAt
+	requestsBy   map[string]*timeQueue[uuid.UUID] // by principal, by position (see cursor.go)
 }
 
 // New returns an empty Store.

@@ -2,109 +2,43 @@ package postgres_test
 
 import (
 	"context"
-	"runtime"
-	"strconv"
 	"sync/atomic"
 	"testing"
-	"time"
-
-	"github.com/toolgate/toolgate/internal/testproc"
-	"github.com/toolgate/toolgate/toolgatetest"
-	"github.com/toolgate/toolgate/toolgatetype"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/toolgate/toolgate"
-	"github.com/toolgate/toolgate/registry"
-	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/storage/memory"
 	"github.com/toolgate/toolgate/storage/postgres"
+	"github.com/toolgate/toolgate/storage/storagetest"
+	"github.com/toolgate/toolgate/toolgatetest"
 )
 
-// benchCallers is how many callers quote and call at once, each as its own
-// principal, so that no one principal's admission lock serializes them all.
-const benchCallers = 16
-
 // BenchmarkQuoteCallPostgres measures quote+call pairs (one op is one pair)
-// on PostgreSQL, with benchCallers concurrent callers and a provider that
-// answers at once: what is left is the gateway and its store.
+// on PostgreSQL with storagetest.BenchCallers concurrent callers and a
+// provider that answers at once: what is left is the gateway and its store.
 func BenchmarkQuoteCallPostgres(b *testing.B) {
 	store, trips := benchPostgresStore(b)
-	benchmarkQuoteCall(b, store, trips, callerNamed("caller-", 0))
+	storagetest.BenchQuoteCall(b, store, echoBench(trips, nil))
 }
 
 // BenchmarkQuoteCallMemory is BenchmarkQuoteCallPostgres on the memory
 // store, for comparison from the same run.
 func BenchmarkQuoteCallMemory(b *testing.B) {
-	benchmarkQuoteCall(b, memory.New(), nil, callerNamed("caller-", 0))
+	storagetest.BenchQuoteCall(b, memory.New(), echoBench(nil, nil))
 }
 
-// callerNamed names the callers of one run prefix0 to prefix15, from first
-// on.
-func callerNamed(prefix string, first int) func(i int) string {
-	return func(i int) string { return prefix + strconv.Itoa(first+i) }
-}
-
-// benchmarkQuoteCall reports pairs/s beside ns/op, the mean time one caller
-// waits for one pair (latency-µs, which it also returns), and, given the
-// store's round-trip counter, the round trips to the database per pair.
-// principal names the callers, numbered 0 to benchCallers-1.
-func benchmarkQuoteCall(b *testing.B, store storage.Store, trips *roundTrips, principal func(i int) string) (latencyMicros float64) {
-	reg := registry.New()
-	if err := reg.Register(echoTool()); err != nil {
-		b.Fatal(err)
+// echoBench is what this package's benchmarks call: the echo tool, from an
+// in-process provider. trips, when not nil, counts the store's round trips;
+// principal names the callers (nil: caller-0 onwards).
+func echoBench(trips *roundTrips, principal func(i int) string) *storagetest.BenchConfig {
+	cfg := &storagetest.BenchConfig{
+		Tool: echoTool(), Transport: toolgatetest.NewUpstream(), Input: []byte(`{"v":"hello"}`), Principal: principal,
 	}
-	gw, err := toolgate.New(store, &toolgate.Config{Registry: reg, Transport: toolgatetest.NewUpstream(), SpendControls: testproc.RaisedLimits{}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	procs := runtime.GOMAXPROCS(0)
-	b.SetParallelism((benchCallers + procs - 1) / procs)
-	var (
-		callers atomic.Int64
-		waited  atomic.Int64 // nanoseconds, summed over pairs
-	)
-	b.ReportAllocs()
-	b.ResetTimer()
 	if trips != nil {
-		trips.n.Store(0) // not the migrations
+		cfg.RoundTrips = &trips.n
 	}
-	b.RunParallel(func(pb *testing.PB) {
-		ctx := context.Background()
-		who := principal(int(callers.Add(1) - 1))
-		for i := 0; pb.Next(); i++ {
-			start := time.Now()
-			q, err := gw.Quote(ctx, who, "echo")
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			res, err := gw.Call(ctx, who, toolgatetype.CallRequest{
-				Tool: "echo", QuoteID: q.Quote.ID, Input: []byte(`{"v":"hello"}`), IdempotencyKey: strconv.Itoa(i),
-			})
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			if res.Execution.Status != toolgatetype.StatusCompleted {
-				b.Errorf("execution %s: %+v", res.Execution.Status, res.Execution.Error)
-				return
-			}
-			waited.Add(int64(time.Since(start)))
-		}
-	})
-	b.StopTimer()
-	if n := callers.Load(); n < benchCallers {
-		b.Fatalf("%d callers ran, want %d", n, benchCallers)
-	}
-	latencyMicros = float64(waited.Load()) / float64(b.N) / 1e3
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pairs/s")
-	b.ReportMetric(latencyMicros, "latency-µs")
-	if trips != nil {
-		b.ReportMetric(float64(trips.n.Load())/float64(b.N), "roundtrips/op")
-	}
-	return latencyMicros
+	return cfg
 }
 
 // benchPostgresStore is newStore for a benchmark: a fresh schema, dropped
@@ -129,7 +63,7 @@ func benchPool(b testing.TB) (*pgxpool.Pool, *roundTrips) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg.MaxConns = benchCallers
+	cfg.MaxConns = storagetest.BenchCallers
 	trips := &roundTrips{}
 	cfg.ConnConfig.Tracer = trips
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)

@@ -27,6 +27,12 @@
 //     counter shards in the same statement that finishes the execution, and
 //     counts a principal as a new user only when its (tool, principal) row
 //     was inserted.
+//   - an ambiguous execution is resolved once: ResolveExecution's one
+//     statement changes it only while it is ambiguous, so a concurrent
+//     resolution waits for its row lock and then finds it resolved. Until
+//     then its ledger row stays 'reserved', counted in the rollups and the
+//     limits as a running call's is, and Prune keeps it with its execution
+//     and idempotency record.
 //
 // The hot path is short. BeginExecution admits a new key in one round trip
 // (the lock and one statement that decides and writes, pipelined in one

@@ -15,10 +15,12 @@ import (
 // response; listedColumns is the same without it (a listing never shows
 // outputs, so it never reads them). An execution from before the audit
 // columns whose quote was gone shows its total as its price, with no fee.
+// The resolution's columns are NULL but for a resolved execution.
 const (
 	auditColumns = `id, principal, tool_id, quote_id, idempotency_key, status,
 	amount_usd::text, charged, created_at, finished_at, tool_slug, manifest_digest,
-	COALESCE(price_usd, amount_usd)::text, COALESCE(fee_usd, 0)::text, approval, grant_id`
+	COALESCE(price_usd, amount_usd)::text, COALESCE(fee_usd, 0)::text, approval, grant_id,
+	resolution_outcome, resolved_by, resolved_at, resolution_note`
 	executionColumns = auditColumns + `, response`
 	listedColumns    = auditColumns + `, NULL::bytea`
 )
@@ -28,13 +30,22 @@ func scanExecution(row pgx.Row) (storage.Execution, error) {
 		e                  storage.Execution
 		status, approval   string
 		amount, price, fee string
-		finished           *time.Time
+		finished, resolved *time.Time
 		grant              *[16]byte // NULL without a grant
+		outcome, by, note  *string   // NULL unless resolved
 	)
 	if err := row.Scan(bytesAt(&e.ID), &e.Principal, &e.ToolID, bytesAt(&e.QuoteID), &e.IdempotencyKey, &status,
 		&amount, &e.Charged, &e.CreatedAt, &finished, &e.ToolSlug, &e.ManifestDigest, &price, &fee,
-		&approval, &grant, &e.Response); err != nil {
+		&approval, &grant, &outcome, &by, &resolved, &note, &e.Response); err != nil {
 		return storage.Execution{}, translate(err)
+	}
+	if outcome != nil {
+		e.Resolution = &storage.ExecutionResolution{
+			Outcome:    storage.ExecutionStatus(*outcome),
+			ResolvedBy: deref(by),
+			ResolvedAt: nullTime(resolved),
+			Note:       deref(note),
+		}
 	}
 	if grant != nil {
 		e.GrantID = *grant
@@ -54,6 +65,14 @@ func scanExecution(row pgx.Row) (storage.Execution, error) {
 	e.CreatedAt = utc(e.CreatedAt)
 	e.FinishedAt = nullTime(finished)
 	return e, nil
+}
+
+// deref is the string s points to, or "" for NULL.
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // GetExecution returns an execution by id. ErrNotFound if absent.

@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"encoding/binary"
-	"fmt"
 
 	"github.com/google/uuid"
 
@@ -31,9 +30,11 @@ func usageShard(id uuid.UUID) int16 {
 //     takeover replaces the token under the same row lock, so exactly one
 //     of a late finish and a takeover wins, on any process.
 //   - execution: status, response and time, for the record just finished.
-//   - reservation: charged or released. Prune keeps the reservations of
-//     running executions, so the row is there; the state condition makes a
-//     repeated update harmless. (The spend_daily rollups follow by trigger.)
+//   - reservation: charged or released, or for an ambiguous execution
+//     ($9 'reserved') left as it is, counted as a running one's until
+//     ResolveExecution. Prune keeps the reservations of running executions,
+//     so the row is there; the state condition makes a repeated update
+//     harmless. (The spend_daily rollups follow by trigger.)
 //   - new_user, usage: for completed executions, the (tool, principal) insert
 //     reports whether this principal is new to the tool, and the shard
 //     counts it. Its ON CONFLICT waits for a concurrent insert of the same
@@ -60,7 +61,7 @@ execution AS (
 ),
 reservation AS (
 	UPDATE {schema}.spend_ledger l SET state = $9
-	FROM execution WHERE l.execution_id = $3 AND l.state = 'reserved'
+	FROM execution WHERE l.execution_id = $3 AND l.state = 'reserved' AND $9 <> 'reserved'
 ),
 new_user AS (
 	INSERT INTO {schema}.tool_users (tool_id, principal)
@@ -78,12 +79,13 @@ SELECT count(*) FROM execution`
 
 // FinishExecution records a running execution's outcome atomically: the
 // idempotency record finished, the execution's status and response, the
-// reservation charged or released, and for completed executions the tool's
-// usage counters. ErrLeaseLost when f.LeaseToken no longer holds the lease,
-// ErrNotFound when the execution does not exist.
+// reservation charged or released (kept, for an ambiguous one), and for
+// completed executions the tool's usage counters. ErrLeaseLost when
+// f.LeaseToken no longer holds the lease, ErrNotFound when the execution
+// does not exist.
 func (s *Store) FinishExecution(ctx context.Context, f storage.Finish) error {
-	if f.Status != storage.ExecutionCompleted && f.Status != storage.ExecutionFailed {
-		return fmt.Errorf("postgres: cannot finish an execution as %q", f.Status)
+	if err := f.Check(); err != nil {
+		return err
 	}
 	response := f.Response
 	if response == nil {
@@ -91,9 +93,9 @@ func (s *Store) FinishExecution(ctx context.Context, f storage.Finish) error {
 		// NULL is kept to mean "still running".
 		response = []byte{}
 	}
-	state := "released"
-	if f.Charged {
-		state = "charged"
+	state := ledgerState(f.Charged)
+	if f.Status == storage.ExecutionAmbiguous {
+		state = "reserved"
 	}
 	var n int
 	if err := s.pool.QueryRow(ctx, s.sql(finishSQL),
@@ -105,6 +107,14 @@ func (s *Store) FinishExecution(ctx context.Context, f storage.Finish) error {
 		return nil
 	}
 	return s.finishFailure(ctx, f)
+}
+
+// ledgerState is the state a settled reservation takes.
+func ledgerState(charged bool) string {
+	if charged {
+		return "charged"
+	}
+	return "released"
 }
 
 // finishFailure says why finishSQL matched nothing, which is rare enough

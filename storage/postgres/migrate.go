@@ -4,13 +4,10 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"io/fs"
-	"path"
-	"sort"
-	"strconv"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/toolgate/toolgate/storage/internal/sqlstore"
 )
 
 //go:embed migrations/*.sql
@@ -23,42 +20,13 @@ var migrationFiles embed.FS
 // most often use.
 const migrationLockClass = 0x746f6f6c // "tool"
 
-// migration is one embedded SQL file, named NNNN_description.sql.
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
 // migrations returns the embedded migrations in version order.
-func migrations() ([]migration, error) {
-	entries, err := fs.ReadDir(migrationFiles, "migrations")
+func migrations() ([]sqlstore.Migration, error) {
+	all, err := sqlstore.ReadMigrations(migrationFiles, "migrations")
 	if err != nil {
-		return nil, fmt.Errorf("postgres: read migrations: %w", err)
+		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	var out []migration
-	for _, e := range entries {
-		prefix, _, ok := strings.Cut(e.Name(), "_")
-		if !ok {
-			return nil, fmt.Errorf("postgres: migration %q is not named NNNN_description.sql", e.Name())
-		}
-		v, err := strconv.Atoi(prefix)
-		if err != nil || v <= 0 {
-			return nil, fmt.Errorf("postgres: migration %q has no positive version", e.Name())
-		}
-		body, err := migrationFiles.ReadFile(path.Join("migrations", e.Name()))
-		if err != nil {
-			return nil, fmt.Errorf("postgres: read migration %q: %w", e.Name(), err)
-		}
-		out = append(out, migration{version: v, name: e.Name(), sql: string(body)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
-	for i := 1; i < len(out); i++ {
-		if out[i].version == out[i-1].version {
-			return nil, fmt.Errorf("postgres: migrations %q and %q share a version", out[i-1].name, out[i].name)
-		}
-	}
-	return out, nil
+	return all, nil
 }
 
 // migrate brings the schema up to the newest embedded migration. Everything
@@ -113,7 +81,7 @@ func (s *Store) migrate(ctx context.Context, schema string) error {
 		}
 		pathSet := false
 		for _, m := range all {
-			if done[m.version] {
+			if done[m.Version] {
 				continue
 			}
 			if !pathSet {
@@ -128,10 +96,10 @@ func (s *Store) migrate(ctx context.Context, schema string) error {
 			}
 			// No arguments: pgx sends the file with the simple protocol,
 			// which accepts several statements in one string.
-			if _, err := tx.Exec(ctx, m.sql); err != nil {
-				return fmt.Errorf("apply %s: %w", m.name, err)
+			if _, err := tx.Exec(ctx, m.SQL); err != nil {
+				return fmt.Errorf("apply %s: %w", m.Name, err)
 			}
-			if _, err := tx.Exec(ctx, s.sql(`INSERT INTO {schema}.schema_migrations (version, name) VALUES ($1, $2)`), m.version, m.name); err != nil {
+			if _, err := tx.Exec(ctx, s.sql(`INSERT INTO {schema}.schema_migrations (version, name) VALUES ($1, $2)`), m.Version, m.Name); err != nil {
 				return err
 			}
 		}

@@ -29,16 +29,21 @@ func (s *Store) Prune(ctx context.Context, p storage.Prune) (storage.PruneResult
 	if !p.IdempotencyBefore.IsZero() {
 		// A running record is only deleted once its lease ended before the
 		// cutoff, so a run with a live lease keeps its record and its
-		// execution. The execution goes with its record: it is what a
-		// replay would read. The first condition, implied by the others,
-		// is the one idempotency_prune_idx answers.
+		// execution. An ambiguous execution keeps both until a person
+		// resolves it, however old; the index scan passes over those
+		// still unresolved on every run, few as they are. The execution
+		// goes with its record: it is what a replay would read. The first
+		// condition, implied by the others, is the one
+		// idempotency_prune_idx answers.
 		if res.Idempotency, err = s.pruneCount(ctx, `
 			WITH doomed AS (
-				SELECT principal, key FROM {schema}.idempotency_records
-				WHERE LEAST(created_at, lease_until) < $1
-					AND ((finished AND created_at < $1) OR (NOT finished AND lease_until < $1))
+				SELECT i.principal, i.key FROM {schema}.idempotency_records i
+				WHERE LEAST(i.created_at, i.lease_until) < $1
+					AND ((i.finished AND i.created_at < $1) OR (NOT i.finished AND i.lease_until < $1))
+					AND NOT EXISTS (SELECT FROM {schema}.executions e
+						WHERE e.id = i.execution_id AND e.status = 'ambiguous')
 				LIMIT $2
-				FOR UPDATE SKIP LOCKED
+				FOR UPDATE OF i SKIP LOCKED
 			), gone AS (
 				DELETE FROM {schema}.idempotency_records i USING doomed d
 				WHERE i.principal = d.principal AND i.key = d.key
@@ -95,8 +100,9 @@ func (s *Store) Prune(ctx context.Context, p storage.Prune) (storage.PruneResult
 const pruneLedgerLockClass = 0x6c656467 // "ledg"
 
 // pruneLedger deletes old spend and call history. The reservation of a call
-// still running is kept whatever its age: its FinishExecution must find it
-// to charge it once. Once an abandoned run's execution is pruned with its
+// still running, or ambiguous and not resolved, is kept whatever its age:
+// its FinishExecution or its resolution must find it to charge or release
+// it once. Once an abandoned run's execution is pruned with its
 // record, its reservation goes with the rest of the old history.
 //
 // Each deleted row's trigger takes away its count from its spend_daily and
@@ -116,7 +122,7 @@ func (s *Store) pruneLedger(ctx context.Context, before time.Time, limit int) (i
 				WHERE l.created_at < $1
 				AND NOT EXISTS (
 					SELECT 1 FROM {schema}.executions e
-					WHERE e.id = l.execution_id AND e.status = 'running')
+					WHERE e.id = l.execution_id AND e.status IN ('running', 'ambiguous'))
 				LIMIT $2 FOR UPDATE SKIP LOCKED)
 			RETURNING 1
 		)

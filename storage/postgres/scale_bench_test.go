@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage/postgres"
+	"github.com/toolgate/toolgate/storage/storagetest"
 )
 
 // scaleRecords is how many past calls the loaded store holds: idempotency
@@ -39,11 +40,12 @@ const (
 // together.
 //
 // Each store is loaded once and kept for every run of the benchmark (every
-// b.N and -count). Each run calls as the next benchCallers of the heavy
-// principals (coming round again after scaleHeavy/benchCallers runs), so
-// the rate-limit windows (the last minute and hour) hold little more than
-// that run's calls, as they would for a caller within its limits, while the
-// day and month windows of the loaded store hold each caller's history.
+// b.N and -count). Each run calls as the next storagetest.BenchCallers of
+// the heavy principals (coming round again after scaleHeavy/BenchCallers
+// runs), so the rate-limit windows (the last minute and hour) hold little
+// more than that run's calls, as they would for a caller within its
+// limits, while the day and month windows of the loaded store hold each
+// caller's history.
 func BenchmarkQuoteCallPostgresScale(b *testing.B) {
 	var emptyLatency, emptyPairs float64 // latency summed over pairs, and pairs
 	for _, size := range []struct {
@@ -55,10 +57,10 @@ func BenchmarkQuoteCallPostgresScale(b *testing.B) {
 	} {
 		b.Run(size.name, func(b *testing.B) {
 			f := loadedStore(b, size.name, size.records)
-			first := int(f.runs.Add(1)-1) * benchCallers
-			latency := benchmarkQuoteCall(b, f.store, f.trips, func(i int) string {
+			first := int(f.runs.Add(1)-1) * storagetest.BenchCallers
+			latency := storagetest.BenchQuoteCall(b, f.store, echoBench(f.trips, func(i int) string {
 				return fmt.Sprintf("scale-%d", (first+i)%scaleHeavy)
-			})
+			}))
 			switch {
 			case size.records == 0:
 				emptyLatency += latency * float64(b.N)

@@ -7,13 +7,20 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/shopspring/decimal"
+
+	"github.com/toolgate/toolgate/storage/internal/sqlstore"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
-// spendControlsDoc is the stored JSON shape of storage.SpendControls. It has
-// its own tags so that renaming a Go field never changes what is on disk,
-// and it keeps amounts as strings with their scale ("25.0000" stays
-// "25.0000"), so what is read back is exactly what was put.
+// spendControlsDoc is the stored JSON shape of toolgatetype.SpendControls.
+// It is not their JSON form on the wire: it keeps amounts as strings with
+// their scale ("25.0000" stays "25.0000", "25" stays "25"), so what is read
+// back is exactly what was put, leaves out what is not set, and writes
+// tools as null when there are none. Its own tags keep what is on disk
+// from following a change of the wire form. The encoding must not change
+// either way: documents already stored are in it, and an admission with
+// remembered reads compares the stored document with this encoding of what
+// it read (see admitStatement).
 type spendControlsDoc struct {
 	MaxPerCallUSD      *string                 `json:"maxPerCallUsd,omitempty"`
 	DailyLimitUSD      *string                 `json:"dailyLimitUsd,omitempty"`
@@ -32,33 +39,20 @@ type toolControls struct {
 	RateLimitPerHour   *int    `json:"rateLimitPerHour,omitempty"`
 }
 
-func encodeAmount(d *decimal.Decimal) *string {
-	if d == nil {
-		return nil
-	}
-	s := d.String() // trims trailing zeros, so keep the scale explicitly
-	if exp := d.Exponent(); exp < 0 {
-		s = d.StringFixed(-exp)
-	}
-	return &s
-}
-
+// decodeAmount reads back an amount of the document.
 func decodeAmount(s *string) (*decimal.Decimal, error) {
-	if s == nil {
-		return nil, nil
-	}
-	d, err := parseDecimal(*s)
+	d, err := sqlstore.ParseAmount(s)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	return &d, nil
+	return d, nil
 }
 
 func encodeSpendControls(c toolgatetype.SpendControls) spendControlsDoc {
 	doc := spendControlsDoc{
-		MaxPerCallUSD:      encodeAmount(c.MaxPerCallUSD),
-		DailyLimitUSD:      encodeAmount(c.DailyLimitUSD),
-		MonthlyLimitUSD:    encodeAmount(c.MonthlyLimitUSD),
+		MaxPerCallUSD:      sqlstore.AmountText(c.MaxPerCallUSD),
+		DailyLimitUSD:      sqlstore.AmountText(c.DailyLimitUSD),
+		MonthlyLimitUSD:    sqlstore.AmountText(c.MonthlyLimitUSD),
 		RateLimitPerMinute: c.RateLimitPerMinute,
 		RateLimitPerHour:   c.RateLimitPerHour,
 	}
@@ -67,9 +61,9 @@ func encodeSpendControls(c toolgatetype.SpendControls) spendControlsDoc {
 		for slug, t := range c.Tools {
 			doc.Tools[slug] = toolControls{
 				Allowed:            t.Allowed,
-				MaxPerCallUSD:      encodeAmount(t.MaxPerCallUSD),
-				DailyLimitUSD:      encodeAmount(t.DailyLimitUSD),
-				MonthlyLimitUSD:    encodeAmount(t.MonthlyLimitUSD),
+				MaxPerCallUSD:      sqlstore.AmountText(t.MaxPerCallUSD),
+				DailyLimitUSD:      sqlstore.AmountText(t.DailyLimitUSD),
+				MonthlyLimitUSD:    sqlstore.AmountText(t.MonthlyLimitUSD),
 				RateLimitPerMinute: t.RateLimitPerMinute,
 				RateLimitPerHour:   t.RateLimitPerHour,
 			}

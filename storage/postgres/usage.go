@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/storage/internal/sqlstore"
 )
 
 // usageRows is every counter row: the shards FinishExecution adds to, and
@@ -38,17 +39,7 @@ func (s *Store) UsageAll(ctx context.Context) (map[string]storage.Usage, error) 
 	}
 	defer rows.Close()
 	out := make(map[string]storage.Usage)
-	for rows.Next() {
-		var (
-			id string
-			u  storage.Usage
-		)
-		if err := rows.Scan(&id, &u.Count, &u.UniqueUsers); err != nil {
-			return nil, translate(err)
-		}
-		out[id] = u
-	}
-	if err := rows.Err(); err != nil {
+	if err := sqlstore.CollectUsage(rows, out, false); err != nil {
 		return nil, translate(err)
 	}
 	return out, nil
@@ -68,19 +59,7 @@ func (s *Store) UsageOf(ctx context.Context, toolIDs []string) (map[string]stora
 		return nil, translate(err)
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var (
-			id string
-			u  storage.Usage
-		)
-		if err := rows.Scan(&id, &u.Count, &u.UniqueUsers); err != nil {
-			return nil, translate(err)
-		}
-		if u.Count > 0 || u.UniqueUsers > 0 {
-			out[id] = u
-		}
-	}
-	if err := rows.Err(); err != nil {
+	if err := sqlstore.CollectUsage(rows, out, true); err != nil {
 		return nil, translate(err)
 	}
 	return out, nil

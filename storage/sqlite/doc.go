@@ -47,7 +47,7 @@
 // # Values
 //
 // Amounts are stored as integers of ten-thousandths of a dollar, the
-// contract's four decimals, and sums stay exact; an amount with more
+// four decimals every amount has, and sums stay exact; an amount with more
 // decimals is refused rather than rounded. The limits of a caller's own
 // spend controls are kept as the decimal text they were given. Instants are
 // integers of nanoseconds since 1970 (UTC), so times read back are the
@@ -62,11 +62,13 @@
 // # Retention and size
 //
 // Nothing is deleted until Prune is called; the gateway's RunRetention
-// calls it every minute. Prune deletes in steps of at most a hundred rows,
-// each its own write, so calls never wait long behind it. The pages deleted
-// rows leave are reused by later writes, so under sustained traffic the file
-// grows to hold what retention keeps (a day of results, a month of ledger)
-// and then stays that size; it does not shrink by itself after a peak (run
+// calls it every minute. An ambiguous execution is kept, with its
+// Idempotency-Key and its reservation, until a person resolves it. Prune
+// deletes in steps of at most a hundred rows, each its own write, so calls
+// never wait long behind it. The pages deleted rows leave are reused by
+// later writes, so under sustained traffic the file grows to hold what
+// retention keeps (a day of results, a month of ledger) and then stays
+// that size; it does not shrink by itself after a peak (run
 // VACUUM while no gateway has it open, to give the space back). The
 // write-ahead log is checkpointed into the file as it grows and cut back to
 // 64 MiB after a burst. What the process keeps in memory is bounded by

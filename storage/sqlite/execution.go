@@ -13,10 +13,12 @@ import (
 // response; listedColumns is the same without it (a listing never shows
 // outputs, so it never reads them). An execution from before the audit
 // columns whose quote was gone shows its total as its price, with no fee.
+// The resolution's columns are NULL but for a resolved execution.
 const (
 	auditColumns = `id, principal, tool_id, quote_id, idempotency_key, status,
 	amount, charged, created_at, finished_at, tool_slug, manifest_digest,
-	COALESCE(price, amount), COALESCE(fee, 0), approval, grant_id`
+	COALESCE(price, amount), COALESCE(fee, 0), approval, grant_id,
+	resolution_outcome, resolved_by, resolved_at, resolution_note`
 	executionColumns = auditColumns + `, response`
 	listedColumns    = auditColumns + `, NULL`
 )
@@ -27,13 +29,22 @@ func scanExecution(row scanner) (storage.Execution, error) {
 		id, quoteID                 []byte
 		status, approval            string
 		amount, created, price, fee int64
-		finished                    *int64
+		finished, resolvedAt        *int64
 		grant                       []byte
+		outcome, resolvedBy, note   *string
 	)
 	if err := row.Scan(&id, &e.Principal, &e.ToolID, &quoteID, &e.IdempotencyKey, &status,
 		&amount, &e.Charged, &created, &finished, &e.ToolSlug, &e.ManifestDigest, &price, &fee,
-		&approval, &grant, &e.Response); err != nil {
+		&approval, &grant, &outcome, &resolvedBy, &resolvedAt, &note, &e.Response); err != nil {
 		return storage.Execution{}, translate(err)
+	}
+	if outcome != nil {
+		e.Resolution = &storage.ExecutionResolution{
+			Outcome:    storage.ExecutionStatus(*outcome),
+			ResolvedBy: deref(resolvedBy),
+			ResolvedAt: nullNanos(resolvedAt),
+			Note:       deref(note),
+		}
 	}
 	if grant != nil {
 		var err error
@@ -55,6 +66,14 @@ func scanExecution(row scanner) (storage.Execution, error) {
 	e.CreatedAt = fromNanos(created)
 	e.FinishedAt = nullNanos(finished)
 	return e, nil
+}
+
+// deref is the string s points to, or "" for NULL.
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // GetExecution returns an execution by id. ErrNotFound if absent.

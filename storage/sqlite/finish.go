@@ -3,7 +3,8 @@ package sqlite
 import (
 	"bytes"
 	"context"
-	"fmt"
+
+	"github.com/google/uuid"
 
 	"github.com/toolgate/toolgate/storage"
 )
@@ -15,21 +16,20 @@ import (
 // (a finished execution holds none, so a second finish gets it too),
 // ErrNotFound when the execution does not exist.
 //
+// An ambiguous execution's ledger row stays reserved, counted in the
+// rollups and the limits as a running one's is, until ResolveExecution.
+//
 // Like BeginExecution it is one write, so exactly one of a late finish and
 // a takeover of the same key wins, on any process.
 func (s *Store) FinishExecution(ctx context.Context, f storage.Finish) error {
-	if f.Status != storage.ExecutionCompleted && f.Status != storage.ExecutionFailed {
-		return fmt.Errorf("sqlite: cannot finish an execution as %q", f.Status)
+	if err := f.Check(); err != nil {
+		return err
 	}
 	response := f.Response
 	if response == nil {
 		// A finished execution always has a response, even an empty one;
 		// NULL means "still running".
 		response = []byte{}
-	}
-	state := "released"
-	if f.Charged {
-		state = "charged"
 	}
 	return s.write(ctx, func(tx *writeTx) error {
 		toolID, err := checkLease(tx, f)
@@ -45,18 +45,30 @@ func (s *Store) FinishExecution(ctx context.Context, f storage.Finish) error {
 			f.Principal, f.Key); err != nil {
 			return err
 		}
-		// Prune keeps the reservations of running executions, so the row is
-		// there; the state condition makes the update harmless if not. The
-		// rollups follow by trigger.
-		if _, err := tx.exec(`UPDATE spend_ledger SET state = ? WHERE execution_id = ? AND state = 'reserved'`,
-			state, idBytes(f.ExecutionID)); err != nil {
-			return err
+		switch f.Status {
+		case storage.ExecutionAmbiguous:
+			return nil
+		case storage.ExecutionCompleted:
+			if err := countUse(tx, toolID, f.Principal); err != nil {
+				return err
+			}
 		}
-		if f.Status == storage.ExecutionCompleted {
-			return countUse(tx, toolID, f.Principal)
-		}
-		return nil
+		return settle(tx, f.ExecutionID, f.Charged)
 	})
+}
+
+// settle charges or releases an execution's reservation. Prune keeps the
+// reservations of running and ambiguous executions, so the row is there;
+// the state condition makes the update harmless if not. The rollups follow
+// by trigger.
+func settle(tx *writeTx, id uuid.UUID, charged bool) error {
+	state := "released"
+	if charged {
+		state = "charged"
+	}
+	_, err := tx.exec(`UPDATE spend_ledger SET state = ? WHERE execution_id = ? AND state = 'reserved'`,
+		state, idBytes(id))
+	return err
 }
 
 // checkLease requires f's execution to exist for f.Principal under f.Key

@@ -5,58 +5,17 @@ import (
 	"database/sql"
 	"embed"
 	"fmt"
-	"io/fs"
-	"path"
-	"sort"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/toolgate/toolgate/storage/internal/sqlstore"
 )
 
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-// migration is one embedded SQL file, named NNNN_description.sql.
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
 // migrations returns the embedded migrations in version order.
-func migrations() ([]migration, error) {
-	return readMigrations(migrationFiles, "migrations")
-}
-
-// readMigrations reads the migrations in dir of fsys, in version order.
-func readMigrations(fsys fs.FS, dir string) ([]migration, error) {
-	entries, err := fs.ReadDir(fsys, dir)
-	if err != nil {
-		return nil, fmt.Errorf("read migrations: %w", err)
-	}
-	var out []migration
-	for _, e := range entries {
-		prefix, _, ok := strings.Cut(e.Name(), "_")
-		if !ok || !strings.HasSuffix(e.Name(), ".sql") {
-			return nil, fmt.Errorf("migration %q is not named NNNN_description.sql", e.Name())
-		}
-		v, err := strconv.Atoi(prefix)
-		if err != nil || v <= 0 {
-			return nil, fmt.Errorf("migration %q has no positive version", e.Name())
-		}
-		body, err := fs.ReadFile(fsys, path.Join(dir, e.Name()))
-		if err != nil {
-			return nil, fmt.Errorf("read migration %q: %w", e.Name(), err)
-		}
-		out = append(out, migration{version: v, name: e.Name(), sql: string(body)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
-	for i := 1; i < len(out); i++ {
-		if out[i].version == out[i-1].version {
-			return nil, fmt.Errorf("migrations %q and %q share a version", out[i-1].name, out[i].name)
-		}
-	}
-	return out, nil
+func migrations() ([]sqlstore.Migration, error) {
+	return sqlstore.ReadMigrations(migrationFiles, "migrations")
 }
 
 // migrate brings the file up to the newest embedded migration.
@@ -74,7 +33,7 @@ func migrate(ctx context.Context, conn *sql.Conn) error {
 // and a failed migration leaves nothing behind. A file that a newer
 // version of this store has migrated further is refused, since this
 // version would not keep the newer tables right.
-func applyMigrations(ctx context.Context, conn *sql.Conn, all []migration) (err error) {
+func applyMigrations(ctx context.Context, conn *sql.Conn, all []sqlstore.Migration) (err error) {
 	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		return translate(err)
 	}
@@ -94,20 +53,20 @@ func applyMigrations(ctx context.Context, conn *sql.Conn, all []migration) (err 
 	if err != nil {
 		return err
 	}
-	if len(all) > 0 && newest > all[len(all)-1].version {
+	if len(all) > 0 && newest > all[len(all)-1].Version {
 		return fmt.Errorf("the file is at schema version %d, newer than this toolgate's %d: run a toolgate at least as new as the one that wrote it",
-			newest, all[len(all)-1].version)
+			newest, all[len(all)-1].Version)
 	}
 	for _, m := range all {
-		if done[m.version] {
+		if done[m.Version] {
 			continue
 		}
 		// No arguments: the driver runs every statement of the file.
-		if _, err := conn.ExecContext(ctx, m.sql); err != nil {
-			return fmt.Errorf("apply %s: %w", m.name, translate(err))
+		if _, err := conn.ExecContext(ctx, m.SQL); err != nil {
+			return fmt.Errorf("apply %s: %w", m.Name, translate(err))
 		}
 		if _, err := conn.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
-			m.version, m.name, time.Now().UnixNano()); err != nil {
+			m.Version, m.Name, time.Now().UnixNano()); err != nil {
 			return translate(err)
 		}
 	}

@@ -83,13 +83,16 @@ func (s *Store) pruneSteps(ctx context.Context, limit int, before time.Time, ste
 // lease that ended before it: such a run was abandoned by a dead process.
 // Its reservation stays in the ledger, since the upstream may well have been
 // called and billed. A run with a live lease keeps its record and
-// execution. Every such record was created before the cutoff too, which is
-// the order the walk takes.
+// execution, and so does an ambiguous execution until it is resolved,
+// however old. Every such record was created before the cutoff too, which
+// is the order the walk takes; the unresolved ones it passes over are
+// those a person has yet to look at, few.
 func pruneRecords(tx *writeTx, before int64, n int) (int, error) {
 	rows, err := tx.query(`
-		SELECT principal, key, execution_id FROM idempotency_records
-		WHERE created_at < ?1 AND (finished OR lease_until < ?1)
-		ORDER BY created_at LIMIT ?2`, before, n)
+		SELECT i.principal, i.key, i.execution_id FROM idempotency_records i
+		WHERE i.created_at < ?1 AND (i.finished OR i.lease_until < ?1)
+		AND NOT EXISTS (SELECT 1 FROM executions e WHERE e.id = i.execution_id AND e.status = 'ambiguous')
+		ORDER BY i.created_at LIMIT ?2`, before, n)
 	if err != nil {
 		return 0, err
 	}
@@ -137,15 +140,17 @@ func pruneQuotes(tx *writeTx, before int64, n int) (int, error) {
 }
 
 // pruneLedger deletes up to n rows of spend and call history created
-// before the cutoff. The reservation of a call still running is kept
-// whatever its age: its FinishExecution must find it to charge it once.
-// The triggers take each deleted row out of its rollups.
+// before the cutoff. The reservation of a call still running, or ambiguous
+// and not resolved, is kept whatever its age: its FinishExecution or its
+// resolution must find it to charge or release it once. The triggers take
+// each deleted row out of its rollups.
 func pruneLedger(tx *writeTx, before int64, n int) (int, error) {
 	deleted, err := tx.exec(`
 		DELETE FROM spend_ledger WHERE id IN (
 			SELECT l.id FROM spend_ledger l
 			WHERE l.created_at < ?1
-			AND NOT EXISTS (SELECT 1 FROM executions e WHERE e.id = l.execution_id AND e.status = 'running')
+			AND NOT EXISTS (SELECT 1 FROM executions e
+				WHERE e.id = l.execution_id AND e.status IN ('running', 'ambiguous'))
 			ORDER BY l.created_at LIMIT ?2)`, before, n)
 	return int(deleted), err
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/storage/internal/sqlstore"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
@@ -16,29 +17,13 @@ import (
 // decimal text with the scale they were given, so what is read back is
 // exactly what was put.
 
-// amountText stores an optional amount, keeping its scale ("25.0000"
-// stays "25.0000": String alone would trim the zeros).
-func amountText(d *decimal.Decimal) *string {
-	if d == nil {
-		return nil
-	}
-	s := d.String()
-	if exp := d.Exponent(); exp < 0 {
-		s = d.StringFixed(-exp)
-	}
-	return &s
-}
-
 // parseAmount reads an optional amount back.
 func parseAmount(s *string) (*decimal.Decimal, error) {
-	if s == nil {
-		return nil, nil
-	}
-	d, err := decimal.NewFromString(*s)
+	d, err := sqlstore.ParseAmount(s)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: stored amount %q: %w", *s, err)
+		return nil, fmt.Errorf("sqlite: %w", err)
 	}
-	return &d, nil
+	return d, nil
 }
 
 // optInt stores an optional count.
@@ -76,7 +61,7 @@ func putSpendControls(tx *writeTx, principal string, c toolgatetype.SpendControl
 		INSERT INTO spend_controls (principal, max_per_call_usd, daily_limit_usd, monthly_limit_usd,
 			rate_limit_per_minute, rate_limit_per_hour)
 		VALUES (?, ?, ?, ?, ?, ?)`,
-		principal, amountText(c.MaxPerCallUSD), amountText(c.DailyLimitUSD), amountText(c.MonthlyLimitUSD),
+		principal, sqlstore.AmountText(c.MaxPerCallUSD), sqlstore.AmountText(c.DailyLimitUSD), sqlstore.AmountText(c.MonthlyLimitUSD),
 		optInt(c.RateLimitPerMinute), optInt(c.RateLimitPerHour)); err != nil {
 		return err
 	}
@@ -90,8 +75,8 @@ func putSpendControls(tx *writeTx, principal string, c toolgatetype.SpendControl
 			INSERT INTO spend_controls_tools (principal, tool_slug, allowed, max_per_call_usd, daily_limit_usd,
 				monthly_limit_usd, rate_limit_per_minute, rate_limit_per_hour)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			principal, slug, allowed, amountText(t.MaxPerCallUSD), amountText(t.DailyLimitUSD),
-			amountText(t.MonthlyLimitUSD), optInt(t.RateLimitPerMinute), optInt(t.RateLimitPerHour)); err != nil {
+			principal, slug, allowed, sqlstore.AmountText(t.MaxPerCallUSD), sqlstore.AmountText(t.DailyLimitUSD),
+			sqlstore.AmountText(t.MonthlyLimitUSD), optInt(t.RateLimitPerMinute), optInt(t.RateLimitPerHour)); err != nil {
 			return err
 		}
 	}

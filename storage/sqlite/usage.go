@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/storage/internal/sqlstore"
 )
 
 // countUse counts one completed execution of toolID by principal, inside
@@ -42,17 +43,10 @@ func (s *Store) UsageAll(ctx context.Context) (map[string]storage.Usage, error) 
 	}
 	defer rows.Close()
 	out := make(map[string]storage.Usage)
-	for rows.Next() {
-		var (
-			id string
-			u  storage.Usage
-		)
-		if err := rows.Scan(&id, &u.Count, &u.UniqueUsers); err != nil {
-			return nil, translate(err)
-		}
-		out[id] = u
+	if err := sqlstore.CollectUsage(rows, out, false); err != nil {
+		return nil, translate(err)
 	}
-	return out, translate(rows.Err())
+	return out, nil
 }
 
 // UsageOf implements storage.UsageLister: the counters of one page of a
@@ -72,17 +66,8 @@ func (s *Store) UsageOf(ctx context.Context, toolIDs []string) (map[string]stora
 		return nil, err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var (
-			id string
-			u  storage.Usage
-		)
-		if err := rows.Scan(&id, &u.Count, &u.UniqueUsers); err != nil {
-			return nil, translate(err)
-		}
-		if u.Count > 0 || u.UniqueUsers > 0 {
-			out[id] = u
-		}
+	if err := sqlstore.CollectUsage(rows, out, true); err != nil {
+		return nil, translate(err)
 	}
-	return out, translate(rows.Err())
+	return out, nil
 }

@@ -7,7 +7,8 @@
 //
 // The suite checks the behaviour the gateway relies on, as documented on
 // storage.Store: the all-or-nothing admission of BeginExecution, lease
-// takeover, limits that hold under contention, approval requests decided
+// takeover, limits that hold under contention, ambiguous executions that
+// keep their reservation until resolved once, approval requests decided
 // once and grants used once, retention, copying, and the audit trail's
 // listings and spend sums. Its
 // concurrency tests are meant to run under the race detector.
@@ -38,6 +39,7 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 		{"MeasureLimits", testMeasure},
 		{"ReadBatch", testReadBatch},
 		{"FinishExecution", testFinish},
+		{"Ambiguous", testAmbiguous},
 		{"Usage", testUsage},
 		{"Approval", testApproval},
 		{"ApprovalRequests", testApprovalRequests},

@@ -1,0 +1,471 @@
+package approvalpage
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/toolgate/toolgate/apikey"
+	"github.com/toolgate/toolgate/internal/httpx"
+	"github.com/toolgate/toolgate/internal/pagestyle"
+	"github.com/toolgate/toolgate/toolgatetype"
+)
+
+//go:embed templates/approval.html templates/approval.css
+var approvalFS embed.FS
+
+// The pages' template, parsed once, and their stylesheet: the pages'
+// common one and the approval pages' own rules, which the
+// Content-Security-Policy allows by its hash, with no script at all.
+var (
+	approvalTemplate = template.Must(template.ParseFS(approvalFS, "templates/approval.html"))
+	approvalStyle    = pagestyle.CSS + string(must(approvalFS.ReadFile("templates/approval.css")))
+	approvalCSP      = "default-src 'none'; style-src " + pagestyle.Source(approvalStyle) +
+		"; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+
+// approvalPageData is what every approval page template shows.
+type approvalPageData struct {
+	Style    template.CSS
+	Title    string
+	SignedIn bool
+	Approver string
+	CSRF     string
+	Error    string
+	Notice   string
+	ListURL  string
+
+	SignInReason string
+
+	Requests []pendingRow
+	NextURL  string
+	// Ambiguous lists the calls of the approver's principals whose outcome
+	// is unknown, each with a form to resolve it.
+	Ambiguous []ambiguousRow
+
+	Request   *requestView
+	Decidable bool
+}
+
+// pendingRow is one line of the list of pending requests.
+type pendingRow struct {
+	Tool      toolgatetype.ToolRef
+	Principal string
+	TotalUSD  string
+	ExpiresAt string
+	URL       string
+}
+
+// ambiguousRow is one call whose outcome is unknown, on the list page.
+type ambiguousRow struct {
+	ID        string
+	Tool      toolgatetype.ToolRef
+	Principal string
+	TotalUSD  string
+	CreatedAt string
+}
+
+// maxAmbiguousShown bounds the unknown outcomes the list page shows; the
+// audit listing (status=ambiguous) has them all.
+const maxAmbiguousShown = 50
+
+// requestView is one request as its page shows it.
+type requestView struct {
+	Principal, Status, DecidedBy, DecidedAt, Remember string
+	ToolName, ToolSlug                                string
+	PriceUSD, FeeUSD, TotalUSD                        string
+	ProviderName, TrustTier                           string
+	PaymentVerified                                   bool
+	EndpointStatus, EndpointOrigin, VersionStatus     string
+	Digest, RiskLevel, Requirement                    string
+	Reasons                                           []string
+	Changed                                           bool
+	Input, InputSHA256                                string
+	CreatedAt, ExpiresAt                              string
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// pageTime shows a time to a person: UTC, to the second.
+func pageTime(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
+
+// approvalListPage answers GET /approvals.
+func (h *Handler) approvalListPage(w http.ResponseWriter, r *http.Request) {
+	sess, ok := h.pageSession(r)
+	if !ok {
+		h.renderSignIn(w, r, http.StatusOK, "", "Sign in with your approver key to see the requests waiting for you.")
+		return
+	}
+	h.renderList(w, r, sess, http.StatusOK, "")
+}
+
+// approvalPage answers GET /approvals/{id}.
+func (h *Handler) approvalPage(w http.ResponseWriter, r *http.Request) {
+	sess, ok := h.pageSession(r)
+	if !ok {
+		h.renderSignIn(w, r, http.StatusOK, "", "An approval request is waiting. Sign in with your approver key to see it.")
+		return
+	}
+	h.renderRequest(w, r, sess, http.StatusOK, "", "")
+}
+
+// approvalListForm answers POST /approvals: sign in or out.
+func (h *Handler) approvalListForm(w http.ResponseWriter, r *http.Request) {
+	h.pageForm(w, r, false)
+}
+
+// approvalPageForm answers POST /approvals/{id}: sign in or out, or decide.
+func (h *Handler) approvalPageForm(w http.ResponseWriter, r *http.Request) {
+	h.pageForm(w, r, true)
+}
+
+// pageForm handles a form posted to an approval page. Every POST must come
+// from this very origin; all but sign-in must also carry the session's
+// token. A forged POST changes nothing.
+func (h *Handler) pageForm(w http.ResponseWriter, r *http.Request, onRequest bool) {
+	if !sameOrigin(r) {
+		h.renderMessage(w, r, http.StatusForbidden, "Refused: this form was not sent from this page.")
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, h.maxBody)
+	if err := r.ParseForm(); err != nil {
+		h.renderMessage(w, r, http.StatusBadRequest, "The form could not be read.")
+		return
+	}
+	form := r.PostForm
+	switch form.Get("action") {
+	case "sign-in":
+		h.signIn(w, r, form.Get("key"))
+		return
+	case "sign-out", "decide", "resolve":
+	default:
+		h.renderMessage(w, r, http.StatusBadRequest, "The form could not be read.")
+		return
+	}
+	sess, ok := h.pageSession(r)
+	if !ok {
+		h.renderSignIn(w, r, http.StatusUnauthorized, "Your session has ended: sign in again.", "Sign in with your approver key.")
+		return
+	}
+	if !sess.validCSRF(form.Get("csrf")) {
+		h.renderMessage(w, r, http.StatusForbidden, "Refused: this form does not belong to your session. Reload the page and try again.")
+		return
+	}
+	if form.Get("action") == "sign-out" {
+		if err := h.endSession(r); err != nil {
+			h.logError(r, err)
+			h.renderMessage(w, r, http.StatusInternalServerError, "The gateway could not sign you out. Try again.")
+			return
+		}
+		http.SetCookie(w, sessionCookieFor(r, "", -1))
+		seeOther(w, r)
+		return
+	}
+	if form.Get("action") == "resolve" && !onRequest {
+		h.resolve(w, r, sess, form)
+		return
+	}
+	if !onRequest || form.Get("action") != "decide" {
+		h.renderMessage(w, r, http.StatusBadRequest, "The form could not be read.")
+		return
+	}
+	d := toolgatetype.Decision{}
+	switch form.Get("decision") {
+	case "approve":
+		d.Approve = true
+	case "deny":
+	default:
+		h.renderRequest(w, r, sess, http.StatusBadRequest, "Choose Approve or Deny.", "")
+		return
+	}
+	switch remember := form.Get("remember"); remember {
+	case "", "once":
+	case string(toolgatetype.ApprovalNeverAsk), string(toolgatetype.ApprovalAskChargedCalls):
+		d.Remember = toolgatetype.StandingMode(remember)
+	default:
+		h.renderRequest(w, r, sess, http.StatusBadRequest, "Choose what to remember from the choices given.", "")
+		return
+	}
+	if _, err := h.gw.DecideApproval(r.Context(), sess.Approver, r.PathValue("id"), d); err != nil {
+		var te *toolgatetype.Error
+		if !errors.As(err, &te) || te.Code == toolgatetype.CodeInternal {
+			h.logError(r, err)
+			h.renderMessage(w, r, http.StatusInternalServerError, "The gateway could not record your decision. Try again.")
+			return
+		}
+		h.renderRequest(w, r, sess, httpx.StatusOf(te.Code), te.Message, "")
+		return
+	}
+	// Post/redirect/get: a reload shows the decision rather than sending it again.
+	seeOther(w, r)
+}
+
+// resolve records the signed-in approver's finding about a call whose
+// outcome is unknown: it ran (charge it) or it did not (release its amount).
+func (h *Handler) resolve(w http.ResponseWriter, r *http.Request, sess Session, form url.Values) {
+	in := toolgatetype.ResolveRequest{Note: strings.TrimSpace(form.Get("note"))}
+	switch form.Get("outcome") {
+	case string(toolgatetype.StatusCompleted):
+		in.Outcome = toolgatetype.StatusCompleted
+	case string(toolgatetype.StatusFailed):
+		in.Outcome = toolgatetype.StatusFailed
+	default:
+		h.renderList(w, r, sess, http.StatusBadRequest, "Choose whether the call ran or not.")
+		return
+	}
+	res, err := h.gw.ResolveExecution(r.Context(), sess.Approver, form.Get("execution"), in)
+	if err != nil {
+		var te *toolgatetype.Error
+		if !errors.As(err, &te) || te.Code == toolgatetype.CodeInternal {
+			h.logError(r, err)
+			h.renderMessage(w, r, http.StatusInternalServerError, "The gateway could not record your finding. Try again.")
+			return
+		}
+		h.renderList(w, r, sess, httpx.StatusOf(te.Code), te.Message)
+		return
+	}
+	// The list is shown at once, with what was recorded: sending the form
+	// again would only be refused, since a call is resolved once.
+	e := res.Execution
+	notice := fmt.Sprintf("You resolved the call of %s (execution %s) as %s.", e.Tool.Name, e.ID, resolutionWords[e.Status])
+	if in.Note != "" {
+		notice += " Your note: " + in.Note
+	}
+	h.renderListNotice(w, r, sess, notice)
+}
+
+// resolutionWords say what a resolution did.
+var resolutionWords = map[toolgatetype.Status]string{
+	toolgatetype.StatusCompleted: "run: it is charged",
+	toolgatetype.StatusFailed:    "not run: its amount is released",
+}
+
+// signIn starts a session for an approver key. A caller key, like any key
+// that is not an approver's, is refused with the same words.
+func (h *Handler) signIn(w http.ResponseWriter, r *http.Request, key string) {
+	approver, ok := "", false
+	if key != "" && len(key) <= apikey.MaxLength {
+		approver, ok = h.approvers.AuthenticateApprover(r.Context(), key)
+	}
+	if !ok {
+		h.renderSignIn(w, r, http.StatusUnauthorized, "That is not an approver key.", "Sign in with your approver key.")
+		return
+	}
+	token, err := h.startSession(r.Context(), approver)
+	if err != nil {
+		h.logError(r, err)
+		h.renderMessage(w, r, http.StatusInternalServerError, "The gateway could not sign you in. Try again.")
+		return
+	}
+	http.SetCookie(w, sessionCookieFor(r, token, int(sessionTTL/time.Second)))
+	seeOther(w, r)
+}
+
+// seeOther sends the browser back to the page it posted from.
+func seeOther(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Location", httpx.Prefix(r)+r.URL.EscapedPath())
+	w.WriteHeader(http.StatusSeeOther)
+}
+
+// sameOrigin reports whether a POST was sent from this gateway's own pages:
+// its Origin (or, from a browser that sends none, its Referer) is the
+// origin the request reached. A POST with neither is refused: every
+// browser that could carry a session cookie sends one of them.
+func sameOrigin(r *http.Request) bool {
+	want := httpx.Scheme(r) + "://" + strings.ToLower(r.Host)
+	if origin := r.Header.Get("Origin"); origin != "" {
+		return strings.ToLower(origin) == want
+	}
+	ref, err := url.Parse(r.Header.Get("Referer"))
+	if err != nil || ref.Host == "" {
+		return false
+	}
+	return strings.ToLower(ref.Scheme+"://"+ref.Host) == want
+}
+
+// renderRequest shows one request to a signed-in approver. A request of
+// anyone the approver does not approve for is not found, as it is on the API.
+func (h *Handler) renderRequest(w http.ResponseWriter, r *http.Request, sess Session, status int, errMsg, notice string) {
+	req, err := h.gw.ApprovalRequestFor(r.Context(), sess.Approver, r.PathValue("id"))
+	if err != nil {
+		if isNotFound(err) {
+			h.render(w, r, http.StatusNotFound, "message", h.pageData(r, &sess, "No such approval request is waiting for you"))
+			return
+		}
+		h.logError(r, err)
+		h.renderMessage(w, r, http.StatusInternalServerError, "The gateway could not read this request. Try again.")
+		return
+	}
+	data := h.pageData(r, &sess, "Approve a call of "+req.Tool.Name+"?")
+	data.Error, data.Notice = errMsg, notice
+	data.Request = h.requestView(r, req)
+	data.Decidable = req.Status == toolgatetype.ApprovalStatusPending
+	h.render(w, r, status, "request", data)
+}
+
+// requestView gathers what a person needs to decide: the request, and
+// what the registry says of its tool now.
+func (h *Handler) requestView(r *http.Request, req *toolgatetype.ApprovalRequest) *requestView {
+	v := &requestView{
+		Principal:   req.Principal,
+		Status:      string(req.Status),
+		DecidedBy:   req.DecidedBy,
+		Remember:    string(req.Remember),
+		ToolName:    req.Tool.Name,
+		ToolSlug:    req.Tool.Slug,
+		PriceUSD:    req.PriceUSD,
+		FeeUSD:      req.FeeUSD,
+		TotalUSD:    req.TotalUSD,
+		Digest:      req.ManifestDigest,
+		Input:       prettyInput(req.Input),
+		InputSHA256: req.InputSHA256,
+		CreatedAt:   pageTime(req.CreatedAt),
+		ExpiresAt:   pageTime(req.ExpiresAt),
+	}
+	if req.DecidedAt != nil {
+		v.DecidedAt = pageTime(*req.DecidedAt)
+	}
+	e, err := h.gw.Entry(r.Context(), req.Tool.ID, toolgatetype.EntryOptions{})
+	if err != nil {
+		v.Changed = true
+		return v
+	}
+	v.ProviderName, v.TrustTier = e.Provider.Name, e.Provider.TrustTier
+	v.PaymentVerified = e.Trust.Provider.PaymentVerified
+	v.EndpointStatus, v.EndpointOrigin = e.Trust.Endpoint.Status, e.Trust.Endpoint.Origin
+	v.VersionStatus = e.Trust.Version.Status
+	v.RiskLevel = string(e.Risk.Level)
+	v.Requirement = string(e.Policy.Approval.Requirement)
+	v.Reasons = e.Policy.Reasons
+	v.Changed = e.Version.ManifestDigest == nil || *e.Version.ManifestDigest != req.ManifestDigest
+	return v
+}
+
+// prettyInput indents the canonical input for reading; html/template
+// escapes it wherever it lands.
+func prettyInput(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if err := json.Indent(&b, raw, "", "  "); err != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+// renderList shows the signed-in approver's pending requests, a page at a
+// time (?cursor= continues), and the calls whose outcome is unknown.
+func (h *Handler) renderList(w http.ResponseWriter, r *http.Request, sess Session, status int, errMsg string) {
+	h.renderListWith(w, r, sess, status, errMsg, "")
+}
+
+// renderListNotice is the list with a notice of what was just done.
+func (h *Handler) renderListNotice(w http.ResponseWriter, r *http.Request, sess Session, notice string) {
+	h.renderListWith(w, r, sess, http.StatusOK, "", notice)
+}
+
+func (h *Handler) renderListWith(w http.ResponseWriter, r *http.Request, sess Session, status int, errMsg, notice string) {
+	list, err := h.gw.ListApprovalRequests(r.Context(), sess.Approver, toolgatetype.ApprovalListOptions{Cursor: r.URL.Query().Get("cursor")})
+	if err != nil {
+		var te *toolgatetype.Error
+		if errors.As(err, &te) && te.Code == toolgatetype.CodeInvalidRequest {
+			h.renderMessage(w, r, http.StatusBadRequest, "That page of requests does not exist.")
+			return
+		}
+		h.logError(r, err)
+		h.renderMessage(w, r, http.StatusInternalServerError, "The gateway could not list your requests. Try again.")
+		return
+	}
+	data := h.pageData(r, &sess, "Requests waiting for your approval")
+	data.Error, data.Notice = errMsg, notice
+	prefix := httpx.Prefix(r)
+	for _, req := range list.ApprovalRequests {
+		data.Requests = append(data.Requests, pendingRow{
+			Tool:      req.Tool,
+			Principal: req.Principal,
+			TotalUSD:  req.TotalUSD,
+			ExpiresAt: pageTime(req.ExpiresAt),
+			URL:       prefix + httpx.ApprovalPagePath(req.ID),
+		})
+	}
+	if list.NextCursor != nil {
+		data.NextURL = prefix + httpx.ApprovalPagesPath + "?cursor=" + url.QueryEscape(*list.NextCursor)
+	}
+	unknown, err := h.gw.ListApproverExecutions(r.Context(), sess.Approver, toolgatetype.ExecutionFilter{Status: toolgatetype.StatusAmbiguous, Limit: maxAmbiguousShown})
+	if err != nil {
+		h.logError(r, err)
+		h.renderMessage(w, r, http.StatusInternalServerError, "The gateway could not list your requests. Try again.")
+		return
+	}
+	for _, e := range unknown.Executions {
+		data.Ambiguous = append(data.Ambiguous, ambiguousRow{
+			ID: e.ID, Tool: e.Tool, Principal: e.Principal, TotalUSD: e.Cost.TotalUSD, CreatedAt: pageTime(e.CreatedAt),
+		})
+	}
+	h.render(w, r, status, "list", data)
+}
+
+// renderSignIn shows only the sign-in form: nothing about any request.
+func (h *Handler) renderSignIn(w http.ResponseWriter, r *http.Request, status int, errMsg, reason string) {
+	data := h.pageData(r, nil, "Approval requests")
+	data.Error, data.SignInReason = errMsg, reason
+	h.render(w, r, status, "signin", data)
+}
+
+// renderMessage shows a sentence, and nothing else.
+func (h *Handler) renderMessage(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	var sess *Session
+	if s, ok := h.pageSession(r); ok {
+		sess = &s
+	}
+	h.render(w, r, status, "message", h.pageData(r, sess, msg))
+}
+
+// pageData starts a page's data; sess is nil when no one is signed in.
+func (h *Handler) pageData(r *http.Request, sess *Session, title string) approvalPageData {
+	d := approvalPageData{Style: template.CSS(approvalStyle), Title: title, ListURL: httpx.Prefix(r) + httpx.ApprovalPagesPath}
+	if sess != nil {
+		d.SignedIn, d.Approver, d.CSRF = true, sess.Approver, sess.CSRF
+	}
+	return d
+}
+
+// render writes a page. Pages are private to whoever is signed in: never
+// cached, never framed, no scripts, and forms post only to this origin.
+func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, name string, data approvalPageData) {
+	var body bytes.Buffer
+	if err := approvalTemplate.ExecuteTemplate(&body, name, data); err != nil {
+		h.logError(r, err)
+		http.Error(w, "the page could not be shown", http.StatusInternalServerError)
+		return
+	}
+	hdr := w.Header()
+	hdr.Set("Content-Type", "text/html; charset=utf-8")
+	hdr.Set("Content-Security-Policy", approvalCSP)
+	hdr.Set("X-Content-Type-Options", "nosniff")
+	hdr.Set("X-Frame-Options", "DENY")
+	// same-origin, not no-referrer: with no-referrer a browser sends
+	// "Origin: null" on a POST, which the origin check must refuse.
+	hdr.Set("Referrer-Policy", "same-origin")
+	hdr.Set("Cache-Control", "no-store")
+	hdr.Set("Content-Length", strconv.Itoa(body.Len()))
+	w.WriteHeader(status)
+	_, _ = w.Write(body.Bytes())
+}
+
+// isNotFound reports whether err says the request is not there for this approver.
+func isNotFound(err error) bool {
+	var te *toolgatetype.Error
+	return errors.As(err, &te) && te.Code == toolgatetype.CodeApprovalRequestNotFound
+}

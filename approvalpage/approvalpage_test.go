@@ -1,0 +1,250 @@
+package approvalpage_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/toolgate/toolgate/internal/testbrowser"
+)
+
+// hostileInput is a goal-data input a hostile agent could send, hoping a
+// page would run it.
+const hostileInput = `{"goal":"<script>alert('pwned')</script><img src=x onerror=alert(1)>","step":1}`
+
+// signedIn returns a browser signed in on the page of request id with key.
+func (a *api) signedIn(id, key string) (*testbrowser.Browser, *testbrowser.Page) {
+	a.t.Helper()
+	b := testbrowser.New(a.t)
+	page := b.Get(a.srv.URL + "/approvals/" + id)
+	require.Equal(a.t, http.StatusOK, page.Status)
+	page = page.Form("key").Set("key", key).Submit("Sign in")
+	return b, page
+}
+
+func TestApprovalPageShowsNothingBeforeSignIn(t *testing.T) {
+	t.Parallel()
+	a := newApproverAPI(t)
+	_, req := a.askApproval(agentKey, "goal-data", hostileInput)
+	id := req["id"].(string)
+
+	for _, path := range []string{"/approvals/" + id, "/approvals", "/approvals/not-even-an-id"} {
+		page := testbrowser.New(t).Get(a.srv.URL + path)
+		require.Equal(t, http.StatusOK, page.Status, path)
+		assert.True(t, page.HasForm("key"), "a sign-in form")
+		for _, secret := range []string{"Goal Data", "goal-data", "agent", "0.1100", "summit", "script", req["manifestDigest"].(string)} {
+			assert.NotContains(t, page.Body, secret, "%s shows nothing about the call before sign-in", path)
+		}
+		input := page.Elements("input")
+		var password bool
+		for _, in := range input {
+			for _, at := range in.Attr {
+				password = password || (at.Key == "type" && at.Val == "password")
+			}
+		}
+		assert.True(t, password, "the key goes in a password field")
+		assert.Equal(t, "POST", strings.ToUpper(page.Form("key").Method), "keys never travel in URLs")
+	}
+}
+
+func TestApprovalPageSignInApproveAndCall(t *testing.T) {
+	t.Parallel()
+	a := newApproverAPI(t)
+	q, req := a.askApproval(agentKey, "goal-data", hostileInput)
+	id := req["id"].(string)
+
+	b, page := a.signedIn(id, patKey)
+	require.Equal(t, http.StatusOK, page.Status, page.Body)
+	assert.Equal(t, "/approvals/"+id, page.URL.Path, "back on the request's page after signing in")
+
+	cookie := b.Cookie(page.URL, "toolgate_approver_session")
+	require.NotNil(t, cookie, "signed in with a session cookie")
+	assert.NotContains(t, cookie.Value, patKey)
+
+	// Everything a person needs to decide, escaped.
+	text := page.Text()
+	for _, want := range []string{"Goal Data", "goal-data", "agent", "0.1000 USD", "0.0100 USD", "0.1100 USD",
+		req["manifestDigest"].(string), "Toolgate Demo Provider", "medium", "Expires at",
+		"<script>alert('pwned')</script>"} {
+		assert.Contains(t, text, want)
+	}
+	assert.NotContains(t, page.Body, "<script>", "the input is shown, never run")
+	assert.NotContains(t, page.Body, "<img src=x")
+	assert.Contains(t, page.Body, "&lt;script&gt;alert(&#39;pwned&#39;)&lt;/script&gt;")
+	assert.Contains(t, page.Body, "\n  &#34;goal&#34;:", "the input is pretty-printed")
+	csp := page.Header.Get("Content-Security-Policy")
+	assert.Contains(t, csp, "default-src 'none'")
+	assert.NotContains(t, csp, "script-src")
+	assert.Contains(t, csp, "form-action 'self'")
+	assert.Contains(t, page.Body, `name="viewport"`, "readable on a phone")
+
+	page = page.Form("decision").Submit("Approve")
+	require.Equal(t, http.StatusOK, page.Status, page.Body)
+	assert.Contains(t, page.Text(), "approved")
+	assert.Contains(t, page.Text(), "decided by pat")
+	assert.False(t, page.HasForm("decision"), "a decided request offers no buttons")
+	assert.Equal(t, "approved", a.requestStatus(id))
+
+	r := a.call(agentKey, "goal-data", "k1", q, hostileInput, id)
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	assert.Equal(t, "completed", r.json(t)["status"])
+}
+
+func TestApprovalPageSessionCookie(t *testing.T) {
+	t.Parallel()
+	a := newApproverAPI(t)
+	_, req := a.askApproval(agentKey, "echo", `{"v":"hi"}`)
+	id := req["id"].(string)
+	for _, c := range []struct {
+		name   string
+		header [2]string
+		secure bool
+	}{
+		{"Plain", [2]string{}, false},
+		{"BehindATLSProxy", [2]string{"X-Forwarded-Proto", "https"}, true},
+	} {
+		form := url.Values{"action": {"sign-in"}, "key": {patKey}}
+		httpReq, err := http.NewRequest(http.MethodPost, a.srv.URL+"/approvals/"+id, strings.NewReader(form.Encode()))
+		require.NoError(t, err)
+		httpReq.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		httpReq.Header.Set("Origin", a.srv.URL)
+		if c.header[0] != "" {
+			httpReq.Header.Set(c.header[0], c.header[1])
+			httpReq.Header.Set("Origin", "https://"+strings.TrimPrefix(a.srv.URL, "http://"))
+		}
+		resp, err := http.DefaultTransport.RoundTrip(httpReq)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode, c.name)
+		cookies := resp.Cookies()
+		require.Len(t, cookies, 1, c.name)
+		ck := cookies[0]
+		assert.True(t, ck.HttpOnly, c.name)
+		assert.Equal(t, http.SameSiteStrictMode, ck.SameSite, c.name)
+		assert.Equal(t, c.secure, ck.Secure, c.name)
+		assert.Equal(t, 900, ck.MaxAge, "15 minutes")
+		assert.Equal(t, "/approvals", ck.Path)
+	}
+
+	// After 15 minutes the session is over: the page asks to sign in again.
+	b, page := a.signedIn(id, patKey)
+	require.True(t, page.HasForm("decision"))
+	a.clock.Advance(15 * time.Minute)
+	page = b.Get(a.srv.URL + "/approvals/" + id)
+	assert.True(t, page.HasForm("key"))
+	assert.False(t, page.HasForm("decision"))
+}
+
+func TestApprovalPageRefusesWhatIsNotAnApprover(t *testing.T) {
+	t.Parallel()
+	a := newApproverAPI(t)
+	_, req := a.askApproval(agentKey, "echo", `{"v":"hi"}`)
+	id := req["id"].(string)
+	for _, key := range []string{agentKey, "tg_guess", ""} {
+		b, page := a.signedIn(id, key)
+		assert.Equal(t, http.StatusUnauthorized, page.Status, "key %q", key)
+		assert.Nil(t, b.Cookie(page.URL, "toolgate_approver_session"))
+		assert.True(t, page.HasForm("key"))
+		assert.NotContains(t, page.Body, "Echo")
+	}
+}
+
+func TestApprovalPageResistsForgery(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		// forge changes the decide form a signed-in approver's browser
+		// would send, as another site or a script could.
+		forge  func(form url.Values, h http.Header)
+		status int
+	}{
+		{"AnotherSitesOrigin", func(_ url.Values, h http.Header) { h.Set("Origin", "https://evil.example") }, http.StatusForbidden},
+		{"NullOrigin", func(_ url.Values, h http.Header) { h.Set("Origin", "null") }, http.StatusForbidden},
+		{"NoOriginNoReferer", func(_ url.Values, h http.Header) { h.Del("Origin") }, http.StatusForbidden},
+		{"AnotherSitesReferer", func(_ url.Values, h http.Header) {
+			h.Del("Origin")
+			h.Set("Referer", "https://evil.example/approvals")
+		}, http.StatusForbidden},
+		{"MissingToken", func(f url.Values, _ http.Header) { f.Del("csrf") }, http.StatusForbidden},
+		{"WrongToken", func(f url.Values, _ http.Header) { f.Set("csrf", "guessed") }, http.StatusForbidden},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			a := newApproverAPI(t)
+			_, req := a.askApproval(agentKey, "echo", `{"v":"hi"}`)
+			id := req["id"].(string)
+			b, page := a.signedIn(id, patKey)
+			form := page.Form("decision")
+			values := url.Values{}
+			for k, v := range form.Values {
+				values[k] = v
+			}
+			values.Set("decision", "approve")
+			httpReq, err := http.NewRequest(http.MethodPost, page.URL.String(), nil)
+			require.NoError(t, err)
+			httpReq.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			httpReq.Header.Set("Origin", a.srv.URL)
+			c.forge(values, httpReq.Header)
+			httpReq.Body = nopBody([]byte(values.Encode()))
+			httpReq.ContentLength = int64(len(values.Encode()))
+			got := b.Do(httpReq)
+			assert.Equal(t, c.status, got.Status, got.Body)
+			assert.Contains(t, got.Text(), "Refused")
+			assert.Equal(t, "pending", a.requestStatus(id), "a forged form decides nothing")
+		})
+	}
+
+	t.Run("ARefererFromThisOriginIsEnough", func(t *testing.T) {
+		t.Parallel()
+		a := newApproverAPI(t)
+		_, req := a.askApproval(agentKey, "echo", `{"v":"hi"}`)
+		id := req["id"].(string)
+		b, page := a.signedIn(id, patKey)
+		values := page.Form("decision").Values
+		values.Set("decision", "deny")
+		httpReq, err := http.NewRequest(http.MethodPost, page.URL.String(), strings.NewReader(values.Encode()))
+		require.NoError(t, err)
+		httpReq.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		httpReq.Header.Set("Referer", page.URL.String())
+		got := b.Do(httpReq)
+		assert.Equal(t, http.StatusOK, got.Status, got.Body)
+		assert.Equal(t, "denied", a.requestStatus(id))
+	})
+}
+
+func TestApprovalPageSessionDecidesOnlyItsApproversRequests(t *testing.T) {
+	t.Parallel()
+	a := newApproverAPI(t)
+	_, mine := a.askApproval(agentKey, "echo", `{"v":"hi"}`)
+	id := mine["id"].(string)
+
+	// sam, signed in, sees nothing of pat's principal's request, and
+	// cannot decide it with sam's own session and token.
+	b, page := a.signedIn(id, samKey)
+	assert.Equal(t, http.StatusNotFound, page.Status)
+	assert.NotContains(t, page.Body, "Echo")
+	list := b.Get(a.srv.URL + "/approvals")
+	assert.Contains(t, list.Text(), "Nothing is waiting")
+	token := list.Form("csrf").Values.Get("csrf")
+	require.NotEmpty(t, token)
+	got := b.Post(page.URL, "", url.Values{"action": {"decide"}, "csrf": {token}, "decision": {"approve"}})
+	assert.Equal(t, http.StatusNotFound, got.Status, got.Body)
+	assert.Equal(t, "pending", a.requestStatus(id))
+
+	// pat's list shows it, and links to its page.
+	b, _ = a.signedIn(id, patKey)
+	list = b.Get(a.srv.URL + "/approvals")
+	require.Equal(t, http.StatusOK, list.Status)
+	assert.Contains(t, list.Body, `href="/approvals/`+id+`"`)
+	assert.Contains(t, list.Text(), "agent")
+
+	// Signing out ends the session.
+	out := list.Form("csrf").Submit("Sign out")
+	assert.True(t, out.HasForm("key"))
+	assert.True(t, b.Get(a.srv.URL+"/approvals/"+id).HasForm("key"))
+}

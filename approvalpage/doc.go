@@ -1,0 +1,30 @@
+// Package approvalpage serves the approval pages: where a person signs in
+// with an approver key and approves or denies what agents ask for.
+//
+//	GET  /approvals        the signed-in approver's pending requests
+//	POST /approvals        sign in or out
+//	GET  /approvals/{id}   one request, with Approve and Deny
+//	POST /approvals/{id}   sign in or out, or decide
+//
+// Until someone signs in, a page shows only that something is waiting and
+// the sign-in form. It needs no JavaScript. Every form is a POST (a key never
+// travels in a URL) and resists cross-site forgery three ways: the session
+// cookie is SameSite=Strict, every POST must come from this origin (Origin,
+// or Referer when a browser sends no Origin), and every form of a session
+// carries that session's token. Every string a caller or provider supplied
+// is shown through html/template, escaped; the Content-Security-Policy
+// allows no script at all.
+//
+// The origin a POST must come from is the one the request reached: its
+// Host, and https on TLS or when a reverse proxy says so in
+// X-Forwarded-Proto. A proxy that terminates TLS must say so, or every
+// form posted through it is refused as coming from elsewhere.
+//
+// Sign-in sessions are kept in a SessionStore: by default this process's
+// memory (MemorySessionStore); a store shared by several instances lets a
+// person sign in on one and decide on another.
+//
+// The pages link to each other relative to where the handler is mounted,
+// and the HTTP API's approveUrl links to them: mount them beside the API,
+// under the same prefix, as package toolgatehttp does.
+package approvalpage

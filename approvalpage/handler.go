@@ -1,0 +1,93 @@
+package approvalpage
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/apikey"
+	"github.com/toolgate/toolgate/internal/httpx"
+)
+
+// Options configure a handler. A nil *Options means the defaults.
+type Options struct {
+	// Approvers maps approver keys to approvers, the people who sign in.
+	// Nil accepts no key: every sign-in is refused.
+	Approvers apikey.ApproverAuthenticator
+	// Sessions keeps the signed-in approvers' sessions; nil means a
+	// MemorySessionStore on the gateway's clock.
+	Sessions SessionStore
+	// MaxBodyBytes caps the bodies of posted forms; 0 means 1 MiB.
+	MaxBodyBytes int64
+	// Logger receives request errors; nil discards them. Keys and session
+	// tokens are never logged.
+	Logger *slog.Logger
+}
+
+// Handler serves the approval pages of a gateway.
+type Handler struct {
+	gw        *toolgate.Gateway
+	approvers apikey.ApproverAuthenticator
+	sessions  SessionStore
+	clock     toolgate.Clock
+	maxBody   int64
+	log       *slog.Logger
+	mux       *http.ServeMux
+}
+
+var _ http.Handler = (*Handler)(nil)
+
+// NewHandler returns the approval pages of gw.
+func NewHandler(gw *toolgate.Gateway, opts *Options) *Handler {
+	o := Options{}
+	if opts != nil {
+		o = *opts
+	}
+	if o.Approvers == nil {
+		o.Approvers = apikey.NewKeyStore()
+	}
+	if o.Sessions == nil {
+		o.Sessions = NewMemorySessionStore(gw.Clock())
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = httpx.DefaultMaxBodyBytes
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	h := &Handler{
+		gw:        gw,
+		approvers: o.Approvers,
+		sessions:  o.Sessions,
+		clock:     gw.Clock(),
+		maxBody:   o.MaxBodyBytes,
+		log:       o.Logger,
+		mux:       http.NewServeMux(),
+	}
+	h.Register(h.mux)
+	h.mux.Handle("/", httpx.NotFound(h.log))
+	return h
+}
+
+// Register adds the pages' routes to mux, so that they can share a mux
+// with the HTTP API: each of their paths answers 405, with the API's JSON
+// error, to the methods it does not take, and mux's "/" is left to the
+// caller.
+func (h *Handler) Register(mux *http.ServeMux) {
+	m := httpx.NewRouter(mux, h.log)
+	m.Handle("GET "+httpx.ApprovalPagesPath, h.approvalListPage)
+	m.Handle("POST "+httpx.ApprovalPagesPath, h.approvalListForm)
+	m.Handle("GET "+httpx.ApprovalPagesPath+"/{id}", h.approvalPage)
+	m.Handle("POST "+httpx.ApprovalPagesPath+"/{id}", h.approvalPageForm)
+	m.RefuseOtherMethods()
+}
+
+// ServeHTTP serves the pages; any other path is the API's 404.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.mux.ServeHTTP(w, r)
+}
+
+// logError logs an error the person is told of only in general words.
+func (h *Handler) logError(r *http.Request, err error) {
+	h.log.ErrorContext(r.Context(), "internal error", "method", r.Method, "path", r.URL.Path, "error", err)
+}

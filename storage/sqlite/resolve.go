@@ -1,0 +1,63 @@
+package sqlite
+
+import (
+	"context"
+
+	"github.com/toolgate/toolgate/storage"
+)
+
+// ResolveExecution records a person's finding about an ambiguous execution:
+// its status, the resolution, the resolved response (kept once, on the
+// execution, which a replay of its key reads), the reservation charged or
+// released and, for completed, the tool's usage counters. ErrNotFound,
+// ErrAlreadyResolved or ErrNotAmbiguous otherwise.
+//
+// It is one write (see writer): the check and the changes run in the
+// file's write transaction, so of two resolutions, in this process or
+// another, the second finds the execution resolved and the ledger moves
+// once.
+func (s *Store) ResolveExecution(ctx context.Context, r storage.Resolve) (storage.Execution, error) {
+	if err := r.Check(); err != nil {
+		return storage.Execution{}, err
+	}
+	response := r.Response
+	if response == nil {
+		// A finished execution always has a response; NULL means running.
+		response = []byte{}
+	}
+	charged := r.Outcome == storage.ExecutionCompleted
+	var out storage.Execution
+	err := s.write(ctx, func(tx *writeTx) error {
+		e, err := getExecution(tx, r.ExecutionID)
+		switch {
+		case err != nil:
+			return err // ErrNotFound when there is no such execution
+		case e.Resolution != nil:
+			return storage.ErrAlreadyResolved
+		case e.Status != storage.ExecutionAmbiguous:
+			return storage.ErrNotAmbiguous
+		}
+		if _, err := tx.exec(`
+			UPDATE executions SET status = ?, charged = ?, response = ?,
+				resolution_outcome = ?, resolved_by = ?, resolved_at = ?, resolution_note = ?
+			WHERE id = ?`,
+			string(r.Outcome), boolInt(charged), response,
+			string(r.Outcome), r.ResolvedBy, nanos(r.Now), r.Note, idBytes(r.ExecutionID)); err != nil {
+			return err
+		}
+		if charged {
+			if err := countUse(tx, e.ToolID, e.Principal); err != nil {
+				return err
+			}
+		}
+		if err := settle(tx, r.ExecutionID, charged); err != nil {
+			return err
+		}
+		out, err = getExecution(tx, r.ExecutionID)
+		return err
+	})
+	if err != nil {
+		return storage.Execution{}, err
+	}
+	return out, nil
+}
