@@ -30,8 +30,10 @@ import (
 // streamable HTTP (on 127.0.0.1). The tool is echo: structured content,
 // checked against its output schema; every call is a new one (a new quote
 // and Idempotency-Key), approved by the caller's standing policy. Each
-// reports p50-ns/op, the median of the iterations, beside the mean;
-// BENCHMARKS.md has the figures and what the difference is made of.
+// reports p50-ns/op, the median of the iterations, and cpu-ns/op, this
+// process's CPU per iteration (the server's too, but for stdio, whose
+// server is another process), beside the mean; BENCHMARKS.md has the
+// figures and what the difference is made of.
 func BenchmarkQuoteCallMCP(b *testing.B) {
 	for _, transport := range []string{"inprocess", "stdio", "http"} {
 		b.Run(transport+"/direct", func(b *testing.B) {
@@ -78,6 +80,8 @@ func measure(b *testing.B, op func() error) {
 	times := make([]time.Duration, 0, b.N)
 	b.ReportAllocs()
 	b.ResetTimer()
+	report := testproc.ReportCPU(b)
+	defer report()
 	for range b.N {
 		start := time.Now()
 		if err := op(); err != nil {
