@@ -127,6 +127,9 @@ func perCall(amount string) *registry.Pricing {
 	return &registry.Pricing{Type: registry.PricingPerCall, Amount: decimal.RequireFromString(amount)}
 }
 
+// writes is the operator's word that a tool writes, and is not retry-safe.
+var writes = mcpupstream.ToolConfig{Capabilities: &registry.Capabilities{ReadOnly: registry.Bool(false), WritesExternalData: registry.Bool(true)}}
+
 // verified is the operator's trust in a paid tool.
 func verified() registry.Trust {
 	return registry.Trust{PaymentVerified: registry.Bool(true), EndpointVerified: registry.Bool(true)}

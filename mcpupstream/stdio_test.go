@@ -1,3 +1,5 @@
+//go:build unix
+
 package mcpupstream_test
 
 import (
@@ -57,9 +59,6 @@ func alive(pid int) bool {
 	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
 	return len(fields) > 0 && fields[0] != "Z"
 }
-
-// writes is the operator's word that a tool writes, and is not retry-safe.
-var writes = mcpupstream.ToolConfig{Capabilities: &registry.Capabilities{ReadOnly: registry.Bool(false), WritesExternalData: registry.Bool(true)}}
 
 func TestAProcessThatDiesMidCallLeavesAnUnsafeCallAmbiguous(t *testing.T) {
 	t.Parallel()

@@ -1,3 +1,5 @@
+//go:build unix
+
 package main
 
 import (
@@ -21,10 +23,6 @@ import (
 	"github.com/toolgate/toolgate/internal/testproc"
 	"github.com/toolgate/toolgate/internal/upstreamtest"
 )
-
-// upstreamServer is upstreamtest's MCP server as a program, which the
-// gateway starts as a child process.
-var upstreamServer testproc.Binary
 
 func upstreamServerPath(t *testing.T) string {
 	t.Helper()

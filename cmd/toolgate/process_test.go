@@ -18,8 +18,9 @@ import (
 	"github.com/toolgate/toolgate/internal/testproc"
 )
 
-// The server binary, built once for every end-to-end test.
-var binary testproc.Binary
+// The server binary, built once for every end-to-end test, and
+// upstreamtest's MCP server, which the server starts as a child process.
+var binary, upstreamServer testproc.Binary
 
 func TestMain(m *testing.M) {
 	flag.Parse()
