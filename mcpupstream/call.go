@@ -36,7 +36,8 @@ const (
 // twice: when the first provably never reached the upstream (the session
 // had ended, or the upstream had forgotten it), or when the tool is
 // retry-safe (registry.Version.RetrySafe) and the first may have reached
-// it; each time on a fresh connection. A request of a tool that is not
+// it; each time on a fresh connection (for HTTP, a fresh request of the
+// session while it lasts). A request of a tool that is not
 // retry-safe that may have reached the upstream without an answer is an
 // *registry.UpstreamError whose Sent is true: the gateway records the call
 // ambiguous.
@@ -67,9 +68,12 @@ func (s *server) call(ctx context.Context, name, slug string, input json.RawMess
 		return nil, err
 	}
 	// Once more, on a fresh connection: nothing ran, or running twice
-	// does no harm.
-	if c, secrets = s.fresh(ctx, c); c == nil {
-		return nil, err
+	// does no harm. An HTTP session still alive is one: each request is an
+	// HTTP request of its own. Any other connection is replaced first.
+	if how == unsent || !c.http || c.isEnded() {
+		if c, secrets = s.fresh(ctx, c); c == nil {
+			return nil, err
+		}
 	}
 	s.log.InfoContext(ctx, "sending a call again on a fresh connection", "tool", slug, "retrySafe", how == sent)
 	out, _, err = s.try(ctx, c, secrets, name, input)

@@ -49,6 +49,10 @@ func TestResultsBecomeExecutions(t *testing.T) {
 	require.JSONEq(t, `{"content":[{"type":"text","text":"a picture:"},{"type":"image","data":"iVBORw==","mimeType":"image/png"}]}`, string(out),
 		"no structuredContent: the content blocks as MCP shapes them")
 
+	res, err = call(t, g, "up.untyped", `{}`)
+	out = toolgatetest.RequireCompleted(t, res, err, "0.0110")
+	require.JSONEq(t, `{"anything":[1,2]}`, string(out), "structuredContent, though no schema says its shape")
+
 	res, err = call(t, g, "up.fail", `{}`)
 	toolgatetest.RequireFailed(t, res, err, registry.CodeUpstreamError)
 	require.Contains(t, res.Execution.Error.Message, "provider message: disk full at /srv/data", "the upstream's text, labelled as the provider's")
@@ -71,8 +75,8 @@ func TestResultsBecomeExecutions(t *testing.T) {
 	require.Nil(t, res)
 	require.Equal(t, 1, srv.Runs(upstreamtest.Echo), "an input against the upstream's schema never reaches it")
 
-	// Only the completed calls were charged: echo and blocks.
-	g.RequireSpent(t, "alice", "0.0220")
+	// Only the completed calls were charged: echo, blocks and untyped.
+	g.RequireSpent(t, "alice", "0.0330")
 }
 
 func TestResultsOver4MiBFail(t *testing.T) {

@@ -3,6 +3,7 @@ package mcpupstream_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/upstreamtest"
 	"github.com/toolgate/toolgate/mcpupstream"
+	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/toolgatetest"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
@@ -29,6 +31,9 @@ type httpUpstream struct {
 
 	mu   sync.Mutex
 	auth map[string]int // Authorization values seen, and how often
+	// drop is how many tools/call requests to come the server reads whole
+	// and then drops the connection of, without a word.
+	drop atomic.Int32
 }
 
 func newHTTPUpstream(t *testing.T) *httpUpstream {
@@ -38,6 +43,17 @@ func newHTTPUpstream(t *testing.T) *httpUpstream {
 		u.mu.Lock()
 		u.auth[r.Header.Get("Authorization")]++
 		u.mu.Unlock()
+		if r.Method == http.MethodPost && u.drop.Load() > 0 {
+			body, _ := io.ReadAll(r.Body)
+			if strings.Contains(string(body), `"method":"tools/call"`) && u.drop.Add(-1) >= 0 {
+				conn, _, err := http.NewResponseController(w).Hijack()
+				if err == nil {
+					conn.Close()
+				}
+				return
+			}
+			r.Body = io.NopCloser(strings.NewReader(string(body)))
+		}
 		(*u.handler.Load()).ServeHTTP(w, r)
 	}))
 	t.Cleanup(func() {
@@ -136,4 +152,32 @@ func TestAnHTTPServerThatIsGoneIsDownAndCallsFailUncharged(t *testing.T) {
 	require.True(t, strings.HasPrefix(res.Execution.Error.Message, "the MCP server web"), res.Execution.Error.Message)
 	g.RequireSpent(t, "alice", "0.0000")
 	eventually(t, "the server to be seen down", func() bool { return u.Health()["web"] == "down" })
+}
+
+func TestAnHTTPAnswerLostMidCall(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		retrySafe bool
+		want      toolgatetype.Status
+		runs      int
+	}{
+		{"not retry-safe: ambiguous", false, toolgatetype.StatusAmbiguous, 0},
+		{"retry-safe: sent again on the session, once", true, toolgatetype.StatusCompleted, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			up := newHTTPUpstream(t)
+			g := gateway(t, nil)
+			note := writes
+			note.Trust.RetrySafe = registry.Bool(tc.retrySafe)
+			start(t, g.Registry, nil, mcpupstream.Server{ID: "web", URL: up.URL + "/mcp",
+				Defaults: mcpupstream.ToolConfig{Capabilities: declared()}, Tools: map[string]mcpupstream.ToolConfig{upstreamtest.WriteNote: note}})
+			up.drop.Store(1)
+			res, err := call(t, g, "web.write-note", `{"note":"lost"}`)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, res.Execution.Status, "%+v", res.Execution.Error)
+			require.Equal(t, tc.runs, up.srv.Runs(upstreamtest.WriteNote))
+		})
+	}
 }

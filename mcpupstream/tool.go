@@ -56,9 +56,14 @@ func (s *Server) included(name string) bool {
 }
 
 // contentSchema is the output schema of a tool that declares none: its
-// output is the content blocks of its answer, as MCP shapes them.
-var contentSchema = json.RawMessage(`{"type":"object","required":["content"],"additionalProperties":false,` +
-	`"properties":{"content":{"type":"array","items":{"type":"object","required":["type"],"properties":{"type":{"type":"string"}}}}}}`)
+// output is the content blocks of its answer, as MCP shapes them, or the
+// structured content an answer may carry all the same, of a shape nothing
+// declares.
+var contentSchema = json.RawMessage(`{"description":"The content blocks of the tool's answer, as MCP shapes them; ` +
+	`or its structuredContent when it has one, of a shape the server does not declare.",` +
+	`"anyOf":[{"type":"object","required":["content"],"additionalProperties":false,` +
+	`"properties":{"content":{"type":"array","items":{"type":"object","required":["type"],"properties":{"type":{"type":"string"}}}}}},` +
+	`{"description":"structuredContent"}]}`)
 
 // definition is an upstream tool as it was served: what the digest covers.
 type definition struct {

