@@ -272,9 +272,6 @@ func (s *server) endedError(c *conn) error {
 	if c.proc != nil {
 		c.proc.stop(func() { _ = c.session.Close() })
 		msg := "the process exited"
-		if st := c.proc.cmd.ProcessState; st != nil {
-			msg = "the process exited (" + st.String() + ")"
-		}
 		s.mu.Lock()
 		secrets := s.secrets
 		s.mu.Unlock()
@@ -374,7 +371,7 @@ func (s *server) sync(ctx context.Context, c *conn) error {
 	tools, skipped, err := s.cfg.serve(listed)
 	if err != nil {
 		s.removeAll()
-		return clashError{err}
+		return &clashError{err}
 	}
 	for _, name := range skipped {
 		s.log.Warn("an upstream tool is not served: its name makes no valid slug, or its schemas cannot be used", "upstreamTool", registry.Excerpt([]byte(name)))

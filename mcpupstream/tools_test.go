@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/internal/upstreamtest"
@@ -115,4 +116,28 @@ func TestIncludeChoosesTools(t *testing.T) {
 		slugs = append(slugs, v.Tool.Slug)
 	}
 	require.ElementsMatch(t, []string{"up.echo", "up.env", "up.fail"}, slugs)
+}
+
+func TestTwoNamesOfOneSlugStopTheServer(t *testing.T) {
+	t.Parallel()
+	g := gateway(t, nil)
+	srv := mcp.NewServer(&mcp.Implementation{Name: "clash", Version: "1"}, nil)
+	noop := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil }
+	srv.AddTool(&mcp.Tool{Name: "read_file", InputSchema: json.RawMessage(`{"type":"object"}`)}, noop)
+	srv.AddTool(&mcp.Tool{Name: "read-file", InputSchema: json.RawMessage(`{"type":"object"}`)}, noop)
+	u := start(t, g.Registry, nil, mcpupstream.Server{ID: "up", Transport: inProcess(t, srv)})
+	st := u.Status()[0]
+	require.False(t, st.Up)
+	require.Contains(t, st.Error, `the tools "read-file" and "read_file" of server up both map to the slug up.read-file`)
+	_, total := g.Registry.List("", 10, 0)
+	require.Zero(t, total, "none of its tools is served")
+
+	// Served one at a time, the server comes up.
+	srv.RemoveTools("read-file")
+	eventually(t, "the server to come up", func() bool { return u.Health()["up"] == "up" })
+	// A clash appearing while it runs stops it again.
+	srv.AddTool(&mcp.Tool{Name: "Read_File", InputSchema: json.RawMessage(`{"type":"object"}`)}, noop)
+	eventually(t, "the server to stop", func() bool { return u.Health()["up"] == "down" })
+	_, total = g.Registry.List("", 10, 0)
+	require.Zero(t, total)
 }
