@@ -122,7 +122,9 @@ func TestTwoNamesOfOneSlugStopTheServer(t *testing.T) {
 	t.Parallel()
 	g := gateway(t, nil)
 	srv := mcp.NewServer(&mcp.Implementation{Name: "clash", Version: "1"}, nil)
-	noop := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil }
+	noop := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{}, nil
+	}
 	srv.AddTool(&mcp.Tool{Name: "read_file", InputSchema: json.RawMessage(`{"type":"object"}`)}, noop)
 	srv.AddTool(&mcp.Tool{Name: "read-file", InputSchema: json.RawMessage(`{"type":"object"}`)}, noop)
 	u := start(t, g.Registry, nil, mcpupstream.Server{ID: "up", Transport: inProcess(t, srv)})
