@@ -78,8 +78,8 @@ func TestLatestApprovalRequestFindsTheCallsNewest(t *testing.T) {
 	require.NotNil(t, r)
 	assert.Equal(t, second.ID, r.ID)
 
-	// Past the quote's expiry it is shown as expired.
-	e.clock.Advance(10 * time.Minute)
+	// Past the request's expiry it is shown as expired.
+	e.clock.Advance(toolgate.DefaultApprovalTTL)
 	assert.Equal(t, toolgatetype.ApprovalStatusExpired, lookup("agent", `{"v":"hi"}`, toolgatetype.ApprovalStatusAll).Status)
 	assert.Nil(t, lookup("agent", `{"v":"hi"}`, toolgatetype.ApprovalStatusPending))
 

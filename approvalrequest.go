@@ -20,7 +20,11 @@ import (
 // quote (the caller's, open and unexpired) with input. The input is checked
 // against the tool's schema first (input_invalid), and a blocked tool is
 // refused (tool_blocked), so a person never reviews a call that cannot run.
-// The request expires with the quote.
+//
+// The request lives Config.ApprovalTTL, and asking extends the quote's
+// life to the request's in the same step of the store: the quote's price,
+// fee and digest stay as quoted, the request binds the input, and the
+// quote still serves at most one call.
 func (g *Gateway) RequestApproval(ctx context.Context, principal string, in toolgatetype.ApprovalInput) (*toolgatetype.ApprovalRequest, error) {
 	if err := validPrincipal(principal); err != nil {
 		return nil, err
@@ -70,9 +74,16 @@ func (g *Gateway) RequestApproval(ctx context.Context, principal string, in tool
 		InputSHA256:    inputSHA256(input),
 		Status:         storage.ApprovalPending,
 		CreatedAt:      now,
-		ExpiresAt:      q.ExpiresAt,
+		ExpiresAt:      now.Add(g.cfg.ApprovalTTL),
 	}
-	if err := g.store.CreateApprovalRequest(ctx, rec); err != nil {
+	switch err := g.store.CreateApprovalRequest(ctx, rec); {
+	case errors.Is(err, storage.ErrQuoteNotFound):
+		return nil, newError(toolgatetype.CodeQuoteNotFound, "no quote %s exists for this caller", quoteID)
+	case errors.Is(err, storage.ErrQuoteUsed):
+		return nil, newError(toolgatetype.CodeQuoteUsed, "quote %s was already used by another call; request a new quote", quoteID)
+	case errors.Is(err, storage.ErrQuoteExpired):
+		return nil, newError(toolgatetype.CodeQuoteExpired, "quote %s expired at %s; request a new quote", quoteID, q.ExpiresAt.Format(time.RFC3339))
+	case err != nil:
 		return nil, internalError(err)
 	}
 	out := g.approvalView(rec, now)

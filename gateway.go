@@ -20,6 +20,7 @@ import (
 // Defaults for Config fields left zero.
 const (
 	DefaultQuoteTTL             = 5 * time.Minute
+	DefaultApprovalTTL          = 30 * time.Minute
 	DefaultIdempotencyLease     = 60 * time.Second
 	DefaultIdempotencyRetention = 24 * time.Hour
 )
@@ -44,6 +45,12 @@ type Config struct {
 	FeeRate *decimal.Decimal
 	// QuoteTTL is how long a quote stays usable (default 5 minutes).
 	QuoteTTL time.Duration
+	// ApprovalTTL is how long an approval request waits for a person and,
+	// once approved, for its call (default 30 minutes): a time a person
+	// can meet, from a notification on a phone. Asking extends the quote's
+	// life to the request's, its price, fee and digest unchanged; the
+	// quote still serves one call.
+	ApprovalTTL time.Duration
 	// IdempotencyLease is how long a call holds its Idempotency-Key before a
 	// retry may take it over, should the process running it die (default
 	// 60 s). It must be longer than the upstream deadline.
@@ -193,6 +200,9 @@ func (c Config) withDefaults() Config {
 	if c.QuoteTTL == 0 {
 		c.QuoteTTL = DefaultQuoteTTL
 	}
+	if c.ApprovalTTL == 0 {
+		c.ApprovalTTL = DefaultApprovalTTL
+	}
 	if c.IdempotencyLease == 0 {
 		c.IdempotencyLease = DefaultIdempotencyLease
 	}
@@ -211,6 +221,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("toolgate: FeeRate %s must be between 0 and 1", c.FeeRate)
 	case c.QuoteTTL < 0:
 		return errors.New("toolgate: QuoteTTL must be positive")
+	case c.ApprovalTTL < 0:
+		return errors.New("toolgate: ApprovalTTL must be positive")
 	case c.IdempotencyLease < 0:
 		return errors.New("toolgate: IdempotencyLease must be positive")
 	case c.IdempotencyRetention < DefaultIdempotencyRetention:

@@ -312,12 +312,12 @@ func TestWaitForDecisionEnds(t *testing.T) {
 		assert.ErrorAs(t, err, &te)
 		assert.Len(t, e.proxy.requests(), 1)
 	})
-	t.Run("nobody decided before the quote expired", func(t *testing.T) {
+	t.Run("nobody decided before the request expired", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, nil)
 		ar, _ := e.askApproval("echo", "x")
 		e.onWait = func(context.Context, time.Duration) error {
-			e.gw.Clock.Advance(toolgate.DefaultQuoteTTL)
+			e.gw.Clock.Advance(toolgate.DefaultApprovalTTL)
 			return nil
 		}
 		got, err := e.clientAs("agent", nil).WaitForDecision(context.Background(), ar.ID)

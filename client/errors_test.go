@@ -420,7 +420,7 @@ var gatewayErrors = []struct {
 	}},
 	{code: toolgatetype.CodeApprovalExpired, as: "pat", setup: func(t *testing.T, e *env) op {
 		ar, _ := e.askApproval("echo", "x")
-		e.gw.Clock.Advance(toolgate.DefaultQuoteTTL)
+		e.gw.Clock.Advance(toolgate.DefaultApprovalTTL)
 		return func(ctx context.Context, a api) error { _, err := a.Approve(ctx, ar.ID, ""); return err }
 	}},
 	{code: toolgatetype.CodeApprovalAlreadyDecided, as: "pat", setup: func(t *testing.T, e *env) op {

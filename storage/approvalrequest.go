@@ -67,8 +67,9 @@ type ApprovalRequest struct {
 	// ExecutionID is the execution that used the grant, once used.
 	ExecutionID uuid.UUID
 	CreatedAt   time.Time
-	// ExpiresAt is the quote's expiry: past it the request can be neither
-	// decided nor used.
+	// ExpiresAt is when the request ends: past it, it can be neither
+	// decided nor used. Its quote lives at least as long (see
+	// Store.CreateApprovalRequest).
 	ExpiresAt time.Time
 }
 

@@ -40,6 +40,7 @@ type Config struct {
 	Listen            string
 	Storage           string // "memory", a PostgreSQL URL, or "sqlite:" and a file path
 	QuoteTTL          time.Duration
+	ApprovalTTL       time.Duration // how long an approval request waits; 0: the gateway's 30 min
 	FeeRate           *decimal.Decimal
 	ExposeUsageCounts bool
 	Principals        []Principal
@@ -133,7 +134,7 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	fs, err := root.fields("listen", "storage", "quoteTTL", "idempotencyLease", "upstreamTimeout", "feeRate",
+	fs, err := root.fields("listen", "storage", "quoteTTL", "approvalTTL", "idempotencyLease", "upstreamTimeout", "feeRate",
 		"exposeUsageCounts", "principals", "upstreams", "trust", "tools", "approvers", "approvals",
 		"metricsListen", "retention", "synchronousAdmission")
 	if err != nil {
@@ -151,6 +152,8 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 			cfg.Storage, err = p.storage(f.node)
 		case "quoteTTL":
 			cfg.QuoteTTL, err = f.duration()
+		case "approvalTTL":
+			cfg.ApprovalTTL, err = f.duration()
 		case "idempotencyLease":
 			cfg.IdempotencyLease, err = f.duration()
 			leaseField = &f

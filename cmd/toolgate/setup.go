@@ -130,6 +130,7 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 		Registry:             reg,
 		FeeRate:              cfg.FeeRate,
 		QuoteTTL:             cfg.QuoteTTL,
+		ApprovalTTL:          cfg.ApprovalTTL,
 		IdempotencyLease:     cfg.IdempotencyLease,
 		IdempotencyRetention: cfg.Retention,
 		Upstream:             &upstream.Config{Timeout: cfg.UpstreamTimeout},

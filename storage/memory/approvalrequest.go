@@ -16,7 +16,9 @@ import (
 // the principals it is about, newest first, and stops at its limit.
 // A request's Input is copied in and out; nothing else it holds is shared.
 
-// CreateApprovalRequest implements storage.Store.
+// CreateApprovalRequest implements storage.Store. The quote's expiry
+// changes under the same lock as the request is stored, and its place in
+// the prune queue with it.
 func (s *Store) CreateApprovalRequest(ctx context.Context, r storage.ApprovalRequest) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -27,8 +29,21 @@ func (s *Store) CreateApprovalRequest(ctx context.Context, r storage.ApprovalReq
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	quote, ok := s.quotes[r.QuoteID]
+	switch {
+	case !ok || quote.Principal != r.Principal:
+		return storage.ErrQuoteNotFound
+	case quote.State == storage.QuoteUsed:
+		return storage.ErrQuoteUsed
+	case !quote.ExpiresAt.After(r.CreatedAt):
+		return storage.ErrQuoteExpired
+	}
 	if _, ok := s.requests[r.ID]; ok {
 		return storage.ErrAlreadyExists
+	}
+	if r.ExpiresAt.After(quote.ExpiresAt) {
+		move(&s.quoteQueue, quote.ID, quote.ExpiresAt, r.ExpiresAt)
+		quote.ExpiresAt = r.ExpiresAt
 	}
 	s.requests[r.ID] = &r
 	s.requestQueue.push(r.ExpiresAt, r.ID)

@@ -58,8 +58,13 @@ func nullID(id uuid.UUID) any {
 	return bytesOf(id)
 }
 
-// CreateApprovalRequest stores a new approval request; an empty Status is
-// stored as pending. ErrAlreadyExists when the id is taken.
+// CreateApprovalRequest stores a new approval request (an empty Status is
+// stored as pending) and extends its quote's life to the request's, in one
+// statement: the insert happens only when the update of the quote matched,
+// and a failed insert undoes the update. The update locks the quote's row,
+// so an admission using the quote at once waits for it or is waited for,
+// and READ COMMITTED re-checks the update's WHERE on the row as the
+// admission left it. When nothing matched, a read taken afterwards says why.
 func (s *Store) CreateApprovalRequest(ctx context.Context, r storage.ApprovalRequest) error {
 	status := r.Status
 	if status == "" {
@@ -69,16 +74,39 @@ func (s *Store) CreateApprovalRequest(ctx context.Context, r storage.ApprovalReq
 	if input == nil {
 		input = []byte{} // the column is NOT NULL; an empty input is still an input
 	}
-	_, err := s.pool.Exec(ctx, s.sql(`
+	tag, err := s.pool.Exec(ctx, s.sql(`
+		WITH extended AS (
+			UPDATE {schema}.quotes SET expires_at = GREATEST(expires_at, $18)
+			WHERE id = $3 AND principal = $2 AND state = 'open' AND expires_at > $17
+			RETURNING id
+		)
 		INSERT INTO {schema}.approval_requests (id, principal, quote_id, tool_id, tool_slug, manifest_digest,
 			price_usd, fee_usd, total_usd, input, input_sha256, status, decided_by, decided_at, remember,
 			execution_id, created_at, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7::numeric, $8::numeric, $9::numeric, $10, $11, $12, $13, $14, $15,
-			$16, $17, $18)`),
+		SELECT $1, $2, $3, $4, $5, $6, $7::numeric, $8::numeric, $9::numeric, $10, $11, $12, $13, $14, $15,
+			$16, $17, $18
+		FROM extended`),
 		bytesOf(r.ID), r.Principal, bytesOf(r.QuoteID), r.ToolID, r.ToolSlug, r.ManifestDigest,
 		r.PriceUSD.String(), r.FeeUSD.String(), r.TotalUSD.String(), input, r.InputSHA256, string(status),
 		r.DecidedBy, timeOrNull(r.DecidedAt), string(r.Remember), nullID(r.ExecutionID), r.CreatedAt, r.ExpiresAt)
-	return translate(err)
+	if err != nil {
+		return translate(err)
+	}
+	// What this instance remembers of the quote ends sooner now.
+	s.memo.forgetQuote(r.QuoteID)
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	q, err := s.GetQuote(ctx, r.QuoteID)
+	switch {
+	case errors.Is(err, storage.ErrNotFound) || err == nil && q.Principal != r.Principal:
+		return storage.ErrQuoteNotFound
+	case err != nil:
+		return err
+	case q.State == storage.QuoteUsed:
+		return storage.ErrQuoteUsed
+	}
+	return storage.ErrQuoteExpired
 }
 
 // getApprovalRequestSQL reads the request with id $1 for scanApprovalRequest.

@@ -43,6 +43,7 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 		{"Usage", testUsage},
 		{"Approval", testApproval},
 		{"ApprovalRequests", testApprovalRequests},
+		{"QuoteLife", testQuoteLife},
 		{"SpendControls", testSpendControls},
 		{"Prune", testPrune},
 		{"Audit", testAudit},
