@@ -178,9 +178,9 @@ func TestAgentKeyCannotApprove(t *testing.T) {
 	assertPending(t, e, ar.ID)
 
 	_, err = pat.Quote(ctx, "echo")
-	toolgatetest.RequireCode(t, err, toolgatetype.CodeUnauthorized)
+	toolgatetest.RequireCode(t, err, toolgatetype.CodeCallerKeyRequired)
 	_, err = pat.RequestApproval(ctx, toolgatetype.ApprovalInput{QuoteID: ar.QuoteID, Input: ar.Input})
-	toolgatetest.RequireCode(t, err, toolgatetype.CodeUnauthorized)
+	toolgatetest.RequireCode(t, err, toolgatetype.CodeCallerKeyRequired)
 	// An approver of other principals cannot learn of the request.
 	_, err = e.clientAs("sam", nil).Approve(ctx, ar.ID, "")
 	toolgatetest.RequireCode(t, err, toolgatetype.CodeApprovalRequestNotFound)

@@ -197,7 +197,32 @@ func TestApproverKeysAreRefusedOnCallerRoutes(t *testing.T) {
 	} {
 		r := a.do(c.method, c.path, patKey, c.body, "Idempotency-Key", "k1")
 		assert.Equal(t, http.StatusUnauthorized, r.status, "%s %s: %s", c.method, c.path, r.body)
-		assert.Equal(t, "unauthorized", r.errorCode(t))
+		assert.Equal(t, "caller_key_required", r.errorCode(t), "the answer names the kind of key the route needs")
+		assert.Equal(t, "this route needs a caller's API key; an approver key was given", r.json(t)["error"].(map[string]any)["message"])
+		assert.NotEmpty(t, r.header.Get("WWW-Authenticate"))
+		assert.NotContains(t, string(r.body), patKey)
+	}
+}
+
+// A caller's key on an approver's route is told the route needs an
+// approver key, and, only where the caller tried to, that it cannot
+// approve.
+func TestCallerKeysAreToldTheRouteNeedsAnApproverKey(t *testing.T) {
+	t.Parallel()
+	a := newApproverAPI(t)
+	_, req := a.askApproval(agentKey, "echo", `{"v":"hello"}`)
+	id := req["id"].(string)
+	for _, c := range []struct{ method, path, want string }{
+		{"GET", "/v1/approval-requests", "this route needs an approver key: it lists the requests waiting for an approver; a caller's API key was given"},
+		{"POST", "/v1/approval-requests/" + id + "/approve", "this route needs an approver key: a caller cannot approve its own calls; a caller's API key was given"},
+		{"POST", "/v1/approval-requests/" + id + "/deny", "this route needs an approver key: approval requests are decided by approvers; a caller's API key was given"},
+		{"POST", "/v1/executions/" + id + "/resolve", "this route needs an approver key: only an approver resolves a call whose outcome is unknown; a caller's API key was given"},
+	} {
+		r := a.do(c.method, c.path, aliceKey, "")
+		assert.Equal(t, http.StatusForbidden, r.status, "%s %s: %s", c.method, c.path, r.body)
+		assert.Equal(t, "approver_required", r.errorCode(t))
+		assert.Equal(t, c.want, r.json(t)["error"].(map[string]any)["message"])
+		assert.NotContains(t, string(r.body), aliceKey)
 	}
 }
 

@@ -112,7 +112,7 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	m("POST /v1/tools/{tool}/call", h.authed(h.call))
 	m("GET /v1/executions/{id}", h.authed(h.execution))
 	// An approver resolves an execution whose outcome is unknown.
-	m("POST /v1/executions/{id}/resolve", h.approverAuthed(h.resolveExecution))
+	m("POST /v1/executions/{id}/resolve", h.approverAuthed("only an approver resolves a call whose outcome is unknown", h.resolveExecution))
 	// The audit trail: a caller's own, or an approver's principals'.
 	m("GET /v1/executions", h.eitherAuthed(h.listExecutions))
 	m("GET /v1/spend", h.eitherAuthed(h.spend))
@@ -131,10 +131,10 @@ func (h *Handler) Register(mux *http.ServeMux) {
 
 	// Approval requests: callers ask, approvers decide.
 	m("POST "+httpx.ApprovalRequestsPath, h.authed(h.createApprovalRequest))
-	m("GET "+httpx.ApprovalRequestsPath, h.approverAuthed(h.listApprovalRequests))
+	m("GET "+httpx.ApprovalRequestsPath, h.approverAuthed("it lists the requests waiting for an approver", h.listApprovalRequests))
 	m("GET "+httpx.ApprovalRequestsPath+"/{id}", h.eitherAuthed(h.getApprovalRequest))
-	m("POST "+httpx.ApprovalRequestsPath+"/{id}/approve", h.approverAuthed(h.approveRequest))
-	m("POST "+httpx.ApprovalRequestsPath+"/{id}/deny", h.approverAuthed(h.denyRequest))
+	m("POST "+httpx.ApprovalRequestsPath+"/{id}/approve", h.approverAuthed("a caller cannot approve its own calls", h.approveRequest))
+	m("POST "+httpx.ApprovalRequestsPath+"/{id}/deny", h.approverAuthed("approval requests are decided by approvers", h.denyRequest))
 
 	// The public registry.
 	m("GET /v1/registry/tools", h.listTools)
@@ -166,14 +166,23 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 
 type principalKey struct{}
 
-// authed requires a valid API key and puts its principal in the context.
-// A missing, malformed and unknown key all get the same answer.
+// authed requires a caller's API key and puts its principal in the
+// context. A missing, malformed and unknown key all get the same answer; a
+// valid approver key is told that the route is a caller's
+// (caller_key_required), so that a person who pasted the wrong key knows
+// which one to use.
 func (h *Handler) authed(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		key, ok := apikey.BearerToken(r)
 		var principal string
 		if ok {
 			principal, ok = h.auth.Authenticate(r.Context(), key)
+			if !ok {
+				if _, isApprover := h.approvers.AuthenticateApprover(r.Context(), key); isApprover {
+					h.writeError(w, r, httpx.Errorf(toolgatetype.CodeCallerKeyRequired, "this route needs a caller's API key; an approver key was given"))
+					return
+				}
+			}
 		}
 		if !ok {
 			h.writeError(w, r, httpx.Errorf(toolgatetype.CodeUnauthorized, "a valid API key is required: Authorization: Bearer <API_KEY>"))
@@ -197,14 +206,15 @@ func approverOf(r *http.Request) string {
 }
 
 // approverAuthed requires an approver key and puts its approver in the
-// context. A caller key is authenticated, and refused as not an
-// approver's (approver_required); anything else is unauthorized.
-func (h *Handler) approverAuthed(next http.HandlerFunc) http.HandlerFunc {
+// context. A caller key is authenticated, and refused with a sentence that
+// says the route needs an approver key, and why (approver_required);
+// anything else is unauthorized.
+func (h *Handler) approverAuthed(why string, next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		key, ok := apikey.BearerToken(r)
 		if ok {
 			if _, isCaller := h.auth.Authenticate(r.Context(), key); isCaller {
-				h.writeError(w, r, httpx.Errorf(toolgatetype.CodeApproverRequired, "only an approver key can do this; a caller key cannot approve"))
+				h.writeError(w, r, httpx.Errorf(toolgatetype.CodeApproverRequired, "this route needs an approver key: %s; a caller's API key was given", why))
 				return
 			}
 			var approver string

@@ -45,7 +45,7 @@ func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 		VaryOnForwarded(w)
 	}
 	switch te.Code {
-	case toolgatetype.CodeUnauthorized:
+	case toolgatetype.CodeUnauthorized, toolgatetype.CodeCallerKeyRequired:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="toolgate"`)
 	case toolgatetype.CodeRateLimited:
 		secs := int(te.RetryAfter.Seconds())
