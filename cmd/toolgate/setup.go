@@ -42,6 +42,10 @@ type app struct {
 	listening func(baseURL string)
 }
 
+// offlineTrusted is the tool whose provider -offline answers itself, and
+// so trusts: goal-data's demo provider.
+const offlineTrusted = "goal-data"
+
 // webhookDrain bounds how long a stopping server keeps delivering the
 // approval webhooks still queued.
 const webhookDrain = 5 * time.Second
@@ -61,8 +65,16 @@ func newRegistry() (*registry.Registry, error) {
 // store. With offline, every upstream request is answered from recorded
 // provider responses; tools pointed elsewhere by cfg.Upstreams keep their
 // origin (and so their manifest digest), and the recordings answer them by
-// path.
+// path. Offline, goal-data's demo provider is answered in process, by the
+// gateway's own recordings, and is trusted as payment- and
+// endpoint-verified, so that a paid call can be tried; the config's
+// "trust" still has the last word.
 func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline bool, tel *telemetry, log *slog.Logger) (*app, error) {
+	if offline {
+		if err := reg.SetTrust(offlineTrusted, registry.Trust{PaymentVerified: registry.Bool(true), EndpointVerified: registry.Bool(true)}); err != nil {
+			return nil, fmt.Errorf("trust %s offline: %w", offlineTrusted, err)
+		}
+	}
 	// The config was checked against reg, so these only fail on a bug.
 	for slug, origin := range cfg.Upstreams {
 		if err := reg.SetOrigin(slug, origin); err != nil {
