@@ -353,3 +353,40 @@ func TestServerWithPostgres(t *testing.T) {
 	assert.Equal(t, string(first.body), string(again.body))
 	assert.Equal(t, 0, srv.stop(exitTimeout))
 }
+
+// TestREADMEQuickStartPaidCall runs the README's quick start against the
+// offline development setup, as a newcomer would paste it: a paid call of
+// goal-data, quoted, made and charged, and the spend that says so.
+func TestREADMEQuickStartPaidCall(t *testing.T) {
+	t.Parallel()
+	for _, tool := range []string{"sh", "curl", "sed"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed", tool)
+		}
+	}
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	_, section, found := strings.Cut(string(readme), "\n## The server\n")
+	require.True(t, found, "the README has a section on the server")
+	_, start, found := strings.Cut(section, "```sh\n")
+	require.True(t, found)
+	start, _, _ = strings.Cut(start, "```")
+	require.Equal(t, "go run ./cmd/toolgate -offline -dev-keys dev-keys.json", strings.TrimSpace(start), "how the README starts the server")
+	_, script, found := strings.Cut(section[strings.Index(section, start)+len(start):], "```sh\n")
+	require.True(t, found, "the quick start's commands")
+	script, _, _ = strings.Cut(script, "```")
+	var lines []string
+	for _, line := range strings.Split(script, "\n") {
+		if !strings.HasPrefix(line, "export TOOLGATE_KEY=") && strings.TrimSpace(line) != "" {
+			lines = append(lines, line)
+		}
+	}
+	require.Len(t, lines, 4, "quote, extraction, call, spend")
+
+	keys := filepath.Join(t.TempDir(), "dev-keys.json")
+	srv, base := startServer(t, []string{"-offline", "-listen", "127.0.0.1:0", "-dev-keys", keys})
+	key := strings.TrimPrefix(srv.waitLine("export TOOLGATE_KEY=", 10*time.Second), "export TOOLGATE_KEY=")
+	out := runScript(t, strings.ReplaceAll(strings.Join(lines, "\n"), "http://127.0.0.1:8080", base), "TOOLGATE_KEY="+key)
+	requirePaidCall(t, out)
+	assert.Equal(t, 0, srv.stop(exitTimeout))
+}
