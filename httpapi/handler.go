@@ -30,6 +30,7 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/apikey"
+	"github.com/toolgate/toolgate/authlimit"
 	"github.com/toolgate/toolgate/internal/httpx"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
@@ -48,6 +49,13 @@ type Options struct {
 	// either authenticates as a caller, and is refused on the approvers'
 	// routes, or not, and is then refused on the callers'.
 	Approvers apikey.ApproverAuthenticator
+	// AuthLimit slows the guessing of keys: a client address or key prefix
+	// whose keys failed too often is answered 429 rate_limited, with
+	// Retry-After, until its window ends, whatever key it sends. Nil
+	// means a Limiter with the defaults, counting in this process's
+	// memory; share one Limiter between handlers to count their failures
+	// together.
+	AuthLimit *authlimit.Limiter
 	// MaxBodyBytes caps request bodies; 0 means 1 MiB.
 	MaxBodyBytes int64
 	// ExposeUsageCounts shows exact usage counts in registry entries next to
@@ -65,6 +73,7 @@ type Handler struct {
 	gw        *toolgate.Gateway
 	auth      apikey.Authenticator
 	approvers apikey.ApproverAuthenticator
+	limit     *authlimit.Limiter
 	opts      Options
 	log       *slog.Logger
 	mux       *http.ServeMux
@@ -93,7 +102,10 @@ func NewHandler(gw *toolgate.Gateway, opts *Options) *Handler {
 	if o.Approvers == nil {
 		o.Approvers = apikey.ApproversOf(o.Authenticator)
 	}
-	h := &Handler{gw: gw, auth: o.Authenticator, approvers: o.Approvers, opts: o, log: o.Logger, mux: http.NewServeMux()}
+	if o.AuthLimit == nil {
+		o.AuthLimit = authlimit.Default()
+	}
+	h := &Handler{gw: gw, auth: o.Authenticator, approvers: o.Approvers, limit: o.AuthLimit, opts: o, log: o.Logger, mux: http.NewServeMux()}
 	h.Register(h.mux)
 	h.mux.Handle("/", httpx.NotFound(h.log))
 	return h
@@ -175,12 +187,32 @@ func (h *Handler) authed(next http.HandlerFunc) http.HandlerFunc {
 		if ok {
 			principal, ok = h.auth.Authenticate(r.Context(), key)
 		}
+		if h.limited(w, r, key, ok) {
+			return
+		}
 		if !ok {
 			h.writeError(w, r, httpx.Errorf(toolgatetype.CodeUnauthorized, "a valid API key is required: Authorization: Bearer <API_KEY>"))
 			return
 		}
 		next(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, principal)))
 	}
+}
+
+// limited answers a request whose client address or key prefix failed too
+// often with 429, and reports whether it did; the key's own check decided
+// ok. It must be asked before the check's outcome is answered, so that a
+// guesser learns nothing from a refusal.
+func (h *Handler) limited(w http.ResponseWriter, r *http.Request, key string, ok bool) bool {
+	wait, err := h.limit.Check(r.Context(), r, authlimit.SurfaceAPI, key, ok)
+	switch {
+	case err != nil:
+		h.writeError(w, r, err)
+	case wait > 0:
+		h.writeError(w, r, authlimit.Refusal(wait))
+	default:
+		return false
+	}
+	return true
 }
 
 func principalOf(r *http.Request) string {
@@ -202,18 +234,25 @@ func approverOf(r *http.Request) string {
 func (h *Handler) approverAuthed(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		key, ok := apikey.BearerToken(r)
+		var approver string
+		isCaller := false
 		if ok {
-			if _, isCaller := h.auth.Authenticate(r.Context(), key); isCaller {
-				h.writeError(w, r, httpx.Errorf(toolgatetype.CodeApproverRequired, "only an approver key can do this; a caller key cannot approve"))
-				return
-			}
-			var approver string
-			if approver, ok = h.approvers.AuthenticateApprover(r.Context(), key); ok {
-				next(w, r.WithContext(context.WithValue(r.Context(), approverCtxKey{}, approver)))
-				return
+			_, isCaller = h.auth.Authenticate(r.Context(), key)
+			if !isCaller {
+				approver, ok = h.approvers.AuthenticateApprover(r.Context(), key)
 			}
 		}
-		h.writeError(w, r, httpx.Errorf(toolgatetype.CodeUnauthorized, "a valid approver key is required: Authorization: Bearer <APPROVER_KEY>"))
+		if h.limited(w, r, key, ok) {
+			return
+		}
+		switch {
+		case isCaller:
+			h.writeError(w, r, httpx.Errorf(toolgatetype.CodeApproverRequired, "only an approver key can do this; a caller key cannot approve"))
+		case ok:
+			next(w, r.WithContext(context.WithValue(r.Context(), approverCtxKey{}, approver)))
+		default:
+			h.writeError(w, r, httpx.Errorf(toolgatetype.CodeUnauthorized, "a valid approver key is required: Authorization: Bearer <APPROVER_KEY>"))
+		}
 	}
 }
 
@@ -222,17 +261,23 @@ func (h *Handler) approverAuthed(next http.HandlerFunc) http.HandlerFunc {
 func (h *Handler) eitherAuthed(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		key, ok := apikey.BearerToken(r)
+		var principal, approver string
 		if ok {
-			if principal, isCaller := h.auth.Authenticate(r.Context(), key); isCaller {
-				next(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, principal)))
-				return
-			}
-			if approver, isApprover := h.approvers.AuthenticateApprover(r.Context(), key); isApprover {
-				next(w, r.WithContext(context.WithValue(r.Context(), approverCtxKey{}, approver)))
-				return
+			if principal, ok = h.auth.Authenticate(r.Context(), key); !ok {
+				approver, ok = h.approvers.AuthenticateApprover(r.Context(), key)
 			}
 		}
-		h.writeError(w, r, httpx.Errorf(toolgatetype.CodeUnauthorized, "a valid API key is required: Authorization: Bearer <API_KEY>"))
+		if h.limited(w, r, key, ok) {
+			return
+		}
+		switch {
+		case principal != "":
+			next(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, principal)))
+		case ok:
+			next(w, r.WithContext(context.WithValue(r.Context(), approverCtxKey{}, approver)))
+		default:
+			h.writeError(w, r, httpx.Errorf(toolgatetype.CodeUnauthorized, "a valid API key is required: Authorization: Bearer <API_KEY>"))
+		}
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/apikey"
+	"github.com/toolgate/toolgate/authlimit"
 	"github.com/toolgate/toolgate/httpapi"
 )
 
@@ -25,9 +26,10 @@ import (
 // (Authorization: Bearer <key>); its principal is who calls, and a session
 // begun by one principal answers no other (403).
 type Handler struct {
-	g    *gateway
-	auth apikey.Authenticator
-	sdk  http.Handler
+	g     *gateway
+	auth  apikey.Authenticator
+	limit *authlimit.Limiter
+	sdk   http.Handler
 	// closing ends, when Close is called, what would otherwise keep an
 	// http.Server's Shutdown waiting: the clients' standalone event streams
 	// and approvals still waiting for a person.
@@ -44,7 +46,10 @@ func NewHandler(gw *toolgate.Gateway, opts *Options) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Handler{g: g, auth: g.opts.Authenticator}
+	h := &Handler{g: g, auth: g.opts.Authenticator, limit: g.opts.AuthLimit}
+	if h.limit == nil {
+		h.limit = authlimit.Default()
+	}
 	h.closing, h.close = context.WithCancel(context.Background())
 	g.closing = h.closing
 	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.mcp }, &mcp.StreamableHTTPOptions{
@@ -79,7 +84,21 @@ type principalKey struct{}
 // ServeHTTP authenticates the request, caps its body, marks each tools/call
 // with its session and request id, and hands it to the SDK.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	principal, ok := h.authenticate(r)
+	key, principal, ok := h.authenticate(r)
+	// Asked before the key's own answer is given, so that a refusal tells
+	// a guesser nothing of the key.
+	wait, err := h.limit.Check(r.Context(), r, authlimit.SurfaceMCP, key, ok)
+	switch {
+	case err != nil:
+		h.g.log.ErrorContext(r.Context(), "internal error", "method", r.Method, "path", r.URL.Path, "error", err)
+		writeRPCError(w, http.StatusInternalServerError, "the gateway could not complete the request")
+		return
+	case wait > 0:
+		refusal := authlimit.Refusal(wait)
+		w.Header().Set("Retry-After", strconv.Itoa(int(refusal.RetryAfter/time.Second)))
+		writeRPCError(w, http.StatusTooManyRequests, refusal.Message)
+		return
+	}
 	if !ok {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="toolgate"`)
 		writeRPCError(w, http.StatusUnauthorized, "a valid API key is required: Authorization: Bearer <API_KEY>")
@@ -130,17 +149,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // end and are answered.
 func (h *Handler) Close() { h.close() }
 
-// authenticate returns the principal of the request's Bearer key. A
+// authenticate returns the request's Bearer key and its principal. A
 // missing, repeated, malformed or unknown key all fail alike.
-func (h *Handler) authenticate(r *http.Request) (string, bool) {
-	if h.auth == nil {
-		return "", false
-	}
-	key, ok := apikey.BearerToken(r)
+func (h *Handler) authenticate(r *http.Request) (key, principal string, ok bool) {
+	key, ok = apikey.BearerToken(r)
 	if !ok {
-		return "", false
+		return "", "", false
 	}
-	return h.auth.Authenticate(r.Context(), key)
+	if h.auth == nil {
+		return key, "", false
+	}
+	principal, ok = h.auth.Authenticate(r.Context(), key)
+	return key, principal, ok
 }
 
 // writeRPCError answers an HTTP request the transport never saw with a

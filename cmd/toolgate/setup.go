@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/httpapi"
 	"github.com/toolgate/toolgate/mcpserver"
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/sealing"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/storage/memory"
 	"github.com/toolgate/toolgate/storage/postgres"
@@ -40,6 +41,9 @@ type app struct {
 	close    func()       // stops the webhook sender and releases the store
 	// listening tells the app the address it serves at, once known.
 	listening func(baseURL string)
+	// sealing are the fleet's keys, for state handed out and trusted
+	// again by any instance.
+	sealing *sealing.Keys
 }
 
 // webhookDrain bounds how long a stopping server keeps delivering the
@@ -135,6 +139,7 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 		Upstream:             &upstream.Config{Timeout: cfg.UpstreamTimeout},
 		SpendControls:        controls,
 		Approvers:            approvers,
+		ApprovalRequestLimit: toolgate.RequestLimit{Max: cfg.Limits.ApprovalRequests, Window: cfg.Limits.ApprovalRequestWindow},
 		Logger:               log,
 	}
 	// Interfaces holding nil pointers would not be nil: set only what is on.
@@ -155,12 +160,19 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 		closeAll()
 		return nil, err
 	}
+	fl, err := newFleet(ctx, cfg, store, gw.Clock(), tel)
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
 	api := toolgatehttp.NewHandler(gw, &toolgatehttp.Options{
 		Authenticator:     keys,
+		Sessions:          fl.sessions,
+		AuthLimit:         fl.authLimit,
 		ExposeUsageCounts: cfg.ExposeUsageCounts,
 		Logger:            log,
 	})
-	agents, err := mcpserver.NewHandler(gw, tel.mcpOptions(&mcpserver.Options{Authenticator: keys, Logger: log, PublicURL: cfg.Approvals.PublicURL}))
+	agents, err := mcpserver.NewHandler(gw, tel.mcpOptions(&mcpserver.Options{Authenticator: keys, AuthLimit: fl.authLimit, Logger: log, PublicURL: cfg.Approvals.PublicURL}))
 	if err != nil {
 		closeAll()
 		return nil, err
@@ -168,7 +180,7 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", agents)
 	mux.Handle("/", tel.traced(api))
-	return &app{gw: gw, handler: mux, shutdown: agents.Close, close: closeAll, listening: listening}, nil
+	return &app{gw: gw, handler: mux, shutdown: agents.Close, close: closeAll, listening: listening, sealing: fl.sealing}, nil
 }
 
 // newWebhook makes the sender of approval webhooks, when the config asks
