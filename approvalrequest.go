@@ -21,6 +21,12 @@ import (
 // against the tool's schema first (input_invalid), and a blocked tool is
 // refused (tool_blocked), so a person never reviews a call that cannot run.
 // The request expires with the quote.
+//
+// The same request (principal, quote and input) pending already is
+// answered instead of a new one, however many are asked at once, on any
+// number of gateways sharing the store: a person is asked once. A
+// principal that asks too often is refused (rate_limited; see
+// Config.ApprovalRequestLimit).
 func (g *Gateway) RequestApproval(ctx context.Context, principal string, in toolgatetype.ApprovalInput) (*toolgatetype.ApprovalRequest, error) {
 	if err := validPrincipal(principal); err != nil {
 		return nil, err
@@ -72,7 +78,18 @@ func (g *Gateway) RequestApproval(ctx context.Context, principal string, in tool
 		CreatedAt:      now,
 		ExpiresAt:      q.ExpiresAt,
 	}
-	if err := g.store.CreateApprovalRequest(ctx, rec); err != nil {
+	if err := g.countApprovalRequest(ctx, principal, now); err != nil {
+		return nil, err
+	}
+	err = g.store.CreateApprovalRequest(ctx, rec)
+	var same *storage.PendingRequestError
+	switch {
+	case errors.As(err, &same):
+		// Asked again, or twice at once: the person sees one request.
+		g.obs.approvalRequest(approvalSame)
+		out := g.approvalView(same.Pending, now)
+		return &out, nil
+	case err != nil:
 		return nil, internalError(err)
 	}
 	out := g.approvalView(rec, now)

@@ -68,6 +68,14 @@ type Config struct {
 	// ApprovalNotifier is told of each new approval request and each
 	// decision; nil tells no one.
 	ApprovalNotifier ApprovalNotifier
+	// ApprovalRequestLimit caps the approval requests one principal may
+	// ask for in a window, so that an agent cannot flood the people who
+	// decide them: past it, RequestApproval answers rate_limited until
+	// the window ends. Zero fields mean 30 a minute; a negative Max, no
+	// limit. The count is kept in the store when it is a
+	// storage.WindowCounter, and so holds across every gateway sharing it;
+	// in this process's memory otherwise.
+	ApprovalRequestLimit RequestLimit
 	// Logger receives structured logs, among them one line per finished
 	// call; nil discards them.
 	Logger *slog.Logger
@@ -126,6 +134,8 @@ type Gateway struct {
 	notifier           ApprovalNotifier
 	log                *slog.Logger
 	obs                *observer
+	// counter counts requests in windows (ApprovalRequestLimit).
+	counter storage.WindowCounter
 }
 
 // New returns a Gateway over store. cfg may be nil.
@@ -166,6 +176,7 @@ func New(store storage.Store, cfg *Config) (*Gateway, error) {
 		notifier:  c.ApprovalNotifier,
 		log:       c.Logger,
 		obs:       obs,
+		counter:   windowCounter(store),
 	}
 	if gw.approvals == nil {
 		gw.approvals = store
@@ -202,6 +213,7 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	c.ApprovalRequestLimit = c.ApprovalRequestLimit.withDefaults(DefaultApprovalRequestMax, DefaultApprovalRequestWindow)
 	return c
 }
 
@@ -215,6 +227,8 @@ func (c Config) validate() error {
 		return errors.New("toolgate: IdempotencyLease must be positive")
 	case c.IdempotencyRetention < DefaultIdempotencyRetention:
 		return fmt.Errorf("toolgate: IdempotencyRetention must be at least %s", DefaultIdempotencyRetention)
+	case c.ApprovalRequestLimit.Window < 0:
+		return errors.New("toolgate: ApprovalRequestLimit.Window must be positive")
 	case c.Upstream.Timeout >= c.IdempotencyLease:
 		// A run must finish within its lease, or a retry could take over a
 		// call that is still running and reach the upstream twice.

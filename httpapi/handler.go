@@ -31,6 +31,7 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/apikey"
+	"github.com/toolgate/toolgate/authlimit"
 	"github.com/toolgate/toolgate/internal/httpx"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
@@ -54,6 +55,13 @@ type Options struct {
 	// keys only. With it, every 401 names the resource metadata a client
 	// signs in by.
 	Tokens apikey.TokenVerifier
+	// AuthLimit slows the guessing of keys: a client address or key prefix
+	// whose keys failed too often is answered 429 rate_limited, with
+	// Retry-After, until its window ends, whatever key it sends. Nil
+	// means a Limiter with the defaults, counting in this process's
+	// memory; share one Limiter between handlers to count their failures
+	// together.
+	AuthLimit *authlimit.Limiter
 	// MaxBodyBytes caps request bodies; 0 means 1 MiB.
 	MaxBodyBytes int64
 	// ExposeUsageCounts shows exact usage counts in registry entries next to
@@ -72,6 +80,7 @@ type Handler struct {
 	auth      apikey.Authenticator
 	approvers apikey.ApproverAuthenticator
 	tokens    apikey.TokenVerifier // nil: API keys only
+	limit     *authlimit.Limiter
 	opts      Options
 	log       *slog.Logger
 	mux       *http.ServeMux
@@ -100,7 +109,10 @@ func NewHandler(gw *toolgate.Gateway, opts *Options) *Handler {
 	if o.Approvers == nil {
 		o.Approvers = apikey.ApproversOf(o.Authenticator)
 	}
-	h := &Handler{gw: gw, auth: o.Authenticator, approvers: o.Approvers, tokens: o.Tokens, opts: o, log: o.Logger, mux: http.NewServeMux()}
+	if o.AuthLimit == nil {
+		o.AuthLimit = authlimit.Default()
+	}
+	h := &Handler{gw: gw, auth: o.Authenticator, approvers: o.Approvers, tokens: o.Tokens, limit: o.AuthLimit, opts: o, log: o.Logger, mux: http.NewServeMux()}
 	h.Register(h.mux)
 	h.mux.Handle("/", httpx.NotFound(h.log))
 	return h
@@ -192,6 +204,9 @@ func (h *Handler) authed(next http.HandlerFunc) http.HandlerFunc {
 		if ok {
 			principal, ok = h.auth.Authenticate(r.Context(), key)
 		}
+		if h.limited(w, r, key, ok) {
+			return
+		}
 		if !ok {
 			h.writeError(w, r, httpx.Errorf(toolgatetype.CodeUnauthorized, "a valid API key is required: Authorization: Bearer <API_KEY>"))
 			return
@@ -206,6 +221,23 @@ func withPrincipal(r *http.Request, principal string) *http.Request {
 
 func withApprover(r *http.Request, approver string) *http.Request {
 	return r.WithContext(context.WithValue(r.Context(), approverCtxKey{}, approver))
+}
+
+// limited answers a request whose client address or key prefix failed too
+// often with 429, and reports whether it did; the key's own check decided
+// ok. It must be asked before the check's outcome is answered, so that a
+// guesser learns nothing from a refusal.
+func (h *Handler) limited(w http.ResponseWriter, r *http.Request, key string, ok bool) bool {
+	wait, err := h.limit.Check(r.Context(), r, authlimit.SurfaceAPI, key, ok)
+	switch {
+	case err != nil:
+		h.writeError(w, r, err)
+	case wait > 0:
+		h.writeError(w, r, authlimit.Refusal(wait))
+	default:
+		return false
+	}
+	return true
 }
 
 func principalOf(r *http.Request) string {
@@ -232,18 +264,25 @@ func (h *Handler) approverAuthed(next http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		key, ok := apikey.BearerToken(r)
+		var approver string
+		isCaller := false
 		if ok {
-			if _, isCaller := h.auth.Authenticate(r.Context(), key); isCaller {
-				h.writeError(w, r, httpx.Errorf(toolgatetype.CodeApproverRequired, "only an approver key can do this; a caller key cannot approve"))
-				return
-			}
-			var approver string
-			if approver, ok = h.approvers.AuthenticateApprover(r.Context(), key); ok {
-				next(w, r.WithContext(context.WithValue(r.Context(), approverCtxKey{}, approver)))
-				return
+			_, isCaller = h.auth.Authenticate(r.Context(), key)
+			if !isCaller {
+				approver, ok = h.approvers.AuthenticateApprover(r.Context(), key)
 			}
 		}
-		h.writeError(w, r, httpx.Errorf(toolgatetype.CodeUnauthorized, "a valid approver key is required: Authorization: Bearer <APPROVER_KEY>"))
+		if h.limited(w, r, key, ok) {
+			return
+		}
+		switch {
+		case isCaller:
+			h.writeError(w, r, httpx.Errorf(toolgatetype.CodeApproverRequired, "only an approver key can do this; a caller key cannot approve"))
+		case ok:
+			next(w, r.WithContext(context.WithValue(r.Context(), approverCtxKey{}, approver)))
+		default:
+			h.writeError(w, r, httpx.Errorf(toolgatetype.CodeUnauthorized, "a valid approver key is required: Authorization: Bearer <APPROVER_KEY>"))
+		}
 	}
 }
 
@@ -257,17 +296,23 @@ func (h *Handler) eitherAuthed(next http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		key, ok := apikey.BearerToken(r)
+		var principal, approver string
 		if ok {
-			if principal, isCaller := h.auth.Authenticate(r.Context(), key); isCaller {
-				next(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, principal)))
-				return
-			}
-			if approver, isApprover := h.approvers.AuthenticateApprover(r.Context(), key); isApprover {
-				next(w, r.WithContext(context.WithValue(r.Context(), approverCtxKey{}, approver)))
-				return
+			if principal, ok = h.auth.Authenticate(r.Context(), key); !ok {
+				approver, ok = h.approvers.AuthenticateApprover(r.Context(), key)
 			}
 		}
-		h.writeError(w, r, httpx.Errorf(toolgatetype.CodeUnauthorized, "a valid API key is required: Authorization: Bearer <API_KEY>"))
+		if h.limited(w, r, key, ok) {
+			return
+		}
+		switch {
+		case principal != "":
+			next(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, principal)))
+		case ok:
+			next(w, r.WithContext(context.WithValue(r.Context(), approverCtxKey{}, approver)))
+		default:
+			h.writeError(w, r, httpx.Errorf(toolgatetype.CodeUnauthorized, "a valid API key is required: Authorization: Bearer <API_KEY>"))
+		}
 	}
 }
 

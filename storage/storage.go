@@ -19,7 +19,12 @@
 // BatchReader, which lets a quote, and the reads that start a call, cost one
 // round trip each (the gateway uses it through ReadBatch), and UsageLister,
 // which reads the usage of one page of tools rather than of every tool
-// (through UsageOf). storagetest.Run checks both whenever a Store has them.
+// (through UsageOf). Three more keep what the processes sharing a store must
+// agree on beyond calls: SessionStore, the approval pages' sign-in sessions;
+// WindowCounter, counts of events in time windows (failed sign-ins,
+// approval requests); and SecretStore, secrets generated once, such as the
+// key state is sealed with. storagetest.Run checks each whenever a Store has
+// it.
 package storage
 
 import (
@@ -177,7 +182,12 @@ type Store interface {
 	UpdateSpendControls(ctx context.Context, principal string, update func(*toolgatetype.SpendControls) error) (toolgatetype.SpendControls, error)
 
 	// CreateApprovalRequest stores a new approval request, normally pending.
-	// ErrAlreadyExists if the id is taken.
+	// ErrAlreadyExists if the id is taken. A pending request is asked once:
+	// when a pending request of the same principal, quote and input hash
+	// (SameRequest) is live at r.CreatedAt, nothing is written and the
+	// error is a *PendingRequestError carrying that request. Of any number
+	// of such creations at once, from any number of processes, exactly one
+	// stores its request and the others get it back that way.
 	CreateApprovalRequest(ctx context.Context, r ApprovalRequest) error
 	// GetApprovalRequest returns the approval request with this id, in its
 	// stored state (expiry is the reader's to judge). ErrNotFound if absent.

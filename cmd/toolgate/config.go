@@ -60,6 +60,11 @@ type Config struct {
 	// SynchronousAdmission is the PostgreSQL store's setting of that name:
 	// each call's admission waits for the disk too.
 	SynchronousAdmission bool
+	// SealingKeys are the fleet's keys, the first sealing and every one
+	// opening; none means one kept in the store (fleet.go).
+	SealingKeys [][]byte
+	// Limits are the limits on guessing and flooding (fleet.go).
+	Limits Limits
 }
 
 // minRetention is the shortest retention: every finished call stays
@@ -136,7 +141,7 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 	}
 	fs, err := root.fields("listen", "storage", "quoteTTL", "idempotencyLease", "upstreamTimeout", "feeRate",
 		"exposeUsageCounts", "principals", "upstreams", "trust", "tools", "approvers", "approvals",
-		"metricsListen", "retention", "synchronousAdmission", "oauth")
+		"metricsListen", "retention", "synchronousAdmission", "oauth", "sealingKeys", "limits")
 	if err != nil {
 		return nil, err
 	}
@@ -181,6 +186,10 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 		case "synchronousAdmission":
 			cfg.SynchronousAdmission, err = f.boolean()
 			syncAdmissionField = &f
+		case "sealingKeys":
+			cfg.SealingKeys, err = p.sealingKeys(f.node)
+		case "limits":
+			cfg.Limits, err = p.limits(f.node)
 		case "retention":
 			if cfg.Retention, err = f.duration(); err == nil && cfg.Retention < minRetention {
 				err = f.errorf("%s is shorter than the minimum of 24h: finished calls stay replayable for a day", cfg.Retention)

@@ -16,6 +16,7 @@ import (
 	"github.com/toolgate/toolgate/mcpserver"
 	"github.com/toolgate/toolgate/oauth"
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/sealing"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/storage/memory"
 	"github.com/toolgate/toolgate/storage/postgres"
@@ -41,6 +42,9 @@ type app struct {
 	close    func()       // stops the webhook sender and releases the store
 	// listening tells the app the address it serves at, once known.
 	listening func(baseURL string)
+	// sealing are the fleet's keys, for state handed out and trusted
+	// again by any instance.
+	sealing *sealing.Keys
 }
 
 // webhookDrain bounds how long a stopping server keeps delivering the
@@ -142,6 +146,7 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 		Upstream:             &upstream.Config{Timeout: cfg.UpstreamTimeout},
 		SpendControls:        spendControls,
 		Approvers:            approvers,
+		ApprovalRequestLimit: toolgate.RequestLimit{Max: cfg.Limits.ApprovalRequests, Window: cfg.Limits.ApprovalRequestWindow},
 		Logger:               log,
 	}
 	// Interfaces holding nil pointers would not be nil: set only what is on.
@@ -172,13 +177,20 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 		}
 		tokens = verifier
 	}
+	fl, err := newFleet(ctx, cfg, store, gw.Clock(), tel)
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
 	api := toolgatehttp.NewHandler(gw, &toolgatehttp.Options{
 		Authenticator:     keys,
 		Tokens:            tokens,
+		Sessions:          fl.sessions,
+		AuthLimit:         fl.authLimit,
 		ExposeUsageCounts: cfg.ExposeUsageCounts,
 		Logger:            log,
 	})
-	agents, err := mcpserver.NewHandler(gw, tel.mcpOptions(&mcpserver.Options{Authenticator: keys, Tokens: tokens, Logger: log, PublicURL: cfg.Approvals.PublicURL}))
+	agents, err := mcpserver.NewHandler(gw, tel.mcpOptions(&mcpserver.Options{Authenticator: keys, Tokens: tokens, AuthLimit: fl.authLimit, Logger: log, PublicURL: cfg.Approvals.PublicURL}))
 	if err != nil {
 		closeAll()
 		return nil, err
@@ -193,7 +205,7 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 		mux.Handle(oauth.MetadataPath+"/", metadata)
 	}
 	mux.Handle("/", tel.traced(api))
-	return &app{gw: gw, handler: mux, shutdown: agents.Close, close: closeAll, listening: listening}, nil
+	return &app{gw: gw, handler: mux, shutdown: agents.Close, close: closeAll, listening: listening, sealing: fl.sealing}, nil
 }
 
 // newWebhook makes the sender of approval webhooks, when the config asks

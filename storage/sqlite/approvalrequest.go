@@ -68,7 +68,8 @@ func nullableNanos(n int64, zero bool) any {
 }
 
 // CreateApprovalRequest stores a new approval request; an empty Status is
-// stored as pending. ErrAlreadyExists when the id is taken.
+// stored as pending. ErrAlreadyExists when the id is taken; a
+// *storage.PendingRequestError when the same request is pending already.
 func (s *Store) CreateApprovalRequest(ctx context.Context, r storage.ApprovalRequest) error {
 	status := r.Status
 	if status == "" {
@@ -87,6 +88,19 @@ func (s *Store) CreateApprovalRequest(ctx context.Context, r storage.ApprovalReq
 		input = []byte{} // the column is NOT NULL; an empty input is still an input
 	}
 	return s.write(ctx, func(tx *writeTx) error {
+		if status == storage.ApprovalPending {
+			// The same request pending already is asked once. The write
+			// holds the file's write lock, so no other can slip in
+			// between this look and the insert.
+			same, err := scanApprovalRequest(tx.queryRow(samePendingSQL,
+				r.Principal, r.ToolID, r.InputSHA256, idBytes(r.QuoteID), nanos(r.CreatedAt)))
+			switch {
+			case err == nil:
+				return &storage.PendingRequestError{Pending: same}
+			case !isNotFound(err):
+				return err
+			}
+		}
 		_, err := tx.exec(`
 			INSERT INTO approval_requests (`+approvalRequestColumns+`)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -97,6 +111,13 @@ func (s *Store) CreateApprovalRequest(ctx context.Context, r storage.ApprovalReq
 		return err
 	})
 }
+
+// samePendingSQL finds the live pending request of a principal's call
+// (tool, input hash and quote), from the index on the first three.
+const samePendingSQL = `SELECT ` + approvalRequestColumns + ` FROM approval_requests
+	WHERE principal = ? AND tool_id = ? AND input_sha256 = ? AND quote_id = ?
+		AND status = 'pending' AND expires_at > ?
+	ORDER BY created_at DESC, id DESC LIMIT 1`
 
 // getApprovalRequestSQL reads the request with id ? for scanApprovalRequest.
 const getApprovalRequestSQL = `SELECT ` + approvalRequestColumns + ` FROM approval_requests WHERE id = ?`
