@@ -25,6 +25,12 @@ import (
 // life to the request's in the same step of the store: the quote's price,
 // fee and digest stay as quoted, the request binds the input, and the
 // quote still serves at most one call.
+//
+// The same request (principal, quote and input) pending already is
+// answered instead of a new one, however many are asked at once, on any
+// number of gateways sharing the store: a person is asked once. A
+// principal that asks too often is refused (rate_limited; see
+// Config.ApprovalRequestLimit).
 func (g *Gateway) RequestApproval(ctx context.Context, principal string, in toolgatetype.ApprovalInput) (*toolgatetype.ApprovalRequest, error) {
 	if err := validPrincipal(principal); err != nil {
 		return nil, err
@@ -76,7 +82,17 @@ func (g *Gateway) RequestApproval(ctx context.Context, principal string, in tool
 		CreatedAt:      now,
 		ExpiresAt:      now.Add(g.cfg.ApprovalTTL),
 	}
-	switch err := g.store.CreateApprovalRequest(ctx, rec); {
+	if err := g.countApprovalRequest(ctx, principal, now); err != nil {
+		return nil, err
+	}
+	err = g.store.CreateApprovalRequest(ctx, rec)
+	var same *storage.PendingRequestError
+	switch {
+	case errors.As(err, &same):
+		// Asked again, or twice at once: the person sees one request.
+		g.obs.approvalRequest(approvalSame)
+		out := g.approvalView(same.Pending, now)
+		return &out, nil
 	case errors.Is(err, storage.ErrQuoteNotFound):
 		return nil, newError(toolgatetype.CodeQuoteNotFound, "no quote %s exists for this caller", quoteID)
 	case errors.Is(err, storage.ErrQuoteUsed):
@@ -339,4 +355,29 @@ func (g *Gateway) approvalView(r storage.ApprovalRequest, now time.Time) toolgat
 func inputSHA256(canonical []byte) string {
 	sum := sha256.Sum256(canonical)
 	return hex.EncodeToString(sum[:])
+}
+
+// latestApprovalRequest returns the caller's newest approval request of
+// the given status for the call c makes (its tool and input, whatever the
+// quote or the tool's version), or nil when it has none. It reads the
+// store, never this process's memory, so a request made through one
+// instance of a gateway is found through any other sharing its store: a
+// caller that asked for approval once finds the grant when it makes the
+// same call again, with nothing to remember in between.
+func (g *Gateway) latestApprovalRequest(ctx context.Context, c *toolCall, status toolgatetype.ApprovalStatus) (*toolgatetype.ApprovalRequest, error) {
+	now := g.clock.Now().UTC()
+	f, err := statusFilter(status, now)
+	if err != nil {
+		return nil, err
+	}
+	f.Principals, f.ToolID, f.InputSHA256, f.Limit = []string{c.principal}, c.tool.Tool.ID, inputSHA256(c.input), 1
+	list, err := g.store.ListApprovalRequests(ctx, f)
+	if err != nil {
+		return nil, internalError(err)
+	}
+	if len(list) == 0 {
+		return nil, nil
+	}
+	out := g.approvalView(list[0], now)
+	return &out, nil
 }

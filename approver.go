@@ -45,9 +45,7 @@ func (s StaticApprovers) ApprovedPrincipals(_ context.Context, approver string) 
 
 // ApprovalMode returns who approves principal's calls, as Config.Approvers
 // says: ApprovalModeCaller, or ApprovalModeApprover (which a mode the
-// directory does not know counts as, so it loosens nothing). A layer that
-// asks for approval on the caller's behalf, such as an MCP server, reads it
-// to know whom to ask.
+// directory does not know counts as, so it loosens nothing).
 func (g *Gateway) ApprovalMode(ctx context.Context, principal string) (toolgatetype.ApprovalMode, error) {
 	if err := validPrincipal(principal); err != nil {
 		return "", err

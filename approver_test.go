@@ -661,3 +661,28 @@ func TestCallsRaceOnOneGrant(t *testing.T) {
 	assert.Equal(t, 1, completed, "one call proceeds")
 	e.upstream.RequireCalls(t, 1)
 }
+
+func TestApprovalModeComesFromTheDirectory(t *testing.T) {
+	t.Parallel()
+	e := newApproverEnv(t, []toolSpec{callable})
+	ctx := context.Background()
+	for principal, want := range map[string]toolgatetype.ApprovalMode{
+		"agent":  toolgatetype.ApprovalModeApprover,
+		"alice":  toolgatetype.ApprovalModeCaller, // pat approves for her, but she is in caller mode
+		"nobody": toolgatetype.ApprovalModeCaller,
+	} {
+		got, err := e.gw.ApprovalMode(ctx, principal)
+		require.NoError(t, err)
+		assert.Equal(t, want, got, principal)
+	}
+	_, err := e.gw.ApprovalMode(ctx, "")
+	requireCode(t, err, toolgatetype.CodeUnauthorized)
+
+	// A mode the directory made up loosens nothing.
+	odd := newEnv(t, []toolSpec{callable}, func(c *toolgate.Config) {
+		c.Approvers = toolgate.StaticApprovers{Modes: map[string]toolgatetype.ApprovalMode{"agent": "whoever"}}
+	})
+	got, err := odd.gw.ApprovalMode(ctx, "agent")
+	require.NoError(t, err)
+	assert.Equal(t, toolgatetype.ApprovalModeApprover, got)
+}

@@ -406,7 +406,7 @@ func (g *Gateway) execute(ctx context.Context, c *call, adm admission, cl claim)
 		// after its request left: sending it again could run it twice.
 		exec = ambiguous(newExecution(c.tool, adm.quote, cl.execution.ID), c.tool, "the gateway's run of it stopped before it finished")
 	} else {
-		exec, upstreamStatus = g.callTool(ctx, c.tool, adm.quote, cl.execution.ID, c.input, adm.abandon)
+		exec, upstreamStatus = g.callProvider(ctx, c.tool, adm.quote, cl.execution.ID, c.input, adm.abandon)
 	}
 	body, err := encodeExecution(exec)
 	if err != nil {

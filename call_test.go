@@ -305,30 +305,16 @@ func TestCallInFlightKeyIsBusy(t *testing.T) {
 	assert.True(t, res.Replayed)
 }
 
-// crashingStore loses its connection when asked to finish an execution,
-// the way a process that dies mid-call never records the result.
-type crashingStore struct {
-	storage.Store
-	crash bool
-}
-
-func (s *crashingStore) FinishExecution(ctx context.Context, f storage.Finish) error {
-	if s.crash {
-		return context.Canceled
-	}
-	return s.Store.FinishExecution(ctx, f)
-}
-
 func TestCallLeaseTakeoverAfterCrash(t *testing.T) {
 	t.Parallel()
-	store := &crashingStore{Store: newMemoryStore(), crash: true}
+	store := toolgatetest.NewDyingStore(newMemoryStore())
 	e := newEnvWithStore(t, store, []toolSpec{paidCallable})
 	ctx := context.Background()
 	q := e.quote("alice", "paid")
 
 	_, err := e.gw.Call(ctx, "alice", approvedCall(q, "k1", "hello"))
 	requireCode(t, err, toolgatetype.CodeInternal)
-	store.crash = false
+	store.Dying.Store(false)
 
 	// Within the lease, the abandoned run still holds the key.
 	e.clock.Advance(toolgate.DefaultIdempotencyLease - time.Second)

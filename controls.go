@@ -11,7 +11,9 @@ import (
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
-// The contract's defaults for every principal.
+// The defaults for every principal, where neither the operator nor the
+// caller set a limit: $25 per call, $100 a UTC day, $1000 a UTC month, 60
+// calls a minute, 1000 an hour.
 var (
 	defaultMaxPerCallUSD      = decimal.RequireFromString("25")
 	defaultDailyLimitUSD      = decimal.RequireFromString("100")
@@ -34,7 +36,7 @@ type toolLimits struct {
 	PerMinute, PerHour         *int
 }
 
-// limitsFor layers a principal's limits: the contract defaults, the
+// limitsFor layers a principal's limits: the defaults, the
 // operator's controls, then the caller's own (own; nil when none), which
 // only ever tighten: they are a caller's self-restraint, not a way past the
 // operator's ceiling.

@@ -19,6 +19,10 @@
 //		IdempotencyKey: "call-1",
 //	})
 //
+// A layer whose callers name a tool and its input but hold no quote, such
+// as an MCP server, asks CallTool instead: one question that quotes, finds
+// or asks for the approval, and calls, as the gateway's own pipeline.
+//
 // Every rejection is an *Error with a stable Code and leaves nothing in the
 // store, so a corrected request can reuse its key. A retry with the same key
 // and request gets the stored result back byte for byte, without reaching

@@ -15,11 +15,11 @@ import (
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
-// callTool calls the provider and turns whatever comes back into an
+// callProvider calls the provider and turns whatever comes back into an
 // execution result, with the HTTP status of the provider's answer (0 when
 // none came). Nothing the provider returns reaches anything but the output
 // field, and only after normalization and validation.
-func (g *Gateway) callTool(ctx context.Context, v *registry.Version, q storage.Quote, id uuid.UUID, input []byte, abandon *registry.UpstreamError) (toolgatetype.Execution, int) {
+func (g *Gateway) callProvider(ctx context.Context, v *registry.Version, q storage.Quote, id uuid.UUID, input []byte, abandon *registry.UpstreamError) (toolgatetype.Execution, int) {
 	exec := newExecution(v, q, id)
 	status := 0
 	fail := func(err error) (toolgatetype.Execution, int) {

@@ -60,7 +60,7 @@ type Config struct {
 	// summed by Spend (default and minimum 24 hours).
 	IdempotencyRetention time.Duration
 	// SpendControls supplies the operator's spend controls per principal.
-	// A limit it leaves unset has the contract's default: $25 per call,
+	// A limit it leaves unset has its default: $25 per call,
 	// $100 a UTC day, $1000 a UTC month, 60 calls a minute, 1000 an hour.
 	// Callers' own settings, kept in the store, can only tighten them.
 	SpendControls SpendControlsSource
@@ -69,12 +69,20 @@ type Config struct {
 	// an approver count.
 	Approvals ApprovalSource
 	// Approvers says each principal's approval mode and whom each approver
-	// approves for (contract section 14); nil puts every principal in
+	// approves for; nil puts every principal in
 	// caller mode, with no approvers.
 	Approvers ApproverDirectory
 	// ApprovalNotifier is told of each new approval request and each
 	// decision; nil tells no one.
 	ApprovalNotifier ApprovalNotifier
+	// ApprovalRequestLimit caps the approval requests one principal may
+	// ask for in a window, so that an agent cannot flood the people who
+	// decide them: past it, RequestApproval answers rate_limited until
+	// the window ends. Zero fields mean 30 a minute; a negative Max, no
+	// limit. The count is kept in the store when it is a
+	// storage.WindowCounter, and so holds across every gateway sharing it;
+	// in this process's memory otherwise.
+	ApprovalRequestLimit RequestLimit
 	// Logger receives structured logs, among them one line per finished
 	// call; nil discards them.
 	Logger *slog.Logger
@@ -89,7 +97,7 @@ type Config struct {
 }
 
 // SpendControlsSource supplies the operator's spend controls of a principal.
-// Fields left nil fall back to the contract defaults.
+// Fields left nil fall back to the defaults (see Config.SpendControls).
 type SpendControlsSource interface {
 	SpendControls(ctx context.Context, principal string) (toolgatetype.SpendControls, error)
 }
@@ -133,6 +141,8 @@ type Gateway struct {
 	notifier           ApprovalNotifier
 	log                *slog.Logger
 	obs                *observer
+	// counter counts requests in windows (ApprovalRequestLimit).
+	counter storage.WindowCounter
 }
 
 // New returns a Gateway over store. cfg may be nil.
@@ -173,6 +183,7 @@ func New(store storage.Store, cfg *Config) (*Gateway, error) {
 		notifier:  c.ApprovalNotifier,
 		log:       c.Logger,
 		obs:       obs,
+		counter:   windowCounter(store),
 	}
 	if gw.approvals == nil {
 		gw.approvals = store
@@ -212,6 +223,7 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	c.ApprovalRequestLimit = c.ApprovalRequestLimit.withDefaults(DefaultApprovalRequestMax, DefaultApprovalRequestWindow)
 	return c
 }
 
@@ -227,6 +239,8 @@ func (c Config) validate() error {
 		return errors.New("toolgate: IdempotencyLease must be positive")
 	case c.IdempotencyRetention < DefaultIdempotencyRetention:
 		return fmt.Errorf("toolgate: IdempotencyRetention must be at least %s", DefaultIdempotencyRetention)
+	case c.ApprovalRequestLimit.Window < 0:
+		return errors.New("toolgate: ApprovalRequestLimit.Window must be positive")
 	case c.Upstream.Timeout >= c.IdempotencyLease:
 		// A run must finish within its lease, or a retry could take over a
 		// call that is still running and reach the upstream twice.

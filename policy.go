@@ -140,9 +140,9 @@ func explain(p toolgatetype.Policy, e *toolgatetype.Error) *toolgatetype.Error {
 // digest. read holds the caller's standing approval, when it was read with
 // the call's other reads, and the grant the call carries.
 //
-// In caller mode the digest sent is the approval (contract section 6). In
-// approver mode it approves nothing: only a grant, or a standing approval
-// an approver set, does (section 14). A grant approves in either mode, and
+// In caller mode the digest sent is the approval. In approver mode it
+// approves nothing: only a grant, or a standing approval an approver set,
+// does. A grant approves in either mode, and
 // is checked whenever one is sent, even where no approval is needed, just
 // as a digest for another version is refused there.
 func (g *Gateway) checkPolicy(ctx context.Context, c *call, q storage.Quote, read storage.ReadResult, mode toolgatetype.ApprovalMode, now time.Time) (toolgatetype.Policy, error) {

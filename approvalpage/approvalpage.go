@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/apikey"
+	"github.com/toolgate/toolgate/authlimit"
 	"github.com/toolgate/toolgate/internal/httpx"
 	"github.com/toolgate/toolgate/internal/pagestyle"
 	"github.com/toolgate/toolgate/toolgatetype"
@@ -353,11 +354,27 @@ var resolutionWords = map[toolgatetype.Status]string{
 }
 
 // signIn starts a session for an approver key. A caller key, like any key
-// that is not an approver's, is refused with the same words.
+// that is not an approver's, is refused with the same words; a client that
+// failed too often is refused every key until its window ends.
 func (h *Handler) signIn(w http.ResponseWriter, r *http.Request, key string) {
 	approver, ok := "", false
 	if key != "" && len(key) <= apikey.MaxLength {
 		approver, ok = h.approvers.AuthenticateApprover(r.Context(), key)
+	}
+	// Asked before the key's own answer is given, so that a refusal tells
+	// a guesser nothing of the key.
+	wait, err := h.limit.Check(r.Context(), r, authlimit.SurfaceApprovalPage, key, ok)
+	if err != nil {
+		h.logError(r, err)
+		h.renderMessage(w, r, http.StatusInternalServerError, "The gateway could not sign you in. Try again.")
+		return
+	}
+	if wait > 0 {
+		secs := authlimit.RetryAfterSeconds(wait)
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		h.renderSignIn(w, r, http.StatusTooManyRequests,
+			fmt.Sprintf("Too many failed sign-ins from your address: try again in %d seconds.", secs), "Sign in with your approver key.")
+		return
 	}
 	if !ok {
 		h.renderSignIn(w, r, http.StatusUnauthorized, "That is not an approver key.", "Sign in with your approver key.")

@@ -14,25 +14,10 @@ import (
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/internal/testbrowser"
 	"github.com/toolgate/toolgate/registry"
-	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/storage/memory"
 	"github.com/toolgate/toolgate/toolgatetest"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
-
-// dyingStore never records the end of a call while dying is set, as a
-// gateway process killed mid-call never does.
-type dyingStore struct {
-	storage.Store
-	dying bool
-}
-
-func (s *dyingStore) FinishExecution(ctx context.Context, f storage.Finish) error {
-	if s.dying {
-		return context.Canceled
-	}
-	return s.Store.FinishExecution(ctx, f)
-}
 
 // newAmbiguousAPI serves a gateway in which one call of alice's, of a tool
 // the operator marked not retry-safe, was taken over after its run died:
@@ -40,7 +25,7 @@ func (s *dyingStore) FinishExecution(ctx context.Context, f storage.Finish) erro
 func newAmbiguousAPI(t *testing.T) (*api, string) {
 	t.Helper()
 	a := newApproverGateway(t)
-	store := &dyingStore{Store: memory.New(), dying: true}
+	store := toolgatetest.NewDyingStore(memory.New())
 	cfg := &toolgate.Config{Approvers: toolgate.StaticApprovers{Approvers: map[string][]string{"pat": {"alice"}, "sam": {"other"}}}}
 	tg := toolgatetest.New(t, &toolgatetest.Options{Store: store, Config: cfg, Tools: []*registry.Tool{toolgatetest.Priced(toolgatetest.EchoTool(), "0.0500")}})
 	notSafe := false
@@ -54,7 +39,7 @@ func newAmbiguousAPI(t *testing.T) (*api, string) {
 		ApprovalDigest: *q.Quote.ManifestDigest, IdempotencyKey: "k1"}
 	_, err := tg.Call(ctx, "alice", req)
 	toolgatetest.RequireCode(t, err, toolgatetype.CodeInternal)
-	store.dying = false
+	store.Dying.Store(false)
 	tg.Clock.Advance(toolgate.DefaultIdempotencyLease + toolgate.DefaultQuoteTTL)
 	res, err := tg.Call(ctx, "alice", req)
 	require.NoError(t, err)

@@ -19,9 +19,9 @@
 //
 // # Approval requests
 //
-// A principal whose calls a person approves (approver mode, contract
-// section 14) asks for approval of one exact call with RequestApproval,
-// waits with WaitForDecision, and calls with the approved request's ID as
+// A principal whose calls a person approves (approver mode) asks for
+// approval of one exact call with RequestApproval, waits with
+// WaitForDecision, and calls with the approved request's ID as
 // toolgatetype.CallRequest.ApprovalGrant. The grant is used once, with its
 // quote; Call's retries cannot use it twice, since every retry carries the
 // same Idempotency-Key and gets the first run's result. A client holding

@@ -26,7 +26,7 @@ import (
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
-// section10 is every error code of the contract's HTTP error table.
+// section10 is every error code of the API's HTTP error table.
 var section10 = []toolgatetype.Code{
 	"invalid_request", "idempotency_key_missing", "idempotency_key_invalid", "unauthorized",
 	"tool_blocked", "approval_required", "approval_mismatch", "spend_limit_exceeded",
@@ -360,7 +360,7 @@ var gatewayErrors = []struct {
 			return func(ctx context.Context, a api) error { _, err := a.GetExecution(ctx, id); return err }
 		}},
 
-	// The audit trail's and the spend summary's filters (contract section 17).
+	// The audit trail's and the spend summary's filters.
 	{code: toolgatetype.CodeInvalidRequest, name: "limit over 100", setup: func(t *testing.T, e *env) op {
 		return listExecutions(toolgatetype.ExecutionFilter{Limit: 101})
 	}, check: naming("limit")},
@@ -399,7 +399,7 @@ var gatewayErrors = []struct {
 		return spend(toolgatetype.SpendFilter{Since: now.Add(time.Hour), Until: now})
 	}, check: naming("since")},
 
-	// Approver mode and approval requests (contract section 14).
+	// Approver mode and approval requests.
 	{code: toolgatetype.CodeApprovalRequired, name: "a grant required", as: "agent", setup: func(t *testing.T, e *env) op {
 		return call(approved(e.gw.MustQuote(t, "agent", "echo"), "x"))
 	}, check: func(t *testing.T, err *toolgatetype.Error) {

@@ -10,32 +10,17 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/registry"
-	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/storage/memory"
 	"github.com/toolgate/toolgate/toolgatetest"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
-
-// dyingStore never records the end of a call while dying is set, as a
-// gateway process killed mid-call never does.
-type dyingStore struct {
-	storage.Store
-	dying bool
-}
-
-func (s *dyingStore) FinishExecution(ctx context.Context, f storage.Finish) error {
-	if s.dying {
-		return context.Canceled
-	}
-	return s.Store.FinishExecution(ctx, f)
-}
 
 // An approver's client resolves an ambiguous call of alice's, as in
 // process: charged once, and then the key replays the resolved execution.
 func TestResolveExecutionThroughTheClient(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	store := &dyingStore{Store: memory.New(), dying: true}
+	store := toolgatetest.NewDyingStore(memory.New())
 	e := newEnv(t, &envOptions{store: store})
 	notSafe := false
 	require.NoError(t, e.gw.Registry.SetTrust("paid", registry.Trust{RetrySafe: &notSafe}))
@@ -46,7 +31,7 @@ func TestResolveExecutionThroughTheClient(t *testing.T) {
 	req := toolgatetype.CallRequest{Tool: "paid", QuoteID: q.Quote.ID, Input: json.RawMessage(`{"v":"hi"}`), IdempotencyKey: "k1"}
 	_, err = e.gw.Call(ctx, "alice", req)
 	toolgatetest.RequireCode(t, err, toolgatetype.CodeInternal)
-	store.dying = false
+	store.Dying.Store(false)
 	e.gw.Clock.Advance(toolgate.DefaultIdempotencyLease + toolgate.DefaultQuoteTTL)
 	res, err := alice.Call(ctx, req)
 	require.NoError(t, err)

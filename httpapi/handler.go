@@ -23,6 +23,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 
@@ -30,6 +31,7 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/apikey"
+	"github.com/toolgate/toolgate/authlimit"
 	"github.com/toolgate/toolgate/internal/httpx"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
@@ -48,6 +50,18 @@ type Options struct {
 	// either authenticates as a caller, and is refused on the approvers'
 	// routes, or not, and is then refused on the callers'.
 	Approvers apikey.ApproverAuthenticator
+	// Tokens verifies OAuth access tokens, accepted beside API keys on the
+	// callers' and the approvers' routes (package oauth); nil accepts API
+	// keys only. With it, every 401 names the resource metadata a client
+	// signs in by.
+	Tokens apikey.TokenVerifier
+	// AuthLimit slows the guessing of keys: a client address or key prefix
+	// whose keys failed too often is answered 429 rate_limited, with
+	// Retry-After, until its window ends, whatever key it sends. Nil
+	// means a Limiter with the defaults, counting in this process's
+	// memory; share one Limiter between handlers to count their failures
+	// together.
+	AuthLimit *authlimit.Limiter
 	// MaxBodyBytes caps request bodies; 0 means 1 MiB.
 	MaxBodyBytes int64
 	// ExposeUsageCounts shows exact usage counts in registry entries next to
@@ -65,6 +79,8 @@ type Handler struct {
 	gw        *toolgate.Gateway
 	auth      apikey.Authenticator
 	approvers apikey.ApproverAuthenticator
+	tokens    apikey.TokenVerifier // nil: API keys only
+	limit     *authlimit.Limiter
 	opts      Options
 	log       *slog.Logger
 	mux       *http.ServeMux
@@ -93,7 +109,10 @@ func NewHandler(gw *toolgate.Gateway, opts *Options) *Handler {
 	if o.Approvers == nil {
 		o.Approvers = apikey.ApproversOf(o.Authenticator)
 	}
-	h := &Handler{gw: gw, auth: o.Authenticator, approvers: o.Approvers, opts: o, log: o.Logger, mux: http.NewServeMux()}
+	if o.AuthLimit == nil {
+		o.AuthLimit = authlimit.Default()
+	}
+	h := &Handler{gw: gw, auth: o.Authenticator, approvers: o.Approvers, tokens: o.Tokens, limit: o.AuthLimit, opts: o, log: o.Logger, mux: http.NewServeMux()}
 	h.Register(h.mux)
 	h.mux.Handle("/", httpx.NotFound(h.log))
 	return h
@@ -161,35 +180,74 @@ func (h *Handler) continueTrace(next http.HandlerFunc) http.HandlerFunc {
 
 // writeError answers with err; see httpx.WriteError.
 func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	// With access tokens accepted, every 401 says where to get one.
+	var te *toolgatetype.Error
+	if h.tokens != nil && errors.As(err, &te) && te.Code == toolgatetype.CodeUnauthorized && w.Header().Get("WWW-Authenticate") == "" {
+		w.Header().Set("WWW-Authenticate", h.tokenChallenge(r))
+	}
 	httpx.WriteError(w, r, h.log, err)
 }
 
 type principalKey struct{}
 
-// authed requires a caller's API key and puts its principal in the
-// context. A missing, malformed and unknown key all get the same answer; a
-// valid approver key is told that the route is a caller's
-// (caller_key_required), so that a person who pasted the wrong key knows
-// which one to use.
+// authed requires a caller's API key, or access token, and puts its
+// principal in the context. A missing, malformed and unknown key all get
+// the same answer; a valid approver key is told that the route is a
+// caller's (caller_key_required), so that a person who pasted the wrong
+// key knows which one to use.
 func (h *Handler) authed(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if token, ok := h.accessToken(r); ok {
+			h.serveToken(w, r, token, needCaller, next)
+			return
+		}
 		key, ok := apikey.BearerToken(r)
 		var principal string
 		if ok {
 			principal, ok = h.auth.Authenticate(r.Context(), key)
 			if !ok {
 				if _, isApprover := h.approvers.AuthenticateApprover(r.Context(), key); isApprover {
-					h.writeError(w, r, httpx.Errorf(toolgatetype.CodeCallerKeyRequired, "this route needs a caller's API key; an approver key was given"))
+					if !h.limited(w, r, key, true) {
+						h.writeError(w, r, httpx.Errorf(toolgatetype.CodeCallerKeyRequired, "this route needs a caller's API key; an approver key was given"))
+					}
 					return
 				}
 			}
+		}
+		if h.limited(w, r, key, ok) {
+			return
 		}
 		if !ok {
 			h.writeError(w, r, httpx.Errorf(toolgatetype.CodeUnauthorized, "a valid API key is required: Authorization: Bearer <API_KEY>"))
 			return
 		}
-		next(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, principal)))
+		next(w, withPrincipal(r, principal))
 	}
+}
+
+func withPrincipal(r *http.Request, principal string) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), principalKey{}, principal))
+}
+
+func withApprover(r *http.Request, approver string) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), approverCtxKey{}, approver))
+}
+
+// limited answers a request whose client address or key prefix failed too
+// often with 429, and reports whether it did; the key's own check decided
+// ok. It must be asked before the check's outcome is answered, so that a
+// guesser learns nothing from a refusal.
+func (h *Handler) limited(w http.ResponseWriter, r *http.Request, key string, ok bool) bool {
+	wait, err := h.limit.Check(r.Context(), r, authlimit.SurfaceAPI, key, ok)
+	switch {
+	case err != nil:
+		h.writeError(w, r, err)
+	case wait > 0:
+		h.writeError(w, r, authlimit.Refusal(wait))
+	default:
+		return false
+	}
+	return true
 }
 
 func principalOf(r *http.Request) string {
@@ -205,44 +263,67 @@ func approverOf(r *http.Request) string {
 	return a
 }
 
-// approverAuthed requires an approver key and puts its approver in the
-// context. A caller key is authenticated, and refused with a sentence that
-// says the route needs an approver key, and why (approver_required);
-// anything else is unauthorized.
+// approverAuthed requires an approver key, or an access token that makes
+// an approver, and puts its approver in the context. A caller key is
+// authenticated, and refused with a sentence that says the route needs an
+// approver key, and why (approver_required); anything else is
+// unauthorized.
 func (h *Handler) approverAuthed(why string, next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if token, ok := h.accessToken(r); ok {
+			h.serveToken(w, r, token, needApprover, next)
+			return
+		}
 		key, ok := apikey.BearerToken(r)
+		var approver string
+		isCaller := false
 		if ok {
-			if _, isCaller := h.auth.Authenticate(r.Context(), key); isCaller {
-				h.writeError(w, r, httpx.Errorf(toolgatetype.CodeApproverRequired, "this route needs an approver key: %s; a caller's API key was given", why))
-				return
-			}
-			var approver string
-			if approver, ok = h.approvers.AuthenticateApprover(r.Context(), key); ok {
-				next(w, r.WithContext(context.WithValue(r.Context(), approverCtxKey{}, approver)))
-				return
+			_, isCaller = h.auth.Authenticate(r.Context(), key)
+			if !isCaller {
+				approver, ok = h.approvers.AuthenticateApprover(r.Context(), key)
 			}
 		}
-		h.writeError(w, r, httpx.Errorf(toolgatetype.CodeUnauthorized, "a valid approver key is required: Authorization: Bearer <APPROVER_KEY>"))
+		if h.limited(w, r, key, ok) {
+			return
+		}
+		switch {
+		case isCaller:
+			h.writeError(w, r, httpx.Errorf(toolgatetype.CodeApproverRequired, "this route needs an approver key: %s; a caller's API key was given", why))
+		case ok:
+			next(w, r.WithContext(context.WithValue(r.Context(), approverCtxKey{}, approver)))
+		default:
+			h.writeError(w, r, httpx.Errorf(toolgatetype.CodeUnauthorized, "a valid approver key is required: Authorization: Bearer <APPROVER_KEY>"))
+		}
 	}
 }
 
 // eitherAuthed accepts a caller key, putting its principal in the context,
-// or else an approver key, putting its approver there.
+// or else an approver key, putting its approver there; an access token
+// likewise, as a caller when it may call.
 func (h *Handler) eitherAuthed(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if token, ok := h.accessToken(r); ok {
+			h.serveToken(w, r, token, needEither, next)
+			return
+		}
 		key, ok := apikey.BearerToken(r)
+		var principal, approver string
 		if ok {
-			if principal, isCaller := h.auth.Authenticate(r.Context(), key); isCaller {
-				next(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, principal)))
-				return
-			}
-			if approver, isApprover := h.approvers.AuthenticateApprover(r.Context(), key); isApprover {
-				next(w, r.WithContext(context.WithValue(r.Context(), approverCtxKey{}, approver)))
-				return
+			if principal, ok = h.auth.Authenticate(r.Context(), key); !ok {
+				approver, ok = h.approvers.AuthenticateApprover(r.Context(), key)
 			}
 		}
-		h.writeError(w, r, httpx.Errorf(toolgatetype.CodeUnauthorized, "a valid API key is required: Authorization: Bearer <API_KEY>"))
+		if h.limited(w, r, key, ok) {
+			return
+		}
+		switch {
+		case principal != "":
+			next(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, principal)))
+		case ok:
+			next(w, r.WithContext(context.WithValue(r.Context(), approverCtxKey{}, approver)))
+		default:
+			h.writeError(w, r, httpx.Errorf(toolgatetype.CodeUnauthorized, "a valid API key is required: Authorization: Bearer <API_KEY>"))
+		}
 	}
 }
 

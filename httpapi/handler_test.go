@@ -207,7 +207,7 @@ func TestQuoteAndCallOverHTTP(t *testing.T) {
 	assert.Equal(t, map[string]any{"priceUsd": "0.1000", "feeUsd": "0.0100", "totalUsd": "0.1100", "currency": "USD"}, paid.json(t)["cost"])
 }
 
-// TestErrorCodes drives every error code of the contract over HTTP and
+// TestErrorCodes drives every error code of the API over HTTP and
 // checks each request that is refused stores nothing.
 func TestErrorCodes(t *testing.T) {
 	t.Parallel()

@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"context"
 	"net/http"
 	"testing"
 
@@ -10,23 +9,9 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/registry"
-	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/storage/memory"
+	"github.com/toolgate/toolgate/toolgatetest"
 )
-
-// dyingStore never records the end of a call while dying is set, as a
-// gateway process killed mid-call never does.
-type dyingStore struct {
-	storage.Store
-	dying bool
-}
-
-func (s *dyingStore) FinishExecution(ctx context.Context, f storage.Finish) error {
-	if s.dying {
-		return context.Canceled
-	}
-	return s.Store.FinishExecution(ctx, f)
-}
 
 const (
 	danaKey = "tg_test_dana_approver"
@@ -39,7 +24,7 @@ const (
 // someone else.
 func ambiguousAPI(t *testing.T) (*api, string) {
 	t.Helper()
-	store := &dyingStore{Store: memory.New(), dying: true}
+	store := toolgatetest.NewDyingStore(memory.New())
 	a := newAPI(t, store, func(c *toolgate.Config) {
 		c.Approvers = toolgate.StaticApprovers{Approvers: map[string][]string{"dana": {"alice"}, "erin": {"bob"}}}
 	})
@@ -52,7 +37,7 @@ func ambiguousAPI(t *testing.T) (*api, string) {
 	input := `{"goal":"g","step":1}`
 	r := a.call(aliceKey, "goal-data", "k1", callBody(q, input))
 	require.Equal(t, http.StatusInternalServerError, r.status, "%s", r.body)
-	store.dying = false
+	store.Dying.Store(false)
 	a.clock.Advance(toolgate.DefaultIdempotencyLease + toolgate.DefaultQuoteTTL)
 	r = a.call(aliceKey, "goal-data", "k1", callBody(q, input))
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)

@@ -23,42 +23,26 @@ const (
 	rememberNeverAsk = "never_ask"
 )
 
-// approvalMode is how a principal's calls get approved (contract section 14).
-type approvalMode int
-
-const (
-	// callerMode: the caller approves, with the digest in _meta or a form
-	// the person at the client answers.
-	callerMode approvalMode = iota
-	// approverMode: only an approver, a person with a key of their own,
-	// approves, through an approval request.
-	approverMode
-)
-
-// approveByCaller gets a caller-mode approval of the call c under quote q
-// and runs it, or says why not: the digest the agent gives in _meta, else
-// the answer of the person at the client to a form, else a tool error that
-// says how to approve.
-func (g *gateway) approveByCaller(ctx context.Context, req *mcp.CallToolRequest, c *toolCall, q *toolgatetype.QuoteResult) *mcp.CallToolResult {
-	digest := *q.Quote.ManifestDigest
-	if given, ok := req.Params.Meta[metaApproval]; ok {
-		approved, _ := given.(string)
-		// The gateway checks it is this very digest (approval_mismatch).
-		return g.run(ctx, c, approval{quoteID: q.Quote.ID, digest: approved})
-	}
+// approveByCaller asks the caller to approve the call c as the gateway
+// asked: the person at the client answers a form, which a client on
+// protocol 2026-07-28 or later carries to the call made again, and an
+// older client is sent within this request, after which the gateway is
+// asked again with the answer. A client that cannot show a form gets a
+// tool error that says how to approve.
+func (g *gateway) approveByCaller(ctx context.Context, req *mcp.CallToolRequest, c *toolCall, a *toolgatetype.ToolCallApproval) (*mcp.CallToolResult, error) {
 	if !formElicitation(req.ClientCapabilities()) {
 		return toolError(nil, fmt.Sprintf("%s: calling %s needs approval of version %s for $%s (%s). "+
 			"This client cannot ask its user (no form elicitation), so ask them yourself: if they approve, call again "+
 			`with the same arguments and _meta {"%s": "%s"}. Nothing was run or charged.`,
-			toolgatetype.CodeApprovalRequired, c.tool.Tool.Slug, digest, q.Quote.TotalUSD,
-			q.Policy.Approval.Requirement, metaApproval, digest))
+			toolgatetype.CodeApprovalRequired, c.tool.Tool.Slug, a.ManifestDigest, a.TotalUSD,
+			a.Requirement, metaApproval, a.ManifestDigest)), nil
 	}
-	form := approvalForm(q)
-	state := approvalState{QuoteID: q.Quote.ID, Digest: digest}
+	form := approvalForm(a)
+	state := approvalState{QuoteID: a.QuoteID, Digest: a.ManifestDigest}
 	if req.ProtocolVersion() >= multiRoundTripVersion {
 		// The client asks its user and calls again with the answer (and
-		// this state), which runAnswered takes up.
-		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{approvalInput: form}, RequestState: state.encode()}
+		// this state), which callerApproval takes up.
+		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{approvalInput: form}, RequestState: state.encode()}, nil
 	}
 	// An older client is asked directly, within this request.
 	asking, cancel := context.WithTimeout(ctx, g.opts.ApprovalTimeout)
@@ -68,9 +52,13 @@ func (g *gateway) approveByCaller(ctx context.Context, req *mcp.CallToolRequest,
 	if err != nil {
 		g.log.InfoContext(ctx, "approval not answered", "tool", c.tool.Tool.Slug, "error", err)
 		return toolError(nil, fmt.Sprintf("%s: the approval of %s got no answer from the client. Nothing was run or charged.",
-			toolgatetype.CodeApprovalRequired, c.tool.Tool.Slug))
+			toolgatetype.CodeApprovalRequired, c.tool.Tool.Slug)), nil
 	}
-	return g.runIfApproved(ctx, c, answer, state)
+	approval, notApproved := answerOf(c, answer, state)
+	if notApproved != nil {
+		return notApproved, nil
+	}
+	return g.ask(ctx, req, c, approval, nil)
 }
 
 // multiRoundTripVersion is the first protocol version in which a server
@@ -89,10 +77,10 @@ func formElicitation(caps *mcp.ClientCapabilities) bool {
 
 // approvalForm asks the person at the client to approve one call of this
 // exact version at this total.
-func approvalForm(q *toolgatetype.QuoteResult) *mcp.ElicitParams {
+func approvalForm(a *toolgatetype.ToolCallApproval) *mcp.ElicitParams {
 	return &mcp.ElicitParams{
 		Mode:    "form",
-		Message: fmt.Sprintf("Approve %s for $%s? version %s", q.Tool.Name, q.Quote.TotalUSD, *q.Quote.ManifestDigest),
+		Message: fmt.Sprintf("Approve %s for $%s? version %s", a.Tool.Name, a.TotalUSD, a.ManifestDigest),
 		RequestedSchema: map[string]any{
 			"type":     "object",
 			"required": []string{"approve"},
@@ -138,41 +126,46 @@ func decodeApprovalState(s string) (approvalState, bool) {
 	return st, true
 }
 
-// approvalAnswer is the answer to the approval form a retried call carries
-// (protocol 2026-07-28 and later), if it carries one.
-func approvalAnswer(p *mcp.CallToolParamsRaw) (*mcp.ElicitResult, string, bool) {
-	answer, ok := p.InputResponses[approvalInput].(*mcp.ElicitResult)
-	return answer, p.RequestState, ok
-}
-
-// runAnswered runs a retried call whose user answered the approval form.
-func (g *gateway) runAnswered(ctx context.Context, c *toolCall, answer *mcp.ElicitResult, state string) *mcp.CallToolResult {
-	st, ok := decodeApprovalState(state)
-	if !ok {
-		return toolError(nil, fmt.Sprintf("%s: the approval answer came without the state it was asked with; call %s again. Nothing was run or charged.",
-			toolgatetype.CodeInvalidRequest, c.tool.Tool.Slug))
+// callerApproval is the caller's approval a tools/call carries, nil when
+// none: the answer to the approval form, which a client on protocol
+// 2026-07-28 or later sends with the call made again, else the digest an
+// agent that asked its user itself gives in _meta. notApproved explains an
+// answer that approves nothing, should the gateway take it up: only a
+// principal in caller mode is asked, and an earlier run under the key
+// answers first.
+func callerApproval(c *toolCall, p *mcp.CallToolParamsRaw) (a *toolgatetype.CallerApproval, notApproved *mcp.CallToolResult) {
+	if answer, ok := p.InputResponses[approvalInput].(*mcp.ElicitResult); ok {
+		st, ok := decodeApprovalState(p.RequestState)
+		if !ok {
+			return &toolgatetype.CallerApproval{Declined: true}, toolError(nil, fmt.Sprintf("%s: the approval answer came without the state it was asked with; call %s again. Nothing was run or charged.",
+				toolgatetype.CodeInvalidRequest, c.tool.Tool.Slug))
+		}
+		return answerOf(c, answer, st)
 	}
-	return g.runIfApproved(ctx, c, answer, st)
+	if given, ok := p.Meta[metaApproval]; ok {
+		approved, _ := given.(string)
+		return &toolgatetype.CallerApproval{ManifestDigest: approved}, nil
+	}
+	return nil, nil
 }
 
-// runIfApproved runs the call if the person approved it, recording a
-// standing approval of the version first when they asked never to be asked
-// again; otherwise it says the call was not approved.
-func (g *gateway) runIfApproved(ctx context.Context, c *toolCall, answer *mcp.ElicitResult, st approvalState) *mcp.CallToolResult {
+// answerOf is the approval the person at the client gave, answering the
+// form that asked about st: the digest asked about, under the quote asked
+// under, remembered as a standing approval of the version when they asked
+// never to be asked again. An answer that does not approve is declined,
+// with the tool error that says so.
+func answerOf(c *toolCall, answer *mcp.ElicitResult, st approvalState) (*toolgatetype.CallerApproval, *mcp.CallToolResult) {
 	if answer == nil || answer.Action != "accept" || answer.Content["approve"] != true {
 		action := "declined"
 		if answer != nil && answer.Action == "cancel" {
 			action = "cancelled"
 		}
-		return toolError(nil, fmt.Sprintf("%s: the user %s the call of %s. Nothing was run or charged.",
+		return &toolgatetype.CallerApproval{Declined: true}, toolError(nil, fmt.Sprintf("%s: the user %s the call of %s. Nothing was run or charged.",
 			toolgatetype.CodeApprovalRequired, action, c.tool.Tool.Slug))
 	}
+	a := &toolgatetype.CallerApproval{QuoteID: st.QuoteID, ManifestDigest: st.Digest}
 	if answer.Content["remember"] == rememberNeverAsk {
-		if _, err := g.gw.SetApproval(ctx, c.principal, c.tool.Tool.Slug, toolgatetype.ApprovalNeverAsk, st.Digest); err != nil {
-			// The person approved this call whatever becomes of the
-			// standing approval; they will be asked again next time.
-			g.log.WarnContext(ctx, "could not remember an approval", "tool", c.tool.Tool.Slug, "error", err)
-		}
+		a.Remember = toolgatetype.ApprovalNeverAsk
 	}
-	return g.run(ctx, c, approval{quoteID: st.QuoteID, digest: st.Digest})
+	return a, nil
 }

@@ -1,76 +1,34 @@
 package mcpserver
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/httpapi"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
-// approvalModeOf is principal's approval mode, as the gateway's approver
-// directory says.
-func (g *gateway) approvalModeOf(ctx context.Context, principal string) (approvalMode, error) {
-	mode, err := g.gw.ApprovalMode(ctx, principal)
-	if err != nil {
-		return callerMode, err
-	}
-	if mode == toolgatetype.ApprovalModeCaller {
-		return callerMode, nil
-	}
-	return approverMode, nil
-}
-
-// approveByApprover is the approver-mode step of a tools/call that needs
-// approval, which only an approver's grant gives: whatever the client
-// says, in _meta or in a form its user answers, approves nothing here.
-//
-// The call's newest approval request is looked up in the store, by
-// principal, tool and canonical arguments, so that a client's retry finds
-// what its first try asked for on any instance of the gateway:
-//   - approved, for the tool's current version: the call runs with the
-//     grant, under the quote the request was made for;
-//   - pending: the client is sent to that request's page again;
-//   - denied: a tool error, until the request would have expired; the same
-//     call made after that asks again;
-//   - none, used by an earlier call, expired, or for another version: a new
-//     request under quote q, and the client is sent to its page. An approval
-//     that expired unused is said so.
-func (g *gateway) approveByApprover(ctx context.Context, req *mcp.CallToolRequest, c *toolCall, q *toolgatetype.QuoteResult) (*mcp.CallToolResult, error) {
-	found, err := g.gw.LatestApprovalRequest(ctx, c.principal, toolgate.ApprovalLookup{
-		Tool: c.tool.Tool.ID, Input: c.args, Status: toolgatetype.ApprovalStatusAll,
-	})
-	if err != nil {
-		return refused(err), nil
+// approveByApprover translates the approval an approver-mode call lacks,
+// which only an approver's grant gives: whatever the client says, in _meta
+// or in a form its user answers, approves nothing here. A request an
+// approver denied is a tool error until it would have expired; a pending
+// one, made for this call or found from an earlier try of it, is where the
+// client is sent, saying so when it replaces an approval that expired
+// unused.
+func (g *gateway) approveByApprover(req *mcp.CallToolRequest, c *toolCall, a *toolgatetype.ToolCallApproval) (*mcp.CallToolResult, error) {
+	r := a.Request
+	if r.Status == toolgatetype.ApprovalStatusDenied {
+		return toolError(nil, fmt.Sprintf("%s: an approver denied this call of %s (approval request %s). Nothing was run or charged. "+
+			"Calling again with the same arguments before %s gets the same answer.",
+			toolgatetype.CodeApprovalDenied, c.tool.Tool.Slug, r.ID, r.ExpiresAt.Format(time.RFC3339))), nil
 	}
 	var lapsed string
-	if found != nil && found.ManifestDigest == *q.Quote.ManifestDigest {
-		switch found.Status {
-		case toolgatetype.ApprovalStatusApproved:
-			return g.run(ctx, c, approval{quoteID: found.QuoteID, digest: found.ManifestDigest, grant: found.ID}), nil
-		case toolgatetype.ApprovalStatusPending:
-			return g.sendToApprover(req, c, found, "")
-		case toolgatetype.ApprovalStatusDenied:
-			if g.gw.Clock().Now().Before(found.ExpiresAt) {
-				return toolError(nil, fmt.Sprintf("%s: an approver denied this call of %s (approval request %s). Nothing was run or charged. "+
-					"Calling again with the same arguments before %s gets the same answer.",
-					toolgatetype.CodeApprovalDenied, c.tool.Tool.Slug, found.ID, found.ExpiresAt.Format(time.RFC3339))), nil
-			}
-		case toolgatetype.ApprovalStatusExpired:
-			if found.DecidedBy != "" {
-				lapsed = fmt.Sprintf("The approval of request %s expired unused at %s (an approval lasts as long as the quote "+
-					"it was given for), so it is asked for again. ", found.ID, found.ExpiresAt.Format(time.RFC3339))
-			}
-		}
-	}
-	r, err := g.gw.RequestApproval(ctx, c.principal, toolgatetype.ApprovalInput{QuoteID: q.Quote.ID, Input: c.args})
-	if err != nil {
-		return refused(err), nil
+	if e := a.Expired; e != nil {
+		lapsed = fmt.Sprintf("The approval of request %s expired unused at %s (an approval lasts as long as the quote "+
+			"it was given for), so it is asked for again. ", e.ID, e.ExpiresAt.Format(time.RFC3339))
 	}
 	return g.sendToApprover(req, c, r, lapsed)
 }

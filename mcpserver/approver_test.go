@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -350,16 +349,16 @@ func TestApproverModeWithoutAPageAddressSaysSo(t *testing.T) {
 // its retry under the same key, with the grant it began with.
 func TestApproverModeRetryTakesOverAnAbandonedGrantedCall(t *testing.T) {
 	t.Parallel()
-	store := &crashingStore{Store: memory.New()}
+	store := &toolgatetest.DyingStore{Store: memory.New()}
 	gw := approverGateway(t, store)
 	cs := connectAgent(t, gw, "agent", client{user: approves("once"), url: true})
 	e := callSent(t, cs, "paid-sender", `{"v":"x"}`, nil)
 	decide(t, gw, "pat", e.ElicitationID, toolgatetype.Decision{Approve: true})
 
 	meta := mcp.Meta{"toolgate/idempotencyKey": "order-7"}
-	store.crash.Store(true)
+	store.Dying.Store(true)
 	requireToolError(t, call(t, cs, "paid-sender", `{"v":"x"}`, meta), toolgatetype.CodeInternal)
-	store.crash.Store(false)
+	store.Dying.Store(false)
 	assert.Equal(t, toolgatetype.ApprovalStatusUsed, requestOf(t, gw, "agent", e.ElicitationID).Status)
 
 	gw.Clock.Advance(toolgate.DefaultIdempotencyLease + time.Second)
@@ -368,20 +367,6 @@ func TestApproverModeRetryTakesOverAnAbandonedGrantedCall(t *testing.T) {
 	assert.Equal(t, executionID(t, res), requestOf(t, gw, "agent", e.ElicitationID).ExecutionID)
 	gw.Upstream.RequireCalls(t, 2) // the abandoned run reached it too
 	gw.RequireSpent(t, "agent", "0.1100")
-}
-
-// crashingStore loses its connection when asked to finish an execution,
-// the way a process that dies mid-call never records the result.
-type crashingStore struct {
-	storage.Store
-	crash atomic.Bool
-}
-
-func (s *crashingStore) FinishExecution(ctx context.Context, f storage.Finish) error {
-	if s.crash.Load() {
-		return context.Canceled
-	}
-	return s.Store.FinishExecution(ctx, f)
 }
 
 // headers adds headers to every request of an MCP client.

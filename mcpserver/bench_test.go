@@ -132,8 +132,10 @@ func (e *benchServer) principal(b *testing.B) string {
 
 // mcpCaller is an MCP session of its own principal; each tools/call is a
 // new request, so a new call.
-func (e *benchServer) mcpCaller(b *testing.B) caller {
-	key := e.principal(b)
+func (e *benchServer) mcpCaller(b *testing.B) caller { return e.mcpCallerWith(b, e.principal(b)) }
+
+// mcpCallerWith is an MCP session that sends credential, a key or a token.
+func (e *benchServer) mcpCallerWith(b *testing.B, key string) caller {
 	transport := &mcp.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: bearer{key, http.DefaultTransport}}}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(context.Background(), transport, nil)
 	if err != nil {
@@ -156,8 +158,11 @@ func (e *benchServer) mcpCaller(b *testing.B) caller {
 
 // apiCaller is a caller of the HTTP API with its own principal: a quote,
 // then the call under it with a new Idempotency-Key.
-func (e *benchServer) apiCaller(b *testing.B) caller {
-	key := e.principal(b)
+func (e *benchServer) apiCaller(b *testing.B) caller { return e.apiCallerWith(b, e.principal(b)) }
+
+// apiCallerWith is a caller of the HTTP API that sends credential, a key
+// or a token.
+func (e *benchServer) apiCallerWith(b *testing.B, key string) caller {
 	client := &http.Client{Transport: bearer{key, http.DefaultTransport}}
 	post := func(ctx context.Context, path string, body []byte, header ...string) ([]byte, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.url+path, bytes.NewReader(body))

@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
@@ -24,37 +22,40 @@ type toolCall struct {
 	key       string          // the gateway Idempotency-Key
 }
 
-// callTool answers a tools/call through the gateway, in this order: the
-// caller, the tool and the arguments against its schema (nothing is quoted
-// for a call that cannot run); an earlier run of the same call (answered
-// from the store); the quote, with the policy and spend controls it states;
-// the approval; and the call itself, which checks everything again.
+// callTool answers a tools/call by asking the gateway (Gateway.CallTool),
+// which quotes, approves and calls as its own pipeline: this only checks
+// the call's arguments and names its key first, and then translates the
+// outcome into a result, a question for the client, or a tool error.
 func (g *gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	c, res, err := g.newCall(req)
 	if res != nil || err != nil {
 		return res, err
 	}
-	mode, err := g.approvalModeOf(ctx, c.principal)
-	if err != nil {
-		return refused(err), nil
-	}
-	if res := g.answerPrior(ctx, c, mode); res != nil {
-		return res, nil
-	}
-	if answer, state, ok := approvalAnswer(req.Params); ok && mode == callerMode {
-		return g.runAnswered(ctx, c, answer, state), nil
-	}
-	q, res := g.quote(ctx, c)
-	if res != nil {
-		return res, nil
-	}
+	approval, notApproved := callerApproval(c, req.Params)
+	return g.ask(ctx, req, c, approval, notApproved)
+}
+
+// ask asks the gateway to make call c with the caller's approval (nil:
+// none) and translates its outcome: an execution is a result, an approval
+// the call lacks a question for the client (or the tool error saying why
+// none can be asked), and a refusal a tool error. notApproved answers the
+// call when the gateway took up the caller's answer and it approved
+// nothing.
+func (g *gateway) ask(ctx context.Context, req *mcp.CallToolRequest, c *toolCall, approval *toolgatetype.CallerApproval, notApproved *mcp.CallToolResult) (*mcp.CallToolResult, error) {
+	out := g.gw.CallTool(ctx, c.principal, toolgatetype.ToolCallRequest{
+		Tool: c.tool.Tool.Slug, Input: c.args, IdempotencyKey: c.key, Approval: approval,
+	})
 	switch {
-	case q.Policy.Approval.Requirement == toolgatetype.RequirementCoveredByUserPolicy:
-		return g.run(ctx, c, approval{quoteID: q.Quote.ID, digest: *q.Quote.ManifestDigest}), nil
-	case mode == approverMode:
-		return g.approveByApprover(ctx, req, c, q)
+	case out.Result != nil:
+		return resultOf(out.Result.Execution), nil
+	case out.Refusal != nil:
+		return g.refusal(ctx, c, out), nil
+	case out.Approval.Mode == toolgatetype.ApprovalModeApprover:
+		return g.approveByApprover(req, c, out.Approval)
+	case out.Approval.Declined:
+		return notApproved, nil
 	}
-	return g.approveByCaller(ctx, req, c, q), nil
+	return g.approveByCaller(ctx, req, c, out.Approval)
 }
 
 // newCall checks who calls, the tool and the arguments, and names the call's
@@ -90,115 +91,23 @@ func (g *gateway) newCall(req *mcp.CallToolRequest) (*toolCall, *mcp.CallToolRes
 	return &toolCall{principal: principal, tool: v, args: canonical, key: key}, nil, nil
 }
 
-// answerPrior answers a call that already ran under its key: with the stored
-// result once finished, and while unfinished by calling again under the
-// first run's quote, which is the same request (the gateway says it is in
-// progress, or takes over a run whose process died). In approver mode the
-// same request carries the grant the first run used, found by its quote.
-// Nil: no earlier run.
-func (g *gateway) answerPrior(ctx context.Context, c *toolCall, mode approvalMode) *mcp.CallToolResult {
-	prior, err := g.gw.PriorCall(ctx, c.principal, c.key)
+// refusal explains the gateway's refusal of call c. A key busy or used
+// means the call was raced by a retry of itself (the gateway gives the
+// stored answer when there is one); a grant that lapsed is said so, and
+// how to ask again.
+func (g *gateway) refusal(ctx context.Context, c *toolCall, out *toolgatetype.ToolCallOutcome) *mcp.CallToolResult {
+	te := out.Refusal
 	switch {
-	case err != nil:
-		return refused(err)
-	case prior == nil:
-		return nil
-	case prior.Result != nil:
-		return resultOf(prior.Result.Execution)
-	}
-	a := approval{quoteID: prior.QuoteID, digest: c.tool.Digest}
-	if mode == approverMode {
-		used, err := g.gw.LatestApprovalRequest(ctx, c.principal, toolgate.ApprovalLookup{
-			Tool: c.tool.Tool.ID, Input: c.args, Status: toolgatetype.ApprovalStatusUsed,
-		})
-		if err != nil {
-			return refused(err)
-		}
-		if used != nil && used.QuoteID == prior.QuoteID {
-			a.digest, a.grant = used.ManifestDigest, used.ID
-		}
-	}
-	return g.run(ctx, c, a)
-}
-
-// quote quotes the call, or refuses it when the quote says it cannot run:
-// the tool is blocked, or the spend controls deny it. The quote is left to
-// expire unused; nothing is charged.
-func (g *gateway) quote(ctx context.Context, c *toolCall) (*toolgatetype.QuoteResult, *mcp.CallToolResult) {
-	q, err := g.gw.Quote(ctx, c.principal, c.tool.Tool.Slug)
-	if err != nil {
-		return nil, refused(err)
-	}
-	if !q.Policy.Callable || q.Quote.ManifestDigest == nil {
-		return nil, refused(&toolgatetype.Error{Code: toolgatetype.CodeToolBlocked,
-			Message: fmt.Sprintf("%s cannot be called: %s", c.tool.Tool.Slug, strings.Join(q.Policy.Reasons, "; "))})
-	}
-	if !q.Controls.Approved {
-		return nil, refused(&toolgatetype.Error{Code: toolgatetype.CodeSpendLimitExceeded,
-			Message: "the call would break your spend controls", Violations: q.Controls.Violations})
-	}
-	return q, nil
-}
-
-// approval is how a call is approved: the quote it runs under, the
-// manifest digest approved, and in approver mode the grant, the id of the
-// approval request an approver approved.
-type approval struct {
-	quoteID string
-	digest  string
-	grant   string
-}
-
-// run makes the call as approved by a and answers with its execution. A
-// call refused because its key is busy or already used was raced by a
-// retry of itself: the stored answer is given when there is one.
-func (g *gateway) run(ctx context.Context, c *toolCall, a approval) *mcp.CallToolResult {
-	res, err := g.gw.Call(ctx, c.principal, toolgatetype.CallRequest{
-		Tool:           c.tool.Tool.Slug,
-		QuoteID:        a.quoteID,
-		Input:          c.args,
-		ApprovalDigest: a.digest,
-		ApprovalGrant:  a.grant,
-		IdempotencyKey: c.key,
-	})
-	if isCode(err, toolgatetype.CodeIdempotencyKeyInUse) || isCode(err, toolgatetype.CodeIdempotencyKeyReused) {
-		if prior, perr := g.gw.PriorCall(ctx, c.principal, c.key); perr == nil && prior != nil && prior.Result != nil {
-			return resultOf(prior.Result.Execution)
-		}
+	case te.Code == toolgatetype.CodeIdempotencyKeyInUse || te.Code == toolgatetype.CodeIdempotencyKeyReused:
 		return toolError(nil, fmt.Sprintf("%s: this call of %s is already running; call again shortly for its result. Nothing more was charged.",
 			toolgatetype.CodeIdempotencyKeyInUse, c.tool.Tool.Slug))
-	}
-	if a.grant != "" && grantLapsed(err) {
-		// Between finding the grant and using it, its quote expired or
-		// another call used it. A grant serves one call: a new call asks
-		// again.
-		var te *toolgatetype.Error
-		errors.As(err, &te)
+	case out.LapsedGrant != "":
+		// A grant serves one call: a new call asks again.
 		return toolError(nil, fmt.Sprintf("%s: the approval of this call of %s (approval request %s) can no longer be used: %s. "+
 			"Call %s again with the same arguments to ask an approver again. Nothing was run or charged.",
-			te.Code, c.tool.Tool.Slug, a.grant, strings.TrimSuffix(te.Message, "."), c.tool.Tool.Slug))
+			te.Code, c.tool.Tool.Slug, out.LapsedGrant, strings.TrimSuffix(te.Message, "."), c.tool.Tool.Slug))
+	case te.Code == toolgatetype.CodeInternal:
+		g.log.ErrorContext(ctx, "mcp call failed", "tool", c.tool.Tool.Slug, "error", te)
 	}
-	if err != nil {
-		if isCode(err, toolgatetype.CodeInternal) {
-			g.log.ErrorContext(ctx, "mcp call failed", "tool", c.tool.Tool.Slug, "error", err)
-		}
-		return refused(err)
-	}
-	return resultOf(res.Execution)
-}
-
-// grantLapsed reports whether a call was refused because its grant, good
-// when found, no longer is: its quote expired or was used, or the tool
-// changed since.
-func grantLapsed(err error) bool {
-	for _, code := range []toolgatetype.Code{toolgatetype.CodeApprovalExpired, toolgatetype.CodeQuoteExpired, toolgatetype.CodeQuoteUsed, toolgatetype.CodeQuoteOutdated} {
-		if isCode(err, code) {
-			return true
-		}
-	}
-	return false
-}
-
-func isCode(err error, code toolgatetype.Code) bool {
-	return err != nil && errors.Is(err, &toolgatetype.Error{Code: code})
+	return refused(te)
 }

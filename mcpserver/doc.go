@@ -10,17 +10,19 @@
 // provider; its _meta carries the manifest digest, the total and the
 // approval requirement.
 //
-// A tools/call goes through the same Gateway.Quote and Gateway.Call as an
+// A tools/call is one question to the gateway, Gateway.CallTool, which
+// quotes and calls through the same Gateway.Quote and Gateway.Call as an
 // HTTP caller, so every rule holds unchanged: the input schema (checked
 // before anything is quoted), the policy and its approval, spend controls
 // and rate limits, exactly-once calls, untrusted output, failures never
-// charged. Approval, for a principal in caller mode, is given by the
-// client: the manifest digest in _meta["toolgate/approval"] (the agent
-// asked its user itself), or a form elicitation the server sends to the
-// person at the client ("Approve {name} for ${total}? version {digest}"),
-// whose "remember: never_ask" records a standing approval of that exact
-// version. A client that can do neither gets a tool error saying how to
-// approve.
+// charged. The server translates the call into that question, and the
+// answer into a result, a question for the client, or a tool error.
+// Approval, for a principal in caller mode, is given by the client: the
+// manifest digest in _meta["toolgate/approval"] (the agent asked its user
+// itself), or a form elicitation the server sends to the person at the
+// client ("Approve {name} for ${total}? version {digest}"), whose
+// "remember: never_ask" records a standing approval of that exact version.
+// A client that can do neither gets a tool error saying how to approve.
 //
 // A call runs once per _meta["toolgate/idempotencyKey"] or, without one,
 // per JSON-RPC request id within the session, so a re-sent request gets the
@@ -38,19 +40,19 @@
 //	mux.Handle("/mcp", h)
 //	srv.RegisterOnShutdown(h.Close) // lets Shutdown end the clients' event streams
 //
-// For a principal in approver mode (contract section 14) only an approver,
-// a person with a key of their own, approves: _meta and forms count for
-// nothing. A call that needs approval makes an approval request and sends
-// the client to its page (/approvals/{id} of the HTTP API, under
-// Options.PublicURL or the address the HTTP request came in at) with the
-// URL-elicitation-required error, the request's id as elicitation id; a
-// client that cannot open URLs gets a tool error carrying the URL. When
-// the client makes the same call again (same principal, tool and
-// arguments), the request is found in the store, on any instance: pending,
-// the client is sent to the same page; approved, the call runs with the
-// grant, under the quote the request was made for; denied, a tool error
-// until the request would have expired. A grant serves one call, and an
-// approval that expired unused is asked for anew, saying so.
+// For a principal in approver mode only an approver, a person with a key
+// of their own, approves: _meta and forms count for nothing. A call that
+// needs approval makes an approval request and sends the client to its
+// page (/approvals/{id} of the HTTP API, under Options.PublicURL or the
+// address the HTTP request came in at) with the URL-elicitation-required
+// error, the request's id as elicitation id; a client that cannot open
+// URLs gets a tool error carrying the URL. When the client makes the same
+// call again (same principal, tool and arguments), the request is found in
+// the store, on any instance: pending, the client is sent to the same
+// page; approved, the call runs with the grant, under the quote the
+// request was made for; denied, a tool error until the request would have
+// expired. A grant serves one call, and an approval that expired unused is
+// asked for anew, saying so.
 //
 // With Options.TracerProvider, each MCP message the server handles is an
 // OpenTelemetry span named as the MCP semantic conventions say ("tools/call

@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/apikey"
+	"github.com/toolgate/toolgate/authlimit"
 	"github.com/toolgate/toolgate/httpapi"
 )
 
@@ -25,9 +26,11 @@ import (
 // (Authorization: Bearer <key>); its principal is who calls, and a session
 // begun by one principal answers no other (403).
 type Handler struct {
-	g    *gateway
-	auth apikey.Authenticator
-	sdk  http.Handler
+	g      *gateway
+	auth   apikey.Authenticator
+	tokens apikey.TokenVerifier // nil: API keys only
+	limit  *authlimit.Limiter
+	sdk    http.Handler
 	// closing ends, when Close is called, what would otherwise keep an
 	// http.Server's Shutdown waiting: the clients' standalone event streams
 	// and approvals still waiting for a person.
@@ -44,7 +47,10 @@ func NewHandler(gw *toolgate.Gateway, opts *Options) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Handler{g: g, auth: g.opts.Authenticator}
+	h := &Handler{g: g, auth: g.opts.Authenticator, tokens: g.opts.Tokens, limit: g.opts.AuthLimit}
+	if h.limit == nil {
+		h.limit = authlimit.Default()
+	}
 	h.closing, h.close = context.WithCancel(context.Background())
 	g.closing = h.closing
 	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.mcp }, &mcp.StreamableHTTPOptions{
@@ -79,10 +85,8 @@ type principalKey struct{}
 // ServeHTTP authenticates the request, caps its body, marks each tools/call
 // with its session and request id, and hands it to the SDK.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	principal, ok := h.authenticate(r)
+	principal, ok := h.authenticate(w, r)
 	if !ok {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="toolgate"`)
-		writeRPCError(w, http.StatusUnauthorized, "a valid API key is required: Authorization: Bearer <API_KEY>")
 		return
 	}
 	ctx := context.WithValue(r.Context(), principalKey{}, principal)
@@ -130,17 +134,53 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // end and are answered.
 func (h *Handler) Close() { h.close() }
 
-// authenticate returns the principal of the request's Bearer key. A
-// missing, repeated, malformed or unknown key all fail alike.
-func (h *Handler) authenticate(r *http.Request) (string, bool) {
-	if h.auth == nil {
+// authenticate returns the principal of the request's Bearer key or
+// access token, or answers the refusal itself. A missing, repeated,
+// malformed or unknown key all fail alike.
+func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (string, bool) {
+	if token, ok := h.accessToken(r); ok {
+		return h.verifyToken(w, r, token)
+	}
+	var key, principal string
+	ok := false
+	if h.auth != nil {
+		if key, ok = apikey.BearerToken(r); ok {
+			principal, ok = h.auth.Authenticate(r.Context(), key)
+		}
+	}
+	if h.limited(w, r, key, ok) {
 		return "", false
 	}
-	key, ok := apikey.BearerToken(r)
-	if !ok {
-		return "", false
+	if ok {
+		return principal, true
 	}
-	return h.auth.Authenticate(r.Context(), key)
+	w.Header().Set("WWW-Authenticate", h.challenge(r))
+	msg := "a valid API key is required: Authorization: Bearer <API_KEY>"
+	if h.tokens != nil {
+		msg = "a valid API key or access token is required: Authorization: Bearer <API_KEY or ACCESS_TOKEN>"
+	}
+	writeRPCError(w, http.StatusUnauthorized, msg)
+	return "", false
+}
+
+// limited answers a request whose client address or key prefix failed too
+// often with 429 and Retry-After, and reports whether it did; the
+// credential's own check decided ok. It is asked before the credential's
+// own answer is given, so that a refusal tells a guesser nothing.
+func (h *Handler) limited(w http.ResponseWriter, r *http.Request, credential string, ok bool) bool {
+	wait, err := h.limit.Check(r.Context(), r, authlimit.SurfaceMCP, credential, ok)
+	switch {
+	case err != nil:
+		h.g.log.ErrorContext(r.Context(), "internal error", "method", r.Method, "path", r.URL.Path, "error", err)
+		writeRPCError(w, http.StatusInternalServerError, "the gateway could not complete the request")
+	case wait > 0:
+		refusal := authlimit.Refusal(wait)
+		w.Header().Set("Retry-After", strconv.Itoa(int(refusal.RetryAfter/time.Second)))
+		writeRPCError(w, http.StatusTooManyRequests, refusal.Message)
+	default:
+		return false
+	}
+	return true
 }
 
 // writeRPCError answers an HTTP request the transport never saw with a

@@ -70,24 +70,33 @@ func TestApprovalAnswersAreChecked(t *testing.T) {
 	require.NoError(t, err)
 	v, err := gw.Registry.Lookup("echo")
 	require.NoError(t, err)
-	c := &toolCall{principal: "alice", tool: v, args: []byte(`{"v":"x"}`), key: "mcp-test-key"}
 	yes := &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}
 	ctx := context.Background()
+	// runAnswered makes the call again with the user's yes and state.
+	runAnswered := func(state string) *mcp.CallToolResult {
+		t.Helper()
+		res, err := g.callTool(ctx, &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{
+			Name: "echo", Arguments: json.RawMessage(`{"v":"x"}`),
+			InputResponses: mcp.InputResponseMap{approvalInput: yes}, RequestState: state,
+		}})
+		require.NoError(t, err)
+		return res
+	}
 
 	textOf := func(res *mcp.CallToolResult) string {
 		require.True(t, res.IsError)
 		return res.Content[0].(*mcp.TextContent).Text
 	}
-	assert.Contains(t, textOf(g.runAnswered(ctx, c, yes, "not-a-state")), "came without the state")
+	assert.Contains(t, textOf(runAnswered("not-a-state")), "came without the state")
 
 	// bob's quote is not alice's to use.
 	bobs := gw.MustQuote(t, "bob", "echo")
 	forged := approvalState{QuoteID: bobs.Quote.ID, Digest: v.Digest}.encode()
-	assert.Contains(t, textOf(g.runAnswered(ctx, c, yes, forged)), string(toolgatetype.CodeQuoteNotFound))
+	assert.Contains(t, textOf(runAnswered(forged)), string(toolgatetype.CodeQuoteNotFound))
 
 	// Nor is another version's digest an approval of this one.
 	own := gw.MustQuote(t, "alice", "echo")
 	stale := approvalState{QuoteID: own.Quote.ID, Digest: "sha256:" + strings.Repeat("1", 64)}.encode()
-	assert.Contains(t, textOf(g.runAnswered(ctx, c, yes, stale)), string(toolgatetype.CodeApprovalMismatch))
+	assert.Contains(t, textOf(runAnswered(stale)), string(toolgatetype.CodeApprovalMismatch))
 	gw.Upstream.RequireCalls(t, 0)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/apikey"
+	"github.com/toolgate/toolgate/authlimit"
 )
 
 // Defaults of Options fields left zero.
@@ -59,6 +60,17 @@ type Options struct {
 	// Authenticator maps the Bearer key of each HTTP request to its
 	// principal. Nil refuses every key.
 	Authenticator apikey.Authenticator
+	// Tokens verifies OAuth access tokens, accepted beside API keys when
+	// they carry the call scope (package oauth); nil accepts API keys
+	// only. With it, every 401 names the resource metadata a client signs
+	// in by (RFC 9728).
+	Tokens apikey.TokenVerifier
+	// AuthLimit slows the guessing of keys: a client address or key
+	// prefix whose keys failed too often is answered 429, with
+	// Retry-After, until its window ends, whatever key it sends. Nil means
+	// a Limiter with the defaults, counting in this process's memory;
+	// share the one the HTTP API uses to count failures on both together.
+	AuthLimit *authlimit.Limiter
 	// MaxBodyBytes caps HTTP request bodies (default 1 MiB).
 	MaxBodyBytes int64
 	// SessionTimeout closes an HTTP session that has sent nothing for this

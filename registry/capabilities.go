@@ -34,7 +34,7 @@ const (
 	RetentionUnknown = "unknown"
 )
 
-// NormalizeCapabilities applies the contract's defaults: an undeclared set is
+// NormalizeCapabilities applies the cautious defaults: an undeclared set is
 // declared false with the cautious defaults; in a declared one openWorld and
 // seesUntrustedContent default to true, dataRetention to "unknown" and the
 // rest to false. Outbound domains are lowercased, deduplicated, sorted, and

@@ -19,7 +19,12 @@
 // BatchReader, which lets a quote, and the reads that start a call, cost one
 // round trip each (the gateway uses it through ReadBatch), and UsageLister,
 // which reads the usage of one page of tools rather than of every tool
-// (through UsageOf). storagetest.Run checks both whenever a Store has them.
+// (through UsageOf). Three more keep what the processes sharing a store must
+// agree on beyond calls: SessionStore, the approval pages' sign-in sessions;
+// WindowCounter, counts of events in time windows (failed sign-ins,
+// approval requests); and SecretStore, secrets generated once, such as the
+// key state is sealed with. storagetest.Run checks each whenever a Store has
+// it.
 package storage
 
 import (
@@ -188,10 +193,17 @@ type Store interface {
 	// so its price, fee and digest stay bound, and it is still used by at
 	// most one call. The quote must be r.QuoteID of r.Principal
 	// (ErrQuoteNotFound), not used (ErrQuoteUsed) and not expired at
-	// r.CreatedAt (ErrQuoteExpired); these are checked before the id, which
-	// gets ErrAlreadyExists when taken. Against a concurrent BeginExecution
-	// on the same quote, either the request is created first, or it finds
-	// the quote used. On any error nothing is written.
+	// r.CreatedAt (ErrQuoteExpired); then the id must be free
+	// (ErrAlreadyExists). Against a concurrent BeginExecution on the same
+	// quote, either the request is created first, or it finds the quote
+	// used. On any error nothing is written.
+	//
+	// A pending request is asked once: when a pending request of the same
+	// principal, quote and input hash (SameRequest) is live at r.CreatedAt,
+	// nothing is written and the error is a *PendingRequestError carrying
+	// that request. Of any number of such creations at once, from any
+	// number of processes, exactly one stores its request and the others
+	// get it back that way.
 	CreateApprovalRequest(ctx context.Context, r ApprovalRequest) error
 	// GetApprovalRequest returns the approval request with this id, in its
 	// stored state (expiry is the reader's to judge). ErrNotFound if absent.

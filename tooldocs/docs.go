@@ -60,7 +60,9 @@ func (d *toolDoc) hasOutputSchema() bool                 { return d.v.Output != 
 // docsSchemaVersion names the shape of the documentation record.
 const docsSchemaVersion = "gateway.tool-docs/v1"
 
-// docsRecord is the tool documentation record of service.md.
+// docsRecord is a tool's documentation record (docsSchemaVersion): its
+// registry entry, where its other documents are, and how it is invoked
+// through the gateway (never directly).
 type docsRecord struct {
 	SchemaVersion string                     `json:"schemaVersion"`
 	Tool          toolgatetype.RegistryEntry `json:"tool"`

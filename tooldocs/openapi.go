@@ -42,7 +42,7 @@ var errorSummaries = map[int]string{
 	413: "The request body is larger than the gateway accepts.",
 	415: "The request body must be sent as application/json.",
 	422: "The input does not match the tool's input schema, the quote is for another tool, the grant was given for another call (quote, tool, digest or input), or the Idempotency-Key was used for a different request.",
-	429: "Too many calls: retry after Retry-After seconds.",
+	429: "Too many calls, or too many wrong keys from this address or with this key's prefix: retry after Retry-After seconds.",
 	500: "The gateway could not complete the request.",
 }
 

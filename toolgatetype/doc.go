@@ -1,7 +1,8 @@
 // Package toolgatetype is toolgate's shared vocabulary: the types every
 // layer speaks, in process, over the HTTP API, over MCP and through the Go
 // client. It holds the error type and its stable codes, quotes, call
-// requests and results, executions, registry entries, policy and risk,
+// requests and results, tool calls as an agent protocol makes them (with
+// no quote of the caller's), executions, registry entries, policy and risk,
 // approvals and approval requests, spend controls, audit pages and their
 // filters, idempotency-key validation, and the JSON bodies of the API.
 //

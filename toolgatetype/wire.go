@@ -86,8 +86,7 @@ type CallBody struct {
 }
 
 // CallApproval is the approval a call carries: the digest the user
-// approved, and in approver mode the grant of an approver (contract
-// section 14).
+// approved, and in approver mode the grant of an approver.
 type CallApproval struct {
 	ManifestDigest *string `json:"manifestDigest,omitempty"`
 	GrantID        *string `json:"grantId,omitempty"`

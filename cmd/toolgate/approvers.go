@@ -12,8 +12,8 @@ import (
 	"github.com/toolgate/toolgate/webhook"
 )
 
-// Approver is a person who approves calls for some principals (contract
-// section 14), with approver keys in clear or as SHA-256 digests.
+// Approver is a person who approves calls for some principals, with
+// approver keys in clear or as SHA-256 digests.
 type Approver struct {
 	ID         string
 	Keys       []string
@@ -135,9 +135,8 @@ func (p configParser) approver(n node, owner map[[sha256.Size]byte]string) (Appr
 		}
 		a.KeyDigests = append(a.KeyDigests, d)
 	}
-	if len(a.Keys)+len(a.KeyDigests) == 0 {
-		return Approver{}, n.errorf("approver %q has no keys or keySha256, so it could never sign in", a.ID)
-	}
+	// An approver without keys approves with access tokens alone, which
+	// checkPrincipals checks once the whole file is read.
 	for _, pn := range principals {
 		id, err := pn.str()
 		if err != nil {

@@ -34,7 +34,7 @@ const (
 // its path.
 const sqlitePrefix = "sqlite:"
 
-// Config is the server's configuration file (contract section 13), parsed
+// Config is the server's configuration file, parsed
 // and checked. Zero fields mean the gateway's defaults.
 type Config struct {
 	Listen            string
@@ -49,6 +49,7 @@ type Config struct {
 	Tools             []string                  // tool manifest globs, absolute
 	Approvers         []Approver                // the people who approve (approvers.go)
 	Approvals         Approvals
+	OAuth             *OAuth // nil: API keys only (oauth.go)
 
 	// IdempotencyLease and UpstreamTimeout are the gateway's; the lease is
 	// always longer, so that no call still waiting on its upstream is taken
@@ -60,10 +61,15 @@ type Config struct {
 	// SynchronousAdmission is the PostgreSQL store's setting of that name:
 	// each call's admission waits for the disk too.
 	SynchronousAdmission bool
+	// SealingKeys are the fleet's keys, the first sealing and every one
+	// opening; none means one kept in the store (fleet.go).
+	SealingKeys [][]byte
+	// Limits are the limits on guessing and flooding (fleet.go).
+	Limits Limits
 }
 
-// minRetention is the shortest retention: the contract keeps every
-// finished call replayable for a day.
+// minRetention is the shortest retention: every finished call stays
+// replayable for at least a day.
 const minRetention = 24 * time.Hour
 
 // Principal is one caller: its API keys, in clear or as SHA-256 digests,
@@ -136,7 +142,7 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 	}
 	fs, err := root.fields("listen", "storage", "quoteTTL", "approvalTTL", "idempotencyLease", "upstreamTimeout", "feeRate",
 		"exposeUsageCounts", "principals", "upstreams", "trust", "tools", "approvers", "approvals",
-		"metricsListen", "retention", "synchronousAdmission")
+		"metricsListen", "retention", "synchronousAdmission", "oauth", "sealingKeys", "limits")
 	if err != nil {
 		return nil, err
 	}
@@ -176,11 +182,17 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 			cfg.Approvers, err = p.approvers(f.node)
 		case "approvals":
 			cfg.Approvals, err = p.approvals(f.node)
+		case "oauth":
+			cfg.OAuth, err = p.oauth(f.node)
 		case "metricsListen":
 			cfg.MetricsListen, err = p.listen(f.node)
 		case "synchronousAdmission":
 			cfg.SynchronousAdmission, err = f.boolean()
 			syncAdmissionField = &f
+		case "sealingKeys":
+			cfg.SealingKeys, err = p.sealingKeys(f.node)
+		case "limits":
+			cfg.Limits, err = p.limits(f.node)
 		case "retention":
 			if cfg.Retention, err = f.duration(); err == nil && cfg.Retention < minRetention {
 				err = f.errorf("%s is shorter than the minimum of 24h: finished calls stay replayable for a day", cfg.Retention)
@@ -196,6 +208,9 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 	if syncAdmissionField != nil && cfg.SynchronousAdmission && cfg.storageKind() != "postgres" {
 		// Silently meaningless would let an operator believe in a guarantee.
 		return nil, syncAdmissionField.errorf("applies only to a PostgreSQL storage, not %s", cfg.storageKind())
+	}
+	if err := checkPrincipals(cfg); err != nil {
+		return nil, err
 	}
 	if err := p.checkApprovers(cfg); err != nil {
 		return nil, err
@@ -390,9 +405,8 @@ func (p configParser) principal(n node, owner map[[sha256.Size]byte]string) (Pri
 		}
 		pr.APIKeyDigests = append(pr.APIKeyDigests, d)
 	}
-	if len(pr.APIKeys)+len(pr.APIKeyDigests) == 0 {
-		return Principal{}, n.errorf("principal %q has no apiKeys or apiKeySha256, so it could never call", pr.ID)
-	}
+	// A principal without keys calls with access tokens alone, which
+	// checkPrincipals checks once the whole file is read.
 	return pr, nil
 }
 

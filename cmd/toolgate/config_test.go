@@ -29,7 +29,7 @@ func sha256Hex(s string) string {
 	return hex.EncodeToString(d[:])
 }
 
-// contractExample is contract section 13's example, with a real digest in
+// contractExample is the example configuration of the server's specification, with a real digest in
 // place of its placeholder.
 var contractExample = `{
   "listen": "127.0.0.1:8080",

@@ -108,6 +108,9 @@ func mcpPrincipal(cfg *Config, opts mcpOptions) (string, error) {
 	if opts.principal == "" {
 		return "", errors.New("-principal ID is required with a config")
 	}
+	if opts.principal == templateID {
+		return "", errors.New(`-principal: "*" is the template for token subjects; name a principal`)
+	}
 	if !slices.ContainsFunc(cfg.Principals, func(p Principal) bool { return p.ID == opts.principal }) {
 		return "", fmt.Errorf("-principal: the config has no principal %q", opts.principal)
 	}

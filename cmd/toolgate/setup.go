@@ -14,7 +14,9 @@ import (
 	"github.com/toolgate/toolgate/apikey"
 	"github.com/toolgate/toolgate/httpapi"
 	"github.com/toolgate/toolgate/mcpserver"
+	"github.com/toolgate/toolgate/oauth"
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/sealing"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/storage/memory"
 	"github.com/toolgate/toolgate/storage/postgres"
@@ -40,6 +42,9 @@ type app struct {
 	close    func()       // stops the webhook sender and releases the store
 	// listening tells the app the address it serves at, once known.
 	listening func(baseURL string)
+	// sealing are the fleet's keys, for state handed out and trusted
+	// again by any instance.
+	sealing *sealing.Keys
 }
 
 // offlineTrusted is the tool whose provider -offline answers itself, and
@@ -100,11 +105,17 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 				return nil, fmt.Errorf("principal %q: %w", p.ID, err)
 			}
 		}
-		controls[p.ID] = p.SpendControls
+		if p.ID != templateID {
+			controls[p.ID] = p.SpendControls
+		}
+	}
+	var spendControls toolgate.SpendControlsSource = controls
+	if t := cfg.template(); t != nil {
+		spendControls = templateControls{controls: controls, template: t.SpendControls}
 	}
 	approvers := toolgate.StaticApprovers{Modes: map[string]toolgatetype.ApprovalMode{}, Approvers: map[string][]string{}}
 	for _, p := range cfg.Principals {
-		if p.ApprovalMode != "" {
+		if p.ApprovalMode != "" && p.ID != templateID {
 			approvers.Modes[p.ID] = p.ApprovalMode
 		}
 	}
@@ -146,8 +157,9 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 		IdempotencyLease:     cfg.IdempotencyLease,
 		IdempotencyRetention: cfg.Retention,
 		Upstream:             &upstream.Config{Timeout: cfg.UpstreamTimeout},
-		SpendControls:        controls,
+		SpendControls:        spendControls,
 		Approvers:            approvers,
+		ApprovalRequestLimit: toolgate.RequestLimit{Max: cfg.Limits.ApprovalRequests, Window: cfg.Limits.ApprovalRequestWindow},
 		Logger:               log,
 	}
 	// Interfaces holding nil pointers would not be nil: set only what is on.
@@ -168,20 +180,45 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 		closeAll()
 		return nil, err
 	}
+	// An interface holding a nil pointer would not be nil: set only when on.
+	var tokens apikey.TokenVerifier
+	var verifier *oauth.Verifier
+	if cfg.OAuth != nil {
+		if verifier, err = newVerifier(ctx, cfg, log); err != nil {
+			closeAll()
+			return nil, err
+		}
+		tokens = verifier
+	}
+	fl, err := newFleet(ctx, cfg, store, gw.Clock(), tel)
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
 	api := toolgatehttp.NewHandler(gw, &toolgatehttp.Options{
 		Authenticator:     keys,
+		Tokens:            tokens,
+		Sessions:          fl.sessions,
+		AuthLimit:         fl.authLimit,
 		ExposeUsageCounts: cfg.ExposeUsageCounts,
 		Logger:            log,
 	})
-	agents, err := mcpserver.NewHandler(gw, tel.mcpOptions(&mcpserver.Options{Authenticator: keys, Logger: log, PublicURL: cfg.Approvals.PublicURL}))
+	agents, err := mcpserver.NewHandler(gw, tel.mcpOptions(&mcpserver.Options{Authenticator: keys, Tokens: tokens, AuthLimit: fl.authLimit, Logger: log, PublicURL: cfg.Approvals.PublicURL}))
 	if err != nil {
 		closeAll()
 		return nil, err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", agents)
+	if verifier != nil {
+		// Where a client that was refused learns how to sign in (RFC 9728),
+		// for the root and for /mcp.
+		metadata := verifier.MetadataHandler("/mcp")
+		mux.Handle(oauth.MetadataPath, metadata)
+		mux.Handle(oauth.MetadataPath+"/", metadata)
+	}
 	mux.Handle("/", tel.traced(api))
-	return &app{gw: gw, handler: mux, shutdown: agents.Close, close: closeAll, listening: listening}, nil
+	return &app{gw: gw, handler: mux, shutdown: agents.Close, close: closeAll, listening: listening, sealing: fl.sealing}, nil
 }
 
 // newWebhook makes the sender of approval webhooks, when the config asks

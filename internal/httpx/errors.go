@@ -46,7 +46,10 @@ func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 	}
 	switch te.Code {
 	case toolgatetype.CodeUnauthorized, toolgatetype.CodeCallerKeyRequired:
-		w.Header().Set("WWW-Authenticate", `Bearer realm="toolgate"`)
+		// A handler that accepts access tokens has set its own challenge.
+		if w.Header().Get("WWW-Authenticate") == "" {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="toolgate"`)
+		}
 	case toolgatetype.CodeRateLimited:
 		secs := int(te.RetryAfter.Seconds())
 		if secs < 1 {

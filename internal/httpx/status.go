@@ -13,6 +13,9 @@ const (
 	CodeMethodNotAllowed     toolgatetype.Code = "method_not_allowed"
 	CodePayloadTooLarge      toolgatetype.Code = "payload_too_large"
 	CodeUnsupportedMediaType toolgatetype.Code = "unsupported_media_type"
+	// CodeInsufficientScope is a valid access token without the scope the
+	// route needs (RFC 6750).
+	CodeInsufficientScope toolgatetype.Code = "insufficient_scope"
 )
 
 // codeStatus is the HTTP status of each code the gateway returns.
@@ -62,6 +65,8 @@ func StatusOf(code toolgatetype.Code) int {
 		return http.StatusRequestEntityTooLarge
 	case CodeUnsupportedMediaType:
 		return http.StatusUnsupportedMediaType
+	case CodeInsufficientScope:
+		return http.StatusForbidden
 	}
 	if s, ok := codeStatus[code]; ok {
 		return s

@@ -41,6 +41,17 @@ func (s *Store) CreateApprovalRequest(ctx context.Context, r storage.ApprovalReq
 	if _, ok := s.requests[r.ID]; ok {
 		return storage.ErrAlreadyExists
 	}
+	if r.Status == storage.ApprovalPending {
+		k := pendingKeyOf(r)
+		if id, ok := s.pending[k]; ok {
+			if p := s.requests[id]; p != nil && p.Status == storage.ApprovalPending && p.ExpiresAt.After(r.CreatedAt) {
+				out := *p
+				out.Input = bytes.Clone(out.Input)
+				return &storage.PendingRequestError{Pending: out}
+			}
+		}
+		s.pending[k] = r.ID
+	}
 	if r.ExpiresAt.After(quote.ExpiresAt) {
 		move(&s.quoteQueue, quote.ID, quote.ExpiresAt, r.ExpiresAt)
 		quote.ExpiresAt = r.ExpiresAt
@@ -134,6 +145,7 @@ func (s *Store) DecideApprovalRequest(ctx context.Context, d storage.ApprovalDec
 		s.mu.Unlock()
 		return storage.ApprovalRequest{}, storage.ErrApprovalExpired
 	}
+	s.unpend(r)
 	r.Status, r.DecidedBy, r.DecidedAt = storage.ApprovalDenied, d.DecidedBy, d.Now
 	if d.Approve {
 		r.Status, r.Remember = storage.ApprovalApproved, d.Remember
@@ -175,6 +187,7 @@ func (s *Store) pruneApprovalRequests(before time.Time, limit int) int {
 	touched := map[string]bool{}
 	n := s.requestQueue.drain(before, limit, func(id uuid.UUID) verdict {
 		touched[s.requests[id].Principal] = true
+		s.unpend(s.requests[id])
 		delete(s.requests, id)
 		return drop
 	})
@@ -187,4 +200,24 @@ func (s *Store) pruneApprovalRequests(before time.Time, limit int) int {
 		}
 	}
 	return n
+}
+
+// pendingKey is what makes two pending requests the same request.
+type pendingKey struct {
+	principal   string
+	quote       uuid.UUID
+	inputSHA256 string
+}
+
+func pendingKeyOf(r storage.ApprovalRequest) pendingKey {
+	return pendingKey{principal: r.Principal, quote: r.QuoteID, inputSHA256: r.InputSHA256}
+}
+
+// unpend forgets r as the pending request of its kind, when it is. The
+// caller holds s.mu.
+func (s *Store) unpend(r *storage.ApprovalRequest) {
+	k := pendingKeyOf(*r)
+	if s.pending[k] == r.ID {
+		delete(s.pending, k)
+	}
 }

@@ -46,7 +46,7 @@ func nullTime(t *time.Time) time.Time {
 	return utc(*t)
 }
 
-// timeOrNull stores the zero time as NULL, the contract's "not set".
+// timeOrNull stores the zero time, a record's "not set", as NULL.
 func timeOrNull(t time.Time) *time.Time {
 	if t.IsZero() {
 		return nil

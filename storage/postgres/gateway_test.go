@@ -1,9 +1,7 @@
 package postgres_test
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"sync/atomic"
@@ -208,21 +206,6 @@ func TestGatewaysDailyLimitHolds(t *testing.T) {
 	c.requireUsage(t, quotes[0], storage.Usage{Count: 50, UniqueUsers: 1})
 }
 
-// dyingStore is an instance whose process dies between calling the provider
-// and recording the result: while dead is set, FinishExecution writes
-// nothing and fails, as the lost connection of a crashed process would.
-type dyingStore struct {
-	storage.Store
-	dead atomic.Bool
-}
-
-func (s *dyingStore) FinishExecution(ctx context.Context, f storage.Finish) error {
-	if s.dead.Load() {
-		return errors.New("connection lost: the process died")
-	}
-	return s.Store.FinishExecution(ctx, f)
-}
-
 // TestGatewaysTakeoverAfterCrash: instance A dies mid-call, leaving its run
 // holding the key. B answers "in use" until A's lease runs out, then takes
 // the call over and completes it; the call is charged once, and A, back up,
@@ -238,8 +221,7 @@ func TestGatewaysTakeoverAfterCrash(t *testing.T) {
 		}
 	})
 	instances := twoInstances(t)
-	a := &dyingStore{Store: instances[0]}
-	a.dead.Store(true)
+	a := toolgatetest.NewDyingStore(instances[0])
 	c := newCluster(t, []storage.Store{a, instances[1]}, p, nil)
 	ctx := t.Context()
 	q := c.quote(t, 0, "alice")
@@ -260,7 +242,7 @@ func TestGatewaysTakeoverAfterCrash(t *testing.T) {
 	requireCode(t, err, toolgatetype.CodeIdempotencyKeyInUse)
 	close(release)
 	requireCode(t, <-done, toolgatetype.CodeInternal)
-	a.dead.Store(false) // A is restarted
+	a.Dying.Store(false) // A is restarted
 
 	// The abandoned run keeps its lease, and its reservation, to the end.
 	c.clock.Advance(toolgate.DefaultIdempotencyLease - time.Second)

@@ -72,7 +72,9 @@ func nullableNanos(n int64, zero bool) any {
 // stored as pending) and extends its quote's life to the request's, in one
 // write: a call admitted on the quote meanwhile, in this process or
 // another, is admitted before or after it, never between the check and the
-// change. ErrAlreadyExists when the id is taken.
+// change. ErrAlreadyExists when the id is taken; a
+// *storage.PendingRequestError when the same request is pending already,
+// which leaves the quote as it was.
 func (s *Store) CreateApprovalRequest(ctx context.Context, r storage.ApprovalRequest) error {
 	status := r.Status
 	if status == "" {
@@ -93,6 +95,19 @@ func (s *Store) CreateApprovalRequest(ctx context.Context, r storage.ApprovalReq
 	return s.write(ctx, func(tx *writeTx) error {
 		if err := extendQuote(tx, r); err != nil {
 			return err
+		}
+		if status == storage.ApprovalPending {
+			// The same request pending already is asked once. The write
+			// holds the file's write lock, so no other can slip in
+			// between this look and the insert.
+			same, err := scanApprovalRequest(tx.queryRow(samePendingSQL,
+				r.Principal, r.ToolID, r.InputSHA256, idBytes(r.QuoteID), nanos(r.CreatedAt)))
+			switch {
+			case err == nil:
+				return &storage.PendingRequestError{Pending: same}
+			case !isNotFound(err):
+				return err
+			}
 		}
 		_, err := tx.exec(`
 			INSERT INTO approval_requests (`+approvalRequestColumns+`)
@@ -126,6 +141,13 @@ func extendQuote(tx *writeTx, r storage.ApprovalRequest) error {
 	}
 	return storage.ErrQuoteExpired
 }
+
+// samePendingSQL finds the live pending request of a principal's call
+// (tool, input hash and quote), from the index on the first three.
+const samePendingSQL = `SELECT ` + approvalRequestColumns + ` FROM approval_requests
+	WHERE principal = ? AND tool_id = ? AND input_sha256 = ? AND quote_id = ?
+		AND status = 'pending' AND expires_at > ?
+	ORDER BY created_at DESC, id DESC LIMIT 1`
 
 // getApprovalRequestSQL reads the request with id ? for scanApprovalRequest.
 const getApprovalRequestSQL = `SELECT ` + approvalRequestColumns + ` FROM approval_requests WHERE id = ?`

@@ -13,7 +13,7 @@ import (
 // keeps every time the gateway makes exactly (memory does, and so, to the
 // nanosecond, does this store) and compares as integers in SQL. An int64
 // of nanoseconds spans the years 1678 to 2262. The zero time, the
-// contract's "not set" and a limit's "since the beginning", is stored as
+// "not set" of a record and a limit's "since the beginning", is stored as
 // math.MinInt64 and read back as the zero time; an instant outside the span
 // is stored as its nearer end, so it keeps its order against every other.
 var (
@@ -76,7 +76,7 @@ func ceilDiv(a, b int64) int64 {
 }
 
 // unitsPerUSD is the scale of stored amounts: ten-thousandths of a dollar,
-// the contract's four decimals.
+// the four decimals every amount has.
 const unitsPerUSD = 10_000
 
 // units encodes an amount as ten-thousandths of a dollar. An amount with

@@ -47,7 +47,7 @@
 // # Values
 //
 // Amounts are stored as integers of ten-thousandths of a dollar, the
-// contract's four decimals, and sums stay exact; an amount with more
+// four decimals every amount has, and sums stay exact; an amount with more
 // decimals is refused rather than rounded. The limits of a caller's own
 // spend controls are kept as the decimal text they were given. Instants are
 // integers of nanoseconds since 1970 (UTC), so times read back are the

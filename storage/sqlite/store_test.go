@@ -78,7 +78,7 @@ func TestRelativePathIsMadeAbsolute(t *testing.T) {
 }
 
 // TestAmountsAreExact: amounts are kept in ten-thousandths of a dollar, the
-// contract's four decimals; one with more is refused, never rounded, and
+// four decimals every amount has; one with more is refused, never rounded, and
 // nothing is stored.
 func TestAmountsAreExact(t *testing.T) {
 	t.Parallel()

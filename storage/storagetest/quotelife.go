@@ -2,6 +2,7 @@ package storagetest
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -82,8 +83,10 @@ func testQuoteLife(t *testing.T, newStore newStoreFunc) {
 		require.NoError(t, err)
 		assertQuote(t, q, got)
 
-		// A second request of the same quote extends it further.
-		second := asked(q)
+		// A second request of the same quote, for another input, extends it
+		// further.
+		second := newApprovalRequest(q, `{"n":2}`)
+		second.CreatedAt = q.CreatedAt.Add(time.Minute)
 		second.ExpiresAt = q.ExpiresAt.Add(time.Hour)
 		require.NoError(t, h.s.CreateApprovalRequest(h.ctx, second))
 		got, err = h.s.GetQuote(h.ctx, q.ID)
@@ -156,8 +159,10 @@ func testQuoteLife(t *testing.T, newStore newStoreFunc) {
 		var wg sync.WaitGroup
 		start := make(chan struct{})
 		for i := range requests {
-			requests[i] = asked(q)
-			requests[i].ExpiresAt = requests[i].ExpiresAt.Add(time.Duration(i) * time.Minute)
+			// Each for another input: the same request pending is asked once.
+			requests[i] = newApprovalRequest(q, fmt.Sprintf(`{"n":%d}`, i))
+			requests[i].CreatedAt = q.CreatedAt.Add(time.Minute)
+			requests[i].ExpiresAt = requests[i].CreatedAt.Add(30*time.Minute + time.Duration(i)*time.Minute)
 			wg.Go(func() {
 				<-start
 				errs[i] = h.s.CreateApprovalRequest(h.ctx, requests[i])

@@ -1,0 +1,319 @@
+package toolgate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
+)
+
+// CallTool makes one call of a tool for a layer that quotes on the
+// caller's behalf, such as the MCP server, whose clients name a tool and
+// its input but hold no quote. It is the whole pipeline of such a call,
+// which the layer only translates, in this order:
+//
+//   - the request: the caller, the key, the tool and the input against the
+//     tool's schema, so that nothing is quoted for a call that cannot run;
+//   - an earlier call under the key: finished, its stored result;
+//     unfinished, the same request made again under that call's quote
+//     (a quote is part of what a key's request is), which is told the key
+//     is in use, or takes over a run whose process died, with the grant it
+//     began with in approver mode;
+//   - in caller mode, the caller's answer to an approval it was asked for:
+//     the call runs under the quote it was asked under, or not at all;
+//   - the quote, refused when it says the call cannot run: the tool is
+//     blocked, or the spend controls deny it (the quote is left to expire
+//     unused);
+//   - the approval: none when the policy covers the call; in approver mode
+//     an approver's grant, from the call's newest approval request (a new
+//     request when there is none to use); in caller mode the digest the
+//     caller approved, else a question for it;
+//   - the call itself (Call), which checks everything again.
+//
+// A call refused because its key is busy or used was raced by a retry of
+// itself: the stored result is given when there is one.
+//
+// CallTool returns no error of its own: every refusal, a failing store's
+// among them, is the outcome's Refusal, an *Error as Call returns one.
+func (g *Gateway) CallTool(ctx context.Context, principal string, req toolgatetype.ToolCallRequest) *toolgatetype.ToolCallOutcome {
+	c, err := g.newToolCall(principal, req)
+	if err != nil {
+		return refusal(err)
+	}
+	mode, err := g.approvalMode(ctx, principal)
+	if err != nil {
+		return refusal(err)
+	}
+	if out := g.answerPrior(ctx, c, mode); out != nil {
+		return out
+	}
+	if mode == toolgatetype.ApprovalModeCaller && isAnswer(c.approval) {
+		return g.runAnswered(ctx, c, c.approval)
+	}
+	q, err := g.quoteToolCall(ctx, c)
+	if err != nil {
+		return refusal(err)
+	}
+	switch {
+	case q.Policy.Approval.Requirement == toolgatetype.RequirementCoveredByUserPolicy:
+		return g.runToolCall(ctx, c, toolApproval{quoteID: q.Quote.ID, digest: *q.Quote.ManifestDigest})
+	case mode == toolgatetype.ApprovalModeApprover:
+		return g.approveByApprover(ctx, c, q)
+	case c.approval != nil:
+		// Call checks it is this very digest (approval_mismatch).
+		return g.runToolCall(ctx, c, toolApproval{quoteID: q.Quote.ID, digest: c.approval.ManifestDigest})
+	}
+	return &toolgatetype.ToolCallOutcome{Approval: &toolgatetype.ToolCallApproval{
+		Mode:           toolgatetype.ApprovalModeCaller,
+		QuoteID:        q.Quote.ID,
+		Tool:           q.Tool,
+		ManifestDigest: *q.Quote.ManifestDigest,
+		TotalUSD:       q.Quote.TotalUSD,
+		Requirement:    q.Policy.Approval.Requirement,
+	}}
+}
+
+// toolCall is a ToolCallRequest that passed the checks needing no store.
+type toolCall struct {
+	principal string
+	tool      *registry.Version
+	input     []byte // canonical (RFC 8785)
+	key       string
+	approval  *toolgatetype.CallerApproval
+}
+
+// newToolCall checks the caller, the key, the tool and the input.
+func (g *Gateway) newToolCall(principal string, req toolgatetype.ToolCallRequest) (*toolCall, error) {
+	if err := validPrincipal(principal); err != nil {
+		return nil, err
+	}
+	if err := toolgatetype.ValidateIdempotencyKey(req.IdempotencyKey); err != nil {
+		return nil, err
+	}
+	v, err := g.lookup(req.Tool)
+	if err != nil {
+		return nil, err
+	}
+	input, err := canonicalInput(req.Input)
+	if err != nil {
+		return nil, err
+	}
+	if failures := v.Input.Validate(input, "input"); failures != nil {
+		return nil, &toolgatetype.Error{Code: toolgatetype.CodeInputInvalid, Message: "the input does not match the tool's input schema", Details: failures}
+	}
+	return &toolCall{principal: principal, tool: v, input: input, key: req.IdempotencyKey, approval: req.Approval}, nil
+}
+
+// answerPrior answers a call that already ran under its key: with the
+// stored result once finished, and while unfinished by calling again under
+// the first run's quote, which is the same request (Call says it is in
+// progress, or takes over a run whose process died). In approver mode the
+// same request carries the grant the first run used, found by its quote.
+// Nil: no earlier run.
+func (g *Gateway) answerPrior(ctx context.Context, c *toolCall, mode toolgatetype.ApprovalMode) *toolgatetype.ToolCallOutcome {
+	prior, err := g.priorCall(ctx, c)
+	switch {
+	case err != nil:
+		return refusal(err)
+	case prior == nil:
+		return nil
+	case prior.result != nil:
+		return &toolgatetype.ToolCallOutcome{Result: prior.result}
+	}
+	a := toolApproval{quoteID: prior.quoteID, digest: c.tool.Digest}
+	if mode == toolgatetype.ApprovalModeApprover {
+		used, err := g.latestApprovalRequest(ctx, c, toolgatetype.ApprovalStatusUsed)
+		if err != nil {
+			return refusal(err)
+		}
+		if used != nil && used.QuoteID == prior.quoteID {
+			a.digest, a.grant = used.ManifestDigest, used.ID
+		}
+	}
+	return g.runToolCall(ctx, c, a)
+}
+
+// priorCall is the call a caller already made under a key: its stored
+// result once finished, else the quote it was made under.
+type priorCall struct {
+	result  *toolgatetype.CallResult
+	quoteID string
+}
+
+// priorCall returns the call made under c's key, or nil when the key holds
+// none.
+func (g *Gateway) priorCall(ctx context.Context, c *toolCall) (*priorCall, error) {
+	rec, err := g.store.GetIdempotency(ctx, c.principal, c.key)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, internalError(err)
+	case rec.Finished:
+		res, err := replay(rec.Response)
+		if err != nil {
+			return nil, err
+		}
+		res.IdempotencyKey = c.key
+		return &priorCall{result: res}, nil
+	}
+	exec, err := g.store.GetExecution(ctx, rec.ExecutionID)
+	if err != nil {
+		return nil, internalError(err)
+	}
+	return &priorCall{quoteID: exec.QuoteID.String()}, nil
+}
+
+// isAnswer reports whether a is the caller's answer to an approval it was
+// asked for, which names the quote it was asked under or declines, rather
+// than a digest given unasked.
+func isAnswer(a *toolgatetype.CallerApproval) bool {
+	return a != nil && (a.QuoteID != "" || a.Declined)
+}
+
+// runAnswered runs a call under the approval the caller was asked for, as
+// its answer gives it, recording the standing approval it asks for first;
+// an answer that approves nothing runs nothing. A standing approval that
+// cannot be recorded is logged, and the call runs all the same: the user
+// approved it.
+func (g *Gateway) runAnswered(ctx context.Context, c *toolCall, a *toolgatetype.CallerApproval) *toolgatetype.ToolCallOutcome {
+	if a.Declined {
+		return &toolgatetype.ToolCallOutcome{Approval: &toolgatetype.ToolCallApproval{Mode: toolgatetype.ApprovalModeCaller, Declined: true}}
+	}
+	if a.Remember != "" {
+		if _, err := g.SetApproval(ctx, c.principal, c.tool.Tool.Slug, a.Remember, a.ManifestDigest); err != nil {
+			// The person approved this call whatever becomes of the
+			// standing approval; they will be asked again next time.
+			g.log.WarnContext(ctx, "could not remember an approval", "tool", c.tool.Tool.Slug, "error", err)
+		}
+	}
+	return g.runToolCall(ctx, c, toolApproval{quoteID: a.QuoteID, digest: a.ManifestDigest})
+}
+
+// quoteToolCall quotes the call, or refuses it when the quote says it
+// cannot run: the tool is blocked, or the spend controls deny it. The
+// quote is left to expire unused; nothing is charged.
+func (g *Gateway) quoteToolCall(ctx context.Context, c *toolCall) (*toolgatetype.QuoteResult, error) {
+	q, err := g.Quote(ctx, c.principal, c.tool.Tool.Slug)
+	if err != nil {
+		return nil, err
+	}
+	if !q.Policy.Callable || q.Quote.ManifestDigest == nil {
+		return nil, &toolgatetype.Error{Code: toolgatetype.CodeToolBlocked,
+			Message: fmt.Sprintf("%s cannot be called: %s", c.tool.Tool.Slug, strings.Join(q.Policy.Reasons, "; "))}
+	}
+	if !q.Controls.Approved {
+		return nil, &toolgatetype.Error{Code: toolgatetype.CodeSpendLimitExceeded,
+			Message: "the call would break your spend controls", Violations: q.Controls.Violations}
+	}
+	return q, nil
+}
+
+// approveByApprover is the approval of a call that needs one in approver
+// mode, which only an approver's grant gives. The call's newest approval
+// request is looked up in the store, by principal, tool and canonical
+// input, so that a retry finds what its first try asked for on any
+// instance of the gateway:
+//   - approved, for the tool's current version: the call runs with the
+//     grant, under the quote the request was made for;
+//   - pending: the caller is to wait for it;
+//   - denied: the caller is told so until the request would have expired;
+//     the same call made after that asks again;
+//   - none, used by an earlier call, expired, or for another version: a
+//     new request under quote q. An approval that expired unused is named
+//     beside it.
+func (g *Gateway) approveByApprover(ctx context.Context, c *toolCall, q *toolgatetype.QuoteResult) *toolgatetype.ToolCallOutcome {
+	found, err := g.latestApprovalRequest(ctx, c, toolgatetype.ApprovalStatusAll)
+	if err != nil {
+		return refusal(err)
+	}
+	needed := &toolgatetype.ToolCallApproval{Mode: toolgatetype.ApprovalModeApprover}
+	if found != nil && found.ManifestDigest == *q.Quote.ManifestDigest {
+		switch found.Status {
+		case toolgatetype.ApprovalStatusApproved:
+			return g.runToolCall(ctx, c, toolApproval{quoteID: found.QuoteID, digest: found.ManifestDigest, grant: found.ID})
+		case toolgatetype.ApprovalStatusPending:
+			needed.Request = found
+			return &toolgatetype.ToolCallOutcome{Approval: needed}
+		case toolgatetype.ApprovalStatusDenied:
+			if g.clock.Now().Before(found.ExpiresAt) {
+				needed.Request = found
+				return &toolgatetype.ToolCallOutcome{Approval: needed}
+			}
+		case toolgatetype.ApprovalStatusExpired:
+			if found.DecidedBy != "" {
+				needed.Expired = found
+			}
+		}
+	}
+	r, err := g.RequestApproval(ctx, c.principal, toolgatetype.ApprovalInput{QuoteID: q.Quote.ID, Input: c.input})
+	if err != nil {
+		return refusal(err)
+	}
+	needed.Request = r
+	return &toolgatetype.ToolCallOutcome{Approval: needed}
+}
+
+// toolApproval is how a tool call is approved: the quote it runs under,
+// the manifest digest approved, and in approver mode the grant, the id of
+// the approval request an approver approved.
+type toolApproval struct {
+	quoteID string
+	digest  string
+	grant   string
+}
+
+// runToolCall makes the call as approved by a. A call refused because its
+// key is busy or already used was raced by a retry of itself: the stored
+// result is given when there is one.
+func (g *Gateway) runToolCall(ctx context.Context, c *toolCall, a toolApproval) *toolgatetype.ToolCallOutcome {
+	res, err := g.Call(ctx, c.principal, toolgatetype.CallRequest{
+		Tool:           c.tool.Tool.Slug,
+		QuoteID:        a.quoteID,
+		Input:          c.input,
+		ApprovalDigest: a.digest,
+		ApprovalGrant:  a.grant,
+		IdempotencyKey: c.key,
+	})
+	switch {
+	case err == nil:
+		return &toolgatetype.ToolCallOutcome{Result: res}
+	case toolgatetype.IsCode(err, toolgatetype.CodeIdempotencyKeyInUse) || toolgatetype.IsCode(err, toolgatetype.CodeIdempotencyKeyReused):
+		if prior, perr := g.priorCall(ctx, c); perr == nil && prior != nil && prior.result != nil {
+			return &toolgatetype.ToolCallOutcome{Result: prior.result}
+		}
+	case a.grant != "" && grantLapsed(err):
+		// Between finding the grant and using it, its quote expired or
+		// another call used it.
+		out := refusal(err)
+		out.LapsedGrant = a.grant
+		return out
+	}
+	return refusal(err)
+}
+
+// grantLapsed reports whether a call was refused because its grant, good
+// when found, no longer is: its quote expired or was used, or the tool
+// changed since.
+func grantLapsed(err error) bool {
+	for _, code := range []toolgatetype.Code{toolgatetype.CodeApprovalExpired, toolgatetype.CodeQuoteExpired, toolgatetype.CodeQuoteUsed, toolgatetype.CodeQuoteOutdated} {
+		if toolgatetype.IsCode(err, code) {
+			return true
+		}
+	}
+	return false
+}
+
+// refusal is the outcome of a refused call: err as the *Error it is, or an
+// internal error standing for it.
+func refusal(err error) *toolgatetype.ToolCallOutcome {
+	var te *toolgatetype.Error
+	if !errors.As(err, &te) {
+		te = internalError(err)
+	}
+	return &toolgatetype.ToolCallOutcome{Refusal: te}
+}

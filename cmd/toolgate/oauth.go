@@ -1,0 +1,213 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/toolgate/toolgate/oauth"
+	"github.com/toolgate/toolgate/toolgatetype"
+)
+
+// templateID is the id of the principal template: the entry of
+// "principals" whose spend controls and approval mode every token subject
+// without an entry of its own gets, each as its own principal.
+const templateID = "*"
+
+// OAuth is the "oauth" section: the identity provider whose access tokens
+// the server accepts beside API keys.
+type OAuth struct {
+	Issuer         string
+	Audience       string
+	JWKSURL        string // "" discovers it
+	PrincipalClaim string // "" is "sub"
+	ApproverClaim  string // "" lets no token approve
+	CallScope      string // "" is "toolgate:call"
+	ApproveScope   string // "" is "toolgate:approve"
+}
+
+// oauth parses the "oauth" section. The URLs follow the verifier's rule:
+// https://, or http:// on a loopback address.
+func (configParser) oauth(n node) (*OAuth, error) {
+	fs, err := n.fields("issuer", "audience", "jwksUrl", "principalClaim", "approverClaim", "scopes")
+	if err != nil {
+		return nil, err
+	}
+	o := &OAuth{}
+	for _, f := range fs {
+		switch f.name {
+		case "issuer":
+			o.Issuer, err = f.str()
+		case "audience":
+			o.Audience, err = f.str()
+		case "jwksUrl":
+			o.JWKSURL, err = f.str()
+		case "principalClaim":
+			if o.PrincipalClaim, err = f.str(); err == nil && o.PrincipalClaim == "" {
+				err = f.errorf(`must name a claim, such as "sub"`)
+			}
+		case "approverClaim":
+			if o.ApproverClaim, err = f.str(); err == nil && o.ApproverClaim == "" {
+				err = f.errorf("must name a claim; leave it out for tokens that never approve")
+			}
+		case "scopes":
+			err = o.scopes(f.node)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if o.Issuer == "" {
+		return nil, n.child("issuer").errorf("is required: the identity provider's issuer URL")
+	}
+	if o.Audience == "" {
+		return nil, n.child("audience").errorf("is required: the URL clients reach this server's /mcp at, which tokens must be issued for")
+	}
+	// The verifier's own checks, named by the field they concern.
+	if _, err := oauth.New(o.verifierConfig()); err != nil {
+		field := map[string]string{"Issuer": "issuer", "Audience": "audience", "JWKSURL": "jwksUrl",
+			"CallScope": "scopes.call", "ApproveScope": "scopes.approve"}
+		if ce, ok := err.(*oauth.ConfigError); ok {
+			return nil, &ConfigError{Path: n.child(field[ce.Field]).path, Msg: ce.Msg}
+		}
+		return nil, n.errorf("%v", err)
+	}
+	return o, nil
+}
+
+func (o *OAuth) scopes(n node) error {
+	fs, err := n.fields("call", "approve")
+	if err != nil {
+		return err
+	}
+	for _, f := range fs {
+		s, err := f.str()
+		if err == nil && (s == "" || strings.ContainsAny(s, " \"\\")) {
+			err = f.errorf("must be one scope: no spaces, quotes or backslashes")
+		}
+		if err != nil {
+			return err
+		}
+		if f.name == "call" {
+			o.CallScope = s
+		} else {
+			o.ApproveScope = s
+		}
+	}
+	return nil
+}
+
+// verifierConfig is the section as the verifier takes it.
+func (o *OAuth) verifierConfig() *oauth.Config {
+	return &oauth.Config{
+		Issuer:         o.Issuer,
+		Audience:       o.Audience,
+		JWKSURL:        o.JWKSURL,
+		PrincipalClaim: o.PrincipalClaim,
+		ApproverClaim:  o.ApproverClaim,
+		CallScope:      o.CallScope,
+		ApproveScope:   o.ApproveScope,
+	}
+}
+
+// template is the principal template, when the config has one.
+func (c *Config) template() *Principal {
+	for i := range c.Principals {
+		if c.Principals[i].ID == templateID {
+			return &c.Principals[i]
+		}
+	}
+	return nil
+}
+
+// checkPrincipals checks the principals against the rest of the file:
+// without "oauth", every principal needs a key; the template needs
+// "oauth", has no keys of its own, and stays in caller mode, since an
+// approver approves for principals it names and cannot name subjects not
+// yet seen.
+func checkPrincipals(cfg *Config) error {
+	for i, pr := range cfg.Principals {
+		at := fmt.Sprintf("principals[%d]", i)
+		keys := len(pr.APIKeys) + len(pr.APIKeyDigests)
+		switch {
+		case pr.ID == templateID && cfg.OAuth == nil:
+			return &ConfigError{Path: at + ".id", Msg: `"*" is the template for the subjects of access tokens, which need an "oauth" section`}
+		case pr.ID == templateID && keys > 0:
+			return &ConfigError{Path: at, Msg: `the "*" template stands for token subjects and has no API keys of its own`}
+		case pr.ID == templateID && pr.ApprovalMode == toolgatetype.ApprovalModeApprover:
+			return &ConfigError{Path: at + ".approvalMode", Msg: `the "*" template cannot be in approver mode: an approver names the principals it approves for`}
+		case keys == 0 && cfg.OAuth == nil:
+			return &ConfigError{Path: at, Msg: fmt.Sprintf("principal %q has no apiKeys or apiKeySha256, so it could never call", pr.ID)}
+		}
+	}
+	for i, a := range cfg.Approvers {
+		at := fmt.Sprintf("approvers[%d]", i)
+		if len(a.Keys)+len(a.KeyDigests) == 0 && (cfg.OAuth == nil || cfg.OAuth.ApproverClaim == "") {
+			return &ConfigError{Path: at, Msg: fmt.Sprintf("approver %q has no keys or keySha256, so it could never sign in", a.ID)}
+		}
+		if j := slices.Index(a.Principals, templateID); j >= 0 {
+			return &ConfigError{Path: fmt.Sprintf("%s.principals[%d]", at, j), Msg: `an approver approves for principals it names, not for the "*" template`}
+		}
+	}
+	return nil
+}
+
+// keysAtStart bounds one request to the identity provider.
+const keysAtStart = 10 * time.Second
+
+// newVerifier makes the verifier of the config's tokens: a token calls as
+// a configured principal, or as any subject when the template is there,
+// and approves as a configured approver. It fetches the provider's keys
+// at once, in the background, to report a wrong issuer early without
+// holding the start up: a provider that does not answer is logged, and
+// asked again when tokens come.
+func newVerifier(ctx context.Context, cfg *Config, log *slog.Logger) (*oauth.Verifier, error) {
+	vc := cfg.OAuth.verifierConfig()
+	vc.Logger = log
+	vc.HTTPClient = &http.Client{Timeout: keysAtStart}
+	if cfg.template() == nil {
+		principals := map[string]bool{}
+		for _, p := range cfg.Principals {
+			principals[p.ID] = true
+		}
+		vc.Principals = func(id string) bool { return principals[id] }
+	}
+	approvers := map[string]bool{}
+	for _, a := range cfg.Approvers {
+		approvers[a.ID] = true
+	}
+	vc.Approvers = func(id string) bool { return approvers[id] }
+	v, err := oauth.New(vc)
+	if err != nil {
+		return nil, fmt.Errorf("oauth: %w", err)
+	}
+	go func() {
+		fetch, cancel := context.WithTimeout(ctx, keysAtStart)
+		defer cancel()
+		if err := v.FetchKeys(fetch); err != nil {
+			log.Warn("cannot fetch the identity provider's keys yet; access tokens are refused until they can be",
+				"issuer", cfg.OAuth.Issuer, "error", err)
+		}
+	}()
+	return v, nil
+}
+
+// templateControls are the operator's spend controls: a principal's own
+// entry, or else the template's, which every token subject without an
+// entry thus gets as its own (its spend and rate windows are counted per
+// principal).
+type templateControls struct {
+	controls map[string]toolgatetype.SpendControls
+	template toolgatetype.SpendControls
+}
+
+func (t templateControls) SpendControls(_ context.Context, principal string) (toolgatetype.SpendControls, error) {
+	if c, ok := t.controls[principal]; ok {
+		return c, nil
+	}
+	return t.template, nil
+}

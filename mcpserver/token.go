@@ -1,0 +1,64 @@
+package mcpserver
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/toolgate/toolgate/apikey"
+)
+
+// accessToken returns the request's bearer credential when tokens are
+// accepted and it is shaped as one; anything else is an API key.
+func (h *Handler) accessToken(r *http.Request) (string, bool) {
+	if h.tokens == nil {
+		return "", false
+	}
+	cred, ok := apikey.BearerCredential(r)
+	if !ok || !h.tokens.IsToken(cred) {
+		return "", false
+	}
+	return cred, true
+}
+
+// verifyToken returns the principal an access token calls as, or answers
+// the refusal: 401 invalid_token for a token not accepted, 403
+// insufficient_scope for one without the call scope. Every call over MCP
+// is a caller's: an approver's token alone cannot call.
+func (h *Handler) verifyToken(w http.ResponseWriter, r *http.Request, token string) (string, bool) {
+	g, err := h.tokens.VerifyToken(r.Context(), token)
+	if (err == nil || errors.Is(err, apikey.ErrInvalidToken)) && h.limited(w, r, apikey.TokenCredential, err == nil) {
+		return "", false
+	}
+	switch {
+	case errors.Is(err, apikey.ErrInvalidToken):
+		reason := strings.TrimPrefix(strings.TrimPrefix(err.Error(), apikey.ErrInvalidToken.Error()), ": ")
+		w.Header().Set("WWW-Authenticate", apikey.Challenge(h.tokens.ResourceMetadataURL(), "invalid_token", reason, ""))
+		writeRPCError(w, http.StatusUnauthorized, "the access token is not accepted: "+reason)
+		return "", false
+	case err != nil:
+		h.g.log.ErrorContext(r.Context(), "cannot verify an access token", "error", err)
+		writeRPCError(w, http.StatusServiceUnavailable, "access tokens cannot be verified now; try again later")
+		return "", false
+	case g.Principal == "":
+		call, _ := h.tokens.Scopes()
+		w.Header().Set("WWW-Authenticate", apikey.Challenge(h.tokens.ResourceMetadataURL(), "insufficient_scope", "", call))
+		writeRPCError(w, http.StatusForbidden, "the access token has no "+call+" scope: it cannot call")
+		return "", false
+	}
+	return g.Principal, true
+}
+
+// challenge is the WWW-Authenticate of a 401 for a request without a
+// valid key or token: with tokens accepted, where to learn how to get one
+// (RFC 9728), and invalid_token when a credential was sent.
+func (h *Handler) challenge(r *http.Request) string {
+	if h.tokens == nil {
+		return `Bearer realm="toolgate"`
+	}
+	code := ""
+	if r.Header.Get("Authorization") != "" {
+		code = "invalid_token"
+	}
+	return apikey.Challenge(h.tokens.ResourceMetadataURL(), code, "", "")
+}
