@@ -20,7 +20,17 @@ import (
 // quote (the caller's, open and unexpired) with input. The input is checked
 // against the tool's schema first (input_invalid), and a blocked tool is
 // refused (tool_blocked), so a person never reviews a call that cannot run.
-// The request expires with the quote.
+//
+// The request lives Config.ApprovalTTL, and asking extends the quote's
+// life to the request's in the same step of the store: the quote's price,
+// fee and digest stay as quoted, the request binds the input, and the
+// quote still serves at most one call.
+//
+// The same request (principal, quote and input) pending already is
+// answered instead of a new one, however many are asked at once, on any
+// number of gateways sharing the store: a person is asked once. A
+// principal that asks too often is refused (rate_limited; see
+// Config.ApprovalRequestLimit).
 func (g *Gateway) RequestApproval(ctx context.Context, principal string, in toolgatetype.ApprovalInput) (*toolgatetype.ApprovalRequest, error) {
 	if err := validPrincipal(principal); err != nil {
 		return nil, err
@@ -70,9 +80,26 @@ func (g *Gateway) RequestApproval(ctx context.Context, principal string, in tool
 		InputSHA256:    inputSHA256(input),
 		Status:         storage.ApprovalPending,
 		CreatedAt:      now,
-		ExpiresAt:      q.ExpiresAt,
+		ExpiresAt:      now.Add(g.cfg.ApprovalTTL),
 	}
-	if err := g.store.CreateApprovalRequest(ctx, rec); err != nil {
+	if err := g.countApprovalRequest(ctx, principal, now); err != nil {
+		return nil, err
+	}
+	err = g.store.CreateApprovalRequest(ctx, rec)
+	var same *storage.PendingRequestError
+	switch {
+	case errors.As(err, &same):
+		// Asked again, or twice at once: the person sees one request.
+		g.obs.approvalRequest(approvalSame)
+		out := g.approvalView(same.Pending, now)
+		return &out, nil
+	case errors.Is(err, storage.ErrQuoteNotFound):
+		return nil, newError(toolgatetype.CodeQuoteNotFound, "no quote %s exists for this caller", quoteID)
+	case errors.Is(err, storage.ErrQuoteUsed):
+		return nil, newError(toolgatetype.CodeQuoteUsed, "quote %s was already used by another call; request a new quote", quoteID)
+	case errors.Is(err, storage.ErrQuoteExpired):
+		return nil, newError(toolgatetype.CodeQuoteExpired, "quote %s expired at %s; request a new quote", quoteID, q.ExpiresAt.Format(time.RFC3339))
+	case err != nil:
 		return nil, internalError(err)
 	}
 	out := g.approvalView(rec, now)

@@ -86,7 +86,7 @@ func TestApproverModeCallRunsOnlyWithAnApproversGrant(t *testing.T) {
 	assert.Equal(t, []string{q.Quote.PriceUSD, q.Quote.FeeUSD, q.Quote.TotalUSD}, []string{r.PriceUSD, r.FeeUSD, r.TotalUSD})
 	assert.Equal(t, `{"v":"hi"}`, string(r.Input), "the input in canonical form")
 	assert.Equal(t, "caf835d58af7ee521131ff93fd68980525724471f800028f7f76c3468dc8ba15", r.InputSHA256)
-	assert.Equal(t, q.Quote.ExpiresAt, r.ExpiresAt, "it expires with its quote")
+	assert.Equal(t, t0.Add(toolgate.DefaultApprovalTTL), r.ExpiresAt, "it lives the approval TTL")
 	assert.Equal(t, t0, r.CreatedAt)
 
 	_, err = e.gw.Call(ctx, "agent", grantedCall(q, "k1", "hi", r.ID))
@@ -219,7 +219,7 @@ func TestDecisionRules(t *testing.T) {
 			_, err := e.gw.DecideApproval(ctx, "pat", id, toolgatetype.Decision{})
 			require.NoError(t, err)
 		}, toolgatetype.Decision{Approve: true}, toolgatetype.CodeApprovalAlreadyDecided},
-		{"Expired", "pat", func(e *env, _ string) { e.clock.Advance(5 * time.Minute) }, toolgatetype.Decision{Approve: true}, toolgatetype.CodeApprovalExpired},
+		{"Expired", "pat", func(e *env, _ string) { e.clock.Advance(toolgate.DefaultApprovalTTL) }, toolgatetype.Decision{Approve: true}, toolgatetype.CodeApprovalExpired},
 		{"ApproverOfOthers", "sam", nil, toolgatetype.Decision{Approve: true}, toolgatetype.CodeApprovalRequestNotFound},
 		{"UnknownApprover", "mallory", nil, toolgatetype.Decision{Approve: true}, toolgatetype.CodeApprovalRequestNotFound},
 		{"NoApprover", "", nil, toolgatetype.Decision{Approve: true}, toolgatetype.CodeApproverRequired},
@@ -254,7 +254,7 @@ func TestDecisionRules(t *testing.T) {
 		_, denied := e.ask("agent", "echo", "hi")
 		_, err := e.gw.DecideApproval(ctx, "pat", denied.ID, toolgatetype.Decision{})
 		require.NoError(t, err)
-		e.clock.Advance(5 * time.Minute)
+		e.clock.Advance(toolgate.DefaultApprovalTTL)
 		for id, want := range map[string]toolgatetype.ApprovalStatus{
 			pending.ID: toolgatetype.ApprovalStatusExpired, approved.ID: toolgatetype.ApprovalStatusExpired, denied.ID: toolgatetype.ApprovalStatusDenied,
 		} {
@@ -530,7 +530,7 @@ func TestListApprovalRequests(t *testing.T) {
 	}
 
 	// Once they expire, they are no longer pending.
-	e.clock.Advance(10 * time.Minute)
+	e.clock.Advance(toolgate.DefaultApprovalTTL)
 	page, err := e.gw.ListApprovalRequests(ctx, "pat", toolgatetype.ApprovalListOptions{})
 	require.NoError(t, err)
 	assert.Empty(t, page.ApprovalRequests)
@@ -592,7 +592,7 @@ func TestApprovalRequestsArePruned(t *testing.T) {
 	t.Parallel()
 	e := newApproverEnv(t, []toolSpec{callable})
 	_, r := e.ask("agent", "echo", "hi")
-	e.clock.Advance(24*time.Hour + 5*time.Minute + time.Second)
+	e.clock.Advance(24*time.Hour + toolgate.DefaultApprovalTTL + time.Second)
 	res, err := e.gw.Prune(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, 1, res.ApprovalRequests)

@@ -20,6 +20,7 @@ import (
 // Defaults for Config fields left zero.
 const (
 	DefaultQuoteTTL             = 5 * time.Minute
+	DefaultApprovalTTL          = 30 * time.Minute
 	DefaultIdempotencyLease     = 60 * time.Second
 	DefaultIdempotencyRetention = 24 * time.Hour
 )
@@ -44,6 +45,12 @@ type Config struct {
 	FeeRate *decimal.Decimal
 	// QuoteTTL is how long a quote stays usable (default 5 minutes).
 	QuoteTTL time.Duration
+	// ApprovalTTL is how long an approval request waits for a person and,
+	// once approved, for its call (default 30 minutes): a time a person
+	// can meet, from a notification on a phone. Asking extends the quote's
+	// life to the request's, its price, fee and digest unchanged; the
+	// quote still serves one call.
+	ApprovalTTL time.Duration
 	// IdempotencyLease is how long a call holds its Idempotency-Key before a
 	// retry may take it over, should the process running it die (default
 	// 60 s). It must be longer than the upstream deadline.
@@ -68,6 +75,14 @@ type Config struct {
 	// ApprovalNotifier is told of each new approval request and each
 	// decision; nil tells no one.
 	ApprovalNotifier ApprovalNotifier
+	// ApprovalRequestLimit caps the approval requests one principal may
+	// ask for in a window, so that an agent cannot flood the people who
+	// decide them: past it, RequestApproval answers rate_limited until
+	// the window ends. Zero fields mean 30 a minute; a negative Max, no
+	// limit. The count is kept in the store when it is a
+	// storage.WindowCounter, and so holds across every gateway sharing it;
+	// in this process's memory otherwise.
+	ApprovalRequestLimit RequestLimit
 	// Logger receives structured logs, among them one line per finished
 	// call; nil discards them.
 	Logger *slog.Logger
@@ -126,6 +141,8 @@ type Gateway struct {
 	notifier           ApprovalNotifier
 	log                *slog.Logger
 	obs                *observer
+	// counter counts requests in windows (ApprovalRequestLimit).
+	counter storage.WindowCounter
 }
 
 // New returns a Gateway over store. cfg may be nil.
@@ -166,6 +183,7 @@ func New(store storage.Store, cfg *Config) (*Gateway, error) {
 		notifier:  c.ApprovalNotifier,
 		log:       c.Logger,
 		obs:       obs,
+		counter:   windowCounter(store),
 	}
 	if gw.approvals == nil {
 		gw.approvals = store
@@ -193,6 +211,9 @@ func (c Config) withDefaults() Config {
 	if c.QuoteTTL == 0 {
 		c.QuoteTTL = DefaultQuoteTTL
 	}
+	if c.ApprovalTTL == 0 {
+		c.ApprovalTTL = DefaultApprovalTTL
+	}
 	if c.IdempotencyLease == 0 {
 		c.IdempotencyLease = DefaultIdempotencyLease
 	}
@@ -202,6 +223,7 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	c.ApprovalRequestLimit = c.ApprovalRequestLimit.withDefaults(DefaultApprovalRequestMax, DefaultApprovalRequestWindow)
 	return c
 }
 
@@ -211,10 +233,14 @@ func (c Config) validate() error {
 		return fmt.Errorf("toolgate: FeeRate %s must be between 0 and 1", c.FeeRate)
 	case c.QuoteTTL < 0:
 		return errors.New("toolgate: QuoteTTL must be positive")
+	case c.ApprovalTTL < 0:
+		return errors.New("toolgate: ApprovalTTL must be positive")
 	case c.IdempotencyLease < 0:
 		return errors.New("toolgate: IdempotencyLease must be positive")
 	case c.IdempotencyRetention < DefaultIdempotencyRetention:
 		return fmt.Errorf("toolgate: IdempotencyRetention must be at least %s", DefaultIdempotencyRetention)
+	case c.ApprovalRequestLimit.Window < 0:
+		return errors.New("toolgate: ApprovalRequestLimit.Window must be positive")
 	case c.Upstream.Timeout >= c.IdempotencyLease:
 		// A run must finish within its lease, or a retry could take over a
 		// call that is still running and reach the upstream twice.

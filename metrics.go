@@ -101,7 +101,7 @@ func newMetrics(reg prometheus.Registerer, deadline time.Duration) (*metrics, er
 		}, []string{"tool"}), &errs),
 		approvalRequests: shared(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolgate_approval_requests_total",
-			Help: "Approval requests by what became of them: created, approved, denied, used (by the call it approved).",
+			Help: "Approval requests by what became of them: created, approved, denied, used (by the call it approved); and those asked but not created: limited (the principal asked too often), same_pending (the same request was pending, and answered instead).",
 		}, []string{"decision"}), &errs),
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -433,6 +433,10 @@ const (
 	approvalApproved = "approved"
 	approvalDenied   = "denied"
 	approvalUsed     = "used" // a call consumed the grant
+	// approvalLimited: refused, its principal having asked too often.
+	approvalLimited = "limited"
+	// approvalSame: the same request was pending, and answered instead.
+	approvalSame = "same_pending"
 )
 
 // approvalRequest counts an approval request by what became of it.

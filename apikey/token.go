@@ -17,6 +17,12 @@ const MaxTokenLength = 8 << 10
 // audience or issuer, or naming no one it knows.
 var ErrInvalidToken = errors.New("apikey: invalid access token")
 
+// TokenCredential stands for any access token where failures are counted
+// by credential (package authlimit): every JWT begins alike ("eyJ..."), so
+// counting them by prefix would lock every token holder out at once. Being
+// short, it is counted by the client's address only.
+const TokenCredential = "token"
+
 // TokenGrant is what a verified access token lets its bearer do.
 type TokenGrant struct {
 	// Principal is who the token calls as, "" when it may not call.

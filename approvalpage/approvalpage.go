@@ -9,11 +9,13 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/toolgate/toolgate/apikey"
+	"github.com/toolgate/toolgate/authlimit"
 	"github.com/toolgate/toolgate/internal/httpx"
 	"github.com/toolgate/toolgate/internal/pagestyle"
 	"github.com/toolgate/toolgate/toolgatetype"
@@ -60,7 +62,7 @@ type pendingRow struct {
 	Tool      toolgatetype.ToolRef
 	Principal string
 	TotalUSD  string
-	ExpiresAt string
+	Expires   timeView
 	URL       string
 }
 
@@ -70,26 +72,44 @@ type ambiguousRow struct {
 	Tool      toolgatetype.ToolRef
 	Principal string
 	TotalUSD  string
-	CreatedAt string
+	Created   timeView
 }
 
 // maxAmbiguousShown bounds the unknown outcomes the list page shows; the
 // audit listing (status=ambiguous) has them all.
 const maxAmbiguousShown = 50
 
-// requestView is one request as its page shows it.
+// requestView is one request as its page shows it. State is its status
+// as of now (pending, approved, denied, expired or used), which the
+// heading, the line above it and the buttons follow.
 type requestView struct {
-	Principal, Status, DecidedBy, DecidedAt, Remember string
-	ToolName, ToolSlug                                string
-	PriceUSD, FeeUSD, TotalUSD                        string
-	ProviderName, TrustTier                           string
-	PaymentVerified                                   bool
-	EndpointStatus, EndpointOrigin, VersionStatus     string
-	Digest, RiskLevel, Requirement                    string
-	Reasons                                           []string
-	Changed                                           bool
-	Input, InputSHA256                                string
-	CreatedAt, ExpiresAt                              string
+	Principal, State, Heading, DecidedBy, Remember string
+	ToolName, ToolSlug                             string
+	PriceUSD, FeeUSD, TotalUSD                     string
+	ProviderName, TrustTier                        string
+	PaymentVerified                                bool
+	EndpointStatus, EndpointOrigin, VersionStatus  string
+	Digest, RiskLevel, Requirement                 string
+	Reasons                                        []string
+	Changed                                        bool
+	Input, InputSummary, InputSHA256               string
+	Created, Expires, Decided                      timeView
+}
+
+// timeView is a time as a person reads it: how long from now, beside the
+// UTC time to the second, and in RFC 3339 for the page's <time>.
+type timeView struct {
+	Rel, UTC, ISO string
+}
+
+// headings say what a request's page is about, by its state: a question
+// only while there is one to answer.
+var headings = map[toolgatetype.ApprovalStatus]string{
+	toolgatetype.ApprovalStatusPending:  "Approve a call of %s?",
+	toolgatetype.ApprovalStatusApproved: "Approved: a call of %s",
+	toolgatetype.ApprovalStatusDenied:   "Denied: a call of %s",
+	toolgatetype.ApprovalStatusExpired:  "Expired: a call of %s",
+	toolgatetype.ApprovalStatusUsed:     "Used: the approved call of %s ran",
 }
 
 func must[T any](v T, err error) T {
@@ -101,6 +121,86 @@ func must[T any](v T, err error) T {
 
 // pageTime shows a time to a person: UTC, to the second.
 func pageTime(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
+
+// when shows t as of now: relative ("in 4 min", "12 min ago") beside the
+// UTC time. Pages are rendered by the server, so this is the time the
+// page was made; a reload brings it up to date.
+func when(t, now time.Time) timeView {
+	return timeView{Rel: relative(t.Sub(now)), UTC: pageTime(t), ISO: t.UTC().Format(time.RFC3339)}
+}
+
+// relative says a span from now as a person would: "in 4 min",
+// "2 h 5 min ago", "in 3 days"; under a minute, "in less than a minute"
+// or "just now".
+func relative(d time.Duration) string {
+	future := d > 0
+	if d < 0 {
+		d = -d
+	}
+	if d < time.Minute {
+		if future {
+			return "in less than a minute"
+		}
+		return "just now"
+	}
+	var s string
+	switch mins := int(d / time.Minute); {
+	case mins < 60:
+		s = strconv.Itoa(mins) + " min"
+	case mins < 48*60:
+		s = strconv.Itoa(mins/60) + " h"
+		if mins%60 != 0 {
+			s += " " + strconv.Itoa(mins%60) + " min"
+		}
+	default:
+		s = strconv.Itoa(mins/(24*60)) + " days"
+	}
+	if future {
+		return "in " + s
+	}
+	return s + " ago"
+}
+
+// maxSummary bounds the input's summary beside the buttons; the whole
+// input is in the details below.
+const maxSummary = 100
+
+// inputSummary is a short line of the input for the decision: the
+// members of an object as "name: value", in name order, cut at
+// maxSummary characters.
+func inputSummary(raw json.RawMessage) string {
+	var members map[string]json.RawMessage
+	text := string(raw)
+	if json.Unmarshal(raw, &members) == nil && members != nil {
+		names := make([]string, 0, len(members))
+		for name := range members {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		parts := make([]string, len(names))
+		for i, name := range names {
+			parts[i] = name + ": " + string(members[name])
+		}
+		text = strings.Join(parts, ", ")
+		if text == "" {
+			text = "(nothing)"
+		}
+	}
+	return shorten(text, maxSummary)
+}
+
+// maxHeadingName bounds the tool's name in a page's heading, so that a
+// provider's long name cannot push the decision off the first screen; the
+// whole name is beside the buttons.
+const maxHeadingName = 40
+
+// shorten cuts s to n characters, the last an ellipsis.
+func shorten(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
 
 // approvalListPage answers GET /approvals.
 func (h *Handler) approvalListPage(w http.ResponseWriter, r *http.Request) {
@@ -254,11 +354,27 @@ var resolutionWords = map[toolgatetype.Status]string{
 }
 
 // signIn starts a session for an approver key. A caller key, like any key
-// that is not an approver's, is refused with the same words.
+// that is not an approver's, is refused with the same words; a client that
+// failed too often is refused every key until its window ends.
 func (h *Handler) signIn(w http.ResponseWriter, r *http.Request, key string) {
 	approver, ok := "", false
 	if key != "" && len(key) <= apikey.MaxLength {
 		approver, ok = h.approvers.AuthenticateApprover(r.Context(), key)
+	}
+	// Asked before the key's own answer is given, so that a refusal tells
+	// a guesser nothing of the key.
+	wait, err := h.limit.Check(r.Context(), r, authlimit.SurfaceApprovalPage, key, ok)
+	if err != nil {
+		h.logError(r, err)
+		h.renderMessage(w, r, http.StatusInternalServerError, "The gateway could not sign you in. Try again.")
+		return
+	}
+	if wait > 0 {
+		secs := authlimit.RetryAfterSeconds(wait)
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		h.renderSignIn(w, r, http.StatusTooManyRequests,
+			fmt.Sprintf("Too many failed sign-ins from your address: try again in %d seconds.", secs), "Sign in with your approver key.")
+		return
 	}
 	if !ok {
 		h.renderSignIn(w, r, http.StatusUnauthorized, "That is not an approver key.", "Sign in with your approver key.")
@@ -309,9 +425,10 @@ func (h *Handler) renderRequest(w http.ResponseWriter, r *http.Request, sess Ses
 		h.renderMessage(w, r, http.StatusInternalServerError, "The gateway could not read this request. Try again.")
 		return
 	}
-	data := h.pageData(r, &sess, "Approve a call of "+req.Tool.Name+"?")
+	view := h.requestView(r, req)
+	data := h.pageData(r, &sess, view.Heading)
 	data.Error, data.Notice = errMsg, notice
-	data.Request = h.requestView(r, req)
+	data.Request = view
 	data.Decidable = req.Status == toolgatetype.ApprovalStatusPending
 	h.render(w, r, status, "request", data)
 }
@@ -319,24 +436,31 @@ func (h *Handler) renderRequest(w http.ResponseWriter, r *http.Request, sess Ses
 // requestView gathers what a person needs to decide: the request, and
 // what the registry says of its tool now.
 func (h *Handler) requestView(r *http.Request, req *toolgatetype.ApprovalRequest) *requestView {
+	now := h.clock.Now()
+	heading, ok := headings[req.Status]
+	if !ok {
+		heading = "A call of %s"
+	}
 	v := &requestView{
-		Principal:   req.Principal,
-		Status:      string(req.Status),
-		DecidedBy:   req.DecidedBy,
-		Remember:    string(req.Remember),
-		ToolName:    req.Tool.Name,
-		ToolSlug:    req.Tool.Slug,
-		PriceUSD:    req.PriceUSD,
-		FeeUSD:      req.FeeUSD,
-		TotalUSD:    req.TotalUSD,
-		Digest:      req.ManifestDigest,
-		Input:       prettyInput(req.Input),
-		InputSHA256: req.InputSHA256,
-		CreatedAt:   pageTime(req.CreatedAt),
-		ExpiresAt:   pageTime(req.ExpiresAt),
+		Principal:    req.Principal,
+		State:        string(req.Status),
+		Heading:      fmt.Sprintf(heading, shorten(req.Tool.Name, maxHeadingName)),
+		DecidedBy:    req.DecidedBy,
+		Remember:     string(req.Remember),
+		ToolName:     req.Tool.Name,
+		ToolSlug:     req.Tool.Slug,
+		PriceUSD:     req.PriceUSD,
+		FeeUSD:       req.FeeUSD,
+		TotalUSD:     req.TotalUSD,
+		Digest:       req.ManifestDigest,
+		Input:        prettyInput(req.Input),
+		InputSummary: inputSummary(req.Input),
+		InputSHA256:  req.InputSHA256,
+		Created:      when(req.CreatedAt, now),
+		Expires:      when(req.ExpiresAt, now),
 	}
 	if req.DecidedAt != nil {
-		v.DecidedAt = pageTime(*req.DecidedAt)
+		v.Decided = when(*req.DecidedAt, now)
 	}
 	e, err := h.gw.Entry(r.Context(), req.Tool.ID, toolgatetype.EntryOptions{})
 	if err != nil {
@@ -390,12 +514,13 @@ func (h *Handler) renderListWith(w http.ResponseWriter, r *http.Request, sess Se
 	data := h.pageData(r, &sess, "Requests waiting for your approval")
 	data.Error, data.Notice = errMsg, notice
 	prefix := httpx.Prefix(r)
+	now := h.clock.Now()
 	for _, req := range list.ApprovalRequests {
 		data.Requests = append(data.Requests, pendingRow{
 			Tool:      req.Tool,
 			Principal: req.Principal,
 			TotalUSD:  req.TotalUSD,
-			ExpiresAt: pageTime(req.ExpiresAt),
+			Expires:   when(req.ExpiresAt, now),
 			URL:       prefix + httpx.ApprovalPagePath(req.ID),
 		})
 	}
@@ -410,7 +535,7 @@ func (h *Handler) renderListWith(w http.ResponseWriter, r *http.Request, sess Se
 	}
 	for _, e := range unknown.Executions {
 		data.Ambiguous = append(data.Ambiguous, ambiguousRow{
-			ID: e.ID, Tool: e.Tool, Principal: e.Principal, TotalUSD: e.Cost.TotalUSD, CreatedAt: pageTime(e.CreatedAt),
+			ID: e.ID, Tool: e.Tool, Principal: e.Principal, TotalUSD: e.Cost.TotalUSD, Created: when(e.CreatedAt, now),
 		})
 	}
 	h.render(w, r, status, "list", data)

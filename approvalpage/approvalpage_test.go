@@ -9,6 +9,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/net/html"
+
+	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/internal/testbrowser"
 )
 
@@ -247,4 +250,69 @@ func TestApprovalPageSessionDecidesOnlyItsApproversRequests(t *testing.T) {
 	out := list.Form("csrf").Submit("Sign out")
 	assert.True(t, out.HasForm("key"))
 	assert.True(t, b.Get(a.srv.URL+"/approvals/"+id).HasForm("key"))
+}
+
+// TestRequestPageFollowsItsState: the heading asks a question only while
+// the request is pending, the buttons are there only then, and times are
+// shown relative to now beside the UTC time.
+func TestRequestPageFollowsItsState(t *testing.T) {
+	t.Parallel()
+	a := newApproverAPI(t)
+	_, expired := a.askApproval(agentKey, "echo", `{"v":"expired"}`)
+	a.clock.Advance(toolgate.DefaultApprovalTTL)
+	q, used := a.askApproval(agentKey, "echo", `{"v":"used"}`)
+	_, approved := a.askApproval(agentKey, "echo", `{"v":"approved"}`)
+	_, denied := a.askApproval(agentKey, "echo", `{"v":"denied"}`)
+	_, pending := a.askApproval(agentKey, "echo", `{"v":"pending"}`)
+	for id, route := range map[string]string{used["id"].(string): "approve", approved["id"].(string): "approve", denied["id"].(string): "deny"} {
+		require.Equal(t, http.StatusOK, a.do("POST", "/v1/approval-requests/"+id+"/"+route, patKey, "").status)
+	}
+	require.Equal(t, http.StatusOK, a.call(agentKey, "echo", "k1", q, `{"v":"used"}`, used["id"].(string)).status)
+	a.clock.Advance(4 * time.Minute)
+
+	b, _ := a.signedIn(pending["id"].(string), patKey)
+	for _, c := range []struct {
+		id, heading, state string
+		decidable          bool
+		says               []string
+	}{
+		{pending["id"].(string), "Approve a call of Echo?", "pending", true, []string{"expires in 26 min (2026-03-14 13:00:00 UTC)", `v: "pending"`}},
+		{approved["id"].(string), "Approved: a call of Echo", "approved", false, []string{"decided by pat 4 min ago"}},
+		{denied["id"].(string), "Denied: a call of Echo", "denied", false, []string{"decided by pat 4 min ago", "the call will not run"}},
+		{used["id"].(string), "Used: the approved call of Echo ran", "used", false, []string{"the call ran once"}},
+		{expired["id"].(string), "Expired: a call of Echo", "expired", false, []string{"nobody decided in time", "it expired 4 min ago (2026-03-14 12:30:00 UTC)"}},
+	} {
+		page := b.Get(a.srv.URL + "/approvals/" + c.id)
+		require.Equal(t, http.StatusOK, page.Status)
+		h1 := page.Elements("h1")
+		require.Len(t, h1, 1)
+		assert.Equal(t, c.heading, textOf(h1[0]), c.state)
+		assert.Equal(t, c.decidable, page.HasForm("decision"), c.state)
+		text := strings.Join(strings.Fields(page.Text()), " ")
+		assert.Contains(t, text, c.state, c.state)
+		for _, s := range c.says {
+			assert.Contains(t, text, s, c.state)
+		}
+		if !c.decidable {
+			assert.NotContains(t, text, "Approve a call", c.state)
+		}
+	}
+	list := b.Get(a.srv.URL + "/approvals")
+	assert.Contains(t, strings.Join(strings.Fields(list.Text()), " "), "in 26 min (2026-03-14 13:00:00 UTC)")
+}
+
+// textOf is the text of an element, its spaces folded.
+func textOf(n *html.Node) string {
+	var b strings.Builder
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.TextNode {
+			b.WriteString(n.Data)
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(n)
+	return strings.Join(strings.Fields(b.String()), " ")
 }

@@ -21,8 +21,13 @@
 // form posted through it is refused as coming from elsewhere.
 //
 // Sign-in sessions are kept in a SessionStore: by default this process's
-// memory (MemorySessionStore); a store shared by several instances lets a
-// person sign in on one and decide on another.
+// memory (MemorySessionStore); the store several instances share
+// (StoreSessions) lets a person sign in on one and decide on another, and
+// signing out on one ends the session on all at once.
+//
+// Guessing approver keys is slow: a client address, or a key prefix, whose
+// sign-ins failed too often in a window is refused every key, the right
+// one too, until the window ends (package authlimit).
 //
 // The pages link to each other relative to where the handler is mounted,
 // and the HTTP API's approveUrl links to them: mount them beside the API,

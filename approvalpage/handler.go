@@ -6,6 +6,7 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/apikey"
+	"github.com/toolgate/toolgate/authlimit"
 	"github.com/toolgate/toolgate/internal/httpx"
 )
 
@@ -17,6 +18,11 @@ type Options struct {
 	// Sessions keeps the signed-in approvers' sessions; nil means a
 	// MemorySessionStore on the gateway's clock.
 	Sessions SessionStore
+	// AuthLimit slows the guessing of approver keys: a client address or
+	// key prefix whose sign-ins failed too often is refused (429, with
+	// Retry-After) until its window ends, whatever key it sends. Nil means
+	// a Limiter with the defaults, counting in this process's memory.
+	AuthLimit *authlimit.Limiter
 	// MaxBodyBytes caps the bodies of posted forms; 0 means 1 MiB.
 	MaxBodyBytes int64
 	// Logger receives request errors; nil discards them. Keys and session
@@ -29,6 +35,7 @@ type Handler struct {
 	gw        *toolgate.Gateway
 	approvers apikey.ApproverAuthenticator
 	sessions  SessionStore
+	limit     *authlimit.Limiter
 	clock     toolgate.Clock
 	maxBody   int64
 	log       *slog.Logger
@@ -49,6 +56,9 @@ func NewHandler(gw *toolgate.Gateway, opts *Options) *Handler {
 	if o.Sessions == nil {
 		o.Sessions = NewMemorySessionStore(gw.Clock())
 	}
+	if o.AuthLimit == nil {
+		o.AuthLimit = authlimit.Default()
+	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = httpx.DefaultMaxBodyBytes
 	}
@@ -59,6 +69,7 @@ func NewHandler(gw *toolgate.Gateway, opts *Options) *Handler {
 		gw:        gw,
 		approvers: o.Approvers,
 		sessions:  o.Sessions,
+		limit:     o.AuthLimit,
 		clock:     gw.Clock(),
 		maxBody:   o.MaxBodyBytes,
 		log:       o.Logger,

@@ -76,6 +76,7 @@ func (a *api) serve(sessions approvalpage.SessionStore) *httptest.Server {
 
 type reply struct {
 	status int
+	header http.Header
 	body   []byte
 }
 
@@ -103,7 +104,7 @@ func (a *api) do(method, path, key, body string, headers ...string) reply {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	require.NoError(a.t, err)
-	return reply{status: resp.StatusCode, body: b}
+	return reply{status: resp.StatusCode, header: resp.Header, body: b}
 }
 
 type quoted struct {

@@ -19,7 +19,8 @@ const approvalRequestsPath = "/v1/approval-requests"
 // RequestApproval asks this principal's approvers to approve one call: the
 // quote in.QuoteID (this principal's, open and unexpired) with in.Input,
 // as toolgate.Gateway.RequestApproval does. The request is pending until
-// an approver decides it, and expires with the quote; its ApproveURL is
+// an approver decides it, and expires after the gateway's approval TTL
+// (its quote living as long); its ApproveURL is
 // where a person decides it. Approved, its ID is the grant the call
 // carries (toolgatetype.CallRequest.ApprovalGrant).
 //
@@ -59,7 +60,7 @@ func (c *Client) ApprovalRequest(ctx context.Context, id string) (*toolgatetype.
 // deadline: when the next poll would come after it, it returns at once
 // with an error that matches context.DeadlineExceeded, as it returns
 // ctx's error when ctx ends while it waits. A request nobody decides
-// expires with its quote, so a wait without a deadline ends too.
+// expires, so a wait without a deadline ends too.
 func (c *Client) WaitForDecision(ctx context.Context, id string) (*toolgatetype.ApprovalRequest, error) {
 	for poll := 0; ; poll++ {
 		req, err := c.ApprovalRequest(ctx, id)

@@ -178,9 +178,9 @@ func TestAgentKeyCannotApprove(t *testing.T) {
 	assertPending(t, e, ar.ID)
 
 	_, err = pat.Quote(ctx, "echo")
-	toolgatetest.RequireCode(t, err, toolgatetype.CodeUnauthorized)
+	toolgatetest.RequireCode(t, err, toolgatetype.CodeCallerKeyRequired)
 	_, err = pat.RequestApproval(ctx, toolgatetype.ApprovalInput{QuoteID: ar.QuoteID, Input: ar.Input})
-	toolgatetest.RequireCode(t, err, toolgatetype.CodeUnauthorized)
+	toolgatetest.RequireCode(t, err, toolgatetype.CodeCallerKeyRequired)
 	// An approver of other principals cannot learn of the request.
 	_, err = e.clientAs("sam", nil).Approve(ctx, ar.ID, "")
 	toolgatetest.RequireCode(t, err, toolgatetype.CodeApprovalRequestNotFound)
@@ -312,12 +312,12 @@ func TestWaitForDecisionEnds(t *testing.T) {
 		assert.ErrorAs(t, err, &te)
 		assert.Len(t, e.proxy.requests(), 1)
 	})
-	t.Run("nobody decided before the quote expired", func(t *testing.T) {
+	t.Run("nobody decided before the request expired", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, nil)
 		ar, _ := e.askApproval("echo", "x")
 		e.onWait = func(context.Context, time.Duration) error {
-			e.gw.Clock.Advance(toolgate.DefaultQuoteTTL)
+			e.gw.Clock.Advance(toolgate.DefaultApprovalTTL)
 			return nil
 		}
 		got, err := e.clientAs("agent", nil).WaitForDecision(context.Background(), ar.ID)

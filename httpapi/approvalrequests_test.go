@@ -197,7 +197,32 @@ func TestApproverKeysAreRefusedOnCallerRoutes(t *testing.T) {
 	} {
 		r := a.do(c.method, c.path, patKey, c.body, "Idempotency-Key", "k1")
 		assert.Equal(t, http.StatusUnauthorized, r.status, "%s %s: %s", c.method, c.path, r.body)
-		assert.Equal(t, "unauthorized", r.errorCode(t))
+		assert.Equal(t, "caller_key_required", r.errorCode(t), "the answer names the kind of key the route needs")
+		assert.Equal(t, "this route needs a caller's API key; an approver key was given", r.json(t)["error"].(map[string]any)["message"])
+		assert.NotEmpty(t, r.header.Get("WWW-Authenticate"))
+		assert.NotContains(t, string(r.body), patKey)
+	}
+}
+
+// A caller's key on an approver's route is told the route needs an
+// approver key, and, only where the caller tried to, that it cannot
+// approve.
+func TestCallerKeysAreToldTheRouteNeedsAnApproverKey(t *testing.T) {
+	t.Parallel()
+	a := newApproverAPI(t)
+	_, req := a.askApproval(agentKey, "echo", `{"v":"hello"}`)
+	id := req["id"].(string)
+	for _, c := range []struct{ method, path, want string }{
+		{"GET", "/v1/approval-requests", "this route needs an approver key: it lists the requests waiting for an approver; a caller's API key was given"},
+		{"POST", "/v1/approval-requests/" + id + "/approve", "this route needs an approver key: a caller cannot approve its own calls; a caller's API key was given"},
+		{"POST", "/v1/approval-requests/" + id + "/deny", "this route needs an approver key: approval requests are decided by approvers; a caller's API key was given"},
+		{"POST", "/v1/executions/" + id + "/resolve", "this route needs an approver key: only an approver resolves a call whose outcome is unknown; a caller's API key was given"},
+	} {
+		r := a.do(c.method, c.path, aliceKey, "")
+		assert.Equal(t, http.StatusForbidden, r.status, "%s %s: %s", c.method, c.path, r.body)
+		assert.Equal(t, "approver_required", r.errorCode(t))
+		assert.Equal(t, c.want, r.json(t)["error"].(map[string]any)["message"])
+		assert.NotContains(t, string(r.body), aliceKey)
 	}
 }
 
@@ -214,7 +239,7 @@ func TestDecisionsOverHTTP(t *testing.T) {
 		{"SecondDecision", func(a *api, id string) {
 			require.Equal(t, 200, a.do("POST", "/v1/approval-requests/"+id+"/deny", patKey, "").status)
 		}, "approve", "", http.StatusConflict, "approval_already_decided"},
-		{"AfterExpiry", func(a *api, _ string) { a.clock.Advance(5 * time.Minute) }, "approve", "", http.StatusConflict, "approval_expired"},
+		{"AfterExpiry", func(a *api, _ string) { a.clock.Advance(toolgate.DefaultApprovalTTL) }, "approve", "", http.StatusConflict, "approval_expired"},
 		{"RememberUnknown", nil, "approve", `{"remember":"always"}`, http.StatusBadRequest, "invalid_request"},
 		{"RememberEmpty", nil, "approve", `{"remember":""}`, http.StatusBadRequest, "invalid_request"},
 		{"DenyTakesNoFields", nil, "deny", `{"remember":"never_ask"}`, http.StatusBadRequest, "invalid_request"},
@@ -378,4 +403,39 @@ func TestDecidingNoSuchRequest(t *testing.T) {
 func sha256Hex(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
+}
+
+// A person approves twenty minutes after the agent's quote, long past the
+// quote's own five minutes: the call runs over HTTP, once, at the quoted
+// price.
+func TestApprovalTwentyMinutesLaterOverHTTP(t *testing.T) {
+	t.Parallel()
+	a := newApproverAPI(t)
+	const input = `{"goal":"summit","step":1}`
+	q, req := a.askApproval(agentKey, "goal-data", input)
+	require.Equal(t, "0.1100", q.Quote.TotalUSD)
+	id := req["id"].(string)
+	expires, err := time.Parse(time.RFC3339, req["expiresAt"].(string))
+	require.NoError(t, err)
+	assert.Equal(t, a.clock.Now().Add(toolgate.DefaultApprovalTTL), expires)
+
+	a.clock.Advance(20 * time.Minute)
+	r := a.do("POST", "/v1/approval-requests/"+id+"/approve", patKey, "")
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+
+	r = a.call(agentKey, "goal-data", "k1", grantBody(q, input, id))
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	exec := r.json(t)
+	assert.Equal(t, "completed", exec["status"])
+	assert.Equal(t, map[string]any{"priceUsd": "0.1000", "feeUsd": "0.0100", "totalUsd": "0.1100", "currency": "USD"}, exec["cost"])
+	assert.Equal(t, "used", a.requestStatus(id))
+
+	r = a.call(agentKey, "goal-data", "k2", grantBody(q, input, id))
+	assert.Equal(t, http.StatusConflict, r.status, "%s", r.body)
+	assert.Equal(t, "quote_used", r.errorCode(t), "the quote serves one call")
+
+	a.clock.Advance(time.Second)
+	r = a.do("GET", "/v1/spend", agentKey, "")
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	assert.Equal(t, "0.1100", r.json(t)["totalUsd"], "charged once")
 }

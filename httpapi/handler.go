@@ -31,6 +31,7 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/apikey"
+	"github.com/toolgate/toolgate/authlimit"
 	"github.com/toolgate/toolgate/internal/httpx"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
@@ -54,6 +55,13 @@ type Options struct {
 	// keys only. With it, every 401 names the resource metadata a client
 	// signs in by.
 	Tokens apikey.TokenVerifier
+	// AuthLimit slows the guessing of keys: a client address or key prefix
+	// whose keys failed too often is answered 429 rate_limited, with
+	// Retry-After, until its window ends, whatever key it sends. Nil
+	// means a Limiter with the defaults, counting in this process's
+	// memory; share one Limiter between handlers to count their failures
+	// together.
+	AuthLimit *authlimit.Limiter
 	// MaxBodyBytes caps request bodies; 0 means 1 MiB.
 	MaxBodyBytes int64
 	// ExposeUsageCounts shows exact usage counts in registry entries next to
@@ -72,6 +80,7 @@ type Handler struct {
 	auth      apikey.Authenticator
 	approvers apikey.ApproverAuthenticator
 	tokens    apikey.TokenVerifier // nil: API keys only
+	limit     *authlimit.Limiter
 	opts      Options
 	log       *slog.Logger
 	mux       *http.ServeMux
@@ -100,7 +109,10 @@ func NewHandler(gw *toolgate.Gateway, opts *Options) *Handler {
 	if o.Approvers == nil {
 		o.Approvers = apikey.ApproversOf(o.Authenticator)
 	}
-	h := &Handler{gw: gw, auth: o.Authenticator, approvers: o.Approvers, tokens: o.Tokens, opts: o, log: o.Logger, mux: http.NewServeMux()}
+	if o.AuthLimit == nil {
+		o.AuthLimit = authlimit.Default()
+	}
+	h := &Handler{gw: gw, auth: o.Authenticator, approvers: o.Approvers, tokens: o.Tokens, limit: o.AuthLimit, opts: o, log: o.Logger, mux: http.NewServeMux()}
 	h.Register(h.mux)
 	h.mux.Handle("/", httpx.NotFound(h.log))
 	return h
@@ -119,7 +131,7 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	m("POST /v1/tools/{tool}/call", h.authed(h.call))
 	m("GET /v1/executions/{id}", h.authed(h.execution))
 	// An approver resolves an execution whose outcome is unknown.
-	m("POST /v1/executions/{id}/resolve", h.approverAuthed(h.resolveExecution))
+	m("POST /v1/executions/{id}/resolve", h.approverAuthed("only an approver resolves a call whose outcome is unknown", h.resolveExecution))
 	// The audit trail: a caller's own, or an approver's principals'.
 	m("GET /v1/executions", h.eitherAuthed(h.listExecutions))
 	m("GET /v1/spend", h.eitherAuthed(h.spend))
@@ -138,10 +150,10 @@ func (h *Handler) Register(mux *http.ServeMux) {
 
 	// Approval requests: callers ask, approvers decide.
 	m("POST "+httpx.ApprovalRequestsPath, h.authed(h.createApprovalRequest))
-	m("GET "+httpx.ApprovalRequestsPath, h.approverAuthed(h.listApprovalRequests))
+	m("GET "+httpx.ApprovalRequestsPath, h.approverAuthed("it lists the requests waiting for an approver", h.listApprovalRequests))
 	m("GET "+httpx.ApprovalRequestsPath+"/{id}", h.eitherAuthed(h.getApprovalRequest))
-	m("POST "+httpx.ApprovalRequestsPath+"/{id}/approve", h.approverAuthed(h.approveRequest))
-	m("POST "+httpx.ApprovalRequestsPath+"/{id}/deny", h.approverAuthed(h.denyRequest))
+	m("POST "+httpx.ApprovalRequestsPath+"/{id}/approve", h.approverAuthed("a caller cannot approve its own calls", h.approveRequest))
+	m("POST "+httpx.ApprovalRequestsPath+"/{id}/deny", h.approverAuthed("approval requests are decided by approvers", h.denyRequest))
 
 	// The public registry.
 	m("GET /v1/registry/tools", h.listTools)
@@ -178,9 +190,11 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 
 type principalKey struct{}
 
-// authed requires a valid API key, or access token, and puts its
+// authed requires a caller's API key, or access token, and puts its
 // principal in the context. A missing, malformed and unknown key all get
-// the same answer.
+// the same answer; a valid approver key is told that the route is a
+// caller's (caller_key_required), so that a person who pasted the wrong
+// key knows which one to use.
 func (h *Handler) authed(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if token, ok := h.accessToken(r); ok {
@@ -191,6 +205,17 @@ func (h *Handler) authed(next http.HandlerFunc) http.HandlerFunc {
 		var principal string
 		if ok {
 			principal, ok = h.auth.Authenticate(r.Context(), key)
+			if !ok {
+				if _, isApprover := h.approvers.AuthenticateApprover(r.Context(), key); isApprover {
+					if !h.limited(w, r, key, true) {
+						h.writeError(w, r, httpx.Errorf(toolgatetype.CodeCallerKeyRequired, "this route needs a caller's API key; an approver key was given"))
+					}
+					return
+				}
+			}
+		}
+		if h.limited(w, r, key, ok) {
+			return
 		}
 		if !ok {
 			h.writeError(w, r, httpx.Errorf(toolgatetype.CodeUnauthorized, "a valid API key is required: Authorization: Bearer <API_KEY>"))
@@ -208,6 +233,23 @@ func withApprover(r *http.Request, approver string) *http.Request {
 	return r.WithContext(context.WithValue(r.Context(), approverCtxKey{}, approver))
 }
 
+// limited answers a request whose client address or key prefix failed too
+// often with 429, and reports whether it did; the key's own check decided
+// ok. It must be asked before the check's outcome is answered, so that a
+// guesser learns nothing from a refusal.
+func (h *Handler) limited(w http.ResponseWriter, r *http.Request, key string, ok bool) bool {
+	wait, err := h.limit.Check(r.Context(), r, authlimit.SurfaceAPI, key, ok)
+	switch {
+	case err != nil:
+		h.writeError(w, r, err)
+	case wait > 0:
+		h.writeError(w, r, authlimit.Refusal(wait))
+	default:
+		return false
+	}
+	return true
+}
+
 func principalOf(r *http.Request) string {
 	p, _ := r.Context().Value(principalKey{}).(string)
 	return p
@@ -223,27 +265,35 @@ func approverOf(r *http.Request) string {
 
 // approverAuthed requires an approver key, or an access token that makes
 // an approver, and puts its approver in the context. A caller key is
-// authenticated, and refused as not an approver's (approver_required);
-// anything else is unauthorized.
-func (h *Handler) approverAuthed(next http.HandlerFunc) http.HandlerFunc {
+// authenticated, and refused with a sentence that says the route needs an
+// approver key, and why (approver_required); anything else is
+// unauthorized.
+func (h *Handler) approverAuthed(why string, next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if token, ok := h.accessToken(r); ok {
 			h.serveToken(w, r, token, needApprover, next)
 			return
 		}
 		key, ok := apikey.BearerToken(r)
+		var approver string
+		isCaller := false
 		if ok {
-			if _, isCaller := h.auth.Authenticate(r.Context(), key); isCaller {
-				h.writeError(w, r, httpx.Errorf(toolgatetype.CodeApproverRequired, "only an approver key can do this; a caller key cannot approve"))
-				return
-			}
-			var approver string
-			if approver, ok = h.approvers.AuthenticateApprover(r.Context(), key); ok {
-				next(w, r.WithContext(context.WithValue(r.Context(), approverCtxKey{}, approver)))
-				return
+			_, isCaller = h.auth.Authenticate(r.Context(), key)
+			if !isCaller {
+				approver, ok = h.approvers.AuthenticateApprover(r.Context(), key)
 			}
 		}
-		h.writeError(w, r, httpx.Errorf(toolgatetype.CodeUnauthorized, "a valid approver key is required: Authorization: Bearer <APPROVER_KEY>"))
+		if h.limited(w, r, key, ok) {
+			return
+		}
+		switch {
+		case isCaller:
+			h.writeError(w, r, httpx.Errorf(toolgatetype.CodeApproverRequired, "this route needs an approver key: %s; a caller's API key was given", why))
+		case ok:
+			next(w, r.WithContext(context.WithValue(r.Context(), approverCtxKey{}, approver)))
+		default:
+			h.writeError(w, r, httpx.Errorf(toolgatetype.CodeUnauthorized, "a valid approver key is required: Authorization: Bearer <APPROVER_KEY>"))
+		}
 	}
 }
 
@@ -257,17 +307,23 @@ func (h *Handler) eitherAuthed(next http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		key, ok := apikey.BearerToken(r)
+		var principal, approver string
 		if ok {
-			if principal, isCaller := h.auth.Authenticate(r.Context(), key); isCaller {
-				next(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, principal)))
-				return
-			}
-			if approver, isApprover := h.approvers.AuthenticateApprover(r.Context(), key); isApprover {
-				next(w, r.WithContext(context.WithValue(r.Context(), approverCtxKey{}, approver)))
-				return
+			if principal, ok = h.auth.Authenticate(r.Context(), key); !ok {
+				approver, ok = h.approvers.AuthenticateApprover(r.Context(), key)
 			}
 		}
-		h.writeError(w, r, httpx.Errorf(toolgatetype.CodeUnauthorized, "a valid API key is required: Authorization: Bearer <API_KEY>"))
+		if h.limited(w, r, key, ok) {
+			return
+		}
+		switch {
+		case principal != "":
+			next(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, principal)))
+		case ok:
+			next(w, r.WithContext(context.WithValue(r.Context(), approverCtxKey{}, approver)))
+		default:
+			h.writeError(w, r, httpx.Errorf(toolgatetype.CodeUnauthorized, "a valid API key is required: Authorization: Bearer <API_KEY>"))
+		}
 	}
 }
 

@@ -39,6 +39,9 @@ func (h *Handler) accessToken(r *http.Request) (string, bool) {
 // insufficient_scope for one that grants nothing the route takes.
 func (h *Handler) serveToken(w http.ResponseWriter, r *http.Request, token string, role requiredRole, next http.HandlerFunc) {
 	g, err := h.tokens.VerifyToken(r.Context(), token)
+	if (err == nil || errors.Is(err, apikey.ErrInvalidToken)) && h.limited(w, r, apikey.TokenCredential, err == nil) {
+		return
+	}
 	if err != nil {
 		if !errors.Is(err, apikey.ErrInvalidToken) {
 			h.writeError(w, r, err) // the verifier's own failure: 500, logged

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/authlimit"
 	"github.com/toolgate/toolgate/httpapi"
 	"github.com/toolgate/toolgate/internal/testidp"
 	"github.com/toolgate/toolgate/oauth"
@@ -28,7 +29,11 @@ func withTokens(t *testing.T, a *api) *testidp.Provider {
 	v, err := oauth.New(&oauth.Config{Issuer: idp.Issuer, Audience: tokenAudience, ApproverClaim: "approver"})
 	require.NoError(t, err)
 	a.srv.Close()
-	a.srv = httptest.NewServer(httpapi.NewHandler(a.gw, &httpapi.Options{Authenticator: a.keys, Tokens: v}))
+	// These tests send many refused tokens from one address; limiting
+	// them is authlimit's to test.
+	unlimited, err := authlimit.New(&authlimit.Config{Failures: -1})
+	require.NoError(t, err)
+	a.srv = httptest.NewServer(httpapi.NewHandler(a.gw, &httpapi.Options{Authenticator: a.keys, Tokens: v, AuthLimit: unlimited}))
 	t.Cleanup(a.srv.Close)
 	a.client = a.srv.Client()
 	return idp

@@ -186,7 +186,7 @@ func TestApproverModeDeniedCallIsAToolError(t *testing.T) {
 	gw.RequireSpent(t, "agent", "0.0000")
 
 	// Once the denied request would have expired, the same call asks again.
-	gw.Clock.Advance(10 * time.Minute)
+	gw.Clock.Advance(toolgate.DefaultApprovalTTL)
 	next := callSent(t, cs, "paid-sender", `{"v":"x"}`, nil)
 	assert.NotEqual(t, e.ElicitationID, next.ElicitationID)
 	gw.Upstream.RequireCalls(t, 0)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/apikey"
+	"github.com/toolgate/toolgate/authlimit"
 	"github.com/toolgate/toolgate/httpapi"
 )
 
@@ -28,6 +29,7 @@ type Handler struct {
 	g      *gateway
 	auth   apikey.Authenticator
 	tokens apikey.TokenVerifier // nil: API keys only
+	limit  *authlimit.Limiter
 	sdk    http.Handler
 	// closing ends, when Close is called, what would otherwise keep an
 	// http.Server's Shutdown waiting: the clients' standalone event streams
@@ -45,7 +47,10 @@ func NewHandler(gw *toolgate.Gateway, opts *Options) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Handler{g: g, auth: g.opts.Authenticator, tokens: g.opts.Tokens}
+	h := &Handler{g: g, auth: g.opts.Authenticator, tokens: g.opts.Tokens, limit: g.opts.AuthLimit}
+	if h.limit == nil {
+		h.limit = authlimit.Default()
+	}
 	h.closing, h.close = context.WithCancel(context.Background())
 	g.closing = h.closing
 	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.mcp }, &mcp.StreamableHTTPOptions{
@@ -139,12 +144,18 @@ func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (string, 
 	if token, ok := h.accessToken(r); ok {
 		return h.verifyToken(w, r, token)
 	}
+	var key, principal string
+	ok := false
 	if h.auth != nil {
-		if key, ok := apikey.BearerToken(r); ok {
-			if principal, ok := h.auth.Authenticate(r.Context(), key); ok {
-				return principal, true
-			}
+		if key, ok = apikey.BearerToken(r); ok {
+			principal, ok = h.auth.Authenticate(r.Context(), key)
 		}
+	}
+	if h.limited(w, r, key, ok) {
+		return "", false
+	}
+	if ok {
+		return principal, true
 	}
 	w.Header().Set("WWW-Authenticate", h.challenge(r))
 	msg := "a valid API key is required: Authorization: Bearer <API_KEY>"
@@ -153,6 +164,26 @@ func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (string, 
 	}
 	writeRPCError(w, http.StatusUnauthorized, msg)
 	return "", false
+}
+
+// limited answers a request whose client address or key prefix failed too
+// often with 429 and Retry-After, and reports whether it did; the
+// credential's own check decided ok. It is asked before the credential's
+// own answer is given, so that a refusal tells a guesser nothing.
+func (h *Handler) limited(w http.ResponseWriter, r *http.Request, credential string, ok bool) bool {
+	wait, err := h.limit.Check(r.Context(), r, authlimit.SurfaceMCP, credential, ok)
+	switch {
+	case err != nil:
+		h.g.log.ErrorContext(r.Context(), "internal error", "method", r.Method, "path", r.URL.Path, "error", err)
+		writeRPCError(w, http.StatusInternalServerError, "the gateway could not complete the request")
+	case wait > 0:
+		refusal := authlimit.Refusal(wait)
+		w.Header().Set("Retry-After", strconv.Itoa(int(refusal.RetryAfter/time.Second)))
+		writeRPCError(w, http.StatusTooManyRequests, refusal.Message)
+	default:
+		return false
+	}
+	return true
 }
 
 // writeRPCError answers an HTTP request the transport never saw with a

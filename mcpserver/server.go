@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/apikey"
+	"github.com/toolgate/toolgate/authlimit"
 )
 
 // Defaults of Options fields left zero.
@@ -64,6 +65,12 @@ type Options struct {
 	// only. With it, every 401 names the resource metadata a client signs
 	// in by (RFC 9728).
 	Tokens apikey.TokenVerifier
+	// AuthLimit slows the guessing of keys: a client address or key
+	// prefix whose keys failed too often is answered 429, with
+	// Retry-After, until its window ends, whatever key it sends. Nil means
+	// a Limiter with the defaults, counting in this process's memory;
+	// share the one the HTTP API uses to count failures on both together.
+	AuthLimit *authlimit.Limiter
 	// MaxBodyBytes caps HTTP request bodies (default 1 MiB).
 	MaxBodyBytes int64
 	// SessionTimeout closes an HTTP session that has sent nothing for this

@@ -27,6 +27,9 @@ func (h *Handler) accessToken(r *http.Request) (string, bool) {
 // is a caller's: an approver's token alone cannot call.
 func (h *Handler) verifyToken(w http.ResponseWriter, r *http.Request, token string) (string, bool) {
 	g, err := h.tokens.VerifyToken(r.Context(), token)
+	if (err == nil || errors.Is(err, apikey.ErrInvalidToken)) && h.limited(w, r, apikey.TokenCredential, err == nil) {
+		return "", false
+	}
 	switch {
 	case errors.Is(err, apikey.ErrInvalidToken):
 		reason := strings.TrimPrefix(strings.TrimPrefix(err.Error(), apikey.ErrInvalidToken.Error()), ": ")

@@ -2,7 +2,6 @@ package registry
 
 import (
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 )
@@ -49,9 +48,10 @@ func (c credential) redact(s string) string {
 // pasted in the wrong place.
 var conventionalEnvName = regexp.MustCompile(`^[A-Z_][A-Z0-9_]{0,127}$`)
 
-// resolveCredential reads a credential's value from the environment or a
-// file. Errors name where the value was looked for, never the value.
-func resolveCredential(file string, path jsonPath, mc manifestCredential, opts ParseOptions) (credential, error) {
+// readCredential reads a credential's value from the environment or a
+// file, whose path the manifest's checks found absolute. Errors name where
+// the value was looked for, never the value.
+func readCredential(file string, path jsonPath, mc manifestCredential, opts ParseOptions) (credential, *ManifestError) {
 	c := credential{header: mc.Header, scheme: mc.Scheme}
 	switch {
 	case mc.Env != "":
@@ -68,9 +68,6 @@ func resolveCredential(file string, path jsonPath, mc manifestCredential, opts P
 			return credential{}, manifestErrorf(file, path.key("env"), "%s is empty", name)
 		}
 	case mc.File != "":
-		if !filepath.IsAbs(mc.File) {
-			return credential{}, manifestErrorf(file, path.key("file"), "must be an absolute path")
-		}
 		raw, err := opts.ReadFile(mc.File)
 		if err != nil {
 			return credential{}, manifestErrorf(file, path.key("file"), "cannot read %s: %s", mc.File, fileProblem(err))

@@ -3,7 +3,9 @@ package registry
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -62,7 +64,7 @@ func scalarTyped(s map[string]any) bool {
 // text must already be a valid, normalized URL path; each placeholder must
 // name a field the input always has (required, or with a default), since a
 // path cannot leave a part out.
-func (p *manifestParser) pathTemplate(inDoc map[string]any) ([]template, error) {
+func (p *manifestParser) pathTemplate(inDoc map[string]any) []template {
 	const at = jsonPath("endpoint.path")
 	required := map[string]bool{}
 	if req, ok := inDoc["required"].([]any); ok {
@@ -77,27 +79,29 @@ func (p *manifestParser) pathTemplate(inDoc map[string]any) ([]template, error) 
 	for _, seg := range raw {
 		t, err := compileTemplate(seg)
 		if err != nil {
-			return nil, p.errorf(at, "%v", err)
+			p.fail(p.errorf(at, "%v", err))
+			continue
 		}
 		for _, part := range t.parts {
 			if part.literal != "" && !validPathLiteral(part.literal) {
-				return nil, p.errorf(at, "has %q, which is not valid in a URL path (escape it as %%XX; no query or fragment)", part.literal)
+				p.fail(p.errorf(at, "has %q, which is not valid in a URL path (escape it as %%XX; no query or fragment)", part.literal))
 			}
 		}
 		if seg == "." || seg == ".." {
-			return nil, p.errorf(at, "has a %q segment", seg)
+			p.fail(p.errorf(at, "has a %q segment", seg))
 		}
 		for _, f := range t.fields() {
 			if err := p.placeholder(at, f, true); err != nil {
-				return nil, err
+				p.fail(err)
+				continue
 			}
 			if _, hasDefault := p.props[f]["default"]; !required[f] && !hasDefault {
-				return nil, p.errorf(at, "{%s} must be a required input field or have a default: a path cannot leave it out", f)
+				p.fail(p.errorf(at, "{%s} must be a required input field or have a default: a path cannot leave it out", f))
 			}
 		}
 		segments = append(segments, t)
 	}
-	return segments, nil
+	return segments
 }
 
 // validPathLiteral accepts the characters RFC 3986 allows in a path
@@ -123,25 +127,27 @@ func isHex(c byte) bool {
 
 // queryTemplates compiles endpoint.query, in name order so requests are
 // the same every time.
-func (p *manifestParser) queryTemplates() ([]namedTemplate, error) {
+func (p *manifestParser) queryTemplates() []namedTemplate {
 	var out []namedTemplate
 	for _, name := range sortedKeys(p.m.Endpoint.Query) {
 		at := jsonPath("endpoint.query").key(name)
 		if name == "" || strings.ContainsAny(name, "{}") {
-			return nil, p.errorf(at, "a query parameter's name must be literal text")
+			p.fail(p.errorf(at, "a query parameter's name must be literal text"))
+			continue
 		}
 		t, err := compileTemplate(p.m.Endpoint.Query[name])
 		if err != nil {
-			return nil, p.errorf(at, "%v", err)
+			p.fail(p.errorf(at, "%v", err))
+			continue
 		}
 		for _, f := range t.fields() {
 			if err := p.placeholder(at, f, true); err != nil {
-				return nil, err
+				p.fail(err)
 			}
 		}
 		out = append(out, namedTemplate{name: name, value: t})
 	}
-	return out, nil
+	return out
 }
 
 // reservedHeaders are set by the HTTP stack or frame the message; a
@@ -153,35 +159,40 @@ var reservedHeaders = map[string]bool{
 }
 
 // headerTemplates compiles endpoint.headers.
-func (p *manifestParser) headerTemplates() ([]namedTemplate, error) {
+func (p *manifestParser) headerTemplates() []namedTemplate {
 	var out []namedTemplate
 	for _, name := range sortedKeys(p.m.Endpoint.Headers) {
 		at := jsonPath("endpoint.headers").key(name)
 		canonical := http.CanonicalHeaderKey(name)
 		switch {
 		case !validToken(name):
-			return nil, p.errorf(at, "is not a valid HTTP header name")
+			p.fail(p.errorf(at, "is not a valid HTTP header name"))
+			continue
 		case reservedHeaders[canonical]:
-			return nil, p.errorf(at, "is set by the gateway's HTTP client; a manifest cannot set it")
+			p.fail(p.errorf(at, "is set by the gateway's HTTP client; a manifest cannot set it"))
+			continue
 		case p.m.Credential != nil && http.CanonicalHeaderKey(p.m.Credential.Header) == canonical:
-			return nil, p.errorf(at, "is the credential's header, which only the credential sets")
+			p.fail(p.errorf(at, "is the credential's header, which only the credential sets"))
+			continue
 		}
 		value := p.m.Endpoint.Headers[name]
 		t, err := compileTemplate(value)
 		if err != nil {
-			return nil, p.errorf(at, "%v", err)
+			p.fail(p.errorf(at, "%v", err))
+			continue
 		}
 		if !validHeaderValue(value) {
-			return nil, p.errorf(at, "holds a line break or another control character")
+			p.fail(p.errorf(at, "holds a line break or another control character"))
+			continue
 		}
 		for _, f := range t.fields() {
 			if err := p.placeholder(at, f, true); err != nil {
-				return nil, err
+				p.fail(err)
 			}
 		}
 		out = append(out, namedTemplate{name: canonical, value: t})
 	}
-	return out, nil
+	return out
 }
 
 // validToken reports whether s is an HTTP token (RFC 9110), as header names are.
@@ -199,68 +210,61 @@ func validToken(s string) bool {
 }
 
 // bodyTemplate compiles endpoint.body.
-func (p *manifestParser) bodyTemplate() (bodyTemplate, error) {
+func (p *manifestParser) bodyTemplate() bodyTemplate {
 	const at = jsonPath("endpoint.body")
 	raw := p.m.Endpoint.Body
 	if len(raw) == 0 || string(bytes.TrimSpace(raw)) == "null" {
-		return bodyTemplate{kind: bodyNone}, nil
+		return bodyTemplate{kind: bodyNone}
 	}
 	if m := p.m.Endpoint.Method; m == http.MethodGet || m == http.MethodDelete {
-		return bodyTemplate{}, p.errorf(at, "a %s request has no body", m)
+		p.fail(p.errorf(at, "a %s request has no body", m))
+		return bodyTemplate{}
 	}
 	if string(bytes.TrimSpace(raw)) == `"input"` {
-		return bodyTemplate{kind: bodyInput}, nil
+		return bodyTemplate{kind: bodyInput}
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var tree any
 	if err := dec.Decode(&tree); err != nil {
-		return bodyTemplate{}, p.errorf(at, `must be "input" or an object template`)
+		p.fail(p.errorf(at, `must be "input" or an object template`))
+		return bodyTemplate{}
 	}
-	compiled, err := p.compileBody(at, tree)
-	if err != nil {
-		return bodyTemplate{}, err
-	}
-	return bodyTemplate{kind: bodyObject, tree: compiled}, nil
+	return bodyTemplate{kind: bodyObject, tree: p.compileBody(at, tree)}
 }
 
-// compileBody turns the string leaves of a body template into templates.
-func (p *manifestParser) compileBody(at jsonPath, node any) (any, error) {
+// compileBody turns the string leaves of a body template into templates,
+// members in name order, so that its mistakes are listed in the same
+// order every time.
+func (p *manifestParser) compileBody(at jsonPath, node any) any {
 	switch n := node.(type) {
 	case map[string]any:
 		out := make(map[string]any, len(n))
-		for k, child := range n {
-			v, err := p.compileBody(at.key(k), child)
-			if err != nil {
-				return nil, err
-			}
-			out[k] = v
+		for _, k := range slices.Sorted(maps.Keys(n)) {
+			out[k] = p.compileBody(at.key(k), n[k])
 		}
-		return out, nil
+		return out
 	case []any:
 		out := make([]any, len(n))
 		for i, child := range n {
-			v, err := p.compileBody(at.index(i), child)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = v
+			out[i] = p.compileBody(at.index(i), child)
 		}
-		return out, nil
+		return out
 	case string:
 		t, err := compileTemplate(n)
 		if err != nil {
-			return nil, p.errorf(at, "%v", err)
+			p.fail(p.errorf(at, "%v", err))
+			return nil
 		}
 		_, whole := t.whole()
 		for _, f := range t.fields() {
 			if err := p.placeholder(at, f, !whole); err != nil {
-				return nil, err
+				p.fail(err)
 			}
 		}
-		return t, nil
+		return t
 	}
-	return node, nil
+	return node
 }
 
 func sortedKeys(m map[string]string) []string {

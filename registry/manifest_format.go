@@ -48,21 +48,30 @@ var friendlyPattern = map[string]string{
 // decoded, used to tell array indexes from member names in the paths
 // gojsonschema reports.
 func checkFormat(file string, data []byte, doc any) error {
+	if fs := formatFailures(file, data, doc); len(fs) > 0 {
+		return fs[0]
+	}
+	return nil
+}
+
+// formatFailures is every failure of a manifest against the format's
+// schema, one per JSON path, in the order checkFormat reports them: an
+// unknown field first (a misspelt name also leaves a required one missing,
+// and the misspelling is what to fix), a missing field last, then by path;
+// at one path, the more telling message.
+func formatFailures(file string, data []byte, doc any) []*ManifestError {
 	schema, err := compiledFormat()
 	if err != nil {
 		// The schema is embedded and tested; this is a build mistake.
-		return manifestErrorf(file, "", "the manifest format's schema does not compile: %v", err)
+		return []*ManifestError{manifestErrorf(file, "", "the manifest format's schema does not compile: %v", err)}
 	}
 	res, err := schema.Validate(gojsonschema.NewBytesLoader(data))
 	if err != nil {
-		return manifestErrorf(file, "", "invalid JSON")
+		return []*ManifestError{manifestErrorf(file, "", "invalid JSON")}
 	}
 	if res.Valid() {
 		return nil
 	}
-	// One failure is reported: an unknown field first (a misspelt name also
-	// leaves a required one missing, and the misspelling is what to fix),
-	// a missing field last, then by path, then the more telling message.
 	type failure struct {
 		class    int
 		path     jsonPath
@@ -118,7 +127,15 @@ func checkFormat(file string, data []byte, doc any) error {
 		}
 		return fs[i].priority < fs[j].priority
 	})
-	return manifestErrorf(file, fs[0].path, "%s", fs[0].reason)
+	var out []*ManifestError
+	seen := map[jsonPath]bool{}
+	for _, f := range fs {
+		if !seen[f.path] {
+			seen[f.path] = true
+			out = append(out, manifestErrorf(file, f.path, "%s", f.reason))
+		}
+	}
+	return out
 }
 
 // contextPath turns gojsonschema's context ("(root)", "endpoint", "query")

@@ -62,8 +62,8 @@ func (r *Registry) LoadManifests(fsys fs.FS, patterns []string, opts *ParseOptio
 			return nil, manifestErrorf(l.file, "version", "%s version %d is also defined by %s", l.tool.Slug, l.tool.Version, other)
 		}
 		defined[key] = l.file
-		if cur, err := r.Lookup(l.tool.Slug); err == nil && cur.Tool.Slug == l.tool.Slug && cur.Tool.Version >= l.tool.Version {
-			return nil, manifestErrorf(l.file, "version", "%s version %d is already registered; a manifest can only add a higher version", l.tool.Slug, cur.Tool.Version)
+		if err := r.checkNewVersion(l.file, l.tool); err != nil {
+			return nil, err
 		}
 	}
 	// Lower versions first, so that each registers over the one before.
@@ -80,8 +80,8 @@ func (r *Registry) LoadManifests(fsys fs.FS, patterns []string, opts *ParseOptio
 	})
 	for _, i := range order {
 		l := all[i]
-		if err := r.Register(l.tool); err != nil {
-			return nil, manifestErrorf(l.file, "slug", "%s", strings.TrimPrefix(err.Error(), "registry: "))
+		if err := r.registerManifestTool(l.file, l.tool); err != nil {
+			return nil, err
 		}
 	}
 	out := make([]*Version, 0, len(all))
@@ -98,4 +98,45 @@ func (r *Registry) LoadManifests(fsys fs.FS, patterns []string, opts *ParseOptio
 		}
 	}
 	return out, nil
+}
+
+// RegisterManifestTool registers one tool parsed from the manifest file, as
+// LoadManifests registers each: a version not above the one registered
+// under its slug is refused, and every error is a *ManifestError naming
+// file. It returns the version registered.
+func (r *Registry) RegisterManifestTool(file string, t *Tool) (*Version, error) {
+	if err := r.checkNewVersion(file, t); err != nil {
+		return nil, err
+	}
+	if err := r.registerManifestTool(file, t); err != nil {
+		return nil, err
+	}
+	vs, err := r.Versions(t.Slug)
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range vs {
+		if v.Tool.Version == t.Version {
+			return v, nil
+		}
+	}
+	return nil, fmt.Errorf("registry: %s version %d is not registered after all", t.Slug, t.Version)
+}
+
+// checkNewVersion refuses a manifest's tool whose version is not above the
+// one registered under its slug: Register would refuse it, and a file
+// cannot replace what is served.
+func (r *Registry) checkNewVersion(file string, t *Tool) error {
+	if cur, err := r.Lookup(t.Slug); err == nil && cur.Tool.Slug == t.Slug && cur.Tool.Version >= t.Version {
+		return manifestErrorf(file, "version", "%s version %d is already registered; a manifest can only add a higher version", t.Slug, cur.Tool.Version)
+	}
+	return nil
+}
+
+// registerManifestTool registers t, its error naming file.
+func (r *Registry) registerManifestTool(file string, t *Tool) error {
+	if err := r.Register(t); err != nil {
+		return manifestErrorf(file, "slug", "%s", strings.TrimPrefix(err.Error(), "registry: "))
+	}
+	return nil
 }

@@ -3,9 +3,11 @@ package registry
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/shopspring/decimal"
@@ -108,51 +110,116 @@ type manifestExample struct {
 // JSON path and the reason: an unknown field, a field the format lacks (a
 // manifest cannot mark itself verified), a placeholder naming no input
 // field, an origin without HTTPS that the operator did not configure, an
-// invalid schema or amount, a credential that cannot be read.
+// invalid schema or amount, a credential that cannot be read. The first
+// mistake is returned; CheckManifest finds them all.
 func ParseManifest(file string, data []byte, opts *ParseOptions) (*Tool, error) {
+	c := checkManifest(file, data, opts, false)
+	switch {
+	case len(c.Errors) > 0:
+		return nil, c.Errors[0]
+	case c.Credential != nil:
+		return nil, c.Credential
+	}
+	return c.Tool, nil
+}
+
+// ManifestCheck is what CheckManifest found in a manifest.
+type ManifestCheck struct {
+	// Tool is the manifest's tool when Errors is empty, nil otherwise.
+	// When Credential is set it holds no credential: it is for looking at
+	// (its entry, its digest), never for serving calls.
+	Tool *Tool
+	// Errors is every mistake in the manifest, in the order ParseManifest
+	// meets them (it reports the first). A manifest that does not fit the
+	// format's schema gets only those errors, one per JSON path: the rest
+	// of its checks need a manifest of the right shape.
+	Errors []*ManifestError
+	// Credential says why the credential could not be read from where the
+	// manifest says (an environment variable not set or empty, a file
+	// missing, unreadable or empty, a value with a line break); nil when it
+	// was read, or the manifest has none. It is about the environment the
+	// manifest is read in rather than the manifest: ParseManifest, and so
+	// the server, refuses the manifest until it is fixed.
+	Credential *ManifestError
+}
+
+// CheckManifest checks a manifest as ParseManifest does, but goes on past
+// a mistake to find every one, and tells an unreadable credential apart
+// from the mistakes, so that a manifest can be checked where its secret is
+// not. It reads the credential, as ParseManifest does, to say whether it
+// could; the value is never part of what it returns but in Tool.
+func CheckManifest(file string, data []byte, opts *ParseOptions) ManifestCheck {
+	return checkManifest(file, data, opts, true)
+}
+
+// checkManifest is ParseManifest and CheckManifest. ParseManifest reads the
+// credential only once everything else is known to be right, so a mistake
+// elsewhere is reported first and a manifest with mistakes reads no
+// secret; CheckManifest (readAnyway) reads it whatever else it found.
+func checkManifest(file string, data []byte, opts *ParseOptions, readAnyway bool) ManifestCheck {
 	o := opts.withDefaults()
 	doc, err := decodeManifestJSON(file, data)
 	if err != nil {
-		return nil, err
+		return ManifestCheck{Errors: []*ManifestError{asManifestError(file, err)}}
 	}
-	if err := checkFormat(file, data, doc); err != nil {
-		return nil, err
+	if fs := formatFailures(file, data, doc); len(fs) > 0 {
+		return ManifestCheck{Errors: fs}
 	}
 	var m manifestFile
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {
 		// The format's schema admits only what decodes; this is a bug.
-		return nil, manifestErrorf(file, "", "does not decode: %v", err)
+		return ManifestCheck{Errors: []*ManifestError{manifestErrorf(file, "", "does not decode: %v", err)}}
 	}
-	p := manifestParser{file: file, m: &m, opts: o}
-	return p.tool()
+	p := manifestParser{file: file, m: &m, opts: o, readAnyway: readAnyway}
+	t := p.tool()
+	return ManifestCheck{Tool: t, Errors: p.errs, Credential: p.credErr}
 }
 
-// manifestParser checks a decoded manifest and builds its tool.
+// asManifestError is err as a *ManifestError of file.
+func asManifestError(file string, err error) *ManifestError {
+	var me *ManifestError
+	if errors.As(err, &me) {
+		return me
+	}
+	return manifestErrorf(file, "", "%v", err)
+}
+
+// manifestParser checks a decoded manifest and builds its tool. Each check
+// records what it finds wrong and goes on where it can, so that one pass
+// finds every mistake; a check that needs what an earlier one refused (the
+// placeholders, the input schema) is skipped.
 type manifestParser struct {
 	file  string
 	m     *manifestFile
 	opts  ParseOptions
 	props map[string]map[string]any // the input schema's properties
+	// readAnyway reads the credential even when mistakes were found.
+	readAnyway bool
+	errs       []*ManifestError
+	credErr    *ManifestError
 }
 
 func (p *manifestParser) errorf(path jsonPath, format string, args ...any) error {
 	return manifestErrorf(p.file, path, format, args...)
 }
 
-func (p *manifestParser) tool() (*Tool, error) {
+// fail records a mistake.
+func (p *manifestParser) fail(err error) {
+	p.errs = append(p.errs, asManifestError(p.file, err))
+}
+
+// tool runs every check and, when none failed, builds the tool.
+func (p *manifestParser) tool() *Tool {
 	m := p.m
-	origin, err := p.origin()
-	if err != nil {
-		return nil, err
-	}
-	in, inDoc, err := p.schema("inputSchema", m.InputSchema)
-	if err != nil {
-		return nil, err
-	}
-	if t, _ := inDoc["type"].(string); t != "object" {
-		return nil, p.errorf("inputSchema", `must describe an object ("type": "object"), whose properties placeholders name`)
+	origin := p.origin()
+	in, inDoc := p.schema("inputSchema", m.InputSchema)
+	if inDoc != nil {
+		if t, _ := inDoc["type"].(string); t != "object" {
+			p.fail(p.errorf("inputSchema", `must describe an object ("type": "object"), whose properties placeholders name`))
+			inDoc = nil
+		}
 	}
 	p.props = map[string]map[string]any{}
 	if props, ok := inDoc["properties"].(map[string]any); ok {
@@ -161,37 +228,43 @@ func (p *manifestParser) tool() (*Tool, error) {
 			p.props[name] = sub
 		}
 	}
-	out, outDoc, err := p.schema("outputSchema", m.OutputSchema)
-	if err != nil {
-		return nil, err
+	out, outDoc := p.schema("outputSchema", m.OutputSchema)
+	var rt *requestTemplate
+	if inDoc != nil {
+		// Without the input schema, every placeholder would seem wrong.
+		rt = p.requestTemplate(inDoc)
 	}
-	rt, err := p.requestTemplate(inDoc)
-	if err != nil {
-		return nil, err
+	var rr *responseReader
+	if outDoc != nil {
+		rr = p.responseReader(outDoc)
 	}
-	rr, err := p.responseReader(outDoc)
-	if err != nil {
-		return nil, err
+	pricing := p.pricing()
+	var exampleIn, exampleOut json.RawMessage
+	if in != nil {
+		exampleIn, exampleOut = p.examples(in, out)
 	}
-	pricing, err := p.pricing()
-	if err != nil {
-		return nil, err
-	}
-	exampleIn, exampleOut, err := p.examples(in, out)
-	if err != nil {
-		return nil, err
-	}
-	// The credential is read last, once everything else is known to be
-	// right, so a mistake elsewhere is reported first.
+	// The credential comes last: see checkManifest.
+	var cred *credential
 	if m.Credential != nil {
-		if reservedHeaders[http.CanonicalHeaderKey(m.Credential.Header)] {
-			return nil, p.errorf("credential.header", "is set by the gateway's HTTP client; use the header the provider names for its key")
+		switch mc := *m.Credential; {
+		case reservedHeaders[http.CanonicalHeaderKey(mc.Header)]:
+			p.fail(p.errorf("credential.header", "is set by the gateway's HTTP client; use the header the provider names for its key"))
+		case mc.File != "" && !filepath.IsAbs(mc.File):
+			p.fail(p.errorf(jsonPath("credential").key("file"), "must be an absolute path"))
+		case len(p.errs) == 0 || p.readAnyway:
+			c, err := readCredential(p.file, "credential", mc, p.opts)
+			if err != nil {
+				p.credErr = err
+			} else {
+				cred = &c
+			}
 		}
-		c, err := resolveCredential(p.file, "credential", *m.Credential, p.opts)
-		if err != nil {
-			return nil, err
-		}
-		rt.cred, rr.cred = &c, &c
+	}
+	if len(p.errs) > 0 {
+		return nil
+	}
+	if cred != nil {
+		rt.cred, rr.cred = cred, cred
 	}
 
 	tier := m.Provider.TrustTier
@@ -227,132 +300,126 @@ func (p *manifestParser) tool() (*Tool, error) {
 		HTTP:          h,
 		ExampleInput:  exampleIn,
 		ExampleOutput: exampleOut,
-	}, nil
+	}
 }
 
 // requestTemplate compiles the endpoint into the tool's request builder.
-func (p *manifestParser) requestTemplate(inDoc map[string]any) (*requestTemplate, error) {
+func (p *manifestParser) requestTemplate(inDoc map[string]any) *requestTemplate {
 	rt := &requestTemplate{method: p.m.Endpoint.Method, defaults: map[string]any{}}
 	for name, s := range p.props {
 		if d, ok := s["default"]; ok {
 			rt.defaults[name] = d
 		}
 	}
-	var err error
-	if rt.segments, err = p.pathTemplate(inDoc); err != nil {
-		return nil, err
-	}
-	if rt.query, err = p.queryTemplates(); err != nil {
-		return nil, err
-	}
-	if rt.headers, err = p.headerTemplates(); err != nil {
-		return nil, err
-	}
-	if rt.body, err = p.bodyTemplate(); err != nil {
-		return nil, err
-	}
-	return rt, nil
+	rt.segments = p.pathTemplate(inDoc)
+	rt.query = p.queryTemplates()
+	rt.headers = p.headerTemplates()
+	rt.body = p.bodyTemplate()
+	return rt
 }
 
 // responseReader builds the tool's answer reader from output and the
 // output schema.
-func (p *manifestParser) responseReader(outDoc map[string]any) (*responseReader, error) {
+func (p *manifestParser) responseReader(outDoc map[string]any) *responseReader {
 	rr := &responseReader{provider: p.m.Provider.Name, output: outDoc}
-	var err error
-	if rr.pointer, err = p.pointer("output.pointer", p.m.Output.Pointer); err != nil {
-		return nil, err
-	}
+	rr.pointer = p.pointer("output.pointer", p.m.Output.Pointer)
 	if p.m.Output.ErrorMessagePointer != nil {
-		if rr.errPointer, err = p.pointer("output.errorMessagePointer", p.m.Output.ErrorMessagePointer); err != nil {
-			return nil, err
-		}
+		rr.errPointer = p.pointer("output.errorMessagePointer", p.m.Output.ErrorMessagePointer)
 	}
-	return rr, nil
+	return rr
 }
 
 // origin checks endpoint.origin: scheme://host[:port], HTTPS unless the
 // operator configured an origin for this tool.
-func (p *manifestParser) origin() (string, error) {
+func (p *manifestParser) origin() string {
 	origin := strings.TrimSuffix(p.m.Endpoint.Origin, "/")
 	if err := validateOrigin(origin); err != nil {
-		return "", p.errorf("endpoint.origin", "must be scheme://host[:port], with nothing after the host")
+		p.fail(p.errorf("endpoint.origin", "must be scheme://host[:port], with nothing after the host"))
+		return ""
 	}
 	u, _ := url.Parse(origin)
 	if u.Scheme != "https" {
 		if _, ok := p.opts.OperatorOrigins[p.m.Slug]; !ok {
-			return "", p.errorf("endpoint.origin", "must use https; plain http is allowed only when the operator's config names an origin for %s (upstreams.%s)", p.m.Slug, p.m.Slug)
+			p.fail(p.errorf("endpoint.origin", "must use https; plain http is allowed only when the operator's config names an origin for %s (upstreams.%s)", p.m.Slug, p.m.Slug))
+			return ""
 		}
 	}
-	return origin, nil
+	return origin
 }
 
 // schema compiles one of the manifest's JSON Schemas and returns it with
-// its decoded document.
-func (p *manifestParser) schema(path jsonPath, raw json.RawMessage) (*Schema, map[string]any, error) {
+// its decoded document; nil and nil when it is not usable.
+func (p *manifestParser) schema(path jsonPath, raw json.RawMessage) (*Schema, map[string]any) {
 	s, err := CompileSchema(raw)
 	if err != nil {
-		return nil, nil, p.errorf(path, "is not a usable JSON Schema: %s", strings.TrimPrefix(err.Error(), "registry: "))
+		p.fail(p.errorf(path, "is not a usable JSON Schema: %s", strings.TrimPrefix(err.Error(), "registry: ")))
+		return nil, nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var doc map[string]any
 	if err := dec.Decode(&doc); err != nil {
-		return nil, nil, p.errorf(path, "is not a JSON object")
+		p.fail(p.errorf(path, "is not a JSON object"))
+		return nil, nil
 	}
-	return s, doc, nil
+	return s, doc
 }
 
 // pricing checks the price: a free tool costs nothing, a paid one something.
-func (p *manifestParser) pricing() (Pricing, error) {
+func (p *manifestParser) pricing() Pricing {
 	pr := p.m.Pricing
 	amount := decimal.Zero
 	if pr.Amount != "" {
 		d, err := decimal.NewFromString(pr.Amount)
 		if err != nil {
-			return Pricing{}, p.errorf("pricing.amount", "is not a decimal amount")
+			p.fail(p.errorf("pricing.amount", "is not a decimal amount"))
+			return Pricing{}
 		}
 		amount = d
 	}
 	switch {
 	case pr.Type == PricingFree && !amount.IsZero():
-		return Pricing{}, p.errorf("pricing.amount", "must be 0 (or left out) for a free tool")
+		p.fail(p.errorf("pricing.amount", "must be 0 (or left out) for a free tool"))
 	case pr.Type == PricingPerCall && !amount.IsPositive():
-		return Pricing{}, p.errorf("pricing.amount", "must be more than 0 for a per_call tool")
+		p.fail(p.errorf("pricing.amount", "must be more than 0 for a per_call tool"))
 	}
-	return Pricing{Type: pr.Type, Amount: amount, Currency: "USD"}, nil
+	return Pricing{Type: pr.Type, Amount: amount, Currency: "USD"}
 }
 
 // pointer parses an RFC 6901 pointer; nil means the whole answer.
-func (p *manifestParser) pointer(at jsonPath, s *string) (pointer, error) {
+func (p *manifestParser) pointer(at jsonPath, s *string) pointer {
 	if s == nil {
-		return pointer{}, nil
+		return pointer{}
 	}
 	ptr, err := parsePointer(*s)
 	if err != nil {
-		return nil, p.errorf(at, "%v", err)
+		p.fail(p.errorf(at, "%v", err))
+		return nil
 	}
-	return ptr, nil
+	return ptr
 }
 
 // examples checks every example against the tool's schemas, so that the
 // documentation never shows a call the tool would refuse, and returns the
-// first, which the documentation shows.
-func (p *manifestParser) examples(in, out *Schema) (json.RawMessage, json.RawMessage, error) {
+// first, which the documentation shows. Each example's input and output
+// get at most one error each: the first thing the schema finds. out is nil
+// when the output schema is not usable.
+func (p *manifestParser) examples(in, out *Schema) (json.RawMessage, json.RawMessage) {
 	for i, ex := range p.m.Examples {
 		at := jsonPath("examples").index(i)
 		if fails := in.Validate(ex.Input, string(at.key("input"))); fails != nil {
-			return nil, nil, p.errorf(jsonPath(fails[0].Path), "the example does not fit inputSchema: %s", fails[0].Message)
+			p.fail(p.errorf(jsonPath(fails[0].Path), "the example does not fit inputSchema: %s", fails[0].Message))
 		}
-		if len(ex.Output) > 0 {
+		if len(ex.Output) > 0 && out != nil {
 			if fails := out.Validate(ex.Output, string(at.key("output"))); fails != nil {
-				return nil, nil, p.errorf(jsonPath(fails[0].Path), "the example does not fit outputSchema: %s", fails[0].Message)
+				p.fail(p.errorf(jsonPath(fails[0].Path), "the example does not fit outputSchema: %s", fails[0].Message))
 			}
 		}
 	}
 	if len(p.m.Examples) == 0 {
-		return nil, nil, nil
+		return nil, nil
 	}
-	return compactJSON(p.m.Examples[0].Input), compactJSON(p.m.Examples[0].Output), nil
+	return compactJSON(p.m.Examples[0].Input), compactJSON(p.m.Examples[0].Output)
 }
 
 // compactJSON removes insignificant white space; nil stays nil.

@@ -203,6 +203,8 @@ func TestParseManifestErrors(t *testing.T) {
 			}
 			_, err := registry.ParseManifest("tools/station.json", data, parseOpts(nil))
 			me := manifestError(t, err)
+			assert.Equal(t, me, firstProblem(registry.CheckManifest("tools/station.json", data, parseOpts(nil))),
+				"CheckManifest finds first what ParseManifest reports")
 			assert.Equal(t, "tools/station.json", me.File)
 			assert.Equal(t, tt.path, me.Path, "%v", err)
 			assert.Contains(t, me.Reason, tt.reason)

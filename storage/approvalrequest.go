@@ -20,7 +20,33 @@ var (
 	// ErrGrantUnusable: BeginExecution's Begin.GrantID is not an approved,
 	// unused approval request of b.Principal for b.QuoteID and b.ToolID.
 	ErrGrantUnusable = errors.New("storage: approval grant cannot be used for this call")
+	// ErrApprovalRequestPending: CreateApprovalRequest found the same
+	// request (principal, quote and input) pending already. The error is a
+	// *PendingRequestError, which carries that request.
+	ErrApprovalRequestPending = errors.New("storage: the same approval request is pending already")
 )
+
+// PendingRequestError is CreateApprovalRequest's error when a pending
+// request of the same principal, quote and input hash is live: nothing
+// was written, and Pending is that request. It matches
+// ErrApprovalRequestPending.
+type PendingRequestError struct {
+	Pending ApprovalRequest
+}
+
+func (e *PendingRequestError) Error() string {
+	return ErrApprovalRequestPending.Error() + " (" + e.Pending.ID.String() + ")"
+}
+
+// Is makes errors.Is(err, ErrApprovalRequestPending) hold.
+func (e *PendingRequestError) Is(target error) bool { return target == ErrApprovalRequestPending }
+
+// SameRequest reports whether a and b ask for the same call: of the same
+// principal, quote and input. Two such requests pending at once would ask
+// a person the same question twice.
+func SameRequest(a, b ApprovalRequest) bool {
+	return a.Principal == b.Principal && a.QuoteID == b.QuoteID && a.InputSHA256 == b.InputSHA256
+}
 
 // ApprovalStatus is the stored state of an approval request. Expiry is not
 // a stored state: a pending or approved request whose ExpiresAt has passed
@@ -67,8 +93,9 @@ type ApprovalRequest struct {
 	// ExecutionID is the execution that used the grant, once used.
 	ExecutionID uuid.UUID
 	CreatedAt   time.Time
-	// ExpiresAt is the quote's expiry: past it the request can be neither
-	// decided nor used.
+	// ExpiresAt is when the request ends: past it, it can be neither
+	// decided nor used. Its quote lives at least as long (see
+	// Store.CreateApprovalRequest).
 	ExpiresAt time.Time
 }
 

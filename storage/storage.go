@@ -19,7 +19,12 @@
 // BatchReader, which lets a quote, and the reads that start a call, cost one
 // round trip each (the gateway uses it through ReadBatch), and UsageLister,
 // which reads the usage of one page of tools rather than of every tool
-// (through UsageOf). storagetest.Run checks both whenever a Store has them.
+// (through UsageOf). Three more keep what the processes sharing a store must
+// agree on beyond calls: SessionStore, the approval pages' sign-in sessions;
+// WindowCounter, counts of events in time windows (failed sign-ins,
+// approval requests); and SecretStore, secrets generated once, such as the
+// key state is sealed with. storagetest.Run checks each whenever a Store has
+// it.
 package storage
 
 import (
@@ -44,10 +49,15 @@ var (
 	// with another fingerprint. The caller reads it with GetIdempotency to
 	// decide between replay, 409 and 422.
 	ErrIdempotencyConflict = errors.New("storage: idempotency key already claimed")
-	// ErrQuoteNotFound: BeginExecution's quote does not exist for the principal.
+	// ErrQuoteNotFound: BeginExecution's or CreateApprovalRequest's quote
+	// does not exist for the principal.
 	ErrQuoteNotFound = errors.New("storage: quote not found")
-	// ErrQuoteUsed: BeginExecution's quote was already used by another key.
+	// ErrQuoteUsed: BeginExecution's quote was already used by another key,
+	// or CreateApprovalRequest's quote was used at all.
 	ErrQuoteUsed = errors.New("storage: quote already used")
+	// ErrQuoteExpired: CreateApprovalRequest's quote expired at or before
+	// the request's CreatedAt.
+	ErrQuoteExpired = errors.New("storage: quote expired")
 	// ErrLeaseLost: FinishExecution was called by a run whose lease was taken
 	// over by another run; its result must be discarded.
 	ErrLeaseLost = errors.New("storage: lease lost to another run")
@@ -176,8 +186,24 @@ type Store interface {
 	// from update aborts the change, writes nothing and is returned as it is.
 	UpdateSpendControls(ctx context.Context, principal string, update func(*toolgatetype.SpendControls) error) (toolgatetype.SpendControls, error)
 
-	// CreateApprovalRequest stores a new approval request, normally pending.
-	// ErrAlreadyExists if the id is taken.
+	// CreateApprovalRequest stores a new approval request, normally pending,
+	// and in the same atomic step extends the life of its quote to the
+	// request's: the quote's ExpiresAt becomes r.ExpiresAt when that is
+	// later, and is never made earlier. Nothing else of the quote changes,
+	// so its price, fee and digest stay bound, and it is still used by at
+	// most one call. The quote must be r.QuoteID of r.Principal
+	// (ErrQuoteNotFound), not used (ErrQuoteUsed) and not expired at
+	// r.CreatedAt (ErrQuoteExpired); then the id must be free
+	// (ErrAlreadyExists). Against a concurrent BeginExecution on the same
+	// quote, either the request is created first, or it finds the quote
+	// used. On any error nothing is written.
+	//
+	// A pending request is asked once: when a pending request of the same
+	// principal, quote and input hash (SameRequest) is live at r.CreatedAt,
+	// nothing is written and the error is a *PendingRequestError carrying
+	// that request. Of any number of such creations at once, from any
+	// number of processes, exactly one stores its request and the others
+	// get it back that way.
 	CreateApprovalRequest(ctx context.Context, r ApprovalRequest) error
 	// GetApprovalRequest returns the approval request with this id, in its
 	// stored state (expiry is the reader's to judge). ErrNotFound if absent.
@@ -231,7 +257,9 @@ const (
 )
 
 // Quote is a price and policy decision bound to one principal, one tool
-// version and its amounts.
+// version and its amounts. Once stored, only its State (when a call uses
+// it) and its ExpiresAt (later, when an approval request of it is made)
+// ever change.
 type Quote struct {
 	ID             uuid.UUID
 	Principal      string

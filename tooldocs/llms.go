@@ -66,7 +66,7 @@ func (d *toolDoc) llmsText() string {
 	b.WriteString("## Approval by a person (approver mode)\n\n")
 	fmt.Fprintf(&b, "- %s\n", approverModeNotice)
 	fmt.Fprintf(&b, "- Ask: POST %s%s with your API key and {\"quoteId\": quote.id, \"input\": <the exact input you will call with>}. The answer (201) has the request's id, status pending and approveUrl: give approveUrl to your user, who signs in there and approves or denies.\n", d.base, httpx.ApprovalRequestsPath)
-	fmt.Fprintf(&b, "- Wait: GET %s%s/{id} until status is approved (or denied, or expired with the quote).\n", d.base, httpx.ApprovalRequestsPath)
+	fmt.Fprintf(&b, "- Wait: GET %s%s/{id} until status is approved (or denied, or expired).\n", d.base, httpx.ApprovalRequestsPath)
 	b.WriteString("- Call with the same quote and input, and {\"approval\": {\"manifestDigest\": ..., \"grantId\": <the request's id>}}. A grant approves that one call only: another quote, tool, digest or input is refused (422 approval_grant_mismatch), and so is a grant still pending (403 approval_pending) or denied (403 approval_denied).\n\n")
 
 	b.WriteString("## How to call\n\n")

@@ -20,7 +20,7 @@ var errorStatuses = []int{400, 401, 403, 404, 409, 413, 415, 422, 429, 500}
 
 var errorCodesByStatus = map[int][]toolgatetype.Code{
 	400: {toolgatetype.CodeInvalidRequest, toolgatetype.CodeIdempotencyKeyMissing, toolgatetype.CodeIdempotencyKeyInvalid},
-	401: {toolgatetype.CodeUnauthorized},
+	401: {toolgatetype.CodeUnauthorized, toolgatetype.CodeCallerKeyRequired},
 	403: {toolgatetype.CodeToolBlocked, toolgatetype.CodeApprovalRequired, toolgatetype.CodeApprovalMismatch, toolgatetype.CodeSpendLimitExceeded,
 		toolgatetype.CodeApprovalPending, toolgatetype.CodeApprovalDenied},
 	404: {toolgatetype.CodeToolNotFound, toolgatetype.CodeQuoteNotFound, toolgatetype.CodeApprovalRequestNotFound},
@@ -35,14 +35,14 @@ var errorCodesByStatus = map[int][]toolgatetype.Code{
 
 var errorSummaries = map[int]string{
 	400: "The request is malformed, or the Idempotency-Key is missing or invalid.",
-	401: "A valid API key is required.",
+	401: "A valid API key is required: a caller's (an approver key gets caller_key_required).",
 	403: "The tool is blocked, the approval is missing or names another digest, the approval request the grant names is still pending or was denied, or the call would break the spend controls.",
 	404: "The tool, the quote or the approval request of the grant does not exist for this caller.",
 	409: "The quote expired, was used, or was issued for another version of the tool; the approval request of the grant expired; or a call with this Idempotency-Key is still running (retry later).",
 	413: "The request body is larger than the gateway accepts.",
 	415: "The request body must be sent as application/json.",
 	422: "The input does not match the tool's input schema, the quote is for another tool, the grant was given for another call (quote, tool, digest or input), or the Idempotency-Key was used for a different request.",
-	429: "Too many calls: retry after Retry-After seconds.",
+	429: "Too many calls, or too many wrong keys from this address or with this key's prefix: retry after Retry-After seconds.",
 	500: "The gateway could not complete the request.",
 }
 

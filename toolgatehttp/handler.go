@@ -20,6 +20,7 @@ import (
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/apikey"
 	"github.com/toolgate/toolgate/approvalpage"
+	"github.com/toolgate/toolgate/authlimit"
 	"github.com/toolgate/toolgate/httpapi"
 	"github.com/toolgate/toolgate/internal/httpx"
 	"github.com/toolgate/toolgate/tooldocs"
@@ -41,7 +42,13 @@ type Options struct {
 	Tokens apikey.TokenVerifier
 	// Sessions keeps the sign-in sessions of the approval pages; nil keeps
 	// them in this process's memory (approvalpage.MemorySessionStore).
+	// Instances behind one address share theirs through their store
+	// (approvalpage.StoreSessions).
 	Sessions approvalpage.SessionStore
+	// AuthLimit slows the guessing of keys, on the API and the approval
+	// pages together (see package authlimit); nil means one Limiter with
+	// the defaults, counting in this process's memory.
+	AuthLimit *authlimit.Limiter
 	// MaxBodyBytes caps request bodies; 0 means 1 MiB.
 	MaxBodyBytes int64
 	// ExposeUsageCounts shows exact usage counts in registry entries next to
@@ -81,11 +88,16 @@ func NewHandler(gw *toolgate.Gateway, opts *Options) http.Handler {
 		// approvers.
 		o.Approvers = apikey.ApproversOf(o.Authenticator)
 	}
+	if o.AuthLimit == nil {
+		// One for both, so that failures on either count together.
+		o.AuthLimit = authlimit.Default()
+	}
 	h := &handler{mux: http.NewServeMux(), trace: o.TracePropagator}
 	httpapi.NewHandler(gw, &httpapi.Options{
 		Authenticator:     o.Authenticator,
 		Approvers:         o.Approvers,
 		Tokens:            o.Tokens,
+		AuthLimit:         o.AuthLimit,
 		MaxBodyBytes:      o.MaxBodyBytes,
 		ExposeUsageCounts: o.ExposeUsageCounts,
 		Logger:            o.Logger,
@@ -94,6 +106,7 @@ func NewHandler(gw *toolgate.Gateway, opts *Options) http.Handler {
 	approvalpage.NewHandler(gw, &approvalpage.Options{
 		Approvers:    o.Approvers,
 		Sessions:     o.Sessions,
+		AuthLimit:    o.AuthLimit,
 		MaxBodyBytes: o.MaxBodyBytes,
 		Logger:       o.Logger,
 	}).Register(h.mux)

@@ -41,8 +41,9 @@ type ApprovalRequest struct {
 	// InputSHA256 is the lowercase hex SHA-256 of Input.
 	InputSHA256 string    `json:"inputSha256"`
 	CreatedAt   time.Time `json:"createdAt"`
-	// ExpiresAt is the quote's expiry: after it the request can be neither
-	// decided nor used.
+	// ExpiresAt is when the request ends, the gateway's approval TTL after
+	// it was made: after it the request can be neither decided nor used.
+	// Its quote lives at least as long.
 	ExpiresAt time.Time `json:"expiresAt"`
 	// DecidedBy and DecidedAt say which approver decided, and when.
 	DecidedBy string     `json:"decidedBy,omitempty"`

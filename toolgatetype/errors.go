@@ -36,8 +36,11 @@ const (
 	CodeRateLimited           Code = "rate_limited"
 	CodeInternal              Code = "internal_error"
 
-	// Codes of approver mode and approval requests.
+	// Codes of approver mode and approval requests. approver_required is a
+	// caller's key on an approver's route; caller_key_required, an
+	// approver's key on a caller's route.
 	CodeApproverRequired        Code = "approver_required"
+	CodeCallerKeyRequired       Code = "caller_key_required"
 	CodeApprovalPending         Code = "approval_pending"
 	CodeApprovalDenied          Code = "approval_denied"
 	CodeApprovalExpired         Code = "approval_expired"

@@ -41,6 +41,7 @@ type Config struct {
 	Listen            string
 	Storage           string // "memory", a PostgreSQL URL, or "sqlite:" and a file path
 	QuoteTTL          time.Duration
+	ApprovalTTL       time.Duration // how long an approval request waits; 0: the gateway's 30 min
 	FeeRate           *decimal.Decimal
 	ExposeUsageCounts bool
 	Principals        []Principal
@@ -61,6 +62,11 @@ type Config struct {
 	// SynchronousAdmission is the PostgreSQL store's setting of that name:
 	// each call's admission waits for the disk too.
 	SynchronousAdmission bool
+	// SealingKeys are the fleet's keys, the first sealing and every one
+	// opening; none means one kept in the store (fleet.go).
+	SealingKeys [][]byte
+	// Limits are the limits on guessing and flooding (fleet.go).
+	Limits Limits
 	// MCPServers are the MCP servers whose tools the gateway serves
 	// (mcpservers.go); PinsFile, when set, the file of their pinned
 	// digests, absolute.
@@ -141,9 +147,9 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	fs, err := root.fields("listen", "storage", "quoteTTL", "idempotencyLease", "upstreamTimeout", "feeRate",
+	fs, err := root.fields("listen", "storage", "quoteTTL", "approvalTTL", "idempotencyLease", "upstreamTimeout", "feeRate",
 		"exposeUsageCounts", "principals", "upstreams", "trust", "tools", "approvers", "approvals",
-		"metricsListen", "retention", "synchronousAdmission", "oauth", "mcpServers", "pins")
+		"metricsListen", "retention", "synchronousAdmission", "oauth", "sealingKeys", "limits", "mcpServers", "pins")
 	if err != nil {
 		return nil, err
 	}
@@ -160,6 +166,8 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 			cfg.Storage, err = p.storage(f.node)
 		case "quoteTTL":
 			cfg.QuoteTTL, err = f.duration()
+		case "approvalTTL":
+			cfg.ApprovalTTL, err = f.duration()
 		case "idempotencyLease":
 			cfg.IdempotencyLease, err = f.duration()
 			leaseField = &f
@@ -189,6 +197,10 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 		case "synchronousAdmission":
 			cfg.SynchronousAdmission, err = f.boolean()
 			syncAdmissionField = &f
+		case "sealingKeys":
+			cfg.SealingKeys, err = p.sealingKeys(f.node)
+		case "limits":
+			cfg.Limits, err = p.limits(f.node)
 		case "mcpServers":
 			cfg.MCPServers, err = p.mcpServers(f.node)
 			mcpField = &f

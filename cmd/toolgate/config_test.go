@@ -96,6 +96,7 @@ func TestParseConfigDefaults(t *testing.T) {
 		assert.Equal(t, "memory", cfg.Storage, doc)
 		assert.False(t, cfg.postgres(), doc)
 		assert.Zero(t, cfg.QuoteTTL, "zero means the gateway's default")
+		assert.Zero(t, cfg.ApprovalTTL, "zero means the gateway's 30 minutes")
 		assert.Nil(t, cfg.FeeRate, "nil means the gateway's default")
 		assert.Empty(t, cfg.Principals)
 		assert.Empty(t, cfg.MetricsListen, "no metrics unless asked")
@@ -120,6 +121,8 @@ func TestParseConfigAccepts(t *testing.T) {
 			func(t *testing.T, cfg *Config) { assert.True(t, cfg.postgres()) }},
 		{"postgres URL with several hosts", `{"storage": "postgres://toolgate@db1:5432,db2:5432/toolgate"}`,
 			func(t *testing.T, cfg *Config) { assert.True(t, cfg.postgres()) }},
+		{"approvalTTL", `{"approvalTTL": "45m"}`,
+			func(t *testing.T, cfg *Config) { assert.Equal(t, 45*time.Minute, cfg.ApprovalTTL) }},
 		{"every interface, any port", `{"listen": ":0"}`,
 			func(t *testing.T, cfg *Config) { assert.Equal(t, ":0", cfg.Listen) }},
 		{"amount as a JSON number, taken by its text", `{"principals": [{"id": "a", "apiKeys": ["k"], "spendControls": {"dailyLimitUsd": 0.1}}]}`,
@@ -237,6 +240,9 @@ func TestParseConfigErrors(t *testing.T) {
 		{"quoteTTL a number", `{"quoteTTL": 300}`,
 			`config: quoteTTL: must be a duration such as "5m", not a number`},
 		{"quoteTTL zero", `{"quoteTTL": "0s"}`, `config: quoteTTL: "0s" must be longer than zero`},
+		{"approvalTTL not a duration", `{"approvalTTL": "half an hour"}`,
+			`config: approvalTTL: "half an hour" is not a duration (use a form such as "5m" or "90s")`},
+		{"approvalTTL negative", `{"approvalTTL": "-30m"}`, `config: approvalTTL: "-30m" must be longer than zero`},
 		{"retention under a day", `{"retention": "12h"}`,
 			`config: retention: 12h0m0s is shorter than the minimum of 24h: finished calls stay replayable for a day`},
 		{"retention not a duration", `{"retention": "a month"}`,

@@ -210,8 +210,9 @@ func TestServerOfflineDevelopmentSetup(t *testing.T) {
 	srv.logLines()
 }
 
-// runPrintedCommands runs the shell commands the development setup prints
-// (the README's), as a developer would paste them.
+// runPrintedCommands runs the shell commands the offline development
+// setup prints (the README's quick start), as a developer would paste
+// them: a paid call of goal-data, then the spend it made.
 func runPrintedCommands(t *testing.T, srv *process, key string) {
 	for _, tool := range []string{"sh", "curl", "sed"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -225,27 +226,40 @@ func runPrintedCommands(t *testing.T, srv *process, key string) {
 			script = append(script, line)
 		}
 	}
-	require.Len(t, script, 3, "the quote, the extraction of its id and digest, the call")
-	cmd := exec.Command("sh", "-c", strings.Join(script, "\n"))
-	cmd.Env = append(os.Environ(), "TOOLGATE_KEY="+key)
+	require.Len(t, script, 4, "the quote, the extraction of its id and digest, the call, the spend")
+	out := runScript(t, strings.Join(script, "\n"), "TOOLGATE_KEY="+key)
+	requirePaidCall(t, out)
+}
+
+// runScript runs a shell script with the environment and extra variables,
+// and returns what it printed.
+func runScript(t *testing.T, script string, env ...string) string {
+	t.Helper()
+	cmd := exec.Command("sh", "-ec", script)
+	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	require.Len(t, lines, 2, "the quote, then the call without a trailing newline: %s", out)
-	var call map[string]any
-	require.NoError(t, json.Unmarshal([]byte(lines[1]), &call), "%s", out)
-	assert.Equal(t, "completed", call["status"], "%s", out)
+	return string(out)
+}
 
-	// The events are what the printed call asks for: from 2024-09-25 on,
-	// magnitude 4 or more (the tool's default).
-	features, _ := call["output"].(map[string]any)["features"].([]any)
-	require.NotEmpty(t, features, "%s", out)
-	since := time.Date(2024, time.September, 25, 0, 0, 0, 0, time.UTC).UnixMilli()
-	for _, f := range features {
-		props := f.(map[string]any)["properties"].(map[string]any)
-		assert.GreaterOrEqual(t, props["mag"], 4.0, "%s", out)
-		assert.GreaterOrEqual(t, props["time"], float64(since), "%s", out)
-	}
+// requirePaidCall checks what the quick start's paid call prints: the
+// quote of goal-data at 0.1000 USD and a 0.0100 USD fee, the call
+// completed and charged that, and the spend that says so.
+func requirePaidCall(t *testing.T, out string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 3, "the quote, the call, the spend: %s", out)
+	var quote, call, spend map[string]any
+	require.NoError(t, json.Unmarshal([]byte(lines[0]), &quote), "%s", out)
+	require.NoError(t, json.Unmarshal([]byte(lines[1]), &call), "%s", out)
+	require.NoError(t, json.Unmarshal([]byte(lines[2]), &spend), "%s", out)
+	q := quote["quote"].(map[string]any)
+	assert.Equal(t, []any{"0.1000", "0.0100", "0.1100"}, []any{q["priceUsd"], q["feeUsd"], q["totalUsd"]}, "a price, not $0")
+	assert.Equal(t, true, quote["policy"].(map[string]any)["callable"], "%s", out)
+	assert.Equal(t, "completed", call["status"], "%s", out)
+	assert.Equal(t, "0.1100", call["cost"].(map[string]any)["totalUsd"], "%s", out)
+	assert.Equal(t, "reach the summit", call["output"].(map[string]any)["goal"], "%s", out)
+	assert.Equal(t, "0.1100", spend["totalUsd"], "charged once: %s", out)
 }
 
 // TestServerDrainsCallsInFlight: SIGTERM during a call lets it finish with
@@ -337,5 +351,42 @@ func TestServerWithPostgres(t *testing.T) {
 	again := c.call("earthquake-search", quoteID, digest, "pg-1", input)
 	assert.Equal(t, "true", again.header.Get("Idempotent-Replayed"))
 	assert.Equal(t, string(first.body), string(again.body))
+	assert.Equal(t, 0, srv.stop(exitTimeout))
+}
+
+// TestREADMEQuickStartPaidCall runs the README's quick start against the
+// offline development setup, as a newcomer would paste it: a paid call of
+// goal-data, quoted, made and charged, and the spend that says so.
+func TestREADMEQuickStartPaidCall(t *testing.T) {
+	t.Parallel()
+	for _, tool := range []string{"sh", "curl", "sed"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed", tool)
+		}
+	}
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	_, section, found := strings.Cut(string(readme), "\n## The server\n")
+	require.True(t, found, "the README has a section on the server")
+	_, start, found := strings.Cut(section, "```sh\n")
+	require.True(t, found)
+	start, _, _ = strings.Cut(start, "```")
+	require.Equal(t, "go run ./cmd/toolgate -offline -dev-keys dev-keys.json", strings.TrimSpace(start), "how the README starts the server")
+	_, script, found := strings.Cut(section[strings.Index(section, start)+len(start):], "```sh\n")
+	require.True(t, found, "the quick start's commands")
+	script, _, _ = strings.Cut(script, "```")
+	var lines []string
+	for _, line := range strings.Split(script, "\n") {
+		if !strings.HasPrefix(line, "export TOOLGATE_KEY=") && strings.TrimSpace(line) != "" {
+			lines = append(lines, line)
+		}
+	}
+	require.Len(t, lines, 4, "quote, extraction, call, spend")
+
+	keys := filepath.Join(t.TempDir(), "dev-keys.json")
+	srv, base := startServer(t, []string{"-offline", "-listen", "127.0.0.1:0", "-dev-keys", keys})
+	key := strings.TrimPrefix(srv.waitLine("export TOOLGATE_KEY=", 10*time.Second), "export TOOLGATE_KEY=")
+	out := runScript(t, strings.ReplaceAll(strings.Join(lines, "\n"), "http://127.0.0.1:8080", base), "TOOLGATE_KEY="+key)
+	requirePaidCall(t, out)
 	assert.Equal(t, 0, srv.stop(exitTimeout))
 }

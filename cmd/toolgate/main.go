@@ -1,31 +1,41 @@
 // Command toolgate is the standalone toolgate server: the gateway's HTTP API,
-// and MCP at /mcp, over the built-in tools and the tools of the manifests
-// its config names, configured by one JSON file.
+// MCP at /mcp and the approval pages, over the built-in tools and the tools
+// of the manifests its config names, configured by one JSON file; and the
+// commands around it.
 //
-//	toolgate [-config FILE] [-offline] [-listen ADDR]
+//	toolgate [serve] [-config FILE] [-listen ADDR] [-offline] [-dev-keys FILE]
 //	toolgate mcp [-config FILE -principal ID] [-offline]
 //	toolgate mcp pin -config FILE
-//	toolgate tools check [-config FILE] MANIFEST...
+//	toolgate tools check [-config FILE] [-strict] MANIFEST...
+//	toolgate help [COMMAND]
+//	toolgate version
+//
+// "toolgate help" lists every command, one line each; each command
+// answers -h with its usage on stdout and exit 0, and a mistake in its
+// arguments with one line on stderr and exit 2.
 //
 // The config file is named by -config or, failing that, by the
 // TOOLGATE_CONFIG environment variable. With neither, the server runs a
 // development setup on 127.0.0.1:8080: the in-memory store, live upstreams
-// and one fresh API key, printed on stdout with example commands. -offline
-// answers every upstream request from recorded provider responses, so the
-// whole flow works with no network. -listen overrides the config's address.
+// and fresh keys, printed on stdout with example commands (-dev-keys FILE
+// keeps them in FILE across restarts). -offline answers every upstream
+// request from recorded provider responses, so the whole flow works with no
+// network, and counts goal-data's demo provider, answered in process, as
+// payment- and endpoint-verified, so that a paid call can be tried.
+// -listen overrides the config's address.
 //
 // Once listening, the server prints "toolgate listening on http://ADDR" on
 // stdout (and "toolgate metrics on http://ADDR/metrics" when the config's
 // metricsListen serves Prometheus metrics), and logs JSON to stderr (never
 // an API key). With OTEL_EXPORTER_OTLP_ENDPOINT set it exports traces over
-// OTLP/HTTP. SIGINT or SIGTERM stops
-// accepting connections, lets the calls in flight finish, stops the MCP
-// servers the config starts (SIGTERM, then SIGKILL after 5 s, with whatever
-// they started), and exits 0.
+// OTLP/HTTP. SIGINT or SIGTERM stops accepting connections, lets the calls
+// in flight finish, stops the MCP servers the config starts (SIGTERM, then
+// SIGKILL after 5 s, with whatever they started), and exits 0.
 //
 // Exit codes: 0 after a clean stop, 1 when the server cannot start or stop
-// cleanly, 2 for a mistake in the flags, the config file or a tool manifest
-// it names (one line: the manifest's file, the JSON path and the reason).
+// cleanly (an address in use says which, and how to choose another), 2 for
+// a mistake in the flags, the config file or a tool manifest it names (one
+// line: the manifest's file, the JSON path and the reason).
 //
 // "toolgate mcp" serves MCP over stdin and stdout to one principal of the
 // config (the development principal without one), with the gateway in
@@ -39,7 +49,8 @@
 // when it changes.
 //
 // "toolgate tools check" validates tool manifests as the server would load
-// them and prints "SLUG VERSION DIGEST" for each; it exits 1 if any is bad.
+// them, without needing their credentials, and prints "SLUG VERSION DIGEST"
+// for each good one and every mistake of each bad one.
 package main
 
 import (
@@ -52,6 +63,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -88,17 +100,14 @@ type setupFlags struct {
 // add adds -config and -offline to fs.
 func (s *setupFlags) add(fs *flag.FlagSet) {
 	fs.StringVar(&s.configPath, "config", "", "read the JSON config `file` (default $TOOLGATE_CONFIG; with neither, a development setup)")
-	fs.BoolVar(&s.offline, "offline", false, "answer every upstream request from recorded provider responses (no network)")
+	fs.BoolVar(&s.offline, "offline", false, "answer every upstream request from recorded provider responses (no network), and count goal-data's demo provider as verified")
 }
 
-// parse parses args with fs, refusing stray arguments; the config file
-// falls back to $TOOLGATE_CONFIG.
-func (s *setupFlags) parse(fs *flag.FlagSet, args []string, getenv func(string) string) error {
-	if err := fs.Parse(args); err != nil {
+// finish refuses stray arguments once fs is parsed; the config file falls
+// back to $TOOLGATE_CONFIG.
+func (s *setupFlags) finish(fs *flag.FlagSet, getenv func(string) string) error {
+	if err := noArgs(fs); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q (see -h)", fs.Arg(0))
 	}
 	if s.configPath == "" {
 		s.configPath = getenv("TOOLGATE_CONFIG")
@@ -106,46 +115,68 @@ func (s *setupFlags) parse(fs *flag.FlagSet, args []string, getenv func(string) 
 	return nil
 }
 
-// options are the command-line flags.
-type options struct {
+// serveOptions are the server's flags.
+type serveOptions struct {
 	setupFlags
-	listen string
+	listen  string
+	devKeys string
 }
 
-func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (options, error) {
-	var o options
-	fs := flag.NewFlagSet("toolgate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// newServeOptions adds the server's flags to fs.
+func newServeOptions(fs *flag.FlagSet) *serveOptions {
+	o := &serveOptions{}
 	o.add(fs)
 	fs.StringVar(&o.listen, "listen", "", "listen on `host:port`, overriding the config (\"127.0.0.1:0\" picks a free port)")
-	if err := o.parse(fs, args, getenv); err != nil {
-		return o, err
+	fs.StringVar(&o.devKeys, "dev-keys", "", "keep the development setup's keys in `file` across restarts (made on first use, mode 0600)")
+	return o
+}
+
+// check checks the flags together, once parsed.
+func (o *serveOptions) check(fs *flag.FlagSet, getenv func(string) string) error {
+	if err := o.finish(fs, getenv); err != nil {
+		return err
 	}
 	if o.listen != "" {
 		if err := checkListen(o.listen); err != nil {
-			return o, fmt.Errorf("-listen: %w", err)
+			return fmt.Errorf("-listen: %w", err)
 		}
 	}
-	return o, nil
+	if o.devKeys != "" && o.configPath != "" {
+		return errors.New("-dev-keys keeps the development setup's keys, and a config has its own")
+	}
+	return nil
+}
+
+// serveCommand is the server, which toolgate runs without a command too.
+var serveCommand = &command{
+	name:     "serve",
+	synopsis: "[-config FILE] [-listen ADDR] [-offline] [-dev-keys FILE]",
+	summary:  "run the gateway: its HTTP API, MCP at /mcp and the approval pages (the default)",
+	about: `Serves the gateway's HTTP API, MCP over streamable HTTP at /mcp, and the
+approval pages at /approvals, configured by one JSON file (-config, or
+$TOOLGATE_CONFIG). With neither, a development setup on 127.0.0.1:8080:
+memory store, fresh keys printed with example commands. "toolgate" with
+flags only is "toolgate serve".`,
+	run: runServe,
 }
 
 // configure makes the registry and reads the config file at path into it,
-// or, with no path, makes the development setup and its key. A mistake is
-// reported on stderr and comes back as the exit code to stop with; exitOK
-// means go on.
-func configure(path string, stderr io.Writer) (*registry.Registry, *Config, string, int) {
+// or, with no path, makes the development setup and its keys (from
+// devKeysFile when given). A mistake is reported on stderr and comes back
+// as the exit code to stop with; exitOK means go on.
+func configure(path, devKeysFile string, stderr io.Writer) (*registry.Registry, *Config, *devSetup, int) {
 	reg, err := newRegistry()
 	if err != nil {
 		fmt.Fprintf(stderr, "toolgate: %v\n", err)
-		return nil, nil, "", exitFailed
+		return nil, nil, nil, exitFailed
 	}
 	if path == "" {
-		cfg, devKey, err := devConfig()
+		dev, err := newDevSetup(devKeysFile)
 		if err != nil {
 			fmt.Fprintf(stderr, "toolgate: %v\n", err)
-			return nil, nil, "", exitFailed
+			return nil, nil, nil, exitUsage
 		}
-		return reg, cfg, devKey, exitOK
+		return reg, dev.config(), dev, exitOK
 	}
 	cfg, err := loadConfig(path, reg)
 	if err != nil {
@@ -155,29 +186,31 @@ func configure(path string, stderr io.Writer) (*registry.Registry, *Config, stri
 		} else {
 			fmt.Fprintf(stderr, "toolgate: %s: %v\n", path, err)
 		}
-		return nil, nil, "", exitUsage
+		return nil, nil, nil, exitUsage
 	}
-	return reg, cfg, "", exitOK
+	return reg, cfg, nil, exitOK
 }
 
-// run is the whole server; ctx is done when it should stop. It returns the
-// exit code.
+// run is the whole program; ctx is done when it should stop. It returns
+// the exit code.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && args[0] == "tools" {
-		return runTools(args[1:], stdout, stderr)
+	c := &cli{commands: commands, getenv: getenv, stdin: os.Stdin, stdout: stdout, stderr: stderr}
+	return c.run(ctx, args)
+}
+
+// runServe is the server.
+func runServe(ctx context.Context, c *cli, cmd *command, args []string) int {
+	fs := c.flagSet(cmd)
+	opts := newServeOptions(fs)
+	if code, ok := c.parse(cmd, fs, args); !ok {
+		return code
 	}
-	if len(args) > 0 && args[0] == "mcp" {
-		return runMCP(ctx, args[1:], getenv, os.Stdin, stdout, stderr)
-	}
-	opts, err := parseFlags(args, getenv, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "toolgate: %v\n", err)
+	if err := opts.check(fs, c.getenv); err != nil {
+		c.mistake(cmd, err)
 		return exitUsage
 	}
-	reg, cfg, devKey, code := configure(opts.configPath, stderr)
+	stdout, stderr := c.stdout, c.stderr
+	reg, cfg, dev, code := configure(opts.configPath, opts.devKeys, stderr)
 	if code != exitOK {
 		return code
 	}
@@ -190,7 +223,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	tel, err := newTelemetry(ctx, cfg, getenv)
+	tel, err := newTelemetry(ctx, cfg, c.getenv)
 	if err != nil {
 		log.Error("cannot start tracing", "error", err)
 		return exitFailed
@@ -204,7 +237,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		a.close()
-		log.Error("cannot listen", "error", err)
+		fmt.Fprintf(stderr, "toolgate: %s\n", listenProblem(cfg.Listen, err, "-listen"))
 		return exitFailed
 	}
 	var metricsLn net.Listener
@@ -212,7 +245,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if metricsLn, err = net.Listen("tcp", cfg.MetricsListen); err != nil {
 			ln.Close()
 			a.close()
-			log.Error("cannot listen for metrics", "error", err)
+			fmt.Fprintf(stderr, "toolgate: %s\n", listenProblem(cfg.MetricsListen, err, ""))
 			return exitFailed
 		}
 	}
@@ -222,15 +255,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if metricsLn != nil {
 		fmt.Fprintf(stdout, "toolgate metrics on http://%s/metrics\n", metricsLn.Addr())
 	}
-	if devKey != "" {
-		printDevHelp(stdout, cfg, baseURL, devKey, opts.offline)
+	if dev != nil {
+		dev.printHelp(stdout, baseURL, opts.offline)
 	}
 	metricsAddr := ""
 	if metricsLn != nil {
 		metricsAddr = metricsLn.Addr().String()
 	}
 	log.Info("started", "address", ln.Addr().String(), "storage", cfg.storageKind(), "offline", opts.offline,
-		"principals", len(cfg.Principals), "development", devKey != "",
+		"principals", len(cfg.Principals), "development", dev != nil,
 		"metrics", metricsAddr, "tracing", tel.tracing != nil)
 
 	background, stopBackground := context.WithCancel(context.Background())
@@ -254,4 +287,48 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	log.Info("stopped")
 	return exitOK
+}
+
+// listenProblem says why the server cannot listen on addr, and how to
+// choose another address: with the flag -listen, or with the config's
+// field metricsListen when flag is "".
+func listenProblem(addr string, err error, flag string) string {
+	how := "choose another address with -listen"
+	example := func(a string) string { return "-listen " + a }
+	if flag == "" {
+		how = "choose another address for the config's metricsListen"
+		example = func(a string) string { return a }
+	}
+	if errors.Is(err, syscall.EADDRINUSE) {
+		_, port, _ := net.SplitHostPort(addr)
+		msg := fmt.Sprintf("cannot listen on %s: port %s is already in use, by another toolgate or another program; stop it, or %s", addr, port, how)
+		if other := nextPort(addr); other != "" {
+			msg += fmt.Sprintf(", such as %s, or %s for any free port", example(other), example(anyPort(addr)))
+		}
+		return msg
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		err = op.Err
+	}
+	return fmt.Sprintf("cannot listen on %s: %v; %s", addr, err, how)
+}
+
+// nextPort is addr with the port after its own, "" when it has none.
+func nextPort(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return ""
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n <= 0 || n >= 65535 {
+		return ""
+	}
+	return net.JoinHostPort(host, strconv.Itoa(n+1))
+}
+
+// anyPort is addr's host with port 0.
+func anyPort(addr string) string {
+	host, _, _ := net.SplitHostPort(addr)
+	return net.JoinHostPort(host, "0")
 }

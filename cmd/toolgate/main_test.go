@@ -3,21 +3,23 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"github.com/toolgate/toolgate/internal/testproc"
 	"net"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/internal/testproc"
 )
 
 func noEnv(string) string { return "" }
 
-// TestRunRefusesBadUsage: mistakes on the command line exit 2 with a
-// message, before anything listens.
+// TestRunRefusesBadUsage: mistakes on the command line exit 2 with one
+// line, said once, before anything listens.
 func TestRunRefusesBadUsage(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -25,11 +27,20 @@ func TestRunRefusesBadUsage(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"unknown flag", []string{"-nope"}, "flag provided but not defined: -nope"},
-		{"stray argument", []string{"serve"}, `toolgate: unexpected argument "serve" (see -h)`},
-		{"bad -listen", []string{"-listen", "8080"}, `toolgate: -listen: "8080" is not a host:port address`},
+		{"unknown flag", []string{"-nope"}, "toolgate: flag provided but not defined: -nope (see toolgate help serve)\n"},
+		{"unknown double-dash flag", []string{"--nope"}, "toolgate: flag provided but not defined: -nope (see toolgate help serve)\n"},
+		{"unknown command", []string{"srve"}, "toolgate: unknown command \"srve\" (see toolgate help)\n"},
+		{"stray argument", []string{"serve", "now"}, "toolgate: unexpected argument \"now\" (see toolgate help serve)\n"},
+		{"bad -listen", []string{"-listen", "8080"}, "toolgate: -listen: \"8080\" is not a host:port address (see toolgate help serve)\n"},
+		{"-dev-keys with a config", []string{"-config", "toolgate.json", "-dev-keys", "keys.json"},
+			"toolgate: -dev-keys keeps the development setup's keys, and a config has its own (see toolgate help serve)\n"},
 		{"missing config file", []string{"-config", "/nonexistent/toolgate.json"},
-			"toolgate: /nonexistent/toolgate.json: config: cannot read the config file: open /nonexistent/toolgate.json: "},
+			"toolgate: /nonexistent/toolgate.json: config: cannot read the config file: open /nonexistent/toolgate.json: no such file or directory\n"},
+		{"a group without its command", []string{"tools"}, "toolgate tools: name a command (see toolgate help tools)\n"},
+		{"an unknown command of a group", []string{"tools", "lint"}, "toolgate: unknown command \"tools lint\" (see toolgate help tools)\n"},
+		{"help of nothing", []string{"help", "nope"}, "toolgate help: no command \"nope\" (see toolgate help)\n"},
+		{"version with an argument", []string{"version", "now"}, "toolgate version: unexpected argument \"now\" (see toolgate help version)\n"},
+		{"mcp with an argument", []string{"mcp", "now"}, "toolgate mcp: unexpected argument \"now\" (see toolgate help mcp)\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -37,35 +48,103 @@ func TestRunRefusesBadUsage(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			code := run(context.Background(), tt.args, noEnv, &stdout, &stderr)
 			assert.Equal(t, 2, code)
-			assert.Contains(t, stderr.String(), tt.want)
+			assert.Equal(t, tt.want, stderr.String(), "one line, once")
 			assert.Empty(t, stdout.String())
 		})
 	}
 }
 
+// TestRunHelp: help is asked for many ways, and every way prints it on
+// stdout and exits 0.
 func TestRunHelp(t *testing.T) {
 	t.Parallel()
-	var stdout, stderr bytes.Buffer
-	assert.Equal(t, 0, run(context.Background(), []string{"-h"}, noEnv, &stdout, &stderr))
-	for _, flag := range []string{"-config", "-offline", "-listen"} {
-		assert.Contains(t, stderr.String(), flag)
+	toolgate := func(args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), args, noEnv, &stdout, &stderr)
+		return code, stdout.String(), stderr.String()
+	}
+	// toolgate's own help lists every command, one line each, and the
+	// server's flags.
+	code, top, stderr := toolgate("-h")
+	assert.Equal(t, 0, code)
+	assert.Empty(t, stderr)
+	for _, cmd := range commands {
+		assert.Regexp(t, `(?m)^  `+regexp.QuoteMeta(cmd.name)+` +\S.*$`, top, "%s has its line", cmd.name)
+	}
+	for _, want := range []string{"  serve ", "  mcp ", "  tools check ", "  help ", "  version ", "-config", "-offline", "-listen", "-dev-keys"} {
+		assert.Contains(t, top, want)
+	}
+	for _, args := range [][]string{{"help"}, {"--help"}, {"-help"}} {
+		code, out, stderr := toolgate(args...)
+		assert.Equal(t, 0, code, "%v", args)
+		assert.Equal(t, top, out, "%v", args)
+		assert.Empty(t, stderr, "%v", args)
+	}
+
+	// Each command's help is the same by -h, -help, --help and help.
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"serve"}, []string{"Usage: toolgate serve [-config FILE]", "-listen", "-dev-keys"}},
+		{[]string{"mcp"}, []string{"Usage: toolgate mcp ", "speaks the Model Context Protocol over stdio", "stdin and stdout", "-principal"}},
+		{[]string{"tools", "check"}, []string{"Usage: toolgate tools check [-config FILE] [-strict] MANIFEST...", "-strict", "warning"}},
+		{[]string{"tools"}, []string{"Usage: toolgate tools COMMAND", "  tools check "}},
+		{[]string{"version"}, []string{"Usage: toolgate version"}},
+		{[]string{"help"}, []string{"Usage: toolgate help [COMMAND]"}},
+	} {
+		_, want, _ := toolgate(append(slices.Clone(c.args), "-h")...)
+		for _, flag := range []string{"-h", "-help", "--help"} {
+			code, out, stderr := toolgate(append(slices.Clone(c.args), flag)...)
+			assert.Equal(t, 0, code, "%v %s", c.args, flag)
+			assert.Equal(t, want, out, "%v %s", c.args, flag)
+			assert.Empty(t, stderr, "%v %s", c.args, flag)
+		}
+		if c.args[0] != "help" {
+			code, out, _ := toolgate(append([]string{"help"}, c.args...)...)
+			assert.Equal(t, 0, code, "help %v", c.args)
+			assert.Equal(t, want, out, "help %v", c.args)
+		}
+		for _, w := range c.want {
+			assert.Contains(t, strings.ToLower(want), strings.ToLower(w), "%v", c.args)
+		}
+	}
+}
+
+// TestRunVersion: toolgate version, -version and --version print one line.
+func TestRunVersion(t *testing.T) {
+	t.Parallel()
+	var first string
+	for _, args := range [][]string{{"version"}, {"-version"}, {"--version"}} {
+		var stdout, stderr bytes.Buffer
+		assert.Equal(t, 0, run(context.Background(), args, noEnv, &stdout, &stderr), "%v", args)
+		assert.Empty(t, stderr.String(), "%v", args)
+		assert.Regexp(t, `^toolgate \S+( \S+)* go1\.\S+\n$`, stdout.String(), "%v", args)
+		if first == "" {
+			first = stdout.String()
+		}
+		assert.Equal(t, first, stdout.String())
 	}
 }
 
 // TestRunCannotListen: an address in use is a failure to start (exit 1),
-// logged as JSON.
+// said once, in one line that names the port and how to choose another.
 func TestRunCannotListen(t *testing.T) {
 	t.Parallel()
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer taken.Close()
+	addr := taken.Addr().String()
+	_, port, _ := net.SplitHostPort(addr)
 
 	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"-offline", "-listen", taken.Addr().String()}, noEnv, &stdout, &stderr)
+	code := run(context.Background(), []string{"-offline", "-listen", addr}, noEnv, &stdout, &stderr)
 	assert.Equal(t, 1, code)
-	var rec map[string]any
-	require.NoError(t, json.Unmarshal(stderr.Bytes(), &rec), "%s", stderr.String())
-	assert.Equal(t, "cannot listen", rec["msg"])
+	lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
+	require.Len(t, lines, 1, "said once: %s", stderr.String())
+	assert.True(t, strings.HasPrefix(lines[0], "toolgate: cannot listen on "+addr+": port "+port+" is already in use"), lines[0])
+	assert.Contains(t, lines[0], "choose another address with -listen")
+	assert.Contains(t, lines[0], "-listen 127.0.0.1:0 for any free port")
 	assert.Empty(t, stdout.String(), "no development key is printed for a server that is not running")
 }
 

@@ -124,15 +124,3 @@ func registerManifests(reg *registry.Registry, patterns []string, origins map[st
 	}
 	return vs, err
 }
-
-// globEscape makes a file name match itself only, as a glob pattern.
-func globEscape(name string) string {
-	var b strings.Builder
-	for _, r := range name {
-		if strings.ContainsRune(`*?[\`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}

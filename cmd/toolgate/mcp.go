@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -20,31 +19,36 @@ type mcpOptions struct {
 	principal string
 }
 
-func parseMCPFlags(args []string, getenv func(string) string, stderr io.Writer) (mcpOptions, error) {
-	var o mcpOptions
-	fs := flag.NewFlagSet("toolgate mcp", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	o.add(fs)
-	fs.StringVar(&o.principal, "principal", "", "call as the config's principal `id` (required with a config)")
-	return o, o.parse(fs, args, getenv)
+// mcpCommand is "toolgate mcp".
+var mcpCommand = &command{
+	name:     "mcp",
+	synopsis: "[-config FILE -principal ID] [-offline]",
+	summary:  "speak MCP over stdio (stdin and stdout) to one principal, the gateway in process",
+	about: `Speaks the Model Context Protocol over stdio: an MCP client starts
+"toolgate mcp" as a subprocess and talks to it on its stdin and stdout.
+The gateway runs in this process, for one principal of the config
+(-principal), or for the development setup's principal without a config.
+stdout carries protocol messages only; logs go to stderr.`,
+	run: runMCP,
 }
 
 // runMCP is "toolgate mcp": the gateway in process, speaking MCP over stdin
 // and stdout for one principal. stdout carries protocol messages only;
 // everything else, logs and mistakes, goes to stderr.
-func runMCP(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) > 0 && args[0] == "pin" {
-		return runPin(ctx, args[1:], getenv, stdout, stderr)
+func runMCP(ctx context.Context, c *cli, cmd *command, args []string) int {
+	fs := c.flagSet(cmd)
+	var opts mcpOptions
+	opts.add(fs)
+	fs.StringVar(&opts.principal, "principal", "", "call as the config's principal `id` (required with a config)")
+	if code, ok := c.parse(cmd, fs, args); !ok {
+		return code
 	}
-	opts, err := parseMCPFlags(args, getenv, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "toolgate mcp: %v\n", err)
+	stdin, stdout, stderr := c.stdin, c.stdout, c.stderr
+	if err := opts.finish(fs, c.getenv); err != nil {
+		c.mistake(cmd, err)
 		return exitUsage
 	}
-	reg, cfg, _, code := configure(opts.configPath, stderr)
+	reg, cfg, _, code := configure(opts.configPath, "", stderr)
 	if code != exitOK {
 		return code
 	}
@@ -59,7 +63,7 @@ func runMCP(ctx context.Context, args []string, getenv func(string) string, stdi
 	// exported as the server's are, when OTEL_EXPORTER_OTLP_ENDPOINT is set.
 	noMetrics := *cfg
 	noMetrics.MetricsListen = ""
-	tel, err := newTelemetry(ctx, &noMetrics, getenv)
+	tel, err := newTelemetry(ctx, &noMetrics, c.getenv)
 	if err != nil {
 		log.Error("cannot start tracing", "error", err)
 		return exitFailed

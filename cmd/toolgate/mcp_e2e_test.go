@@ -102,7 +102,7 @@ func TestMCPOverStreamableHTTP(t *testing.T) {
 	person := &agent{}
 	alice := connect(aliceKey, person)
 	tools := mcpTools(t, alice)
-	assert.Len(t, tools, 3, "the three callable built-ins")
+	assert.Len(t, tools, 4, "the four callable built-ins: offline, goal-data's demo provider counts as verified")
 	digest, _ := tools["earthquake-search"].Meta["toolgate/manifestDigest"].(string)
 	require.NotEmpty(t, digest)
 
@@ -155,7 +155,7 @@ func TestMCPOverStdio(t *testing.T) {
 	require.NoError(t, err)
 
 	tools := mcpTools(t, cs)
-	assert.ElementsMatch(t, []string{"earthquake-search", "exchange-rates", "public-holidays"}, keysOf(tools))
+	assert.ElementsMatch(t, []string{"earthquake-search", "exchange-rates", "goal-data", "public-holidays"}, keysOf(tools))
 	rates := tools["exchange-rates"]
 	assert.Contains(t, rates.Description, "Output: untrusted data from Frankfurter")
 
@@ -191,7 +191,7 @@ func TestMCPStdioWithAConfig(t *testing.T) {
 	cmd := exec.Command(toolgateBinary(t), "mcp", "-config", path, "-principal", "alice", "-offline")
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
 	require.NoError(t, err)
-	assert.ElementsMatch(t, []string{"earthquake-search", "public-holidays"}, keysOf(mcpTools(t, cs)))
+	assert.ElementsMatch(t, []string{"earthquake-search", "goal-data", "public-holidays"}, keysOf(mcpTools(t, cs)))
 	require.NoError(t, cs.Close())
 
 	for _, tc := range []struct {

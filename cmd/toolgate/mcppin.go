@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"slices"
@@ -15,31 +13,39 @@ import (
 	"github.com/toolgate/toolgate/registry"
 )
 
-// runPin is "toolgate mcp pin": it connects to every MCP server of the
-// config, lists its tools, writes the digest of each tool served now to the
-// pins file, and prints what changed since the file's last version: tools
-// added, removed, and changed with the fields that changed. A gateway
-// running with the file reads it again, and serves the pinned tools. A
-// server that cannot be reached keeps the pins it had, and the exit code is
-// 1.
-func runPin(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+// mcpPinCommand is "toolgate mcp pin".
+var mcpPinCommand = &command{
+	name:     "mcp pin",
+	synopsis: "-config FILE",
+	summary:  "review and accept what the config's MCP servers serve: pin each tool's digest",
+	about: `Connects to every MCP server of the config ("mcpServers"), lists its
+tools, writes the digest of each tool served now to the config's pins file
+("pins"), and prints what changed since the file's last version: tools
+added, removed, and changed with the fields that changed. With pins, a
+tool whose definition is not the one pinned is served but blocked; a
+running server reads the file again when it changes. A server that cannot
+be reached keeps the pins it had, and the exit code is 1.`,
+	run: runPin,
+}
+
+// runPin is "toolgate mcp pin".
+func runPin(ctx context.Context, c *cli, cmd *command, args []string) int {
+	fs := c.flagSet(cmd)
 	var flags setupFlags
-	fs := flag.NewFlagSet("toolgate mcp pin", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	fs.StringVar(&flags.configPath, "config", "", "read the JSON config `file` (default $TOOLGATE_CONFIG)")
-	err := flags.parse(fs, args, getenv)
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
+	if code, ok := c.parse(cmd, fs, args); !ok {
+		return code
 	}
-	if err != nil {
-		fmt.Fprintf(stderr, "toolgate mcp pin: %v\n", err)
+	if err := flags.finish(fs, c.getenv); err != nil {
+		c.mistake(cmd, err)
 		return exitUsage
 	}
+	stdout, stderr := c.stdout, c.stderr
 	if flags.configPath == "" {
-		fmt.Fprintln(stderr, "toolgate mcp pin: -config FILE is required")
+		c.mistake(cmd, errors.New("-config FILE is required"))
 		return exitUsage
 	}
-	_, cfg, _, code := configure(flags.configPath, stderr)
+	_, cfg, _, code := configure(flags.configPath, "", stderr)
 	if code != exitOK {
 		return code
 	}

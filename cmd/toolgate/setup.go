@@ -16,6 +16,7 @@ import (
 	"github.com/toolgate/toolgate/mcpserver"
 	"github.com/toolgate/toolgate/oauth"
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/sealing"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/storage/memory"
 	"github.com/toolgate/toolgate/storage/postgres"
@@ -41,7 +42,14 @@ type app struct {
 	close    func()       // stops the webhook sender and releases the store
 	// listening tells the app the address it serves at, once known.
 	listening func(baseURL string)
+	// sealing are the fleet's keys, for state handed out and trusted
+	// again by any instance.
+	sealing *sealing.Keys
 }
+
+// offlineTrusted is the tool whose provider -offline answers itself, and
+// so trusts: goal-data's demo provider.
+const offlineTrusted = "goal-data"
 
 // webhookDrain bounds how long a stopping server keeps delivering the
 // approval webhooks still queued.
@@ -62,8 +70,16 @@ func newRegistry() (*registry.Registry, error) {
 // store. With offline, every upstream request is answered from recorded
 // provider responses; tools pointed elsewhere by cfg.Upstreams keep their
 // origin (and so their manifest digest), and the recordings answer them by
-// path.
+// path. Offline, goal-data's demo provider is answered in process, by the
+// gateway's own recordings, and is trusted as payment- and
+// endpoint-verified, so that a paid call can be tried; the config's
+// "trust" still has the last word.
 func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline bool, tel *telemetry, log *slog.Logger) (*app, error) {
+	if offline {
+		if err := reg.SetTrust(offlineTrusted, registry.Trust{PaymentVerified: registry.Bool(true), EndpointVerified: registry.Bool(true)}); err != nil {
+			return nil, fmt.Errorf("trust %s offline: %w", offlineTrusted, err)
+		}
+	}
 	// The config was checked against reg, so these only fail on a bug.
 	for slug, origin := range cfg.Upstreams {
 		if err := reg.SetOrigin(slug, origin); err != nil {
@@ -140,11 +156,13 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 		Registry:             reg,
 		FeeRate:              cfg.FeeRate,
 		QuoteTTL:             cfg.QuoteTTL,
+		ApprovalTTL:          cfg.ApprovalTTL,
 		IdempotencyLease:     cfg.IdempotencyLease,
 		IdempotencyRetention: cfg.Retention,
 		Upstream:             &upstream.Config{Timeout: cfg.UpstreamTimeout},
 		SpendControls:        spendControls,
 		Approvers:            approvers,
+		ApprovalRequestLimit: toolgate.RequestLimit{Max: cfg.Limits.ApprovalRequests, Window: cfg.Limits.ApprovalRequestWindow},
 		Logger:               log,
 	}
 	// Interfaces holding nil pointers would not be nil: set only what is on.
@@ -165,6 +183,22 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 		closeAll()
 		return nil, err
 	}
+	// An interface holding a nil pointer would not be nil: set only when on.
+	var tokens apikey.TokenVerifier
+	var verifier *oauth.Verifier
+	if cfg.OAuth != nil {
+		if verifier, err = newVerifier(ctx, cfg, log); err != nil {
+			closeAll()
+			return nil, err
+		}
+		tokens = verifier
+	}
+	fl, err := newFleet(ctx, cfg, store, gw.Clock(), tel)
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	// Last, as the slowest to start: each server has up to 30 s.
 	upstreams, err := startMCPServers(ctx, reg, mcpServersOf(cfg), cfg.PinsFile, tel, log)
 	if err != nil {
 		closeAll()
@@ -179,23 +213,15 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 			closeStoreAndSender()
 		}
 	}
-	// An interface holding a nil pointer would not be nil: set only when on.
-	var tokens apikey.TokenVerifier
-	var verifier *oauth.Verifier
-	if cfg.OAuth != nil {
-		if verifier, err = newVerifier(ctx, cfg, log); err != nil {
-			closeAll()
-			return nil, err
-		}
-		tokens = verifier
-	}
 	api := toolgatehttp.NewHandler(gw, &toolgatehttp.Options{
 		Authenticator:     keys,
 		Tokens:            tokens,
+		Sessions:          fl.sessions,
+		AuthLimit:         fl.authLimit,
 		ExposeUsageCounts: cfg.ExposeUsageCounts,
 		Logger:            log,
 	})
-	agents, err := mcpserver.NewHandler(gw, tel.mcpOptions(&mcpserver.Options{Authenticator: keys, Tokens: tokens, Logger: log, PublicURL: cfg.Approvals.PublicURL}))
+	agents, err := mcpserver.NewHandler(gw, tel.mcpOptions(&mcpserver.Options{Authenticator: keys, Tokens: tokens, AuthLimit: fl.authLimit, Logger: log, PublicURL: cfg.Approvals.PublicURL}))
 	if err != nil {
 		closeAll()
 		return nil, err
@@ -213,7 +239,7 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 	if upstreams != nil {
 		mux.Handle("GET /healthz", healthz(upstreams))
 	}
-	return &app{gw: gw, handler: mux, shutdown: agents.Close, close: closeAll, listening: listening}, nil
+	return &app{gw: gw, handler: mux, shutdown: agents.Close, close: closeAll, listening: listening, sealing: fl.sealing}, nil
 }
 
 // newWebhook makes the sender of approval webhooks, when the config asks

@@ -1,106 +1,132 @@
 package main
 
 import (
-	"errors"
-	"flag"
+	"context"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/toolgate/toolgate/registry"
 )
 
-// runTools is "toolgate tools": for now one command, check.
-//
-//	toolgate tools check [-config FILE] MANIFEST...
-//
-// check validates each manifest as the server would load it (beside the
-// built-in tools, credentials read from the environment or their files)
-// and prints "SLUG VERSION DIGEST" for each good one on stdout, and
-// "toolgate: FILE: PATH: REASON" for each bad one on stderr. With -config,
-// the config's "upstreams" apply, as on the server: a plain-HTTP origin it
-// names is accepted, and the digest is the one the server serves. Exit 0
-// when every manifest is good, 1 when any is not, 2 for a usage mistake.
-func runTools(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] != "check" {
-		fmt.Fprintln(stderr, "toolgate: usage: toolgate tools check [-config FILE] MANIFEST...")
-		return exitUsage
-	}
-	fs := flag.NewFlagSet("toolgate tools check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// toolsCheckCommand is "toolgate tools check".
+var toolsCheckCommand = &command{
+	name:     "tools check",
+	synopsis: "[-config FILE] [-strict] MANIFEST...",
+	summary:  "check tool manifests as the server would load them, listing every mistake",
+	about: `Checks each manifest as the server would load it, beside the built-in tools,
+and prints "SLUG VERSION DIGEST" for each good one on stdout, and each
+mistake of each bad one as "toolgate: FILE: PATH: REASON" on stderr.
+
+A manifest's credential is not needed to check it: when the environment
+variable or file it names is not set or cannot be read, that is a warning
+("toolgate: warning: FILE: PATH: REASON"; the server will refuse the
+manifest until it is), unless -strict makes it a mistake.
+
+With -config, the config's "upstreams" apply, as on the server: a
+plain-HTTP origin it names is accepted, and the digest is the one the
+server serves. Exit 0 when every manifest is good, 1 when any is not,
+2 for a mistake in the command line.`,
+	run: runToolsCheck,
+}
+
+// runToolsCheck is "toolgate tools check".
+func runToolsCheck(_ context.Context, c *cli, cmd *command, args []string) int {
+	fs := c.flagSet(cmd)
 	configPath := fs.String("config", "", "apply the `file`'s upstreams, as the server would")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: toolgate tools check [-config FILE] MANIFEST...")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	strict := fs.Bool("strict", false, "count a credential that cannot be read as a mistake, not a warning")
+	if code, ok := c.parse(cmd, fs, args); !ok {
+		return code
 	}
 	if fs.NArg() == 0 {
-		fmt.Fprintln(stderr, "toolgate: tools check: name at least one manifest file")
+		c.mistake(cmd, fmt.Errorf("name at least one manifest file"))
 		return exitUsage
 	}
 	origins := map[string]string{}
 	if *configPath != "" {
 		var err error
 		if origins, err = configOrigins(*configPath); err != nil {
-			fmt.Fprintf(stderr, "toolgate: %s: %v\n", *configPath, err)
+			fmt.Fprintf(c.stderr, "toolgate: %s: %v\n", *configPath, err)
 			return exitUsage
 		}
+	}
+	lookupEnv := func(name string) (string, bool) {
+		v := c.getenv(name)
+		return v, v != ""
 	}
 
 	code := exitOK
 	for _, file := range fs.Args() {
-		line, err := checkManifest(file, origins)
-		if err != nil {
-			fmt.Fprintf(stderr, "toolgate: %v\n", err)
+		res := checkManifest(file, origins, lookupEnv)
+		for _, err := range res.errors {
+			fmt.Fprintf(c.stderr, "toolgate: %v\n", err)
+		}
+		if res.credential != nil {
+			if *strict {
+				fmt.Fprintf(c.stderr, "toolgate: %v\n", res.credential)
+				res.errors = append(res.errors, res.credential)
+			} else {
+				fmt.Fprintf(c.stderr, "toolgate: warning: %v (the server refuses this manifest until it can read its credential)\n", res.credential)
+			}
+		}
+		if len(res.errors) > 0 {
 			code = exitFailed
 			continue
 		}
-		fmt.Fprintln(stdout, line)
+		fmt.Fprintln(c.stdout, res.line)
 	}
 	return code
 }
 
-// checkManifest loads one manifest into a registry of the built-in tools,
-// as the server's would be, and describes the version it registered.
-func checkManifest(file string, origins map[string]string) (string, error) {
+// manifestCheck is what checking one manifest found: its line
+// ("SLUG VERSION DIGEST") when good, its mistakes, and why its credential
+// could not be read.
+type manifestCheck struct {
+	line       string
+	errors     []error
+	credential error
+}
+
+// checkManifest checks one manifest as the server would load it, into a
+// registry of the built-in tools, without needing its credential, and
+// describes the version it would register. Errors name the file as the
+// operator typed it.
+func checkManifest(file string, origins map[string]string, lookupEnv func(string) (string, bool)) manifestCheck {
+	fail := func(err error) manifestCheck { return manifestCheck{errors: []error{err}} }
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return fail(fmt.Errorf("%s: cannot read the file: %s", file, statProblem(err)))
+	}
+	c := registry.CheckManifest(file, data, &registry.ParseOptions{OperatorOrigins: origins, LookupEnv: lookupEnv})
+	var out manifestCheck
+	for _, e := range c.Errors {
+		out.errors = append(out.errors, e)
+	}
+	if c.Credential != nil {
+		out.credential = c.Credential
+	}
+	if c.Tool == nil {
+		return out
+	}
 	reg, err := newRegistry()
 	if err != nil {
-		return "", err
+		return fail(err)
 	}
-	abs, err := filepath.Abs(file)
+	v, err := reg.RegisterManifestTool(file, c.Tool)
 	if err != nil {
-		return "", fmt.Errorf("%s: %v", file, err)
+		out.errors = append(out.errors, err)
+		return out
 	}
-	if _, err := os.Stat(abs); err != nil {
-		return "", fmt.Errorf("%s: cannot read the file: %s", file, statProblem(err))
-	}
-	pattern := filepath.Join(filepath.Dir(abs), globEscape(filepath.Base(abs)))
-	vs, err := registerManifests(reg, []string{pattern}, origins)
-	if err != nil {
-		var me *registry.ManifestError
-		if errors.As(err, &me) {
-			named := *me
-			named.File = file // as the operator typed it
-			return "", &named
-		}
-		return "", fmt.Errorf("%s: %v", file, err)
-	}
-	v := vs[0]
 	if origin, ok := origins[v.Tool.Slug]; ok {
 		if err := reg.SetOrigin(v.Tool.Slug, origin); err != nil {
-			return "", fmt.Errorf("%s: upstreams.%s: %v", file, v.Tool.Slug, err)
+			out.errors = append(out.errors, fmt.Errorf("%s: upstreams.%s: %v", file, v.Tool.Slug, err))
+			return out
 		}
 		if v, err = reg.Lookup(v.Tool.Slug); err != nil {
-			return "", err
+			return fail(err)
 		}
 	}
-	return fmt.Sprintf("%s %d %s", v.Tool.Slug, v.Tool.Version, v.Digest), nil
+	out.line = fmt.Sprintf("%s %d %s", v.Tool.Slug, v.Tool.Version, v.Digest)
+	return out
 }
 
 func statProblem(err error) string {

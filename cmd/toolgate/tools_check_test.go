@@ -51,7 +51,8 @@ func servedDigest(t *testing.T, path, origin string) string {
 	require.NoError(t, err)
 	var doc struct{ Slug string }
 	require.NoError(t, json.Unmarshal(data, &doc))
-	opts := &registry.ParseOptions{}
+	// The digest does not depend on the credential's value: any will do.
+	opts := &registry.ParseOptions{LookupEnv: func(string) (string, bool) { return "any-key", true }}
 	if origin != "" {
 		opts.OperatorOrigins = map[string]string{doc.Slug: origin}
 	}
@@ -130,18 +131,91 @@ func TestToolsCheckUsage(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"tools"}, "usage: toolgate tools check"},
-		{[]string{"tools", "lint"}, "usage: toolgate tools check"},
-		{[]string{"tools", "check"}, "name at least one manifest file"},
-		{[]string{"tools", "check", "-nope", "x.json"}, "flag provided but not defined: -nope"},
-		{[]string{"tools", "check", "-config", "/nonexistent/toolgate.json", "x.json"}, "cannot read the config file"},
+		{[]string{"tools", "check"}, "toolgate tools check: name at least one manifest file (see toolgate help tools check)\n"},
+		{[]string{"tools", "check", "-nope", "x.json"}, "toolgate tools check: flag provided but not defined: -nope (see toolgate help tools check)\n"},
+		{[]string{"tools", "check", "-config", "/nonexistent/toolgate.json", "x.json"}, "toolgate: /nonexistent/toolgate.json: config: cannot read the config file: open /nonexistent/toolgate.json: no such file or directory\n"},
 	}
 	for _, tt := range tests {
 		var stdout, stderr bytes.Buffer
 		assert.Equal(t, 2, run(context.Background(), tt.args, noEnv, &stdout, &stderr), "%v", tt.args)
-		assert.Contains(t, stderr.String(), tt.want)
+		assert.Equal(t, tt.want, stderr.String())
 		assert.Empty(t, stdout.String())
 	}
+}
+
+// TestToolsCheckNeedsNoSecret: the README's example manifests check on a
+// machine where their credentials are not set: each is described, and
+// each credential not set is a warning, exit 0; -strict makes it a
+// mistake.
+func TestToolsCheckNeedsNoSecret(t *testing.T) {
+	t.Parallel()
+	manifests, err := filepath.Glob(filepath.Join(examplesDir, "*.json"))
+	require.NoError(t, err)
+	require.Len(t, manifests, 3)
+
+	code, stdout, stderr := runCheck(manifests...)
+	assert.Equal(t, 0, code, stderr)
+	lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
+	require.Len(t, lines, 3, "every manifest is described: %s", stdout)
+	for i, m := range manifests {
+		assert.Regexp(t, `^[a-z-]+ 1 sha256:[0-9a-f]{64}$`, lines[i])
+		assert.Equal(t, servedDigest(t, m, ""), strings.Fields(lines[i])[2], "the digest is the server's, key or no key")
+	}
+	assert.Equal(t, []string{
+		"toolgate: warning: " + filepath.Join(examplesDir, "movie-search.json") + ": credential.env: the environment variable TMDB_READ_ACCESS_TOKEN is not set (the server refuses this manifest until it can read its credential)",
+		"toolgate: warning: " + filepath.Join(examplesDir, "openaq-latest.json") + ": credential.env: the environment variable OPENAQ_API_KEY is not set (the server refuses this manifest until it can read its credential)",
+	}, strings.Split(strings.TrimSuffix(stderr, "\n"), "\n"))
+
+	code, stdout, stderr = runCheck(append([]string{"-strict"}, manifests...)...)
+	assert.Equal(t, 1, code)
+	assert.Equal(t, "air-quality 1 "+servedDigest(t, manifests[0], "")+"\n", stdout)
+	assert.Equal(t, []string{
+		"toolgate: " + filepath.Join(examplesDir, "movie-search.json") + ": credential.env: the environment variable TMDB_READ_ACCESS_TOKEN is not set",
+		"toolgate: " + filepath.Join(examplesDir, "openaq-latest.json") + ": credential.env: the environment variable OPENAQ_API_KEY is not set",
+	}, strings.Split(strings.TrimSuffix(stderr, "\n"), "\n"))
+
+	// With the key set, there is nothing to warn of, and nothing of the
+	// key is printed.
+	const secret = "tg-check-secret-5d1e0a77"
+	var out, errs bytes.Buffer
+	env := func(name string) string {
+		if name == "TMDB_READ_ACCESS_TOKEN" {
+			return secret
+		}
+		return ""
+	}
+	code = run(context.Background(), []string{"tools", "check", "-strict", manifests[1]}, env, &out, &errs)
+	assert.Equal(t, 0, code, errs.String())
+	assert.Empty(t, errs.String())
+	assert.NotContains(t, out.String(), secret)
+}
+
+// TestToolsCheckListsEveryMistake: a manifest with three mistakes gets
+// three lines, in the order the server meets them, and exit 1.
+func TestToolsCheckListsEveryMistake(t *testing.T) {
+	t.Parallel()
+	doc := exampleManifest(t, "air-quality.json")
+	endpoint := doc["endpoint"].(map[string]any)
+	endpoint["origin"] = "http://air-quality.example"
+	query := endpoint["query"].(map[string]any)
+	var first string
+	for name := range query {
+		if first == "" || name < first {
+			first = name
+		}
+	}
+	query[first] = "{nowhere}"
+	doc["pricing"] = map[string]any{"type": "per_call", "amount": "0"}
+	path := writeManifest(t, t.TempDir(), "three.json", doc)
+
+	code, stdout, stderr := runCheck(path)
+	assert.Equal(t, 1, code)
+	assert.Empty(t, stdout)
+	lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+	require.Len(t, lines, 3, "%s", stderr)
+	assert.Equal(t, "toolgate: "+path+": endpoint.origin: must use https; plain http is allowed only when the operator's config names an origin for air-quality (upstreams.air-quality)", lines[0])
+	assert.True(t, strings.HasPrefix(lines[1], "toolgate: "+path+": endpoint.query."+first+": {nowhere} names no property of inputSchema"), lines[1])
+	assert.Equal(t, "toolgate: "+path+": pricing.amount: must be more than 0 for a per_call tool", lines[2])
 }
 
 // TestREADMEManifestExample keeps the README's manifest example valid, and

@@ -45,7 +45,7 @@ func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 		VaryOnForwarded(w)
 	}
 	switch te.Code {
-	case toolgatetype.CodeUnauthorized:
+	case toolgatetype.CodeUnauthorized, toolgatetype.CodeCallerKeyRequired:
 		// A handler that accepts access tokens has set its own challenge.
 		if w.Header().Get("WWW-Authenticate") == "" {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="toolgate"`)

@@ -43,6 +43,7 @@ var codeStatus = map[toolgatetype.Code]int{
 	toolgatetype.CodeInternal:              http.StatusInternalServerError,
 
 	toolgatetype.CodeApproverRequired:        http.StatusForbidden,
+	toolgatetype.CodeCallerKeyRequired:       http.StatusUnauthorized,
 	toolgatetype.CodeApprovalPending:         http.StatusForbidden,
 	toolgatetype.CodeApprovalDenied:          http.StatusForbidden,
 	toolgatetype.CodeApprovalExpired:         http.StatusConflict,

@@ -16,7 +16,9 @@ import (
 // the principals it is about, newest first, and stops at its limit.
 // A request's Input is copied in and out; nothing else it holds is shared.
 
-// CreateApprovalRequest implements storage.Store.
+// CreateApprovalRequest implements storage.Store. The quote's expiry
+// changes under the same lock as the request is stored, and its place in
+// the prune queue with it.
 func (s *Store) CreateApprovalRequest(ctx context.Context, r storage.ApprovalRequest) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -27,8 +29,32 @@ func (s *Store) CreateApprovalRequest(ctx context.Context, r storage.ApprovalReq
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	quote, ok := s.quotes[r.QuoteID]
+	switch {
+	case !ok || quote.Principal != r.Principal:
+		return storage.ErrQuoteNotFound
+	case quote.State == storage.QuoteUsed:
+		return storage.ErrQuoteUsed
+	case !quote.ExpiresAt.After(r.CreatedAt):
+		return storage.ErrQuoteExpired
+	}
 	if _, ok := s.requests[r.ID]; ok {
 		return storage.ErrAlreadyExists
+	}
+	if r.Status == storage.ApprovalPending {
+		k := pendingKeyOf(r)
+		if id, ok := s.pending[k]; ok {
+			if p := s.requests[id]; p != nil && p.Status == storage.ApprovalPending && p.ExpiresAt.After(r.CreatedAt) {
+				out := *p
+				out.Input = bytes.Clone(out.Input)
+				return &storage.PendingRequestError{Pending: out}
+			}
+		}
+		s.pending[k] = r.ID
+	}
+	if r.ExpiresAt.After(quote.ExpiresAt) {
+		move(&s.quoteQueue, quote.ID, quote.ExpiresAt, r.ExpiresAt)
+		quote.ExpiresAt = r.ExpiresAt
 	}
 	s.requests[r.ID] = &r
 	s.requestQueue.push(r.ExpiresAt, r.ID)
@@ -119,6 +145,7 @@ func (s *Store) DecideApprovalRequest(ctx context.Context, d storage.ApprovalDec
 		s.mu.Unlock()
 		return storage.ApprovalRequest{}, storage.ErrApprovalExpired
 	}
+	s.unpend(r)
 	r.Status, r.DecidedBy, r.DecidedAt = storage.ApprovalDenied, d.DecidedBy, d.Now
 	if d.Approve {
 		r.Status, r.Remember = storage.ApprovalApproved, d.Remember
@@ -160,6 +187,7 @@ func (s *Store) pruneApprovalRequests(before time.Time, limit int) int {
 	touched := map[string]bool{}
 	n := s.requestQueue.drain(before, limit, func(id uuid.UUID) verdict {
 		touched[s.requests[id].Principal] = true
+		s.unpend(s.requests[id])
 		delete(s.requests, id)
 		return drop
 	})
@@ -172,4 +200,24 @@ func (s *Store) pruneApprovalRequests(before time.Time, limit int) int {
 		}
 	}
 	return n
+}
+
+// pendingKey is what makes two pending requests the same request.
+type pendingKey struct {
+	principal   string
+	quote       uuid.UUID
+	inputSHA256 string
+}
+
+func pendingKeyOf(r storage.ApprovalRequest) pendingKey {
+	return pendingKey{principal: r.Principal, quote: r.QuoteID, inputSHA256: r.InputSHA256}
+}
+
+// unpend forgets r as the pending request of its kind, when it is. The
+// caller holds s.mu.
+func (s *Store) unpend(r *storage.ApprovalRequest) {
+	k := pendingKeyOf(*r)
+	if s.pending[k] == r.ID {
+		delete(s.pending, k)
+	}
 }

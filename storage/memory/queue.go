@@ -88,3 +88,16 @@ func (q *timeQueue[K]) shrink() {
 }
 
 func (q *timeQueue[K]) len() int { return len(q.items) }
+
+// move puts key, queued at from, at to instead. Keys queued at the same
+// time are few, so the walk from the first of them is short.
+func move[K comparable](q *timeQueue[K], key K, from, to time.Time) {
+	i := sort.Search(len(q.items), func(i int) bool { return !q.items[i].at.Before(from) })
+	for ; i < len(q.items) && q.items[i].at.Equal(from); i++ {
+		if q.items[i].key == key {
+			q.items = slices.Delete(q.items, i, i+1)
+			break
+		}
+	}
+	q.push(to, key)
+}

@@ -5,14 +5,18 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/toolgate/toolgate/internal/windowcount"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // Interface guards.
 var (
-	_ storage.Store       = (*Store)(nil)
-	_ storage.UsageLister = (*Store)(nil)
+	_ storage.Store         = (*Store)(nil)
+	_ storage.UsageLister   = (*Store)(nil)
+	_ storage.SessionStore  = (*Store)(nil)
+	_ storage.WindowCounter = (*Store)(nil)
+	_ storage.SecretStore   = (*Store)(nil)
 )
 
 // Store is an in-memory storage.Store. The zero value is not usable; create
@@ -46,6 +50,17 @@ type Store struct {
 	requests     map[uuid.UUID]*storage.ApprovalRequest
 	requestQueue timeQueue[uuid.UUID]             // by ExpiresAt
 	requestsBy   map[string]*timeQueue[uuid.UUID] // by principal, by position (see cursor.go)
+	// pending names the live pending request of each (principal, quote,
+	// input), so that the same request is asked once.
+	pending map[pendingKey]uuid.UUID
+
+	// side guards sessions and secrets (session.go).
+	side     sync.Mutex
+	sessions map[string]storage.Session
+	secrets  map[string][]byte
+
+	// The windows of storage.WindowCounter, under their own lock.
+	windowcount.Memory
 }
 
 // New returns an empty Store.
@@ -62,6 +77,7 @@ func New() *Store {
 		controls:     make(map[string]toolgatetype.SpendControls),
 		requests:     make(map[uuid.UUID]*storage.ApprovalRequest),
 		requestsBy:   make(map[string]*timeQueue[uuid.UUID]),
+		pending:      make(map[pendingKey]uuid.UUID),
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
@@ -58,8 +59,22 @@ func nullID(id uuid.UUID) any {
 	return bytesOf(id)
 }
 
-// CreateApprovalRequest stores a new approval request; an empty Status is
-// stored as pending. ErrAlreadyExists when the id is taken.
+// CreateApprovalRequest stores a new approval request (an empty Status is
+// stored as pending) and extends its quote's life to the request's, in one
+// statement: the insert happens only when the update of the quote matched,
+// and a failed insert undoes the update. The update locks the quote's row,
+// so an admission using the quote at once waits for it or is waited for,
+// and READ COMMITTED re-checks the update's WHERE on the row as the
+// admission left it. When nothing matched, a read taken afterwards says why.
+// ErrAlreadyExists when the id is taken; a *storage.PendingRequestError
+// when the same request is pending already, which leaves the quote as it
+// was.
+//
+// A pending request is created holding a transaction-scoped advisory lock
+// on its principal, quote and input hash: of two instances creating the
+// same request at once, the second waits for the first to commit, and its
+// look for a pending request, a statement begun after that, finds the
+// first's.
 func (s *Store) CreateApprovalRequest(ctx context.Context, r storage.ApprovalRequest) error {
 	status := r.Status
 	if status == "" {
@@ -69,17 +84,77 @@ func (s *Store) CreateApprovalRequest(ctx context.Context, r storage.ApprovalReq
 	if input == nil {
 		input = []byte{} // the column is NOT NULL; an empty input is still an input
 	}
-	_, err := s.pool.Exec(ctx, s.sql(`
+	args := []any{bytesOf(r.ID), r.Principal, bytesOf(r.QuoteID), r.ToolID, r.ToolSlug, r.ManifestDigest,
+		r.PriceUSD.String(), r.FeeUSD.String(), r.TotalUSD.String(), input, r.InputSHA256, string(status),
+		r.DecidedBy, timeOrNull(r.DecidedAt), string(r.Remember), nullID(r.ExecutionID), r.CreatedAt, r.ExpiresAt}
+	insert := s.sql(`
+		WITH extended AS (
+			UPDATE {schema}.quotes SET expires_at = GREATEST(expires_at, $18)
+			WHERE id = $3 AND principal = $2 AND state = 'open' AND expires_at > $17
+			RETURNING id
+		)
 		INSERT INTO {schema}.approval_requests (id, principal, quote_id, tool_id, tool_slug, manifest_digest,
 			price_usd, fee_usd, total_usd, input, input_sha256, status, decided_by, decided_at, remember,
 			execution_id, created_at, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7::numeric, $8::numeric, $9::numeric, $10, $11, $12, $13, $14, $15,
-			$16, $17, $18)`),
-		bytesOf(r.ID), r.Principal, bytesOf(r.QuoteID), r.ToolID, r.ToolSlug, r.ManifestDigest,
-		r.PriceUSD.String(), r.FeeUSD.String(), r.TotalUSD.String(), input, r.InputSHA256, string(status),
-		r.DecidedBy, timeOrNull(r.DecidedAt), string(r.Remember), nullID(r.ExecutionID), r.CreatedAt, r.ExpiresAt)
-	return translate(err)
+		SELECT $1, $2, $3, $4, $5, $6, $7::numeric, $8::numeric, $9::numeric, $10, $11, $12, $13, $14, $15,
+			$16, $17, $18
+		FROM extended`)
+	var tag pgconn.CommandTag
+	var err error
+	if status != storage.ApprovalPending {
+		tag, err = s.pool.Exec(ctx, insert, args...)
+	} else {
+		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, approvalRequestLockClass,
+				s.schema+"\x1f"+r.Principal+"\x1f"+r.QuoteID.String()+"\x1f"+r.InputSHA256); err != nil {
+				return err
+			}
+			same, err := scanApprovalRequest(tx.QueryRow(ctx, s.sql(samePendingSQL),
+				r.Principal, r.ToolID, r.InputSHA256, bytesOf(r.QuoteID), r.CreatedAt))
+			switch {
+			case err == nil:
+				return &storage.PendingRequestError{Pending: same}
+			case !errors.Is(err, storage.ErrNotFound):
+				return err
+			}
+			tag, err = tx.Exec(ctx, insert, args...)
+			return err
+		})
+	}
+	var pending *storage.PendingRequestError
+	if errors.As(err, &pending) {
+		return err
+	}
+	if err != nil {
+		return translate(err)
+	}
+	// What this instance remembers of the quote ends sooner now.
+	s.memo.forgetQuote(r.QuoteID)
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	q, err := s.GetQuote(ctx, r.QuoteID)
+	switch {
+	case errors.Is(err, storage.ErrNotFound) || err == nil && q.Principal != r.Principal:
+		return storage.ErrQuoteNotFound
+	case err != nil:
+		return err
+	case q.State == storage.QuoteUsed:
+		return storage.ErrQuoteUsed
+	}
+	return storage.ErrQuoteExpired
 }
+
+// approvalRequestLockClass is the first key of the advisory lock that
+// serializes the creation of one request (see CreateApprovalRequest).
+const approvalRequestLockClass = 0x61707271 // "aprq"
+
+// samePendingSQL finds the live pending request of a principal's call
+// (tool, input hash and quote), from the index on the first three.
+const samePendingSQL = `SELECT ` + approvalRequestColumns + ` FROM {schema}.approval_requests
+	WHERE principal = $1 AND tool_id = $2 AND input_sha256 = $3 AND quote_id = $4
+		AND status = 'pending' AND expires_at > $5
+	ORDER BY created_at DESC, id DESC LIMIT 1`
 
 // getApprovalRequestSQL reads the request with id $1 for scanApprovalRequest.
 const getApprovalRequestSQL = `SELECT ` + approvalRequestColumns + ` FROM {schema}.approval_requests WHERE id = $1`

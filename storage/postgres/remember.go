@@ -26,8 +26,10 @@ const maxRemembered = 16384
 // controls and approval a call was decided on are still the database's, and
 // otherwise admits nothing (storage.ErrStaleRead); the gateway then decides
 // again on fresh reads. A remembered quote needs no such check: a quote
-// never changes but for being used, and admission checks that it is unused
-// (or used by this very key) whatever the memory says.
+// changes only by being used, which admission checks whatever the memory
+// says, and by living longer once an approval request is made of it, which
+// can only make a remembered quote look expired when it is not: the
+// gateway decides a refusal made on remembered reads again on fresh ones.
 type memo struct {
 	mu        sync.Mutex
 	quotes    map[uuid.UUID]storage.Quote

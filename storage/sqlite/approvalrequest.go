@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
@@ -67,8 +68,13 @@ func nullableNanos(n int64, zero bool) any {
 	return n
 }
 
-// CreateApprovalRequest stores a new approval request; an empty Status is
-// stored as pending. ErrAlreadyExists when the id is taken.
+// CreateApprovalRequest stores a new approval request (an empty Status is
+// stored as pending) and extends its quote's life to the request's, in one
+// write: a call admitted on the quote meanwhile, in this process or
+// another, is admitted before or after it, never between the check and the
+// change. ErrAlreadyExists when the id is taken; a
+// *storage.PendingRequestError when the same request is pending already,
+// which leaves the quote as it was.
 func (s *Store) CreateApprovalRequest(ctx context.Context, r storage.ApprovalRequest) error {
 	status := r.Status
 	if status == "" {
@@ -87,6 +93,22 @@ func (s *Store) CreateApprovalRequest(ctx context.Context, r storage.ApprovalReq
 		input = []byte{} // the column is NOT NULL; an empty input is still an input
 	}
 	return s.write(ctx, func(tx *writeTx) error {
+		if err := extendQuote(tx, r); err != nil {
+			return err
+		}
+		if status == storage.ApprovalPending {
+			// The same request pending already is asked once. The write
+			// holds the file's write lock, so no other can slip in
+			// between this look and the insert.
+			same, err := scanApprovalRequest(tx.queryRow(samePendingSQL,
+				r.Principal, r.ToolID, r.InputSHA256, idBytes(r.QuoteID), nanos(r.CreatedAt)))
+			switch {
+			case err == nil:
+				return &storage.PendingRequestError{Pending: same}
+			case !isNotFound(err):
+				return err
+			}
+		}
 		_, err := tx.exec(`
 			INSERT INTO approval_requests (`+approvalRequestColumns+`)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -97,6 +119,35 @@ func (s *Store) CreateApprovalRequest(ctx context.Context, r storage.ApprovalReq
 		return err
 	})
 }
+
+// extendQuote makes r's quote live until r.ExpiresAt, if it would end
+// sooner, once it is found r.Principal's, open and live at r.CreatedAt.
+func extendQuote(tx *writeTx, r storage.ApprovalRequest) error {
+	n, err := tx.exec(`
+		UPDATE quotes SET expires_at = MAX(expires_at, ?)
+		WHERE id = ? AND principal = ? AND state = 'open' AND expires_at > ?`,
+		nanos(r.ExpiresAt), idBytes(r.QuoteID), r.Principal, nanos(r.CreatedAt))
+	if err != nil || n == 1 {
+		return err
+	}
+	q, err := getQuote(tx, r.QuoteID)
+	switch {
+	case errors.Is(err, storage.ErrNotFound) || err == nil && q.Principal != r.Principal:
+		return storage.ErrQuoteNotFound
+	case err != nil:
+		return err
+	case q.State == storage.QuoteUsed:
+		return storage.ErrQuoteUsed
+	}
+	return storage.ErrQuoteExpired
+}
+
+// samePendingSQL finds the live pending request of a principal's call
+// (tool, input hash and quote), from the index on the first three.
+const samePendingSQL = `SELECT ` + approvalRequestColumns + ` FROM approval_requests
+	WHERE principal = ? AND tool_id = ? AND input_sha256 = ? AND quote_id = ?
+		AND status = 'pending' AND expires_at > ?
+	ORDER BY created_at DESC, id DESC LIMIT 1`
 
 // getApprovalRequestSQL reads the request with id ? for scanApprovalRequest.
 const getApprovalRequestSQL = `SELECT ` + approvalRequestColumns + ` FROM approval_requests WHERE id = ?`

@@ -9,8 +9,9 @@
 // storage.Store: the all-or-nothing admission of BeginExecution, lease
 // takeover, limits that hold under contention, ambiguous executions that
 // keep their reservation until resolved once, approval requests decided
-// once and grants used once, retention, copying, and the audit trail's
-// listings and spend sums. Its
+// once and grants used once, the same request pending once, retention,
+// copying, and the audit trail's listings and spend sums; and, for a store
+// that has them, sessions, windows of counted events and secrets. Its
 // concurrency tests are meant to run under the race detector.
 package storagetest
 
@@ -43,11 +44,16 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 		{"Usage", testUsage},
 		{"Approval", testApproval},
 		{"ApprovalRequests", testApprovalRequests},
+		{"QuoteLife", testQuoteLife},
+		{"SameRequest", testSameRequest},
 		{"SpendControls", testSpendControls},
 		{"Prune", testPrune},
 		{"Audit", testAudit},
 		{"Copies", testCopies},
 		{"Concurrency", testConcurrency},
+		{"Sessions", testSessions},
+		{"Windows", testWindows},
+		{"Secrets", testSecrets},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) { g.run(t, newStore) })

@@ -1,0 +1,60 @@
+package approvalpage
+
+import (
+	"context"
+	"errors"
+
+	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/storage"
+)
+
+// StoreSessions keeps the sessions in a storage.SessionStore: the store the
+// instances of a gateway share. Every page reads a session from the store,
+// so a person who signed in through one instance is known to all, and a
+// sign-out through any ends the session on every one at once, with no
+// grace period. The store holds only the SHA-256 of each session's token.
+type StoreSessions struct {
+	store storage.SessionStore
+	clock toolgate.Clock
+}
+
+// Interface guard.
+var _ SessionStore = (*StoreSessions)(nil)
+
+// NewStoreSessions returns sessions kept in store, telling expired ones by
+// clock (nil means the system's).
+func NewStoreSessions(store storage.SessionStore, clock toolgate.Clock) *StoreSessions {
+	if clock == nil {
+		clock = systemClock{}
+	}
+	return &StoreSessions{store: store, clock: clock}
+}
+
+// Create keeps s under id.
+func (s *StoreSessions) Create(ctx context.Context, id string, sess Session) error {
+	return s.store.CreateSession(ctx, storage.Session{
+		ID:        id,
+		Approver:  sess.Approver,
+		CSRF:      sess.CSRF,
+		CreatedAt: s.clock.Now().UTC(),
+		ExpiresAt: sess.ExpiresAt.UTC(),
+	})
+}
+
+// Get reads the live session under id from the store.
+func (s *StoreSessions) Get(ctx context.Context, id string) (Session, error) {
+	got, err := s.store.GetSession(ctx, id, s.clock.Now().UTC())
+	if errors.Is(err, storage.ErrNotFound) {
+		return Session{}, ErrSessionNotFound
+	}
+	if err != nil {
+		return Session{}, err
+	}
+	return Session{Approver: got.Approver, CSRF: got.CSRF, ExpiresAt: got.ExpiresAt}, nil
+}
+
+// Delete forgets the session under id in the store, which signs it out
+// everywhere.
+func (s *StoreSessions) Delete(ctx context.Context, id string) error {
+	return s.store.DeleteSession(ctx, id)
+}

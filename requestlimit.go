@@ -1,0 +1,74 @@
+package toolgate
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/toolgate/toolgate/internal/windowcount"
+	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
+)
+
+// Defaults of RequestLimit.
+const (
+	DefaultApprovalRequestMax    = 30
+	DefaultApprovalRequestWindow = time.Minute
+)
+
+// RequestLimit caps how many requests of one kind a principal may make in
+// a window, which begins with the first and lasts Window.
+type RequestLimit struct {
+	// Max is the most a window holds; 0 means the default, and negative
+	// means no limit.
+	Max int
+	// Window is the window's length; 0 means the default.
+	Window time.Duration
+}
+
+// withDefaults fills the zero fields of l with max and window.
+func (l RequestLimit) withDefaults(max int, window time.Duration) RequestLimit {
+	if l.Max == 0 {
+		l.Max = max
+	}
+	if l.Window == 0 {
+		l.Window = window
+	}
+	return l
+}
+
+// windowCounter is where the gateway counts its principals' requests: the
+// store, when it counts windows, so that every gateway sharing it counts
+// together; this process's memory otherwise.
+func windowCounter(store storage.Store) storage.WindowCounter {
+	if wc, ok := store.(storage.WindowCounter); ok {
+		return wc
+	}
+	return &windowcount.Memory{}
+}
+
+// countApprovalRequest counts one approval request of principal, asked at
+// now, and refuses it (rate_limited) when the principal's window already
+// holds the most it may. Every request asked counts, the refused ones
+// too, so that asking faster never gets more through.
+func (g *Gateway) countApprovalRequest(ctx context.Context, principal string, now time.Time) error {
+	limit := g.cfg.ApprovalRequestLimit
+	if limit.Max < 0 {
+		return nil
+	}
+	w, err := g.counter.CountEvent(ctx, storage.Event{Keys: []string{"approval-requests/" + principal}, Window: limit.Window, Now: now})
+	if err != nil {
+		return internalError(err)
+	}
+	if w[0].Count <= int64(limit.Max) {
+		return nil
+	}
+	g.obs.approvalRequest(approvalLimited)
+	wait := w[0].End.Sub(now)
+	secs := max(1, int((wait+time.Second-1)/time.Second))
+	return &toolgatetype.Error{
+		Code:       toolgatetype.CodeRateLimited,
+		Message:    fmt.Sprintf("too many approval requests: at most %d in %s; retry in %d seconds", limit.Max, limit.Window, secs),
+		RetryAfter: time.Duration(secs) * time.Second,
+	}
+}
