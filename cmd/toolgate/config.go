@@ -66,6 +66,9 @@ type Config struct {
 	SealingKeys [][]byte
 	// Limits are the limits on guessing and flooding (fleet.go).
 	Limits Limits
+	// AllowedHosts are the names /mcp answers to besides its own
+	// (mcpconfig.go).
+	AllowedHosts []string
 }
 
 // minRetention is the shortest retention: every finished call stays
@@ -142,7 +145,7 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 	}
 	fs, err := root.fields("listen", "storage", "quoteTTL", "approvalTTL", "idempotencyLease", "upstreamTimeout", "feeRate",
 		"exposeUsageCounts", "principals", "upstreams", "trust", "tools", "approvers", "approvals",
-		"metricsListen", "retention", "synchronousAdmission", "oauth", "sealingKeys", "limits")
+		"metricsListen", "retention", "synchronousAdmission", "oauth", "sealingKeys", "limits", "allowedHosts")
 	if err != nil {
 		return nil, err
 	}
@@ -193,6 +196,8 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 			cfg.SealingKeys, err = p.sealingKeys(f.node)
 		case "limits":
 			cfg.Limits, err = p.limits(f.node)
+		case "allowedHosts":
+			cfg.AllowedHosts, err = p.allowedHosts(f.node)
 		case "retention":
 			if cfg.Retention, err = f.duration(); err == nil && cfg.Retention < minRetention {
 				err = f.errorf("%s is shorter than the minimum of 24h: finished calls stay replayable for a day", cfg.Retention)
