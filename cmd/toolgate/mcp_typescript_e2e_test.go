@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	_ "embed"
 	"encoding/json"
 	"errors"
 	"os"
@@ -14,9 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-//go:embed testdata/ts-client.mjs
-var tsClient string
-
 // TestMCPTypeScriptClient runs the TypeScript MCP SDK's client, an MCP
 // client toolgate shares no code with, against /mcp of the server binary.
 // It speaks protocol 2025-11-25, in sessions, as before 2026-07-28 was
@@ -26,11 +22,12 @@ var tsClient string
 // after which the session is told the request was decided
 // (notifications/elicitation/complete) and the call made again runs.
 //
-// It needs node and npm; without them it is skipped, except in CI.
+// The client is testdata/mcp-ts/client.mjs, the SDK's version pinned in
+// its package-lock.json. It needs node and npm; without them it is
+// skipped, except in CI.
 func TestMCPTypeScriptClient(t *testing.T) {
 	t.Parallel()
-	node := requireCommand(t, "node", "it runs the TypeScript MCP SDK's client")
-	script := nodeScript(t, npmPackages(t, tsSDK), "ts-client.mjs", tsClient)
+	dir := npmInstall(t, "testdata/mcp-ts")
 
 	callerKey := randomKey(t, "tg_test_ts_caller_")
 	agentKey := randomKey(t, "tg_test_ts_agent_")
@@ -47,7 +44,8 @@ func TestMCPTypeScriptClient(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, script)
+	cmd := exec.CommandContext(ctx, "node", "client.mjs")
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "TOOLGATE_MCP_URL="+base+"/mcp",
 		"TOOLGATE_CALLER_KEY="+callerKey, "TOOLGATE_AGENT_KEY="+agentKey, "TOOLGATE_APPROVER_KEY="+patKey)
 	stdout, err := cmd.Output()

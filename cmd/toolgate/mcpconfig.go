@@ -28,4 +28,3 @@ func (configParser) allowedHosts(n node) ([]string, error) {
 	}
 	return out, nil
 }
-

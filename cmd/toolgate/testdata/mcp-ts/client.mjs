@@ -1,5 +1,5 @@
 // The TypeScript MCP SDK's client (protocol 2025-11-25, in sessions) against
-// toolgate's /mcp, for TestMCPTypeScriptClient. It prints one JSON object
+// toolgate's /mcp, for TestMCPTypeScriptClient (mcp_typescript_e2e_test.go). It prints one JSON object
 // saying what it saw. Keys come from the environment, never the command line.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
