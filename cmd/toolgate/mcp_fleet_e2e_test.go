@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
@@ -106,15 +104,6 @@ func requireAnsweredElsewhere(t *testing.T, calls []routedCall) {
 	assert.NotEqual(t, calls[0].backend, calls[1].backend, "asked by one instance, answered to the other")
 }
 
-// randomSealingKey is a sealing key as the config gives one.
-func randomSealingKey(t *testing.T) string {
-	t.Helper()
-	key := make([]byte, 32)
-	_, err := rand.Read(key)
-	require.NoError(t, err)
-	return base64.RawURLEncoding.EncodeToString(key)
-}
-
 // executionsOf counts a principal's executions of a tool, over the HTTP API.
 func executionsOf(t *testing.T, c client, tool string) int {
 	t.Helper()
@@ -130,8 +119,9 @@ func executionsOf(t *testing.T, c client, tool string) int {
 // needs no session, lists the tools, is asked for approval (by the person
 // at the client in caller mode; sent to the approval page in approver
 // mode), answers, and its call runs once, though the call and its answer
-// reach different processes. A requestState replayed answers with the
-// first run; one altered, or sent with other arguments, is refused.
+// reach different processes, which seal and open its requestState with the
+// key kept in the store. A requestState replayed answers with the first
+// run; one altered, or sent with other arguments, is refused.
 func TestMCPFleetStateless(t *testing.T) {
 	t.Parallel()
 	dbURL := os.Getenv("TOOLGATE_TEST_POSTGRES_URL")
@@ -151,9 +141,10 @@ func TestMCPFleetStateless(t *testing.T) {
 			map[string]any{"id": caller, "apiKeys": []string{callerKey}},
 			map[string]any{"id": agentID, "apiKeys": []string{agentKey}, "approvalMode": "approver"},
 		},
-		"approvers":   []any{map[string]any{"id": randomKey(t, "fleet-pat-"), "keys": []string{patKey}, "principals": []string{agentID}}},
-		"approvals":   map[string]any{"publicUrl": lb.srv.URL},
-		"sealingKeys": []string{randomSealingKey(t)},
+		"approvers": []any{map[string]any{"id": randomKey(t, "fleet-pat-"), "keys": []string{patKey}, "principals": []string{agentID}}},
+		"approvals": map[string]any{"publicUrl": lb.srv.URL},
+		// No sealingKeys: the instances seal with the key kept in the
+		// store they share.
 	})
 	var bases []string
 	for range 2 {
