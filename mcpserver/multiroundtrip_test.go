@@ -151,9 +151,9 @@ func TestApproverModeAsksInTheResult(t *testing.T) {
 	gw.Upstream.RequireCalls(t, 1)
 	assert.Equal(t, toolgatetype.ApprovalStatusUsed, requestOf(t, gw, "agent", page.ElicitationID).Status)
 
-	// A state does not outlive the quote it was asked under.
-	_, late := asked(t, cs, "paid-sender", `{"v":"late"}`)
-	gw.Clock.Advance(11 * time.Minute)
+	// A state does not outlive the approval request it sends to.
+	latePage, late := asked(t, cs, "paid-sender", `{"v":"late"}`)
+	gw.Clock.Advance(requestOf(t, gw, "agent", latePage.ElicitationID).ExpiresAt.Sub(gw.Clock.Now()))
 	requireInvalidParams(t)(answer(cs, "paid-sender", `{"v":"late"}`, late, visited))
 }
 

@@ -77,7 +77,7 @@ func TestMCPTypeScriptClient(t *testing.T) {
 	c := out.Caller
 	assert.Equal(t, "2025-11-25", c.ProtocolVersion)
 	assert.NotEmpty(t, c.SessionID, "a session")
-	assert.ElementsMatch(t, []string{"earthquake-search", "exchange-rates", "public-holidays"}, c.Tools)
+	assert.Subset(t, c.Tools, []string{"earthquake-search", "exchange-rates", "public-holidays"})
 	require.Len(t, c.Asked, 1)
 	assert.Contains(t, c.Asked[0], "Approve Earthquake Search for $0.0000? version sha256:")
 	assert.False(t, c.Result.IsError)
