@@ -74,6 +74,7 @@ func (g *Gateway) CallTool(ctx context.Context, principal string, req toolgatety
 		ManifestDigest: *q.Quote.ManifestDigest,
 		TotalUSD:       q.Quote.TotalUSD,
 		Requirement:    q.Policy.Approval.Requirement,
+		ExpiresAt:      q.Quote.ExpiresAt,
 	}}
 }
 

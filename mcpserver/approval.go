@@ -2,8 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -25,10 +23,11 @@ const (
 
 // approveByCaller asks the caller to approve the call c as the gateway
 // asked: the person at the client answers a form, which a client on
-// protocol 2026-07-28 or later carries to the call made again, and an
-// older client is sent within this request, after which the gateway is
-// asked again with the answer. A client that cannot show a form gets a
-// tool error that says how to approve.
+// protocol 2026-07-28 or later carries to the call made again, with the
+// sealed requestState that names what it answers, and an older client is
+// sent within this request, after which the gateway is asked again with the
+// answer. A client that cannot show a form gets a tool error that says how
+// to approve.
 func (g *gateway) approveByCaller(ctx context.Context, req *mcp.CallToolRequest, c *toolCall, a *toolgatetype.ToolCallApproval) (*mcp.CallToolResult, error) {
 	if !formElicitation(req.ClientCapabilities()) {
 		return toolError(nil, fmt.Sprintf("%s: calling %s needs approval of version %s for $%s (%s). "+
@@ -38,11 +37,10 @@ func (g *gateway) approveByCaller(ctx context.Context, req *mcp.CallToolRequest,
 			a.Requirement, metaApproval, a.ManifestDigest)), nil
 	}
 	form := approvalForm(a)
-	state := approvalState{QuoteID: a.QuoteID, Digest: a.ManifestDigest}
-	if req.ProtocolVersion() >= multiRoundTripVersion {
-		// The client asks its user and calls again with the answer (and
-		// this state), which callerApproval takes up.
-		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{approvalInput: form}, RequestState: state.encode()}, nil
+	if multiRoundTrip(req) {
+		// The client asks its user and calls again with the answer and
+		// this state, which callTool opens.
+		return g.inputRequired(c, form, newState(c, toolgatetype.ApprovalModeCaller, a.ManifestDigest, a.QuoteID, "", a.ExpiresAt))
 	}
 	// An older client is asked directly, within this request.
 	asking, cancel := context.WithTimeout(ctx, g.opts.ApprovalTimeout)
@@ -54,11 +52,30 @@ func (g *gateway) approveByCaller(ctx context.Context, req *mcp.CallToolRequest,
 		return toolError(nil, fmt.Sprintf("%s: the approval of %s got no answer from the client. Nothing was run or charged.",
 			toolgatetype.CodeApprovalRequired, c.tool.Tool.Slug)), nil
 	}
-	approval, notApproved := answerOf(c, answer, state)
+	approval, notApproved := answerOf(c, answer, a.QuoteID, a.ManifestDigest)
 	if notApproved != nil {
 		return notApproved, nil
 	}
 	return g.ask(ctx, req, c, approval, nil)
+}
+
+// inputRequired is the result that asks the client for the answer to
+// question (protocol 2026-07-28), with st sealed as its requestState.
+func (g *gateway) inputRequired(c *toolCall, question *mcp.ElicitParams, st requestState) (*mcp.CallToolResult, error) {
+	sealed, err := g.sealState(st)
+	if err != nil {
+		g.log.Error("sealing a requestState failed", "tool", c.tool.Tool.Slug, "error", err)
+		return toolError(nil, fmt.Sprintf("%s: the approval of %s could not be asked for. Nothing was run or charged.",
+			toolgatetype.CodeInternal, c.tool.Tool.Slug)), nil
+	}
+	return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{approvalInput: question}, RequestState: sealed}, nil
+}
+
+// multiRoundTrip reports whether the client asks its user itself and
+// calls again with the answer (protocol 2026-07-28 or later), rather than
+// answering the server's own request within the call.
+func multiRoundTrip(req *mcp.CallToolRequest) bool {
+	return req.ProtocolVersion() >= multiRoundTripVersion
 }
 
 // multiRoundTripVersion is the first protocol version in which a server
@@ -103,58 +120,37 @@ func approvalForm(a *toolgatetype.ToolCallApproval) *mcp.ElicitParams {
 	}
 }
 
-// approvalState is what a call asked to approve, carried by the client from
-// the result that asks to its retry with the answer. The client could alter
-// it, but gains nothing: the gateway checks the quote is this caller's for
-// this tool and the digest is the tool's current one.
-type approvalState struct {
-	QuoteID string `json:"quoteId"`
-	Digest  string `json:"digest"`
-}
-
-func (s approvalState) encode() string {
-	b, _ := json.Marshal(s)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-func decodeApprovalState(s string) (approvalState, bool) {
-	var st approvalState
-	raw, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || json.Unmarshal(raw, &st) != nil || st.QuoteID == "" || st.Digest == "" {
-		return approvalState{}, false
-	}
-	return st, true
-}
-
 // callerApproval is the caller's approval a tools/call carries, nil when
 // none: the answer to the approval form, which a client on protocol
-// 2026-07-28 or later sends with the call made again, else the digest an
-// agent that asked its user itself gives in _meta. notApproved explains an
-// answer that approves nothing, should the gateway take it up: only a
-// principal in caller mode is asked, and an earlier run under the key
-// answers first.
-func callerApproval(c *toolCall, p *mcp.CallToolParamsRaw) (a *toolgatetype.CallerApproval, notApproved *mcp.CallToolResult) {
-	if answer, ok := p.InputResponses[approvalInput].(*mcp.ElicitResult); ok {
-		st, ok := decodeApprovalState(p.RequestState)
-		if !ok {
-			return &toolgatetype.CallerApproval{Declined: true}, toolError(nil, fmt.Sprintf("%s: the approval answer came without the state it was asked with; call %s again. Nothing was run or charged.",
-				toolgatetype.CodeInvalidRequest, c.tool.Tool.Slug))
-		}
-		return answerOf(c, answer, st)
+// 2026-07-28 or later sends with the call made again and the state it was
+// asked with (st, already opened and checked), else the digest an agent
+// that asked its user itself gives in _meta. notApproved explains an answer
+// that approves nothing, should the gateway take it up: only a principal
+// in caller mode is asked, and an earlier run under the key answers first.
+// An answer without a state approves nothing the server can name: it is
+// the protocol's invalid params.
+func callerApproval(c *toolCall, p *mcp.CallToolParamsRaw, st *requestState) (a *toolgatetype.CallerApproval, notApproved *mcp.CallToolResult, err error) {
+	answer, answered := p.InputResponses[approvalInput].(*mcp.ElicitResult)
+	switch {
+	case answered && st == nil:
+		return nil, nil, invalidState("an approval answer came without the requestState it was asked with")
+	case answered && st.Mode == toolgatetype.ApprovalModeCaller:
+		a, notApproved := answerOf(c, answer, st.Quote, st.Digest)
+		return a, notApproved, nil
 	}
 	if given, ok := p.Meta[metaApproval]; ok {
 		approved, _ := given.(string)
-		return &toolgatetype.CallerApproval{ManifestDigest: approved}, nil
+		return &toolgatetype.CallerApproval{ManifestDigest: approved}, nil, nil
 	}
-	return nil, nil
+	return nil, nil, nil
 }
 
 // answerOf is the approval the person at the client gave, answering the
-// form that asked about st: the digest asked about, under the quote asked
-// under, remembered as a standing approval of the version when they asked
-// never to be asked again. An answer that does not approve is declined,
-// with the tool error that says so.
-func answerOf(c *toolCall, answer *mcp.ElicitResult, st approvalState) (*toolgatetype.CallerApproval, *mcp.CallToolResult) {
+// form that asked about this digest under this quote: the digest asked
+// about, under the quote asked under, remembered as a standing approval of
+// the version when they asked never to be asked again. An answer that does
+// not approve is declined, with the tool error that says so.
+func answerOf(c *toolCall, answer *mcp.ElicitResult, quoteID, digest string) (*toolgatetype.CallerApproval, *mcp.CallToolResult) {
 	if answer == nil || answer.Action != "accept" || answer.Content["approve"] != true {
 		action := "declined"
 		if answer != nil && answer.Action == "cancel" {
@@ -163,7 +159,7 @@ func answerOf(c *toolCall, answer *mcp.ElicitResult, st approvalState) (*toolgat
 		return &toolgatetype.CallerApproval{Declined: true}, toolError(nil, fmt.Sprintf("%s: the user %s the call of %s. Nothing was run or charged.",
 			toolgatetype.CodeApprovalRequired, action, c.tool.Tool.Slug))
 	}
-	a := &toolgatetype.CallerApproval{QuoteID: st.QuoteID, ManifestDigest: st.Digest}
+	a := &toolgatetype.CallerApproval{QuoteID: quoteID, ManifestDigest: digest}
 	if answer.Content["remember"] == rememberNeverAsk {
 		a.Remember = toolgatetype.ApprovalNeverAsk
 	}

@@ -49,12 +49,21 @@ func (g *gateway) sendToApprover(req *mcp.CallToolRequest, c *toolCall, r *toolg
 			toolgatetype.CodeApprovalRequired, lapsed, c.tool.Tool.Slug, question, r.ID, c.tool.Tool.Slug)), nil
 	}
 	if urlElicitation(req.ClientCapabilities()) {
-		return nil, mcp.URLElicitationRequiredError([]*mcp.ElicitParams{{
+		page := &mcp.ElicitParams{
 			Mode:          "url",
 			Message:       lapsed + question + ". An approver decides on this page; once approved, the call can be made again.",
 			URL:           url,
 			ElicitationID: r.ID,
-		}})
+		}
+		if multiRoundTrip(req) {
+			// The client sends its user to the page, and calls again with
+			// this state once they are done there.
+			return g.inputRequired(c, page, newState(c, toolgatetype.ApprovalModeApprover, r.ManifestDigest, r.QuoteID, r.ID, r.ExpiresAt))
+		}
+		// An older client is told with the URL-elicitation-required error;
+		// its session hears when the request is decided.
+		g.decisions.wait(req.Session, c.principal, r)
+		return nil, mcp.URLElicitationRequiredError([]*mcp.ElicitParams{page})
 	}
 	return toolError(nil, fmt.Sprintf("%s: %s%s needs an approver's approval (%s). An approver decides at %s (approval request %s): "+
 		"give your user this link. Once it is approved, call %s again with the same arguments. Nothing was run or charged.",
@@ -87,3 +96,18 @@ func (g *gateway) approveURL(req *mcp.CallToolRequest, id string) string {
 // extraBaseURL names, among the facts the HTTP handler attaches to each
 // request's token, the address the request reached the server at.
 const extraBaseURL = "toolgate/baseUrl"
+
+// openedPage answers a call made again in approver mode with its user's
+// answer to being sent to the approval page (protocol 2026-07-28, st the
+// state it was sent with). Having gone there proves nothing: the gateway
+// looks for an approver's grant, so nil lets the call through to it. A user
+// who would not go gets a tool error, and nothing runs.
+func openedPage(c *toolCall, p *mcp.CallToolParamsRaw, st *requestState) *mcp.CallToolResult {
+	answer, ok := p.InputResponses[approvalInput].(*mcp.ElicitResult)
+	if !ok || answer.Action == "accept" {
+		return nil
+	}
+	return toolError(nil, fmt.Sprintf("%s: the user did not open the approval page of this call of %s (approval request %s). "+
+		"Nothing was run or charged; the request waits for an approver until %s.",
+		toolgatetype.CodeApprovalRequired, c.tool.Tool.Slug, st.Request, time.Unix(st.Expires, 0).UTC().Format(time.RFC3339)))
+}

@@ -59,18 +59,30 @@ func approverGateway(t *testing.T, store storage.Store) *toolgatetest.Gateway {
 }
 
 // connectAgent serves gw for principal, with its approval pages at pagesAt,
-// and connects c to it.
+// and connects c to it. The test answers input-required results itself.
 func connectAgent(t *testing.T, gw *toolgatetest.Gateway, principal string, c client) *mcp.ClientSession {
 	t.Helper()
 	srv, err := mcpserver.NewServer(gw.Gateway, principal, &mcpserver.Options{PublicURL: pagesAt + "/"})
 	require.NoError(t, err)
+	c.manual = true
 	return connectTo(t, srv, c)
 }
 
-// sentToApprover fails t unless err is the URL-elicitation-required error
-// with one URL elicitation, and returns it.
-func sentToApprover(t *testing.T, err error) *mcp.ElicitParams {
+// sentToApprover fails t unless the client was sent to one approval page,
+// and returns the URL elicitation: an input-required result under protocol
+// 2026-07-28, the URL-elicitation-required error before it.
+func sentToApprover(t *testing.T, res *mcp.CallToolResult, err error) *mcp.ElicitParams {
 	t.Helper()
+	if err == nil {
+		require.True(t, res.NeedsInput(), "want the client sent to an approver, got %s", text(res))
+		require.Len(t, res.InputRequests, 1)
+		require.NotEmpty(t, res.RequestState)
+		e, ok := res.InputRequests["toolgate/approval"].(*mcp.ElicitParams)
+		require.True(t, ok, "%#v", res.InputRequests)
+		assert.Equal(t, "url", e.Mode)
+		assert.Nil(t, e.RequestedSchema)
+		return e
+	}
 	var rpcErr *jsonrpc.Error
 	require.True(t, errors.As(err, &rpcErr), "want the URL-elicitation-required error, got %v", err)
 	require.EqualValues(t, mcp.CodeURLElicitationRequired, rpcErr.Code, rpcErr.Message)
@@ -88,8 +100,8 @@ func sentToApprover(t *testing.T, err error) *mcp.ElicitParams {
 // callSent calls tool and requires that the client is sent to an approver.
 func callSent(t *testing.T, cs *mcp.ClientSession, tool, args string, meta mcp.Meta) *mcp.ElicitParams {
 	t.Helper()
-	_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Meta: meta, Name: tool, Arguments: json.RawMessage(args)})
-	return sentToApprover(t, err)
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Meta: meta, Name: tool, Arguments: json.RawMessage(args)})
+	return sentToApprover(t, res, err)
 }
 
 // decide has approver decide request id.
@@ -248,8 +260,9 @@ func TestApproverModeIgnoresTheCallersOwnApproval(t *testing.T) {
 	}
 	assert.Empty(t, person.asked())
 
-	// A client that answers the caller-mode form unasked, with a state
-	// naming its own quote and the right digest.
+	// A client that answers the caller-mode form unasked, with a state of
+	// its own making that names its own quote and the right digest: no
+	// state the server did not seal opens.
 	q := gw.MustQuote(t, "agent", "paid-sender")
 	state, err := json.Marshal(map[string]string{"quoteId": q.Quote.ID, "digest": digest})
 	require.NoError(t, err)
@@ -260,9 +273,9 @@ func TestApproverModeIgnoresTheCallersOwnApproval(t *testing.T) {
 		"requestState":   base64.RawURLEncoding.EncodeToString(state),
 	})
 	require.NoError(t, err)
-	var res mcp.CallToolResult
-	require.NoError(t, json.Unmarshal(raw.roundTrip(t, 2, "tools/call", string(params)), &res))
-	requireToolError(t, &res, toolgatetype.CodeApprovalRequired)
+	rpcErr := raw.failure(t, 2, "tools/call", string(params))
+	assert.EqualValues(t, jsonrpc.CodeInvalidParams, rpcErr.Code)
+	assert.Contains(t, rpcErr.Message, "requestState cannot be used")
 
 	gw.Upstream.RequireCalls(t, 0)
 	gw.RequireSpent(t, "agent", "0.0000")
@@ -431,6 +444,7 @@ func TestHTTPApproverModeLinksThePageWhereTheRequestCameIn(t *testing.T) {
 				Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{
 					Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{},
 				}},
+				MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 			}).Connect(context.Background(), transport, nil)
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = cs.Close() })

@@ -35,12 +35,16 @@ import (
 // call body's approval), and every call is a new one. In parallel, each
 // goroutine is its own principal with its own session or connection.
 // Each reports cpu-ns/op, the process's CPU time per call (client and
-// server both), beside ns/op. BENCHMARKS.md has the figures.
+// server both), beside ns/op. The MCP calls are made on the newest protocol
+// revision (mcp/...) and, in a session, on 2025-11-25. BENCHMARKS.md has
+// the figures.
 func BenchmarkCallOverHTTP(b *testing.B) {
 	env := newBenchServer(b)
 	b.Run("mcp/serial", func(b *testing.B) { env.run(b, false, env.mcpCaller) })
+	b.Run("mcp-2025-11-25/serial", func(b *testing.B) { env.run(b, false, env.mcpCallerOn(legacyProtocol)) })
 	b.Run("httpapi/serial", func(b *testing.B) { env.run(b, false, env.apiCaller) })
 	b.Run("mcp/parallel", func(b *testing.B) { env.run(b, true, env.mcpCaller) })
+	b.Run("mcp-2025-11-25/parallel", func(b *testing.B) { env.run(b, true, env.mcpCallerOn(legacyProtocol)) })
 	b.Run("httpapi/parallel", func(b *testing.B) { env.run(b, true, env.apiCaller) })
 }
 
@@ -130,14 +134,24 @@ func (e *benchServer) principal(b *testing.B) string {
 	return key
 }
 
-// mcpCaller is an MCP session of its own principal; each tools/call is a
+// mcpCaller is an MCP client of its own principal, on the newest protocol
+// revision (2026-07-28, each request standing alone); each tools/call is a
 // new request, so a new call.
 func (e *benchServer) mcpCaller(b *testing.B) caller { return e.mcpCallerWith(b, e.principal(b)) }
 
-// mcpCallerWith is an MCP session that sends credential, a key or a token.
-func (e *benchServer) mcpCallerWith(b *testing.B, key string) caller {
+// mcpCallerOn is mcpCaller on protocol version, in a session before
+// 2026-07-28.
+func (e *benchServer) mcpCallerOn(version string) func(b *testing.B) caller {
+	return func(b *testing.B) caller { return e.mcpClient(b, e.principal(b), version) }
+}
+
+// mcpCallerWith is an MCP client that sends credential, a key or a token.
+func (e *benchServer) mcpCallerWith(b *testing.B, key string) caller { return e.mcpClient(b, key, "") }
+
+func (e *benchServer) mcpClient(b *testing.B, key, version string) caller {
 	transport := &mcp.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: bearer{key, http.DefaultTransport}}}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(context.Background(), transport, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).
+		Connect(context.Background(), transport, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -26,12 +26,33 @@ type toolCall struct {
 // which quotes, approves and calls as its own pipeline: this only checks
 // the call's arguments and names its key first, and then translates the
 // outcome into a result, a question for the client, or a tool error.
+//
+// A call made again with the requestState of a question it was asked
+// (protocol 2026-07-28) is that first call: the state is opened and
+// checked against this call before anything else, and its key is the
+// first call's, so however often the state comes back the tool runs once.
 func (g *gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	c, res, err := g.newCall(req)
 	if res != nil || err != nil {
 		return res, err
 	}
-	approval, notApproved := callerApproval(c, req.Params)
+	var st *requestState
+	if req.Params.RequestState != "" {
+		opened, err := g.openState(c, req.Params.RequestState)
+		if err != nil {
+			return nil, err
+		}
+		st, c.key = &opened, opened.Key
+	}
+	if st != nil && st.Mode == toolgatetype.ApprovalModeApprover {
+		if res := openedPage(c, req.Params, st); res != nil {
+			return res, nil
+		}
+	}
+	approval, notApproved, err := callerApproval(c, req.Params, st)
+	if err != nil {
+		return nil, err
+	}
 	return g.ask(ctx, req, c, approval, notApproved)
 }
 

@@ -24,10 +24,24 @@
 // "remember: never_ask" records a standing approval of that exact version.
 // A client that can do neither gets a tool error saying how to approve.
 //
+// Under protocol 2026-07-28 a question is not a request of the server's but
+// an input-required result (multi round-trip requests): the client asks
+// its user and makes the call again with the answer and the result's
+// requestState. The state is sealed (Options.Sealing) and binds the
+// principal, the tool, the arguments, the digest and quote asked about,
+// the approval request (approver mode) and an expiry; one that does not
+// open or names another call is the protocol's invalid params, and nothing
+// runs. It carries the call's idempotency key, so the tool runs once
+// however often a state comes back, and the same state and answer sent
+// again get the first run's result. Any instance sharing the store and the
+// sealing keys takes up an answer. Before 2026-07-28 the server asks
+// within the call, as a request of its own.
+//
 // A call runs once per _meta["toolgate/idempotencyKey"] or, without one,
 // per JSON-RPC request id within the session, so a re-sent request gets the
 // first answer back. Both are combined with the tool and its arguments: the
-// same key with other arguments is a new call.
+// same key with other arguments is a new call. Protocol 2026-07-28 has no
+// sessions: there, only the client's key recognises a re-sent request.
 //
 // Two ways to serve:
 //
@@ -39,6 +53,14 @@
 //	h, _ := mcpserver.NewHandler(gw, &mcpserver.Options{Authenticator: keys})
 //	mux.Handle("/mcp", h)
 //	srv.RegisterOnShutdown(h.Close) // lets Shutdown end the clients' event streams
+//
+// The Handler serves protocol 2026-07-28 statelessly (server/discover; any
+// instance of a fleet answers any request) beside the revisions before it,
+// in sessions, choosing by what each request says it speaks. It refuses
+// (403), before reading the key or the body, a request whose Host or
+// Origin names no name of the server's: loopback's for a request that
+// reached a loopback address, Options.PublicURL's host, and
+// Options.AllowedHosts. Lists carry the cache hint Options.ListTTL.
 //
 // For a principal in approver mode only an approver, a person with a key
 // of their own, approves: _meta and forms count for nothing. A call that
@@ -52,7 +74,10 @@
 // page; approved, the call runs with the grant, under the quote the
 // request was made for; denied, a tool error until the request would have
 // expired. A grant serves one call, and an approval that expired unused is
-// asked for anew, saying so.
+// asked for anew, saying so. Under protocol 2026-07-28 the page is sent as
+// a URL-mode question in an input-required result instead of the error;
+// before it, the session is told when the request is decided or expires
+// (notifications/elicitation/complete), whichever instance decided it.
 //
 // With Options.TracerProvider, each MCP message the server handles is an
 // OpenTelemetry span named as the MCP semantic conventions say ("tools/call

@@ -93,6 +93,9 @@ type client struct {
 	version string
 	user    *user
 	url     bool
+	// manual turns the SDK client's own answering of input-required
+	// results off: the test sees them, and answers itself.
+	manual bool
 }
 
 // connect serves gw for principal over in-memory transports and returns the
@@ -114,6 +117,9 @@ func connectTo(t *testing.T, srv *mcpserver.Server, c client) *mcp.ClientSession
 	opts := &mcp.ClientOptions{}
 	if c.user != nil {
 		opts.ElicitationHandler = c.user.elicit
+	}
+	if c.manual {
+		opts.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true}
 	}
 	if c.url {
 		opts.Capabilities = &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{
@@ -230,6 +236,23 @@ func (s *rpcSession) roundTrip(t *testing.T, id int64, method, params string) js
 	require.True(t, ok, "got %T", msg)
 	require.NoError(t, resp.Error)
 	return resp.Result
+}
+
+// failure sends one request and returns the JSON-RPC error it is answered
+// with, failing t when it succeeds.
+func (s *rpcSession) failure(t *testing.T, id int64, method, params string) *jsonrpc.Error {
+	t.Helper()
+	ctx := context.Background()
+	rid, err := jsonrpc.MakeID(float64(id))
+	require.NoError(t, err)
+	require.NoError(t, s.conn.Write(ctx, &jsonrpc.Request{ID: rid, Method: method, Params: json.RawMessage(params)}))
+	msg, err := s.conn.Read(ctx)
+	require.NoError(t, err)
+	resp, ok := msg.(*jsonrpc.Response)
+	require.True(t, ok, "got %T", msg)
+	var rpcErr *jsonrpc.Error
+	require.ErrorAs(t, resp.Error, &rpcErr, "want an error, got %s", resp.Result)
+	return rpcErr
 }
 
 // call sends tools/call with request id id.

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -23,14 +24,28 @@ import (
 
 // Handler serves a gateway over MCP's streamable HTTP transport, mounted at
 // any path of any mux. Every HTTP request must carry a caller's key
-// (Authorization: Bearer <key>); its principal is who calls, and a session
-// begun by one principal answers no other (403).
+// (Authorization: Bearer <key>); its principal is who calls.
+//
+// Two revisions of the protocol are served side by side, as each request
+// asks: 2026-07-28 statelessly, every request standing alone (any instance
+// of a fleet answers any request, with no sessions to route by), and the
+// revisions before it in sessions, which a client begins with initialize
+// and which answer no principal but the one that began them (403).
+//
+// Before its key is looked at or its body read, a request is refused (403)
+// when its Host, or its Origin if it gives one, names no name of the
+// server's (Options.AllowedHosts).
 type Handler struct {
 	g      *gateway
 	auth   apikey.Authenticator
 	tokens apikey.TokenVerifier // nil: API keys only
 	limit  *authlimit.Limiter
-	sdk    http.Handler
+	hosts  hostPolicy
+	// sessions serves protocol revisions before 2026-07-28, in sessions;
+	// stateless serves 2026-07-28. Both are the SDK's, behind its Bearer
+	// token check, over the one *mcp.Server.
+	sessions  http.Handler
+	stateless http.Handler
 	// closing ends, when Close is called, what would otherwise keep an
 	// http.Server's Shutdown waiting: the clients' standalone event streams
 	// and approvals still waiting for a person.
@@ -47,26 +62,19 @@ func NewHandler(gw *toolgate.Gateway, opts *Options) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Handler{g: g, auth: g.opts.Authenticator, tokens: g.opts.Tokens, limit: g.opts.AuthLimit}
+	h := &Handler{g: g, auth: g.opts.Authenticator, tokens: g.opts.Tokens, limit: g.opts.AuthLimit,
+		hosts: newHostPolicy(g.opts.PublicURL, g.opts.AllowedHosts)}
 	if h.limit == nil {
 		h.limit = authlimit.Default()
 	}
 	h.closing, h.close = context.WithCancel(context.Background())
 	g.closing = h.closing
-	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.mcp }, &mcp.StreamableHTTPOptions{
-		Logger:              g.log,
-		SessionTimeout:      g.opts.SessionTimeout,
-		MaxRequestBodyBytes: g.opts.MaxBodyBytes,
-		// Every request needs a caller's key, which a page that rebinds a
-		// name to 127.0.0.1 cannot have; the check would only refuse
-		// reverse proxies in front of a loopback listener.
-		DisableLocalhostProtection: true,
-	})
+	server := func(*http.Request) *mcp.Server { return g.mcp }
 	// The SDK binds each session to the principal that began it
 	// (TokenInfo.UserID) and refuses any other with 403. The key was
 	// checked already; the verifier hands its principal on, with the
 	// address the request came in at, for the links a call's answer gives.
-	h.sdk = auth.RequireBearerToken(func(ctx context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
+	bearer := auth.RequireBearerToken(func(ctx context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
 		principal, ok := ctx.Value(principalKey{}).(string)
 		if !ok {
 			return nil, auth.ErrInvalidToken
@@ -76,15 +84,38 @@ func NewHandler(gw *toolgate.Gateway, opts *Options) (*Handler, error) {
 			extra[extraSpanContext] = trace.SpanContextFromContext(ctx)
 		}
 		return &auth.TokenInfo{UserID: principal, Extra: extra}, nil
-	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(streamable)
+	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
+	// ServeHTTP checks Host and Origin, more strictly than the SDK's
+	// loopback check, which would also refuse the public name of a server
+	// behind a reverse proxy on loopback.
+	h.sessions = bearer(mcp.NewStreamableHTTPHandler(server, &mcp.StreamableHTTPOptions{
+		// A client whose event stream breaks while its call waits (for a
+		// person's approval, say) picks it up where it broke.
+		EventStore:                 mcp.NewMemoryEventStore(nil),
+		Logger:                     g.log,
+		SessionTimeout:             g.opts.SessionTimeout,
+		MaxRequestBodyBytes:        g.opts.MaxBodyBytes,
+		DisableLocalhostProtection: true,
+	}))
+	h.stateless = bearer(mcp.NewStreamableHTTPHandler(server, &mcp.StreamableHTTPOptions{
+		Stateless:                  true,
+		Logger:                     g.log,
+		MaxRequestBodyBytes:        g.opts.MaxBodyBytes,
+		DisableLocalhostProtection: true,
+	}))
 	return h, nil
 }
 
 type principalKey struct{}
 
-// ServeHTTP authenticates the request, caps its body, marks each tools/call
-// with its session and request id, and hands it to the SDK.
+// ServeHTTP checks the request's Host and Origin, authenticates it, caps
+// its body, marks each tools/call with its session and request id, and
+// hands it to the SDK's handler for the protocol revision it speaks.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if why := h.hosts.refusal(r); why != "" {
+		writeRPCError(w, http.StatusForbidden, why)
+		return
+	}
 	principal, ok := h.authenticate(w, r)
 	if !ok {
 		return
@@ -97,6 +128,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ctx = tracePropagation.Extract(ctx, propagation.HeaderCarrier(r.Header))
 	}
 	rc := http.NewResponseController(w)
+	stateless := statelessVersion(r.Header)
 	switch r.Method {
 	case http.MethodPost:
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.g.opts.MaxBodyBytes))
@@ -109,23 +141,85 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeRPCError(w, http.StatusBadRequest, "the request body could not be read")
 			return
 		}
-		body = keyHTTPBody(body, r.Header.Get("Mcp-Session-Id"))
+		head := headOf(body)
+		session := r.Header.Get("Mcp-Session-Id")
+		if session == "" && (head.perRequestVersion || head.method == "server/discover") {
+			// No session, and the request says its revision itself: the
+			// stateless handler answers it, if only to say what is missing.
+			stateless = true
+		}
+		if stateless {
+			session = "" // a request of its own, in no session
+		}
+		body = keyHTTPBody(body, session)
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
+		if head.method == "subscriptions/listen" {
+			// A listen stream lasts until the client ends it; Close ends it
+			// too.
+			var stop func()
+			ctx, stop = h.untilClosed(ctx, rc)
+			defer stop()
+			break
+		}
 		// An answer may wait for a person's approval, longer than the
 		// server's write timeout would allow.
 		_ = rc.SetWriteDeadline(time.Now().Add(h.g.opts.ApprovalTimeout + time.Minute))
 	case http.MethodGet:
 		// The client's standalone event stream lasts as long as its session;
 		// Close ends it.
-		_ = rc.SetWriteDeadline(time.Time{})
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithCancel(ctx)
-		defer cancel()
-		stop := context.AfterFunc(h.closing, cancel)
+		var stop func()
+		ctx, stop = h.untilClosed(ctx, rc)
 		defer stop()
 	}
-	h.sdk.ServeHTTP(w, r.WithContext(ctx))
+	if stateless {
+		h.stateless.ServeHTTP(w, r.WithContext(ctx))
+		return
+	}
+	h.sessions.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// untilClosed is the context of a stream that lasts until the client ends
+// it or Close is called, with no write deadline; stop releases it.
+func (h *Handler) untilClosed(ctx context.Context, rc *http.ResponseController) (_ context.Context, stop func()) {
+	_ = rc.SetWriteDeadline(time.Time{})
+	ctx, cancel := context.WithCancel(ctx)
+	unhook := context.AfterFunc(h.closing, cancel)
+	return ctx, func() {
+		unhook()
+		cancel()
+	}
+}
+
+// statelessVersion reports whether a request's MCP-Protocol-Version header
+// names 2026-07-28 or later, which the stateless handler answers (and
+// refuses, with the versions it serves, when it names one unknown).
+// Protocol versions are dates, so they order as strings.
+func statelessVersion(h http.Header) bool {
+	v := h.Get("Mcp-Protocol-Version")
+	return v != "" && v >= multiRoundTripVersion
+}
+
+// bodyHead is what routing needs to know of a request body: its method,
+// and whether it names its protocol revision in _meta, as requests of
+// 2026-07-28 do. A batch, which that revision does not allow, has neither.
+type bodyHead struct {
+	method            string
+	perRequestVersion bool
+}
+
+func headOf(body []byte) bodyHead {
+	var msg struct {
+		Method string `json:"method"`
+		Params struct {
+			Meta map[string]json.RawMessage `json:"_meta"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &msg) != nil {
+		return bodyHead{}
+	}
+	_, versioned := msg.Params.Meta[mcp.MetaKeyProtocolVersion]
+	return bodyHead{method: msg.Method, perRequestVersion: versioned}
 }
 
 // Close ends the clients' standalone event streams and the approvals still

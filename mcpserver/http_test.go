@@ -273,7 +273,9 @@ func send(t *testing.T, method, url, authorization, session, body string) httpRe
 		sc := bufio.NewScanner(resp.Body)
 		sc.Buffer(nil, 4<<20)
 		for sc.Scan() {
-			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			// The first message, past the priming event (an id, no data)
+			// that lets a session's stream resume.
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok && data != "" {
 				r.body = []byte(data)
 				break
 			}
@@ -296,4 +298,98 @@ func (r httpReply) executionID(t *testing.T) string {
 	id, _ := msg.Result.Meta["toolgate/executionId"].(string)
 	require.NotEmpty(t, id, "%s", r.body)
 	return id
+}
+
+// Host and Origin are checked before the key and before the body: a page a
+// browser shows cannot reach the server by pointing a name of its own at
+// the server's address (DNS rebinding), nor call it from another site.
+func TestHTTPRefusesForeignHostsAndOrigins(t *testing.T) {
+	t.Parallel()
+	gw := toolgatetest.New(t, nil)
+	keys := apikey.NewKeyStore()
+	require.NoError(t, keys.AddKey("alice", aliceKey))
+	h, err := mcpserver.NewHandler(gw.Gateway, &mcpserver.Options{
+		Authenticator: keys,
+		PublicURL:     "https://gateway.example.com/toolgate",
+		AllowedHosts:  []string{"mcp.internal.example", "proxy.example:8443"},
+	})
+	require.NoError(t, err)
+	srv := httptest.NewServer(h) // on loopback
+	t.Cleanup(func() {
+		h.Close()
+		srv.Close()
+	})
+	own := strings.TrimPrefix(srv.URL, "http://")
+	post := func(host, origin, key string) httpReply {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(initialize))
+		require.NoError(t, err)
+		req.Host = host
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return httpReply{status: resp.StatusCode, header: resp.Header, body: body}
+	}
+
+	// A foreign Origin, a foreign Host: 403, before the key is looked at,
+	// each saying which header and how to allow it.
+	r := post(own, "http://evil.example.com", aliceKey)
+	assert.Equal(t, http.StatusForbidden, r.status)
+	assert.Contains(t, string(r.body), `the Origin header names \"http://evil.example.com\"`)
+	assert.Contains(t, string(r.body), "allowedHosts")
+	r = post("evil.example.com", "", aliceKey)
+	assert.Equal(t, http.StatusForbidden, r.status)
+	assert.Contains(t, string(r.body), `the Host header names \"evil.example.com\"`)
+	assert.Contains(t, string(r.body), "allowedHosts")
+	assert.Equal(t, http.StatusForbidden, post("evil.example.com", "http://evil.example.com", "").status, "not 401: refused first")
+
+	// Both allowed: served.
+	assert.Equal(t, http.StatusOK, post(own, "http://"+own, aliceKey).status)
+	for _, tc := range []struct {
+		name, host, origin string
+		want               int
+	}{
+		{"loopback's name, on loopback", "localhost:1234", "http://localhost:3000", http.StatusOK},
+		{"loopback's address", "127.0.0.1:9", "", http.StatusOK},
+		{"the public URL's host", "gateway.example.com", "https://gateway.example.com", http.StatusOK},
+		{"a listed name, any port", "mcp.internal.example:8080", "https://mcp.internal.example", http.StatusOK},
+		{"a listed name and port", "proxy.example:8443", "", http.StatusOK},
+		{"a listed name on another port", "proxy.example:8444", "", http.StatusForbidden},
+		{"a name only like a listed one", "mcp.internal.example.evil.com", "", http.StatusForbidden},
+		{"an allowed Host with a foreign Origin", "gateway.example.com", "https://evil.example.com", http.StatusForbidden},
+		{"the opaque origin", own, "null", http.StatusForbidden},
+		{"another scheme", own, "file://" + own, http.StatusForbidden},
+	} {
+		assert.Equal(t, tc.want, post(tc.host, tc.origin, aliceKey).status, tc.name)
+	}
+
+	// Refused before the body is read: a body that cannot be read is never
+	// noticed.
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodPost, "/mcp", unreadable{t})
+	req.Host = "evil.example.com"
+	req.Header.Set("Authorization", "Bearer "+aliceKey)
+	h.ServeHTTP(rec, req)
+	assert.Equal(t, http.StatusForbidden, rec.Code)
+
+	_, err = mcpserver.NewHandler(gw.Gateway, &mcpserver.Options{AllowedHosts: []string{"https://mcp.example.com"}})
+	assert.ErrorContains(t, err, `AllowedHosts: "https://mcp.example.com" is not a host name or IP address`)
+}
+
+// unreadable fails the test that reads it.
+type unreadable struct{ t *testing.T }
+
+func (u unreadable) Read([]byte) (int, error) {
+	u.t.Error("the body was read")
+	return 0, io.ErrUnexpectedEOF
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -60,9 +61,10 @@ func TestKeyHTTPBodyMarksEveryToolsCall(t *testing.T) {
 	}
 }
 
-// A client on protocol 2026-07-28 carries the approval answer and the state
-// it was asked with itself; what it sends proves nothing the gateway does
-// not check.
+// A client on protocol 2026-07-28 carries the approval answer and the
+// sealed state it was asked with itself: a state it did not get for this
+// very call, or altered, is invalid params and nothing runs; what a state
+// names is still checked by the gateway.
 func TestApprovalAnswersAreChecked(t *testing.T) {
 	t.Parallel()
 	gw := toolgatetest.New(t, nil)
@@ -73,30 +75,65 @@ func TestApprovalAnswersAreChecked(t *testing.T) {
 	yes := &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}
 	ctx := context.Background()
 	// runAnswered makes the call again with the user's yes and state.
-	runAnswered := func(state string) *mcp.CallToolResult {
+	runAnswered := func(args, state string) (*mcp.CallToolResult, error) {
 		t.Helper()
-		res, err := g.callTool(ctx, &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{
-			Name: "echo", Arguments: json.RawMessage(`{"v":"x"}`),
+		return g.callTool(ctx, &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{
+			Name: "echo", Arguments: json.RawMessage(args),
 			InputResponses: mcp.InputResponseMap{approvalInput: yes}, RequestState: state,
 		}})
+	}
+	invalidParams := func(res *mcp.CallToolResult, err error) string {
+		t.Helper()
+		require.Nil(t, res)
+		var rpcErr *jsonrpc.Error
+		require.ErrorAs(t, err, &rpcErr)
+		assert.EqualValues(t, jsonrpc.CodeInvalidParams, rpcErr.Code)
+		return rpcErr.Message
+	}
+	own := gw.MustQuote(t, "alice", "echo")
+	call := &toolCall{principal: "alice", tool: v, args: []byte(`{"v":"x"}`), key: "k1"}
+	good := newState(call, toolgatetype.ApprovalModeCaller, v.Digest, own.Quote.ID, "", own.Quote.ExpiresAt)
+	seal := func(st requestState) string {
+		s, err := g.sealState(st)
 		require.NoError(t, err)
-		return res
+		return s
 	}
 
-	textOf := func(res *mcp.CallToolResult) string {
+	assert.Contains(t, invalidParams(runAnswered(`{"v":"x"}`, "")), "without the requestState")
+	assert.Contains(t, invalidParams(runAnswered(`{"v":"x"}`, "not-a-state")), "not issued by this gateway")
+	altered := []byte(seal(good))
+	altered[len(altered)/2] ^= 1
+	assert.Contains(t, invalidParams(runAnswered(`{"v":"x"}`, string(altered))), "not issued by this gateway")
+	other, err := newGateway(gw.Gateway, "alice", nil) // another key
+	require.NoError(t, err)
+	elsewhere, err := other.sealState(good)
+	require.NoError(t, err)
+	assert.Contains(t, invalidParams(runAnswered(`{"v":"x"}`, elsewhere)), "not issued by this gateway")
+
+	// Another call's state: other arguments, tool or caller.
+	assert.Contains(t, invalidParams(runAnswered(`{"v":"y"}`, seal(good))), "issued for another call")
+	bobs := good
+	bobs.Principal = "bob"
+	assert.Contains(t, invalidParams(runAnswered(`{"v":"x"}`, seal(bobs))), "issued for another call")
+	renamed := good
+	renamed.Tool = "paid-echo"
+	assert.Contains(t, invalidParams(runAnswered(`{"v":"x"}`, seal(renamed))), "issued for another call")
+	gw.Clock.Advance(own.Quote.ExpiresAt.Sub(gw.Clock.Now()))
+	assert.Contains(t, invalidParams(runAnswered(`{"v":"x"}`, seal(good))), "expired at")
+	gw.Upstream.RequireCalls(t, 0)
+
+	// What a state names is the gateway's to check: bob's quote is not
+	// alice's to use, nor another version's digest an approval of this one.
+	textOf := func(res *mcp.CallToolResult, err error) string {
+		require.NoError(t, err)
 		require.True(t, res.IsError)
 		return res.Content[0].(*mcp.TextContent).Text
 	}
-	assert.Contains(t, textOf(runAnswered("not-a-state")), "came without the state")
-
-	// bob's quote is not alice's to use.
-	bobs := gw.MustQuote(t, "bob", "echo")
-	forged := approvalState{QuoteID: bobs.Quote.ID, Digest: v.Digest}.encode()
-	assert.Contains(t, textOf(runAnswered(forged)), string(toolgatetype.CodeQuoteNotFound))
-
-	// Nor is another version's digest an approval of this one.
-	own := gw.MustQuote(t, "alice", "echo")
-	stale := approvalState{QuoteID: own.Quote.ID, Digest: "sha256:" + strings.Repeat("1", 64)}.encode()
-	assert.Contains(t, textOf(runAnswered(stale)), string(toolgatetype.CodeApprovalMismatch))
+	bobQuote := gw.MustQuote(t, "bob", "echo")
+	forged := newState(call, toolgatetype.ApprovalModeCaller, v.Digest, bobQuote.Quote.ID, "", bobQuote.Quote.ExpiresAt)
+	assert.Contains(t, textOf(runAnswered(`{"v":"x"}`, seal(forged))), string(toolgatetype.CodeQuoteNotFound))
+	fresh := gw.MustQuote(t, "alice", "echo")
+	stale := newState(call, toolgatetype.ApprovalModeCaller, "sha256:"+strings.Repeat("1", 64), fresh.Quote.ID, "", fresh.Quote.ExpiresAt)
+	assert.Contains(t, textOf(runAnswered(`{"v":"x"}`, seal(stale))), string(toolgatetype.CodeApprovalMismatch))
 	gw.Upstream.RequireCalls(t, 0)
 }

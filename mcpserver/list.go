@@ -39,7 +39,7 @@ func (g *gateway) listTools(ctx context.Context, principal string, params *mcp.L
 		return nil, g.internal(ctx, "list tools", err)
 	}
 	// The list is this principal's, and changes as tools are registered.
-	res := &mcp.ListToolsResult{Tools: []*mcp.Tool{}, Cacheable: mcp.Cacheable{CacheScope: "private"}}
+	res := &mcp.ListToolsResult{Tools: []*mcp.Tool{}, Cacheable: mcp.Cacheable{TTLMs: int(g.opts.ListTTL.Milliseconds()), CacheScope: "private"}}
 	for {
 		page, total, err := g.gw.List(ctx, "", MaxPageSize, offset, toolgatetype.EntryOptions{})
 		if err != nil {
@@ -166,4 +166,12 @@ func annotationsOf(title string, c toolgatetype.NormalizedCapabilities) *mcp.Too
 func (g *gateway) internal(ctx context.Context, doing string, err error) error {
 	g.log.ErrorContext(ctx, "mcp request failed", "doing", doing, "error", err)
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the gateway could not " + doing}
+}
+
+// cacheable sets the cache hint of the results the SDK answers itself
+// (server/discover, the empty prompt and resource lists): the same for
+// every caller, for ListTTL.
+func (g *gateway) cacheable(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
+	c.TTLMs = int(g.opts.ListTTL.Milliseconds())
+	c.CacheScope = "public"
 }

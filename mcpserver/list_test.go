@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -120,12 +121,18 @@ func TestListLeavesOutToolsTheSpendControlsBlock(t *testing.T) {
 func TestListFollowsTheRegistry(t *testing.T) {
 	t.Parallel()
 	gw := toolgatetest.New(t, nil)
-	cs := connect(t, gw, "alice", client{})
+	// The client may keep a list as long as the server says: a change is
+	// seen once that has passed.
+	const ttl = 20 * time.Millisecond
+	srv, err := mcpserver.NewServer(gw.Gateway, "alice", &mcpserver.Options{ListTTL: ttl})
+	require.NoError(t, err)
+	cs := connectTo(t, srv, client{})
 	assert.NotContains(t, listAll(t, cs), "goal-data")
 
 	// A tool registered while serving, and one made callable, both appear.
 	require.NoError(t, gw.Registry.Register(coveredEcho2()))
 	require.NoError(t, gw.Registry.SetTrust("goal-data", registry.Trust{PaymentVerified: registry.Bool(true)}))
+	time.Sleep(ttl)
 	tools := listAll(t, cs)
 	assert.Contains(t, tools, "echo-two")
 	assert.Contains(t, tools, "goal-data")

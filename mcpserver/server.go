@@ -16,6 +16,7 @@ import (
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/apikey"
 	"github.com/toolgate/toolgate/authlimit"
+	"github.com/toolgate/toolgate/sealing"
 )
 
 // Defaults of Options fields left zero.
@@ -25,6 +26,7 @@ const (
 	DefaultApprovalTimeout = 5 * time.Minute
 	DefaultMaxBodyBytes    = 1 << 20
 	DefaultSessionTimeout  = 30 * time.Minute
+	DefaultListTTL         = 30 * time.Second
 )
 
 // Options configure a Server or a Handler. A nil *Options, and every zero
@@ -54,6 +56,20 @@ type Options struct {
 	// (toolgate.Config.TracerProvider) for one trace per call. Nil: no
 	// spans, at no cost.
 	TracerProvider trace.TracerProvider
+	// Sealing seals the requestState of a call that asks for approval
+	// under protocol 2026-07-28, which the client carries to the call made
+	// again: whichever instance that reaches must open it, so every
+	// instance of a fleet is given the fleet's keys
+	// (sealing.FleetKeys). Nil: a key of this process's own, good for one
+	// instance (and stdio).
+	Sealing *sealing.Keys
+	// ListTTL is how long a client may keep a list it was given
+	// (tools/list and the others) before asking again: the cache hint of
+	// protocol 2026-07-28. The server itself keeps no list, so a changed
+	// tool list reaches every client at most this long after the change,
+	// and at once those that listen for changes. Default 30 seconds; at
+	// most 1 hour.
+	ListTTL time.Duration
 
 	// The fields below apply to NewHandler only.
 
@@ -76,6 +92,13 @@ type Options struct {
 	// SessionTimeout closes an HTTP session that has sent nothing for this
 	// long (default 30 minutes).
 	SessionTimeout time.Duration
+	// AllowedHosts are names, besides loopback's and the host of
+	// PublicURL, that requests may give as their Host (and their Origin's
+	// host): those of a reverse proxy in front of the server, say. Each is
+	// a host name or IP address, with a port to allow that port only.
+	// Requests naming anything else are refused (403) before anything is
+	// read of them, a guard against DNS rebinding.
+	AllowedHosts []string
 }
 
 func (o Options) withDefaults() Options {
@@ -93,6 +116,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.SessionTimeout == 0 {
 		o.SessionTimeout = DefaultSessionTimeout
+	}
+	if o.ListTTL == 0 {
+		o.ListTTL = DefaultListTTL
+	}
+	if o.Sealing == nil {
+		o.Sealing, _ = sealing.New(sealing.GenerateKey()) // a generated key is always good
 	}
 	return o
 }
@@ -114,12 +143,23 @@ func (o Options) validate() error {
 		return errors.New("mcpserver: MaxBodyBytes must be positive")
 	case o.SessionTimeout < 0:
 		return errors.New("mcpserver: SessionTimeout must be positive")
+	case o.ListTTL < 0 || o.ListTTL > maxListTTL:
+		return fmt.Errorf("mcpserver: ListTTL %s must be positive and at most %s", o.ListTTL, maxListTTL)
 	case o.PublicURL != "" && !baseURL(o.PublicURL):
 		// Not quoted back: a URL with credentials would put them in a log.
 		return errors.New("mcpserver: PublicURL must be an http or https URL with a host, and no credentials, query or fragment")
 	}
+	for _, h := range o.AllowedHosts {
+		if !validAllowedHost(h) {
+			return fmt.Errorf("mcpserver: AllowedHosts: %q is not a host name or IP address with an optional port", h)
+		}
+	}
 	return nil
 }
+
+// maxListTTL bounds ListTTL: a list kept longer would hide a changed tool
+// list from clients that do not listen for changes for too long.
+const maxListTTL = time.Hour
 
 // Server is a gateway's MCP server for one principal, for stdio, in-memory
 // and other transports where the whole session is one caller's.
@@ -180,6 +220,8 @@ type gateway struct {
 	closing context.Context
 	// spans is nil when not tracing.
 	spans *spanTracer
+	// decisions tells sessions sent to an approval page when it is decided.
+	decisions decisions
 
 	// added holds the slugs registered with the *mcp.Server so far. Tools
 	// are added on their first call: the registry can grow while serving,
@@ -203,13 +245,21 @@ func newGateway(gw *toolgate.Gateway, principal string, opts *Options) (*gateway
 		return nil, err
 	}
 	g := &gateway{gw: gw, principal: principal, opts: o, log: o.Logger, closing: context.Background(), added: map[string]bool{}}
+	g.decisions.g = g
 	g.mcp = mcp.NewServer(&mcp.Implementation{Name: "toolgate", Title: "toolgate", Version: serverVersion}, &mcp.ServerOptions{
 		Instructions: instructions,
 		Logger:       o.Logger,
-		// Tools come from the registry when asked for, so the capability is
-		// declared rather than inferred; sessions are told when it changes
-		// (watchRegistry).
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		// What the server answers, declared rather than inferred: tools
+		// come from the registry when asked for, and sessions are told
+		// when they change (watchRegistry); there are no prompts or
+		// resources, and their lists say so (empty) rather than the
+		// method being unknown.
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:     &mcp.ToolCapabilities{ListChanged: true},
+			Prompts:   &mcp.PromptCapabilities{},
+			Resources: &mcp.ResourceCapabilities{},
+		},
+		SetCacheable: g.cacheable,
 	})
 	g.stopWatching = g.watchRegistry()
 	g.mcp.AddReceivingMiddleware(g.route)

@@ -275,7 +275,9 @@ func TestMCPOverHTTPContinuesTheCallersTrace(t *testing.T) {
 	_, session := tp.Tracer("agent").Start(context.Background(), "agent session")
 	header.set(traceparentOf(session))
 	transport := &mcp.StreamableClientTransport{Endpoint: srv + "/mcp", HTTPClient: &http.Client{Transport: header}}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "http-agent", Version: "1"}, nil).Connect(context.Background(), transport, nil)
+	// In a session (before protocol 2026-07-28), which the spans name.
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "http-agent", Version: "1"}, nil).
+		Connect(context.Background(), transport, &mcp.ClientSessionOptions{ProtocolVersion: legacyProtocol})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = cs.Close() })
 	init := named(t, spans.GetSpans(), "initialize")

@@ -1,6 +1,9 @@
 package toolgatetype
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // ToolCallRequest is one call of a tool as an agent protocol makes it (an
 // MCP tools/call): a tool and its input, with no quote of the caller's own.
@@ -77,6 +80,9 @@ type ToolCallApproval struct {
 	ManifestDigest string
 	TotalUSD       string
 	Requirement    Requirement
+	// ExpiresAt is the quote's expiry: an answer that comes after it
+	// approves nothing.
+	ExpiresAt time.Time
 	// Declined says the caller's answer (CallerApproval.Declined)
 	// approved nothing. Nothing was quoted: the fields above are empty.
 	Declined bool

@@ -67,6 +67,9 @@ type Config struct {
 	SealingKeys [][]byte
 	// Limits are the limits on guessing and flooding (fleet.go).
 	Limits Limits
+	// AllowedHosts are the names /mcp answers to besides its own
+	// (mcpconfig.go).
+	AllowedHosts []string
 	// MCPServers are the MCP servers whose tools the gateway serves
 	// (mcpservers.go); PinsFile, when set, the file of their pinned
 	// digests, absolute.
@@ -149,7 +152,7 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 	}
 	fs, err := root.fields("listen", "storage", "quoteTTL", "approvalTTL", "idempotencyLease", "upstreamTimeout", "feeRate",
 		"exposeUsageCounts", "principals", "upstreams", "trust", "tools", "approvers", "approvals",
-		"metricsListen", "retention", "synchronousAdmission", "oauth", "sealingKeys", "limits", "mcpServers", "pins")
+		"metricsListen", "retention", "synchronousAdmission", "oauth", "sealingKeys", "limits", "allowedHosts", "mcpServers", "pins")
 	if err != nil {
 		return nil, err
 	}
@@ -201,6 +204,8 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 			cfg.SealingKeys, err = p.sealingKeys(f.node)
 		case "limits":
 			cfg.Limits, err = p.limits(f.node)
+		case "allowedHosts":
+			cfg.AllowedHosts, err = p.allowedHosts(f.node)
 		case "mcpServers":
 			cfg.MCPServers, err = p.mcpServers(f.node)
 			mcpField = &f

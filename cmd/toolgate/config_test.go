@@ -123,6 +123,10 @@ func TestParseConfigAccepts(t *testing.T) {
 			func(t *testing.T, cfg *Config) { assert.True(t, cfg.postgres()) }},
 		{"approvalTTL", `{"approvalTTL": "45m"}`,
 			func(t *testing.T, cfg *Config) { assert.Equal(t, 45*time.Minute, cfg.ApprovalTTL) }},
+		{"names /mcp answers to", `{"allowedHosts": ["mcp.example.com", "10.0.0.5:8080", "[::1]:9"]}`,
+			func(t *testing.T, cfg *Config) {
+				assert.Equal(t, []string{"mcp.example.com", "10.0.0.5:8080", "[::1]:9"}, cfg.AllowedHosts)
+			}},
 		{"every interface, any port", `{"listen": ":0"}`,
 			func(t *testing.T, cfg *Config) { assert.Equal(t, ":0", cfg.Listen) }},
 		{"amount as a JSON number, taken by its text", `{"principals": [{"id": "a", "apiKeys": ["k"], "spendControls": {"dailyLimitUsd": 0.1}}]}`,
@@ -199,6 +203,8 @@ func TestParseConfigErrors(t *testing.T) {
 		{"unknown field in trust", `{"trust": {"goal-data": {"paid": true}}}`,
 			`config: trust.goal-data: unknown field "paid"`},
 
+		{"a URL among the allowed hosts", `{"allowedHosts": ["https://mcp.example.com"]}`,
+			`config: allowedHosts[0]: "https://mcp.example.com" is not a host name or IP address with an optional port ("mcp.example.com", "10.0.0.5:8080"); give no scheme or path`},
 		{"not JSON", "{\n  \"listen\": \"x\",\n  oops\n}",
 			`config: invalid JSON at line 3, column 3: ...`},
 		{"empty file", ``, `config: the file is empty; it must hold a JSON object`},

@@ -77,7 +77,7 @@ func runMCP(ctx context.Context, c *cli, cmd *command, args []string) int {
 	defer a.close()
 	// Over stdio there is no request address: the approval pages of
 	// approver-mode calls are linked only under the configured publicUrl.
-	srv, err := mcpserver.NewServer(a.gw, principal, tel.mcpOptions(&mcpserver.Options{Logger: log, PublicURL: cfg.Approvals.PublicURL}))
+	srv, err := mcpserver.NewServer(a.gw, principal, tel.mcpOptions(&mcpserver.Options{Logger: log, PublicURL: cfg.Approvals.PublicURL, Sealing: a.sealing}))
 	if err != nil {
 		log.Error("cannot start", "error", err)
 		return exitFailed

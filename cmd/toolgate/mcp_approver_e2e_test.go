@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -16,18 +17,6 @@ import (
 
 	"github.com/toolgate/toolgate/internal/testproc"
 )
-
-// urlAgent is an MCP client that can send its user to a URL (URL-mode
-// elicitation), and answers any form by approving: in approver mode no
-// form may count.
-func urlAgent(person *agent) *mcp.Client {
-	return mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, &mcp.ClientOptions{
-		ElicitationHandler: person.elicit,
-		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{
-			Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{},
-		}},
-	})
-}
 
 // sentTo fails t unless err sends the client to an approval page, and
 // returns the URL elicitation.
@@ -49,9 +38,10 @@ func sentTo(t *testing.T, err error) *mcp.ElicitParams {
 var quakes = map[string]any{"starttime": "2024-09-25", "endtime": "2024-09-30"}
 
 // TestMCPApproverModeOverStreamableHTTP runs the server binary with an
-// agent in approver mode: its MCP call sends it to the approval page, a
-// person approves over the HTTP API with an approver key, and the agent's
-// retry runs.
+// agent in approver mode, on protocol 2025-11-25 in a session: its MCP call
+// sends it to the approval page, a person approves over the HTTP API with
+// an approver key, the session is told the request was decided
+// (notifications/elicitation/complete), and the agent's retry runs.
 func TestMCPApproverModeOverStreamableHTTP(t *testing.T) {
 	t.Parallel()
 	agentKey := randomKey(t, "tg_test_agent_")
@@ -64,10 +54,20 @@ func TestMCPApproverModeOverStreamableHTTP(t *testing.T) {
 	srv, base := startServer(t, []string{"-config", path, "-offline"})
 	ctx := context.Background()
 	person := &agent{}
+	decided := make(chan string, 1)
 	transport := &mcp.StreamableClientTransport{Endpoint: base + "/mcp", HTTPClient: &http.Client{Transport: withKey{agentKey}}}
-	cs, err := urlAgent(person).Connect(ctx, transport, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: person.elicit,
+		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{
+			Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{},
+		}},
+		ElicitationCompleteHandler: func(_ context.Context, n *mcp.ElicitationCompleteNotificationRequest) {
+			decided <- n.Params.ElicitationID
+		},
+	}).Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	require.NoError(t, err)
 	defer cs.Close()
+	require.NotEmpty(t, cs.ID(), "a session")
 	digest, _ := mcpTools(t, cs)["earthquake-search"].Meta["toolgate/manifestDigest"].(string)
 	require.NotEmpty(t, digest)
 
@@ -87,9 +87,20 @@ func TestMCPApproverModeOverStreamableHTTP(t *testing.T) {
 
 	// The person approves with their key, over the HTTP API.
 	pat := client{t: t, base: base, key: patKey}
+	select {
+	case early := <-decided:
+		t.Fatalf("told %s was decided before anyone decided", early)
+	default:
+	}
 	r := pat.do(http.MethodPost, "/v1/approval-requests/"+id+"/approve", nil)
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
 	assert.Equal(t, "approved", r.json(t)["status"])
+	select {
+	case got := <-decided:
+		assert.Equal(t, id, got)
+	case <-time.After(15 * time.Second):
+		t.Fatal("the session was not told the request was decided")
+	}
 
 	// The retry runs with the grant.
 	res := mcpCall(t, cs, "earthquake-search", quakes, nil)
@@ -152,18 +163,36 @@ func TestMCPApproverModeOverStdio(t *testing.T) {
 	assert.Contains(t, msg, "approvals.publicUrl")
 	require.NoError(t, bare.Close())
 
-	// With one: the page on the server, which shares the store.
-	person := &agent{}
-	cs, stderr := stdio(config(base), urlAgent(person))
-	_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "earthquake-search", Arguments: quakes})
-	e := sentTo(t, err)
-	assert.Equal(t, base+"/approvals/"+e.ElicitationID, e.URL)
-	r := client{t: t, base: base, key: patKey}.do(http.MethodPost, "/v1/approval-requests/"+e.ElicitationID+"/approve", nil)
-	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
-
+	// With one: the page on the server, which shares the store. The
+	// client (protocol 2026-07-28) sends its user there, an approver
+	// approves, and the client makes the call again with its requestState.
+	var sentTo []*mcp.ElicitParams
+	pat := client{t: t, base: base, key: patKey}
+	opener := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			sentTo = append(sentTo, req.Params)
+			if req.Params.Mode != "url" {
+				return nil, errors.New("a form was shown in approver mode")
+			}
+			r, err := pat.send(http.MethodPost, "/v1/approval-requests/"+req.Params.ElicitationID+"/approve", nil)
+			if err != nil || r.status != http.StatusOK {
+				return nil, errors.New("the approval failed")
+			}
+			return &mcp.ElicitResult{Action: "accept"}, nil
+		},
+		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{
+			Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{},
+		}},
+	})
+	cs, stderr := stdio(config(base), opener)
 	res = mcpCall(t, cs, "earthquake-search", quakes, nil)
 	assert.Len(t, completed(t, res)["features"], 10)
-	assert.Empty(t, person.asked())
+	require.Len(t, sentTo, 1)
+	e := sentTo[0]
+	assert.Equal(t, base+"/approvals/"+e.ElicitationID, e.URL)
+	r := pat.do(http.MethodGet, "/v1/approval-requests/"+e.ElicitationID, nil)
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	assert.Equal(t, "used", r.json(t)["status"])
 	require.NoError(t, cs.Close())
 	assert.Equal(t, 0, srv.stop(exitTimeout))
 	for _, key := range []string{agentKey, patKey} {

@@ -191,7 +191,8 @@ func TestMCPSpansReachTheCollector(t *testing.T) {
 		require.Equal(t, 0, srv.stop(exitTimeout))
 
 		spans := collector.received()
-		for _, want := range []string{"tools/call earthquake-search", "execute_tool earthquake-search", "mcp.session.id", string(mustHex(t, traceID))} {
+		// Protocol 2026-07-28: no session, each request standing alone.
+		for _, want := range []string{"tools/call earthquake-search", "execute_tool earthquake-search", "mcp.protocol.version", string(mustHex(t, traceID))} {
 			assert.Contains(t, spans, want, "the collector received it")
 		}
 		assert.NotContains(t, spans, key)

@@ -221,7 +221,8 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 		ExposeUsageCounts: cfg.ExposeUsageCounts,
 		Logger:            log,
 	})
-	agents, err := mcpserver.NewHandler(gw, tel.mcpOptions(&mcpserver.Options{Authenticator: keys, Tokens: tokens, AuthLimit: fl.authLimit, Logger: log, PublicURL: cfg.Approvals.PublicURL}))
+	agents, err := mcpserver.NewHandler(gw, tel.mcpOptions(&mcpserver.Options{Authenticator: keys, Tokens: tokens, AuthLimit: fl.authLimit,
+		Logger: log, PublicURL: cfg.Approvals.PublicURL, AllowedHosts: cfg.AllowedHosts, Sealing: fl.sealing}))
 	if err != nil {
 		closeAll()
 		return nil, err
