@@ -3,13 +3,17 @@ package mcpupstream_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toolgate/toolgate/apikey"
 	"github.com/toolgate/toolgate/internal/upstreamtest"
 	"github.com/toolgate/toolgate/mcpserver"
 	"github.com/toolgate/toolgate/mcpupstream"
@@ -135,41 +139,70 @@ func TestPinsBlockWhatWasNotReviewed(t *testing.T) {
 
 func TestGatewaySessionsAreToldOfChanges(t *testing.T) {
 	t.Parallel()
-	g := gateway(t, nil)
-	srv := newUpstream()
-	start(t, g.Registry, nil, mcpupstream.Server{ID: "up", Transport: inProcess(t, srv.MCP), Defaults: mcpupstream.ToolConfig{Capabilities: declared()}})
-	gws, err := mcpserver.NewServer(g.Gateway, "alice", nil)
-	require.NoError(t, err)
-	changed := make(chan struct{}, 10)
-	client := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
-	})
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := gws.Connect(context.Background(), st, nil)
-	require.NoError(t, err)
-	defer ss.Close()
-	cs, err := client.Connect(context.Background(), ct, nil)
-	require.NoError(t, err)
-	defer cs.Close()
-	describe := func() string {
-		for tool, err := range cs.Tools(context.Background(), nil) {
-			require.NoError(t, err)
-			if tool.Name == "up.echo" {
-				return tool.Description
+	for _, transport := range []string{"in process", "streamable HTTP"} {
+		t.Run(transport, func(t *testing.T) {
+			t.Parallel()
+			g := gateway(t, nil)
+			srv := newUpstream()
+			start(t, g.Registry, nil, mcpupstream.Server{ID: "up", Transport: inProcess(t, srv.MCP), Defaults: mcpupstream.ToolConfig{Capabilities: declared()}})
+			var ct mcp.Transport
+			if transport == "in process" {
+				gws, err := mcpserver.NewServer(g.Gateway, "alice", nil)
+				require.NoError(t, err)
+				var st mcp.Transport
+				ct, st = mcp.NewInMemoryTransports()
+				ss, err := gws.Connect(context.Background(), st, nil)
+				require.NoError(t, err)
+				defer ss.Close()
+			} else {
+				keys := apikey.NewKeyStore()
+				require.NoError(t, keys.AddKey("alice", "tg_changes_alice"))
+				h, err := mcpserver.NewHandler(g.Gateway, &mcpserver.Options{Authenticator: keys})
+				require.NoError(t, err)
+				ts := httptest.NewServer(h)
+				defer func() {
+					h.Close()
+					ts.CloseClientConnections()
+					ts.Close()
+				}()
+				ct = &mcp.StreamableClientTransport{Endpoint: ts.URL, HTTPClient: &http.Client{Transport: bearer{"tg_changes_alice"}}}
 			}
-		}
-		return ""
-	}
-	require.Contains(t, describe(), upstreamtest.EchoDescription)
+			changed := make(chan struct{}, 10)
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, &mcp.ClientOptions{
+				ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+			}).Connect(context.Background(), ct, nil)
+			require.NoError(t, err)
+			defer cs.Close()
+			describe := func() string {
+				for tool, err := range cs.Tools(context.Background(), nil) {
+					require.NoError(t, err)
+					if tool.Name == "up.echo" {
+						return tool.Description
+					}
+				}
+				return ""
+			}
+			require.Contains(t, describe(), upstreamtest.EchoDescription)
 
-	srv.SetEchoDescription("Echoes, changed.")
-	<-changed
-	eventually(t, "the new description over MCP", func() bool {
-		select {
-		case <-changed:
-		default:
-		}
-		d := describe()
-		return d != "" && !strings.Contains(d, upstreamtest.EchoDescription)
-	})
+			srv.SetEchoDescription("Echoes, changed.")
+			select {
+			case <-changed:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the session was not told the tools changed")
+			}
+			eventually(t, "the new description over MCP", func() bool {
+				d := describe()
+				return d != "" && !strings.Contains(d, upstreamtest.EchoDescription)
+			})
+		})
+	}
+}
+
+// bearer sends every request with a caller's key.
+type bearer struct{ key string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.key)
+	return http.DefaultTransport.RoundTrip(r)
 }
