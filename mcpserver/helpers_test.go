@@ -230,12 +230,25 @@ func (s *rpcSession) roundTrip(t *testing.T, id int64, method, params string) js
 	rid, err := jsonrpc.MakeID(float64(id))
 	require.NoError(t, err)
 	require.NoError(t, s.conn.Write(ctx, &jsonrpc.Request{ID: rid, Method: method, Params: json.RawMessage(params)}))
-	msg, err := s.conn.Read(ctx)
-	require.NoError(t, err)
-	resp, ok := msg.(*jsonrpc.Response)
-	require.True(t, ok, "got %T", msg)
+	resp := s.response(t)
 	require.NoError(t, resp.Error)
 	return resp.Result
+}
+
+// response reads the next response, past the notifications a server may
+// send meanwhile (notifications/tools/list_changed among them), as a
+// client does.
+func (s *rpcSession) response(t *testing.T) *jsonrpc.Response {
+	t.Helper()
+	for {
+		msg, err := s.conn.Read(context.Background())
+		require.NoError(t, err)
+		if resp, ok := msg.(*jsonrpc.Response); ok {
+			return resp
+		}
+		req, ok := msg.(*jsonrpc.Request)
+		require.True(t, ok && !req.ID.IsValid(), "got %T %v", msg, msg)
+	}
 }
 
 // failure sends one request and returns the JSON-RPC error it is answered
@@ -246,10 +259,7 @@ func (s *rpcSession) failure(t *testing.T, id int64, method, params string) *jso
 	rid, err := jsonrpc.MakeID(float64(id))
 	require.NoError(t, err)
 	require.NoError(t, s.conn.Write(ctx, &jsonrpc.Request{ID: rid, Method: method, Params: json.RawMessage(params)}))
-	msg, err := s.conn.Read(ctx)
-	require.NoError(t, err)
-	resp, ok := msg.(*jsonrpc.Response)
-	require.True(t, ok, "got %T", msg)
+	resp := s.response(t)
 	var rpcErr *jsonrpc.Error
 	require.ErrorAs(t, resp.Error, &rpcErr, "want an error, got %s", resp.Result)
 	return rpcErr
