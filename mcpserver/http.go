@@ -20,6 +20,7 @@ import (
 	"github.com/toolgate/toolgate/apikey"
 	"github.com/toolgate/toolgate/authlimit"
 	"github.com/toolgate/toolgate/httpapi"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // Handler serves a gateway over MCP's streamable HTTP transport, mounted at
@@ -243,6 +244,16 @@ func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (string, 
 	if h.auth != nil {
 		if key, ok = apikey.BearerToken(r); ok {
 			principal, ok = h.auth.Authenticate(r.Context(), key)
+			if !ok {
+				if _, isApprover := apikey.ApproversOf(h.auth).AuthenticateApprover(r.Context(), key); isApprover {
+					// A right key of the wrong kind: said so, as the HTTP
+					// API says it, rather than "invalid key".
+					if !h.limited(w, r, key, true) {
+						writeRPCError(w, http.StatusUnauthorized, string(toolgatetype.CodeCallerKeyRequired)+": this route needs a caller's API key; an approver key was given")
+					}
+					return "", false
+				}
+			}
 		}
 	}
 	if h.limited(w, r, key, ok) {

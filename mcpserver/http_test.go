@@ -37,6 +37,7 @@ func mcpHTTP(t *testing.T, gw *toolgatetest.Gateway) (string, *mcpserver.Handler
 	keys := apikey.NewKeyStore()
 	require.NoError(t, keys.AddKey("alice", aliceKey))
 	require.NoError(t, keys.AddKey("bob", bobKey))
+	require.NoError(t, keys.AddApproverKey("pat", patApproverKey))
 	logs := &testproc.SyncBuffer{}
 	h, err := mcpserver.NewHandler(gw.Gateway, &mcpserver.Options{Authenticator: keys, Logger: slogTo(logs)})
 	require.NoError(t, err)
@@ -119,6 +120,20 @@ func TestHTTPRefusesRequestsWithoutACallersKey(t *testing.T) {
 		assert.Equal(t, `Bearer realm="toolgate"`, r.header.Get("WWW-Authenticate"), tc.name)
 		assert.Contains(t, string(r.body), `"error":{"code":-32600,"message":"a valid API key is required`, tc.name)
 	}
+}
+
+// patApproverKey is an approver's key: right, but of the wrong kind for /mcp.
+const patApproverKey = "tg_test_pat_approver_for_mcp"
+
+// An approver's key on /mcp is told it is the wrong kind of key, as the
+// HTTP API tells it, not that it is unknown.
+func TestHTTPNamesTheKindOfKeyItNeeds(t *testing.T) {
+	t.Parallel()
+	url, _, _ := mcpHTTP(t, toolgatetest.New(t, nil))
+	r := send(t, http.MethodPost, url, "Bearer "+patApproverKey, "", initialize)
+	assert.Equal(t, http.StatusUnauthorized, r.status)
+	assert.Contains(t, string(r.body), "caller_key_required: this route needs a caller's API key; an approver key was given")
+	assert.NotContains(t, string(r.body), patApproverKey)
 }
 
 func TestHTTPSessionAnswersOnlyItsPrincipal(t *testing.T) {
