@@ -54,7 +54,7 @@ func (e *env) approve(id string, remember toolgatetype.StandingMode) *toolgatety
 }
 
 // grantedCall is the call under q with v that grant approves, carrying
-// the digest too, as section 14 asks of an agent.
+// the digest too, as an agent in approver mode is asked to.
 func grantedCall(q *toolgatetype.QuoteResult, key, v, grant string) toolgatetype.CallRequest {
 	req := approvedCall(q, key, v)
 	req.ApprovalGrant = grant

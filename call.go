@@ -15,12 +15,11 @@ import (
 )
 
 // Call runs one call of a tool under a quote and returns its execution,
-// charging only a completed one. It checks, in this order (contract section
-// 4): the caller, the Idempotency-Key and the request; an earlier call with
-// the same key (replayed, refused as another request, or busy); the quote;
-// the policy and the approval (the digest, or in approver mode the grant of
-// an approver, contract section 14); the input against the tool's schema; the
-// per-call spend limits; and then, in one atomic step of the store, the
+// charging only a completed one. It checks, in this order: the caller, the
+// Idempotency-Key and the request; an earlier call with the same key
+// (replayed, refused as another request, or busy); the quote; the policy
+// and the approval (the digest, or in approver mode the grant of an
+// approver); the input against the tool's schema; the per-call spend limits; and then, in one atomic step of the store, the
 // rate and spend windows, the reservation of the amount and the claim of
 // the key.
 //
@@ -337,8 +336,8 @@ func refusedByStore(err error, built []builtLimit, now time.Time) error {
 }
 
 // answerRefusal answers a call that admission or the store refused. An
-// earlier call with the same key answers before any refusal (contract
-// section 5): a finished one is replayed, another request under the key is
+// earlier call with the same key answers before any refusal, as an
+// Idempotency-Key promises: a finished one is replayed, another request under the key is
 // refused, and an unfinished run of this very request is resumed, which the
 // store allows only once that run's lease has ended. Most calls are new, so
 // the key's record is read here, once, rather than before every call; the
