@@ -19,9 +19,9 @@ import (
 // Idempotency-Key and the request; an earlier call with the same key
 // (replayed, refused as another request, or busy); the quote; the policy
 // and the approval (the digest, or in approver mode the grant of an
-// approver); the input against the tool's schema; the per-call spend limits; and then, in one atomic step of the store, the
-// rate and spend windows, the reservation of the amount and the claim of
-// the key.
+// approver); the input against the tool's schema; the per-call spend
+// limits; and then, in one atomic step of the store, the rate and spend
+// windows, the reservation of the amount and the claim of the key.
 //
 // Every refusal is an *Error and leaves nothing stored, so the same key can
 // be used again once the request is corrected. A retry with the same key
