@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"syscall"
 	"testing"
 	"time"
 
@@ -41,33 +40,15 @@ func killMidCallThenRetry(t *testing.T, storage string) {
 
 	const lease = 3 * time.Second
 	key := randomKey(t, "tg_test_ambiguous_kill9_")
-	path := writeConfig(t, map[string]any{
-		"listen":           "127.0.0.1:0",
-		"storage":          storage,
-		"idempotencyLease": lease.String(),
-		"upstreamTimeout":  "2s",
-		"principals": []any{map[string]any{"id": randomKey(t, "ambiguous-kill9-"), "apiKeys": []string{key},
-			"spendControls": map[string]any{
-				"tools": map[string]any{"goal-data": map[string]any{"allowed": true, "dailyLimitUsd": "1.0000"}}}}},
-		"upstreams": map[string]string{"goal-data": provider.URL},
-		// The operator says goal-data's requests must not be sent twice.
-		"trust": map[string]any{"goal-data": map[string]any{"paymentVerified": true, "endpointVerified": true, "retrySafe": false}},
-	})
+	// The operator says goal-data's requests must not be sent twice.
+	path := killConfig(t, storage, lease, provider.URL, key, map[string]any{"paymentVerified": true, "endpointVerified": true, "retrySafe": false})
 	input := map[string]any{"goal": "survive a kill", "step": 2}
 	const idemKey = "ambiguous-kill9-1"
 
 	srv, base := startServer(t, []string{"-config", path})
 	c := client{t: t, base: base, key: key}
 	quoteID, digest, _ := c.quote("goal-data")
-	go func(c client) { _, _ = c.sendCall("goal-data", quoteID, digest, idemKey, input) }(c)
-	select {
-	case <-up.held:
-	case <-time.After(exitTimeout):
-		t.Fatal("the call never reached the provider")
-	}
-	admitted := time.Now()
-	require.NoError(t, srv.cmd.Process.Signal(syscall.SIGKILL))
-	srv.wait(exitTimeout)
+	admitted := killAtProvider(t, srv, c, up, quoteID, digest, idemKey, input)
 
 	srv, base = startServer(t, []string{"-config", path})
 	c.base = base

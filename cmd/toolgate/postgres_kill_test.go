@@ -67,21 +67,8 @@ func TestServerWithPostgresTakesOverAfterKill9(t *testing.T) {
 
 	const lease = 3 * time.Second
 	key := randomKey(t, "tg_test_pg_kill9_")
-	path := writeConfig(t, map[string]any{
-		"listen":  "127.0.0.1:0",
-		"storage": dbURL,
-		// Short enough for a test: a killed call is taken over after 3 s,
-		// and its upstream would have given up after 2 s.
-		"idempotencyLease": lease.String(),
-		"upstreamTimeout":  "2s",
-		// A principal of its own, so that runs sharing the database never
-		// meet: the listing and the spend below are this run's alone.
-		"principals": []any{map[string]any{"id": randomKey(t, "pg-kill9-"), "apiKeys": []string{key},
-			"spendControls": map[string]any{
-				"tools": map[string]any{"goal-data": map[string]any{"allowed": true, "dailyLimitUsd": "1.0000"}}}}},
-		"upstreams": map[string]string{"goal-data": upstream.URL},
-		"trust":     map[string]any{"goal-data": map[string]any{"paymentVerified": true, "endpointVerified": true}},
-	})
+	// Short enough for a test: a killed call is taken over after 3 s.
+	path := killConfig(t, dbURL, lease, upstream.URL, key, map[string]any{"paymentVerified": true, "endpointVerified": true})
 	input := map[string]any{"goal": "survive a kill", "step": 2}
 	const idemKey = "pg-kill9-1"
 
@@ -90,16 +77,7 @@ func TestServerWithPostgresTakesOverAfterKill9(t *testing.T) {
 	srv, base := startServer(t, []string{"-config", path})
 	c := client{t: t, base: base, key: key}
 	quoteID, digest, _ := c.quote("goal-data")
-	// Its caller never hears back: the process dies with the call in flight.
-	go func(c client) { _, _ = c.sendCall("goal-data", quoteID, digest, idemKey, input) }(c)
-	select {
-	case <-up.held:
-	case <-time.After(exitTimeout):
-		t.Fatal("the call never reached the upstream")
-	}
-	admitted := time.Now() // the lease began a moment before
-	require.NoError(t, srv.cmd.Process.Signal(syscall.SIGKILL))
-	srv.wait(exitTimeout)
+	admitted := killAtProvider(t, srv, c, up, quoteID, digest, idemKey, input)
 	assert.NotContains(t, srv.stderr.String(), key)
 	assert.NotContains(t, srv.stdout.String(), key)
 	assert.NotContains(t, srv.stderr.String(), dbURL, "the database URL may hold a password: it is never logged")
@@ -177,4 +155,43 @@ func TestServerWithPostgresTakesOverAfterKill9(t *testing.T) {
 	assert.NotContains(t, srv.stderr.String(), key)
 	assert.NotContains(t, srv.stdout.String(), key)
 	assert.NotContains(t, srv.stderr.String(), dbURL)
+}
+
+// killConfig is the configuration of the kill tests: storage, a lease of
+// lease (a killed call is taken over after it, and its provider gives up
+// after 2 s), one principal of its own with key, so that runs sharing a
+// database never meet, allowed a dollar a day of goal-data, whose requests
+// go to providerURL, with trust as goal-data's trust.
+func killConfig(t *testing.T, storage string, lease time.Duration, providerURL, key string, trust map[string]any) string {
+	t.Helper()
+	return writeConfig(t, map[string]any{
+		"listen":           "127.0.0.1:0",
+		"storage":          storage,
+		"idempotencyLease": lease.String(),
+		"upstreamTimeout":  "2s",
+		"principals": []any{map[string]any{"id": randomKey(t, "kill9-"), "apiKeys": []string{key},
+			"spendControls": map[string]any{
+				"tools": map[string]any{"goal-data": map[string]any{"allowed": true, "dailyLimitUsd": "1.0000"}}}}},
+		"upstreams": map[string]string{"goal-data": providerURL},
+		"trust":     map[string]any{"goal-data": trust},
+	})
+}
+
+// killAtProvider sends a goal-data call through srv and kills srv with
+// SIGKILL once the call is held at up, so its key is left claimed, its
+// lease held and its amount reserved by a process that is gone. It returns
+// when the call was admitted, or a moment after: its lease began before.
+func killAtProvider(t *testing.T, srv *process, c client, up *heldUpstream, quoteID, digest, idemKey string, input any) time.Time {
+	t.Helper()
+	// Its caller never hears back: the process dies with the call in flight.
+	go func(c client) { _, _ = c.sendCall("goal-data", quoteID, digest, idemKey, input) }(c)
+	select {
+	case <-up.held:
+	case <-time.After(exitTimeout):
+		t.Fatal("the call never reached the provider")
+	}
+	admitted := time.Now()
+	require.NoError(t, srv.cmd.Process.Signal(syscall.SIGKILL))
+	srv.wait(exitTimeout)
+	return admitted
 }
