@@ -31,6 +31,9 @@ type Resolve struct {
 	// Response is the resolved execution's response body, stored on the
 	// execution and its idempotency record in place of the ambiguous one.
 	Response []byte
+	// Seal, when set, makes the receipt of the resolution, kept in the same
+	// step (see Seal); nil keeps none.
+	Seal Seal
 }
 
 // Check reports what makes f unusable by FinishExecution: a status

@@ -150,6 +150,11 @@ type Store interface {
 	// not exist. On any error nothing is written.
 	ResolveExecution(ctx context.Context, r Resolve) (Execution, error)
 
+	// ListReceipts returns up to limit (at most MaxReceiptPage) of the
+	// principal's receipts with seq above after, in seq order. Receipts
+	// are never pruned: a chain is only checkable whole.
+	ListReceipts(ctx context.Context, principal string, after int64, limit int) ([]Receipt, error)
+
 	// GetExecution returns an execution by id. ErrNotFound if absent.
 	GetExecution(ctx context.Context, id uuid.UUID) (Execution, error)
 
@@ -449,6 +454,9 @@ type Finish struct {
 	Charged  bool
 	Response []byte
 	Now      time.Time
+	// Seal, when set, makes the execution's receipt, which the store keeps
+	// in the same step (see Seal); nil keeps none.
+	Seal Seal
 }
 
 // Usage is a tool's usage counters.

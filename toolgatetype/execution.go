@@ -16,6 +16,9 @@ type Execution struct {
 	// Resolution says how a person resolved an ambiguous execution; absent
 	// for every other.
 	Resolution *Resolution `json:"resolution,omitempty"`
+	// Receipt is the gateway's signed receipt of this outcome (the newest,
+	// for a resolved execution); absent only from gateways that keep none.
+	Receipt *SignedReceipt `json:"receipt,omitempty"`
 }
 
 // Status is how an execution ended, as callers see it.

@@ -174,6 +174,15 @@ func (s *Store) FinishExecution(ctx context.Context, f storage.Finish) error {
 		return err
 	}
 	resp := bytes.Clone(f.Response) // shared by execution and record; never written again
+	var receipt *sealed
+	if f.Seal != nil {
+		var err error
+		if receipt, err = s.seal(f.Principal, f.Seal); err != nil {
+			return err
+		}
+		defer receipt.release()
+		resp = receipt.Response
+	}
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -192,6 +201,9 @@ func (s *Store) FinishExecution(ctx context.Context, f storage.Finish) error {
 
 	e.Status, e.Charged, e.Response, e.FinishedAt = f.Status, f.Charged, resp, f.Now
 	rec.Finished, rec.Response = true, resp
+	if receipt != nil {
+		receipt.storeReceipt(e.Principal, e.ID)
+	}
 	// Prune keeps the rows of running executions, so the row is there; the
 	// check only keeps a broken invariant from panicking the gateway.
 	if r, ok := s.ledgerByExec[e.ID]; ok && f.Status != storage.ExecutionAmbiguous {

@@ -20,6 +20,28 @@ func (s *Store) ResolveExecution(ctx context.Context, r storage.Resolve) (storag
 	resp := bytes.Clone(r.Response) // shared by execution and record; never written again
 	charged := r.Outcome == storage.ExecutionCompleted
 
+	// The receipt is sealed on the principal's chain, which needs the
+	// principal: read under the lock, then checked again below.
+	var receipt *sealed
+	if r.Seal != nil {
+		s.mu.Lock()
+		e, ok := s.executions[r.ExecutionID]
+		var principal string
+		if ok {
+			principal = e.Principal
+		}
+		s.mu.Unlock()
+		if !ok {
+			return storage.Execution{}, storage.ErrNotFound
+		}
+		var err error
+		if receipt, err = s.seal(principal, r.Seal); err != nil {
+			return storage.Execution{}, err
+		}
+		defer receipt.release()
+		resp = receipt.Response
+	}
+
 	s.mu.Lock()
 	e, ok := s.executions[r.ExecutionID]
 	switch {
@@ -52,6 +74,9 @@ func (s *Store) ResolveExecution(ctx context.Context, r storage.Resolve) (storag
 	}
 	if charged {
 		s.countUse(e.ToolID, e.Principal)
+	}
+	if receipt != nil {
+		receipt.storeReceipt(e.Principal, e.ID)
 	}
 	out := copyExecution(e)
 	s.mu.Unlock()

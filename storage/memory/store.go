@@ -59,6 +59,11 @@ type Store struct {
 	sessions map[string]storage.Session
 	secrets  map[string][]byte
 
+	// chains are the principals' receipts (receipt.go); chainsMu guards
+	// the map, each chain its own receipts.
+	chainsMu sync.Mutex
+	chains   map[string]*chain
+
 	// The windows of storage.WindowCounter, under their own lock.
 	windowcount.Memory
 }
@@ -76,6 +81,7 @@ func New() *Store {
 		approvals:    make(map[string]map[string]storage.Approval),
 		controls:     make(map[string]toolgatetype.SpendControls),
 		requests:     make(map[uuid.UUID]*storage.ApprovalRequest),
+		chains:       make(map[string]*chain),
 		requestsBy:   make(map[string]*timeQueue[uuid.UUID]),
 		pending:      make(map[pendingKey]uuid.UUID),
 	}

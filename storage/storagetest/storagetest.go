@@ -54,6 +54,7 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 		{"Sessions", testSessions},
 		{"Windows", testWindows},
 		{"Secrets", testSecrets},
+		{"Receipts", testReceipts},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) { g.run(t, newStore) })
