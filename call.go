@@ -414,6 +414,11 @@ func (g *Gateway) execute(ctx context.Context, c *call, adm admission, cl claim)
 		return nil, internalError(err)
 	}
 	finished := g.clock.Now().UTC()
+	// The store keeps the signed receipt in the step that finishes the
+	// execution, and the response it stores carries it.
+	var sealed toolgatetype.SignedReceipt
+	seal := g.receipts.Signer.Seal(receiptOf(c, adm, cl, &exec, finished), body, &sealed)
+	var stored []byte
 	err = g.store.FinishExecution(ctx, storage.Finish{
 		Principal:   c.principal,
 		Key:         c.req.IdempotencyKey,
@@ -423,6 +428,11 @@ func (g *Gateway) execute(ctx context.Context, c *call, adm admission, cl claim)
 		Charged:     exec.Status == toolgatetype.StatusCompleted,
 		Response:    body,
 		Now:         finished,
+		Seal: func(seq int64, prev string) (storage.Sealed, error) {
+			out, err := seal(seq, prev)
+			stored = out.Response
+			return out, err
+		},
 	})
 	if errors.Is(err, storage.ErrLeaseLost) {
 		// Another run took this call over; its result is the one that counts.
@@ -452,5 +462,6 @@ func (g *Gateway) execute(ctx context.Context, c *call, adm admission, cl claim)
 			g.rememberFirstUse(ctx, c.principal, c.tool, "")
 		}
 	}
-	return &toolgatetype.CallResult{Execution: exec, Body: body}, nil
+	exec.Receipt = &sealed
+	return &toolgatetype.CallResult{Execution: exec, Body: stored}, nil
 }

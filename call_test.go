@@ -37,7 +37,7 @@ func TestCallCompletes(t *testing.T) {
 
 	var body map[string]any
 	require.NoError(t, json.Unmarshal(res.Body, &body))
-	assert.ElementsMatch(t, []string{"id", "tool", "status", "cost", "output", "error"}, keys(body))
+	assert.ElementsMatch(t, []string{"id", "tool", "status", "cost", "output", "error", "receipt"}, keys(body))
 	assert.Nil(t, body["error"])
 
 	// The execution can be fetched by its caller, and only by its caller.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/shopspring/decimal"
+	"github.com/toolgate/toolgate/receipt"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
@@ -83,6 +84,12 @@ type Config struct {
 	// storage.WindowCounter, and so holds across every gateway sharing it;
 	// in this process's memory otherwise.
 	ApprovalRequestLimit RequestLimit
+	// Receipts signs every finished execution's receipt and lists the
+	// keys they verify with (see the receipt package). Nil generates a
+	// key when the gateway starts and logs its public half: fine for
+	// development, but its receipts stop verifying once the process is
+	// gone, so a deployment configures its key.
+	Receipts *receipt.Keys
 	// Logger receives structured logs, among them one line per finished
 	// call; nil discards them.
 	Logger *slog.Logger
@@ -140,6 +147,7 @@ type Gateway struct {
 	approvers          ApproverDirectory
 	notifier           ApprovalNotifier
 	log                *slog.Logger
+	receipts           *receipt.Keys
 	obs                *observer
 	// counter counts requests in windows (ApprovalRequestLimit).
 	counter storage.WindowCounter
@@ -184,9 +192,15 @@ func New(store storage.Store, cfg *Config) (*Gateway, error) {
 		log:       c.Logger,
 		obs:       obs,
 		counter:   windowCounter(store),
+		receipts:  c.Receipts,
 	}
 	if gw.approvals == nil {
 		gw.approvals = store
+	}
+	if gw.receipts == nil {
+		if gw.receipts, err = developmentReceiptKeys(gw.log); err != nil {
+			return nil, fmt.Errorf("toolgate: %w", err)
+		}
 	}
 	gw.approvalsFromStore = sameSource(gw.approvals, store)
 	return gw, nil

@@ -65,11 +65,16 @@ func (g *Gateway) ResolveExecution(ctx context.Context, approver, id string, r t
 		return nil, err
 	}
 	now := g.clock.Now().UTC()
+	prior := stored.Execution.Receipt
 	exec := resolved(stored.Execution, r, approver, now)
+	exec.Receipt = nil // the resolution's own is added below
 	body, err := encodeExecution(exec)
 	if err != nil {
 		return nil, internalError(err)
 	}
+	var sealed toolgatetype.SignedReceipt
+	var kept []byte
+	seal := g.receipts.Signer.Seal(resolutionReceipt(prior, e, &exec), body, &sealed)
 	_, err = g.store.ResolveExecution(ctx, storage.Resolve{
 		ExecutionID: eid,
 		Outcome:     storage.ExecutionStatus(r.Outcome),
@@ -77,6 +82,11 @@ func (g *Gateway) ResolveExecution(ctx context.Context, approver, id string, r t
 		Note:        r.Note,
 		Response:    body,
 		Now:         now,
+		Seal: func(seq int64, prev string) (storage.Sealed, error) {
+			out, err := seal(seq, prev)
+			kept = out.Response
+			return out, err
+		},
 	})
 	switch {
 	case errors.Is(err, storage.ErrAlreadyResolved):
@@ -89,7 +99,8 @@ func (g *Gateway) ResolveExecution(ctx context.Context, approver, id string, r t
 		return nil, internalError(err)
 	}
 	g.log.InfoContext(ctx, "ambiguous call resolved", "execution", id, "principal", e.Principal, "outcome", string(r.Outcome), "resolvedBy", approver)
-	return &toolgatetype.CallResult{Execution: exec, Body: body}, nil
+	exec.Receipt = &sealed
+	return &toolgatetype.CallResult{Execution: exec, Body: kept}, nil
 }
 
 // notAmbiguous refuses the resolution of an execution whose outcome is

@@ -77,15 +77,22 @@ func (s *Signer) PublicKey() ed25519.PublicKey { return s.key.Public().(ed25519.
 // Sign signs r and returns the signed receipt's canonical bytes
 // ({"receipt": ..., "signature": ...}) and r's hash, the next receipt's prev.
 func (s *Signer) Sign(r *toolgatetype.Receipt) (signed []byte, hash string) {
+	signed, hash, _ = s.sign(r)
+	return signed, hash
+}
+
+func (s *Signer) sign(r *toolgatetype.Receipt) (signed []byte, hash string, sig toolgatetype.ReceiptSignature) {
 	canonical := Encode(r)
-	sig := ed25519.Sign(s.key, canonical)
-	signed = make([]byte, 0, len(`{"receipt":`)+len(canonical)+len(s.header)+base64.RawURLEncoding.EncodedLen(len(sig))+3)
+	value := ed25519.Sign(s.key, canonical)
+	signed = make([]byte, 0, len(`{"receipt":`)+len(canonical)+len(s.header)+base64.RawURLEncoding.EncodedLen(len(value))+3)
 	signed = append(signed, `{"receipt":`...)
 	signed = append(signed, canonical...)
 	signed = append(signed, s.header...)
-	signed = base64.RawURLEncoding.AppendEncode(signed, sig)
+	start := len(signed)
+	signed = base64.RawURLEncoding.AppendEncode(signed, value)
+	sig = toolgatetype.ReceiptSignature{KeyID: s.keyID, Alg: Alg, Value: string(signed[start:])}
 	signed = append(signed, `"}}`...)
-	return signed, Hash(canonical)
+	return signed, Hash(canonical), sig
 }
 
 // Thumbprint is the RFC 7638 thumbprint of an Ed25519 public key's JWK:
