@@ -332,8 +332,8 @@ func (s *usgsScanner) object(fields []string, value func(field string) bool) boo
 // names exactly, or -1 for a key that names no field and is to be skipped.
 // It reports false for a key encoding/json might match to a field
 // case-insensitively: one that equals a field but for ASCII case, or any
-// non-ASCII key in an object with fields (encoding/json folds Unicode too,
-// with rules of its own: "ſ" matches "s", and "İ" matches "i").
+// non-ASCII key in an object with fields (encoding/json folds Unicode too:
+// "ſ" matches "s", and the Kelvin sign "K" matches "k").
 func matchField(key []byte, fields []string) (int, bool) {
 	for i, f := range fields {
 		if len(key) != len(f) {

@@ -176,8 +176,8 @@ func TestUSGSScannerCases(t *testing.T) {
 		{"case-changed key", edit(firstMag, `"Mag":4.6,`), false},
 		{"case-changed key elsewhere", edit(`"features":`, `"FEATURES":`), false},
 		{"key that folds to features", edit(`"features":`, `"featureſ":`), false},
-		{"key that folds to time in encoding/json", edit(firstTime, `"tİme":1727651387342,`), false},
-		{"key that folds to title in encoding/json", edit(`"title":"USGS Earthquakes"`, `"tıtle":"USGS Earthquakes"`), false},
+		{"key like time but for a dotted capital I", edit(firstTime, `"tİme":1727651387342,`), false},
+		{"key like title but for a dotless i", edit(`"title":"USGS Earthquakes"`, `"tıtle":"USGS Earthquakes"`), false},
 		{"non-ASCII key in a kept object", edit(firstMag, `"é":1,`+firstMag), false},
 		{"escaped key", edit(firstTime, `"\u0074ime":1727651387342,`), false},
 		{"escaped unknown key in a kept object", edit(firstTime, `"\u0074imes":1,`+firstTime), false},
@@ -692,7 +692,8 @@ func mutateJSONValue(v *jsonValue, rng *rand.Rand) {
 }
 
 // recase changes the case of one ASCII letter in a key, or swaps an s, k
-// or i for a non-ASCII letter some folding rule takes for it.
+// or i for a non-ASCII letter that folds to it (ſ, the Kelvin sign) or
+// looks as if it might (İ, ı).
 func recase(key string, rng *rand.Rand) string {
 	b := []byte(key)
 	i := rng.IntN(len(b))
