@@ -255,10 +255,20 @@ func normalizeEarthquakes(resp registry.UpstreamResponse) (any, error) {
 	case !success(resp.StatusCode):
 		return nil, upstreamFailed(earthquakeProvider, resp.StatusCode, usgsReason(resp.Body))
 	}
-	var raw usgsCollection
-	if err := decodeBody(earthquakeProvider, resp.Body, &raw); err != nil {
-		return nil, err
+	raw, ok := scanUSGSCollection(resp.Body)
+	if !ok {
+		// The scanner declined: encoding/json decides, with the errors and
+		// edge cases it always had.
+		if err := decodeBody(earthquakeProvider, resp.Body, &raw); err != nil {
+			return nil, err
+		}
 	}
+	return earthquakesFrom(raw, resp.StatusCode)
+}
+
+// earthquakesFrom checks a decoded answer has the declared shape and maps
+// it to the tool's output.
+func earthquakesFrom(raw usgsCollection, status int) (any, error) {
 	if raw.Type == nil || *raw.Type != "FeatureCollection" {
 		return nil, invalid(earthquakeProvider, "not a GeoJSON FeatureCollection")
 	}
@@ -267,7 +277,7 @@ func normalizeEarthquakes(resp registry.UpstreamResponse) (any, error) {
 	}
 	out := EarthquakeCollection{
 		Type:     "FeatureCollection",
-		Metadata: EarthquakeMetadata{Count: len(raw.Features), Status: resp.StatusCode},
+		Metadata: EarthquakeMetadata{Count: len(raw.Features), Status: status},
 		Features: make([]EarthquakeFeature, len(raw.Features)),
 	}
 	if raw.Metadata != nil && raw.Metadata.Title != nil {
