@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toolgate/toolgate/receipt"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/toolgatetest"
 	"github.com/toolgate/toolgate/toolgatetype"
@@ -36,6 +37,27 @@ func TestCallCompletesWithStructuredContent(t *testing.T) {
 	requireCompleted(t, res)
 	assert.Equal(t, map[string]any{"priceUsd": "0.1000", "feeUsd": "0.0100", "totalUsd": "0.1100", "currency": "USD"}, res.Meta["toolgate/cost"])
 	gw.RequireSpent(t, "alice", "0.1100")
+
+	// Its signed receipt comes along: the second of alice's chain, for
+	// this execution, at the price charged, verifiable with the keys.
+	raw, err := json.Marshal(res.Meta["toolgate/receipt"])
+	require.NoError(t, err)
+	var signed toolgatetype.SignedReceipt
+	require.NoError(t, json.Unmarshal(raw, &signed))
+	assert.Equal(t, int64(2), signed.Receipt.Seq)
+	assert.Equal(t, executionID(t, res), signed.Receipt.ExecutionID)
+	assert.Equal(t, "0.1100", signed.Receipt.Cost.TotalUSD)
+	v, err := receipt.NewVerifier(gw.ReceiptKeys())
+	require.NoError(t, err)
+	page, err := gw.Receipts(context.Background(), "alice", 0, 10)
+	require.NoError(t, err)
+	require.Len(t, page.Receipts, 2)
+	for _, r := range page.Receipts {
+		require.NoError(t, v.Add(r))
+	}
+	var second toolgatetype.SignedReceipt
+	require.NoError(t, json.Unmarshal(page.Receipts[1], &second))
+	assert.Equal(t, second, signed)
 }
 
 func TestToolOutputStaysData(t *testing.T) {
@@ -58,7 +80,7 @@ func TestToolOutputStaysData(t *testing.T) {
 			toolgateMeta = append(toolgateMeta, k)
 		}
 	}
-	assert.ElementsMatch(t, []string{"toolgate/executionId", "toolgate/cost"}, toolgateMeta)
+	assert.ElementsMatch(t, []string{"toolgate/executionId", "toolgate/cost", "toolgate/receipt"}, toolgateMeta)
 
 	// A provider's error text reaches the client only labelled as its own.
 	gw.Upstream.Handle(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {

@@ -10,10 +10,12 @@ import (
 )
 
 // The _meta entries of a call's result. Nothing the provider returned ever
-// reaches _meta: only the gateway's execution id and cost.
+// reaches _meta: only the gateway's execution id, cost and signed receipt
+// (which holds hashes of the input and output, never the data).
 const (
 	metaExecutionID = "toolgate/executionId"
 	metaCost        = "toolgate/cost"
+	metaReceipt     = "toolgate/receipt"
 )
 
 // resultOf is an execution as a tool result: a completed one's output as
@@ -22,6 +24,9 @@ const (
 // in words of the gateway's.
 func resultOf(e toolgatetype.Execution) *mcp.CallToolResult {
 	meta := mcp.Meta{metaExecutionID: e.ID}
+	if e.Receipt != nil {
+		meta[metaReceipt] = e.Receipt
+	}
 	switch {
 	case e.Status == toolgatetype.StatusAmbiguous:
 		return toolError(meta, unknownOutcome(e))

@@ -36,6 +36,8 @@ var commands = []*command{
 	mcpCommand,
 	mcpPinCommand,
 	toolsCheckCommand,
+	receiptsExportCommand,
+	receiptsVerifyCommand,
 	helpCommand,
 	versionCommand,
 }

@@ -75,6 +75,9 @@ type Config struct {
 	// digests, absolute.
 	MCPServers []mcpupstream.Server
 	PinsFile   string
+	// Receipts are the receipt signing keys (receipts.go); nil: a
+	// development key generated at start.
+	Receipts *Receipts
 }
 
 // minRetention is the shortest retention: every finished call stays
@@ -131,6 +134,7 @@ func loadConfig(path string, reg *registry.Registry) (*Config, error) {
 	}
 	cfg.Tools = tools
 	resolveMCPPaths(cfg, filepath.Dir(path))
+	resolveReceiptPaths(cfg, filepath.Dir(path))
 	if cfg.storageKind() == "sqlite" && !filepath.IsAbs(cfg.sqlitePath()) {
 		dir, err := filepath.Abs(filepath.Dir(path))
 		if err != nil {
@@ -152,7 +156,7 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 	}
 	fs, err := root.fields("listen", "storage", "quoteTTL", "approvalTTL", "idempotencyLease", "upstreamTimeout", "feeRate",
 		"exposeUsageCounts", "principals", "upstreams", "trust", "tools", "approvers", "approvals",
-		"metricsListen", "retention", "synchronousAdmission", "oauth", "sealingKeys", "limits", "allowedHosts", "mcpServers", "pins")
+		"metricsListen", "retention", "synchronousAdmission", "oauth", "sealingKeys", "limits", "allowedHosts", "mcpServers", "pins", "receipts")
 	if err != nil {
 		return nil, err
 	}
@@ -209,6 +213,8 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 		case "mcpServers":
 			cfg.MCPServers, err = p.mcpServers(f.node)
 			mcpField = &f
+		case "receipts":
+			cfg.Receipts, err = p.receipts(f.node)
 		case "pins":
 			if cfg.PinsFile, err = f.str(); err == nil && strings.TrimSpace(cfg.PinsFile) == "" {
 				err = f.errorf(`must be a file path such as "toolgate.pins.json" (relative to the config file)`)

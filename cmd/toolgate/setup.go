@@ -140,6 +140,10 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 		return nil, err
 	}
 
+	receiptKeys, err := receiptKeys(cfg.Receipts)
+	if err != nil {
+		return nil, err
+	}
 	store, closeStore, err := openStore(ctx, cfg, log)
 	if err != nil {
 		return nil, err
@@ -164,6 +168,7 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 		Approvers:            approvers,
 		ApprovalRequestLimit: toolgate.RequestLimit{Max: cfg.Limits.ApprovalRequests, Window: cfg.Limits.ApprovalRequestWindow},
 		Logger:               log,
+		Receipts:             receiptKeys,
 	}
 	// Interfaces holding nil pointers would not be nil: set only what is on.
 	if tel.metrics != nil {
