@@ -27,8 +27,8 @@ func sample(seq int64, prev *string) toolgatetype.Receipt {
 		SchemaVersion: toolgatetype.ReceiptSchemaVersion, ExecutionID: "0193f1c2-7a4e-7c3d-9f00-000000000001",
 		Principal: "agent \"α\"", Tool: toolgatetype.ReceiptTool{Slug: "earthquake-search", ManifestDigest: "sha256:ab"},
 		QuoteID: "q", InputSHA256: "00ff", OutputSHA256: ptr("11ee"), Status: toolgatetype.StatusCompleted,
-		Cost:     toolgatetype.ReceiptCost{PriceUSD: "0.1000", FeeUSD: "0.0100", TotalUSD: "0.1100"},
-		Approval: toolgatetype.ReceiptApproval{Kind: toolgatetype.ApprovalKindGrant, GrantID: ptr("g"), DecidedBy: ptr("alice\n")},
+		Cost:      toolgatetype.ReceiptCost{PriceUSD: "0.1000", FeeUSD: "0.0100", TotalUSD: "0.1100"},
+		Approval:  toolgatetype.ReceiptApproval{Kind: toolgatetype.ApprovalKindGrant, GrantID: ptr("g"), DecidedBy: ptr("alice\n")},
 		CreatedAt: at, FinishedAt: at.Add(time.Second), Seq: seq, Prev: prev,
 	}
 }

@@ -167,7 +167,9 @@ func testReceipts(t *testing.T, newStore newStoreFunc) {
 		var wg sync.WaitGroup
 		errs := make(chan error, n)
 		for _, b := range begins {
-			wg.Go(func() { errs <- h.s.FinishExecution(h.ctx, sealedFinish(b, storage.ExecutionCompleted, t0.Add(time.Second))) })
+			wg.Go(func() {
+				errs <- h.s.FinishExecution(h.ctx, sealedFinish(b, storage.ExecutionCompleted, t0.Add(time.Second)))
+			})
 		}
 		wg.Wait()
 		close(errs)
