@@ -12,6 +12,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/toolgate/toolgate/internal/jcs"
 	"github.com/toolgate/toolgate/toolgatetype"
 	"github.com/xeipuuv/gojsonschema"
 )
@@ -395,7 +396,7 @@ func (s *fastScanner) space() {
 }
 
 func (s *fastScanner) value(n *fastNode, depth int) bool {
-	if depth > maxCanonicalDepth || s.i >= len(s.b) {
+	if depth > jcs.MaxDepth || s.i >= len(s.b) {
 		return false
 	}
 	switch c := s.b[s.i]; {

@@ -27,8 +27,8 @@ import (
 // ErrNotCanonicalizable is wrapped by every error of Append.
 var ErrNotCanonicalizable = errors.New("jcs: value has no canonical JSON form")
 
-// maxDepth bounds nesting so hostile input cannot exhaust the stack.
-const maxDepth = 512
+// MaxDepth bounds nesting so hostile input cannot exhaust the stack.
+const MaxDepth = 512
 
 // Canonicalize returns the canonical form of the JSON document doc.
 func Canonicalize(doc []byte) ([]byte, error) {
@@ -117,13 +117,13 @@ func (w *writer) value(depth int) error {
 	}
 	switch c := w.in[w.i]; {
 	case c == '{':
-		if depth >= maxDepth {
-			return w.fail("nested deeper than %d", maxDepth)
+		if depth >= MaxDepth {
+			return w.fail("nested deeper than %d", MaxDepth)
 		}
 		return w.object(depth)
 	case c == '[':
-		if depth >= maxDepth {
-			return w.fail("nested deeper than %d", maxDepth)
+		if depth >= MaxDepth {
+			return w.fail("nested deeper than %d", MaxDepth)
 		}
 		return w.array(depth)
 	case c == '"':

@@ -18,11 +18,11 @@ import (
 	"github.com/toolgate/toolgate/tools"
 )
 
-// The reference is registry.Canonicalize, which does the same through
-// encoding/json's tokenizer: both must give the same bytes, or both refuse.
+// The reference (reference_test.go) does the same through encoding/json's
+// tokenizer: both must give the same bytes, or both refuse.
 func sameAsReference(t *testing.T, doc []byte) {
 	t.Helper()
-	want, wantErr := registry.Canonicalize(doc)
+	want, wantErr := referenceCanonicalize(doc)
 	got, err := jcs.Canonicalize(doc)
 	if wantErr != nil {
 		require.Error(t, err, "the reference refuses %q (%v)", doc, wantErr)
@@ -118,7 +118,7 @@ func FuzzCanonicalize(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, doc []byte) {
-		want, wantErr := registry.Canonicalize(doc)
+		want, wantErr := referenceCanonicalize(doc)
 		got, err := jcs.Canonicalize(doc)
 		if (wantErr != nil) != (err != nil) {
 			t.Fatalf("%q: reference error %v, ours %v", doc, wantErr, err)
@@ -143,7 +143,7 @@ func BenchmarkCanonicalize(b *testing.B) {
 	b.Run("reference", func(b *testing.B) {
 		b.ReportAllocs()
 		for range b.N {
-			if _, err := registry.Canonicalize(doc); err != nil {
+			if _, err := referenceCanonicalize(doc); err != nil {
 				b.Fatal(err)
 			}
 		}
