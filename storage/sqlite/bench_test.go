@@ -1,11 +1,17 @@
 package sqlite_test
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/toolgate/toolgate/internal/testproc"
+	"github.com/toolgate/toolgate/receipt"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/storage/memory"
 	"github.com/toolgate/toolgate/storage/sqlite"
@@ -26,6 +32,128 @@ func BenchmarkQuoteCallSQLite(b *testing.B) {
 	}
 	b.Cleanup(func() { _ = s.Close() })
 	storagetest.BenchQuoteCall(b, s, earthquakeBench())
+}
+
+// BenchmarkQuoteCallSQLiteSealed is BenchmarkQuoteCallSQLite with a
+// receipt on every finish: each is signed with an Ed25519 key, as the
+// gateway's receipts are, and chained in the finishing write.
+func BenchmarkQuoteCallSQLiteSealed(b *testing.B) {
+	s, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "bench.db"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	signer, err := receipt.GenerateSigner()
+	if err != nil {
+		b.Fatal(err)
+	}
+	storagetest.BenchQuoteCall(b, sealingStore{s, signer}, earthquakeBench())
+}
+
+// sealingStore is a Store whose every finish seals a receipt with signer.
+type sealingStore struct {
+	*sqlite.Store
+	signer *receipt.Signer
+}
+
+func (s sealingStore) FinishExecution(ctx context.Context, f storage.Finish) error {
+	f.Seal = signedSeal(s.signer, f)
+	return s.Store.FinishExecution(ctx, f)
+}
+
+// signedSeal seals a receipt of f of the size a gateway's is, and puts it
+// in f's response as the gateway does.
+func signedSeal(signer *receipt.Signer, f storage.Finish) storage.Seal {
+	return func(seq int64, prev string) (storage.Sealed, error) {
+		digest := "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+		r := toolgatetype.Receipt{
+			SchemaVersion: toolgatetype.ReceiptSchemaVersion,
+			ExecutionID:   f.ExecutionID.String(),
+			Principal:     f.Principal,
+			Tool:          toolgatetype.ReceiptTool{Slug: "earthquake-search", ManifestDigest: "sha256:" + digest},
+			QuoteID:       f.ExecutionID.String(),
+			InputSHA256:   digest,
+			OutputSHA256:  &digest,
+			Status:        toolgatetype.StatusCompleted,
+			Cost:          toolgatetype.ReceiptCost{PriceUSD: "0.0100", FeeUSD: "0.0010", TotalUSD: "0.0110"},
+			Approval:      toolgatetype.ReceiptApproval{Kind: toolgatetype.ApprovalKindDigest},
+			CreatedAt:     f.Now,
+			FinishedAt:    f.Now,
+			Seq:           seq,
+		}
+		if prev != "" {
+			r.Prev = &prev
+		}
+		signed, hash := signer.Sign(&r)
+		resp := bytes.TrimSuffix(bytes.TrimSpace(f.Response), []byte("}"))
+		resp = append(append(append(bytes.Clone(resp), `,"receipt":`...), signed...), '}')
+		return storage.Sealed{Receipt: signed, Hash: hash, Response: resp}, nil
+	}
+}
+
+// BenchmarkFinish measures FinishExecution alone, with and without a
+// signed receipt: storagetest.BenchCallers callers at once, each finishing
+// calls of its own principal admitted before the timer starts. The writer
+// runs one write at a time, so what a finish does inside its write, such as
+// signing, is time every other write waits.
+func BenchmarkFinish(b *testing.B) {
+	for _, sealed := range []bool{false, true} {
+		name := "plain"
+		if sealed {
+			name = "sealed"
+		}
+		b.Run(name, func(b *testing.B) {
+			s, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "bench.db"), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = s.Close() })
+			signer, err := receipt.GenerateSigner()
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := b.Context()
+			callers := storagetest.BenchCallers
+			per := (b.N + callers - 1) / callers
+			begins := make([][]storage.Begin, callers)
+			var wg sync.WaitGroup
+			for c := range callers {
+				wg.Go(func() {
+					for i := range per {
+						q := quoteFor("caller-"+strconv.Itoa(c), "tool-a", "0.0110", t0)
+						bg := beginFor(q, strconv.Itoa(i), t0)
+						if err := errors.Join(s.CreateQuote(ctx, q), func() error { _, err := s.BeginExecution(ctx, bg); return err }()); err != nil {
+							b.Error(err)
+							return
+						}
+						begins[c] = append(begins[c], bg)
+					}
+				})
+			}
+			wg.Wait()
+			resp := `{"output":"` + strings.Repeat("x", 1024) + `"}`
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu := testproc.ProcessCPU()
+			for c := range callers {
+				wg.Go(func() {
+					for _, bg := range begins[c] {
+						f := finishFor(bg, storage.ExecutionCompleted, resp, t0)
+						if sealed {
+							f.Seal = signedSeal(signer, f)
+						}
+						if err := s.FinishExecution(ctx, f); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			b.StopTimer()
+			b.ReportMetric(float64(testproc.ProcessCPU()-cpu)/float64(callers*per), "cpu-ns/op")
+		})
+	}
 }
 
 // BenchmarkQuoteCallMemory is BenchmarkQuoteCallSQLite on the memory store,

@@ -68,10 +68,12 @@
 // never wait long behind it. The pages deleted rows leave are reused by
 // later writes, so under sustained traffic the file grows to hold what
 // retention keeps (a day of results, a month of ledger) and then stays
-// that size; it does not shrink by itself after a peak (run
-// VACUUM while no gateway has it open, to give the space back). The
-// write-ahead log is checkpointed into the file as it grows and cut back to
-// 64 MiB after a burst. What the process keeps in memory is bounded by
+// that size, but for receipts: a chain is verified from its start, so
+// Prune never deletes them, and a gateway that keeps them grows the file
+// by about a KiB per finished call. The file does not shrink by itself
+// after a peak (run VACUUM while no gateway has it open, to give the space
+// back). The write-ahead log is checkpointed into the file as it grows and
+// cut back to 64 MiB after a burst. What the process keeps in memory is bounded by
 // SQLite's page cache, about 2 MiB per connection, whatever the file's size.
 //
 // Back the file up with SQLite's online backup (the sqlite3 shell's .backup

@@ -21,20 +21,33 @@ import (
 //
 // Like BeginExecution it is one write, so exactly one of a late finish and
 // a takeover of the same key wins, on any process.
+//
+// With f.Seal set, the same write seals the execution's receipt on the
+// principal's chain and keeps it (see sealReceipt), and the response
+// stored is the one Seal returned. The lease is checked first: a finish
+// that loses its lease, or finds no execution, keeps no receipt; one
+// whose Seal fails writes nothing and returns Seal's error.
 func (s *Store) FinishExecution(ctx context.Context, f storage.Finish) error {
 	if err := f.Check(); err != nil {
 		return err
-	}
-	response := f.Response
-	if response == nil {
-		// A finished execution always has a response, even an empty one;
-		// NULL means "still running".
-		response = []byte{}
 	}
 	return s.write(ctx, func(tx *writeTx) error {
 		toolID, err := checkLease(tx, f)
 		if err != nil {
 			return err
+		}
+		response := f.Response
+		if f.Seal != nil {
+			sealed, err := sealReceipt(tx, f.Principal, f.ExecutionID, f.Seal)
+			if err != nil {
+				return err
+			}
+			response = sealed.Response
+		}
+		if response == nil {
+			// A finished execution always has a response, even an empty
+			// one; NULL means "still running".
+			response = []byte{}
 		}
 		if _, err := tx.exec(`
 			UPDATE executions SET status = ?, charged = ?, response = ?, finished_at = ? WHERE id = ?`,

@@ -18,7 +18,8 @@ const pruneStep = 100
 
 // Prune deletes what the retention policy no longer needs, at most p.Limit
 // rows of each kind, in steps of at most pruneStep rows. A zero cutoff
-// prunes nothing of that kind.
+// prunes nothing of that kind. Receipts are never deleted: a chain is
+// verified from its first receipt, so it outlives the executions it names.
 //
 // Deleted rows leave free pages in the file, which later writes reuse: the
 // file grows to hold what retention keeps at the busiest, and no further

@@ -16,14 +16,14 @@ import (
 // file's write transaction, so of two resolutions, in this process or
 // another, the second finds the execution resolved and the ledger moves
 // once.
+//
+// With r.Seal set, the same write seals the resolution's receipt on the
+// execution's principal's chain and keeps it (see sealReceipt), and the
+// response stored is the one Seal returned. A resolution refused keeps no
+// receipt; one whose Seal fails writes nothing and returns Seal's error.
 func (s *Store) ResolveExecution(ctx context.Context, r storage.Resolve) (storage.Execution, error) {
 	if err := r.Check(); err != nil {
 		return storage.Execution{}, err
-	}
-	response := r.Response
-	if response == nil {
-		// A finished execution always has a response; NULL means running.
-		response = []byte{}
 	}
 	charged := r.Outcome == storage.ExecutionCompleted
 	var out storage.Execution
@@ -36,6 +36,19 @@ func (s *Store) ResolveExecution(ctx context.Context, r storage.Resolve) (storag
 			return storage.ErrAlreadyResolved
 		case e.Status != storage.ExecutionAmbiguous:
 			return storage.ErrNotAmbiguous
+		}
+		response := r.Response
+		if r.Seal != nil {
+			sealed, err := sealReceipt(tx, e.Principal, r.ExecutionID, r.Seal)
+			if err != nil {
+				return err
+			}
+			response = sealed.Response
+		}
+		if response == nil {
+			// A finished execution always has a response; NULL means
+			// running.
+			response = []byte{}
 		}
 		if _, err := tx.exec(`
 			UPDATE executions SET status = ?, charged = ?, response = ?,
