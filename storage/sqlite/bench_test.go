@@ -2,7 +2,6 @@ package sqlite_test
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"path/filepath"
 	"strconv"
@@ -32,33 +31,6 @@ func BenchmarkQuoteCallSQLite(b *testing.B) {
 	}
 	b.Cleanup(func() { _ = s.Close() })
 	storagetest.BenchQuoteCall(b, s, earthquakeBench())
-}
-
-// BenchmarkQuoteCallSQLiteSealed is BenchmarkQuoteCallSQLite with a
-// receipt on every finish: each is signed with an Ed25519 key, as the
-// gateway's receipts are, and chained in the finishing write.
-func BenchmarkQuoteCallSQLiteSealed(b *testing.B) {
-	s, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "bench.db"), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = s.Close() })
-	signer, err := receipt.GenerateSigner()
-	if err != nil {
-		b.Fatal(err)
-	}
-	storagetest.BenchQuoteCall(b, sealingStore{s, signer}, earthquakeBench())
-}
-
-// sealingStore is a Store whose every finish seals a receipt with signer.
-type sealingStore struct {
-	*sqlite.Store
-	signer *receipt.Signer
-}
-
-func (s sealingStore) FinishExecution(ctx context.Context, f storage.Finish) error {
-	f.Seal = signedSeal(s.signer, f)
-	return s.Store.FinishExecution(ctx, f)
 }
 
 // signedSeal seals a receipt of f of the size a gateway's is, and puts it
