@@ -74,12 +74,20 @@ func benchPool(b testing.TB) (*pgxpool.Pool, *roundTrips) {
 }
 
 // roundTrips counts what a pool sends the server: each statement, BEGIN and
-// COMMIT included, and each pipelined batch is one round trip. (A statement's
-// first use on a connection also prepares it; that one-off is not counted.)
-type roundTrips struct{ n atomic.Int64 }
+// COMMIT included, and each pipelined batch is one round trip (n); stmts
+// counts the statements, each of a batch's included. (A statement's first
+// use on a connection also prepares it; that one-off is not counted.)
+type roundTrips struct{ n, stmts atomic.Int64 }
+
+// reset zeroes both counts.
+func (r *roundTrips) reset() {
+	r.n.Store(0)
+	r.stmts.Store(0)
+}
 
 func (r *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
 	r.n.Add(1)
+	r.stmts.Add(1)
 	return ctx
 }
 
@@ -90,7 +98,9 @@ func (r *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.Tra
 	return ctx
 }
 
-func (r *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (r *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {
+	r.stmts.Add(1)
+}
 
 func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 

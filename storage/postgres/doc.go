@@ -33,6 +33,16 @@
 //     then its ledger row stays 'reserved', counted in the rollups and the
 //     limits as a running call's is, and Prune keeps it with its execution
 //     and idempotency record.
+//   - a principal's receipts (storage.Seal) form one gapless chain: the
+//     receipt is inserted by the statement that finishes (or resolves) its
+//     execution, its primary key (principal, seq) lets one receipt take each
+//     seq, and the statement inserts seq n only while receipt n-1 is there
+//     with the hash the receipt was sealed on. Receipts are never pruned.
+//     A Store remembers each principal's chain head so that it can seal
+//     before it sends the finish, and lets its own finishes of a principal
+//     take turns; a finish that finds the chain moved by another instance
+//     wrote nothing, and retries under the chain's advisory lock (see
+//     receipt.go).
 //
 // The hot path is short. BeginExecution admits a new key in one round trip
 // (the lock and one statement that decides and writes, pipelined in one
@@ -55,8 +65,11 @@
 // first, in one more batch. A pair inserts four rows (quote, idempotency
 // record, execution, ledger reservation) and updates seven (each of those
 // once, the day and minute rollups, a usage shard), and waits for the disk
-// once. Choices made to keep that work down, each without weakening a
-// guarantee:
+// once. A finish that stores a receipt is still that one statement and
+// round trip once the Store knows the principal's chain head (its first in
+// the process reads the head, one round trip more), and inserts one row
+// more, the receipt. Choices made to keep that work down, each without
+// weakening a guarantee:
 //
 //   - A call does not read before its admission on the instance that quoted
 //     it (storage.Reads.MayRemember): the Store remembers the quotes it

@@ -10,3 +10,10 @@ func (s *Store) SpendSQL(q storage.SpendQuery) (string, []any)    { return s.spe
 // LockPrincipalSQL is the admission lock's statement for this Store's
 // schema, for the test that it excludes an earlier version's form.
 func (s *Store) LockPrincipalSQL() string { return s.sql(lockPrincipalSQL) }
+
+// ChainLock is the advisory lock's two keys that a retrying sealed write
+// holds on the principal's receipt chain, for the test that it excludes
+// other sealed writes.
+func (s *Store) ChainLock(principal string) (class, key int32) {
+	return receiptLockClass, s.chainKey(principal)
+}

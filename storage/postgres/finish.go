@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 
 	"github.com/google/uuid"
 
@@ -46,12 +47,66 @@ func usageShard(id uuid.UUID) int16 {
 //
 // $1 principal, $2 key, $3 execution id, $4 lease token, $5 status,
 // $6 charged, $7 response, $8 now, $9 reservation state, $10 usage shard.
-const finishSQL = `
-WITH finished AS (
+//
+// finishSealedSQL is the same statement storing the execution's receipt
+// (see receipt.go), still one statement and one round trip:
+//
+//   - chain, first: the chain's lock taken shared if no retry holds it or
+//     waits for it (pg_try_advisory_xact_lock_shared, which never waits),
+//     and receipt $12-1 there with hash $13, the one the receipt was sealed
+//     on (seq 1 needs none: the primary key refuses a second). finished
+//     writes only when both hold. A retry runs the statement with the lock
+//     held exclusive ($16): it skips the try, which would fail whenever
+//     another session waits for the lock, even in the session that holds it.
+//   - receipt: the receipt, for the execution just finished, inserted
+//     after every other row this statement writes has been written (it
+//     waits for the counts of reservation and usage): another finish that
+//     took the same seq is then either committed, and the insert fails on
+//     the primary key, or waits for this one's commit and fails in turn,
+//     never holding a row this one still needs. Any failure rolls the whole
+//     statement back.
+//
+// It returns chain's verdict (false: nothing written, the chain moved) and
+// how many receipts, so executions, it wrote. $11 chain key, $12 seq,
+// $13 prev, $14 hash, $15 signed receipt, $16 whether the chain's lock is
+// held; $7 is the response sealed with it.
+var (
+	finishSQL       = finishStatement(false)
+	finishSealedSQL = finishStatement(true)
+)
+
+// finishStatement returns the finish statement, with or without a receipt.
+func finishStatement(sealed bool) string {
+	chain, chainCheck, returning, receipt, result := "", "", "", "", `
+SELECT count(*) FROM execution`
+	if sealed {
+		chain = `chain AS (
+	SELECT CASE WHEN $16::boolean THEN true
+			ELSE pg_try_advisory_xact_lock_shared(` + fmt.Sprint(receiptLockClass) + `, $11::int4) END
+		AND ($12::bigint = 1 OR EXISTS (SELECT FROM {schema}.receipts
+			WHERE principal = $1 AND seq = $12::bigint - 1 AND hash = $13::text)) AS ok
+),
+`
+		chainCheck = `
+		AND (SELECT ok FROM chain)`
+		returning = `
+	RETURNING 1`
+		receipt = `,
+receipt AS (
+	INSERT INTO {schema}.receipts (principal, seq, execution_id, hash, signed)
+	SELECT $1, $12::bigint, $3::uuid, $14::text, $15::bytea FROM execution
+	WHERE (SELECT count(*) FROM reservation) + (SELECT count(*) FROM usage) >= 0
+	RETURNING 1
+)`
+		result = `
+SELECT (SELECT ok FROM chain), (SELECT count(*) FROM receipt)`
+	}
+	return `
+WITH ` + chain + `finished AS (
 	UPDATE {schema}.idempotency_records i SET finished = true
 	FROM {schema}.executions e
 	WHERE i.principal = $1 AND i.key = $2 AND i.execution_id = $3 AND i.lease_token = $4
-		AND NOT i.finished AND e.id = $3 AND e.status = 'running'
+		AND NOT i.finished AND e.id = $3 AND e.status = 'running'` + chainCheck + `
 	RETURNING i.execution_id
 ),
 execution AS (
@@ -61,7 +116,7 @@ execution AS (
 ),
 reservation AS (
 	UPDATE {schema}.spend_ledger l SET state = $9
-	FROM execution WHERE l.execution_id = $3 AND l.state = 'reserved' AND $9 <> 'reserved'
+	FROM execution WHERE l.execution_id = $3 AND l.state = 'reserved' AND $9 <> 'reserved'` + returning + `
 ),
 new_user AS (
 	INSERT INTO {schema}.tool_users (tool_id, principal)
@@ -73,9 +128,9 @@ usage AS (
 	INSERT INTO {schema}.tool_usage_shards AS u (tool_id, shard, count, unique_users)
 	SELECT tool_id, $10::smallint, 1, (SELECT count(*) FROM new_user) FROM execution WHERE $5 = 'completed'
 	ON CONFLICT (tool_id, shard) DO UPDATE
-	SET count = u.count + 1, unique_users = u.unique_users + EXCLUDED.unique_users
-)
-SELECT count(*) FROM execution`
+	SET count = u.count + 1, unique_users = u.unique_users + EXCLUDED.unique_users` + returning + `
+)` + receipt + result
+}
 
 // FinishExecution records a running execution's outcome atomically: the
 // idempotency record finished, the execution's status and response, the
@@ -83,19 +138,30 @@ SELECT count(*) FROM execution`
 // completed executions the tool's usage counters. ErrLeaseLost when
 // f.LeaseToken no longer holds the lease, ErrNotFound when the execution
 // does not exist.
+//
+// With f.Seal, the execution's receipt is stored by the same statement,
+// and the response stored is the sealed one. When the Store remembers the
+// principal's chain head that is still one round trip; the principal's
+// first sealed finish in this process reads the head first (one more), and
+// a finish that finds the chain moved (another instance finished one of
+// the principal's calls since) retries under the chain's lock (four more).
+// See receipt.go.
 func (s *Store) FinishExecution(ctx context.Context, f storage.Finish) error {
 	if err := f.Check(); err != nil {
 		return err
+	}
+	state := ledgerState(f.Charged)
+	if f.Status == storage.ExecutionAmbiguous {
+		state = "reserved"
+	}
+	if f.Seal != nil {
+		return s.finishSealed(ctx, f, state)
 	}
 	response := f.Response
 	if response == nil {
 		// A finished execution always has a response, even an empty one;
 		// NULL is kept to mean "still running".
 		response = []byte{}
-	}
-	state := ledgerState(f.Charged)
-	if f.Status == storage.ExecutionAmbiguous {
-		state = "reserved"
 	}
 	var n int
 	if err := s.pool.QueryRow(ctx, s.sql(finishSQL),
@@ -105,6 +171,36 @@ func (s *Store) FinishExecution(ctx context.Context, f storage.Finish) error {
 	}
 	if n == 1 {
 		return nil
+	}
+	return s.finishFailure(ctx, f)
+}
+
+// finishSealed is FinishExecution with a receipt: finishSealedSQL, run by
+// writeSealed on a sealed chain head.
+func (s *Store) finishSealed(ctx context.Context, f storage.Finish, state string) error {
+	key := s.chainKey(f.Principal)
+	wrote, err := s.writeSealed(ctx, f.Principal, f.Seal, true,
+		func(ctx context.Context, q querier, locked bool, seq int64, prev string, sealed storage.Sealed) (bool, error) {
+			hash, signed, response := receiptArgs(sealed)
+			var (
+				ok bool
+				n  int
+			)
+			err := q.QueryRow(ctx, s.sql(finishSealedSQL),
+				f.Principal, f.Key, bytesOf(f.ExecutionID), bytesOf(f.LeaseToken), string(f.Status), f.Charged, response, f.Now,
+				state, usageShard(f.ExecutionID), key, seq, prev, hash, signed, locked).Scan(&ok, &n)
+			switch {
+			case receiptConflict(err):
+				return false, errChainMoved
+			case err != nil:
+				return false, translate(err)
+			case !ok:
+				return false, errChainMoved
+			}
+			return n == 1, nil
+		})
+	if err != nil || wrote {
+		return err
 	}
 	return s.finishFailure(ctx, f)
 }

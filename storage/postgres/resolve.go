@@ -26,16 +26,42 @@ import (
 //
 // $1 execution id, $2 outcome, $3 charged, $4 response, $5 resolved by,
 // $6 resolved at, $7 note, $8 reservation state, $9 usage shard.
-const resolveSQL = `
+//
+// resolveSealedSQL is the same statement storing the resolution's receipt,
+// run under the chain's lock (see receipt.go), after every other row the
+// statement writes, as finishSealedSQL does. $10 principal (the one the
+// receipt was sealed for), $11 seq, $12 hash, $13 signed receipt; $4 is
+// the response sealed with it.
+var (
+	resolveSQL       = resolveStatement(false)
+	resolveSealedSQL = resolveStatement(true)
+)
+
+// resolveStatement returns the resolution statement, with or without a
+// receipt.
+func resolveStatement(sealed bool) string {
+	principalCheck, returning, receipt := "", "", ""
+	if sealed {
+		principalCheck = ` AND principal = $10`
+		returning = `
+	RETURNING 1`
+		receipt = `,
+receipt AS (
+	INSERT INTO {schema}.receipts (principal, seq, execution_id, hash, signed)
+	SELECT $10, $11::bigint, $1::uuid, $12::text, $13::bytea FROM resolved
+	WHERE (SELECT count(*) FROM reservation) + (SELECT count(*) FROM usage) >= 0
+)`
+	}
+	return `
 WITH resolved AS (
 	UPDATE {schema}.executions SET status = $2, charged = $3, response = $4,
 		resolution_outcome = $2, resolved_by = $5, resolved_at = $6, resolution_note = $7
-	WHERE id = $1 AND status = 'ambiguous'
+	WHERE id = $1 AND status = 'ambiguous'` + principalCheck + `
 	RETURNING ` + executionColumns + `
 ),
 reservation AS (
 	UPDATE {schema}.spend_ledger l SET state = $8
-	FROM resolved WHERE l.execution_id = $1 AND l.state = 'reserved'
+	FROM resolved WHERE l.execution_id = $1 AND l.state = 'reserved'` + returning + `
 ),
 new_user AS (
 	INSERT INTO {schema}.tool_users (tool_id, principal)
@@ -47,25 +73,35 @@ usage AS (
 	INSERT INTO {schema}.tool_usage_shards AS u (tool_id, shard, count, unique_users)
 	SELECT tool_id, $9::smallint, 1, (SELECT count(*) FROM new_user) FROM resolved WHERE $3
 	ON CONFLICT (tool_id, shard) DO UPDATE
-	SET count = u.count + 1, unique_users = u.unique_users + EXCLUDED.unique_users
-)
+	SET count = u.count + 1, unique_users = u.unique_users + EXCLUDED.unique_users` + returning + `
+)` + receipt + `
 SELECT * FROM resolved`
+}
 
 // ResolveExecution records a person's finding about an ambiguous execution
 // atomically: its status and resolution, the resolved response, the
 // reservation charged or released, and for completed the tool's usage
 // counters. ErrNotFound, ErrAlreadyResolved or ErrNotAmbiguous otherwise.
 // The commit waits for the disk, as a finish's does.
+//
+// With r.Seal, the resolution's receipt is stored by the same statement,
+// on the chain of the execution's principal, and the response stored is
+// the sealed one. Resolutions are rare (a person makes each), so this one
+// takes the plain way: it reads the execution's principal, then resolves
+// in a transaction that holds the chain's lock (see lockedWrite).
 func (s *Store) ResolveExecution(ctx context.Context, r storage.Resolve) (storage.Execution, error) {
 	if err := r.Check(); err != nil {
 		return storage.Execution{}, err
+	}
+	charged := r.Outcome == storage.ExecutionCompleted
+	if r.Seal != nil {
+		return s.resolveSealed(ctx, r, charged)
 	}
 	response := r.Response
 	if response == nil {
 		// A finished execution always has a response; NULL means running.
 		response = []byte{}
 	}
-	charged := r.Outcome == storage.ExecutionCompleted
 	e, err := scanExecution(s.pool.QueryRow(ctx, s.sql(resolveSQL),
 		bytesOf(r.ExecutionID), string(r.Outcome), charged, response, r.ResolvedBy, r.Now, r.Note,
 		ledgerState(charged), usageShard(r.ExecutionID)))
@@ -74,6 +110,41 @@ func (s *Store) ResolveExecution(ctx context.Context, r storage.Resolve) (storag
 	}
 	if err != nil {
 		return storage.Execution{}, err
+	}
+	return e, nil
+}
+
+// resolveSealed is ResolveExecution with a receipt: resolveSealedSQL, run
+// by writeSealed under the chain's lock.
+func (s *Store) resolveSealed(ctx context.Context, r storage.Resolve, charged bool) (storage.Execution, error) {
+	// An execution's principal never changes; the statement checks it all
+	// the same.
+	var principal string
+	if err := s.pool.QueryRow(ctx, s.sql(`SELECT principal FROM {schema}.executions WHERE id = $1`),
+		bytesOf(r.ExecutionID)).Scan(&principal); err != nil {
+		return storage.Execution{}, translate(err) // no rows: ErrNotFound
+	}
+	var e storage.Execution
+	wrote, err := s.writeSealed(ctx, principal, r.Seal, false,
+		func(ctx context.Context, q querier, _ bool, seq int64, _ string, sealed storage.Sealed) (bool, error) {
+			hash, signed, response := receiptArgs(sealed)
+			var err error
+			e, err = scanExecution(q.QueryRow(ctx, s.sql(resolveSealedSQL),
+				bytesOf(r.ExecutionID), string(r.Outcome), charged, response, r.ResolvedBy, r.Now, r.Note,
+				ledgerState(charged), usageShard(r.ExecutionID), principal, seq, hash, signed))
+			switch {
+			case errors.Is(err, storage.ErrNotFound):
+				return false, nil
+			case receiptConflict(err):
+				return false, errChainMoved
+			}
+			return err == nil, err
+		})
+	if err != nil {
+		return storage.Execution{}, err
+	}
+	if !wrote {
+		return storage.Execution{}, s.resolveFailure(ctx, r)
 	}
 	return e, nil
 }

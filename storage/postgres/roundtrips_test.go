@@ -1,6 +1,10 @@
 package postgres_test
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"testing"
 
 	"github.com/shopspring/decimal"
@@ -21,50 +25,90 @@ import (
 // quoted it is answered its reads from memory, then is admitted in one
 // batch (which checks what was remembered) and is recorded in one; a call
 // quoted on another instance reads in one batch first. A change that adds
-// a round trip to every call shows up here.
+// a round trip to every call shows up here. It pins the statements too.
+//
+// It runs twice: with finishes that carry no Seal, and with finishes that
+// store a receipt, which cost the same once the Store knows the principal's
+// chain head (each principal's first sealed finish in the process reads it,
+// one round trip more, here in the warm-up calls).
 func TestGatewayRoundTrips(t *testing.T) {
 	t.Parallel()
+	t.Run("NoReceipts", func(t *testing.T) {
+		t.Parallel()
+		gatewayRoundTrips(t, false)
+	})
+	t.Run("Receipts", func(t *testing.T) {
+		t.Parallel()
+		gatewayRoundTrips(t, true)
+	})
+}
+
+// sealingStore is a Store whose finishes carry a Seal, as a gateway that
+// signs receipts sends them.
+type sealingStore struct{ *postgres.Store }
+
+func (s sealingStore) FinishExecution(ctx context.Context, f storage.Finish) error {
+	f.Seal = func(seq int64, prev string) (storage.Sealed, error) {
+		r := fmt.Sprintf(`{"execution":%q,"prev":%q,"seq":%d}`, f.ExecutionID, prev, seq)
+		sum := sha256.Sum256([]byte(r))
+		return storage.Sealed{Receipt: []byte(r), Hash: "sha256:" + hex.EncodeToString(sum[:]), Response: f.Response}, nil
+	}
+	return s.Store.FinishExecution(ctx, f)
+}
+
+func gatewayRoundTrips(t *testing.T, sealed bool) {
 	ctx := t.Context()
 	pool, trips := benchPool(t)
 	t.Cleanup(pool.Close)
 	schema := newSchema(t)
 	store, err := postgres.New(ctx, pool, &postgres.Config{Schema: schema})
 	require.NoError(t, err)
+	withSeal := func(s *postgres.Store) storage.Store {
+		if sealed {
+			return sealingStore{s}
+		}
+		return s
+	}
 	reg := registry.New()
 	require.NoError(t, reg.Register(echoTool()))
-	gw, err := toolgate.New(store, &toolgate.Config{Registry: reg, Transport: toolgatetest.NewUpstream()})
+	gw, err := toolgate.New(withSeal(store), &toolgate.Config{Registry: reg, Transport: toolgatetest.NewUpstream()})
 	require.NoError(t, err)
-	// The statements' first use on a connection prepares them; that
-	// one-off is not what is pinned.
-	warm, err := gw.Quote(ctx, "alice", "echo")
-	require.NoError(t, err)
-	_, err = gw.Call(ctx, "alice", echoCall(warm, "warm-up"))
-	require.NoError(t, err)
+	// The statements' first use on a connection prepares them, and each
+	// principal's first sealed finish reads its chain head; those one-offs
+	// are not what is pinned.
+	for _, principal := range []string{"alice", "bob"} {
+		warm, err := gw.Quote(ctx, principal, "echo")
+		require.NoError(t, err)
+		_, err = gw.Call(ctx, principal, echoCall(warm, "warm-up"))
+		require.NoError(t, err)
+	}
 
-	trips.n.Store(0)
+	trips.reset()
 	q, err := gw.Quote(ctx, "alice", "echo")
 	require.NoError(t, err)
 	assert.EqualValues(t, 1, trips.n.Load(), "a quote")
+	assert.EqualValues(t, 5, trips.stmts.Load(), "a quote's statements")
 
-	// callTrips makes a call that completes and returns its round trips.
-	callTrips := func(principal string, q *toolgatetype.QuoteResult, key string) int64 {
+	// callTrips makes a call that completes and returns its round trips and
+	// statements.
+	callTrips := func(principal string, q *toolgatetype.QuoteResult, key string) [2]int64 {
 		t.Helper()
-		trips.n.Store(0)
+		trips.reset()
 		res, err := gw.Call(ctx, principal, echoCall(q, key))
 		require.NoError(t, err)
 		assert.Equal(t, toolgatetype.StatusCompleted, res.Execution.Status)
-		return trips.n.Load()
+		return [2]int64{trips.n.Load(), trips.stmts.Load()}
 	}
-	assert.EqualValues(t, 2, callTrips("alice", q, "k1"), "a new call on the quoting instance: its admission, its result")
+	assert.Equal(t, [2]int64{2, 4}, callTrips("alice", q, "k1"), "a new call on the quoting instance: its admission, its result")
 
 	// Quoted elsewhere: this instance has nothing to remember.
 	other, err := postgres.New(ctx, sharedPool(t), &postgres.Config{Schema: schema})
 	require.NoError(t, err)
-	elsewhere, err := toolgate.New(other, &toolgate.Config{Registry: reg, Transport: toolgatetest.NewUpstream()})
+	elsewhere, err := toolgate.New(withSeal(other), &toolgate.Config{Registry: reg, Transport: toolgatetest.NewUpstream()})
 	require.NoError(t, err)
 	qo, err := elsewhere.Quote(ctx, "alice", "echo")
 	require.NoError(t, err)
-	assert.EqualValues(t, 3, callTrips("alice", qo, "k2"), "a new call quoted elsewhere: its reads, its admission, its result")
+	assert.Equal(t, [2]int64{3, 7}, callTrips("alice", qo, "k2"), "a new call quoted elsewhere: its reads, its admission, its result")
 
 	// A principal with spend controls of every kind and a standing
 	// approval is remembered as exactly: the admission's check finds them
@@ -81,7 +125,7 @@ func TestGatewayRoundTrips(t *testing.T) {
 	require.NoError(t, err)
 	qb, err = gw.Quote(ctx, "bob", "echo")
 	require.NoError(t, err)
-	assert.EqualValues(t, 2, callTrips("bob", qb, "k3"), "a call of a principal with controls and an approval")
+	assert.Equal(t, [2]int64{2, 4}, callTrips("bob", qb, "k3"), "a call of a principal with controls and an approval")
 
 	// What the batched reads answered is what decided: the charge shows
 	// in the next quote's controls.
@@ -90,5 +134,15 @@ func TestGatewayRoundTrips(t *testing.T) {
 	assert.Equal(t, "0.3300", next.Controls.Global.DailyUsedUSD)
 	usage, err := store.Usage(ctx, q.Tool.ID)
 	require.NoError(t, err)
-	assert.Equal(t, storage.Usage{Count: 4, UniqueUsers: 2}, usage)
+	assert.Equal(t, storage.Usage{Count: 5, UniqueUsers: 2}, usage)
+
+	// Each finish kept its receipt, or none without a Seal.
+	for principal, calls := range map[string]int{"alice": 3, "bob": 2} {
+		chain, err := store.ListReceipts(ctx, principal, 0, storage.MaxReceiptPage)
+		require.NoError(t, err)
+		if !sealed {
+			calls = 0
+		}
+		assert.Len(t, chain, calls, "%s's receipts", principal)
+	}
 }

@@ -22,6 +22,8 @@ var (
 // storage contract is enforced by the database (primary keys, conditional
 // updates, row locks inside transactions), never by locks in this process,
 // so any number of Stores in any number of processes may share one schema.
+// (The one lock a Store keeps, each principal's turn at sealing a receipt,
+// only spares its own finishes a retry; see receipt.go.)
 type Store struct {
 	pool *pgxpool.Pool
 	// ownsPool is true when Open created the pool, so Close must close it.
@@ -32,6 +34,8 @@ type Store struct {
 	syncAdmission bool
 	// memo is what the Store remembers for the calls it admits (see memo).
 	memo *memo
+	// chains is what the Store remembers of receipt chains (see chains).
+	chains *chains
 }
 
 // New returns a Store that keeps its tables in cfg.Schema of the database
@@ -46,7 +50,8 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Store, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Store{pool: pool, schema: pgx.Identifier{cfg.Schema}.Sanitize(), syncAdmission: cfg.SynchronousAdmission, memo: newMemo()}
+	s := &Store{pool: pool, schema: pgx.Identifier{cfg.Schema}.Sanitize(), syncAdmission: cfg.SynchronousAdmission,
+		memo: newMemo(), chains: newChains()}
 	if err := s.migrate(ctx, cfg.Schema); err != nil {
 		return nil, err
 	}
