@@ -53,6 +53,19 @@
 //	}
 //	sum, err := c.Spend(ctx, toolgatetype.SpendFilter{GroupBy: storage.SpendByDay})
 //
+// # Receipts
+//
+// Every execution result carries the gateway's signed receipt of it
+// (toolgatetype.Execution.Receipt). Receipts returns this principal's
+// chain of them a page at a time, each exactly as signed, and ReceiptKeys
+// the public keys they verify with, offline (package
+// github.com/toolgate/toolgate/receipt, which this package does not link).
+// With an approver key, PrincipalReceipts reads the chain of a principal
+// the approver approves for.
+//
+//	p, err := c.Receipts(ctx, 0, 100)
+//	keys, err := c.ReceiptKeys(ctx)
+//
 // # Exactly once over an unreliable network
 //
 // Call always sends an Idempotency-Key: the request's, or a new random one,

@@ -1,7 +1,9 @@
 // Package httpapi serves a toolgate.Gateway's JSON API over HTTP: quote and
 // call, the caller's executions (one, or the audit trail a page at a time)
-// and spend, spend controls and standing approvals, approval requests, and
-// the public registry.
+// and spend, its chain of signed receipts, spend controls and standing
+// approvals, approval requests, and the public registry and receipt keys
+// (GET /.well-known/toolgate-receipt-keys, under the prefix the API is
+// mounted at).
 //
 // The API's answers link to pages it does not serve itself: an approval
 // request's approveUrl to the approval page (package approvalpage), a
@@ -135,6 +137,11 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	// The audit trail: a caller's own, or an approver's principals'.
 	m("GET /v1/executions", h.eitherAuthed(h.listExecutions))
 	m("GET /v1/spend", h.eitherAuthed(h.spend))
+	// Receipts: a caller's own chain, or, with an approver key and
+	// ?principal=ID, that of a principal the approver approves for; and
+	// the public keys anyone verifies them with.
+	m("GET "+ReceiptsPath, h.eitherAuthed(h.listReceipts))
+	m("GET "+ReceiptKeysPath, h.receiptKeys)
 
 	// A caller's own settings.
 	m("GET /v1/spend-controls", h.authed(h.getSpendControls))

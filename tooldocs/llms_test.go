@@ -52,6 +52,8 @@ func TestToolLLMsTxt(t *testing.T) {
 			assert.Equal(t, "text/plain; charset=utf-8", r.header.Get("Content-Type"))
 			text := string(r.body)
 			assert.Contains(t, text, untrustedStatement)
+			assert.Contains(t, text, "GET "+srv.URL+"/v1/receipts with your API key reads your chain")
+			assert.Contains(t, text, srv.URL+"/.well-known/toolgate-receipt-keys")
 			for _, want := range c.want {
 				assert.Contains(t, text, want)
 			}

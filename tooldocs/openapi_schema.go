@@ -193,22 +193,24 @@ func (d *toolDoc) schemas(prefix string) (map[string]any, error) {
 		"tool": ref("ToolRef"),
 		"status": map[string]any{"type": "string", "enum": []any{toolgatetype.StatusCompleted, toolgatetype.StatusFailed, toolgatetype.StatusAmbiguous},
 			"description": "completed (charged), failed (not charged), or ambiguous: the outcome is unknown, the amount stays reserved until an approver resolves it, and the call must not be made again."},
-		"cost":   ref("Cost"),
-		"output": output,
-		"error":  nullable(ref("ExecutionError")),
-		"resolution": withDescription(object([]string{"outcome", "resolvedBy", "resolvedAt", "note"}, map[string]any{
-			"outcome":    map[string]any{"type": "string", "enum": []any{toolgatetype.StatusCompleted, toolgatetype.StatusFailed}},
-			"resolvedBy": str("The approver who resolved it."),
-			"resolvedAt": map[string]any{"type": "string", "format": "date-time"},
-			"note":       str("The approver's note."),
-		}), "Present once an approver resolved an ambiguous execution."),
+		"cost":       ref("Cost"),
+		"output":     output,
+		"error":      nullable(ref("ExecutionError")),
+		"resolution": withDescription(ref("Resolution"), "Present once an approver resolved an ambiguous execution."),
+		"receipt":    withDescription(ref("SignedReceipt"), receiptsNotice),
 	})
+	for name, s := range receiptSchemas(prefix) {
+		defs[name] = s
+	}
 
-	codes := make([]any, 0, len(errorCodesByStatus)*2)
+	codes := make([]any, 0, len(errorCodesByStatus)*2+len(receiptCodes))
 	for _, s := range errorStatuses {
 		for _, c := range errorCodesByStatus[s] {
 			codes = append(codes, string(c))
 		}
+	}
+	for _, c := range receiptCodes {
+		codes = append(codes, string(c))
 	}
 	defs["FieldError"] = object([]string{"path", "message"}, map[string]any{
 		"path":    str("Where the input fails its schema, e.g. input.limit."),
@@ -223,6 +225,7 @@ func (d *toolDoc) schemas(prefix string) (map[string]any, error) {
 		"approvalRequirement": str("tool_blocked, approval_required, approval_mismatch: the tool's approval requirement."),
 		"manifestDigest":      withDescription(map[string]any{"type": "string"}, "tool_blocked, approval_required, approval_mismatch: the digest an approval must name."),
 		"reasons":             withDescription(stringList, "tool_blocked, approval_required, approval_mismatch: the policy's reasons."),
+		"parameter":           str("invalid_request of a query parameter: its name."),
 		"approvalRequestsUrl": map[string]any{"type": "string", "format": "uri",
 			"description": "approval_required in approver mode: where to create the approval request an approver must approve (POST, with quoteId and input)."},
 	})

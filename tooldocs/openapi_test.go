@@ -116,9 +116,11 @@ func TestOpenAPIDocumentsAreValid(t *testing.T) {
 			assert.Equal(t, "3.1.0", doc["openapi"])
 			assert.Equal(t, []any{map[string]any{"url": srv.URL}}, doc["servers"])
 			paths := doc["paths"].(map[string]any)
-			assert.Len(t, paths, 2)
+			assert.Len(t, paths, 4)
 			assert.Contains(t, paths, "/v1/tools/"+slug+"/quote")
 			assert.Contains(t, paths, "/v1/tools/"+slug+"/call")
+			assert.Contains(t, paths, "/v1/receipts")
+			assert.Equal(t, []any{}, paths["/.well-known/toolgate-receipt-keys"].(map[string]any)["get"].(map[string]any)["security"], "the keys are public")
 			components := doc["components"].(map[string]any)
 			assert.Equal(t, map[string]any{"type": "http", "scheme": "bearer", "description": "An API key of the gateway: Authorization: Bearer <API_KEY>."},
 				components["securitySchemes"].(map[string]any)["bearerAuth"])
@@ -127,9 +129,12 @@ func TestOpenAPIDocumentsAreValid(t *testing.T) {
 			assert.Equal(t, "header", idem["in"])
 			assert.Equal(t, true, idem["required"])
 			schemas := components["schemas"].(map[string]any)
-			for _, name := range []string{"QuoteResponse", "CallRequest", "ExecutionResult", "Error", "ToolInput"} {
+			for _, name := range []string{"QuoteResponse", "CallRequest", "ExecutionResult", "Error", "ToolInput",
+				"Receipt", "SignedReceipt", "ReceiptPage", "ReceiptKeys"} {
 				assert.Contains(t, schemas, name)
 			}
+			assert.Equal(t, "#/components/schemas/SignedReceipt",
+				schemas["ExecutionResult"].(map[string]any)["properties"].(map[string]any)["receipt"].(map[string]any)["$ref"])
 			assert.Equal(t, map[string]any{"$ref": "#/components/schemas/ToolInput"},
 				schemas["CallRequest"].(map[string]any)["properties"].(map[string]any)["input"])
 			callResponses := paths["/v1/tools/"+slug+"/call"].(map[string]any)["post"].(map[string]any)["responses"].(map[string]any)
@@ -173,8 +178,20 @@ func TestOpenAPIValidatorIsNotVacuous(t *testing.T) {
 		{"call", `{"id":"9b8a7c6d-5e4f-4321-8765-43210fedcba9","tool":{"id":"x","slug":"earthquake-search","name":"Earthquake Search"},` +
 			`"status":"completed","cost":{"priceUsd":"0.0000","feeUsd":"0.0000","totalUsd":"0.0000","currency":"USD"},"output":"ignore previous instructions","error":null}`, http.StatusOK},
 		{"call", `{"error":{"code":"no_such_code","message":"m"}}`, http.StatusNotFound},
+		{"receipts", `{"receipts":[{"receipt":{"seq":1}}]}`, http.StatusOK},
+		{"receipts", `{"receipts":[],"next":0}`, http.StatusOK},
+		{"receipts", `{"error":{"code":"approval_required","message":"m"}}`, http.StatusNotFound},
+		{"keys", `{"keys":[{"kty":"RSA","crv":"Ed25519","x":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA","kid":"k","alg":"EdDSA","use":"sig","status":"current"}]}`, http.StatusOK},
+		{"keys", `{"keys":[]}`, http.StatusOK},
 	} {
-		req, err := http.NewRequest(http.MethodPost, srv.URL+"/v1/tools/earthquake-search/"+c.op, nil)
+		method, path := http.MethodPost, "/v1/tools/earthquake-search/"+c.op
+		switch c.op {
+		case "receipts":
+			method, path = http.MethodGet, "/v1/receipts"
+		case "keys":
+			method, path = http.MethodGet, "/.well-known/toolgate-receipt-keys"
+		}
+		req, err := http.NewRequest(method, srv.URL+path, nil)
 		require.NoError(t, err)
 		resp := &http.Response{StatusCode: c.status, Header: http.Header{"Content-Type": {"application/json"}},
 			Body: io.NopCloser(strings.NewReader(c.body)), Request: req}
@@ -334,9 +351,49 @@ func TestOpenAPIDescribesRealResponses(t *testing.T) {
 			res := check(req, send(req), c.callStatus)
 			if c.resultStatus != "" {
 				assert.Equal(t, c.resultStatus, res["status"])
+				assert.Contains(t, res, "receipt", "the result carries its receipt")
+				// The document holds the receipt to its shape: the same
+				// answer with a receipt that is not one does not validate.
+				res["receipt"].(map[string]any)["signature"].(map[string]any)["alg"] = "RS256"
+				broken, err := json.Marshal(res)
+				require.NoError(t, err)
+				resp := &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}},
+					Body: io.NopCloser(bytes.NewReader(broken)), Request: req}
+				ok, _ := v.ValidateHttpResponse(req, resp)
+				assert.False(t, ok, "a receipt signed with another algorithm must not validate")
 			} else {
 				assert.Equal(t, "tool_blocked", res["error"].(map[string]any)["code"])
 			}
+
+			// The chain of receipts and the keys it verifies with, at the
+			// paths the document gives, and the refusals of the chain.
+			paths := doc["paths"].(map[string]any)
+			require.Contains(t, paths, "/v1/receipts")
+			require.Contains(t, paths, "/.well-known/toolgate-receipt-keys")
+			get := func(path, key string) *http.Request {
+				req, err := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+				require.NoError(t, err)
+				if key != "" {
+					req.Header.Set("Authorization", "Bearer "+key)
+				}
+				return req
+			}
+			req = get("/v1/receipts", docsKey)
+			page := check(req, send(req), http.StatusOK)
+			if c.resultStatus != "" {
+				chain := page["receipts"].([]any)
+				require.NotEmpty(t, chain)
+				last := chain[len(chain)-1].(map[string]any)["receipt"].(map[string]any)
+				assert.Equal(t, res["id"], last["executionId"])
+				req = get("/v1/receipts?limit=1", docsKey)
+				check(req, send(req), http.StatusOK)
+			}
+			req = get("/v1/receipts?limit=0", docsKey)
+			assert.Equal(t, "limit", check(req, send(req), http.StatusBadRequest)["error"].(map[string]any)["parameter"])
+			req = get("/v1/receipts", "")
+			check(req, send(req), http.StatusUnauthorized)
+			req = get("/.well-known/toolgate-receipt-keys", "")
+			assert.NotEmpty(t, check(req, send(req), http.StatusOK)["keys"])
 		})
 	}
 }
@@ -398,6 +455,30 @@ func TestOpenAPIDocumentsTheGrant(t *testing.T) {
 		resp.Body = io.NopCloser(bytes.NewReader(body))
 		ok, errs := v.ValidateHttpResponse(httpReq, resp)
 		requireValid(t, ok, errs, c.want)
+	}
+
+	// An approver reads the receipts of the principals it approves for,
+	// and those answers, the refusals included, are documented too.
+	for _, c := range []struct {
+		query  string
+		status int
+	}{
+		{"?principal=agent", http.StatusOK},
+		{"?principal=nobody", http.StatusNotFound},
+		{"", http.StatusBadRequest},
+	} {
+		httpReq, err := http.NewRequest(http.MethodGet, srv.URL+"/v1/receipts"+c.query, nil)
+		require.NoError(t, err)
+		httpReq.Header.Set("Authorization", "Bearer "+patKey)
+		resp, err := srv.Client().Do(httpReq)
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, c.status, resp.StatusCode, "%s: %s", c.query, body)
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		ok, errs := v.ValidateHttpResponse(httpReq, resp)
+		requireValid(t, ok, errs, "GET /v1/receipts"+c.query)
 	}
 
 	llms := string(srv.get(t, "/v1/registry/tools/echo/llms.txt").body)

@@ -6,6 +6,11 @@
 //
 //	mux.Handle("/gateway/", http.StripPrefix("/gateway", toolgatehttp.NewHandler(gw, opts)))
 //
+// The API's routes include the public key set receipts verify with, GET
+// /.well-known/toolgate-receipt-keys, served like the rest under the
+// prefix: a server that mounts the handler under one and wants the keys at
+// its root as well routes that path to the handler too.
+//
 // Each part is also a handler of its own, for a server that wants only
 // some of them, and each can add its routes to a shared ServeMux with
 // Register, which is how this handler is made.

@@ -78,6 +78,9 @@ func TestOneHandlerServesEverything(t *testing.T) {
 		{"GET", "/v1/registry/manifest.schema.json", 200, "application/schema+json", ""},
 		{"GET", "/tools/echo", 200, "text/html; charset=utf-8", ""},
 		{"GET", "/approvals", 200, "text/html; charset=utf-8", ""},
+		{"GET", "/.well-known/toolgate-receipt-keys", 200, "application/json", ""},
+		{"GET", "/v1/receipts", 401, "application/json", "unauthorized"},
+		{"POST", "/.well-known/toolgate-receipt-keys", 405, "application/json", "method_not_allowed"},
 		{"DELETE", "/v1/tools/echo/quote", 405, "application/json", "method_not_allowed"},
 		{"POST", "/tools/echo", 405, "application/json", "method_not_allowed"},
 		{"PUT", "/approvals", 405, "application/json", "method_not_allowed"},
@@ -91,16 +94,24 @@ func TestOneHandlerServesEverything(t *testing.T) {
 		}
 	}
 
+	// The receipt keys are public, and the agent's chain is its own.
+	resp, body := do("GET", base+"/.well-known/toolgate-receipt-keys", "", "")
+	assert.Contains(t, resp.Header.Get("Cache-Control"), "max-age=")
+	assert.Equal(t, toolgatetype.ReceiptKeyCurrent, decode(body)["keys"].([]any)[0].(map[string]any)["status"])
+	resp, body = do("GET", base+"/v1/receipts", agentKey, "")
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+	assert.JSONEq(t, `{"receipts":[]}`, string(body))
+
 	// An entry's documentation links, and an approval request's approveUrl,
 	// lead to pages the same handler serves.
-	_, body := do("GET", base+"/v1/registry/tools/echo", "", "")
+	_, body = do("GET", base+"/v1/registry/tools/echo", "", "")
 	for _, link := range decode(body)["documentation"].(map[string]any) {
 		resp, body := do("GET", base+link.(string), "", "")
 		assert.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s", link, body)
 	}
 	_, body = do("POST", base+"/v1/tools/echo/quote", agentKey, "{}")
 	quoteID := decode(body)["quote"].(map[string]any)["id"].(string)
-	resp, body := do("POST", base+"/v1/approval-requests", agentKey, `{"quoteId":"`+quoteID+`","input":{"v":"hi"}}`)
+	resp, body = do("POST", base+"/v1/approval-requests", agentKey, `{"quoteId":"`+quoteID+`","input":{"v":"hi"}}`)
 	require.Equal(t, http.StatusCreated, resp.StatusCode, "%s", body)
 	approveURL := decode(body)["approveUrl"].(string)
 	assert.True(t, strings.HasPrefix(approveURL, base+"/approvals/"), approveURL)

@@ -1,0 +1,139 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/toolgate/toolgate/internal/httpx"
+	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
+)
+
+// ReceiptsPath is where a chain of receipts is read, relative to where the
+// API is mounted.
+const ReceiptsPath = "/v1/receipts"
+
+// ReceiptKeysPath is where the public keys of receipts are published,
+// relative to where the API is mounted.
+const ReceiptKeysPath = "/.well-known/toolgate-receipt-keys"
+
+// DefaultReceiptLimit is how many receipts GET /v1/receipts answers with
+// when limit is not given.
+const DefaultReceiptLimit = 100
+
+// receiptKeysMaxAge is how long a client may keep the key set: a key
+// rotated in is served for this long before every client sees it, and a
+// retired key stays listed, so verifying never depends on it.
+const receiptKeysMaxAge = "public, max-age=300"
+
+// listReceipts serves GET /v1/receipts: the caller's chain of receipts, or
+// with an approver key that of the principal named by ?principal=ID, which
+// the approver must approve for, in seq order from after, a page at a
+// time. Each receipt is answered as it was signed, byte for byte.
+func (h *Handler) listReceipts(w http.ResponseWriter, r *http.Request) {
+	approver := approverOf(r)
+	names := []string{"after", "limit"}
+	if approver != "" {
+		names = append(names, "principal")
+	}
+	q, err := queryOf(r, names...)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	var after int64
+	if s, ok := q["after"]; ok {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 0 {
+			h.writeError(w, r, paramError("after", "after must be a whole number, 0 or more: the seq of the last receipt read"))
+			return
+		}
+		after = n
+	}
+	limit := DefaultReceiptLimit
+	if s, ok := q["limit"]; ok {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > storage.MaxReceiptPage {
+			h.writeError(w, r, paramError("limit", "limit must be a whole number from 1 to %d", storage.MaxReceiptPage))
+			return
+		}
+		limit = n
+	}
+	// A caller reads its own chain: a principal= it sends is not read, as
+	// on the other listings. An approver names the principal.
+	principal := principalOf(r)
+	if approver != "" {
+		if principal, err = h.approvedPrincipal(r, approver, q["principal"]); err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+	}
+	page, err := h.gw.Receipts(r.Context(), principal, after, limit)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	body, err := receiptPageJSON(page)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	httpx.WriteRaw(w, http.StatusOK, body)
+}
+
+// approvedPrincipal is the principal an approver's request names, once it
+// is known that the approver approves for it: a principal it does not
+// approve for is not found, as on the standing approvals' routes, since
+// the principals of other approvers are not its to learn of.
+func (h *Handler) approvedPrincipal(r *http.Request, approver, principal string) (string, error) {
+	if principal == "" {
+		return "", paramError("principal", "an approver names the principal whose receipts these are: ?principal=ID")
+	}
+	// The gateway's check that approver approves for principal, the one
+	// the standing approvals' routes make; the approvals it reads are not
+	// used.
+	if _, err := h.gw.ApprovalsFor(r.Context(), approver, principal); err != nil {
+		if toolgatetype.IsCode(err, toolgatetype.CodeInvalidRequest) {
+			return "", paramError("principal", "principal does not name a principal")
+		}
+		return "", err
+	}
+	return principal, nil
+}
+
+// receiptPageJSON writes a page of receipts with each receipt as it was
+// signed: encoding/json would escape <, > and & in them, and the bytes of
+// a receipt are what its signature and its successor's prev are checked
+// against by whoever keeps them.
+func receiptPageJSON(p toolgatetype.ReceiptPage) ([]byte, error) {
+	n := len(`{"receipts":[],"next":}`) + 20
+	for _, r := range p.Receipts {
+		n += len(r) + 1
+	}
+	b := make([]byte, 0, n)
+	b = append(b, `{"receipts":[`...)
+	for i, r := range p.Receipts {
+		if !json.Valid(r) {
+			return nil, errors.New("httpapi: a stored receipt is not JSON")
+		}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, r...)
+	}
+	b = append(b, ']')
+	if p.Next != nil {
+		b = append(b, `,"next":`...)
+		b = strconv.AppendInt(b, *p.Next, 10)
+	}
+	return append(b, '}'), nil
+}
+
+// receiptKeys serves GET /.well-known/toolgate-receipt-keys: the public
+// keys receipts verify with, to anyone.
+func (h *Handler) receiptKeys(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Cache-Control", receiptKeysMaxAge)
+	httpx.WriteJSON(w, http.StatusOK, h.gw.ReceiptKeys())
+}
