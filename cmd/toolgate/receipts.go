@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolgate/toolgate/client"
+	gatewayclient "github.com/toolgate/toolgate/client"
 	"github.com/toolgate/toolgate/receipt"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
@@ -199,7 +199,7 @@ func receiptPages(ctx context.Context, c *cli, f receiptSourceFlags, each func([
 	if key == "" {
 		return errors.New("$TOOLGATE_API_KEY must hold the API key to read receipts with")
 	}
-	cl, err := client.New(f.url, key, nil)
+	cl, err := gatewayclient.New(f.url, key, nil)
 	if err != nil {
 		return err
 	}

@@ -1,10 +1,6 @@
 package postgres_test
 
 import (
-	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
 	"testing"
 
 	"github.com/shopspring/decimal"
@@ -27,51 +23,20 @@ import (
 // quoted on another instance reads in one batch first. A change that adds
 // a round trip to every call shows up here. It pins the statements too.
 //
-// It runs twice: with finishes that carry no Seal, and with finishes that
-// store a receipt, which cost the same once the Store knows the principal's
-// chain head (each principal's first sealed finish in the process reads it,
-// one round trip more, here in the warm-up calls).
+// Every finish stores its receipt, which costs no round trip once the
+// Store knows the principal's chain head (each principal's first finish in
+// the process reads it, one round trip more, here in the warm-up calls).
 func TestGatewayRoundTrips(t *testing.T) {
 	t.Parallel()
-	t.Run("NoReceipts", func(t *testing.T) {
-		t.Parallel()
-		gatewayRoundTrips(t, false)
-	})
-	t.Run("Receipts", func(t *testing.T) {
-		t.Parallel()
-		gatewayRoundTrips(t, true)
-	})
-}
-
-// sealingStore is a Store whose finishes carry a Seal, as a gateway that
-// signs receipts sends them.
-type sealingStore struct{ *postgres.Store }
-
-func (s sealingStore) FinishExecution(ctx context.Context, f storage.Finish) error {
-	f.Seal = func(seq int64, prev string) (storage.Sealed, error) {
-		r := fmt.Sprintf(`{"execution":%q,"prev":%q,"seq":%d}`, f.ExecutionID, prev, seq)
-		sum := sha256.Sum256([]byte(r))
-		return storage.Sealed{Receipt: []byte(r), Hash: "sha256:" + hex.EncodeToString(sum[:]), Response: f.Response}, nil
-	}
-	return s.Store.FinishExecution(ctx, f)
-}
-
-func gatewayRoundTrips(t *testing.T, sealed bool) {
 	ctx := t.Context()
 	pool, trips := benchPool(t)
 	t.Cleanup(pool.Close)
 	schema := newSchema(t)
 	store, err := postgres.New(ctx, pool, &postgres.Config{Schema: schema})
 	require.NoError(t, err)
-	withSeal := func(s *postgres.Store) storage.Store {
-		if sealed {
-			return sealingStore{s}
-		}
-		return s
-	}
 	reg := registry.New()
 	require.NoError(t, reg.Register(echoTool()))
-	gw, err := toolgate.New(withSeal(store), &toolgate.Config{Registry: reg, Transport: toolgatetest.NewUpstream()})
+	gw, err := toolgate.New(store, &toolgate.Config{Registry: reg, Transport: toolgatetest.NewUpstream()})
 	require.NoError(t, err)
 	// The statements' first use on a connection prepares them, and each
 	// principal's first sealed finish reads its chain head; those one-offs
@@ -104,7 +69,7 @@ func gatewayRoundTrips(t *testing.T, sealed bool) {
 	// Quoted elsewhere: this instance has nothing to remember.
 	other, err := postgres.New(ctx, sharedPool(t), &postgres.Config{Schema: schema})
 	require.NoError(t, err)
-	elsewhere, err := toolgate.New(withSeal(other), &toolgate.Config{Registry: reg, Transport: toolgatetest.NewUpstream()})
+	elsewhere, err := toolgate.New(other, &toolgate.Config{Registry: reg, Transport: toolgatetest.NewUpstream()})
 	require.NoError(t, err)
 	qo, err := elsewhere.Quote(ctx, "alice", "echo")
 	require.NoError(t, err)
@@ -136,13 +101,10 @@ func gatewayRoundTrips(t *testing.T, sealed bool) {
 	require.NoError(t, err)
 	assert.Equal(t, storage.Usage{Count: 5, UniqueUsers: 2}, usage)
 
-	// Each finish kept its receipt, or none without a Seal.
+	// Each finish kept its receipt.
 	for principal, calls := range map[string]int{"alice": 3, "bob": 2} {
 		chain, err := store.ListReceipts(ctx, principal, 0, storage.MaxReceiptPage)
 		require.NoError(t, err)
-		if !sealed {
-			calls = 0
-		}
 		assert.Len(t, chain, calls, "%s's receipts", principal)
 	}
 }
