@@ -265,6 +265,7 @@ func runServe(ctx context.Context, c *cli, cmd *command, args []string) int {
 	log.Info("started", "address", ln.Addr().String(), "storage", cfg.storageKind(), "offline", opts.offline,
 		"principals", len(cfg.Principals), "development", dev != nil,
 		"metrics", metricsAddr, "tracing", tel.tracing != nil)
+	logGeneratedReceiptKey(log, a.generatedReceiptKey)
 
 	background, stopBackground := context.WithCancel(context.Background())
 	go a.gw.RunRetention(background, retentionInterval)

@@ -83,6 +83,7 @@ func runMCP(ctx context.Context, c *cli, cmd *command, args []string) int {
 		return exitFailed
 	}
 	log.Info("serving MCP on stdio", "principal", principal, "storage", cfg.storageKind(), "offline", opts.offline)
+	logGeneratedReceiptKey(log, a.generatedReceiptKey)
 
 	retention, stopRetention := context.WithCancel(context.Background())
 	defer stopRetention()

@@ -3,10 +3,12 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -112,13 +114,36 @@ func resolveReceiptPaths(cfg *Config, dir string) {
 	}
 }
 
-// receiptKeys loads the configured keys; nil when none are configured, so
-// that the gateway generates its development key. A signing key others can
-// read is refused: whoever reads it can sign receipts in the gateway's name.
-func receiptKeys(r *Receipts) (*receipt.Keys, error) {
+// receiptKeys loads the configured keys. With none configured it generates
+// a development key and returns it as generated too, for the server to log
+// once it has started (a server that cannot start has nothing to say about
+// its receipts). A signing key others can read is refused: whoever reads it
+// can sign receipts in the gateway's name.
+func receiptKeys(r *Receipts) (keys *receipt.Keys, generated *receipt.Signer, err error) {
 	if r == nil {
-		return nil, nil
+		signer, err := receipt.GenerateSigner()
+		if err != nil {
+			return nil, nil, err
+		}
+		return &receipt.Keys{Signer: signer}, signer, nil
 	}
+	keys, err = loadReceiptKeys(r)
+	return keys, nil, err
+}
+
+// logGeneratedReceiptKey says, once the server runs, that its receipts are
+// signed with a development key, and which: its receipts verify only while
+// this public key is kept.
+func logGeneratedReceiptKey(log *slog.Logger, signer *receipt.Signer) {
+	if signer == nil {
+		return
+	}
+	log.Warn("receipts are signed with a key generated at start, for development only: configure \"receipts\" so that they verify after a restart",
+		"keyId", signer.KeyID(), "publicKey", base64.RawURLEncoding.EncodeToString(signer.PublicKey()))
+}
+
+// loadReceiptKeys reads the configured signing key and retired keys.
+func loadReceiptKeys(r *Receipts) (*receipt.Keys, error) {
 	info, err := os.Stat(r.SigningKeyFile)
 	if err != nil {
 		return nil, fmt.Errorf("receipts: signingKeyFile: %w", err)

@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/httpapi"
 	"github.com/toolgate/toolgate/mcpserver"
 	"github.com/toolgate/toolgate/oauth"
+	"github.com/toolgate/toolgate/receipt"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/sealing"
 	"github.com/toolgate/toolgate/storage"
@@ -45,6 +46,9 @@ type app struct {
 	// sealing are the fleet's keys, for state handed out and trusted
 	// again by any instance.
 	sealing *sealing.Keys
+	// generatedReceiptKey signs receipts when none is configured; nil
+	// when one is.
+	generatedReceiptKey *receipt.Signer
 }
 
 // offlineTrusted is the tool whose provider -offline answers itself, and
@@ -140,7 +144,7 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 		return nil, err
 	}
 
-	receiptKeys, err := receiptKeys(cfg.Receipts)
+	receiptKeys, generatedReceiptKey, err := receiptKeys(cfg.Receipts)
 	if err != nil {
 		return nil, err
 	}
@@ -245,7 +249,8 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 	if upstreams != nil {
 		mux.Handle("GET /healthz", healthz(upstreams))
 	}
-	return &app{gw: gw, handler: mux, shutdown: agents.Close, close: closeAll, listening: listening, sealing: fl.sealing}, nil
+	return &app{gw: gw, handler: mux, shutdown: agents.Close, close: closeAll, listening: listening, sealing: fl.sealing,
+		generatedReceiptKey: generatedReceiptKey}, nil
 }
 
 // newWebhook makes the sender of approval webhooks, when the config asks
