@@ -115,6 +115,16 @@ func (g *Gateway) Receipts(ctx context.Context, principal string, after int64, l
 	return page, nil
 }
 
+// ReceiptsFor is Receipts of a principal approver approves for: the chain
+// an approver audits. A principal it does not approve for is not found, as
+// on the other routes of an approver.
+func (g *Gateway) ReceiptsFor(ctx context.Context, approver, principal string, after int64, limit int) (toolgatetype.ReceiptPage, error) {
+	if err := g.requireApproverOf(ctx, approver, principal); err != nil {
+		return toolgatetype.ReceiptPage{}, err
+	}
+	return g.Receipts(ctx, principal, after, limit)
+}
+
 // ReceiptKeys is the public key set receipts verify with: the key signing
 // now and every retired one configured.
 func (g *Gateway) ReceiptKeys() toolgatetype.ReceiptKeys {

@@ -168,3 +168,17 @@ func TestReceiptsRefusesBadPages(t *testing.T) {
 	assert.Empty(t, page.Receipts)
 	assert.Nil(t, page.Next)
 }
+
+func TestAnApproverReadsTheChainsOfItsPrincipalsOnly(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	gw, _, _ := resolveEnv(t)
+	ambiguousCall(t, gw, "k1")
+	page, err := gw.ReceiptsFor(ctx, "dana", "alice", 0, 10)
+	require.NoError(t, err)
+	require.Len(t, page.Receipts, 1)
+	_, err = gw.ReceiptsFor(ctx, "erin", "alice", 0, 10)
+	requireCode(t, err, toolgatetype.CodeNotFound)
+	_, err = gw.ReceiptsFor(ctx, "", "alice", 0, 10)
+	requireCode(t, err, toolgatetype.CodeApproverRequired)
+}

@@ -62,15 +62,20 @@ func (h *Handler) listReceipts(w http.ResponseWriter, r *http.Request) {
 		limit = n
 	}
 	// A caller reads its own chain: a principal= it sends is not read, as
-	// on the other listings. An approver names the principal.
-	principal := principalOf(r)
-	if approver != "" {
-		if principal, err = h.approvedPrincipal(r, approver, q["principal"]); err != nil {
-			h.writeError(w, r, err)
-			return
+	// on the other listings. An approver names the principal, which it
+	// must approve for.
+	var page toolgatetype.ReceiptPage
+	switch principal := q["principal"]; {
+	case approver == "":
+		page, err = h.gw.Receipts(r.Context(), principalOf(r), after, limit)
+	case principal == "":
+		err = paramError("principal", "an approver names the principal whose receipts these are: ?principal=ID")
+	default:
+		page, err = h.gw.ReceiptsFor(r.Context(), approver, principal, after, limit)
+		if toolgatetype.IsCode(err, toolgatetype.CodeInvalidRequest) {
+			err = paramError("principal", "principal does not name a principal")
 		}
 	}
-	page, err := h.gw.Receipts(r.Context(), principal, after, limit)
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -81,26 +86,6 @@ func (h *Handler) listReceipts(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	httpx.WriteRaw(w, http.StatusOK, body)
-}
-
-// approvedPrincipal is the principal an approver's request names, once it
-// is known that the approver approves for it: a principal it does not
-// approve for is not found, as on the standing approvals' routes, since
-// the principals of other approvers are not its to learn of.
-func (h *Handler) approvedPrincipal(r *http.Request, approver, principal string) (string, error) {
-	if principal == "" {
-		return "", paramError("principal", "an approver names the principal whose receipts these are: ?principal=ID")
-	}
-	// The gateway's check that approver approves for principal, the one
-	// the standing approvals' routes make; the approvals it reads are not
-	// used.
-	if _, err := h.gw.ApprovalsFor(r.Context(), approver, principal); err != nil {
-		if toolgatetype.IsCode(err, toolgatetype.CodeInvalidRequest) {
-			return "", paramError("principal", "principal does not name a principal")
-		}
-		return "", err
-	}
-	return principal, nil
 }
 
 // receiptPageJSON writes a page of receipts with each receipt as it was
