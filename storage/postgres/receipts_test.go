@@ -2,8 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"strconv"
 	"sync/atomic"
@@ -17,30 +15,13 @@ import (
 
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/storage/postgres"
+	"github.com/toolgate/toolgate/storage/storagetest"
 )
 
-// chainSeal is a Seal whose receipt says which execution, seq and prev it
-// was sealed with, and whose response names the seq, so a test can check
-// what the store passed and kept. calls counts its calls.
-func chainSeal(id uuid.UUID, resp string, calls *atomic.Int64) storage.Seal {
-	return func(seq int64, prev string) (storage.Sealed, error) {
-		if calls != nil {
-			calls.Add(1)
-		}
-		r := fmt.Sprintf(`{"execution":%q,"prev":%q,"seq":%d}`, id, prev, seq)
-		sum := sha256.Sum256([]byte(r))
-		return storage.Sealed{
-			Receipt:  []byte(r),
-			Hash:     "sha256:" + hex.EncodeToString(sum[:]),
-			Response: []byte(resp + " receipt " + strconv.FormatInt(seq, 10)),
-		}, nil
-	}
-}
-
-// sealedTestFinish is testFinish with a chainSeal.
+// sealedTestFinish is testFinish with a storagetest.TestSeal.
 func sealedTestFinish(b storage.Begin, status storage.ExecutionStatus, at time.Time, calls *atomic.Int64) storage.Finish {
 	f := testFinish(b, status, at)
-	f.Seal = chainSeal(b.ExecutionID, string(f.Response), calls)
+	f.Seal = storagetest.TestSeal(b.ExecutionID, string(f.Response), calls)
 	return f
 }
 
@@ -53,35 +34,6 @@ func admitOn(t *testing.T, s storage.Store, principal, key string) storage.Begin
 	_, err := s.BeginExecution(t.Context(), b)
 	require.NoError(t, err)
 	return b
-}
-
-// wholeChain reads a principal's chain page by page and checks that it is
-// seqs 1..n, each sealed on the hash of the one before, as chainSeal
-// wrote them.
-func wholeChain(t *testing.T, s storage.Store, principal string) []storage.Receipt {
-	t.Helper()
-	var all []storage.Receipt
-	for after := int64(0); ; {
-		page, err := s.ListReceipts(t.Context(), principal, after, 64)
-		require.NoError(t, err)
-		if len(page) == 0 {
-			break
-		}
-		all = append(all, page...)
-		after = page[len(page)-1].Seq
-	}
-	prev := ""
-	for i, r := range all {
-		seq := int64(i + 1)
-		require.Equal(t, seq, r.Seq, "seqs are gapless from 1")
-		require.Equal(t, principal, r.Principal)
-		require.Equal(t, fmt.Sprintf(`{"execution":%q,"prev":%q,"seq":%d}`, r.ExecutionID, prev, seq), string(r.Signed),
-			"receipt %d was sealed on the one before it", seq)
-		sum := sha256.Sum256(r.Signed)
-		require.Equal(t, "sha256:"+hex.EncodeToString(sum[:]), r.Hash)
-		prev = r.Hash
-	}
-	return all
 }
 
 // TestReceiptsTwoInstancesOnePrincipal finishes 200 calls of one principal
@@ -124,7 +76,7 @@ func TestReceiptsTwoInstancesOnePrincipal(t *testing.T) {
 	}
 	t.Logf("%d of %d finishes retried under the chain's lock", retried, n)
 
-	chain := wholeChain(t, stores[0], "alice")
+	chain := storagetest.Chain(t, stores[0], "alice")
 	require.Len(t, chain, n)
 	seen := map[uuid.UUID]bool{}
 	for _, r := range chain {
@@ -182,7 +134,7 @@ func TestReceiptsRoundTrips(t *testing.T) {
 	trips.n.Store(0)
 	require.ErrorIs(t, s.FinishExecution(ctx, lost), storage.ErrLeaseLost)
 	assert.EqualValues(t, 2, trips.n.Load())
-	assert.Len(t, wholeChain(t, s, "alice"), 2)
+	assert.Len(t, storagetest.Chain(t, s, "alice"), 2)
 	assert.EqualValues(t, 1, finish(b), "the head is still the one remembered")
 
 	// Another instance moves the chain.
@@ -195,14 +147,14 @@ func TestReceiptsRoundTrips(t *testing.T) {
 	amb := admitOn(t, s, "alice", "k7")
 	require.NoError(t, s.FinishExecution(ctx, sealedTestFinish(amb, storage.ExecutionAmbiguous, t0, nil)))
 	r := storage.Resolve{ExecutionID: amb.ExecutionID, Outcome: storage.ExecutionFailed, ResolvedBy: "approver", Now: t0}
-	r.Seal = chainSeal(amb.ExecutionID, "resolved", nil)
+	r.Seal = storagetest.TestSeal(amb.ExecutionID, "resolved", nil)
 	trips.n.Store(0)
 	e, err := s.ResolveExecution(ctx, r)
 	require.NoError(t, err)
 	assert.EqualValues(t, 5, trips.n.Load(), "a sealed resolution")
 	assert.Equal(t, "resolved receipt 8", string(e.Response))
 	assert.EqualValues(t, 1, finish(admitOn(t, s, "alice", "k8")), "the head the resolution committed")
-	assert.Len(t, wholeChain(t, s, "alice"), 9)
+	assert.Len(t, storagetest.Chain(t, s, "alice"), 9)
 }
 
 // TestReceiptsChainHeadLostByTheDatabase stands for a database that lost
@@ -222,7 +174,7 @@ func TestReceiptsChainHeadLostByTheDatabase(t *testing.T) {
 
 	b := admitOn(t, s, "alice", "k3")
 	require.NoError(t, s.FinishExecution(ctx, sealedTestFinish(b, storage.ExecutionCompleted, t0, nil)))
-	chain := wholeChain(t, s, "alice")
+	chain := storagetest.Chain(t, s, "alice")
 	require.Len(t, chain, 3)
 	assert.Equal(t, b.ExecutionID, chain[2].ExecutionID)
 	e, err := s.GetExecution(ctx, b.ExecutionID)
@@ -260,12 +212,12 @@ func TestReceiptsChainLockExcludesFinishes(t *testing.T) {
 	e, err := s.GetExecution(ctx, b.ExecutionID)
 	require.NoError(t, err)
 	assert.Equal(t, storage.ExecutionRunning, e.Status, "nothing written while the chain is locked")
-	assert.Len(t, wholeChain(t, s, "alice"), 1)
+	assert.Len(t, storagetest.Chain(t, s, "alice"), 1)
 
 	require.NoError(t, tx.Commit(ctx))
 	require.NoError(t, <-done)
 	assert.EqualValues(t, 2, seals.Load(), "sealed on the remembered head, then on the one read under the lock")
-	chain := wholeChain(t, s, "alice")
+	chain := storagetest.Chain(t, s, "alice")
 	require.Len(t, chain, 2)
 	assert.Equal(t, b.ExecutionID, chain[1].ExecutionID)
 }
@@ -295,7 +247,7 @@ func TestReceiptsResolutionsAndFinishesAcrossInstances(t *testing.T) {
 				ExecutionID: ambiguous[i].ExecutionID, Outcome: storage.ExecutionCompleted,
 				ResolvedBy: "approver", Now: t0.Add(time.Hour), Response: []byte("resolved"),
 			}
-			r.Seal = chainSeal(r.ExecutionID, "resolved", nil)
+			r.Seal = storagetest.TestSeal(r.ExecutionID, "resolved", nil)
 			_, errs[i] = stores[0].ResolveExecution(ctx, r)
 			return
 		}
@@ -304,7 +256,7 @@ func TestReceiptsResolutionsAndFinishesAcrossInstances(t *testing.T) {
 	for i, err := range errs {
 		require.NoError(t, err, "call %d", i)
 	}
-	chain := wholeChain(t, stores[1], "alice")
+	chain := storagetest.Chain(t, stores[1], "alice")
 	require.Len(t, chain, 3*n)
 	for _, b := range ambiguous {
 		e, err := stores[1].GetExecution(ctx, b.ExecutionID)
@@ -328,12 +280,12 @@ func TestReceiptsOutlivePrune(t *testing.T) {
 	res, err := s.Prune(ctx, storage.Prune{IdempotencyBefore: later, QuotesBefore: later, LedgerBefore: later})
 	require.NoError(t, err)
 	require.Equal(t, 3, res.Idempotency)
-	require.Len(t, wholeChain(t, s, "alice"), 3)
+	require.Len(t, storagetest.Chain(t, s, "alice"), 3)
 
 	fresh := openInstance(t, schema)
 	b := admitOn(t, fresh, "alice", "k3")
 	require.NoError(t, fresh.FinishExecution(ctx, sealedTestFinish(b, storage.ExecutionCompleted, t0, nil)))
-	chain := wholeChain(t, fresh, "alice")
+	chain := storagetest.Chain(t, fresh, "alice")
 	require.Len(t, chain, 4)
 	assert.Equal(t, b.ExecutionID, chain[3].ExecutionID)
 }

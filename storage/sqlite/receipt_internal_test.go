@@ -1,9 +1,6 @@
 package sqlite
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -16,45 +13,8 @@ import (
 
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/storage/internal/sqlstore"
+	"github.com/toolgate/toolgate/storage/storagetest"
 )
-
-// Exported for the tests of package sqlite_test.
-var (
-	ChainSeal  = chainSeal
-	CheckChain = checkChain
-)
-
-// chainSeal is a Seal whose receipt says which execution, seq and prev it
-// was sealed with, as storagetest's does, and whose response is resp with
-// the seq after it.
-func chainSeal(id uuid.UUID, resp string) storage.Seal {
-	return func(seq int64, prev string) (storage.Sealed, error) {
-		r := fmt.Sprintf(`{"execution":%q,"prev":%q,"seq":%d}`, id, prev, seq)
-		sum := sha256.Sum256([]byte(r))
-		return storage.Sealed{
-			Receipt:  []byte(r),
-			Hash:     "sha256:" + hex.EncodeToString(sum[:]),
-			Response: []byte(resp + " receipt " + strconv.FormatInt(seq, 10)),
-		}, nil
-	}
-}
-
-// checkChain requires receipts to be principal's seqs 1 to n, each sealed
-// by chainSeal on the hash of the one before.
-func checkChain(t *testing.T, principal string, receipts []storage.Receipt) {
-	t.Helper()
-	prev := ""
-	for i, r := range receipts {
-		seq := int64(i + 1)
-		require.Equal(t, seq, r.Seq, "seqs are gapless from 1")
-		require.Equal(t, principal, r.Principal)
-		require.Equal(t, fmt.Sprintf(`{"execution":%q,"prev":%q,"seq":%d}`, r.ExecutionID, prev, seq), string(r.Signed),
-			"receipt %d was sealed on the one before it", seq)
-		sum := sha256.Sum256(r.Signed)
-		require.Equal(t, "sha256:"+hex.EncodeToString(sum[:]), r.Hash)
-		prev = r.Hash
-	}
-}
 
 // TestReceiptsMigrationChainsFromOne: a file written before receipts, with
 // calls finished and one running across the upgrade, migrates forward; its
@@ -134,7 +94,7 @@ func TestReceiptsMigrationChainsFromOne(t *testing.T) {
 	require.NoError(t, s.FinishExecution(ctx, storage.Finish{
 		Principal: "alice", Key: "k-running", ExecutionID: running, LeaseToken: lease,
 		Status: storage.ExecutionCompleted, Charged: true, Response: []byte(`{"late":true}`), Now: at.Add(time.Minute),
-		Seal: chainSeal(running, "late"),
+		Seal: storagetest.TestSeal(running, "late", nil),
 	}))
 	q := storage.Quote{
 		ID: uuid.New(), Principal: "alice", ToolID: "tool-a", ToolSlug: "slug-a", ToolVersion: 1,
@@ -151,13 +111,13 @@ func TestReceiptsMigrationChainsFromOne(t *testing.T) {
 	require.NoError(t, s.FinishExecution(ctx, storage.Finish{
 		Principal: "alice", Key: b.Key, ExecutionID: b.ExecutionID, LeaseToken: b.LeaseToken,
 		Status: storage.ExecutionCompleted, Charged: true, Response: []byte(`{}`), Now: at.Add(2 * time.Minute),
-		Seal: chainSeal(b.ExecutionID, "new"),
+		Seal: storagetest.TestSeal(b.ExecutionID, "new", nil),
 	}))
 
 	chain, err := s.ListReceipts(ctx, "alice", 0, 10)
 	require.NoError(t, err)
 	require.Len(t, chain, 2)
-	checkChain(t, "alice", chain)
+	storagetest.AssertChain(t, "alice", chain)
 	assert.Equal(t, []uuid.UUID{running, b.ExecutionID}, []uuid.UUID{chain[0].ExecutionID, chain[1].ExecutionID})
 	e, err := s.GetExecution(ctx, running)
 	require.NoError(t, err)

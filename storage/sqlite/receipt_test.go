@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/storage/sqlite"
+	"github.com/toolgate/toolgate/storage/storagetest"
 )
 
 // receiptsOf reads principal's whole chain through s, page by page.
@@ -55,7 +56,7 @@ func TestTwoStoresOneChain(t *testing.T) {
 	errs := make([]error, n)
 	race(n, func(i int) {
 		f := finishFor(begins[i], storage.ExecutionCompleted, "done", t0.Add(time.Second))
-		f.Seal = sqlite.ChainSeal(begins[i].ExecutionID, "done")
+		f.Seal = storagetest.TestSeal(begins[i].ExecutionID, "done", nil)
 		errs[i] = stores[i%2].FinishExecution(ctx, f)
 	})
 	for _, err := range errs {
@@ -64,7 +65,7 @@ func TestTwoStoresOneChain(t *testing.T) {
 
 	chain := receiptsOf(t, stores[0], "alice", 64)
 	require.Len(t, chain, n)
-	sqlite.CheckChain(t, "alice", chain)
+	storagetest.AssertChain(t, "alice", chain)
 	assert.Equal(t, chain, receiptsOf(t, stores[1], "alice", storage.MaxReceiptPage), "both Stores read one chain")
 
 	keys := make(map[uuid.UUID]string, n)
@@ -98,7 +99,7 @@ func TestPruneKeepsReceipts(t *testing.T) {
 	_, err := s.BeginExecution(ctx, b)
 	require.NoError(t, err)
 	f := finishFor(b, storage.ExecutionCompleted, "done", t0.Add(time.Second))
-	f.Seal = sqlite.ChainSeal(b.ExecutionID, "done")
+	f.Seal = storagetest.TestSeal(b.ExecutionID, "done", nil)
 	require.NoError(t, s.FinishExecution(ctx, f))
 
 	later := t0.Add(365 * 24 * time.Hour)
@@ -112,6 +113,6 @@ func TestPruneKeepsReceipts(t *testing.T) {
 
 	chain := receiptsOf(t, s, "alice", 10)
 	require.Len(t, chain, 1)
-	sqlite.CheckChain(t, "alice", chain)
+	storagetest.AssertChain(t, "alice", chain)
 	assert.Equal(t, b.ExecutionID, chain[0].ExecutionID)
 }

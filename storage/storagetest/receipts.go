@@ -1,12 +1,14 @@
 package storagetest
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,10 +19,16 @@ import (
 	"github.com/toolgate/toolgate/storage"
 )
 
-// testSeal is a Seal whose receipts say which seq, prev and execution they
-// were sealed with, so a test can check what the store passed and kept.
-func testSeal(id uuid.UUID, resp string) storage.Seal {
+// TestSeal is a Seal for tests of a store's receipts: the receipt it
+// makes says which execution, seq and prev it was sealed with, and the
+// response it stores is resp followed by " receipt SEQ", so a test can
+// check what the store passed and kept. calls, when not nil, counts how
+// many times the store called it.
+func TestSeal(id uuid.UUID, resp string, calls *atomic.Int64) storage.Seal {
 	return func(seq int64, prev string) (storage.Sealed, error) {
+		if calls != nil {
+			calls.Add(1)
+		}
 		r := fmt.Sprintf(`{"execution":%q,"prev":%q,"seq":%d}`, id, prev, seq)
 		sum := sha256.Sum256([]byte(r))
 		return storage.Sealed{
@@ -30,6 +38,8 @@ func testSeal(id uuid.UUID, resp string) storage.Seal {
 		}, nil
 	}
 }
+
+func testSeal(id uuid.UUID, resp string) storage.Seal { return TestSeal(id, resp, nil) }
 
 // sealedFinish is finishFor with a receipt.
 func sealedFinish(b storage.Begin, status storage.ExecutionStatus, at time.Time) storage.Finish {
@@ -55,21 +65,44 @@ func (h *harness) receiptsOf(principal string, page int) []storage.Receipt {
 	}
 }
 
-// assertChain checks that receipts are seqs 1..n of principal, each sealed
-// on the one before, as testSeal wrote them.
-func assertChain(t *testing.T, principal string, receipts []storage.Receipt) {
+// AssertChain requires receipts to be principal's seqs 1..n, each sealed
+// by TestSeal on the hash of the one before.
+func AssertChain(t testing.TB, principal string, receipts []storage.Receipt) {
 	t.Helper()
 	prev := ""
 	for i, r := range receipts {
 		seq := int64(i + 1)
 		require.Equal(t, seq, r.Seq, "seqs are gapless from 1")
-		assert.Equal(t, principal, r.Principal)
-		assert.Equal(t, fmt.Sprintf(`{"execution":%q,"prev":%q,"seq":%d}`, r.ExecutionID, prev, seq), string(r.Signed),
+		require.Equal(t, principal, r.Principal)
+		require.Equal(t, fmt.Sprintf(`{"execution":%q,"prev":%q,"seq":%d}`, r.ExecutionID, prev, seq), string(r.Signed),
 			"receipt %d was sealed on the one before it", seq)
 		sum := sha256.Sum256(r.Signed)
 		require.Equal(t, "sha256:"+hex.EncodeToString(sum[:]), r.Hash)
 		prev = r.Hash
 	}
+}
+
+// Chain reads principal's whole chain from s, page by page, and requires
+// it to be what AssertChain says.
+func Chain(t testing.TB, s storage.Store, principal string) []storage.Receipt {
+	t.Helper()
+	var all []storage.Receipt
+	for after := int64(0); ; {
+		page, err := s.ListReceipts(context.Background(), principal, after, 64)
+		require.NoError(t, err)
+		if len(page) == 0 {
+			break
+		}
+		all = append(all, page...)
+		after = page[len(page)-1].Seq
+	}
+	AssertChain(t, principal, all)
+	return all
+}
+
+func assertChain(t *testing.T, principal string, receipts []storage.Receipt) {
+	t.Helper()
+	AssertChain(t, principal, receipts)
 }
 
 func testReceipts(t *testing.T, newStore newStoreFunc) {
