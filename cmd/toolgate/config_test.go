@@ -203,6 +203,13 @@ func TestParseConfigErrors(t *testing.T) {
 		{"unknown field in trust", `{"trust": {"goal-data": {"paid": true}}}`,
 			`config: trust.goal-data: unknown field "paid"`},
 
+		{"receipts without a key", `{"receipts": {"keyId": "k"}}`,
+			`config: receipts: needs "signingKeyFile": without it, leave "receipts" out and a development key is generated at start`},
+		{"unknown field in receipts", `{"receipts": {"signingKeyFile": "k.pem", "key": "x"}}`,
+			`config: receipts: unknown field "key"`},
+		{"a retired key without its file", `{"receipts": {"signingKeyFile": "k.pem", "retiredKeys": [{"keyId": "old"}]}}`,
+			`config: receipts.retiredKeys[0]: needs "publicKeyFile": the retired key's public half in PEM`},
+
 		{"a URL among the allowed hosts", `{"allowedHosts": ["https://mcp.example.com"]}`,
 			`config: allowedHosts[0]: "https://mcp.example.com" is not a host name or IP address with an optional port ("mcp.example.com", "10.0.0.5:8080"); give no scheme or path`},
 		{"not JSON", "{\n  \"listen\": \"x\",\n  oops\n}",
