@@ -180,24 +180,25 @@ func loadReceiptKeys(r *Receipts) (*receipt.Keys, error) {
 
 var receiptsExportCommand = &command{
 	name:     "receipts export",
-	synopsis: "-url URL [-principal ID] [-o FILE]",
+	synopsis: "-url URL [-key KEY] [-principal ID] [-o FILE]",
 	summary:  "write a principal's receipts from a gateway as JSON lines",
 	about: `Reads the chain of receipts of the key's principal (or, with an approver's
 key, of -principal) from a running gateway, page by page, and writes each
 signed receipt on a line of its own, exactly as the gateway signed it: the
 file "toolgate receipts verify -file" checks, anywhere, with the published
-keys. The key is read from $TOOLGATE_API_KEY.`,
+keys. The API key is -key, or $TOOLGATE_API_KEY.`,
 	run: runReceiptsExport,
 }
 
 var receiptsVerifyCommand = &command{
 	name:     "receipts verify",
-	synopsis: "(-url URL [-principal ID] | -file FILE) [-keys FILE|URL]",
+	synopsis: "(-url URL [-key KEY] [-principal ID] | -file FILE) [-keys FILE|URL]",
 	summary:  "check that a chain of receipts is whole, in order and signed by the gateway's keys",
 	about: `Checks every receipt's signature against the published keys, and that each
 principal's receipts run from seq 1 with no gap, each linked to the one
-before. The chain comes from a running gateway (-url, with the key in
-$TOOLGATE_API_KEY) or from a file "toolgate receipts export" wrote (-file).
+before. The chain comes from a running gateway (-url, with the API key in
+-key or $TOOLGATE_API_KEY) or from a file "toolgate receipts export" wrote
+(-file).
 The keys come from -keys, a file or URL of the gateway's key document
 (/.well-known/toolgate-receipt-keys); with -url and no -keys, from that
 gateway. Prints how many receipts verified, exit 0; or the first break, with
@@ -207,22 +208,26 @@ its seq and the check that failed, exit 1.`,
 
 // receiptSourceFlags are the flags that say where a chain comes from.
 type receiptSourceFlags struct {
-	url, principal string
+	url, key, principal string
 }
 
 func (f *receiptSourceFlags) register(fs interface {
 	StringVar(*string, string, string, string)
 }) {
 	fs.StringVar(&f.url, "url", "", "the gateway's base `URL`")
+	fs.StringVar(&f.key, "key", "", "the API `key` to read receipts with (default $TOOLGATE_API_KEY, which other users of the machine cannot see in the process list)")
 	fs.StringVar(&f.principal, "principal", "", "the principal `ID` whose chain an approver's key reads")
 }
 
 // receiptPages calls each with every receipt of the chain at the gateway,
 // in seq order.
 func receiptPages(ctx context.Context, c *cli, f receiptSourceFlags, each func([]byte) error) error {
-	key := c.getenv("TOOLGATE_API_KEY")
+	key := f.key
 	if key == "" {
-		return errors.New("$TOOLGATE_API_KEY must hold the API key to read receipts with")
+		key = c.getenv("TOOLGATE_API_KEY")
+	}
+	if key == "" {
+		return errors.New("-key or $TOOLGATE_API_KEY must give the API key to read receipts with")
 	}
 	cl, err := gatewayclient.New(f.url, key, nil)
 	if err != nil {

@@ -288,7 +288,7 @@ func testReceiptsOn(t *testing.T, store receiptStore) {
 	keysDoc = client{t: t, base: baseA}.do(http.MethodGet, "/.well-known/toolgate-receipt-keys", nil)
 	assert.Contains(t, string(keysDoc.body), `"kid":"2026-11"`)
 	assert.Contains(t, string(keysDoc.body), `"status":"retired"`)
-	code, out = runCLI(t, env, "receipts", "verify", "-url", baseA)
+	code, out = runCLI(t, nil, "receipts", "verify", "-url", baseA, "-key", apiKey)
 	require.Equal(t, 0, code, out)
 	assert.Contains(t, out, fmt.Sprintf("ok: %d receipts", receipts+3))
 	// With the old key's document only, the new receipts are not the gateway's.
