@@ -173,7 +173,9 @@ func (s *Store) FinishExecution(ctx context.Context, f storage.Finish) error {
 	if err := f.Check(); err != nil {
 		return err
 	}
-	resp := bytes.Clone(f.Response) // shared by execution and record; never written again
+	// The response is shared by execution and record and never written
+	// again: the store's own copy, of the one with the receipt when sealed.
+	var resp []byte
 	var receipt *sealed
 	if f.Seal != nil {
 		var err error
@@ -182,6 +184,8 @@ func (s *Store) FinishExecution(ctx context.Context, f storage.Finish) error {
 		}
 		defer receipt.release()
 		resp = receipt.Response
+	} else {
+		resp = bytes.Clone(f.Response)
 	}
 
 	s.mu.Lock()
