@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/toolgate/toolgate/receipt"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
@@ -42,7 +44,7 @@ func receiptOf(c *call, adm admission, cl claim, exec *toolgatetype.Execution, f
 		sum := receipt.OutputSHA256(exec.Output)
 		r.OutputSHA256 = &sum
 	}
-	if e.GrantID != [16]byte{} {
+	if e.GrantID != uuid.Nil {
 		grant := e.GrantID.String()
 		r.Approval.GrantID = &grant
 		if adm.grant != nil && adm.grant.ID == e.GrantID && adm.grant.DecidedBy != "" {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -373,7 +374,7 @@ func verifyFile(path string, add func([]byte) error) error {
 	lines.Buffer(make([]byte, 64<<10), 16<<20)
 	for lines.Scan() {
 		line := lines.Bytes()
-		if len(strings.TrimSpace(string(line))) == 0 {
+		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
 		if err := add(line); err != nil {

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/storage"
-	"github.com/toolgate/toolgate/storage/internal/sqlstore"
 )
 
 // TestAmbiguousMigrationKeepsExecutions: the migration that lets an
@@ -20,21 +19,7 @@ import (
 func TestAmbiguousMigrationKeepsExecutions(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "toolgate.db")
-	all, err := migrations()
-	require.NoError(t, err)
-	var before []sqlstore.Migration
-	for _, m := range all {
-		if m.Version < 5 {
-			before = append(before, m)
-		}
-	}
-	require.Len(t, before, 4)
-
-	db := rawDB(t, path)
-	conn, err := db.Conn(t.Context())
-	require.NoError(t, err)
-	require.NoError(t, applyMigrations(t.Context(), conn, before))
-	require.NoError(t, conn.Close())
+	db := migratedBefore(t, path, 5)
 
 	at := time.Date(2030, time.March, 15, 12, 0, 0, 0, time.UTC)
 	done, running, lease := uuid.New(), uuid.New(), uuid.New()

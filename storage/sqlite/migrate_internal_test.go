@@ -23,6 +23,28 @@ func rawDB(t *testing.T, path string) *sql.DB {
 	return db
 }
 
+// migratedBefore opens a new file at path holding the schema as it was
+// before migration version: every earlier migration applied, none later,
+// as a store of that time left it.
+func migratedBefore(t *testing.T, path string, version int) *sql.DB {
+	t.Helper()
+	all, err := migrations()
+	require.NoError(t, err)
+	var before []sqlstore.Migration
+	for _, m := range all {
+		if m.Version < version {
+			before = append(before, m)
+		}
+	}
+	require.Len(t, before, version-1)
+	db := rawDB(t, path)
+	conn, err := db.Conn(t.Context())
+	require.NoError(t, err)
+	require.NoError(t, applyMigrations(t.Context(), conn, before))
+	require.NoError(t, conn.Close())
+	return db
+}
+
 func appliedVersions(t *testing.T, db *sql.DB) []int {
 	t.Helper()
 	rows, err := db.Query(`SELECT version FROM schema_migrations ORDER BY version`)

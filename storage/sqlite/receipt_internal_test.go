@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/storage"
-	"github.com/toolgate/toolgate/storage/internal/sqlstore"
 	"github.com/toolgate/toolgate/storage/storagetest"
 )
 
@@ -23,21 +22,7 @@ import (
 func TestReceiptsMigrationChainsFromOne(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "toolgate.db")
-	all, err := migrations()
-	require.NoError(t, err)
-	var before []sqlstore.Migration
-	for _, m := range all {
-		if m.Version < 7 {
-			before = append(before, m)
-		}
-	}
-	require.Len(t, before, 6)
-
-	db := rawDB(t, path)
-	conn, err := db.Conn(t.Context())
-	require.NoError(t, err)
-	require.NoError(t, applyMigrations(t.Context(), conn, before))
-	require.NoError(t, conn.Close())
+	db := migratedBefore(t, path, 7)
 
 	// Two calls finished and one running, as the store at 0006 wrote them.
 	at := time.Date(2030, time.March, 15, 12, 0, 0, 0, time.UTC)
