@@ -54,11 +54,11 @@ func TestAuditQueriesUseTheIndex(t *testing.T) {
 	_, err = pool.Exec(ctx, `
 		INSERT INTO `+schema+`.executions (id, principal, tool_id, quote_id, idempotency_key, status,
 			amount_usd, charged, response, created_at, finished_at, tool_slug, manifest_digest,
-			price_usd, fee_usd, approval)
+			price_usd, fee_usd, approval, fingerprint, lease_token, lease_until)
 		SELECT gen_random_uuid(), 'p' || (i % 200), 'tool-' || (i % 5), gen_random_uuid(), 'k' || i,
 			CASE WHEN i % 10 = 0 THEN 'failed' ELSE 'completed' END, 0.11, i % 10 <> 0, '\x7b7d'::bytea,
 			$1::timestamptz - i * interval '1 second', $1::timestamptz, 'tool-' || (i % 5), 'sha256:x',
-			0.10, 0.01, 'digest'
+			0.10, 0.01, 'digest', 'fp', gen_random_uuid(), $1::timestamptz
 		FROM generate_series(1, 50000) i`, now)
 	require.NoError(t, err)
 	_, err = pool.Exec(ctx, `ANALYZE `+schema+`.executions`)

@@ -55,7 +55,7 @@ const lockPrincipalSQL = `
 // lockPrincipalSQL. It first decides (verdict), from one snapshot that the
 // lock makes current, then writes only when the verdict is 'admit':
 //
-//   - 'claimed': the key has a record; takeOver decides what that means.
+//   - 'claimed': the key has an execution; takeOver decides what that means.
 //   - 'quote_not_found', 'quote_used': the quote is absent for the principal,
 //     or used by another key.
 //   - 'grant_unusable': the call carries a grant ($17) that is not an
@@ -138,7 +138,7 @@ used_grant AS (
 WITH ` + limitsCTE + `,` + grantRow + `
 verdict AS (
 	SELECT CASE` + staleCheck + `
-		WHEN EXISTS (SELECT FROM {schema}.idempotency_records WHERE principal = $1 AND key = $8)
+		WHEN EXISTS (SELECT FROM {schema}.executions WHERE principal = $1 AND idempotency_key = $8)
 			THEN 'claimed'
 		WHEN NOT EXISTS (SELECT FROM {schema}.quotes WHERE id = $10 AND principal = $1)
 			THEN 'quote_not_found'
@@ -159,17 +159,13 @@ used_quote AS (
 		AND (SELECT v FROM verdict) = 'admit'
 	RETURNING 1
 ),` + usedGrant + `
-claim AS (
-	INSERT INTO {schema}.idempotency_records
-		(principal, key, fingerprint, execution_id, lease_token, lease_until, finished, created_at)
-	SELECT $1, $8, $9::text, $11::uuid, $14::uuid, $15::timestamptz, false, $16::timestamptz
-	FROM used_quote
-),
 execution AS (
 	INSERT INTO {schema}.executions (id, principal, tool_id, quote_id, idempotency_key, status,
-		amount_usd, charged, created_at, tool_slug, manifest_digest, price_usd, fee_usd, approval, grant_id)
+		amount_usd, charged, created_at, tool_slug, manifest_digest, price_usd, fee_usd, approval, grant_id,
+		fingerprint, lease_token, lease_until)
 	SELECT $11::uuid, $1, $12::text, $10::uuid, $8, 'running', $13::numeric, false, $16::timestamptz,
-		$18::text, $19::text, $20::numeric, $21::numeric, $22::text, $17::uuid
+		$18::text, $19::text, $20::numeric, $21::numeric, $22::text, $17::uuid,
+		$9::text, $14::uuid, $15::timestamptz
 	FROM used_quote
 	RETURNING amount_usd::text AS amount, created_at
 ),
@@ -210,8 +206,8 @@ SELECT v.v, e.amount, e.created_at,
 FROM verdict v LEFT JOIN execution e ON true`
 }
 
-// admit runs the new-key path. claimed reports that the key already has a
-// record, in which case nothing was written.
+// admit runs the new-key path. claimed reports that the key already has an
+// execution, in which case nothing was written.
 func (s *Store) admit(ctx context.Context, b storage.Begin) (res storage.BeginResult, claimed bool, err error) {
 	limits, err := newLimitArgs(b.Limits)
 	if err != nil {
@@ -360,12 +356,12 @@ func limitError(limits []storage.Limit, index []int64, used []string, oldest []*
 }
 
 // takeOver handles a key admit found claimed, in one transaction: when the
-// record has the same fingerprint, is not finished and its lease ended
-// before b.Now, its lease moves to this run and the original execution is
+// key's execution has the same fingerprint, is still running and its lease
+// ended before b.Now, its lease moves to this run and the execution is
 // returned (its reservation is kept as it is, limits are not measured again
-// and nothing is reserved twice); any other record is ErrIdempotencyConflict.
-// Taking over is rare (a retry after a crash), so it keeps the plain
-// statement-by-statement form.
+// and nothing is reserved twice); any other execution under the key is
+// ErrIdempotencyConflict. Taking over is rare (a retry after a crash), so it
+// keeps the plain statement-by-statement form.
 func (s *Store) takeOver(ctx context.Context, b storage.Begin) (storage.BeginResult, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
@@ -377,20 +373,14 @@ func (s *Store) takeOver(ctx context.Context, b storage.Begin) (storage.BeginRes
 	if _, err := tx.Exec(ctx, s.sql(lockPrincipalSQL), b.Principal); err != nil {
 		return storage.BeginResult{}, translate(err)
 	}
-	if err := s.takeOverLease(ctx, tx, b); err != nil {
+	exec, err := s.takeOverLease(ctx, tx, b)
+	if err != nil {
 		return storage.BeginResult{}, err
 	}
 	// The key comes before the quote so that a retry of a finished or
-	// running call is answered from its record, whatever became of its
+	// running call is answered from its execution, whatever became of its
 	// quote.
 	if err := s.useQuote(ctx, tx, b); err != nil {
-		return storage.BeginResult{}, err
-	}
-	exec, err := scanExecution(tx.QueryRow(ctx, s.sql(`
-		SELECT `+executionColumns+` FROM {schema}.executions
-		WHERE id = (SELECT execution_id FROM {schema}.idempotency_records WHERE principal = $1 AND key = $2)`),
-		b.Principal, b.Key))
-	if err != nil {
 		return storage.BeginResult{}, err
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -399,25 +389,26 @@ func (s *Store) takeOver(ctx context.Context, b storage.Begin) (storage.BeginRes
 	return storage.BeginResult{Execution: exec, TookOver: true}, nil
 }
 
-// takeOverLease moves the lease of an abandoned run to this one: same
-// fingerprint, not finished, lease ended before b.Now (the caller's clock,
-// not the database's, so every process judges leases by the same rule).
-// Any other existing record is ErrIdempotencyConflict, and so is a record
-// pruned since admit saw it: the caller reads the key again either way.
-// Replacing the token is what makes the abandoned run's FinishExecution
-// fail with ErrLeaseLost.
-func (s *Store) takeOverLease(ctx context.Context, tx pgx.Tx, b storage.Begin) error {
-	tag, err := tx.Exec(ctx, s.sql(`
-		UPDATE {schema}.idempotency_records SET lease_token = $3, lease_until = $4
-		WHERE principal = $1 AND key = $2 AND NOT finished AND fingerprint = $5 AND lease_until < $6`),
-		b.Principal, b.Key, bytesOf(b.LeaseToken), b.LeaseUntil, b.Fingerprint, b.Now)
-	if err != nil {
-		return translate(err)
+// takeOverLease moves the lease of an abandoned run to this one and
+// returns its execution: same fingerprint, still running, lease ended
+// before b.Now (the caller's clock, not the database's, so every process
+// judges leases by the same rule). Any other execution under the key is
+// ErrIdempotencyConflict, and so is one pruned since admit saw it: the
+// caller reads the key again either way. Replacing the token is what makes
+// the abandoned run's FinishExecution fail with ErrLeaseLost: the finish
+// checks the token in the same row, and whichever of the two updates comes
+// second waits for the first's row lock and then finds its condition false.
+func (s *Store) takeOverLease(ctx context.Context, tx pgx.Tx, b storage.Begin) (storage.Execution, error) {
+	exec, err := scanExecution(tx.QueryRow(ctx, s.sql(`
+		UPDATE {schema}.executions SET lease_token = $3, lease_until = $4
+		WHERE principal = $1 AND idempotency_key = $2 AND status = 'running' AND fingerprint = $5
+			AND lease_until < $6
+		RETURNING `+executionColumns),
+		b.Principal, b.Key, bytesOf(b.LeaseToken), b.LeaseUntil, b.Fingerprint, b.Now))
+	if errors.Is(err, storage.ErrNotFound) {
+		return storage.Execution{}, storage.ErrIdempotencyConflict
 	}
-	if tag.RowsAffected() == 0 {
-		return storage.ErrIdempotencyConflict
-	}
-	return nil
+	return exec, err
 }
 
 // useQuote checks, for a takeover, that the quote is still this key's: a

@@ -26,11 +26,12 @@ func usageShard(id uuid.UUID) int16 {
 // finishSQL records a running execution's outcome in one statement, so in
 // one implicit transaction and one round trip:
 //
-//   - finished: the lease check. The idempotency record is finished only
-//     while f.LeaseToken holds it and its execution is still running. A
-//     takeover replaces the token under the same row lock, so exactly one
-//     of a late finish and a takeover wins, on any process.
-//   - execution: status, response and time, for the record just finished.
+//   - execution: the lease check and the result, in one update of one row.
+//     The execution takes its status, response and time only while it is
+//     still running under this key and f.LeaseToken holds its lease. A
+//     takeover replaces the token by an update of the same row, so exactly
+//     one of a late finish and a takeover wins, on any process: the second
+//     waits for the first's row lock and then finds its condition false.
 //   - reservation: charged or released, or for an ambiguous execution
 //     ($9 'reserved') left as it is, counted as a running one's until
 //     ResolveExecution. Prune keeps the reservations of running executions,
@@ -54,7 +55,7 @@ func usageShard(id uuid.UUID) int16 {
 //   - chain, first: the chain's lock taken shared if no retry holds it or
 //     waits for it (pg_try_advisory_xact_lock_shared, which never waits),
 //     and receipt $12-1 there with hash $13, the one the receipt was sealed
-//     on (seq 1 needs none: the primary key refuses a second). finished
+//     on (seq 1 needs none: the primary key refuses a second). execution
 //     writes only when both hold. A retry runs the statement with the lock
 //     held exclusive ($16): it skips the try, which would fail whenever
 //     another session waits for the lock, even in the session that holds it.
@@ -102,17 +103,11 @@ receipt AS (
 SELECT (SELECT ok FROM chain), (SELECT count(*) FROM receipt)`
 	}
 	return `
-WITH ` + chain + `finished AS (
-	UPDATE {schema}.idempotency_records i SET finished = true
-	FROM {schema}.executions e
-	WHERE i.principal = $1 AND i.key = $2 AND i.execution_id = $3 AND i.lease_token = $4
-		AND NOT i.finished AND e.id = $3 AND e.status = 'running'` + chainCheck + `
-	RETURNING i.execution_id
-),
-execution AS (
-	UPDATE {schema}.executions e SET status = $5, charged = $6, response = $7, finished_at = $8
-	FROM finished f WHERE e.id = f.execution_id
-	RETURNING e.tool_id, e.principal
+WITH ` + chain + `execution AS (
+	UPDATE {schema}.executions SET status = $5, charged = $6, response = $7, finished_at = $8
+	WHERE id = $3 AND principal = $1 AND idempotency_key = $2 AND lease_token = $4
+		AND status = 'running'` + chainCheck + `
+	RETURNING tool_id, principal
 ),
 reservation AS (
 	UPDATE {schema}.spend_ledger l SET state = $9
@@ -133,7 +128,7 @@ usage AS (
 }
 
 // FinishExecution records a running execution's outcome atomically: the
-// idempotency record finished, the execution's status and response, the
+// execution's status and response (which finish its key's run), the
 // reservation charged or released (kept, for an ambiguous one), and for
 // completed executions the tool's usage counters. ErrLeaseLost when
 // f.LeaseToken no longer holds the lease, ErrNotFound when the execution
@@ -215,16 +210,17 @@ func ledgerState(charged bool) string {
 
 // finishFailure says why finishSQL matched nothing, which is rare enough
 // to cost a second round trip. No such execution of this principal under
-// this key: ErrNotFound. A record that still holds this lease but whose
-// execution is no longer running has nothing consistent to write:
-// ErrNotFound too. Otherwise the lease was taken over or the run already
+// this key: ErrNotFound. An execution that still holds this lease but is no
+// longer running has nothing consistent to write: ErrNotFound too (the
+// finish's lease check includes the status, so only an execution changed
+// by hand gets here). Otherwise the lease was taken over or the run already
 // finished; either way this run's result is not the one on record.
 func (s *Store) finishFailure(ctx context.Context, f storage.Finish) error {
 	var stillHeld bool
 	err := s.pool.QueryRow(ctx, s.sql(`
-		SELECT i.lease_token = $4 AND NOT i.finished
-		FROM {schema}.idempotency_records i JOIN {schema}.executions e ON e.id = i.execution_id
-		WHERE i.principal = $2 AND i.key = $3 AND i.execution_id = $1 AND e.principal = $2`),
+		SELECT lease_token = $4 AND status = 'running'
+		FROM {schema}.executions
+		WHERE id = $1 AND principal = $2 AND idempotency_key = $3`),
 		bytesOf(f.ExecutionID), f.Principal, f.Key, bytesOf(f.LeaseToken)).Scan(&stillHeld)
 	if err != nil {
 		return translate(err) // no rows: ErrNotFound

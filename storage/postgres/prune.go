@@ -27,45 +27,43 @@ func (s *Store) Prune(ctx context.Context, p storage.Prune) (storage.PruneResult
 	var res storage.PruneResult
 	var err error
 	if !p.IdempotencyBefore.IsZero() {
-		// A running record is only deleted once its lease ended before the
-		// cutoff, so a run with a live lease keeps its record and its
-		// execution. An ambiguous execution keeps both until a person
-		// resolves it, however old; the index scan passes over those
-		// still unresolved on every run, few as they are. The execution
-		// goes with its record: it is what a replay would read. The first
-		// condition, implied by the others, is the one
-		// idempotency_prune_idx answers.
+		// A running execution is only deleted once its lease ended before
+		// the cutoff, so a run with a live lease keeps its key. An
+		// ambiguous execution is kept until a person resolves it, however
+		// old; the index scan passes over those still unresolved on every
+		// run, few as they are. An execution is its key's record
+		// (migration 0014), so deleting it frees the key. The first
+		// condition, implied by the others, is the one executions_prune_idx
+		// answers.
 		if res.Idempotency, err = s.pruneCount(ctx, `
 			WITH doomed AS (
-				SELECT i.principal, i.key FROM {schema}.idempotency_records i
-				WHERE LEAST(i.created_at, i.lease_until) < $1
-					AND ((i.finished AND i.created_at < $1) OR (NOT i.finished AND i.lease_until < $1))
-					AND NOT EXISTS (SELECT FROM {schema}.executions e
-						WHERE e.id = i.execution_id AND e.status = 'ambiguous')
+				SELECT e.id FROM {schema}.executions e
+				WHERE LEAST(e.created_at, e.lease_until) < $1
+					AND ((e.status <> 'running' AND e.created_at < $1)
+						OR (e.status = 'running' AND e.lease_until < $1))
+					AND e.status <> 'ambiguous'
 				LIMIT $2
-				FOR UPDATE OF i SKIP LOCKED
+				FOR UPDATE SKIP LOCKED
 			), gone AS (
-				DELETE FROM {schema}.idempotency_records i USING doomed d
-				WHERE i.principal = d.principal AND i.key = d.key
-				RETURNING i.execution_id
-			), gone_executions AS (
-				DELETE FROM {schema}.executions e USING gone g WHERE e.id = g.execution_id
+				DELETE FROM {schema}.executions e USING doomed d WHERE e.id = d.id
+				RETURNING 1
 			)
 			SELECT count(*) FROM gone`, p.IdempotencyBefore, limit); err != nil {
 			return res, err
 		}
 	}
 	if !p.QuotesBefore.IsZero() {
-		// A quote whose call is still running is kept: the call's
-		// record may yet be taken over, and it names this quote.
+		// A quote whose call is still running is kept: the call may yet
+		// be taken over, and it names this quote.
 		if res.Quotes, err = s.pruneCount(ctx, `
 			WITH gone AS (
 				DELETE FROM {schema}.quotes WHERE id IN (
 					SELECT q.id FROM {schema}.quotes q
 					WHERE q.expires_at < $1
 					AND NOT (q.state = 'used' AND EXISTS (
-						SELECT 1 FROM {schema}.idempotency_records i
-						WHERE i.principal = q.principal AND i.key = q.used_by_key AND NOT i.finished))
+						SELECT 1 FROM {schema}.executions e
+						WHERE e.principal = q.principal AND e.idempotency_key = q.used_by_key
+							AND e.status = 'running'))
 					LIMIT $2 FOR UPDATE SKIP LOCKED)
 				RETURNING 1
 			)
@@ -102,8 +100,8 @@ const pruneLedgerLockClass = 0x6c656467 // "ledg"
 // pruneLedger deletes old spend and call history. The reservation of a call
 // still running, or ambiguous and not resolved, is kept whatever its age:
 // its FinishExecution or its resolution must find it to charge or release
-// it once. Once an abandoned run's execution is pruned with its
-// record, its reservation goes with the rest of the old history.
+// it once. Once an abandoned run's execution is pruned, its reservation
+// goes with the rest of the old history.
 //
 // Each deleted row's trigger takes away its count from its spend_daily and
 // spend_minute rows. Two prunes deleting at once would lock those rollup

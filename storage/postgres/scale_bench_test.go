@@ -18,8 +18,8 @@ import (
 	"github.com/toolgate/toolgate/storage/storagetest"
 )
 
-// scaleRecords is how many past calls the loaded store holds: idempotency
-// records, executions, quotes and ledger rows, one of each per call.
+// scaleRecords is how many past calls the loaded store holds: executions
+// (each its key's record), quotes and ledger rows, one of each per call.
 const scaleRecords = 1_000_000
 
 // Who made the loaded calls. Half belong to scaleHeavy principals (2,500
@@ -122,10 +122,10 @@ func loadedStore(b *testing.B, name string, records int) *loadedFixture {
 }
 
 // loadHistory writes n past calls of the echo tool into schema, as the
-// store would have: a used quote, a finished idempotency record, an
-// execution (one in seven failed) and its ledger row, spread evenly over this
-// month up to two hours before now, and the rollups and usage counters that
-// go with them. It loads as a bulk load would, to stay within a minute:
+// store would have: a used quote, an execution (one in seven failed, each
+// with its key's fingerprint and ended lease) and its ledger row, spread
+// evenly over this month up to two hours before now, and the rollups and
+// usage counters that go with them. It loads as a bulk load would, to stay within a minute:
 // set-based statements, secondary indexes built after the rows are in, rows
 // in primary-key order, triggers off (the rollups are computed at the end,
 // the way migration 0003 does), and independent statements two at a time.
@@ -161,7 +161,7 @@ func loadHistory(ctx context.Context, pool *pgxpool.Pool, schema string, n int, 
 		build = append(build, loadStep{sql: ix.def})
 	}
 	var vacuum []loadStep
-	for _, table := range []string{"quotes", "idempotency_records", "executions", "spend_ledger", "spend_daily", "spend_minute", "tool_users"} {
+	for _, table := range []string{"quotes", "executions", "spend_ledger", "spend_daily", "spend_minute", "tool_users"} {
 		vacuum = append(vacuum, loadStep{sql: `VACUUM (ANALYZE) ` + pgx.Identifier{schema, table}.Sanitize()})
 	}
 	phases := [][]loadStep{
@@ -171,17 +171,13 @@ func loadHistory(ctx context.Context, pool *pgxpool.Pool, schema string, n int, 
 					price_usd, fee_usd, total_usd, created_at, expires_at, state, used_by_key)
 				SELECT quote_id, principal, $6, 'echo', 1, '', 0.1, 0.01, 0.11, at, at + interval '5 minutes', 'used', key
 				FROM (` + call + `) c ORDER BY quote_id`), args},
-			{q(`INSERT INTO {schema}.idempotency_records (principal, key, fingerprint, execution_id, lease_token,
-					lease_until, finished, created_at)
-				SELECT principal, key, 'fp-' || i, execution_id, md5('lease' || i)::uuid, at + interval '1 minute', true, at
-				FROM (` + call + `) c ORDER BY principal, key`), args[:5]},
 			{q(`INSERT INTO {schema}.executions (id, principal, tool_id, quote_id, idempotency_key, status,
-					amount_usd, charged, response, created_at, finished_at)
+					amount_usd, charged, response, created_at, finished_at, fingerprint, lease_token, lease_until)
 				SELECT execution_id, principal, $6, quote_id, key,
 					CASE WHEN completed THEN 'completed' ELSE 'failed' END, 0.11, completed,
 					convert_to('{"executionId":"' || execution_id || '","status":"'
 						|| CASE WHEN completed THEN 'completed' ELSE 'failed' END || '","output":{"value":"hello"}}', 'UTF8'),
-					at, at + interval '200 milliseconds'
+					at, at + interval '200 milliseconds', 'fp-' || i, md5('lease' || i)::uuid, at + interval '1 minute'
 				FROM (` + call + `) c ORDER BY execution_id`), args},
 			{q(`INSERT INTO {schema}.spend_ledger (execution_id, principal, tool_id, amount_usd, state, created_at)
 				SELECT execution_id, principal, $6, 0.11, CASE WHEN completed THEN 'charged' ELSE 'released' END, at
