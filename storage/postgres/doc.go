@@ -10,13 +10,16 @@
 // Every rule the storage contract makes about concurrency is enforced by the
 // database, never by locks in a Go process:
 //
-//   - an Idempotency-Key runs once: the idempotency record's primary key is
-//     (principal, key), and only BeginExecution inserts records, under the
-//     principal's admission lock; an abandoned run is taken over by a
-//     conditional UPDATE that requires the same fingerprint, an unfinished
-//     record and a lease that ended before the caller's clock, and that
-//     replaces the lease token, which is what makes the old run's
-//     FinishExecution fail with storage.ErrLeaseLost;
+//   - an Idempotency-Key runs once: a call's execution row is its key's
+//     record (fingerprint, lease, and a status that says whether it is
+//     finished), a unique index holds one execution per (principal, key),
+//     and only BeginExecution inserts executions, under the principal's
+//     admission lock; an abandoned run is taken over by a conditional
+//     UPDATE of the execution that requires the same fingerprint, a
+//     running status and a lease that ended before the caller's clock, and
+//     that replaces the lease token, which is what makes the old run's
+//     FinishExecution (one UPDATE of the same row, conditional on the
+//     token) fail with storage.ErrLeaseLost;
 //   - a quote is used once: one conditional UPDATE (state open, or already
 //     used by this very key);
 //   - a budget is never overspent: BeginExecution first locks the
@@ -31,8 +34,8 @@
 //     statement changes it only while it is ambiguous, so a concurrent
 //     resolution waits for its row lock and then finds it resolved. Until
 //     then its ledger row stays 'reserved', counted in the rollups and the
-//     limits as a running call's is, and Prune keeps it with its execution
-//     and idempotency record.
+//     limits as a running call's is, and Prune keeps it and its execution,
+//     which holds its key.
 //   - a principal's receipts (storage.Seal) form one gapless chain: the
 //     receipt is inserted by the statement that finishes (or resolves) its
 //     execution, its primary key (principal, seq) lets one receipt take each
@@ -163,6 +166,19 @@
 // as text, so they never pass through a float.
 //
 // The spend ledger is its own table, keyed by execution, so that executions
-// and idempotency records can be pruned after a day while a month of spend
+// (each its key's record) can be pruned after a day while a month of spend
 // and call history stays measurable.
+//
+// # Upgrading across migration 0014
+//
+// Migration 0014 moved the idempotency records onto the executions (one row
+// per admitted call) and left idempotency_records a read-only view of them.
+// Instances of an earlier version cannot run beside it: a rolling upgrade
+// across it is not possible. Stop every instance of the earlier version,
+// then start this one, which migrates. An earlier instance left running
+// fails each admission, finish and takeover with an error naming the view,
+// so it can neither run a key twice nor record a result nobody sees; a call
+// it admitted before the migration and finishes after is answered with an
+// error and stays running until its lease ends, when a retry of its key
+// takes it over on an instance of this version.
 package postgres
