@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+	"github.com/toolgate/toolgate/internal/jsonbuf"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
@@ -128,7 +129,10 @@ func encodeExecution(exec toolgatetype.Execution) ([]byte, error) {
 	}
 	out := exec.Output
 	exec.Output = nil // written as null
-	head, err := json.Marshal(exec)
+	// The head is only copied into body, so it is encoded in a pooled buffer.
+	buf := jsonbuf.Get()
+	defer buf.Release()
+	head, err := buf.Marshal(exec)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/toolgate/toolgate/internal/jcs"
@@ -110,9 +111,22 @@ func SHA256Hex(b []byte) string {
 // of its canonical form. An output with no canonical form (which the
 // gateway never produces) is hashed as it is, so the receipt still binds it.
 func OutputSHA256(output []byte) string {
-	canonical, err := jcs.Append(make([]byte, 0, len(output)), output)
+	b := canonicalBuffers.Get().(*jcs.Buffer)
+	canonical, err := b.Canonicalize(output)
 	if err != nil {
 		canonical = output
 	}
-	return SHA256Hex(canonical)
+	sum := SHA256Hex(canonical)
+	if b.Cap() <= maxPooledCanonical {
+		canonicalBuffers.Put(b)
+	}
+	return sum
 }
+
+// canonicalBuffers hold the canonical forms of outputs while they are
+// hashed: every call hashes one, a few kilobytes that are dropped at once.
+var canonicalBuffers = sync.Pool{New: func() any { return new(jcs.Buffer) }}
+
+// maxPooledCanonical is the most memory a pooled buffer keeps; one grown on
+// an exceptionally large output goes to the collector instead.
+const maxPooledCanonical = 256 << 10

@@ -125,6 +125,7 @@ type Client struct {
 	timeout  time.Duration
 	maxBytes int64
 	breaker  *breaker
+	origins  origins
 	observer Observer // nil: none
 }
 
@@ -171,7 +172,7 @@ func New(transport http.RoundTripper, cfg *Config) (*Client, error) {
 // read up to the cap. Failures come back as *registry.UpstreamError with a
 // caller-safe message.
 func (u *Client) Do(ctx context.Context, v *registry.Version, req *http.Request) (registry.UpstreamResponse, error) {
-	if err := checkDestination(v, req.URL); err != nil {
+	if err := u.checkDestination(v, req.URL); err != nil {
 		return registry.UpstreamResponse{}, err
 	}
 	origin := req.URL.Scheme + "://" + req.URL.Host
@@ -209,20 +210,15 @@ func isCallerSide(err error) bool {
 // checkDestination refuses, before a byte is sent, any request outside the
 // tool's declared destinations, and plain HTTP to an origin the operator
 // did not configure.
-func checkDestination(v *registry.Version, u *url.URL) error {
-	host := strings.ToLower(u.Hostname())
+func (u *Client) checkDestination(v *registry.Version, target *url.URL) error {
+	host := strings.ToLower(target.Hostname())
 	if !allowedHost(v.Capabilities.AllowedOutboundDomains, host) {
 		return registry.Upstreamf(registry.CodeUpstreamUnavailable, "the tool tried to reach %q, which it has not declared", host)
 	}
-	if u.Scheme != "https" && !(v.OperatorOrigin && sameOrigin(u, v.Origin)) {
+	if target.Scheme != "https" && !(v.OperatorOrigin && u.origins.same(target, v.Origin)) {
 		return registry.Upstreamf(registry.CodeUpstreamUnavailable, "the tool tried to reach %q without HTTPS", host)
 	}
 	return nil
-}
-
-func sameOrigin(u *url.URL, origin string) bool {
-	o, err := url.Parse(origin)
-	return err == nil && strings.EqualFold(o.Scheme, u.Scheme) && strings.EqualFold(o.Host, u.Host)
 }
 
 func allowedHost(domains []string, host string) bool {
@@ -248,7 +244,7 @@ func (u *Client) send(ctx context.Context, v *registry.Version, req *http.Reques
 		// have left says so.
 		ctx = context.WithValue(ctx, noRetryKey{}, sent)
 	}
-	if v.OperatorOrigin && sameOrigin(req.URL, v.Origin) {
+	if v.OperatorOrigin && u.origins.same(req.URL, v.Origin) {
 		// The operator chose this origin, perhaps a mirror on the private
 		// network; only for it may the dialer connect to internal addresses.
 		ctx = context.WithValue(ctx, allowInternalKey{}, true)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"time"
@@ -64,7 +65,9 @@ func runSlice(ctx context.Context, p *phase, d time.Duration, measure bool) {
 	deadline := start.Add(d)
 	for c := 0; c < p.clients; c++ {
 		wg.Add(1)
-		go func() {
+		// The client's goroutines, and the connections they dial, carry
+		// the profiler label phase=name.
+		go pprof.Do(ctx, pprof.Labels("phase", p.name), func(ctx context.Context) {
 			defer wg.Done()
 			var (
 				mine     histogram
@@ -95,7 +98,7 @@ func runSlice(ctx context.Context, p *phase, d time.Duration, measure bool) {
 				p.firstErr = firstErr
 			}
 			mu.Unlock()
-		}()
+		})
 	}
 	sleep(ctx, d)
 	end := time.Now()

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,13 +38,16 @@ type server struct {
 	close func()
 }
 
-func listen(h http.Handler) (*server, error) {
+// Its goroutines carry the profiler label server=name (they inherit it from
+// the one that serves), so that a CPU profile tells the stub's work from the
+// gateway's: go tool pprof -tagfocus server=gateway.
+func listen(name string, h http.Handler) (*server, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
+	go pprof.Do(context.Background(), pprof.Labels("server", name), func(context.Context) { _ = srv.Serve(ln) })
 	return &server{url: "http://" + ln.Addr().String(), close: func() { _ = srv.Close() }}, nil
 }
 
@@ -52,7 +56,7 @@ func listen(h http.Handler) (*server, error) {
 func startStub() (*server, error) {
 	body := recorded.Body(recorded.USGSTenFeatures)
 	length := strconv.Itoa(len(body))
-	return listen(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	return listen("stub", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Content-Length", length)
 		_, _ = w.Write(body)
@@ -104,7 +108,7 @@ func startGateway(ctx context.Context, stubURL, store string, clients int) (*gat
 		}
 		g.keys = append(g.keys, key)
 	}
-	srv, err := listen(httpapi.NewHandler(gw, &httpapi.Options{Authenticator: keys}))
+	srv, err := listen("gateway", httpapi.NewHandler(gw, &httpapi.Options{Authenticator: keys}))
 	if err != nil {
 		closeStore()
 		return nil, err

@@ -1,7 +1,6 @@
 package httpx
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -59,22 +58,4 @@ func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 		w.Header().Set("Retry-After", strconv.Itoa(secs))
 	}
 	WriteJSON(w, status, toolgatetype.ErrorBody{Error: d})
-}
-
-// WriteJSON answers with v as JSON.
-func WriteJSON(w http.ResponseWriter, status int, v any) {
-	body, err := json.Marshal(v)
-	if err != nil {
-		status = http.StatusInternalServerError
-		body = []byte(`{"error":{"code":"internal_error","message":"the gateway could not encode its answer"}}`)
-	}
-	WriteRaw(w, status, body)
-}
-
-// WriteRaw answers with a JSON body as it is.
-func WriteRaw(w http.ResponseWriter, status int, body []byte) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(status)
-	w.Write(body)
 }

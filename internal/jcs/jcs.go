@@ -38,13 +38,8 @@ func Canonicalize(doc []byte) ([]byte, error) {
 // Append appends the canonical form of the JSON document doc to dst.
 func Append(dst, doc []byte) ([]byte, error) {
 	w := writer{in: doc, out: dst}
-	w.space()
-	if err := w.value(0); err != nil {
+	if err := w.document(); err != nil {
 		return dst, err
-	}
-	w.space()
-	if w.i != len(w.in) {
-		return dst, w.fail("data after the document")
 	}
 	return w.out, nil
 }
@@ -94,6 +89,19 @@ type writer struct {
 	out []byte
 	// scratch holds an object's members while reorder rewrites them.
 	scratch []byte
+}
+
+// document writes the whole of w.in, a single JSON value.
+func (w *writer) document() error {
+	w.space()
+	if err := w.value(0); err != nil {
+		return err
+	}
+	w.space()
+	if w.i != len(w.in) {
+		return w.fail("data after the document")
+	}
+	return nil
 }
 
 func (w *writer) fail(format string, args ...any) error {
