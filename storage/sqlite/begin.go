@@ -171,12 +171,16 @@ func admit(tx *writeTx, b storage.Begin, amount int64) (storage.BeginResult, err
 // checkLimits measures each of b.Limits, in-flight reservations included,
 // and returns a *storage.LimitError listing every one the call would break.
 func checkLimits(tx *writeTx, b storage.Begin) error {
+	if len(b.Limits) == 0 {
+		return nil
+	}
+	measured, err := measureAll(tx, b.Principal, b.Limits)
+	if err != nil {
+		return err
+	}
 	var failures []storage.LimitFailure
 	for i, l := range b.Limits {
-		used, err := measure(tx, b.Principal, l)
-		if err != nil {
-			return err
-		}
+		used := measured[i]
 		next := used.Add(b.AmountUSD)
 		if l.Measure == storage.MeasureCalls {
 			next = used.Add(one)
