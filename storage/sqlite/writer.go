@@ -31,6 +31,11 @@ type writer struct {
 	// stmts caches the statements prepared on conn. Only the writer's
 	// goroutine uses it.
 	stmts map[string]*sql.Stmt
+	// users holds tool_users rows known to be in the file, and foundUsers
+	// those the current transaction found, known once it commits (see
+	// countUse). Only the writer's goroutine uses them.
+	users      map[toolUser]struct{}
+	foundUsers []toolUser
 
 	// ops is unbuffered: a write is handed over only to a writer that is
 	// there to take it, so none is stranded by Close.
@@ -60,6 +65,7 @@ func newWriter(conn *sql.Conn) *writer {
 	w := &writer{
 		conn:    conn,
 		stmts:   make(map[string]*sql.Stmt),
+		users:   make(map[toolUser]struct{}),
 		ops:     make(chan *writeOp),
 		closing: make(chan struct{}),
 		done:    make(chan struct{}),
@@ -175,7 +181,20 @@ func (w *writer) commit(batch []*writeOp) {
 		w.reply(live, results, translate(err))
 		return
 	}
+	w.knowUsers()
 	w.reply(live, results, nil)
+}
+
+// knowUsers keeps what the committed transaction found of tool_users.
+// Bounded: forgetting them costs an insert that finds the row again.
+func (w *writer) knowUsers() {
+	for _, u := range w.foundUsers {
+		if len(w.users) >= maxKnownUsers {
+			clear(w.users)
+		}
+		w.users[u] = struct{}{}
+	}
+	w.foundUsers = w.foundUsers[:0]
 }
 
 // runOne runs one write in its own savepoint. err is the write's own
@@ -201,6 +220,7 @@ func (w *writer) runOne(tx *writeTx, op *writeOp) (err, broken error) {
 // already, in which case ROLLBACK fails harmlessly.
 func (w *writer) rollback(tx *writeTx) {
 	_ = tx.exec0("ROLLBACK")
+	w.foundUsers = w.foundUsers[:0]
 }
 
 // reply tells each caller its outcome: fail, when set, for every write
