@@ -22,7 +22,8 @@ import (
 // calls finished, running under a live lease, running under a lease that
 // has ended and ambiguous, migrates forward with every call where it was.
 // A finished call replays byte for byte under its key, the live run holds
-// its key, the abandoned one is taken over and finishes on the chain its
+// its key, the abandoned one is taken over (on its quote, which the
+// quotes' new table keeps) and finishes on the chain its
 // principal's receipts make, the ambiguous one is resolved, and the ledger
 // counts what it counted.
 func TestOneRowMigrationKeepsCalls(t *testing.T) {
@@ -113,6 +114,15 @@ func TestOneRowMigrationKeepsCalls(t *testing.T) {
 	var tables int
 	require.NoError(t, db.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE name = 'idempotency_records'`).Scan(&tables))
 	assert.Zero(t, tables, "the records live in their executions now")
+	// The quotes are copied into their rowid table (0009) as they were.
+	for _, c := range calls {
+		q, err := s.GetQuote(ctx, c.quote)
+		require.NoError(t, err)
+		assert.Equal(t, storage.QuoteUsed, q.State)
+		assert.Equal(t, c.key, q.UsedByKey)
+		assert.Equal(t, "0.1100", q.TotalUSD.StringFixed(4))
+		assert.True(t, q.ExpiresAt.Equal(at.Add(time.Hour)))
+	}
 
 	// The ledger counts what it counted: charged, released and reserved alike.
 	dailyAfter, minuteAfter := rollups()
