@@ -2,8 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
 	"github.com/toolgate/toolgate/storage"
 )
@@ -18,6 +16,10 @@ import (
 // can claim the key, use the quote or reserve between its checks and its
 // writes. Limits are measured in Go against the ledger as the transaction
 // sees it, with the caller's decimal limits.
+//
+// An admitted call is one row of executions, which carries its key's
+// fingerprint and lease as well as the call (0008_one_row_per_call.sql):
+// a new claim inserts it and its ledger row, a takeover moves its lease.
 func (s *Store) BeginExecution(ctx context.Context, b storage.Begin) (storage.BeginResult, error) {
 	if err := checkMeasures(b.Limits); err != nil {
 		return storage.BeginResult{}, err
@@ -33,13 +35,15 @@ func (s *Store) BeginExecution(ctx context.Context, b storage.Begin) (storage.Be
 			return err
 		}
 		// The key is checked before the quote so that a retry of a finished
-		// or running call is answered from its record, whatever became of
-		// its quote.
-		if err := checkQuote(tx, b); err != nil {
+		// or running call is answered from its execution, whatever became
+		// of its quote. The quote is checked and marked used in one
+		// statement: should a later check refuse the call, the write rolls
+		// back and the quote stays as it was.
+		if err := useQuote(tx, b); err != nil {
 			return err
 		}
-		if claimed {
-			res, err = takeOver(tx, b)
+		if claimed != 0 {
+			res, err = takeOver(tx, b, claimed)
 			return err
 		}
 		res, err = admit(tx, b, amount)
@@ -51,38 +55,45 @@ func (s *Store) BeginExecution(ctx context.Context, b storage.Begin) (storage.Be
 	return res, nil
 }
 
-// checkKey reads the record of (b.Principal, b.Key). claimed is true when
-// there is one that b may take over: the same fingerprint, not finished,
-// and a lease that ended before b.Now (the caller's clock, not the
-// database's, so every process judges leases by the same rule). Any other
-// record is ErrIdempotencyConflict.
-func checkKey(tx *writeTx, b storage.Begin) (claimed bool, err error) {
+// checkKey reads the execution of (b.Principal, b.Key). claimed is its
+// rowid when b may take it over: the same fingerprint, still running, and
+// a lease that ended before b.Now (the caller's clock, not the database's,
+// so every process judges leases by the same rule); 0 when there is none.
+// Any other execution is ErrIdempotencyConflict.
+func checkKey(tx *writeTx, b storage.Begin) (claimed int64, err error) {
 	var (
-		fingerprint string
-		finished    bool
-		leaseUntil  int64
+		fingerprint, status string
+		leaseUntil          int64
 	)
 	err = translate(tx.queryRow(`
-		SELECT fingerprint, finished, lease_until FROM idempotency_records WHERE principal = ? AND key = ?`,
-		b.Principal, b.Key).Scan(&fingerprint, &finished, &leaseUntil))
+		SELECT rowid, fingerprint, status, lease_until FROM executions WHERE principal = ? AND idempotency_key = ?`,
+		b.Principal, b.Key).Scan(&claimed, &fingerprint, &status, &leaseUntil))
 	switch {
 	case isNotFound(err):
-		return false, nil
+		return 0, nil
 	case err != nil:
-		return false, err
-	case finished || fingerprint != b.Fingerprint || leaseUntil >= nanos(b.Now):
-		return false, storage.ErrIdempotencyConflict
+		return 0, err
+	case status != string(storage.ExecutionRunning) || fingerprint != b.Fingerprint || leaseUntil >= nanos(b.Now):
+		return 0, storage.ErrIdempotencyConflict
 	}
-	return true, nil
+	return claimed, nil
 }
 
-// checkQuote requires b's quote to exist for b.Principal and to be open or
-// already used by this very key (a takeover, or a retry of a key whose
-// record was pruned: the same logical call, not a reuse).
-func checkQuote(tx *writeTx, b storage.Begin) error {
-	var principal, state, usedBy string
-	err := translate(tx.queryRow(`SELECT principal, state, used_by_key FROM quotes WHERE id = ?`,
-		idBytes(b.QuoteID)).Scan(&principal, &state, &usedBy))
+// useQuote marks b's quote used by b.Key. The quote must exist for
+// b.Principal (ErrQuoteNotFound) and be open or already used by this very
+// key (a takeover, or a retry of a key whose execution was pruned: the
+// same logical call, not a reuse); otherwise ErrQuoteUsed.
+func useQuote(tx *writeTx, b storage.Begin) error {
+	n, err := tx.exec(`
+		UPDATE quotes SET state = 'used', used_by_key = ?1
+		WHERE id = ?2 AND principal = ?3 AND (state = 'open' OR used_by_key = ?1)`,
+		b.Key, idBytes(b.QuoteID), b.Principal)
+	if err != nil || n == 1 {
+		return err
+	}
+	// Refused: read why, which only a refusal pays for.
+	var principal string
+	err = translate(tx.queryRow(`SELECT principal FROM quotes WHERE id = ?`, idBytes(b.QuoteID)).Scan(&principal))
 	switch {
 	case isNotFound(err):
 		return storage.ErrQuoteNotFound
@@ -90,43 +101,20 @@ func checkQuote(tx *writeTx, b storage.Begin) error {
 		return err
 	case principal != b.Principal:
 		return storage.ErrQuoteNotFound
-	case state == string(storage.QuoteUsed) && usedBy != b.Key:
-		return storage.ErrQuoteUsed
 	}
-	return nil
+	return storage.ErrQuoteUsed
 }
 
-// useQuote marks b's quote used by b.Key.
-func useQuote(tx *writeTx, b storage.Begin) error {
-	_, err := tx.exec(`UPDATE quotes SET state = 'used', used_by_key = ? WHERE id = ?`, b.Key, idBytes(b.QuoteID))
-	return err
-}
-
-// takeOver moves the lease of an abandoned run to b's and returns the
-// original execution: its reservation is kept as it is, limits are not
-// measured again and nothing is reserved twice. Replacing the token is what
-// makes the abandoned run's FinishExecution fail with ErrLeaseLost.
-func takeOver(tx *writeTx, b storage.Begin) (storage.BeginResult, error) {
-	var rawID []byte
-	if err := tx.queryRow(`
-		UPDATE idempotency_records SET lease_token = ?, lease_until = ?
-		WHERE principal = ? AND key = ?
-		RETURNING execution_id`,
-		idBytes(b.LeaseToken), nanos(b.LeaseUntil), b.Principal, b.Key).Scan(&rawID); err != nil {
-		return storage.BeginResult{}, translate(err)
-	}
-	if err := useQuote(tx, b); err != nil {
-		return storage.BeginResult{}, err
-	}
-	id, err := parseID(rawID)
-	if err != nil {
-		return storage.BeginResult{}, err
-	}
-	e, err := getExecution(tx, id)
-	if errors.Is(err, storage.ErrNotFound) {
-		// Records and executions are created and pruned together.
-		return storage.BeginResult{}, fmt.Errorf("sqlite: record for key %q has no execution %s", b.Key, id)
-	}
+// takeOver moves the lease of an abandoned run, the execution at rowid, to
+// b's and returns the execution: its reservation is kept as it is, limits
+// are not measured again and nothing is reserved twice. Replacing the
+// token is what makes the abandoned run's FinishExecution fail with
+// ErrLeaseLost.
+func takeOver(tx *writeTx, b storage.Begin, rowid int64) (storage.BeginResult, error) {
+	e, err := scanExecution(tx.queryRow(`
+		UPDATE executions SET lease_token = ?, lease_until = ? WHERE rowid = ?
+		RETURNING `+executionColumns,
+		idBytes(b.LeaseToken), nanos(b.LeaseUntil), rowid))
 	if err != nil {
 		return storage.BeginResult{}, err
 	}
@@ -134,34 +122,10 @@ func takeOver(tx *writeTx, b storage.Begin) (storage.BeginResult, error) {
 }
 
 // admit checks a new claim's grant, execution id and limits, then writes
-// the claim, the used quote and grant, the running execution and its
-// reservation.
+// the running execution, with the claim of its key, the used grant and
+// the reservation.
 func admit(tx *writeTx, b storage.Begin, amount int64) (storage.BeginResult, error) {
 	if err := checkGrant(tx, b); err != nil {
-		return storage.BeginResult{}, err
-	}
-	var taken bool
-	if err := tx.queryRow(`SELECT EXISTS (SELECT 1 FROM executions WHERE id = ?)`, idBytes(b.ExecutionID)).Scan(&taken); err != nil {
-		return storage.BeginResult{}, translate(err)
-	}
-	if taken {
-		return storage.BeginResult{}, storage.ErrAlreadyExists
-	}
-	if err := checkLimits(tx, b); err != nil {
-		return storage.BeginResult{}, err
-	}
-
-	if err := useQuote(tx, b); err != nil {
-		return storage.BeginResult{}, err
-	}
-	if err := useGrant(tx, b); err != nil {
-		return storage.BeginResult{}, err
-	}
-	now := nanos(b.Now)
-	if _, err := tx.exec(`
-		INSERT INTO idempotency_records (principal, key, fingerprint, execution_id, lease_token, lease_until, finished, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, 0, ?)`,
-		b.Principal, b.Key, b.Fingerprint, idBytes(b.ExecutionID), idBytes(b.LeaseToken), nanos(b.LeaseUntil), now); err != nil {
 		return storage.BeginResult{}, err
 	}
 	price, err := units(b.PriceUSD)
@@ -172,12 +136,24 @@ func admit(tx *writeTx, b storage.Begin, amount int64) (storage.BeginResult, err
 	if err != nil {
 		return storage.BeginResult{}, err
 	}
+	now := nanos(b.Now)
+	// Inserted before the limits are measured, which read the ledger only,
+	// so that a taken execution id is ErrAlreadyExists (the id's uniqueness
+	// says so) before any limit is. The key cannot be taken: checkKey found
+	// no execution under it in this same write.
 	if _, err := tx.exec(`
 		INSERT INTO executions (id, principal, tool_id, quote_id, idempotency_key, status, amount, charged, created_at,
-			tool_slug, manifest_digest, price, fee, approval, grant_id)
-		VALUES (?, ?, ?, ?, ?, 'running', ?, 0, ?, ?, ?, ?, ?, ?, ?)`,
+			tool_slug, manifest_digest, price, fee, approval, grant_id, fingerprint, lease_token, lease_until)
+		VALUES (?, ?, ?, ?, ?, 'running', ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		idBytes(b.ExecutionID), b.Principal, b.ToolID, idBytes(b.QuoteID), b.Key, amount, now,
-		b.ToolSlug, b.ManifestDigest, price, fee, string(b.Approval), nullableID(b.GrantID)); err != nil {
+		b.ToolSlug, b.ManifestDigest, price, fee, string(b.Approval), nullableID(b.GrantID),
+		b.Fingerprint, idBytes(b.LeaseToken), nanos(b.LeaseUntil)); err != nil {
+		return storage.BeginResult{}, err
+	}
+	if err := checkLimits(tx, b); err != nil {
+		return storage.BeginResult{}, err
+	}
+	if err := useGrant(tx, b); err != nil {
 		return storage.BeginResult{}, err
 	}
 	if _, err := tx.exec(`
@@ -195,12 +171,16 @@ func admit(tx *writeTx, b storage.Begin, amount int64) (storage.BeginResult, err
 // checkLimits measures each of b.Limits, in-flight reservations included,
 // and returns a *storage.LimitError listing every one the call would break.
 func checkLimits(tx *writeTx, b storage.Begin) error {
+	if len(b.Limits) == 0 {
+		return nil
+	}
+	measured, err := measureAll(tx, b.Principal, b.Limits)
+	if err != nil {
+		return err
+	}
 	var failures []storage.LimitFailure
 	for i, l := range b.Limits {
-		used, err := measure(tx, b.Principal, l)
-		if err != nil {
-			return err
-		}
+		used := measured[i]
 		next := used.Add(b.AmountUSD)
 		if l.Measure == storage.MeasureCalls {
 			next = used.Add(one)

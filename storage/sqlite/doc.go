@@ -40,6 +40,20 @@
 // before its write has started gets the context's error and the write never
 // runs; once started, a write runs to its end.
 //
+// # A call's rows
+//
+// An admitted call is one row of executions, which holds its
+// Idempotency-Key's claim (fingerprint and lease) beside the call and,
+// once it finishes, its result: BeginExecution inserts it, with the
+// call's ledger row, and FinishExecution updates it once. A key's record
+// (GetIdempotency) is read from that row, finished when the call no longer
+// runs. So a quote and its call are three writes (the quote, the
+// admission, the finish) that insert four rows (the quote, the execution,
+// its ledger row, its receipt) and update six (the quote used, the day's
+// and the minute's rollups, the execution finished, the reservation
+// settled, the tool's usage), and every limit of an admission is measured
+// in one statement.
+//
 // Reads (GetQuote, GetIdempotency, MeasureLimits, Usage, ...) use a small
 // pool of read-only connections (Config.ReadConnections) and see every
 // write committed before they start.

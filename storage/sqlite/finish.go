@@ -10,8 +10,8 @@ import (
 )
 
 // FinishExecution records a running execution's outcome atomically: the
-// idempotency record finished, the execution's status and response, the
-// reservation charged or released, and for completed executions the tool's
+// execution's status and response (which finish its key's claim: the key
+// is held by the execution's own row), the reservation charged or released, and for completed executions the tool's
 // usage counters. ErrLeaseLost when f.LeaseToken no longer holds the lease
 // (a finished execution holds none, so a second finish gets it too),
 // ErrNotFound when the execution does not exist.
@@ -32,7 +32,7 @@ func (s *Store) FinishExecution(ctx context.Context, f storage.Finish) error {
 		return err
 	}
 	return s.write(ctx, func(tx *writeTx) error {
-		toolID, err := checkLease(tx, f)
+		row, err := checkLease(tx, f)
 		if err != nil {
 			return err
 		}
@@ -50,19 +50,15 @@ func (s *Store) FinishExecution(ctx context.Context, f storage.Finish) error {
 			response = []byte{}
 		}
 		if _, err := tx.exec(`
-			UPDATE executions SET status = ?, charged = ?, response = ?, finished_at = ? WHERE id = ?`,
-			string(f.Status), boolInt(f.Charged), response, nanos(f.Now), idBytes(f.ExecutionID)); err != nil {
-			return err
-		}
-		if _, err := tx.exec(`UPDATE idempotency_records SET finished = 1 WHERE principal = ? AND key = ?`,
-			f.Principal, f.Key); err != nil {
+			UPDATE executions SET status = ?, charged = ?, response = ?, finished_at = ? WHERE rowid = ?`,
+			string(f.Status), boolInt(f.Charged), response, nanos(f.Now), row.rowid); err != nil {
 			return err
 		}
 		switch f.Status {
 		case storage.ExecutionAmbiguous:
 			return nil
 		case storage.ExecutionCompleted:
-			if err := countUse(tx, toolID, f.Principal); err != nil {
+			if err := countUse(tx, row.toolID, f.Principal); err != nil {
 				return err
 			}
 		}
@@ -84,28 +80,32 @@ func settle(tx *writeTx, id uuid.UUID, charged bool) error {
 	return err
 }
 
+// leased is the execution checkLease found.
+type leased struct {
+	rowid  int64
+	toolID string
+}
+
 // checkLease requires f's execution to exist for f.Principal under f.Key
-// (ErrNotFound), still running with f.LeaseToken holding its record's lease
-// (ErrLeaseLost), and returns the execution's tool.
-func checkLease(tx *writeTx, f storage.Finish) (toolID string, err error) {
+// (ErrNotFound), still running with f.LeaseToken holding its lease
+// (ErrLeaseLost), and returns where it is and its tool.
+func checkLease(tx *writeTx, f storage.Finish) (leased, error) {
 	var (
-		principal, status string
-		recordExec, token []byte
-		finished          bool
+		row            leased
+		principal, key string
+		status         string
+		token          []byte
 	)
-	err = translate(tx.queryRow(`
-		SELECT e.principal, e.tool_id, e.status, i.execution_id, i.lease_token, coalesce(i.finished, 0)
-		FROM executions e
-		LEFT JOIN idempotency_records i ON i.principal = ? AND i.key = ?
-		WHERE e.id = ?`,
-		f.Principal, f.Key, idBytes(f.ExecutionID)).Scan(&principal, &toolID, &status, &recordExec, &token, &finished))
+	err := translate(tx.queryRow(`
+		SELECT rowid, principal, idempotency_key, tool_id, status, lease_token FROM executions WHERE id = ?`,
+		idBytes(f.ExecutionID)).Scan(&row.rowid, &principal, &key, &row.toolID, &status, &token))
 	switch {
 	case err != nil:
-		return "", err // ErrNotFound when there is no such execution
-	case principal != f.Principal || !bytes.Equal(recordExec, idBytes(f.ExecutionID)):
-		return "", storage.ErrNotFound
-	case !bytes.Equal(token, idBytes(f.LeaseToken)) || finished || status != string(storage.ExecutionRunning):
-		return "", storage.ErrLeaseLost
+		return leased{}, err // ErrNotFound when there is no such execution
+	case principal != f.Principal || key != f.Key:
+		return leased{}, storage.ErrNotFound
+	case !bytes.Equal(token, idBytes(f.LeaseToken)) || status != string(storage.ExecutionRunning):
+		return leased{}, storage.ErrLeaseLost
 	}
-	return toolID, nil
+	return row, nil
 }

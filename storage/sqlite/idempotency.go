@@ -8,22 +8,22 @@ import (
 
 // GetIdempotency returns the record for (principal, key) and, once it is
 // finished, the response stored on its execution. ErrNotFound if absent.
+//
+// The record is the execution's own row (0008_one_row_per_call.sql): its
+// key, fingerprint and lease, finished once the execution no longer runs,
+// and created when the execution was.
 func (s *Store) GetIdempotency(ctx context.Context, principal, key string) (storage.IdempotencyRecord, error) {
 	var (
 		r              storage.IdempotencyRecord
 		execID, token  []byte
 		leaseUntil, at int64
-		finished       bool
+		status         string
 	)
-	// The response is kept once, on the execution; both rows are written
-	// by FinishExecution's transaction and pruned by one Prune step.
 	err := translate(s.pool(ctx).queryRow(`
-		SELECT i.principal, i.key, i.fingerprint, i.execution_id, i.lease_token, i.lease_until,
-			i.finished, iif(i.finished, e.response, NULL), i.created_at
-		FROM idempotency_records i
-		LEFT JOIN executions e ON e.id = i.execution_id
-		WHERE i.principal = ? AND i.key = ?`, principal, key).Scan(
-		&r.Principal, &r.Key, &r.Fingerprint, &execID, &token, &leaseUntil, &finished, &r.Response, &at))
+		SELECT principal, idempotency_key, fingerprint, id, lease_token, lease_until,
+			status, iif(status <> 'running', response, NULL), created_at
+		FROM executions WHERE principal = ? AND idempotency_key = ?`, principal, key).Scan(
+		&r.Principal, &r.Key, &r.Fingerprint, &execID, &token, &leaseUntil, &status, &r.Response, &at))
 	if err != nil {
 		return storage.IdempotencyRecord{}, err
 	}
@@ -33,7 +33,7 @@ func (s *Store) GetIdempotency(ctx context.Context, principal, key string) (stor
 	if r.LeaseToken, err = parseID(token); err != nil {
 		return storage.IdempotencyRecord{}, err
 	}
-	r.Finished = finished
+	r.Finished = status != string(storage.ExecutionRunning)
 	r.LeaseUntil, r.CreatedAt = fromNanos(leaseUntil), fromNanos(at)
 	return r, nil
 }

@@ -79,50 +79,24 @@ func (s *Store) pruneSteps(ctx context.Context, limit int, before time.Time, ste
 	return total, nil
 }
 
-// pruneRecords deletes up to n idempotency records, with their executions,
-// that are finished and were created before the cutoff, or running with a
-// lease that ended before it: such a run was abandoned by a dead process.
-// Its reservation stays in the ledger, since the upstream may well have been
-// called and billed. A run with a live lease keeps its record and
-// execution, and so does an ambiguous execution until it is resolved,
-// however old. Every such record was created before the cutoff too, which
-// is the order the walk takes; the unresolved ones it passes over are
-// those a person has yet to look at, few.
+// pruneRecords deletes up to n executions, and with them their
+// Idempotency-Keys, that are finished and were created before the cutoff,
+// or running with a lease that ended before it: such a run was abandoned
+// by a dead process. Its reservation stays in the ledger, since the
+// upstream may well have been called and billed. A run with a live lease
+// keeps its execution, and so does an ambiguous execution until it is
+// resolved, however old. Every such execution was created before the
+// cutoff too (a lease never ends before its admission), which is the order
+// the walk takes; the unresolved ones it passes over are those a person
+// has yet to look at, few.
 func pruneRecords(tx *writeTx, before int64, n int) (int, error) {
-	rows, err := tx.query(`
-		SELECT i.principal, i.key, i.execution_id FROM idempotency_records i
-		WHERE i.created_at < ?1 AND (i.finished OR i.lease_until < ?1)
-		AND NOT EXISTS (SELECT 1 FROM executions e WHERE e.id = i.execution_id AND e.status = 'ambiguous')
-		ORDER BY i.created_at LIMIT ?2`, before, n)
-	if err != nil {
-		return 0, err
-	}
-	type doomed struct {
-		principal, key string
-		execID         []byte
-	}
-	var victims []doomed
-	for rows.Next() {
-		var d doomed
-		if err := rows.Scan(&d.principal, &d.key, &d.execID); err != nil {
-			rows.Close()
-			return 0, translate(err)
-		}
-		victims = append(victims, d)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return 0, translate(err)
-	}
-	for _, d := range victims {
-		if _, err := tx.exec(`DELETE FROM idempotency_records WHERE principal = ? AND key = ?`, d.principal, d.key); err != nil {
-			return 0, err
-		}
-		if _, err := tx.exec(`DELETE FROM executions WHERE id = ?`, d.execID); err != nil {
-			return 0, err
-		}
-	}
-	return len(victims), nil
+	deleted, err := tx.exec(`
+		DELETE FROM executions WHERE rowid IN (
+			SELECT rowid FROM executions
+			WHERE created_at < ?1
+			AND (status IN ('completed', 'failed') OR (status = 'running' AND lease_until < ?1))
+			ORDER BY created_at LIMIT ?2)`, before, n)
+	return int(deleted), err
 }
 
 // pruneQuotes deletes up to n quotes that expired before the cutoff, except
@@ -134,8 +108,8 @@ func pruneQuotes(tx *writeTx, before int64, n int) (int, error) {
 			SELECT q.id FROM quotes q
 			WHERE q.expires_at < ?1
 			AND NOT (q.state = 'used' AND EXISTS (
-				SELECT 1 FROM idempotency_records i
-				WHERE i.principal = q.principal AND i.key = q.used_by_key AND NOT i.finished))
+				SELECT 1 FROM executions e
+				WHERE e.principal = q.principal AND e.idempotency_key = q.used_by_key AND e.status = 'running'))
 			ORDER BY q.expires_at LIMIT ?2)`, before, n)
 	return int(deleted), err
 }

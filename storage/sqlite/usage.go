@@ -11,18 +11,37 @@ import (
 // countUse counts one completed execution of toolID by principal, inside
 // FinishExecution's write. The principal is a new user exactly when its
 // tool_users row is inserted now.
+//
+// A tool_users row is never deleted, so once the insert has found one
+// already there, the writer remembers it, from the commit on, and later
+// finishes skip the insert: most finishes are by a principal that has used
+// the tool before. Not before the commit: the row found may be one an
+// earlier write of the same transaction inserted, gone if it fails.
 func countUse(tx *writeTx, toolID, principal string) error {
-	newUser, err := tx.exec(`INSERT INTO tool_users (tool_id, principal) VALUES (?, ?) ON CONFLICT DO NOTHING`,
-		toolID, principal)
-	if err != nil {
-		return err
+	user := toolUser{toolID, principal}
+	var newUser int64
+	if _, known := tx.w.users[user]; !known {
+		n, err := tx.exec(`INSERT INTO tool_users (tool_id, principal) VALUES (?, ?) ON CONFLICT DO NOTHING`,
+			toolID, principal)
+		if err != nil {
+			return err
+		}
+		if newUser = n; n == 0 {
+			tx.w.foundUsers = append(tx.w.foundUsers, user)
+		}
 	}
-	_, err = tx.exec(`
+	_, err := tx.exec(`
 		INSERT INTO tool_usage (tool_id, count, unique_users) VALUES (?1, 1, ?2)
 		ON CONFLICT (tool_id) DO UPDATE SET count = count + 1, unique_users = unique_users + ?2`,
 		toolID, newUser)
 	return err
 }
+
+// toolUser is a tool_users row: a tool, and a principal that has used it.
+type toolUser struct{ toolID, principal string }
+
+// maxKnownUsers is how many tool_users rows the writer remembers at most.
+const maxKnownUsers = 1 << 14
 
 // Usage returns one tool's usage counters, zero when it has none.
 func (s *Store) Usage(ctx context.Context, toolID string) (storage.Usage, error) {

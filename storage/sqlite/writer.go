@@ -23,7 +23,8 @@ const maxBatch = 64
 // shares between the writes queued at the time (group commit): the
 // transaction commits, and waits for the disk, once for all of them. Each
 // write still succeeds or fails alone: one that fails is rolled back to its
-// savepoint and the others commit. Its caller hears of it only once the
+// savepoint and the others commit. A write alone in its transaction needs
+// no savepoint: the transaction is rolled back if it fails. Its caller hears of it only once the
 // transaction has committed, so a write reported done is on disk, and one
 // reported failed left nothing behind.
 type writer struct {
@@ -31,6 +32,11 @@ type writer struct {
 	// stmts caches the statements prepared on conn. Only the writer's
 	// goroutine uses it.
 	stmts map[string]*sql.Stmt
+	// users holds tool_users rows known to be in the file, and foundUsers
+	// those the current transaction found, known once it commits (see
+	// countUse). Only the writer's goroutine uses them.
+	users      map[toolUser]struct{}
+	foundUsers []toolUser
 
 	// ops is unbuffered: a write is handed over only to a writer that is
 	// there to take it, so none is stranded by Close.
@@ -60,6 +66,7 @@ func newWriter(conn *sql.Conn) *writer {
 	w := &writer{
 		conn:    conn,
 		stmts:   make(map[string]*sql.Stmt),
+		users:   make(map[toolUser]struct{}),
 		ops:     make(chan *writeOp),
 		closing: make(chan struct{}),
 		done:    make(chan struct{}),
@@ -154,6 +161,10 @@ func (w *writer) commit(batch []*writeOp) {
 		w.reply(live, results, translate(err))
 		return
 	}
+	if len(live) == 1 {
+		w.commitOne(tx, live[0])
+		return
+	}
 	for i, op := range live {
 		if err := op.ctx.Err(); err != nil {
 			results[i] = err
@@ -175,7 +186,44 @@ func (w *writer) commit(batch []*writeOp) {
 		w.reply(live, results, translate(err))
 		return
 	}
+	w.knowUsers()
 	w.reply(live, results, nil)
+}
+
+// commitOne runs a batch of one write, in the transaction commit has
+// begun. It needs no savepoint: should the write fail, rolling back the
+// transaction undoes it alone. A caller alone in its batch, as every
+// caller is when calls come one at a time, so pays for two statements
+// fewer.
+func (w *writer) commitOne(tx *writeTx, op *writeOp) {
+	err := op.ctx.Err()
+	if err == nil {
+		err = op.fn(tx)
+	}
+	if err == nil {
+		if err = tx.exec0("COMMIT"); err != nil {
+			err = translate(err)
+		}
+	}
+	if err != nil {
+		w.rollback(tx)
+		op.result <- err
+		return
+	}
+	w.knowUsers()
+	op.result <- nil
+}
+
+// knowUsers keeps what the committed transaction found of tool_users.
+// Bounded: forgetting them costs an insert that finds the row again.
+func (w *writer) knowUsers() {
+	for _, u := range w.foundUsers {
+		if len(w.users) >= maxKnownUsers {
+			clear(w.users)
+		}
+		w.users[u] = struct{}{}
+	}
+	w.foundUsers = w.foundUsers[:0]
 }
 
 // runOne runs one write in its own savepoint. err is the write's own
@@ -201,6 +249,7 @@ func (w *writer) runOne(tx *writeTx, op *writeOp) (err, broken error) {
 // already, in which case ROLLBACK fails harmlessly.
 func (w *writer) rollback(tx *writeTx) {
 	_ = tx.exec0("ROLLBACK")
+	w.foundUsers = w.foundUsers[:0]
 }
 
 // reply tells each caller its outcome: fail, when set, for every write
