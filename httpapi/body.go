@@ -10,13 +10,14 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate/internal/httpx"
+	"github.com/toolgate/toolgate/internal/readsized"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // readBody reads a request body within the size cap. Over the cap is
 // payload_too_large; a body the client cut short is invalid_request.
 func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	body, err := readAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes), r.ContentLength, h.opts.MaxBodyBytes)
+	body, err := readsized.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes), r.ContentLength, h.opts.MaxBodyBytes)
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
@@ -25,29 +26,6 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, erro
 		return nil, httpx.Errorf(toolgatetype.CodeInvalidRequest, "the request body could not be read")
 	}
 	return body, nil
-}
-
-// readAll reads r to its end, as io.ReadAll does, into a buffer of the
-// length the request declared, when it declared one within max, rather than
-// one grown from 512 bytes; a wrong length costs only a regrowth.
-func readAll(r io.Reader, length, max int64) ([]byte, error) {
-	if length < 0 || length > max {
-		return io.ReadAll(r)
-	}
-	buf := make([]byte, 0, length+1) // +1: room to read the EOF without growing
-	for {
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return buf, err
-		}
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-	}
 }
 
 // requireJSONContentType refuses bodies not declared as JSON.

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
+	"github.com/toolgate/toolgate/internal/readsized"
 	"github.com/toolgate/toolgate/registry"
 )
 
@@ -290,28 +291,10 @@ func (u *Client) send(ctx context.Context, v *registry.Version, req *http.Reques
 	return registry.UpstreamResponse{StatusCode: resp.StatusCode, Header: resp.Header.Clone(), Body: body}, nil
 }
 
-// readCapped reads r up to max+1 bytes, so that a longer body shows. When
-// the response says its length, the buffer is allocated once at that size
-// rather than grown from 512 bytes; a wrong length costs only a regrowth.
+// readCapped reads r up to max+1 bytes, so that a longer body shows, into
+// a buffer of the length the response declared (see readsized).
 func readCapped(r io.Reader, length, max int64) ([]byte, error) {
-	lr := io.LimitReader(r, max+1)
-	if length < 0 || length > max {
-		return io.ReadAll(lr)
-	}
-	buf := make([]byte, 0, length+1) // +1: room to read the EOF without growing
-	for {
-		n, err := lr.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return buf, err
-		}
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-	}
+	return readsized.ReadAll(io.LimitReader(r, max+1), length, max)
 }
 
 func byteSize(n int64) string {
