@@ -74,7 +74,7 @@
 // the Store knows the principal's chain head (its first in the process
 // reads the head, one round trip more), and inserts one row more, the
 // receipt. Measured at 32 clients beside the database on two vCPUs, the
-// row folded in took 8 to 12% off the server's CPU per pair and 6% off
+// row folded in took 7 to 12% off the server's CPU per pair and 6% off
 // its WAL records (BENCHMARKS.md, issue 32). Choices made to keep that
 // work down, each without
 // weakening a guarantee:
