@@ -36,18 +36,9 @@ func (s *Store) FinishExecution(ctx context.Context, f storage.Finish) error {
 		if err != nil {
 			return err
 		}
-		response := f.Response
-		if f.Seal != nil {
-			sealed, err := sealReceipt(tx, f.Principal, f.ExecutionID, f.Seal)
-			if err != nil {
-				return err
-			}
-			response = sealed.Response
-		}
-		if response == nil {
-			// A finished execution always has a response, even an empty
-			// one; NULL means "still running".
-			response = []byte{}
+		response, err := storedResponse(tx, f.Principal, f.ExecutionID, f.Response, f.Seal)
+		if err != nil {
+			return err
 		}
 		if _, err := tx.exec(`
 			UPDATE executions SET status = ?, charged = ?, response = ?, finished_at = ? WHERE rowid = ?`,

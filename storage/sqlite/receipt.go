@@ -25,6 +25,24 @@ import (
 // BenchmarkQuoteCallSQLiteSealed could measure: a finish's page writes to
 // the log cost the writer far more than an Ed25519 signature.
 
+// storedResponse is the response a finish or a resolution stores: the
+// sealed one, with its receipt, when seal is set (the receipt stored too),
+// else response. Never nil: a finished execution always has a response,
+// even an empty one, and NULL means "still running".
+func storedResponse(tx *writeTx, principal string, execution uuid.UUID, response []byte, seal storage.Seal) ([]byte, error) {
+	if seal != nil {
+		sealed, err := sealReceipt(tx, principal, execution, seal)
+		if err != nil {
+			return nil, err
+		}
+		response = sealed.Response
+	}
+	if response == nil {
+		response = []byte{}
+	}
+	return response, nil
+}
+
 // sealReceipt reads principal's chain head, has seal make the next receipt
 // on it and stores the receipt for execution. It returns what seal made;
 // an error from seal is returned as it is, and the caller's write then

@@ -37,18 +37,9 @@ func (s *Store) ResolveExecution(ctx context.Context, r storage.Resolve) (storag
 		case e.Status != storage.ExecutionAmbiguous:
 			return storage.ErrNotAmbiguous
 		}
-		response := r.Response
-		if r.Seal != nil {
-			sealed, err := sealReceipt(tx, e.Principal, r.ExecutionID, r.Seal)
-			if err != nil {
-				return err
-			}
-			response = sealed.Response
-		}
-		if response == nil {
-			// A finished execution always has a response; NULL means
-			// running.
-			response = []byte{}
+		response, err := storedResponse(tx, e.Principal, r.ExecutionID, r.Response, r.Seal)
+		if err != nil {
+			return err
 		}
 		if _, err := tx.exec(`
 			UPDATE executions SET status = ?, charged = ?, response = ?,
