@@ -17,7 +17,10 @@
 -- when the call leaves the history limits see (only ever from 1 to 0).
 -- Triggers on executions keep the rollups exact as the ledger's did,
 -- whoever writes: admitting a call adds it, releasing it takes its amount
--- out, uncounting it takes it out altogether.
+-- out, uncounting it takes it out altogether. Admission's two upserts run
+-- inside its one INSERT, where the ledger's insert ran them before: the
+-- writer, which every call waits for, steps one statement fewer per call,
+-- and one fewer again at the finish, which updated the ledger.
 --
 -- spend_ledger becomes the archive of calls whose executions were pruned
 -- (after a day) while they still count (for a month): deleting a counted
@@ -139,7 +142,11 @@ END;
 -- Pruning an execution that still counts archives it in the ledger, in the
 -- same statement, with its reservation's state: a run abandoned by a dead
 -- process stays 'reserved', since the upstream may well have been called
--- and billed. The rollups count it already and do not change.
+-- and billed. The rollups count it already and do not change. A trigger
+-- rather than the prune's own statement, so that whoever deletes an
+-- execution (an operator's sqlite3 shell too) leaves its call where the
+-- ledger's prune will find it: a call gone from both tables would stay in
+-- the rollups for good.
 CREATE TRIGGER executions_archive AFTER DELETE ON executions
 WHEN OLD.counted = 1
 BEGIN
