@@ -80,4 +80,5 @@ func TestAmbiguousMigrationKeepsExecutions(t *testing.T) {
 	used, err := s.MeasureLimits(ctx, "alice", []storage.Limit{{Measure: storage.MeasureSpend}})
 	require.NoError(t, err)
 	assert.True(t, used[0].IsZero(), "released: %s", used[0])
+	assertRollupsExact(t, db, "after the resolution")
 }

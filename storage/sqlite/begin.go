@@ -14,12 +14,14 @@ import (
 // It is one write (see writer): its reads and writes run in the file's
 // write transaction, so no other admission, in this process or another,
 // can claim the key, use the quote or reserve between its checks and its
-// writes. Limits are measured in Go against the ledger as the transaction
-// sees it, with the caller's decimal limits.
+// writes. Limits are measured against the history as the transaction sees
+// it and compared in Go, with the caller's decimal limits.
 //
 // An admitted call is one row of executions, which carries its key's
-// fingerprint and lease as well as the call (0008_one_row_per_call.sql):
-// a new claim inserts it and its ledger row, a takeover moves its lease.
+// fingerprint and lease (0008_one_row_per_call.sql) and its reservation
+// (0010_reservation_on_execution.sql) as well as the call: a new claim
+// inserts it, and the insert's trigger counts it in the day's and the
+// minute's rollups; a takeover moves its lease.
 func (s *Store) BeginExecution(ctx context.Context, b storage.Begin) (storage.BeginResult, error) {
 	if err := checkMeasures(b.Limits); err != nil {
 		return storage.BeginResult{}, err
@@ -121,9 +123,9 @@ func takeOver(tx *writeTx, b storage.Begin, rowid int64) (storage.BeginResult, e
 	return storage.BeginResult{Execution: e, TookOver: true}, nil
 }
 
-// admit checks a new claim's grant, execution id and limits, then writes
-// the running execution, with the claim of its key, the used grant and
-// the reservation.
+// admit checks a new claim's grant and limits, then writes the running
+// execution, which is the claim of its key and the reservation, and the
+// used grant.
 func admit(tx *writeTx, b storage.Begin, amount int64) (storage.BeginResult, error) {
 	if err := checkGrant(tx, b); err != nil {
 		return storage.BeginResult{}, err
@@ -136,11 +138,16 @@ func admit(tx *writeTx, b storage.Begin, amount int64) (storage.BeginResult, err
 	if err != nil {
 		return storage.BeginResult{}, err
 	}
+	// Measured before the execution is inserted: limits read running
+	// executions too, and a call must not count against itself. So a taken
+	// execution id (ids are new UUIDs: a caller's mistake) is
+	// ErrAlreadyExists only once the limits pass; either way nothing is
+	// written. The key cannot be taken: checkKey found no execution under
+	// it in this same write.
+	if err := checkLimits(tx, b); err != nil {
+		return storage.BeginResult{}, err
+	}
 	now := nanos(b.Now)
-	// Inserted before the limits are measured, which read the ledger only,
-	// so that a taken execution id is ErrAlreadyExists (the id's uniqueness
-	// says so) before any limit is. The key cannot be taken: checkKey found
-	// no execution under it in this same write.
 	if _, err := tx.exec(`
 		INSERT INTO executions (id, principal, tool_id, quote_id, idempotency_key, status, amount, charged, created_at,
 			tool_slug, manifest_digest, price, fee, approval, grant_id, fingerprint, lease_token, lease_until)
@@ -150,17 +157,7 @@ func admit(tx *writeTx, b storage.Begin, amount int64) (storage.BeginResult, err
 		b.Fingerprint, idBytes(b.LeaseToken), nanos(b.LeaseUntil)); err != nil {
 		return storage.BeginResult{}, err
 	}
-	if err := checkLimits(tx, b); err != nil {
-		return storage.BeginResult{}, err
-	}
 	if err := useGrant(tx, b); err != nil {
-		return storage.BeginResult{}, err
-	}
-	if _, err := tx.exec(`
-		INSERT INTO spend_ledger (execution_id, principal, tool_id, amount, state, created_at, minute, day)
-		VALUES (?, ?, ?, ?, 'reserved', ?, ?, ?)`,
-		idBytes(b.ExecutionID), b.Principal, b.ToolID, amount, now,
-		floorDiv(now, nanosPerMinute), floorDiv(now, nanosPerDay)); err != nil {
 		return storage.BeginResult{}, err
 	}
 	e := b.NewExecution()

@@ -19,9 +19,10 @@
 // transaction begun with BEGIN IMMEDIATE, which takes the file's write lock
 // before the first read. So each storage.Store guarantee holds the way
 // PostgreSQL's row locks make it hold there: BeginExecution reads the key,
-// the quote and the ledger and writes the claim and the reservation with no
-// other write in between, in this process or any other; an Idempotency-Key
-// runs once, a quote is used once, a budget is never overspent.
+// the quote and the history limits count, and writes the claim and the
+// reservation with no other write in between, in this process or any
+// other; an Idempotency-Key runs once, a quote is used once, a budget is
+// never overspent.
 //
 // Several processes on the same machine may open the same file (a second
 // gateway, an operator's sqlite3 shell): their writes take turns on the
@@ -43,16 +44,21 @@
 // # A call's rows
 //
 // An admitted call is one row of executions, which holds its
-// Idempotency-Key's claim (fingerprint and lease) beside the call and,
-// once it finishes, its result: BeginExecution inserts it, with the
-// call's ledger row, and FinishExecution updates it once. A key's record
+// Idempotency-Key's claim (fingerprint and lease) and its reservation
+// beside the call and, once it finishes, its result: BeginExecution
+// inserts it and FinishExecution updates it once. A key's record
 // (GetIdempotency) is read from that row, finished when the call no longer
-// runs. So a quote and its call are three writes (the quote, the
-// admission, the finish) that insert four rows (the quote, the execution,
-// its ledger row, its receipt) and update six (the quote used, the day's
-// and the minute's rollups, the execution finished, the reservation
-// settled, the tool's usage), and every limit of an admission is measured
-// in one statement.
+// runs; the reservation's state too, reserved while the call runs or is
+// ambiguous, then charged or released. So a quote and its call are three
+// writes (the quote, the admission, the finish) that insert three rows
+// (the quote, the execution, its receipt) and update five (the quote used,
+// the day's and the minute's rollups, the execution finished, the tool's
+// usage), and every limit of an admission is measured in one statement.
+//
+// The ledger (spend_ledger) keeps the history of calls whose executions
+// were pruned, for the limits that look back further than results are
+// kept: pruning an execution moves its call there, and pruning the
+// history takes calls out of either.
 //
 // Reads (GetQuote, GetIdempotency, MeasureLimits, Usage, ...) use a small
 // pool of read-only connections (Config.ReadConnections) and see every
@@ -68,10 +74,10 @@
 // times written, in UTC; the zero time round-trips, and instants outside
 // the years 1678 to 2262 are kept as the nearer end of that span.
 //
-// Limits are measured as in storage/postgres: from rollups of the ledger
-// per principal, tool and UTC day or minute, kept exact by triggers, and raw
-// ledger rows for at most half a minute, so admission costs the same however
-// long a principal's history.
+// Limits are measured as in storage/postgres: from rollups of the calls
+// per principal, tool and UTC day or minute, kept exact by triggers on the
+// executions and the ledger, and raw rows for at most half a minute, so
+// admission costs the same however long a principal's history.
 //
 // # Retention and size
 //
@@ -89,6 +95,25 @@
 // back). The write-ahead log is checkpointed into the file as it grows and
 // cut back to 64 MiB after a burst. What the process keeps in memory is bounded by
 // SQLite's page cache, about 2 MiB per connection, whatever the file's size.
+//
+// # Upgrades
+//
+// Open migrates the file as it finds it, and processes of the new version
+// can start beside each other at any time. Two migrations must not have a
+// process of an earlier version still open on the file, so stop every
+// earlier process before starting the new version across them:
+//
+//   - 0008_one_row_per_call.sql moved a call's Idempotency-Key record onto
+//     its execution; an earlier process finds its table gone and fails
+//     every call rather than run a key twice.
+//   - 0010_reservation_on_execution.sql moved a call's reservation onto its
+//     execution; an earlier process would still write a ledger row per
+//     call, which the limits would count twice, so the file refuses that
+//     row and the earlier process fails every new call with an error that
+//     names the migration.
+//
+// Either way a call the earlier process had begun is taken over by a
+// retry once its lease ends.
 //
 // Back the file up with SQLite's online backup (the sqlite3 shell's .backup
 // command) or by copying it while no process has it open: a copy of the

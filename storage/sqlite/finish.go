@@ -4,20 +4,23 @@ import (
 	"bytes"
 	"context"
 
-	"github.com/google/uuid"
-
 	"github.com/toolgate/toolgate/storage"
 )
 
 // FinishExecution records a running execution's outcome atomically: the
 // execution's status and response (which finish its key's claim: the key
-// is held by the execution's own row), the reservation charged or released, and for completed executions the tool's
-// usage counters. ErrLeaseLost when f.LeaseToken no longer holds the lease
-// (a finished execution holds none, so a second finish gets it too),
-// ErrNotFound when the execution does not exist.
+// is held by the execution's own row), and with them the reservation
+// charged or released (it is read off the same row), and for completed
+// executions the tool's usage counters. ErrLeaseLost when f.LeaseToken no
+// longer holds the lease (a finished execution holds none, so a second
+// finish gets it too), ErrNotFound when the execution does not exist.
 //
-// An ambiguous execution's ledger row stays reserved, counted in the
-// rollups and the limits as a running one's is, until ResolveExecution.
+// The rollups limits read follow by trigger (executions_settle in
+// 0010_reservation_on_execution.sql): a release takes the amount out of
+// its day's and minute's rows while the call still counts there; a charge
+// leaves them as they are, and so does an ambiguous finish, whose
+// reservation stays counted, as a running one's is, until
+// ResolveExecution.
 //
 // Like BeginExecution it is one write, so exactly one of a late finish and
 // a takeover of the same key wins, on any process.
@@ -45,30 +48,11 @@ func (s *Store) FinishExecution(ctx context.Context, f storage.Finish) error {
 			string(f.Status), boolInt(f.Charged), response, nanos(f.Now), row.rowid); err != nil {
 			return err
 		}
-		switch f.Status {
-		case storage.ExecutionAmbiguous:
-			return nil
-		case storage.ExecutionCompleted:
-			if err := countUse(tx, row.toolID, f.Principal); err != nil {
-				return err
-			}
+		if f.Status == storage.ExecutionCompleted {
+			return countUse(tx, row.toolID, f.Principal)
 		}
-		return settle(tx, f.ExecutionID, f.Charged)
+		return nil
 	})
-}
-
-// settle charges or releases an execution's reservation. Prune keeps the
-// reservations of running and ambiguous executions, so the row is there;
-// the state condition makes the update harmless if not. The rollups follow
-// by trigger.
-func settle(tx *writeTx, id uuid.UUID, charged bool) error {
-	state := "released"
-	if charged {
-		state = "charged"
-	}
-	_, err := tx.exec(`UPDATE spend_ledger SET state = ? WHERE execution_id = ? AND state = 'reserved'`,
-		state, idBytes(id))
-	return err
 }
 
 // leased is the execution checkLease found.

@@ -23,9 +23,13 @@ import (
 //   - from the minute to the day, whole UTC minutes, summed from
 //     spend_minute, at most one row per tool and minute (less than a day's
 //     worth; for a window from the last hour, at most 61);
-//   - between Since and the minute, raw spend_ledger rows, at most half a
-//     minute's worth: added when the minute is after Since, and taken away
-//     when it is before, since the minute's rollup then counts them.
+//   - between Since and the minute, raw rows, at most half a minute's
+//     worth: added when the minute is after Since, and taken away when it
+//     is before, since the minute's rollup then counts them. The raw rows
+//     are the calls the rollups count (see reservation.go): executions
+//     still counted, read on their (principal, created_at) index
+//     executions_principal_created, and the ledger's archived rows, read on
+//     spend_ledger_principal_created_at.
 //
 // A window from a UTC midnight (the gateway's daily and monthly limits)
 // reads day rows only; one from the last minute or hour (its rate limits)
@@ -33,7 +37,9 @@ import (
 // the raw rows of at most half a minute. So admission costs the same however
 // long a principal's history and however busy its last hour. The cuts are
 // the ones the ledger's minute and day columns bucket by, so the split is
-// exact for any Since.
+// exact for any Since: the executions' minute and day are computed from
+// created_at by the same floor division (in the triggers of
+// 0010_reservation_on_execution.sql) as the ledger's columns were written.
 
 // minutesPerDay converts a day number to the number of its first minute.
 const minutesPerDay = nanosPerDay / nanosPerMinute
@@ -86,6 +92,9 @@ SELECT coalesce(sum(calls), 0) AS calls, coalesce(sum(spend), 0) AS spend FROM (
 	UNION ALL
 	SELECT ?6, iif(state = 'released', 0, ?6 * amount) FROM spend_ledger
 	WHERE ?6 <> 0 AND principal = ?1 AND created_at >= ?7 AND created_at < ?8 AND (?2 = '' OR tool_id = ?2)
+	UNION ALL
+	SELECT ?6, iif(` + spendsSQL + `, ?6 * amount, 0) FROM executions
+	WHERE ?6 <> 0 AND principal = ?1 AND created_at >= ?7 AND created_at < ?8 AND counted = 1 AND (?2 = '' OR tool_id = ?2)
 )`
 
 // measureArgs is how many arguments measureSQL takes.
@@ -124,14 +133,25 @@ var measureManySQL = func() [measureBatch + 1]string {
 	return out
 }()
 
-// oldestSQL finds the creation of the oldest ledger row a limit counts,
-// walking the principal's index from Since: ?1 the principal, ?2 the tool,
-// ?3 Since, ?4 the measure.
+// oldestSQL finds the creation of the oldest call a limit counts, the
+// older of the oldest archived ledger row and the oldest counted
+// execution, each found walking the principal's index from Since: ?1 the
+// principal, ?2 the tool, ?3 Since, ?4 the measure. NULL when it counts
+// none.
 const oldestSQL = `
-SELECT created_at FROM spend_ledger
-WHERE principal = ?1 AND created_at >= ?3 AND (?2 = '' OR tool_id = ?2)
-	AND (?4 = 'calls' OR state <> 'released')
-ORDER BY created_at LIMIT 1`
+SELECT min(created_at) FROM (
+	SELECT created_at FROM (
+		SELECT created_at FROM spend_ledger
+		WHERE principal = ?1 AND created_at >= ?3 AND (?2 = '' OR tool_id = ?2)
+			AND (?4 = 'calls' OR state <> 'released')
+		ORDER BY created_at LIMIT 1)
+	UNION ALL
+	SELECT created_at FROM (
+		SELECT created_at FROM executions
+		WHERE principal = ?1 AND created_at >= ?3 AND counted = 1 AND (?2 = '' OR tool_id = ?2)
+			AND (?4 = 'calls' OR ` + spendsSQL + `)
+		ORDER BY created_at LIMIT 1)
+)`
 
 // checkMeasures refuses limits whose measure this store cannot count, so a
 // typo never silently reads as "nothing used".
@@ -154,18 +174,14 @@ func measure(q reader, principal string, l storage.Limit) (decimal.Decimal, erro
 	return used[0], nil
 }
 
-// oldest returns the creation of the oldest ledger row limit l counts for
+// oldest returns the creation of the oldest call limit l counts for
 // principal, or the zero time when it counts none.
 func oldest(q reader, principal string, l storage.Limit) (time.Time, error) {
-	var at int64
-	err := translate(q.queryRow(oldestSQL, principal, l.ToolID, nanos(l.Since), string(l.Measure)).Scan(&at))
-	switch {
-	case err == nil:
-		return fromNanos(at), nil
-	case isNotFound(err):
-		return time.Time{}, nil
+	var at *int64
+	if err := q.queryRow(oldestSQL, principal, l.ToolID, nanos(l.Since), string(l.Measure)).Scan(&at); err != nil {
+		return time.Time{}, translate(err)
 	}
-	return time.Time{}, err
+	return nullNanos(at), nil
 }
 
 // MeasureLimits returns what each limit's window already holds for the

@@ -78,6 +78,7 @@ func TestMeasureMatchesTheLedger(t *testing.T) {
 	}
 	wg.Wait()
 	require.False(t, t.Failed())
+	assertRollupsExact(t, rawDB(t, s.Path()), "after the writes")
 
 	for n := range 300 {
 		l := storage.Limit{Measure: storage.MeasureSpend, Since: now.Add(-time.Duration(rng.Int64N(int64(80 * time.Hour))))}

@@ -128,6 +128,7 @@ func TestOneRowMigrationKeepsCalls(t *testing.T) {
 	dailyAfter, minuteAfter := rollups()
 	assert.Equal(t, dailyBefore, dailyAfter)
 	assert.Equal(t, minuteBefore, minuteAfter)
+	assertRollupsExact(t, db, "after the migrations")
 	spend := []storage.Limit{{Measure: storage.MeasureSpend}, {Measure: storage.MeasureCalls}}
 	used, err := s.MeasureLimits(ctx, "alice", spend)
 	require.NoError(t, err)
@@ -224,6 +225,7 @@ func TestOneRowMigrationKeepsCalls(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "0.3300", used[0].StringFixed(4))
 	assert.Equal(t, "5", used[1].String())
+	assertRollupsExact(t, db, "after the finishes, the prune and the resolution")
 	chain := storagetest.Chain(t, s, "alice")
 	require.Len(t, chain, 5)
 	assert.Equal(t, []uuid.UUID{calls[0].id, calls[1].id, abandoned.id, live.id, amb.id},

@@ -82,13 +82,19 @@ func (s *Store) pruneSteps(ctx context.Context, limit int, before time.Time, ste
 // pruneRecords deletes up to n executions, and with them their
 // Idempotency-Keys, that are finished and were created before the cutoff,
 // or running with a lease that ended before it: such a run was abandoned
-// by a dead process. Its reservation stays in the ledger, since the
-// upstream may well have been called and billed. A run with a live lease
-// keeps its execution, and so does an ambiguous execution until it is
-// resolved, however old. Every such execution was created before the
-// cutoff too (a lease never ends before its admission), which is the order
-// the walk takes; the unresolved ones it passes over are those a person
-// has yet to look at, few.
+// by a dead process. A run with a live lease keeps its execution, and so
+// does an ambiguous execution until it is resolved, however old. Every
+// such execution was created before the cutoff too (a lease never ends
+// before its admission), which is the order the walk takes; the
+// unresolved ones it passes over are those a person has yet to look at,
+// few.
+//
+// An execution whose call still counts in the limits' history leaves its
+// row in the ledger, in the same statement (the trigger
+// executions_archive, 0010_reservation_on_execution.sql), with its
+// reservation's state: an abandoned run's stays reserved, since the
+// upstream may well have been called and billed. The rollups count the
+// call already, and do not change.
 func pruneRecords(tx *writeTx, before int64, n int) (int, error) {
 	deleted, err := tx.exec(`
 		DELETE FROM executions WHERE rowid IN (
@@ -114,18 +120,32 @@ func pruneQuotes(tx *writeTx, before int64, n int) (int, error) {
 	return int(deleted), err
 }
 
-// pruneLedger deletes up to n rows of spend and call history created
-// before the cutoff. The reservation of a call still running, or ambiguous
-// and not resolved, is kept whatever its age: its FinishExecution or its
-// resolution must find it to charge or release it once. The triggers take
-// each deleted row out of its rollups.
+// pruneLedger takes up to n calls created before the cutoff out of the
+// spend and call history limits read, whichever row holds them: first the
+// ledger's archived rows, deleted, then executions that still count,
+// uncounted (counted = 0) and kept for their results until their own
+// prune. The triggers take each out of its rollups, and drop a rollup row
+// that counts no call any more. A call still running, or ambiguous and
+// not resolved, keeps counting whatever its age: it is reserved until its
+// FinishExecution or its resolution charges or releases it, which must
+// then move the rollups once. Archived rows never are such a call: their
+// executions are gone.
+//
+// The executions are walked by creation (executions_created_at) from the
+// oldest; those passed over are the running and ambiguous ones and, when
+// results are kept longer than the history, the uncounted ones still
+// awaiting their own prune.
 func pruneLedger(tx *writeTx, before int64, n int) (int, error) {
-	deleted, err := tx.exec(`
+	archived, err := tx.exec(`
 		DELETE FROM spend_ledger WHERE id IN (
-			SELECT l.id FROM spend_ledger l
-			WHERE l.created_at < ?1
-			AND NOT EXISTS (SELECT 1 FROM executions e
-				WHERE e.id = l.execution_id AND e.status IN ('running', 'ambiguous'))
-			ORDER BY l.created_at LIMIT ?2)`, before, n)
-	return int(deleted), err
+			SELECT id FROM spend_ledger WHERE created_at < ?1 ORDER BY created_at LIMIT ?2)`, before, n)
+	if err != nil || int(archived) == n {
+		return int(archived), err
+	}
+	uncounted, err := tx.exec(`
+		UPDATE executions SET counted = 0 WHERE rowid IN (
+			SELECT rowid FROM executions
+			WHERE created_at < ?1 AND counted = 1 AND status NOT IN ('running', 'ambiguous')
+			ORDER BY created_at LIMIT ?2)`, before, n-int(archived))
+	return int(archived + uncounted), err
 }

@@ -8,13 +8,15 @@ import (
 
 // ResolveExecution records a person's finding about an ambiguous execution:
 // its status, the resolution, the resolved response (kept once, on the
-// execution, which a replay of its key reads), the reservation charged or
-// released and, for completed, the tool's usage counters. ErrNotFound,
-// ErrAlreadyResolved or ErrNotAmbiguous otherwise.
+// execution, which a replay of its key reads), with them the reservation
+// charged or released (read off the same row; a release takes the amount
+// out of the rollups by trigger, as FinishExecution's does) and, for
+// completed, the tool's usage counters. ErrNotFound, ErrAlreadyResolved or
+// ErrNotAmbiguous otherwise.
 //
 // It is one write (see writer): the check and the changes run in the
 // file's write transaction, so of two resolutions, in this process or
-// another, the second finds the execution resolved and the ledger moves
+// another, the second finds the execution resolved and the rollups move
 // once.
 //
 // With r.Seal set, the same write seals the resolution's receipt on the
@@ -53,9 +55,6 @@ func (s *Store) ResolveExecution(ctx context.Context, r storage.Resolve) (storag
 			if err := countUse(tx, e.ToolID, e.Principal); err != nil {
 				return err
 			}
-		}
-		if err := settle(tx, r.ExecutionID, charged); err != nil {
-			return err
 		}
 		out, err = getExecution(tx, r.ExecutionID)
 		return err
