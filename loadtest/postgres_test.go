@@ -142,13 +142,22 @@ func (l *ledger) query(f func(ctx context.Context, conn *pgx.Conn) error) {
 	}
 }
 
+// spendEntries is every call the limits count, with its reservation's
+// state: an execution's is read from the execution (reserved while running
+// or ambiguous), until Prune moves it into the spend_ledger archive.
+const spendEntries = `(SELECT principal, amount_usd,
+		CASE WHEN status IN ('running', 'ambiguous') THEN 'reserved' WHEN charged THEN 'charged' ELSE 'released' END AS state
+	FROM public.executions WHERE counted
+	UNION ALL
+	SELECT principal, amount_usd, state FROM public.spend_ledger) AS entries`
+
 // unfinished counts what a clean stop or a finished run must not leave:
 // idempotency records still running, executions still running, and spend
 // still reserved.
 func (l *ledger) unfinished() (records, executions, reserved int64) {
 	records = l.count(`SELECT count(*) FROM public.idempotency_records WHERE NOT finished AND principal = ANY($1)`)
 	executions = l.count(`SELECT count(*) FROM public.executions WHERE status = 'running' AND principal = ANY($1)`)
-	reserved = l.count(`SELECT count(*) FROM public.spend_ledger WHERE state = 'reserved' AND principal = ANY($1)`)
+	reserved = l.count(`SELECT count(*) FROM ` + spendEntries + ` WHERE state = 'reserved' AND principal = ANY($1)`)
 	return
 }
 
@@ -157,7 +166,7 @@ func (l *ledger) charged() map[string]decimal.Decimal {
 	l.t.Helper()
 	out := map[string]decimal.Decimal{}
 	l.query(func(ctx context.Context, conn *pgx.Conn) error {
-		rows, err := conn.Query(ctx, `SELECT principal, sum(amount_usd)::text FROM public.spend_ledger
+		rows, err := conn.Query(ctx, `SELECT principal, sum(amount_usd)::text FROM `+spendEntries+`
 			WHERE state = 'charged' AND principal = ANY($1) GROUP BY principal`, l.principals)
 		if err != nil {
 			return err

@@ -72,10 +72,11 @@ const lockPrincipalSQL = `
 // update (used_quote), and a quote pruned in between admits nothing (the
 // caller reports it as not found). An execution id taken concurrently fails
 // the insert with a unique violation, which rolls everything back. The
-// reservation is counted in the day and minute rollups here too
-// (day_rollup, minute_rollup), with the trigger's arithmetic: the ledger's
-// insert trigger leaves an admission's row to this statement (see
-// admissionSettingsSQL).
+// reservation is the execution itself (see reservation.go): the statement
+// counts the call and its amount in the day and minute rollups
+// (day_rollup, then minute_rollup, which waits for it, the order every
+// writer of the rollups locks a call's two rows in), as the ledger's
+// insert trigger did when the reservation was a ledger row.
 //
 // $1 principal, $2-$7 limitArgs, $8 key, $9 fingerprint, $10 quote id,
 // $11 execution id, $12 tool id, $13 amount, $14 lease token, $15 lease
@@ -169,32 +170,34 @@ execution AS (
 	FROM used_quote
 	RETURNING amount_usd::text AS amount, created_at
 ),
-reservation AS (
-	INSERT INTO {schema}.spend_ledger (execution_id, principal, tool_id, amount_usd, state, created_at)
-	SELECT $11::uuid, $1, $12::text, $13::numeric, 'reserved', $16::timestamptz
-	FROM used_quote
-),
 day_rollup AS (
 	INSERT INTO {schema}.spend_daily AS d (principal, day, tool_id, calls, spend_usd)
 	SELECT $1, ($16::timestamptz AT TIME ZONE 'UTC')::date, $12::text, 1, $13::numeric
 	FROM used_quote
 	ON CONFLICT (principal, day, tool_id) DO UPDATE
 	SET calls = d.calls + 1, spend_usd = d.spend_usd + EXCLUDED.spend_usd
+	RETURNING 1
 ),
 minute_rollup AS (
 	INSERT INTO {schema}.spend_minute AS m (principal, minute, tool_id, calls, spend_usd)
 	SELECT $1, date_trunc('minute', $16::timestamptz AT TIME ZONE 'UTC') AT TIME ZONE 'UTC', $12::text, 1, $13::numeric
 	FROM used_quote
+	WHERE (SELECT count(*) FROM day_rollup) >= 0
 	ON CONFLICT (principal, minute, tool_id) DO UPDATE
 	SET calls = m.calls + 1, spend_usd = m.spend_usd + EXCLUDED.spend_usd
 ),
 failed AS (
-	SELECT l.i, l.used, (
+	SELECT l.i, l.used, least((
+		SELECT min(e.created_at) FROM {schema}.executions e
+		WHERE e.principal = $1 AND e.created_at >= l.since AND e.counted
+			AND (l.tool_id = '' OR e.tool_id = l.tool_id)
+			AND (l.measure = 'calls' OR ` + executionHoldsSpendSQL + `)
+	), (
 		SELECT min(s.created_at) FROM {schema}.spend_ledger s
 		WHERE s.principal = $1 AND s.created_at >= l.since
 			AND (l.tool_id = '' OR s.tool_id = l.tool_id)
 			AND (l.measure = 'calls' OR s.state <> 'released')
-	) AS oldest
+	)) AS oldest
 	FROM limits l
 	WHERE (SELECT v FROM verdict) = 'over_limit'
 		AND l.used + CASE l.measure WHEN 'spend' THEN $13::numeric ELSE 1 END > l.max
@@ -240,7 +243,12 @@ func (s *Store) admit(ctx context.Context, b storage.Begin) (res storage.BeginRe
 	// No BEGIN: a batch runs as one implicit transaction, committed when
 	// the server reaches its end and rolled back on any error.
 	batch := &pgx.Batch{}
-	batch.Queue(s.admissionSettingsSQL())
+	if !s.syncAdmission {
+		// Unless Config.SynchronousAdmission, the admission's commit does
+		// not wait for the disk: visible to every session at once, durable
+		// with the result's commit (see Durability in doc.go).
+		batch.Queue(asyncCommitSQL)
+	}
 	batch.Queue(s.sql(lockPrincipalSQL), b.Principal)
 	batch.Queue(s.sql(admit), args...)
 	br := s.pool.SendBatch(ctx, batch)
@@ -252,9 +260,10 @@ func (s *Store) admit(ctx context.Context, b storage.Begin) (res storage.BeginRe
 		failUsed   []string
 		failOldest []*time.Time
 	)
-	_, err = br.Exec()
-	if err == nil {
-		_, err = br.Exec()
+	for range batch.Len() - 1 {
+		if _, err = br.Exec(); err != nil {
+			break
+		}
 	}
 	if err == nil {
 		err = br.QueryRow().Scan(&verdict, &amount, &createdAt, &failIndex, &failUsed, &failOldest)
@@ -300,20 +309,6 @@ func (s *Store) admit(ctx context.Context, b storage.Begin) (res storage.BeginRe
 	res.Execution.AmountUSD = d
 	res.Execution.CreatedAt = utc(*createdAt)
 	return res, false, nil
-}
-
-// admissionSettingsSQL sets what the admission's transaction needs, and
-// only for that transaction: the reservation counted in the rollups by the
-// admission statement itself (day_rollup, minute_rollup) rather than by the
-// ledger's insert trigger (see migration 0010), and, unless
-// Config.SynchronousAdmission, a commit that does not wait for the disk:
-// visible to every session at once, durable with the result's commit.
-func (s *Store) admissionSettingsSQL() string {
-	const inlineRollups = `SELECT set_config('toolgate.admission_rollups', 'inline', true)`
-	if s.syncAdmission {
-		return inlineRollups
-	}
-	return inlineRollups + `, ` + asyncCommit
 }
 
 // rememberedArgs are $23 to $29 of an admission statement that checks the

@@ -24,8 +24,9 @@
 //     used by this very key);
 //   - a budget is never overspent: BeginExecution first locks the
 //     principal's row in principal_locks (created on demand), so admissions
-//     of one principal measure the spend ledger and write their reservation
-//     one after the other, on any process;
+//     of one principal measure their spend history and write their
+//     reservation (the execution itself, see below) one after the other,
+//     on any process;
 //   - usage counters are exact: FinishExecution adds to one of a tool's
 //     counter shards in the same statement that finishes the execution, and
 //     counts a principal as a new user only when its (tool, principal) row
@@ -33,9 +34,9 @@
 //   - an ambiguous execution is resolved once: ResolveExecution's one
 //     statement changes it only while it is ambiguous, so a concurrent
 //     resolution waits for its row lock and then finds it resolved. Until
-//     then its ledger row stays 'reserved', counted in the rollups and the
-//     limits as a running call's is, and Prune keeps it and its execution,
-//     which holds its key.
+//     then its reservation stays 'reserved', counted in the rollups and the
+//     limits as a running call's is, and Prune keeps its execution, which
+//     holds its key and its reservation.
 //   - a principal's receipts (storage.Seal) form one gapless chain: the
 //     receipt is inserted by the statement that finishes (or resolves) its
 //     execution, its primary key (principal, seq) lets one receipt take each
@@ -51,12 +52,13 @@
 // (the lock and one statement that decides and writes, pipelined in one
 // implicit transaction) and FinishExecution is one statement; the reads a
 // quote or a call needs first go together in one batch (ReadBatch), with the
-// quote a quote stores. Limits are measured from rollups of the ledger kept
-// exact by triggers on it, whole UTC days (spend_daily) and whole minutes
-// (spend_minute), plus the raw rows of at most half a minute, so admission
+// quote a quote stores. Limits are measured from rollups of every call's
+// reservation, whole UTC days (spend_daily) and whole minutes
+// (spend_minute), kept exact by the statements that admit, finish, resolve
+// and prune, plus the raw rows of at most half a minute, so admission
 // costs the same however long a principal's history and however busy its
-// last hour (see limits.go). Usage counters are spread over shards so that finishes of one
-// tool do not queue on one row. Only a call's result waits for the disk
+// last hour (see limits.go). Usage counters are spread over shards so
+// that finishes of one tool do not queue on one row. Only a call's result waits for the disk
 // when it commits (see Durability below).
 //
 // # What a quote+call pair costs, and what an operator may tune
@@ -65,11 +67,12 @@
 // quote's reads and its insert (one batch), the admission (the principal's
 // lock and the statement that checks, decides and writes, one batch) and
 // the finish (one statement). A call quoted on another instance reads
-// first, in one more batch. A pair inserts three rows (quote, execution,
-// ledger reservation) and updates six (each of those once, the day and
-// minute rollups, a usage shard), and waits for the disk once: the
-// execution is also its key's record, so its lease is checked and its
-// result written by one update of one row (migration 0014). A finish
+// first, in one more batch. A pair inserts two rows (quote, execution)
+// and updates five (each of those once, the day and minute rollups, a
+// usage shard), and waits for the disk once: the execution is also its
+// key's record (migration 0014) and its reservation (migration 0015), so
+// its lease is checked, its result written and its amount charged or
+// released by one update of one row. A finish
 // that stores a receipt is still that one statement and round trip once
 // the Store knows the principal's chain head (its first in the process
 // reads the head, one round trip more), and inserts one row more, the
@@ -98,16 +101,18 @@
 //   - A call without an approver's grant is admitted by a statement that
 //     does not name approval_requests: a statement pays for every table it
 //     names at each execution.
-//   - The admission counts its reservation in the day and minute rollups
-//     itself, in the statement that inserts it: the ledger's insert trigger
-//     skips rows whose transaction says so (migration 0010), sparing the
-//     admission a PL/pgSQL call (measured at one client, the statement's
-//     time went from 330-345 µs to 275-295 µs). Any other ledger insert,
-//     an earlier version's admission included, still fires it, so the
-//     rollups stay exact whoever writes.
-//   - The rollup trigger function, which releases and prunes still call,
-//     has no SET clause (its table names carry the schema instead), which
-//     spares a save and restore of the setting on every call.
+//   - A call's reservation is its execution row (see reservation.go):
+//     nothing is inserted to reserve nor updated to charge, and a release
+//     is two updates of rollup rows in the finish's statement. The
+//     admission counts the call in the day and minute rollups in the
+//     statement that inserts the execution, with no trigger: a PL/pgSQL
+//     call per admission, which the ledger's insert trigger was, cost the
+//     statement 330-345 µs against 275-295 µs at one client (migration
+//     0010).
+//   - The rollup trigger function, which only the archive's rows still
+//     call (Prune deleting them, or an operator writing them), has no SET
+//     clause (its table names carry the schema instead), which spares a
+//     save and restore of the setting on every call.
 //   - executions has fillfactor 75, so a finish rewrites its row on the
 //     page it was inserted on (a heap-only update, no index entries) even
 //     when concurrent admissions fill pages meanwhile.
@@ -170,9 +175,12 @@
 // the microsecond and in UTC. Amounts are NUMERIC(20,4) and cross the driver
 // as text, so they never pass through a float.
 //
-// The spend ledger is its own table, keyed by execution, so that executions
-// (each its key's record) can be pruned after a day while a month of spend
-// and call history stays measurable.
+// The spend ledger is the archive of executions that Prune deleted (each
+// its key's record) while their calls still count: executions can be
+// pruned after a day while a month of spend and call history stays
+// measurable. Pruning that history (Prune's LedgerBefore) deletes archive
+// rows and takes executions not yet pruned out of the rollups; each
+// execution says whether its call still counts (counted). See prune.go.
 //
 // # Upgrading across migration 0014
 //
@@ -186,4 +194,19 @@
 // it admitted before the migration and finishes after is answered with an
 // error and stays running until its lease ends, when a retry of its key
 // takes it over on an instance of this version.
+//
+// # Upgrading across migration 0015
+//
+// Migration 0015 moved each call's reservation from the spend ledger onto
+// its execution, and left the ledger the archive of pruned executions. It
+// cannot be rolled across either: stop every instance of the earlier
+// version, then start this one, which migrates. An earlier instance left
+// running would count its calls twice in the limits and fail to release
+// what it does not charge, so the database refuses its admissions,
+// finishes, resolutions and pruning of executions with an error naming the
+// migration; a call it admitted before the migration and finishes after is
+// answered with an error and stays running until its lease ends, when a
+// retry of its key takes it over on an instance of this version. The
+// migration touches no rollup: every limit measures what it measured
+// before.
 package postgres

@@ -32,11 +32,13 @@ func usageShard(id uuid.UUID) int16 {
 //     takeover replaces the token by an update of the same row, so exactly
 //     one of a late finish and a takeover wins, on any process: the second
 //     waits for the first's row lock and then finds its condition false.
-//   - reservation: charged or released, or for an ambiguous execution
-//     ($9 'reserved') left as it is, counted as a running one's until
-//     ResolveExecution. Prune keeps the reservations of running executions,
-//     so the row is there; the state condition makes a repeated update
-//     harmless. (The spend_daily rollups follow by trigger.)
+//   - released_day, released_minute: the reservation is the execution's
+//     (see reservation.go), so charging it or keeping it reserved (an
+//     ambiguous execution, counted as a running one's until
+//     ResolveExecution) writes nothing more. An outcome that releases it
+//     ($9) takes the amount out of the execution's day and minute rollups,
+//     as the ledger's update trigger did when the reservation was a ledger
+//     row; the lease check above makes it happen once.
 //   - new_user, usage: for completed executions, the (tool, principal) insert
 //     reports whether this principal is new to the tool, and the shard
 //     counts it. Its ON CONFLICT waits for a concurrent insert of the same
@@ -47,7 +49,8 @@ func usageShard(id uuid.UUID) int16 {
 // and finishFailure says why.
 //
 // $1 principal, $2 key, $3 execution id, $4 lease token, $5 status,
-// $6 charged, $7 response, $8 now, $9 reservation state, $10 usage shard.
+// $6 charged, $7 response, $8 now, $9 whether the outcome releases the
+// reservation, $10 usage shard.
 //
 // finishSealedSQL is the same statement storing the execution's receipt
 // (see receipt.go), still one statement and one round trip:
@@ -61,7 +64,8 @@ func usageShard(id uuid.UUID) int16 {
 //     another session waits for the lock, even in the session that holds it.
 //   - receipt: the receipt, for the execution just finished, inserted
 //     after every other row this statement writes has been written (it
-//     waits for the counts of reservation and usage): another finish that
+//     waits for the counts of released_minute, which waits for
+//     released_day, and usage): another finish that
 //     took the same seq is then either committed, and the insert fails on
 //     the primary key, or waits for this one's commit and fails in turn,
 //     never holding a row this one still needs. Any failure rolls the whole
@@ -96,7 +100,7 @@ SELECT count(*) FROM execution`
 receipt AS (
 	INSERT INTO {schema}.receipts (principal, seq, execution_id, hash, signed)
 	SELECT $1, $12::bigint, $3::uuid, $14::text, $15::bytea FROM execution
-	WHERE (SELECT count(*) FROM reservation) + (SELECT count(*) FROM usage) >= 0
+	WHERE (SELECT count(*) FROM released_minute) + (SELECT count(*) FROM usage) >= 0
 	RETURNING 1
 )`
 		result = `
@@ -107,12 +111,8 @@ WITH ` + chain + `execution AS (
 	UPDATE {schema}.executions SET status = $5, charged = $6, response = $7, finished_at = $8
 	WHERE id = $3 AND principal = $1 AND idempotency_key = $2 AND lease_token = $4
 		AND status = 'running'` + chainCheck + `
-	RETURNING tool_id, principal
-),
-reservation AS (
-	UPDATE {schema}.spend_ledger l SET state = $9
-	FROM execution WHERE l.execution_id = $3 AND l.state = 'reserved' AND $9 <> 'reserved'` + returning + `
-),
+	RETURNING tool_id, principal, created_at, amount_usd, counted
+),` + releaseRollups("execution", "$9::boolean") + `,
 new_user AS (
 	INSERT INTO {schema}.tool_users (tool_id, principal)
 	SELECT tool_id, principal FROM execution WHERE $5 = 'completed'
@@ -145,12 +145,10 @@ func (s *Store) FinishExecution(ctx context.Context, f storage.Finish) error {
 	if err := f.Check(); err != nil {
 		return err
 	}
-	state := ledgerState(f.Charged)
-	if f.Status == storage.ExecutionAmbiguous {
-		state = "reserved"
-	}
+	// Ambiguous keeps the amount reserved until a person resolves it.
+	releases := !f.Charged && f.Status != storage.ExecutionAmbiguous
 	if f.Seal != nil {
-		return s.finishSealed(ctx, f, state)
+		return s.finishSealed(ctx, f, releases)
 	}
 	response := f.Response
 	if response == nil {
@@ -161,7 +159,7 @@ func (s *Store) FinishExecution(ctx context.Context, f storage.Finish) error {
 	var n int
 	if err := s.pool.QueryRow(ctx, s.sql(finishSQL),
 		f.Principal, f.Key, bytesOf(f.ExecutionID), bytesOf(f.LeaseToken), string(f.Status), f.Charged, response, f.Now,
-		state, usageShard(f.ExecutionID)).Scan(&n); err != nil {
+		releases, usageShard(f.ExecutionID)).Scan(&n); err != nil {
 		return translate(err)
 	}
 	if n == 1 {
@@ -172,7 +170,7 @@ func (s *Store) FinishExecution(ctx context.Context, f storage.Finish) error {
 
 // finishSealed is FinishExecution with a receipt: finishSealedSQL, run by
 // writeSealed on a sealed chain head.
-func (s *Store) finishSealed(ctx context.Context, f storage.Finish, state string) error {
+func (s *Store) finishSealed(ctx context.Context, f storage.Finish, releases bool) error {
 	key := s.chainKey(f.Principal)
 	wrote, err := s.writeSealed(ctx, f.Principal, f.Seal, true,
 		func(ctx context.Context, q querier, locked bool, seq int64, prev string, sealed storage.Sealed) (bool, error) {
@@ -183,7 +181,7 @@ func (s *Store) finishSealed(ctx context.Context, f storage.Finish, state string
 			)
 			err := q.QueryRow(ctx, s.sql(finishSealedSQL),
 				f.Principal, f.Key, bytesOf(f.ExecutionID), bytesOf(f.LeaseToken), string(f.Status), f.Charged, response, f.Now,
-				state, usageShard(f.ExecutionID), key, seq, prev, hash, signed, locked).Scan(&ok, &n)
+				releases, usageShard(f.ExecutionID), key, seq, prev, hash, signed, locked).Scan(&ok, &n)
 			switch {
 			case receiptConflict(err):
 				return false, errChainMoved
@@ -198,14 +196,6 @@ func (s *Store) finishSealed(ctx context.Context, f storage.Finish, state string
 		return err
 	}
 	return s.finishFailure(ctx, f)
-}
-
-// ledgerState is the state a settled reservation takes.
-func ledgerState(charged bool) string {
-	if charged {
-		return "charged"
-	}
-	return "released"
 }
 
 // finishFailure says why finishSQL matched nothing, which is rare enough

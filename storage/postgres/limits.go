@@ -20,9 +20,14 @@ import (
 //   - from the minute to the boundary, whole UTC minutes, summed from
 //     spend_minute, at most one row per tool and minute (less than a day's
 //     worth; for a window from the last hour, at most 61);
-//   - between Since and the minute, raw spend_ledger rows, at most half a
-//     minute's worth: added when the minute is after Since, and taken away
-//     when it is before, since the minute's rollup then counts them.
+//   - between Since and the minute, raw rows, at most half a minute's
+//     worth: added when the minute is after Since, and taken away when it
+//     is before, since the minute's rollup then counts them. The raw rows
+//     are what the rollups count (see reservation.go): the executions that
+//     still count, through executions_principal_created_idx, and the
+//     archive in spend_ledger, through spend_ledger_principal_idx. Recent
+//     windows find the calls among the executions, and the archive's range
+//     empty; a window of old history, the reverse.
 //
 // A window that starts at a UTC midnight (the gateway's daily and monthly
 // limits) reads neither minute rows nor raw rows. One that starts within
@@ -33,7 +38,7 @@ import (
 // instead would read up to a whole minute of raw rows per window, twice as
 // many on average.) The cuts are whole UTC minutes, which is how the
 // rollups bucket rows, so the split is exact for any Since: the rollups
-// count exactly the rows the ledger holds.
+// count exactly the raw rows.
 
 // limitsCTE is the WITH item "limits" that measures each limit: its 1-based
 // position i, its measure, tool and Since, its max and what its window
@@ -66,12 +71,22 @@ const limitsCTE = `limits AS (
 	) m
 	CROSS JOIN LATERAL (
 		SELECT CASE WHEN l.since < l.minute THEN 1 ELSE -1 END AS sign,
-			count(*) AS calls, sum(s.amount_usd) FILTER (WHERE s.state <> 'released') AS spend
-		FROM {schema}.spend_ledger s
-		WHERE l.since <> l.minute -- no scan at all for a window from a whole minute
-			AND s.principal = $1 AND s.created_at >= least(l.since, l.minute)
-			AND s.created_at < greatest(l.since, l.minute)
-			AND (l.tool_id = '' OR s.tool_id = l.tool_id)
+			sum(raw.calls) AS calls, sum(raw.spend) AS spend
+		FROM (
+			SELECT count(*) AS calls, sum(e.amount_usd) FILTER (WHERE ` + executionHoldsSpendSQL + `) AS spend
+			FROM {schema}.executions e
+			WHERE l.since <> l.minute -- no scan at all for a window from a whole minute
+				AND e.principal = $1 AND e.created_at >= least(l.since, l.minute)
+				AND e.created_at < greatest(l.since, l.minute)
+				AND e.counted AND (l.tool_id = '' OR e.tool_id = l.tool_id)
+			UNION ALL
+			SELECT count(*), sum(s.amount_usd) FILTER (WHERE s.state <> 'released')
+			FROM {schema}.spend_ledger s
+			WHERE l.since <> l.minute
+				AND s.principal = $1 AND s.created_at >= least(l.since, l.minute)
+				AND s.created_at < greatest(l.since, l.minute)
+				AND (l.tool_id = '' OR s.tool_id = l.tool_id)
+		) raw
 	) r
 )`
 

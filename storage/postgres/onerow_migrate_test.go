@@ -144,24 +144,26 @@ func TestOneRowMigrationKeepsEveryCall(t *testing.T) {
 		}
 	}
 	require.NoError(t, tx.Commit(ctx))
-	spendTables := func() string {
+	// The calls the limits count, from the ledger before migration 0015
+	// and from spendEntries after, and the rollups.
+	spendTables := func(entries string) string {
 		var out string
 		require.NoError(t, pool.QueryRow(ctx, `
 			SELECT (SELECT string_agg(format('%s %s %s %s %s', execution_id, principal, tool_id, amount_usd, state),
-					',' ORDER BY execution_id) FROM `+pgx.Identifier{schema, "spend_ledger"}.Sanitize()+`)
+					',' ORDER BY execution_id) FROM `+entries+`)
 				|| ' / ' || (SELECT string_agg(format('%s %s %s %s %s', principal, day, tool_id, calls, spend_usd),
 					',' ORDER BY day, tool_id) FROM `+pgx.Identifier{schema, "spend_daily"}.Sanitize()+`)
 				|| ' / ' || (SELECT string_agg(format('%s %s %s %s %s', principal, minute, tool_id, calls, spend_usd),
 					',' ORDER BY minute, tool_id) FROM `+pgx.Identifier{schema, "spend_minute"}.Sanitize()+`)`).Scan(&out))
 		return out
 	}
-	spendBefore := spendTables()
+	spendBefore := spendTables(pgx.Identifier{schema, "spend_ledger"}.Sanitize())
 
 	s, err := postgres.New(ctx, pool, &postgres.Config{Schema: schema})
 	require.NoError(t, err)
 	t.Cleanup(s.Close)
 	assertOneSetOfTables(t, schema)
-	assert.Equal(t, spendBefore, spendTables(), "the ledger and its rollups are not touched")
+	assert.Equal(t, spendBefore, spendTables(spendEntries(schema)), "the same calls counted, and the rollups not touched")
 	// Reserved or charged: 1.10 + 0.11 + 0.13 + 0.17, over five calls.
 	assertUsed(t, s, "alice", "1.51", "5")
 	storagetest.Chain(t, s, "alice")

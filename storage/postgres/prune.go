@@ -27,28 +27,7 @@ func (s *Store) Prune(ctx context.Context, p storage.Prune) (storage.PruneResult
 	var res storage.PruneResult
 	var err error
 	if !p.IdempotencyBefore.IsZero() {
-		// A running execution is only deleted once its lease ended before
-		// the cutoff, so a run with a live lease keeps its key. An
-		// ambiguous execution is kept until a person resolves it, however
-		// old; the index scan passes over those still unresolved on every
-		// run, few as they are. An execution is its key's record
-		// (migration 0014), so deleting it frees the key. The first
-		// condition, implied by the others, is the one executions_prune_idx
-		// answers.
-		if res.Idempotency, err = s.pruneCount(ctx, `
-			WITH doomed AS (
-				SELECT e.id FROM {schema}.executions e
-				WHERE LEAST(e.created_at, e.lease_until) < $1
-					AND ((e.status <> 'running' AND e.created_at < $1)
-						OR (e.status = 'running' AND e.lease_until < $1))
-					AND e.status <> 'ambiguous'
-				LIMIT $2
-				FOR UPDATE SKIP LOCKED
-			), gone AS (
-				DELETE FROM {schema}.executions e USING doomed d WHERE e.id = d.id
-				RETURNING 1
-			)
-			SELECT count(*) FROM gone`, p.IdempotencyBefore, limit); err != nil {
+		if res.Idempotency, err = s.pruneExecutions(ctx, p.IdempotencyBefore, limit); err != nil {
 			return res, err
 		}
 	}
@@ -93,42 +72,180 @@ func (s *Store) Prune(ctx context.Context, p storage.Prune) (storage.PruneResult
 	return res, nil
 }
 
+// pruneExecutionsSQL deletes executions whose keys retention no longer
+// needs, and keeps what the limits still count of them in the archive.
+//
+// A running execution is only deleted once its lease ended before the
+// cutoff, so a run with a live lease keeps its key. An ambiguous execution
+// is kept until a person resolves it, however old; the index scan passes
+// over those still unresolved on every run, few as they are. An execution
+// is its key's record (migration 0014), so deleting it frees the key. The
+// first condition, implied by the others, is the one executions_prune_idx
+// answers.
+//
+// Each deleted execution that still counts in the rollups (counted, see
+// reservation.go) leaves a spend_ledger row with its reservation's state,
+// in the same statement, so that limits read it as before. An abandoned
+// run's is archived 'reserved', as its ledger row was kept before
+// migration 0015: nothing will settle it. The rollups count these calls
+// already: the transaction sets toolgate.admission_rollups to 'inline',
+// which the ledger's insert trigger honours (migration 0010), so it does
+// not count them again, and toolgate.ledger_archive to 'on', without which
+// the ledger and executions refuse the writes of an earlier version
+// (migration 0015).
+const pruneExecutionsSQL = `
+	WITH doomed AS (
+		SELECT e.id FROM {schema}.executions e
+		WHERE LEAST(e.created_at, e.lease_until) < $1
+			AND ((e.status <> 'running' AND e.created_at < $1)
+				OR (e.status = 'running' AND e.lease_until < $1))
+			AND e.status <> 'ambiguous'
+		LIMIT $2
+		FOR UPDATE SKIP LOCKED
+	), gone AS (
+		DELETE FROM {schema}.executions e USING doomed d WHERE e.id = d.id
+		RETURNING e.id, e.principal, e.tool_id, e.amount_usd, e.created_at, e.counted,
+			` + executionReservationStateSQL + ` AS state
+	), archived AS (
+		INSERT INTO {schema}.spend_ledger (execution_id, principal, tool_id, amount_usd, state, created_at)
+		SELECT id, principal, tool_id, amount_usd, state, created_at FROM gone WHERE counted
+	)
+	SELECT count(*) FROM gone`
+
+// archiveSettingsSQL lets the transaction it runs in write the archive
+// (see pruneExecutionsSQL).
+const archiveSettingsSQL = `SELECT set_config('toolgate.ledger_archive', 'on', true),
+	set_config('toolgate.admission_rollups', 'inline', true)`
+
+// pruneExecutions runs pruneExecutionsSQL after archiveSettingsSQL, in
+// one implicit transaction, so the settings end with it.
+func (s *Store) pruneExecutions(ctx context.Context, before time.Time, limit int) (int, error) {
+	batch := &pgx.Batch{}
+	batch.Queue(archiveSettingsSQL)
+	batch.Queue(s.sql(pruneExecutionsSQL), before, limit)
+	return s.batchCount(ctx, batch)
+}
+
 // pruneLedgerLockClass is the first key of the advisory lock that lets one
 // ledger prune at a time run per schema (the second is the schema's hash).
 const pruneLedgerLockClass = 0x6c656467 // "ledg"
 
-// pruneLedger deletes old spend and call history. The reservation of a call
-// still running, or ambiguous and not resolved, is kept whatever its age:
-// its FinishExecution or its resolution must find it to charge or release
-// it once. Once an abandoned run's execution is pruned, its reservation
-// goes with the rest of the old history.
+// pruneLedgerSQL takes old spend and call history out of what limits
+// count, at most $2 calls created before $1, in one statement:
 //
-// Each deleted row's trigger takes away its count from its spend_daily and
-// spend_minute rows. Two prunes deleting at once would lock those rollup
-// rows in no particular order and could deadlock, so ledger prunes take
-// turns on an advisory lock held until the deletion commits. Admissions and
-// finishes lock the rollup rows of one ledger row, its day's and then its
-// minute's, and never wait on a prune's ledger rows, so they cannot close a
-// cycle with it: a prune that holds a minute's row took its day's first.
+//   - archive, gone: rows of the archive (calls whose executions were
+//     pruned) are deleted; each row's trigger takes its call out of its
+//     day's and minute's rollups. Only archived calls are in the ledger
+//     since migration 0015, none of them running, so none is kept.
+//   - settled, uncounted: executions not yet pruned whose calls are
+//     settled (neither running nor ambiguous: their finish or resolution
+//     must still find them counted, to release the amount once) stop
+//     counting, up to what the archive left of $2. The execution stays,
+//     with its key, for its own retention.
+//   - day_rows, day_updated, day_emptied, then the same for minutes: the
+//     uncounted calls are taken out of their rollups as the trigger takes
+//     an archived row out, one call and its spend unless released, and a
+//     row left with no call is deleted. Calls are summed per rollup row
+//     first, since an update changes a row once per statement; the rows
+//     are locked first (FOR UPDATE, which reads their newest version), so
+//     that whether a row is emptied is decided on what it holds.
+//
+// Every day's row is locked before any minute's row (the minutes wait for
+// the days' counts), and the archive's triggers run after both, each
+// locking its day's row and then its minute's, so this prune holds a
+// minute's row only once it holds the row of its day.
+//
+// The executions' condition is read through executions_prune_idx, whose
+// LEAST(created_at, lease_until) any execution created before $1 has
+// before $1 too. Executions that stopped counting stay in that range until
+// they are pruned, which retention usually does long before (a day's keys,
+// a month's spend).
+const pruneLedgerSQL = `
+	WITH archive AS MATERIALIZED (
+		SELECT l.execution_id FROM {schema}.spend_ledger l
+		WHERE l.created_at < $1
+		LIMIT $2 FOR UPDATE SKIP LOCKED
+	), gone AS (
+		DELETE FROM {schema}.spend_ledger l USING archive a WHERE l.execution_id = a.execution_id
+		RETURNING 1
+	), settled AS MATERIALIZED (
+		SELECT e.id FROM {schema}.executions e
+		WHERE LEAST(e.created_at, e.lease_until) < $1 AND e.created_at < $1
+			AND e.counted AND e.status NOT IN ('running', 'ambiguous')
+		LIMIT $2 - (SELECT count(*) FROM archive)
+		FOR UPDATE SKIP LOCKED
+	), uncounted AS (
+		UPDATE {schema}.executions e SET counted = false FROM settled s WHERE e.id = s.id
+		RETURNING e.principal, e.tool_id, e.created_at,
+			CASE WHEN ` + executionHoldsSpendSQL + ` THEN e.amount_usd ELSE 0 END AS spend
+	), day_calls AS (
+		SELECT principal, (created_at AT TIME ZONE 'UTC')::date AS day, tool_id,
+			count(*) AS calls, sum(spend) AS spend
+		FROM uncounted GROUP BY 1, 2, 3
+	), day_rows AS MATERIALIZED (
+		SELECT d.principal, d.day, d.tool_id, d.calls - c.calls AS calls_left, c.calls, c.spend
+		FROM {schema}.spend_daily d JOIN day_calls c USING (principal, day, tool_id)
+		FOR UPDATE OF d
+	), day_updated AS (
+		UPDATE {schema}.spend_daily d SET calls = d.calls - r.calls, spend_usd = d.spend_usd - r.spend
+		FROM day_rows r
+		WHERE d.principal = r.principal AND d.day = r.day AND d.tool_id = r.tool_id AND r.calls_left > 0
+		RETURNING 1
+	), day_emptied AS (
+		DELETE FROM {schema}.spend_daily d USING day_rows r
+		WHERE d.principal = r.principal AND d.day = r.day AND d.tool_id = r.tool_id AND r.calls_left <= 0
+		RETURNING 1
+	), minute_calls AS (
+		SELECT principal, date_trunc('minute', created_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' AS minute,
+			tool_id, count(*) AS calls, sum(spend) AS spend
+		FROM uncounted
+		WHERE (SELECT count(*) FROM day_updated) + (SELECT count(*) FROM day_emptied) >= 0
+		GROUP BY 1, 2, 3
+	), minute_rows AS MATERIALIZED (
+		SELECT m.principal, m.minute, m.tool_id, m.calls - c.calls AS calls_left, c.calls, c.spend
+		FROM {schema}.spend_minute m JOIN minute_calls c USING (principal, minute, tool_id)
+		FOR UPDATE OF m
+	), minute_updated AS (
+		UPDATE {schema}.spend_minute m SET calls = m.calls - r.calls, spend_usd = m.spend_usd - r.spend
+		FROM minute_rows r
+		WHERE m.principal = r.principal AND m.minute = r.minute AND m.tool_id = r.tool_id AND r.calls_left > 0
+	), minute_emptied AS (
+		DELETE FROM {schema}.spend_minute m USING minute_rows r
+		WHERE m.principal = r.principal AND m.minute = r.minute AND m.tool_id = r.tool_id AND r.calls_left <= 0
+	)
+	SELECT (SELECT count(*) FROM gone) + (SELECT count(*) FROM uncounted)`
+
+// pruneLedger runs pruneLedgerSQL. PruneResult.Ledger counts both kinds of
+// call it takes out of the history, and limit caps them together.
+//
+// Two prunes at once would lock rollup rows in no particular order and
+// could deadlock, so ledger prunes take turns on an advisory lock held
+// until the statement commits. Admissions, finishes and resolutions lock
+// the rollup rows of one call, its day's and then its minute's, and never
+// wait on a prune's archive rows or executions (the prune skips what they
+// lock), so they cannot close a cycle with it: a prune that holds a
+// minute's row took its day's first.
 func (s *Store) pruneLedger(ctx context.Context, before time.Time, limit int) (int, error) {
 	batch := &pgx.Batch{}
 	batch.Queue(`SELECT pg_advisory_xact_lock($1, hashtext($2))`, pruneLedgerLockClass, s.schema)
-	batch.Queue(s.sql(`
-		WITH gone AS (
-			DELETE FROM {schema}.spend_ledger WHERE execution_id IN (
-				SELECT l.execution_id FROM {schema}.spend_ledger l
-				WHERE l.created_at < $1
-				AND NOT EXISTS (
-					SELECT 1 FROM {schema}.executions e
-					WHERE e.id = l.execution_id AND e.status IN ('running', 'ambiguous'))
-				LIMIT $2 FOR UPDATE SKIP LOCKED)
-			RETURNING 1
-		)
-		SELECT count(*) FROM gone`), before, limit)
-	// One implicit transaction: the lock is held until the batch commits.
+	batch.Queue(s.sql(pruneLedgerSQL), before, limit)
+	return s.batchCount(ctx, batch)
+}
+
+// batchCount sends a batch whose last statement returns a count, as one
+// implicit transaction: what the earlier statements set or lock holds until
+// it commits.
+func (s *Store) batchCount(ctx context.Context, batch *pgx.Batch) (int, error) {
 	br := s.pool.SendBatch(ctx, batch)
-	var n int
-	_, err := br.Exec()
+	var (
+		n   int
+		err error
+	)
+	for range batch.Len() - 1 {
+		if _, err = br.Exec(); err != nil {
+			break
+		}
+	}
 	if err == nil {
 		err = br.QueryRow().Scan(&n)
 	}

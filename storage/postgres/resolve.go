@@ -15,9 +15,13 @@ import (
 //     only while it is ambiguous. A concurrent resolution waits for this
 //     one's row lock and then finds the row no longer ambiguous, so exactly
 //     one of them writes, on any process.
-//   - reservation: charged or released. Prune keeps the reservations of
-//     unresolved executions, so the row is there. (A release takes the
-//     amount out of the rollups by trigger.)
+//   - released_day, released_minute: the reservation is the execution's
+//     (see reservation.go), so a charge writes nothing more; a release
+//     ($8) takes the amount out of the execution's day and minute rollups.
+//     It reads the execution as it was before resolved changed it, which
+//     is as good: a resolution changes neither what it reads (principal,
+//     tool, time, amount) nor whether it counts, and Prune keeps an
+//     unresolved execution counting.
 //   - new_user, usage: for completed, the tool's usage counters, as
 //     finishSQL counts them.
 //
@@ -25,7 +29,8 @@ import (
 // resolveFailure says why.
 //
 // $1 execution id, $2 outcome, $3 charged, $4 response, $5 resolved by,
-// $6 resolved at, $7 note, $8 reservation state, $9 usage shard.
+// $6 resolved at, $7 note, $8 whether the outcome releases the reservation,
+// $9 usage shard.
 //
 // resolveSealedSQL is the same statement storing the resolution's receipt,
 // run under the chain's lock (see receipt.go), after every other row the
@@ -49,7 +54,7 @@ func resolveStatement(sealed bool) string {
 receipt AS (
 	INSERT INTO {schema}.receipts (principal, seq, execution_id, hash, signed)
 	SELECT $10, $11::bigint, $1::uuid, $12::text, $13::bytea FROM resolved
-	WHERE (SELECT count(*) FROM reservation) + (SELECT count(*) FROM usage) >= 0
+	WHERE (SELECT count(*) FROM released_minute) + (SELECT count(*) FROM usage) >= 0
 )`
 	}
 	return `
@@ -58,11 +63,8 @@ WITH resolved AS (
 		resolution_outcome = $2, resolved_by = $5, resolved_at = $6, resolution_note = $7
 	WHERE id = $1 AND status = 'ambiguous'` + principalCheck + `
 	RETURNING ` + executionColumns + `
-),
-reservation AS (
-	UPDATE {schema}.spend_ledger l SET state = $8
-	FROM resolved WHERE l.execution_id = $1 AND l.state = 'reserved'` + returning + `
-),
+),` + releaseRollups(`(SELECT e.principal, e.tool_id, e.created_at, e.amount_usd, e.counted
+		FROM {schema}.executions e WHERE e.id = $1 AND EXISTS (SELECT FROM resolved))`, "$8::boolean") + `,
 new_user AS (
 	INSERT INTO {schema}.tool_users (tool_id, principal)
 	SELECT tool_id, principal FROM resolved WHERE $3
@@ -104,7 +106,7 @@ func (s *Store) ResolveExecution(ctx context.Context, r storage.Resolve) (storag
 	}
 	e, err := scanExecution(s.pool.QueryRow(ctx, s.sql(resolveSQL),
 		bytesOf(r.ExecutionID), string(r.Outcome), charged, response, r.ResolvedBy, r.Now, r.Note,
-		ledgerState(charged), usageShard(r.ExecutionID)))
+		!charged, usageShard(r.ExecutionID)))
 	if errors.Is(err, storage.ErrNotFound) {
 		return storage.Execution{}, s.resolveFailure(ctx, r)
 	}
@@ -131,7 +133,7 @@ func (s *Store) resolveSealed(ctx context.Context, r storage.Resolve, charged bo
 			var err error
 			e, err = scanExecution(q.QueryRow(ctx, s.sql(resolveSealedSQL),
 				bytesOf(r.ExecutionID), string(r.Outcome), charged, response, r.ResolvedBy, r.Now, r.Note,
-				ledgerState(charged), usageShard(r.ExecutionID), principal, seq, hash, signed))
+				!charged, usageShard(r.ExecutionID), principal, seq, hash, signed))
 			switch {
 			case errors.Is(err, storage.ErrNotFound):
 				return false, nil

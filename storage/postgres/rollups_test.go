@@ -18,13 +18,28 @@ import (
 	"github.com/toolgate/toolgate/storage/postgres"
 )
 
-// recount measures a limit the slow way, summing the principal's raw ledger
-// rows, which is what every limit must equal whatever rollups the Store
+// spendEntries is every call the limits count, one row each with its
+// reservation: the executions that still count, their reservation's state
+// read from their status and charge (reserved while running or ambiguous),
+// and the archive of pruned executions in spend_ledger. It is written here
+// apart from the Store's own queries, so that they are checked against it.
+func spendEntries(schema string) string {
+	return `(SELECT id AS execution_id, principal, tool_id, amount_usd, created_at,
+			CASE WHEN status IN ('running', 'ambiguous') THEN 'reserved'
+				WHEN charged THEN 'charged' ELSE 'released' END AS state
+		FROM ` + pgx.Identifier{schema, "executions"}.Sanitize() + ` WHERE counted
+		UNION ALL
+		SELECT execution_id, principal, tool_id, amount_usd, created_at, state
+		FROM ` + pgx.Identifier{schema, "spend_ledger"}.Sanitize() + `) AS entries`
+}
+
+// recount measures a limit the slow way, summing the principal's raw
+// entries, which is what every limit must equal whatever rollups the Store
 // keeps.
 func recount(t *testing.T, schema, principal string, l storage.Limit) decimal.Decimal {
 	t.Helper()
 	q := `SELECT COALESCE(SUM(amount_usd) FILTER (WHERE state <> 'released'), 0)::text, count(*)::text
-		FROM ` + pgx.Identifier{schema, "spend_ledger"}.Sanitize() + `
+		FROM ` + spendEntries(schema) + `
 		WHERE principal = $1 AND created_at >= $2 AND ($3 = '' OR tool_id = $3)`
 	var spend, calls string
 	require.NoError(t, sharedPool(t).QueryRow(t.Context(), q, principal, l.Since, l.ToolID).Scan(&spend, &calls))
@@ -51,8 +66,8 @@ func assertMeasuresExact(t *testing.T, s *postgres.Store, schema string, princip
 }
 
 // assertRollupsExact checks that spend_daily and spend_minute hold exactly
-// one row per bucket of ledger rows, with their count and unreleased spend:
-// no bucket missing, none left empty, none counted twice.
+// one row per bucket of spendEntries, with their count and unreleased
+// spend: no bucket missing, none left empty, none counted twice.
 func assertRollupsExact(t *testing.T, schema string) {
 	t.Helper()
 	for _, r := range []struct{ table, bucket, ledgerBucket string }{
@@ -64,7 +79,7 @@ func assertRollupsExact(t *testing.T, schema string) {
 			WITH want AS (
 				SELECT principal, `+r.ledgerBucket+` AS bucket, tool_id, count(*) AS calls,
 					COALESCE(sum(amount_usd) FILTER (WHERE state <> 'released'), 0) AS spend_usd
-				FROM `+pgx.Identifier{schema, "spend_ledger"}.Sanitize()+` GROUP BY 1, 2, 3
+				FROM `+spendEntries(schema)+` GROUP BY 1, 2, 3
 			), got AS (
 				SELECT principal, `+r.bucket+` AS bucket, tool_id, calls, spend_usd
 				FROM `+pgx.Identifier{schema, r.table}.Sanitize()+`
@@ -76,7 +91,7 @@ func assertRollupsExact(t *testing.T, schema string) {
 		require.NoError(t, err)
 		wrong, err := pgx.CollectRows(rows, pgx.RowTo[string])
 		require.NoError(t, err)
-		assert.Emptyf(t, wrong, "%s differs from the ledger", r.table)
+		assert.Emptyf(t, wrong, "%s differs from the calls it counts", r.table)
 	}
 }
 
@@ -127,7 +142,9 @@ var aroundMinute = []time.Duration{
 }
 
 // The rollups make limits cheap; they must never make them wrong: for any
-// window start, through releases, calls still running and pruning.
+// window start, through charges, releases, calls still running, ambiguous
+// calls resolved either way, executions pruned into the archive and old
+// history pruned, from the archive and from executions not yet pruned.
 func TestMeasureMatchesLedgerForAnySince(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -155,11 +172,12 @@ func TestMeasureMatchesLedgerForAnySince(t *testing.T) {
 		calls = append(calls, d.Add(24*time.Hour-30*time.Second))
 	}
 	principals := []string{"alice", "bob"}
-	var running []storage.Begin
+	var running, ambiguous []storage.Begin
 	for i, at := range calls {
 		// Each principal calls both tools, around every instant on one day
-		// or another; one call in five fails (released) and one in seven is
-		// left running (reserved).
+		// or another; one call in five fails (released), one in seven is
+		// left running (reserved) and one in eleven ends ambiguous
+		// (reserved until resolved).
 		tool := []string{"tool-a", "tool-b"}[i/2%2]
 		q := testQuote(principals[i%2], tool, fmt.Sprintf("%d.%02d", i%3, i%100), at)
 		require.NoError(t, s.CreateQuote(ctx, q))
@@ -169,6 +187,11 @@ func TestMeasureMatchesLedgerForAnySince(t *testing.T) {
 		switch {
 		case i%7 == 0:
 			running = append(running, b)
+		case i%11 == 0:
+			f := testFinish(b, storage.ExecutionAmbiguous, at.Add(time.Second))
+			f.Charged = false
+			require.NoError(t, s.FinishExecution(ctx, f))
+			ambiguous = append(ambiguous, b)
 		case i%5 == 0:
 			require.NoError(t, s.FinishExecution(ctx, testFinish(b, storage.ExecutionFailed, at.Add(time.Second))))
 		default:
@@ -178,9 +201,25 @@ func TestMeasureMatchesLedgerForAnySince(t *testing.T) {
 	limits := everySince(instants)
 	assertMeasuresExact(t, s, schema, principals, limits)
 
-	// Prune part of a day, then all of it, while a call of that day runs;
-	// then up to the middle of a minute, which leaves part of its rollup.
+	// Half the ambiguous calls are resolved as charged, half as released.
+	for i, b := range ambiguous[:len(ambiguous)/2] {
+		outcome := []storage.ExecutionStatus{storage.ExecutionCompleted, storage.ExecutionFailed}[i%2]
+		_, err := s.ResolveExecution(ctx, storage.Resolve{
+			ExecutionID: b.ExecutionID, Outcome: outcome, ResolvedBy: "approver", Now: t0, Response: []byte(`{}`),
+		})
+		require.NoError(t, err)
+	}
+	assertMeasuresExact(t, s, schema, principals, limits)
+
+	// Executions of the first day and a half go into the archive, running
+	// ones whose lease ended included (still reserved); ambiguous ones
+	// stay. Then old history goes: part of a day, then all of it, while a
+	// call of that day runs, from the archive and from executions not yet
+	// pruned; then up to the middle of a minute, which leaves part of its
+	// rollup.
 	for _, p := range []storage.Prune{
+		{IdempotencyBefore: days[1].Add(12 * time.Hour), Limit: 5},
+		{IdempotencyBefore: days[1].Add(12 * time.Hour)},
 		{LedgerBefore: days[1].Add(5 * time.Hour), Limit: 3},
 		{LedgerBefore: days[1].Add(5 * time.Hour)},
 		{LedgerBefore: instants[2].Add(30 * time.Second)},
@@ -191,7 +230,21 @@ func TestMeasureMatchesLedgerForAnySince(t *testing.T) {
 	}
 
 	for _, b := range running {
-		require.NoError(t, s.FinishExecution(ctx, testFinish(b, storage.ExecutionFailed, t0)))
+		err := s.FinishExecution(ctx, testFinish(b, storage.ExecutionFailed, t0))
+		if b.LeaseUntil.Before(days[1].Add(12 * time.Hour)) {
+			// Pruned with its abandoned run: its reservation is archived.
+			assert.ErrorIs(t, err, storage.ErrNotFound)
+			continue
+		}
+		require.NoError(t, err)
+	}
+	assertMeasuresExact(t, s, schema, principals, limits)
+	for i, b := range ambiguous[len(ambiguous)/2:] {
+		outcome := []storage.ExecutionStatus{storage.ExecutionCompleted, storage.ExecutionFailed}[i%2]
+		_, err := s.ResolveExecution(ctx, storage.Resolve{
+			ExecutionID: b.ExecutionID, Outcome: outcome, ResolvedBy: "approver", Now: t0, Response: []byte(`{}`),
+		})
+		require.NoError(t, err)
 	}
 	assertMeasuresExact(t, s, schema, principals, limits)
 
@@ -209,6 +262,10 @@ func TestMeasureMatchesLedgerForAnySince(t *testing.T) {
 			`SELECT count(*) FROM `+pgx.Identifier{schema, table}.Sanitize()).Scan(&left))
 		assert.Zerof(t, left, "rows left in %s", table)
 	}
+	var counted int
+	require.NoError(t, sharedPool(t).QueryRow(ctx, `SELECT count(*) FROM `+
+		pgx.Identifier{schema, "executions"}.Sanitize()+` WHERE counted`).Scan(&counted))
+	assert.Zero(t, counted, "executions still counted")
 	assertMeasuresExact(t, s, schema, principals, limits)
 }
 
@@ -373,14 +430,15 @@ func testUpgradeFrom(t *testing.T, version int) {
 	assertMeasuresExact(t, s, schema, principals, limits)
 }
 
-// TestLedgerRowsFromOutsideAnAdmissionAreCounted writes ledger rows the
-// way an earlier version's admission and an operator's repair do, with a
-// plain insert the ledger's trigger must count, around admissions of this
-// version, which count their own rows in the statement that inserts them.
-// One connection does it all, after a transaction that set what tells the
-// trigger an admission counts its row itself: a setting for one
-// transaction must not leak into the next. Every row is counted once.
-func TestLedgerRowsFromOutsideAnAdmissionAreCounted(t *testing.T) {
+// TestArchiveRowsWrittenByHandAreCounted writes archive rows the way an
+// operator's repair may since migration 0015, in a transaction that says it
+// writes the archive, around admissions of this version. Such a row passes
+// the ledger's insert trigger, which counts it in the rollups; only Prune
+// says the rollups count its rows already. One connection does it all,
+// after a transaction that set both, and a plain insert, as an earlier
+// version's admission makes, is refused: a setting for one transaction
+// must not leak into the next. Every call is counted once.
+func TestArchiveRowsWrittenByHandAreCounted(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	schema := newSchema(t)
@@ -402,11 +460,21 @@ func TestLedgerRowsFromOutsideAnAdmissionAreCounted(t *testing.T) {
 
 		tx, err := conn.Begin(ctx)
 		require.NoError(t, err)
-		_, err = tx.Exec(ctx, `SELECT set_config('toolgate.admission_rollups', 'inline', true)`)
+		_, err = tx.Exec(ctx, `SELECT set_config('toolgate.admission_rollups', 'inline', true),
+			set_config('toolgate.ledger_archive', 'on', true)`)
 		require.NoError(t, err)
 		require.NoError(t, tx.Commit(ctx))
-		_, err = conn.Exec(ctx, insert, "alice", "tool-a", "0.2500", []string{"reserved", "charged", "released"}[i%3], at)
+		state := []string{"reserved", "charged", "released"}[i%3]
+		_, err = conn.Exec(ctx, insert, "alice", "tool-a", "0.2500", state, at)
+		assert.ErrorContains(t, err, "migration 0015", "a plain insert")
+
+		tx, err = conn.Begin(ctx)
 		require.NoError(t, err)
+		_, err = tx.Exec(ctx, `SELECT set_config('toolgate.ledger_archive', 'on', true)`)
+		require.NoError(t, err)
+		_, err = tx.Exec(ctx, insert, "alice", "tool-a", "0.2500", state, at)
+		require.NoError(t, err)
+		require.NoError(t, tx.Commit(ctx))
 	}
 	limits := []storage.Limit{
 		{Measure: storage.MeasureCalls, Since: t0.Add(-time.Hour), Max: dec("100")},
@@ -415,6 +483,6 @@ func TestLedgerRowsFromOutsideAnAdmissionAreCounted(t *testing.T) {
 	assertMeasuresExact(t, s, schema, []string{"alice"}, limits)
 	used, err := s.MeasureLimits(ctx, "alice", limits)
 	require.NoError(t, err)
-	assert.Equal(t, "12", used[0].String(), "six admissions and six plain inserts")
-	assert.Equal(t, "10", used[1].String(), "9.00 reserved by the admissions, 1.00 by the inserts not released")
+	assert.Equal(t, "12", used[0].String(), "six admissions and six archive rows")
+	assert.Equal(t, "10", used[1].String(), "9.00 reserved by the admissions, 1.00 by the archive rows not released")
 }
