@@ -62,7 +62,10 @@ const lockPrincipalSQL = `
 //     approved request of the principal for this quote and tool. The
 //     request's row is locked (grant_row), so no Prune can delete it before the
 //     call marks it used (used_grant); without a grant, grant_row is empty.
-//   - 'execution_exists': the execution id is taken, whatever the limits say.
+//   - 'execution_exists': the execution id is taken, whatever the limits
+//     say: by an execution, or by one pruned whose call the archive still
+//     holds (spend_ledger, keyed by the id), which Prune could not archive
+//     a second time.
 //   - 'over_limit': a limit would be broken; failed lists each one.
 //
 // Under the principal's lock no other admission can claim the key, use the
@@ -147,6 +150,7 @@ verdict AS (
 			WHERE id = $10 AND principal = $1 AND (state = 'open' OR used_by_key = $8))
 			THEN 'quote_used'` + grantCheck + `
 		WHEN EXISTS (SELECT FROM {schema}.executions WHERE id = $11)
+			OR EXISTS (SELECT FROM {schema}.spend_ledger WHERE execution_id = $11)
 			THEN 'execution_exists'
 		WHEN EXISTS (SELECT FROM limits
 			WHERE used + CASE measure WHEN 'spend' THEN $13::numeric ELSE 1 END > max)

@@ -486,3 +486,47 @@ func TestArchiveRowsWrittenByHandAreCounted(t *testing.T) {
 	assert.Equal(t, "12", used[0].String(), "six admissions and six archive rows")
 	assert.Equal(t, "10", used[1].String(), "9.00 reserved by the admissions, 1.00 by the archive rows not released")
 }
+
+// An execution id whose execution Prune deleted, while the archive still
+// holds its call, stays taken: a second call admitted under it would have
+// Prune archive the id a second time, which the archive's key refuses, and
+// every later Prune would fail on it.
+func TestArchivedExecutionIDStaysTaken(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := newStore(t)
+	at := t0.Add(-48 * time.Hour)
+	q := testQuote("alice", "tool-a", "0.10", at)
+	require.NoError(t, s.CreateQuote(ctx, q))
+	b := testBegin(q, "k1", at)
+	_, err := s.BeginExecution(ctx, b)
+	require.NoError(t, err)
+	require.NoError(t, s.FinishExecution(ctx, testFinish(b, storage.ExecutionCompleted, at)))
+	res, err := s.Prune(ctx, storage.Prune{IdempotencyBefore: t0.Add(-24 * time.Hour)})
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Idempotency, "the execution is pruned, its call archived")
+
+	reused := testQuote("alice", "tool-a", "0.10", t0)
+	require.NoError(t, s.CreateQuote(ctx, reused))
+	b2 := testBegin(reused, "k2", t0)
+	b2.ExecutionID = b.ExecutionID
+	_, err = s.BeginExecution(ctx, b2)
+	require.ErrorIs(t, err, storage.ErrAlreadyExists)
+
+	got, err := s.GetQuote(ctx, reused.ID)
+	require.NoError(t, err)
+	assert.Equal(t, storage.QuoteOpen, got.State, "nothing was written")
+	_, err = s.GetIdempotency(ctx, "alice", "k2")
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	assertUsed(t, s, "alice", "0.10", "1")
+
+	// A fresh id is admitted, and Prune keeps working through both.
+	b3 := testBegin(reused, "k3", t0)
+	_, err = s.BeginExecution(ctx, b3)
+	require.NoError(t, err)
+	require.NoError(t, s.FinishExecution(ctx, testFinish(b3, storage.ExecutionCompleted, t0)))
+	res, err = s.Prune(ctx, storage.Prune{IdempotencyBefore: t0.Add(time.Hour), LedgerBefore: t0.Add(-24 * time.Hour)})
+	require.NoError(t, err)
+	assert.Equal(t, storage.PruneResult{Idempotency: 1, Ledger: 1}, res)
+	assertUsed(t, s, "alice", "0.10", "1")
+}

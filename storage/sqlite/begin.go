@@ -147,15 +147,24 @@ func admit(tx *writeTx, b storage.Begin, amount int64) (storage.BeginResult, err
 	if err := checkLimits(tx, b); err != nil {
 		return storage.BeginResult{}, err
 	}
+	// An id is taken by an execution (the insert fails on its key) and
+	// also by one pruned whose call the archive still holds: admitted
+	// again, it would have Prune archive the id twice, which the
+	// archive's unique key refuses, and every later Prune would fail.
 	now := nanos(b.Now)
-	if _, err := tx.exec(`
+	inserted, err := tx.exec(`
 		INSERT INTO executions (id, principal, tool_id, quote_id, idempotency_key, status, amount, charged, created_at,
 			tool_slug, manifest_digest, price, fee, approval, grant_id, fingerprint, lease_token, lease_until)
-		VALUES (?, ?, ?, ?, ?, 'running', ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		SELECT ?, ?, ?, ?, ?, 'running', ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+		WHERE NOT EXISTS (SELECT 1 FROM spend_ledger WHERE execution_id = ?)`,
 		idBytes(b.ExecutionID), b.Principal, b.ToolID, idBytes(b.QuoteID), b.Key, amount, now,
 		b.ToolSlug, b.ManifestDigest, price, fee, string(b.Approval), nullableID(b.GrantID),
-		b.Fingerprint, idBytes(b.LeaseToken), nanos(b.LeaseUntil)); err != nil {
+		b.Fingerprint, idBytes(b.LeaseToken), nanos(b.LeaseUntil), idBytes(b.ExecutionID))
+	if err != nil {
 		return storage.BeginResult{}, err
+	}
+	if inserted == 0 {
+		return storage.BeginResult{}, storage.ErrAlreadyExists
 	}
 	if err := useGrant(tx, b); err != nil {
 		return storage.BeginResult{}, err

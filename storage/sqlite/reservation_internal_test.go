@@ -311,3 +311,62 @@ func TestLimitsReadExecutionsByPrincipal(t *testing.T) {
 		}
 	}
 }
+
+// An execution id whose execution Prune deleted, while the archive still
+// holds its call, stays taken: a second call admitted under it would have
+// Prune archive the id a second time, which the archive's unique key
+// refuses, and every later Prune would fail on it.
+func TestArchivedExecutionIDStaysTaken(t *testing.T) {
+	t.Parallel()
+	s := openInternal(t)
+	ctx := t.Context()
+	now := time.Date(2030, time.March, 15, 12, 0, 30, 0, time.UTC)
+	quote := func(at time.Time) storage.Quote {
+		q := storage.Quote{ID: uuid.New(), Principal: "alice", ToolID: "tool-a", TotalUSD: decimal.RequireFromString("0.10"),
+			CreatedAt: at, ExpiresAt: at.Add(time.Hour), State: storage.QuoteOpen}
+		require.NoError(t, s.CreateQuote(ctx, q))
+		return q
+	}
+	begin := func(q storage.Quote, key string, id uuid.UUID, at time.Time) (storage.Begin, error) {
+		b := storage.Begin{Principal: "alice", Key: key, Fingerprint: "fp", QuoteID: q.ID, ExecutionID: id,
+			ToolID: "tool-a", AmountUSD: q.TotalUSD, LeaseToken: uuid.New(), LeaseUntil: at.Add(time.Minute), Now: at}
+		_, err := s.BeginExecution(ctx, b)
+		return b, err
+	}
+	finish := func(b storage.Begin) {
+		require.NoError(t, s.FinishExecution(ctx, storage.Finish{Principal: "alice", Key: b.Key, ExecutionID: b.ExecutionID,
+			LeaseToken: b.LeaseToken, Status: storage.ExecutionCompleted, Charged: true, Response: []byte(`{}`), Now: b.Now}))
+	}
+	spent := func() string {
+		used, err := s.MeasureLimits(ctx, "alice", []storage.Limit{{Measure: storage.MeasureSpend}, {Measure: storage.MeasureCalls}})
+		require.NoError(t, err)
+		return used[0].StringFixed(2) + " in " + used[1].String()
+	}
+
+	then := now.Add(-48 * time.Hour)
+	first, err := begin(quote(then), "k1", uuid.New(), then)
+	require.NoError(t, err)
+	finish(first)
+	res, err := s.Prune(ctx, storage.Prune{IdempotencyBefore: now.Add(-24 * time.Hour)})
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Idempotency, "the execution is pruned, its call archived")
+
+	reused := quote(now)
+	_, err = begin(reused, "k2", first.ExecutionID, now)
+	require.ErrorIs(t, err, storage.ErrAlreadyExists)
+	got, err := s.GetQuote(ctx, reused.ID)
+	require.NoError(t, err)
+	assert.Equal(t, storage.QuoteOpen, got.State, "nothing was written")
+	_, err = s.GetIdempotency(ctx, "alice", "k2")
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	assert.Equal(t, "0.10 in 1", spent())
+
+	// A fresh id is admitted, and Prune keeps working through both.
+	fresh, err := begin(reused, "k3", uuid.New(), now)
+	require.NoError(t, err)
+	finish(fresh)
+	res, err = s.Prune(ctx, storage.Prune{IdempotencyBefore: now.Add(time.Hour), LedgerBefore: now.Add(-24 * time.Hour)})
+	require.NoError(t, err)
+	assert.Equal(t, storage.PruneResult{Idempotency: 1, Ledger: 1}, res)
+	assert.Equal(t, "0.10 in 1", spent())
+}
