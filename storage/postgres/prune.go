@@ -160,7 +160,7 @@ const pruneLedgerLockClass = 0x6c656467 // "ledg"
 // before $1 too. Executions that stopped counting stay in that range until
 // they are pruned, which retention usually does long before (a day's keys,
 // a month's spend).
-const pruneLedgerSQL = `
+var pruneLedgerSQL = `
 	WITH archive AS MATERIALIZED (
 		SELECT l.execution_id FROM {schema}.spend_ledger l
 		WHERE l.created_at < $1
@@ -178,42 +178,44 @@ const pruneLedgerSQL = `
 		UPDATE {schema}.executions e SET counted = false FROM settled s WHERE e.id = s.id
 		RETURNING e.principal, e.tool_id, e.created_at,
 			CASE WHEN ` + executionHoldsSpendSQL + ` THEN e.amount_usd ELSE 0 END AS spend
-	), day_calls AS (
-		SELECT principal, (created_at AT TIME ZONE 'UTC')::date AS day, tool_id,
-			count(*) AS calls, sum(spend) AS spend
-		FROM uncounted GROUP BY 1, 2, 3
-	), day_rows AS MATERIALIZED (
-		SELECT d.principal, d.day, d.tool_id, d.calls - c.calls AS calls_left, c.calls, c.spend
-		FROM {schema}.spend_daily d JOIN day_calls c USING (principal, day, tool_id)
-		FOR UPDATE OF d
-	), day_updated AS (
-		UPDATE {schema}.spend_daily d SET calls = d.calls - r.calls, spend_usd = d.spend_usd - r.spend
-		FROM day_rows r
-		WHERE d.principal = r.principal AND d.day = r.day AND d.tool_id = r.tool_id AND r.calls_left > 0
-		RETURNING 1
-	), day_emptied AS (
-		DELETE FROM {schema}.spend_daily d USING day_rows r
-		WHERE d.principal = r.principal AND d.day = r.day AND d.tool_id = r.tool_id AND r.calls_left <= 0
-		RETURNING 1
-	), minute_calls AS (
-		SELECT principal, date_trunc('minute', created_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' AS minute,
-			tool_id, count(*) AS calls, sum(spend) AS spend
-		FROM uncounted
-		WHERE (SELECT count(*) FROM day_updated) + (SELECT count(*) FROM day_emptied) >= 0
-		GROUP BY 1, 2, 3
-	), minute_rows AS MATERIALIZED (
-		SELECT m.principal, m.minute, m.tool_id, m.calls - c.calls AS calls_left, c.calls, c.spend
-		FROM {schema}.spend_minute m JOIN minute_calls c USING (principal, minute, tool_id)
-		FOR UPDATE OF m
-	), minute_updated AS (
-		UPDATE {schema}.spend_minute m SET calls = m.calls - r.calls, spend_usd = m.spend_usd - r.spend
-		FROM minute_rows r
-		WHERE m.principal = r.principal AND m.minute = r.minute AND m.tool_id = r.tool_id AND r.calls_left > 0
-	), minute_emptied AS (
-		DELETE FROM {schema}.spend_minute m USING minute_rows r
-		WHERE m.principal = r.principal AND m.minute = r.minute AND m.tool_id = r.tool_id AND r.calls_left <= 0
-	)
+	),` + uncountFromRollup("day", "spend_daily", `(created_at AT TIME ZONE 'UTC')::date`, "") + `,` +
+	uncountFromRollup("minute", "spend_minute", `date_trunc('minute', created_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'`,
+		`(SELECT count(*) FROM day_updated) + (SELECT count(*) FROM day_emptied) >= 0`) + `
 	SELECT (SELECT count(*) FROM gone) + (SELECT count(*) FROM uncounted)`
+
+// uncountFromRollup returns the WITH items of pruneLedgerSQL that take
+// the uncounted calls out of one rollup, table, whose rows are keyed by
+// principal, tool and the bucket (name) that bucketOf computes from
+// created_at: name_calls sums the calls per row, name_rows locks the rows
+// they fall in, name_updated takes them out of rows that keep a call, and
+// name_emptied deletes the rows left with none. after, unless empty, is a
+// condition that makes these items wait for an earlier rollup's writes.
+func uncountFromRollup(name, table, bucketOf, after string) string {
+	where := ""
+	if after != "" {
+		where = `
+		WHERE ` + after
+	}
+	return `
+	` + name + `_calls AS (
+		SELECT principal, ` + bucketOf + ` AS ` + name + `, tool_id, count(*) AS calls, sum(spend) AS spend
+		FROM uncounted` + where + `
+		GROUP BY 1, 2, 3
+	), ` + name + `_rows AS MATERIALIZED (
+		SELECT t.principal, t.` + name + `, t.tool_id, t.calls - c.calls AS calls_left, c.calls, c.spend
+		FROM {schema}.` + table + ` t JOIN ` + name + `_calls c USING (principal, ` + name + `, tool_id)
+		FOR UPDATE OF t
+	), ` + name + `_updated AS (
+		UPDATE {schema}.` + table + ` t SET calls = t.calls - r.calls, spend_usd = t.spend_usd - r.spend
+		FROM ` + name + `_rows r
+		WHERE t.principal = r.principal AND t.` + name + ` = r.` + name + ` AND t.tool_id = r.tool_id AND r.calls_left > 0
+		RETURNING 1
+	), ` + name + `_emptied AS (
+		DELETE FROM {schema}.` + table + ` t USING ` + name + `_rows r
+		WHERE t.principal = r.principal AND t.` + name + ` = r.` + name + ` AND t.tool_id = r.tool_id AND r.calls_left <= 0
+		RETURNING 1
+	)`
+}
 
 // pruneLedger runs pruneLedgerSQL. PruneResult.Ledger counts both kinds of
 // call it takes out of the history, and limit caps them together.
