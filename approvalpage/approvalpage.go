@@ -363,17 +363,16 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request, key string) {
 	}
 	// Asked before the key's own answer is given, so that a refusal tells
 	// a guesser nothing of the key.
-	wait, err := h.limit.Check(r.Context(), r, authlimit.SurfaceApprovalPage, key, ok)
+	v, err := h.limit.Check(r.Context(), r, authlimit.SurfaceApprovalPage, key, ok)
 	if err != nil {
 		h.logError(r, err)
 		h.renderMessage(w, r, http.StatusInternalServerError, "The gateway could not sign you in. Try again.")
 		return
 	}
-	if wait > 0 {
-		secs := authlimit.RetryAfterSeconds(wait)
+	if v.Limited() {
+		secs := authlimit.RetryAfterSeconds(v.Wait)
 		w.Header().Set("Retry-After", strconv.Itoa(secs))
-		h.renderSignIn(w, r, http.StatusTooManyRequests,
-			fmt.Sprintf("Too many failed sign-ins from your address: try again in %d seconds.", secs), "Sign in with your approver key.")
+		h.renderSignIn(w, r, http.StatusTooManyRequests, limitedWords(v, secs), "Sign in with your approver key.")
 		return
 	}
 	if !ok {
@@ -388,6 +387,22 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request, key string) {
 	}
 	http.SetCookie(w, sessionCookieFor(r, token, int(sessionTTL/time.Second)))
 	seeOther(w, r)
+}
+
+// limitedWords tell the person refused by v which limit it was, so that
+// they know what waiting is for: their address, which no key gets past
+// until its window ends, or the key's first characters, which others have
+// tried too often (the right key still signs in from an address that has
+// not failed; see authlimit).
+func limitedWords(v authlimit.Verdict, secs int) string {
+	switch {
+	case v.Address && v.KeyPrefix:
+		return fmt.Sprintf("Too many failed sign-ins from your address: try again in %d seconds. Keys that begin like this one have also been tried too often.", secs)
+	case v.KeyPrefix:
+		return fmt.Sprintf("Too many failed sign-ins with keys that begin like this one: try again in %d seconds.", secs)
+	default:
+		return fmt.Sprintf("Too many failed sign-ins from your address: try again in %d seconds.", secs)
+	}
 }
 
 // seeOther sends the browser back to the page it posted from.

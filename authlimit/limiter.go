@@ -122,19 +122,39 @@ type systemClock struct{}
 
 func (systemClock) Now() time.Time { return time.Now() }
 
+// Verdict is what Check decided of one check: nothing when the request
+// goes on as the check decided, otherwise how long until it may be tried
+// again and which limits refused it.
+type Verdict struct {
+	// Wait is zero when the request goes on, and otherwise how long until
+	// it may be tried again: the longest wait of the limits that refused.
+	Wait time.Duration
+	// Address is set when the client address failed too often.
+	Address bool
+	// KeyPrefix is set when keys with this key's prefix failed too often.
+	KeyPrefix bool
+}
+
+// Limited reports whether the request must be refused with 429.
+func (v Verdict) Limited() bool { return v.Wait > 0 }
+
 // Check judges one check of credential (a key or token, "" when the
 // request carried none), made for request r on surface, which accepted it
-// or not. It returns zero when the request goes on as the check decided,
-// and otherwise how long until it may be tried again: the request must
-// then be refused with 429 and Retry-After, whatever the check decided.
+// or not. A zero Verdict means the request goes on as the check decided;
+// otherwise it must be refused with 429 and Retry-After, whatever the
+// check decided.
 //
-// A failed check is counted; a request that carried no credential is no
-// guess, and is not. An error means the counts could not be read or
-// written: the request must then fail as the gateway's own error would,
-// alike for a right and a wrong credential.
-func (l *Limiter) Check(ctx context.Context, r *http.Request, surface Surface, credential string, accepted bool) (time.Duration, error) {
+// A failed check is counted, and refused when its address's or its
+// prefix's window is past the limit. An accepted one is refused when its
+// address's window holds the limit, or its prefix's does and the address
+// has failed in its own window: never for the prefix alone (see the
+// package doc). A request that carried no credential is no guess, and is
+// not counted. An error means the counts could not be read or written:
+// the request must then fail as the gateway's own error would, alike for a
+// right and a wrong credential.
+func (l *Limiter) Check(ctx context.Context, r *http.Request, surface Surface, credential string, accepted bool) (Verdict, error) {
 	if l == nil || l.failures < 0 || (credential == "" && !accepted) {
-		return 0, nil
+		return Verdict{}, nil
 	}
 	keys := l.keys(r, credential)
 	now := l.clock.Now()
@@ -152,22 +172,35 @@ func (l *Limiter) Check(ctx context.Context, r *http.Request, surface Surface, c
 		l.metrics.failed(surface)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("authlimit: %w", err)
+		return Verdict{}, fmt.Errorf("authlimit: %w", err)
 	}
-	var wait time.Duration
-	for _, w := range windows {
-		if w.Count > over && w.Live(now) {
-			wait = max(wait, w.End.Sub(now))
+	if len(windows) != len(keys) {
+		return Verdict{}, fmt.Errorf("authlimit: %d windows for %d keys", len(windows), len(keys))
+	}
+	var v Verdict
+	addr := windows[0]
+	if addr.Live(now) && addr.Count > over {
+		v.Address = true
+		v.Wait = addr.End.Sub(now)
+	}
+	// An accepted key passes a held prefix from an address with no failure
+	// of its own in a live window; a failed one never does.
+	addrFailed := !accepted || (addr.Live(now) && addr.Count > 0)
+	if len(windows) > 1 && addrFailed {
+		if p := windows[1]; p.Live(now) && p.Count > over {
+			v.KeyPrefix = true
+			v.Wait = max(v.Wait, p.End.Sub(now))
 		}
 	}
-	if wait > 0 {
+	if v.Limited() {
 		l.metrics.limited(surface)
 	}
-	return wait, nil
+	return v, nil
 }
 
 // keys are the windows a check of credential from r counts in: its
-// client's address, and its prefix when credential is longer than one.
+// client's address first, and its prefix when credential is longer than
+// one.
 func (l *Limiter) keys(r *http.Request, credential string) []string {
 	keys := []string{"auth/addr/" + l.clientAddr(r)}
 	if l.prefixLen > 0 && len(credential) > l.prefixLen {

@@ -8,13 +8,29 @@ import (
 )
 
 // Refusal is the error a handler answers a limited request with:
-// rate_limited (429), retry after wait.
-func Refusal(wait time.Duration) *toolgatetype.Error {
-	secs := RetryAfterSeconds(wait)
+// rate_limited (429), retry after v's wait, in a message that names the
+// limit that refused it, the client's address or the key's prefix, so
+// that the owner of a key knows whether trying from elsewhere, or
+// checking the key, is worth it.
+func Refusal(v Verdict) *toolgatetype.Error {
+	secs := RetryAfterSeconds(v.Wait)
 	return &toolgatetype.Error{
 		Code:       toolgatetype.CodeRateLimited,
-		Message:    fmt.Sprintf("too many failed sign-ins from this address or with this key; try again in %d seconds", secs),
+		Message:    fmt.Sprintf("too many failed sign-ins %s; try again in %d seconds", v.what(), secs),
 		RetryAfter: time.Duration(secs) * time.Second,
+	}
+}
+
+// what says which limits refused, as the end of "too many failed
+// sign-ins ...".
+func (v Verdict) what() string {
+	switch {
+	case v.Address && v.KeyPrefix:
+		return "from this address and with keys that begin like this one"
+	case v.KeyPrefix:
+		return "with keys that begin like this one"
+	default:
+		return "from this address"
 	}
 }
 

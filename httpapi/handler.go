@@ -241,16 +241,17 @@ func withApprover(r *http.Request, approver string) *http.Request {
 }
 
 // limited answers a request whose client address or key prefix failed too
-// often with 429, and reports whether it did; the key's own check decided
-// ok. It must be asked before the check's outcome is answered, so that a
-// guesser learns nothing from a refusal.
+// often with 429, naming which, and reports whether it did; the key's own
+// check decided ok (a right key is never refused for its prefix alone, see
+// authlimit). It must be asked before the check's outcome is answered, so
+// that a guesser learns nothing from a refusal.
 func (h *Handler) limited(w http.ResponseWriter, r *http.Request, key string, ok bool) bool {
-	wait, err := h.limit.Check(r.Context(), r, authlimit.SurfaceAPI, key, ok)
+	v, err := h.limit.Check(r.Context(), r, authlimit.SurfaceAPI, key, ok)
 	switch {
 	case err != nil:
 		h.writeError(w, r, err)
-	case wait > 0:
-		h.writeError(w, r, authlimit.Refusal(wait))
+	case v.Limited():
+		h.writeError(w, r, authlimit.Refusal(v))
 	default:
 		return false
 	}

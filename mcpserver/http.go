@@ -272,17 +272,18 @@ func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (string, 
 }
 
 // limited answers a request whose client address or key prefix failed too
-// often with 429 and Retry-After, and reports whether it did; the
+// often with 429 and Retry-After, naming which, and reports whether it
+// did (a right key is never refused for its prefix alone); the
 // credential's own check decided ok. It is asked before the credential's
 // own answer is given, so that a refusal tells a guesser nothing.
 func (h *Handler) limited(w http.ResponseWriter, r *http.Request, credential string, ok bool) bool {
-	wait, err := h.limit.Check(r.Context(), r, authlimit.SurfaceMCP, credential, ok)
+	v, err := h.limit.Check(r.Context(), r, authlimit.SurfaceMCP, credential, ok)
 	switch {
 	case err != nil:
 		h.g.log.ErrorContext(r.Context(), "internal error", "method", r.Method, "path", r.URL.Path, "error", err)
 		writeRPCError(w, http.StatusInternalServerError, "the gateway could not complete the request")
-	case wait > 0:
-		refusal := authlimit.Refusal(wait)
+	case v.Limited():
+		refusal := authlimit.Refusal(v)
 		w.Header().Set("Retry-After", strconv.Itoa(int(refusal.RetryAfter/time.Second)))
 		writeRPCError(w, http.StatusTooManyRequests, refusal.Message)
 	default:
