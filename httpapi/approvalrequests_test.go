@@ -48,6 +48,7 @@ func newApproverAPI(t *testing.T, opts ...func(*toolgate.Config)) *api {
 	require.NoError(t, keys.AddKey("agent", agentKey))
 	require.NoError(t, keys.AddApproverKey("pat", patKey))
 	require.NoError(t, keys.AddApproverKey("sam", samKey))
+	a.keys = keys
 	a.srv = httptest.NewServer(httpapi.NewHandler(tg.Gateway, &httpapi.Options{Authenticator: keys, MaxBodyBytes: 4096}))
 	t.Cleanup(a.srv.Close)
 	a.client = a.srv.Client()
