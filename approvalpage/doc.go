@@ -25,9 +25,12 @@
 // (StoreSessions) lets a person sign in on one and decide on another, and
 // signing out on one ends the session on all at once.
 //
-// Guessing approver keys is slow: a client address, or a key prefix, whose
-// sign-ins failed too often in a window is refused every key, the right
-// one too, until the window ends (package authlimit).
+// Guessing approver keys is slow: a client address whose sign-ins failed
+// too often in a window is refused every key, the right one too, until the
+// window ends; a key prefix that failed too often, from any addresses,
+// refuses wrong keys with it, but never keeps its approver out from an
+// address that has not failed (package authlimit). The refusal says which
+// of the two limits it was.
 //
 // The pages link to each other relative to where the handler is mounted,
 // and the HTTP API's approveUrl links to them: mount them beside the API,

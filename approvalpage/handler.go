@@ -18,9 +18,11 @@ type Options struct {
 	// Sessions keeps the signed-in approvers' sessions; nil means a
 	// MemorySessionStore on the gateway's clock.
 	Sessions SessionStore
-	// AuthLimit slows the guessing of approver keys: a client address or
-	// key prefix whose sign-ins failed too often is refused (429, with
-	// Retry-After) until its window ends, whatever key it sends. Nil means
+	// AuthLimit slows the guessing of approver keys: a client address
+	// whose sign-ins failed too often is refused (429, with Retry-After)
+	// until its window ends, whatever key it sends; a key prefix, every
+	// wrong key with it, but never the right key from an address that has
+	// not failed. The page says which limit refused. Nil means
 	// a Limiter with the defaults, counting in this process's memory.
 	AuthLimit *authlimit.Limiter
 	// MaxBodyBytes caps the bodies of posted forms; 0 means 1 MiB.

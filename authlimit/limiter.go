@@ -42,8 +42,10 @@ type Clock interface{ Now() time.Time }
 // the default.
 type Config struct {
 	// Failures is how many failed checks a client address, or a key
-	// prefix, may have in a window before its checks are refused until
-	// the window ends (default 10). Negative turns the limit off.
+	// prefix, may have in a window before checks are refused until the
+	// window ends (default 10): every check from the address; every wrong
+	// key with the prefix, and its right key only from an address that
+	// has failed too. Negative turns the limit off.
 	Failures int
 	// Window is how long a window lasts from its first failure (default
 	// one minute).

@@ -57,9 +57,11 @@ type Options struct {
 	// keys only. With it, every 401 names the resource metadata a client
 	// signs in by.
 	Tokens apikey.TokenVerifier
-	// AuthLimit slows the guessing of keys: a client address or key prefix
-	// whose keys failed too often is answered 429 rate_limited, with
-	// Retry-After, until its window ends, whatever key it sends. Nil
+	// AuthLimit slows the guessing of keys: a client address whose keys
+	// failed too often is answered 429 rate_limited, with Retry-After,
+	// until its window ends, whatever key it sends; a key prefix that
+	// failed too often, every wrong key with it, but never the right key
+	// from an address that has not failed. The 429 names the limit. Nil
 	// means a Limiter with the defaults, counting in this process's
 	// memory; share one Limiter between handlers to count their failures
 	// together.

@@ -81,9 +81,10 @@ type Options struct {
 	// only. With it, every 401 names the resource metadata a client signs
 	// in by (RFC 9728).
 	Tokens apikey.TokenVerifier
-	// AuthLimit slows the guessing of keys: a client address or key
-	// prefix whose keys failed too often is answered 429, with
-	// Retry-After, until its window ends, whatever key it sends. Nil means
+	// AuthLimit slows the guessing of keys: a client address whose keys
+	// failed too often is answered 429, with Retry-After, until its window
+	// ends, whatever key it sends; a key prefix, every wrong key with it,
+	// but never the right key from an address that has not failed. Nil means
 	// a Limiter with the defaults, counting in this process's memory;
 	// share the one the HTTP API uses to count failures on both together.
 	AuthLimit *authlimit.Limiter
