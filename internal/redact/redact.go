@@ -25,7 +25,12 @@
 //     secret, so that a secret the provider itself cut short, or one that
 //     cleaning revealed, does not reach a message either.
 //
-// What is not: a secret spelled with other visible characters between its
+// Outputs are not checked for runs: they are not cut by the gateway, and a
+// run of a secret in a provider's data is not the gateway's to change (a
+// key's common prefix, such as Stripe's "sk_live_", is 8 characters long;
+// taking it out could break an output's schema).
+//
+// What is not covered: a secret spelled with other visible characters between its
 // own (spaces, line breaks, another case). Those are not invisible: a
 // reader sees that something was inserted, and the run check of excerpts
 // still catches any RunLen characters of it left in one piece.
