@@ -53,6 +53,15 @@ func echoingServer(t *testing.T, answers map[string]string) *httptest.Server {
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return nil, &jsonrpc.Error{Code: -32001, Message: answer(req)}
 		})
+	srv.AddTool(&mcp.Tool{Name: "described", Title: "Described " + answers["zwsp"],
+		Description: "Calls with the token " + answers["many"] + ".", InputSchema: in},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+		})
+	srv.AddTool(&mcp.Tool{Name: "leak-" + disguiseSecret, InputSchema: in},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+		})
 	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	t.Cleanup(func() {
 		hs.CloseClientConnections()
@@ -64,9 +73,9 @@ func echoingServer(t *testing.T, answers map[string]string) *httptest.Server {
 // TestAnUpstreamEchoingItsCredentialCutOrDisguisedShowsNone: an upstream
 // MCP server echoes its credential with invisible characters inside, or at
 // the end of a failure's text long enough that shortening would cut it, or
-// cut short itself. Over the HTTP API, no call's response shows the
-// credential or its disguised form, and no failure's message any 8
-// characters of it.
+// cut short itself, or in what it says of its tools. Over the HTTP API, no
+// call's response and no registry page shows the credential or its
+// disguised form, and no failure's message any 8 characters of it.
 func TestAnUpstreamEchoingItsCredentialCutOrDisguisedShowsNone(t *testing.T) {
 	t.Parallel()
 	s := disguiseSecret
@@ -111,6 +120,22 @@ func TestAnUpstreamEchoingItsCredentialCutOrDisguisedShowsNone(t *testing.T) {
 		var m map[string]any
 		require.NoError(t, json.Unmarshal(b, &m), "%s", b)
 		return m
+	}
+
+	// What the server says of its tools, which every caller may read.
+	for _, path := range []string{"/v1/registry/tools", "/v1/registry/tools/echoing.described",
+		"/v1/registry/tools/echoing.described/docs", "/v1/registry/llms.txt"} {
+		resp, err := http.Get(api.URL + path)
+		require.NoError(t, err)
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s", path, b)
+		if path != "/v1/registry/llms.txt" { // which lists names only
+			assert.Contains(t, string(b), "[redacted]", path)
+		}
+		assertNoCredentialRun(t, string(b), path)
+		assert.NotContains(t, strings.ToLower(string(b)), "leak-", "%s: a tool whose name holds the credential is not served", path)
 	}
 
 	n := 0

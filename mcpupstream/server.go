@@ -369,13 +369,17 @@ func (s *server) sync(ctx context.Context, c *conn) error {
 		}
 		listed = append(listed, t)
 	}
-	tools, skipped, err := s.cfg.serve(listed)
+	s.mu.Lock()
+	secrets := s.secrets
+	s.mu.Unlock()
+	tools, skipped, err := s.cfg.serve(listed, secrets)
 	if err != nil {
 		s.removeAll()
 		return &clashError{err}
 	}
 	for _, name := range skipped {
-		s.log.Warn("an upstream tool is not served: its name makes no valid slug, or its schemas cannot be used", "upstreamTool", registry.Excerpt([]byte(name)))
+		s.log.Warn("an upstream tool is not served: its name makes no valid slug, holds a secret, or its schemas cannot be used",
+			"upstreamTool", excerpt(secrets, name))
 	}
 	s.apply(tools)
 	return nil
