@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgate/toolgate/internal/redact"
 	"github.com/toolgate/toolgate/registry"
 )
 
@@ -81,7 +82,7 @@ func (s *server) call(ctx context.Context, name, slug string, input json.RawMess
 }
 
 // try sends the call once on c.
-func (s *server) try(ctx context.Context, c *conn, secrets *redactor, name string, input json.RawMessage) (json.RawMessage, attempt, error) {
+func (s *server) try(ctx context.Context, c *conn, secrets *redact.Secrets, name string, input json.RawMessage) (json.RawMessage, attempt, error) {
 	provider := providerName(&s.cfg)
 	if c.isEnded() {
 		return nil, unsent, registry.Upstreamf(registry.CodeUpstreamUnavailable, "%s is not connected; the gateway is starting it again", provider)
@@ -109,7 +110,7 @@ func (s *server) try(ctx context.Context, c *conn, secrets *redactor, name strin
 	switch {
 	case errors.As(err, &rpc) && !localCode(rpc.Code):
 		msg := provider + " refused the call"
-		if reason := secrets.excerpt(rpc.Message); reason != "" {
+		if reason := excerpt(secrets, rpc.Message); reason != "" {
 			msg += "; provider message: " + reason
 		}
 		return nil, answered, &registry.UpstreamError{Code: registry.CodeUpstreamError, Message: msg}
@@ -133,7 +134,7 @@ func (s *server) try(ctx context.Context, c *conn, secrets *redactor, name strin
 
 // fresh waits, until ctx is done, for a connection other than old; nil
 // when none came.
-func (s *server) fresh(ctx context.Context, old *conn) (*conn, *redactor) {
+func (s *server) fresh(ctx context.Context, old *conn) (*conn, *redact.Secrets) {
 	for {
 		s.mu.Lock()
 		c, secrets, changed := s.conn, s.secrets, s.changed

@@ -7,6 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgate/toolgate/internal/redact"
 	"github.com/toolgate/toolgate/registry"
 )
 
@@ -25,14 +26,14 @@ const (
 // input (sampling, elicitation, roots), and one over the size caps are
 // failures. provider names the server in messages; secrets are taken out of
 // whatever the upstream's text brings back.
-func outputOf(res *mcp.CallToolResult, provider string, secrets *redactor) (json.RawMessage, error) {
+func outputOf(res *mcp.CallToolResult, provider string, secrets *redact.Secrets) (json.RawMessage, error) {
 	if res.NeedsInput() {
 		return nil, registry.Upstreamf(registry.CodeUpstreamError,
 			"%s asked the gateway for input (sampling, elicitation or roots) to finish the call; the gateway gives none", provider)
 	}
 	if res.IsError {
 		msg := provider + " reported that the call failed"
-		if reason := secrets.excerpt(textOf(res.Content)); reason != "" {
+		if reason := excerpt(secrets, textOf(res.Content)); reason != "" {
 			msg += "; provider message: " + reason
 		}
 		return nil, &registry.UpstreamError{Code: registry.CodeUpstreamError, Message: msg}
@@ -71,7 +72,7 @@ func outputOf(res *mcp.CallToolResult, provider string, secrets *redactor) (json
 		}
 		out = raw
 	}
-	return secrets.redactJSON(out), nil
+	return secrets.JSON(out), nil
 }
 
 func tooLarge(provider string) error {

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/toolgate/toolgate/internal/redact"
 	"github.com/toolgate/toolgate/registry"
 )
 
@@ -36,8 +37,8 @@ type server struct {
 	relist chan struct{}
 
 	mu      sync.Mutex
-	conn    *conn     // nil while down
-	secrets *redactor // the current connection's
+	conn    *conn           // nil while down
+	secrets *redact.Secrets // the current connection's
 	// changed is closed, and replaced, whenever conn changes.
 	changed chan struct{}
 	// tools are the tools registered, by slug; versions the last version
@@ -133,7 +134,7 @@ func (s *server) upstreamLog(ctx context.Context, req *mcp.LoggingMessageRequest
 	secrets := s.secrets
 	s.mu.Unlock()
 	s.log.Log(ctx, level, "MCP server log message", "upstreamLevel", string(p.Level),
-		"logger", secrets.excerpt(p.Logger), "message", secrets.excerpt(fmt.Sprint(p.Data)))
+		"logger", excerpt(secrets, p.Logger), "message", excerpt(secrets, fmt.Sprint(p.Data)))
 }
 
 // upstreamProgress puts a progress notification of the upstream in the
@@ -146,7 +147,7 @@ func (s *server) upstreamProgress(ctx context.Context, req *mcp.ProgressNotifica
 	s.mu.Lock()
 	secrets := s.secrets
 	s.mu.Unlock()
-	s.log.DebugContext(ctx, "MCP server progress", "progress", p.Progress, "total", p.Total, "message", secrets.excerpt(p.Message))
+	s.log.DebugContext(ctx, "MCP server progress", "progress", p.Progress, "total", p.Total, "message", excerpt(secrets, p.Message))
 }
 
 // run keeps the server connected until ctx is done: it connects, lists and
@@ -245,7 +246,7 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 		if d.proc != nil {
 			// Failing the handshake, the SDK waited for the process.
 			d.proc.killRest()
-			if tail := newRedactor(d.secrets).excerpt(d.proc.stderr()); tail != "" {
+			if tail := excerpt(redact.New(d.secrets...), d.proc.stderr()); tail != "" {
 				return nil, fmt.Errorf("%s: %s; its standard error ends: %s", why, s.cleanWith(err, d.secrets), tail)
 			}
 		}
@@ -262,7 +263,7 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 		close(c.ended)
 	}()
 	s.mu.Lock()
-	s.secrets = newRedactor(d.secrets)
+	s.secrets = redact.New(d.secrets...)
 	s.mu.Unlock()
 	return c, nil
 }
@@ -275,7 +276,7 @@ func (s *server) endedError(c *conn) error {
 		s.mu.Lock()
 		secrets := s.secrets
 		s.mu.Unlock()
-		if tail := secrets.excerpt(c.proc.stderr()); tail != "" {
+		if tail := excerpt(secrets, c.proc.stderr()); tail != "" {
 			msg += "; its standard error ends: " + tail
 		}
 		return errors.New(msg)
@@ -346,11 +347,11 @@ func (s *server) clean(err error) string {
 	s.mu.Lock()
 	secrets := s.secrets
 	s.mu.Unlock()
-	return secrets.excerpt(err.Error())
+	return excerpt(secrets, err.Error())
 }
 
 func (s *server) cleanWith(err error, secrets []string) string {
-	return newRedactor(secrets).excerpt(err.Error())
+	return excerpt(redact.New(secrets...), err.Error())
 }
 
 // clashError is two upstream tools mapping to one slug: the server is
@@ -368,13 +369,17 @@ func (s *server) sync(ctx context.Context, c *conn) error {
 		}
 		listed = append(listed, t)
 	}
-	tools, skipped, err := s.cfg.serve(listed)
+	s.mu.Lock()
+	secrets := s.secrets
+	s.mu.Unlock()
+	tools, skipped, err := s.cfg.serve(listed, secrets)
 	if err != nil {
 		s.removeAll()
 		return &clashError{err}
 	}
 	for _, name := range skipped {
-		s.log.Warn("an upstream tool is not served: its name makes no valid slug, or its schemas cannot be used", "upstreamTool", registry.Excerpt([]byte(name)))
+		s.log.Warn("an upstream tool is not served: its name makes no valid slug, holds a secret, or its schemas cannot be used",
+			"upstreamTool", excerpt(secrets, name))
 	}
 	s.apply(tools)
 	return nil

@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/shopspring/decimal"
 
+	"github.com/toolgate/toolgate/internal/redact"
 	"github.com/toolgate/toolgate/registry"
 )
 
@@ -93,13 +94,20 @@ type served struct {
 // serve turns the tools an upstream listed into the tools the operator
 // serves, by slug. Two names that map to one slug are an error naming
 // both; a name that makes no valid slug is reported in skipped and left
-// out.
-func (s *Server) serve(listed []*mcp.Tool) (tools map[string]*served, skipped []string, err error) {
+// out. What the upstream says of a tool reaches callers, so the server's
+// secrets are taken out of it first (withoutSecrets); a tool whose name
+// holds one is left out too, since its slug would show it.
+func (s *Server) serve(listed []*mcp.Tool, secrets *redact.Secrets) (tools map[string]*served, skipped []string, err error) {
 	tools = map[string]*served{}
 	for _, t := range listed {
 		if t == nil || !s.included(t.Name) {
 			continue
 		}
+		if secrets.Text(t.Name) != t.Name {
+			skipped = append(skipped, t.Name)
+			continue
+		}
+		t = withoutSecrets(t, secrets)
 		slug := Slug(s.ID, t.Name)
 		if !validSlug.MatchString(slug) {
 			skipped = append(skipped, t.Name)
@@ -116,6 +124,25 @@ func (s *Server) serve(listed []*mcp.Tool) (tools map[string]*served, skipped []
 		tools[slug] = sv
 	}
 	return tools, skipped, nil
+}
+
+// withoutSecrets is t with secrets taken out of its title, description,
+// schemas and annotations: a copy when any held one.
+func withoutSecrets(t *mcp.Tool, secrets *redact.Secrets) *mcp.Tool {
+	if secrets.Empty() {
+		return t
+	}
+	c := *t
+	c.Title = secrets.Text(t.Title)
+	c.Description = secrets.Text(t.Description)
+	c.InputSchema = secrets.Value(t.InputSchema)
+	c.OutputSchema = secrets.Value(t.OutputSchema)
+	if t.Annotations != nil {
+		a := *t.Annotations
+		a.Title = secrets.Text(a.Title)
+		c.Annotations = &a
+	}
+	return &c
 }
 
 // toolOf builds the registry tool of one upstream tool. Everything the

@@ -4,6 +4,8 @@ import (
 	"os"
 	"regexp"
 	"strings"
+
+	"github.com/toolgate/toolgate/internal/redact"
 )
 
 // credential is a provider key the gateway holds for a manifest tool: the
@@ -12,12 +14,13 @@ import (
 // no exported field, registry entry, manifest or digest holds it, and it
 // prints as a placeholder should anything ever format it.
 type credential struct {
-	header string
-	scheme string
-	value  string
+	header  string
+	scheme  string
+	value   string
+	secrets *redact.Secrets // the value, for taking it out of what the provider sends back
 }
 
-const redacted = "[redacted]"
+const redacted = redact.Mark
 
 // String keeps the value out of anything that prints a credential.
 func (c credential) String() string { return "credential{" + c.header + ": " + redacted + "}" }
@@ -33,14 +36,16 @@ func (c credential) headerValue() string {
 	return c.scheme + " " + c.value
 }
 
-// redact replaces every occurrence of the value in s, so that a provider
-// echoing the key back (in an error message, say) cannot show it to a
-// caller or put it in an execution record.
-func (c credential) redact(s string) string {
-	if c.value == "" || !strings.Contains(s, c.value) {
-		return s
+// redactor takes the value out of what the provider sends back, so that a
+// provider echoing the key (in its output or an error message, cut short or
+// with invisible characters inside) cannot show it to a caller or put it in
+// an execution record. A value shorter than redact.MinLen characters is not
+// taken out: it would take out ordinary words.
+func (c *credential) redactor() *redact.Secrets {
+	if c == nil {
+		return nil
 	}
-	return strings.ReplaceAll(s, c.value, redacted)
+	return c.secrets
 }
 
 // conventionalEnvName is the usual shape of an environment variable's name.
@@ -81,6 +86,7 @@ func readCredential(file string, path jsonPath, mc manifestCredential, opts Pars
 		// A line break would end the header and start another.
 		return credential{}, manifestErrorf(file, path, "the value holds a line break or another control character")
 	}
+	c.secrets = redact.New(c.value)
 	return c, nil
 }
 

@@ -37,11 +37,7 @@ func (rr *responseReader) normalize(resp UpstreamResponse) (any, error) {
 	if !ok {
 		return nil, Upstreamf(CodeUpstreamInvalidResponse, "%s returned an answer with nothing at %s", rr.provider, rr.pointer)
 	}
-	out := project(v, rr.output, rr.output, 0)
-	if rr.cred != nil {
-		out = redactValue(out, rr.cred)
-	}
-	return out, nil
+	return rr.cred.redactor().Value(project(v, rr.output, rr.output, 0)), nil
 }
 
 // failed reports a provider's error status. The message is ours; the
@@ -52,16 +48,10 @@ func (rr *responseReader) failed(resp UpstreamResponse) *UpstreamError {
 	if text := http.StatusText(resp.StatusCode); text != "" {
 		msg += " " + text
 	}
-	reason := rr.providerMessage(resp.Body)
-	if rr.cred != nil {
-		reason = rr.cred.redact(reason)
-	}
-	reason = Excerpt([]byte(reason))
-	if rr.cred != nil {
-		// Again after cleaning, which drops invisible characters: one
-		// inside an echoed key would otherwise hide it from the first pass.
-		reason = rr.cred.redact(reason)
-	}
+	// Redacted before it is cut, so the cut cannot leave a piece of the key
+	// the redaction no longer knows; the cut text is checked again for any
+	// run of it (see redact.Secrets.Excerpt).
+	reason := rr.cred.redactor().Excerpt(rr.providerMessage(resp.Body), excerptText)
 	if reason != "" {
 		msg += "; provider message: " + reason
 	}
@@ -163,27 +153,6 @@ func project(v any, schema, root map[string]any, depth int) any {
 			out[i] = project(child, items, root, depth+1)
 		}
 		return out
-	}
-	return v
-}
-
-// redactValue replaces the credential's value wherever it appears in a
-// string of v, member names included.
-func redactValue(v any, c *credential) any {
-	switch x := v.(type) {
-	case string:
-		return c.redact(x)
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, child := range x {
-			out[c.redact(k)] = redactValue(child, c)
-		}
-		return out
-	case []any:
-		for i, child := range x {
-			x[i] = redactValue(child, c)
-		}
-		return x
 	}
 	return v
 }

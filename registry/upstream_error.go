@@ -52,10 +52,15 @@ const maxExcerpt = 200
 // and invisible format characters dropped, invalid UTF-8 replaced, white
 // space folded, cut to 200 characters.
 func Excerpt(b []byte) string {
+	return excerptText(string(b))
+}
+
+// excerptText is Excerpt of a string.
+func excerptText(s string) string {
 	var sb strings.Builder
 	space := false
 	n := 0
-	for _, r := range strings.ToValidUTF8(string(b), "\uFFFD") {
+	for _, r := range strings.ToValidUTF8(s, "\uFFFD") {
 		if unicode.IsSpace(r) || unicode.IsControl(r) {
 			space = sb.Len() > 0
 			continue

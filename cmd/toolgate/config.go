@@ -115,16 +115,23 @@ func (c *Config) postgres() bool { return c.storageKind() == "postgres" }
 func (c *Config) sqlitePath() string { return strings.TrimPrefix(c.Storage, sqlitePrefix) }
 
 // loadConfig reads and parses the config file at path, registering the
-// tool manifests its "tools" globs name into reg first. Relative paths
-// (the globs, a SQLite file) are taken from the config file's directory,
-// so that the server finds the same files whatever directory it was
-// started from.
+// tool manifests its "tools" globs name into reg first. Every relative path
+// in the file (the globs, a SQLite file, the pins file, the MCP servers'
+// and the receipts' key files) is taken from the config file's directory,
+// made absolute here once, so that every command finds the same files
+// whatever directory it was started from and however path was given
+// (absolute, or relative to that directory). Absolute paths stay as they
+// are.
 func loadConfig(path string, reg *registry.Registry) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, &ConfigError{Msg: "cannot read the config file: " + err.Error()}
 	}
-	tools, err := loadToolManifests(data, filepath.Dir(path), reg)
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return nil, &ConfigError{Msg: "cannot find the config file's directory: " + err.Error()}
+	}
+	tools, err := loadToolManifests(data, dir, reg)
 	if err != nil {
 		return nil, err
 	}
@@ -133,13 +140,9 @@ func loadConfig(path string, reg *registry.Registry) (*Config, error) {
 		return nil, err
 	}
 	cfg.Tools = tools
-	resolveMCPPaths(cfg, filepath.Dir(path))
-	resolveReceiptPaths(cfg, filepath.Dir(path))
+	resolveMCPPaths(cfg, dir)
+	resolveReceiptPaths(cfg, dir)
 	if cfg.storageKind() == "sqlite" && !filepath.IsAbs(cfg.sqlitePath()) {
-		dir, err := filepath.Abs(filepath.Dir(path))
-		if err != nil {
-			return nil, &ConfigError{Msg: "storage: cannot resolve the SQLite path: " + err.Error()}
-		}
 		cfg.Storage = sqlitePrefix + filepath.Join(dir, cfg.sqlitePath())
 	}
 	return cfg, nil

@@ -11,7 +11,8 @@ import (
 )
 
 // loadToolManifests loads the manifests the config's "tools" globs name,
-// relative to dir (the config file's directory), into reg, before the rest
+// relative to dir (the config file's directory, absolute: registerManifests
+// reads the files from the file system's root), into reg, before the rest
 // of the config is read: "upstreams", "trust" and per-tool spend controls
 // may name the tools they define. A glob that matches nothing, or a
 // malformed one, is a *ConfigError at tools[i]; a bad manifest is a
