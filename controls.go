@@ -391,7 +391,15 @@ func (g *Gateway) UpdateSpendControls(ctx context.Context, principal string, upd
 
 func validateSpendControls(c toolgatetype.SpendControls) *toolgatetype.Error {
 	checkDec := func(name string, d *decimal.Decimal) *toolgatetype.Error {
-		if d != nil && (d.IsNegative() || d.Exponent() < -4) {
+		if d == nil {
+			return nil
+		}
+		// The bound first: an amount given as a decimal by a Go program
+		// never came through ParseAmount.
+		if err := toolgatetype.CheckAmount(*d); err != nil {
+			return newError(toolgatetype.CodeInvalidRequest, "%s %s", name, err)
+		}
+		if d.IsNegative() || d.Exponent() < -4 {
 			return newError(toolgatetype.CodeInvalidRequest, "%s must be a non-negative amount with at most 4 decimals", name)
 		}
 		return nil

@@ -35,7 +35,10 @@ import (
 //
 // Before its key is looked at or its body read, a request is refused (403)
 // when its Host, or its Origin if it gives one, names no name of the
-// server's (Options.AllowedHosts).
+// server's (Options.AllowedHosts). A JSON-RPC batch, which sessions of
+// revision 2025-03-26 may send, holds at most 100 messages: a larger one is
+// refused whole with 400 and a JSON-RPC Invalid Request error, wherever it
+// is sent, and none of its messages is run.
 type Handler struct {
 	g      *gateway
 	auth   apikey.Authenticator
@@ -110,8 +113,9 @@ func NewHandler(gw *toolgate.Gateway, opts *Options) (*Handler, error) {
 type principalKey struct{}
 
 // ServeHTTP checks the request's Host and Origin, authenticates it, caps
-// its body, marks each tools/call with its session and request id, and
-// hands it to the SDK's handler for the protocol revision it speaks.
+// its body and the messages of a batch (maxBatchMessages), marks each
+// tools/call with its session and request id, and hands it to the SDK's
+// handler for the protocol revision it speaks.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if why := h.hosts.refusal(r); why != "" {
 		writeRPCError(w, http.StatusForbidden, why)
@@ -152,7 +156,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if stateless {
 			session = "" // a request of its own, in no session
 		}
-		body = keyHTTPBody(body, session)
+		if body, err = keyHTTPRequest(body, session); err != nil {
+			// As the transport refuses a body it cannot take: 400, with a
+			// JSON-RPC error (Invalid Request, no id) in the body. Nothing
+			// in the batch has run: the SDK never sees it.
+			writeRPCError(w, http.StatusBadRequest, err.Error())
+			return
+		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
 		if head.method == "subscriptions/listen" {

@@ -5,6 +5,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
+	"strconv"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -63,11 +65,31 @@ func (c *keyedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	return msg, err
 }
 
-// keyHTTPBody sets the request key of every tools/call in an HTTP request
-// body (one JSON-RPC message, or a batch), session being the request's
-// Mcp-Session-Id. A body that is not JSON-RPC is returned as it is, for the
-// SDK to refuse.
+// maxBatchMessages is the most messages a JSON-RPC batch may hold. Only
+// sessions of protocol revision 2025-03-26 take batches (the SDK refuses
+// them in later revisions), and there the SDK runs every message of one:
+// a 1 MB body of 20,000 requests made 168 MB of answers. No client needs
+// more than a handful in one body.
+const maxBatchMessages = 100
+
+// errBatchTooLarge is keyHTTPRequest's refusal of a batch of more than
+// maxBatchMessages.
+var errBatchTooLarge = errors.New("a JSON-RPC batch may hold at most " + strconv.Itoa(maxBatchMessages) + " messages")
+
+// keyHTTPBody is keyHTTPRequest for a body known to be within bounds: a
+// batch too large is returned as it is.
 func keyHTTPBody(body []byte, session string) []byte {
+	out, _ := keyHTTPRequest(body, session)
+	return out
+}
+
+// keyHTTPRequest sets the request key of every tools/call in an HTTP
+// request body (one JSON-RPC message, or a batch), session being the
+// request's Mcp-Session-Id. A batch of more than maxBatchMessages is
+// refused (errBatchTooLarge), counted in the one decoding that splits it
+// into messages, before any of them is looked at. A body that is not
+// JSON-RPC is returned as it is, for the SDK to refuse.
+func keyHTTPRequest(body []byte, session string) ([]byte, error) {
 	if session == "" {
 		session = rand.Text() // no session yet: no retry can match
 	}
@@ -75,18 +97,21 @@ func keyHTTPBody(body []byte, session string) []byte {
 	if len(trimmed) > 0 && trimmed[0] == '[' {
 		var batch []json.RawMessage
 		if json.Unmarshal(trimmed, &batch) != nil {
-			return body
+			return body, nil
+		}
+		if len(batch) > maxBatchMessages {
+			return body, errBatchTooLarge
 		}
 		for i, m := range batch {
 			batch[i] = keyHTTPMessage(m, session)
 		}
 		out, err := json.Marshal(batch)
 		if err != nil {
-			return body
+			return body, nil
 		}
-		return out
+		return out, nil
 	}
-	return keyHTTPMessage(body, session)
+	return keyHTTPMessage(body, session), nil
 }
 
 // keyHTTPMessage sets the request key of one message, if it is a tools/call.

@@ -34,6 +34,8 @@ func TestStartRefusesMistakesNamingTheField(t *testing.T) {
 		{"bad glob", []mcpupstream.Server{{ID: "a", Command: []string{"x"}, Include: []string{"["}}}, "servers[0].include[0]"},
 		{"bad price", []mcpupstream.Server{{ID: "a", Command: []string{"x"}, Tools: map[string]mcpupstream.ToolConfig{
 			"t": {Pricing: &registry.Pricing{Type: registry.PricingFree, Amount: decimal.NewFromInt(1)}}}}}, "servers[0].tools.t.pricing"},
+		{"price of 21 digits", []mcpupstream.Server{{ID: "a", Command: []string{"x"}, Defaults: mcpupstream.ToolConfig{
+			Pricing: &registry.Pricing{Type: registry.PricingPerCall, Amount: decimal.New(1, 20)}}}}, "servers[0].defaults.pricing"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/shopspring/decimal"
+
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // ParseOptions are what parsing a manifest needs from its surroundings. A
@@ -370,9 +372,11 @@ func (p *manifestParser) pricing() Pricing {
 	pr := p.m.Pricing
 	amount := decimal.Zero
 	if pr.Amount != "" {
-		d, err := decimal.NewFromString(pr.Amount)
+		// The format's pattern bounds the text already; ParseAmount holds
+		// to the bound every amount keeps should the pattern ever widen.
+		d, err := toolgatetype.ParseAmount(pr.Amount)
 		if err != nil {
-			p.fail(p.errorf("pricing.amount", "is not a decimal amount"))
+			p.fail(p.errorf("pricing.amount", "%v", err))
 			return Pricing{}
 		}
 		amount = d

@@ -138,6 +138,12 @@ func TestParseManifestErrors(t *testing.T) {
 		{name: "amount with five decimals", change: func(d map[string]any) {
 			d["pricing"] = map[string]any{"type": "per_call", "amount": "0.00001"}
 		}, path: "pricing.amount", reason: "at most 4 decimals"},
+		{name: "amount of 21 digits", change: func(d map[string]any) {
+			d["pricing"] = map[string]any{"type": "per_call", "amount": "100000000000000000000"}
+		}, path: "pricing.amount", reason: "at most 4 decimals"},
+		{name: "amount of 900,000 digits", change: func(d map[string]any) {
+			d["pricing"] = map[string]any{"type": "per_call", "amount": strings.Repeat("9", 900_000)}
+		}, path: "pricing.amount", reason: "at most 4 decimals"},
 		{name: "amount as a number", change: func(d map[string]any) {
 			d["pricing"] = map[string]any{"type": "per_call", "amount": 0.01}
 		}, path: "pricing.amount", reason: "must be a string, not a number"},

@@ -50,6 +50,12 @@ func TestRegisterRejectsInvalidTools(t *testing.T) {
 		{"negative price", func(tl *registry.Tool) {
 			tl.Pricing = registry.Pricing{Type: registry.PricingPerCall, Amount: decimal.RequireFromString("-0.01")}
 		}},
+		{"price of 21 digits", func(tl *registry.Tool) {
+			tl.Pricing = registry.Pricing{Type: registry.PricingPerCall, Amount: decimal.RequireFromString("100000000000000000000")}
+		}},
+		{"price with 5 decimals", func(tl *registry.Tool) {
+			tl.Pricing = registry.Pricing{Type: registry.PricingPerCall, Amount: decimal.RequireFromString("0.00001")}
+		}},
 		{"non-USD currency", func(tl *registry.Tool) {
 			tl.Pricing = registry.Pricing{Type: registry.PricingPerCall, Amount: decimal.RequireFromString("0.01"), Currency: "EUR"}
 		}},

@@ -3,6 +3,7 @@ package toolgatetype
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 
 	"github.com/shopspring/decimal"
 )
@@ -14,9 +15,9 @@ import (
 // are text with 4 decimals ("10.0000"); a limit not set is null. Tools is
 // written only when not nil, and an empty map as an empty object: sent with
 // PUT, tools replaces the per-tool controls (an empty object removes them
-// all) and, absent, keeps them. Read, an amount is decimal text, and one
-// that is not is invalid_request naming the field
-// ("tools.echo.dailyLimitUsd"). A member it does not know is refused rather
+// all) and, absent, keeps them. Read, an amount is decimal text within
+// ParseAmount's bounds, and one that is not is invalid_request naming the
+// field ("tools.echo.dailyLimitUsd"). A member it does not know is refused rather
 // than dropped, both in a request and in an answer: a misspelt limit is
 // never taken as "not set", and controls read from a newer gateway are
 // never put back without the limits this version does not know.
@@ -75,8 +76,11 @@ func amountIn(s *string, field string) (*decimal.Decimal, error) {
 	if s == nil {
 		return nil, nil
 	}
-	d, err := decimal.NewFromString(*s)
-	if err != nil {
+	d, err := ParseAmount(*s)
+	switch {
+	case errors.Is(err, ErrAmountOutOfBounds):
+		return nil, Errorf(CodeInvalidRequest, "%s %s", field, err)
+	case err != nil:
 		return nil, Errorf(CodeInvalidRequest, "%s must be a decimal amount as text, e.g. \"10.0000\"", field)
 	}
 	return &d, nil

@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
+
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // ConfigError is a mistake in the config file, with the path of the field
@@ -205,14 +208,21 @@ func (n node) count() (int, error) {
 	if n.kind() != "a number" {
 		return 0, n.errorf("must be a whole number, not %s", n.kind())
 	}
-	d, err := decimal.NewFromString(string(bytes.TrimSpace(n.raw)))
+	raw := bytes.TrimSpace(n.raw)
+	if len(raw) > 32 {
+		// Refused unread: a number of a million digits would cost seconds
+		// to parse, and is no whole number in range whatever it is.
+		return 0, n.errorf("is not a whole number from 0 to 2147483647")
+	}
+	d, err := decimal.NewFromString(string(raw))
 	if err != nil || !d.IsInteger() || d.IsNegative() || d.GreaterThan(decimal.NewFromInt(1<<31-1)) {
 		return 0, n.errorf("%s is not a whole number from 0 to 2147483647", bytes.TrimSpace(n.raw))
 	}
 	return int(d.IntPart()), nil
 }
 
-// amount is a non-negative USD amount with at most 4 decimals. It should be
+// amount is a non-negative USD amount with at most 4 decimals and 20
+// digits before the point (toolgatetype.ParseAmount). It should be
 // a string, as amounts are everywhere on the wire; a JSON number is taken by
 // its exact text, never through a float.
 func (n node) amount() (decimal.Decimal, error) {
@@ -225,9 +235,19 @@ func (n node) amount() (decimal.Decimal, error) {
 	default:
 		return decimal.Decimal{}, n.errorf(`must be a decimal amount such as "25.0000", not %s`, n.kind())
 	}
-	d, err := decimal.NewFromString(strings.TrimSpace(text))
-	if err != nil {
-		return decimal.Decimal{}, n.errorf("%q is not a decimal amount", text)
+	d, err := toolgatetype.ParseAmount(strings.TrimSpace(text))
+	// The text is quoted back unless it may be a million characters long.
+	quoted := ""
+	if len(text) <= 64 {
+		quoted = strconv.Quote(text) + " "
+	}
+	switch {
+	case errors.Is(err, toolgatetype.ErrAmountTooPrecise):
+		return decimal.Decimal{}, n.errorf("%smust be a non-negative amount with at most 4 decimals", quoted)
+	case errors.Is(err, toolgatetype.ErrAmountOutOfBounds):
+		return decimal.Decimal{}, n.errorf("%v", err)
+	case err != nil:
+		return decimal.Decimal{}, n.errorf("%sis not a decimal amount", quoted)
 	}
 	if d.IsNegative() || d.Exponent() < -4 && !d.Equal(d.Round(4)) {
 		return decimal.Decimal{}, n.errorf("%q must be a non-negative amount with at most 4 decimals", text)

@@ -106,6 +106,8 @@ func TestParseConfigMCPServersErrors(t *testing.T) {
 		{"ftp url", server(`, "url": "ftp://x.example"`), `config: mcpServers[0].url: must be an http or https URL with a host, ...`},
 		{"bad glob", server(`, "command": ["x"], "include": ["[a"]`), `config: mcpServers[0].include[0]: "[a" is not a valid pattern ...`},
 		{"bad price", server(`, "command": ["x"], "tools": {"t": {"pricing": {"type": "per_call", "amount": "-1"}}}`), `config: mcpServers[0].tools.t.pricing.amount: "-1" must be a non-negative amount with at most 4 decimals`},
+		{"price of 21 digits", server(`, "command": ["x"], "tools": {"t": {"pricing": {"type": "per_call", "amount": "100000000000000000000"}}}`), `config: mcpServers[0].tools.t.pricing.amount: must have at most 20 digits before the point`},
+		{"price of 900,000 digits", server(`, "command": ["x"], "defaults": {"pricing": {"type": "per_call", "amount": "` + strings.Repeat("9", 900_000) + `"}}`), `config: mcpServers[0].defaults.pricing.amount: must have at most 20 digits before the point`},
 		{"free with a price", server(`, "command": ["x"], "defaults": {"pricing": {"type": "free", "amount": "1"}}`), `config: mcpServers[0].defaults.pricing.amount: a free tool has no amount`},
 		{"enabled in defaults", server(`, "command": ["x"], "defaults": {"enabled": false}`), `config: mcpServers[0].defaults: unknown field "enabled"`},
 		{"bad capability", server(`, "command": ["x"], "defaults": {"capabilities": {"readOnly": "yes"}}`), `config: mcpServers[0].defaults.capabilities.readOnly: must be true or false, not a string`},
