@@ -84,7 +84,7 @@ func TestApprovalPagesShowInvisibleCharactersAsEscapes(t *testing.T) {
 	} {
 		assert.Contains(t, page.Body, isolated)
 	}
-	assert.Contains(t, page.Body, "bdi,code,strong{unicode-bidi:isolate}", "code and strong isolate as bdi does")
+	assert.Contains(t, page.Body, "bdi,code,strong,.tag{unicode-bidi:isolate}", "code and strong isolate as bdi does")
 
 	list := b.Get(a.srv.URL + "/approvals")
 	require.Equal(t, http.StatusOK, list.Status, list.Body)

@@ -3,8 +3,8 @@
 // page's Content-Security-Policy allows exactly its own inline stylesheet
 // and nothing else; and how the pages show text that callers and providers
 // supplied: every invisible character as its escape (Visible), and every
-// such value isolated (in <bdi>, <code> or <strong>, which the stylesheet
-// isolates), so that one value cannot reorder the text around it.
+// such value isolated (in <bdi>, <code>, <strong> or a tag, which the
+// stylesheet isolates), so that one value cannot reorder the text around it.
 package pagestyle
 
 import (
