@@ -3,13 +3,12 @@ package approvalpage
 import (
 	"bytes"
 	"embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
+	"io"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -92,7 +91,10 @@ type requestView struct {
 	Digest, RiskLevel, Requirement                 string
 	Reasons                                        []string
 	Changed                                        bool
-	Input, InputSummary, InputSHA256               string
+	HeadingBefore, HeadingName, HeadingAfter       string
+	Input                                          []inputPart
+	InputSummary                                   inputSummaryView
+	InputSHA256                                    string
 	Created, Expires, Decided                      timeView
 }
 
@@ -161,46 +163,10 @@ func relative(d time.Duration) string {
 	return s + " ago"
 }
 
-// maxSummary bounds the input's summary beside the buttons; the whole
-// input is in the details below.
-const maxSummary = 100
-
-// inputSummary is a short line of the input for the decision: the
-// members of an object as "name: value", in name order, cut at
-// maxSummary characters.
-func inputSummary(raw json.RawMessage) string {
-	var members map[string]json.RawMessage
-	text := string(raw)
-	if json.Unmarshal(raw, &members) == nil && members != nil {
-		names := make([]string, 0, len(members))
-		for name := range members {
-			names = append(names, name)
-		}
-		slices.Sort(names)
-		parts := make([]string, len(names))
-		for i, name := range names {
-			parts[i] = name + ": " + string(members[name])
-		}
-		text = strings.Join(parts, ", ")
-		if text == "" {
-			text = "(nothing)"
-		}
-	}
-	return shorten(text, maxSummary)
-}
-
 // maxHeadingName bounds the tool's name in a page's heading, so that a
 // provider's long name cannot push the decision off the first screen; the
 // whole name is beside the buttons.
 const maxHeadingName = 40
-
-// shorten cuts s to n characters, the last an ellipsis.
-func shorten(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
-}
 
 // approvalListPage answers GET /approvals.
 func (h *Handler) approvalListPage(w http.ResponseWriter, r *http.Request) {
@@ -456,23 +422,30 @@ func (h *Handler) requestView(r *http.Request, req *toolgatetype.ApprovalRequest
 	if !ok {
 		heading = "A call of %s"
 	}
+	name := pagestyle.Cut(req.Tool.Name, maxHeadingName)
+	before, after, _ := strings.Cut(heading, "%s")
 	v := &requestView{
-		Principal:    req.Principal,
-		State:        string(req.Status),
-		Heading:      fmt.Sprintf(heading, shorten(req.Tool.Name, maxHeadingName)),
-		DecidedBy:    req.DecidedBy,
-		Remember:     string(req.Remember),
-		ToolName:     req.Tool.Name,
-		ToolSlug:     req.Tool.Slug,
-		PriceUSD:     req.PriceUSD,
-		FeeUSD:       req.FeeUSD,
-		TotalUSD:     req.TotalUSD,
-		Digest:       req.ManifestDigest,
-		Input:        prettyInput(req.Input),
-		InputSummary: inputSummary(req.Input),
-		InputSHA256:  req.InputSHA256,
-		Created:      when(req.CreatedAt, now),
-		Expires:      when(req.ExpiresAt, now),
+		Principal: req.Principal,
+		State:     string(req.Status),
+		Heading:   fmt.Sprintf(heading, name),
+		// The heading again, its tool's name apart, for the page to
+		// isolate: a name cannot reorder the words around it.
+		HeadingBefore: before,
+		HeadingName:   name,
+		HeadingAfter:  after,
+		DecidedBy:     req.DecidedBy,
+		Remember:      string(req.Remember),
+		ToolName:      req.Tool.Name,
+		ToolSlug:      req.Tool.Slug,
+		PriceUSD:      req.PriceUSD,
+		FeeUSD:        req.FeeUSD,
+		TotalUSD:      req.TotalUSD,
+		Digest:        req.ManifestDigest,
+		Input:         prettyInput(req.Input),
+		InputSummary:  inputSummary(req.Input),
+		InputSHA256:   req.InputSHA256,
+		Created:       when(req.CreatedAt, now),
+		Expires:       when(req.ExpiresAt, now),
 	}
 	if req.DecidedAt != nil {
 		v.Decided = when(*req.DecidedAt, now)
@@ -491,16 +464,6 @@ func (h *Handler) requestView(r *http.Request, req *toolgatetype.ApprovalRequest
 	v.Reasons = e.Policy.Reasons
 	v.Changed = e.Version.ManifestDigest == nil || *e.Version.ManifestDigest != req.ManifestDigest
 	return v
-}
-
-// prettyInput indents the canonical input for reading; html/template
-// escapes it wherever it lands.
-func prettyInput(raw json.RawMessage) string {
-	var b bytes.Buffer
-	if err := json.Indent(&b, raw, "", "  "); err != nil {
-		return string(raw)
-	}
-	return b.String()
 }
 
 // renderList shows the signed-in approver's pending requests, a page at a
@@ -584,12 +547,20 @@ func (h *Handler) pageData(r *http.Request, sess *Session, title string) approva
 // render writes a page. Pages are private to whoever is signed in: never
 // cached, never framed, no scripts, and forms post only to this origin.
 func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, name string, data approvalPageData) {
-	var body bytes.Buffer
-	if err := approvalTemplate.ExecuteTemplate(&body, name, data); err != nil {
+	var page bytes.Buffer
+	if err := approvalTemplate.ExecuteTemplate(&page, name, data); err != nil {
 		h.logError(r, err)
 		http.Error(w, "the page could not be shown", http.StatusInternalServerError)
 		return
 	}
+	// Every invisible character reaches the person as its escape, in
+	// whatever a caller, a provider or an approver supplied (names,
+	// descriptions, messages that quote them, a note): the templates and
+	// the stylesheet have none of their own (a test holds them to it), so
+	// this changes only what came from outside, and nothing added to a
+	// page later can forget it. The escapes are plain ASCII, safe in any
+	// place html/template put a value.
+	body := pagestyle.Visible(page.String())
 	hdr := w.Header()
 	hdr.Set("Content-Type", "text/html; charset=utf-8")
 	hdr.Set("Content-Security-Policy", approvalCSP)
@@ -599,9 +570,9 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, nam
 	// "Origin: null" on a POST, which the origin check must refuse.
 	hdr.Set("Referrer-Policy", "same-origin")
 	hdr.Set("Cache-Control", "no-store")
-	hdr.Set("Content-Length", strconv.Itoa(body.Len()))
+	hdr.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
-	_, _ = w.Write(body.Bytes())
+	_, _ = io.WriteString(w, body)
 }
 
 // isNotFound reports whether err says the request is not there for this approver.

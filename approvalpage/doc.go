@@ -12,8 +12,10 @@
 // cookie is SameSite=Strict, every POST must come from this origin (Origin,
 // or Referer when a browser sends no Origin), and every form of a session
 // carries that session's token. Every string a caller or provider supplied
-// is shown through html/template, escaped; the Content-Security-Policy
-// allows no script at all.
+// is shown through html/template, escaped, with every invisible character
+// (a right-to-left override, a zero-width space: pagestyle.Invisible) as
+// its escape, \u202E, and each value isolated, so that what a person reads
+// is what runs; the Content-Security-Policy allows no script at all.
 //
 // The origin a POST must come from is the one the request reached: its
 // Host, and https on TLS or when a reverse proxy says so in

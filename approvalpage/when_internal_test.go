@@ -1,8 +1,6 @@
 package approvalpage
 
 import (
-	"encoding/json"
-	"strings"
 	"testing"
 	"time"
 
@@ -28,14 +26,4 @@ func TestRelativeTimes(t *testing.T) {
 	}
 	now := time.Date(2030, 3, 15, 12, 0, 0, 0, time.UTC)
 	assert.Equal(t, timeView{Rel: "in 30 min", UTC: "2030-03-15 12:30:00 UTC", ISO: "2030-03-15T12:30:00Z"}, when(now.Add(30*time.Minute), now))
-}
-
-func TestInputSummary(t *testing.T) {
-	t.Parallel()
-	assert.Equal(t, `goal: "reach the summit", step: 1`, inputSummary(json.RawMessage(`{"step":1,"goal":"reach the summit"}`)))
-	assert.Equal(t, "(nothing)", inputSummary(json.RawMessage(`{}`)))
-	assert.Equal(t, `[1,2]`, inputSummary(json.RawMessage(`[1,2]`)))
-	long := inputSummary(json.RawMessage(`{"v":"` + strings.Repeat("é", 500) + `"}`))
-	assert.Equal(t, maxSummary, len([]rune(long)))
-	assert.True(t, strings.HasSuffix(long, "…"))
 }

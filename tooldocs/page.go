@@ -5,6 +5,7 @@ import (
 	"embed"
 	"encoding/json"
 	"html/template"
+	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -154,18 +155,23 @@ func (h *Handler) toolPage(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	var body bytes.Buffer
-	if err := toolPageTemplate.Execute(&body, d.page()); err != nil {
+	var page bytes.Buffer
+	if err := toolPageTemplate.Execute(&page, d.page()); err != nil {
 		h.writeError(w, r, err)
 		return
 	}
+	// The provider's name, description, tags and schemas reach the reader
+	// with every invisible character shown as its escape, as on the
+	// approval pages: the template has none of its own, so only provider
+	// text changes.
+	body := pagestyle.Visible(page.String())
 	hdr := w.Header()
 	hdr.Set("Content-Type", "text/html; charset=utf-8")
 	hdr.Set("Content-Security-Policy", pageCSP)
 	hdr.Set("X-Content-Type-Options", "nosniff")
 	hdr.Set("Referrer-Policy", "no-referrer")
-	hdr.Set("Content-Length", strconv.Itoa(body.Len()))
+	hdr.Set("Content-Length", strconv.Itoa(len(body)))
 	httpx.VaryOnForwarded(w)
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(body.Bytes())
+	_, _ = io.WriteString(w, body)
 }

@@ -1,7 +1,10 @@
 // Package pagestyle is the stylesheet the gateway's HTML pages share (the
 // tool documentation page and the approval pages), and the hash by which a
 // page's Content-Security-Policy allows exactly its own inline stylesheet
-// and nothing else.
+// and nothing else; and how the pages show text that callers and providers
+// supplied: every invisible character as its escape (Visible), and every
+// such value isolated (in <bdi>, <code>, <strong> or a tag, which the
+// stylesheet isolates), so that one value cannot reorder the text around it.
 package pagestyle
 
 import (
