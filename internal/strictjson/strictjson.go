@@ -14,10 +14,12 @@
 package strictjson
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -56,7 +58,13 @@ func (e *MemberError) Error() string {
 // *MemberError for the first member refused, ErrNotJSON when doc is not
 // JSON, or nil.
 func Check(doc []byte, shape *Shape) error {
-	s := scanner{in: doc}
+	s := scanners.Get().(*scanner)
+	defer func() {
+		clear(s.names[:cap(s.names)]) // no document kept alive by the pool
+		s.in, s.names = nil, s.names[:0]
+		scanners.Put(s)
+	}()
+	s.in, s.i = doc, 0
 	s.space()
 	if err := s.value(shape, 0); err != nil {
 		if m, ok := err.(*memberErr); ok {
@@ -70,6 +78,10 @@ func Check(doc []byte, shape *Shape) error {
 	}
 	return nil
 }
+
+// scanners keeps scanners, and the room their names take, from one check
+// to the next: a check on the call path allocates nothing.
+var scanners = sync.Pool{New: func() any { return &scanner{names: make([][]byte, 0, linearNames)} }}
 
 // memberErr is a MemberError on its way up: the segments of its path, the
 // innermost first, each level adding its own as the error passes it.
@@ -282,23 +294,25 @@ func (s *scanner) array(shape *Shape, depth int) error {
 	}
 }
 
-// skipString moves past the string at s.i.
+// skipString moves past the string at s.i. What is inside is the
+// decoder's to judge; only where it ends matters here.
 func (s *scanner) skipString() error {
 	s.i++ // opening quote
-	for s.i < len(s.in) {
-		switch c := s.in[s.i]; {
-		case c == '"':
-			s.i++
-			return nil
-		case c == '\\':
-			s.i += 2
-		case c < 0x20:
+	for {
+		end := bytes.IndexByte(s.in[s.i:], '"')
+		if end < 0 {
 			return ErrNotJSON
-		default:
-			s.i++
+		}
+		esc := bytes.IndexByte(s.in[s.i:s.i+end], '\\')
+		if esc < 0 {
+			s.i += end + 1
+			return nil
+		}
+		s.i += esc + 2 // past the escape, whatever it escapes
+		if s.i > len(s.in) {
+			return ErrNotJSON
 		}
 	}
-	return ErrNotJSON
 }
 
 // name reads the member name at s.i and returns it as encoding/json
@@ -308,32 +322,22 @@ func (s *scanner) skipString() error {
 func (s *scanner) name() ([]byte, error) {
 	s.i++ // opening quote
 	start := s.i
-	plain := true
-	for s.i < len(s.in) {
-		c := s.in[s.i]
-		switch {
-		case c == '"':
-			raw := s.in[start:s.i]
-			s.i++
-			if plain || utf8.Valid(raw) {
+	if end := bytes.IndexByte(s.in[start:], '"'); end >= 0 {
+		raw := s.in[start : start+end]
+		if bytes.IndexByte(raw, '\\') < 0 {
+			for _, c := range raw {
+				if c < 0x20 {
+					return nil, ErrNotJSON
+				}
+			}
+			s.i += end + 1
+			if utf8.Valid(raw) {
 				return raw, nil
 			}
 			return decodeName(raw), nil
-		case c == '\\':
-			if err := s.skipEscape(); err != nil {
-				return nil, err
-			}
-			return s.escapedName(start)
-		case c < 0x20:
-			return nil, ErrNotJSON
-		case c >= utf8.RuneSelf:
-			plain = false
-			s.i++
-		default:
-			s.i++
 		}
 	}
-	return nil, ErrNotJSON
+	return s.escapedName(start)
 }
 
 // escapedName finishes a name with escapes that began at start.

@@ -108,7 +108,7 @@ func manyMembers(n int, dup bool) string {
 
 func TestCheckLeavesSyntaxToTheDecoder(t *testing.T) {
 	t.Parallel()
-	for _, doc := range []string{``, `{`, `{"a"}`, `{"a":}`, `{"a":1,}`, `[1,]`, `{"a":1} {}`, "\"\x01\"", `{"a\u12":1}`,
+	for _, doc := range []string{``, `{`, `{"a"}`, `{"a":}`, `{"a":1,}`, `[1,]`, `{"a":1} {}`, "{\"\x01\":1}", `{"a\u12":1}`,
 		strings.Repeat("[", strictjson.MaxDepth+1) + strings.Repeat("]", strictjson.MaxDepth+1)} {
 		assert.ErrorIs(t, strictjson.Check([]byte(doc), nil), strictjson.ErrNotJSON, "%q", doc)
 	}
@@ -195,6 +195,34 @@ func FuzzCheck(f *testing.F) {
 		}
 		if want := duplicateByDecoder(doc); dup != want {
 			t.Fatalf("%q: Check says duplicate %v (%v), encoding/json %v", doc, dup, err, want)
+		}
+	})
+}
+
+// BenchmarkCheck is the check's cost on a call body as agents send them,
+// beside decoding the same body, which it precedes on every call.
+func BenchmarkCheck(b *testing.B) {
+	doc := []byte(`{"quoteId":"0b6f4c1e-6a43-4f61-9a39-2f0f3c7e1d2a","input":{"starttime":"2024-09-25","endtime":"2024-09-26","minmagnitude":4.5,"limit":10,"orderby":"time"},"approval":{"manifestDigest":"sha256:95bda28ea717ba931ac2a5c2375258d5b40fd5b89e6dc4902bcaddb688caf29d"}}`)
+	shape := shapeOf[callBody]()
+	b.Run("check", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(doc)))
+		for b.Loop() {
+			if err := strictjson.Check(doc, shape); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(doc)))
+		for b.Loop() {
+			var body callBody
+			dec := json.NewDecoder(bytes.NewReader(doc))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&body); err != nil {
+				b.Fatal(err)
+			}
 		}
 	})
 }
