@@ -1,7 +1,6 @@
 package toolgatetype
 
 import (
-	"errors"
 	"reflect"
 
 	"github.com/toolgate/toolgate/internal/strictjson"
@@ -12,8 +11,7 @@ import (
 // twice in its object (encoding/json would keep the last): invalid_request
 // naming it. Data that is not JSON passes, for the decoder to refuse.
 func checkMembers(data []byte, v any) error {
-	var m *strictjson.MemberError
-	if err := strictjson.Check(data, strictjson.ShapeOf(reflect.TypeOf(v))); errors.As(err, &m) {
+	if m, ok := strictjson.Check(data, strictjson.ShapeOf(reflect.TypeOf(v))).(*strictjson.MemberError); ok {
 		return Errorf(CodeInvalidRequest, "%s", m.Error())
 	}
 	return nil
