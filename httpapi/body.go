@@ -7,10 +7,12 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"reflect"
 	"strings"
 
 	"github.com/toolgate/toolgate/internal/httpx"
 	"github.com/toolgate/toolgate/internal/readsized"
+	"github.com/toolgate/toolgate/internal/strictjson"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
@@ -41,8 +43,16 @@ func requireJSONContentType(r *http.Request) error {
 }
 
 // decodeStrict decodes one JSON value into dst, refusing unknown fields,
-// wrong types and trailing data, with a message that names the field.
+// wrong types and trailing data, with a message that names the field. Every
+// JSON body the API reads comes through here (or through checkMembers), so
+// that member names match exactly and no member appears twice, at any
+// depth: encoding/json alone would take "quoteID" for "quoteId" and keep
+// the last of two "quoteId"s, letting a body mean one thing to the gateway
+// and another to a proxy or log that read the first.
 func decodeStrict(body []byte, dst any) error {
+	if err := checkMembers(body, strictjson.ShapeOf(reflect.TypeOf(dst))); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
@@ -57,6 +67,18 @@ func decodeStrict(body []byte, dst any) error {
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return httpx.Errorf(toolgatetype.CodeInvalidRequest, "the request body has data after its JSON value")
+	}
+	return nil
+}
+
+// checkMembers refuses a body with a member whose name is not exactly one
+// of shape's (nil: any name) or that appears twice in its object, naming
+// it. A body that is not JSON passes: the decoder says what is wrong.
+func checkMembers(body []byte, shape *strictjson.Shape) error {
+	// A type assertion, not errors.As, whose target would cost the call
+	// path an allocation: Check returns its errors unwrapped.
+	if m, ok := strictjson.Check(body, shape).(*strictjson.MemberError); ok {
+		return httpx.Errorf(toolgatetype.CodeInvalidRequest, "%s", m.Error())
 	}
 	return nil
 }

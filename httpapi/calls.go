@@ -15,10 +15,17 @@ func (h *Handler) quote(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	// The body is documented as an empty object; anything sent must at least be JSON.
-	if len(bytes.TrimSpace(body)) > 0 && !json.Valid(body) {
-		h.writeError(w, r, httpx.Errorf(toolgatetype.CodeInvalidRequest, "the request body is not valid JSON"))
-		return
+	// The body is documented as an empty object; anything sent must at
+	// least be JSON, with no member twice (as every body the API reads).
+	if len(bytes.TrimSpace(body)) > 0 {
+		if !json.Valid(body) {
+			h.writeError(w, r, httpx.Errorf(toolgatetype.CodeInvalidRequest, "the request body is not valid JSON"))
+			return
+		}
+		if err := checkMembers(body, nil); err != nil {
+			h.writeError(w, r, err)
+			return
+		}
 	}
 	q, err := h.gw.Quote(r.Context(), principalOf(r), r.PathValue("tool"))
 	if err != nil {

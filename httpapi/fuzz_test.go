@@ -55,6 +55,8 @@ func FuzzCallRequest(f *testing.F) {
 	f.Add([]byte(strings.Repeat("[", 20000)), "k5")
 	f.Add([]byte("\xff\xfe{}"), "k\x00")
 	f.Add([]byte(`{"quoteId":"`+target.quote+`","input":{"a":1,"a":2}}`), "")
+	f.Add([]byte(`{"quoteId":"x","quoteId":"`+target.quote+`","input":{"starttime":"2024-09-25"}}`), "k6")
+	f.Add([]byte(`{"quoteID":"`+target.quote+`","input":{"starttime":"2024-09-25"},"approval":{"manifestDigest":"x","manifestDigest":"`+target.digest+`"}}`), "k7")
 	f.Fuzz(func(t *testing.T, body []byte, key string) {
 		req := httptest.NewRequest(http.MethodPost, "/v1/tools/earthquake-search/call", bytes.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+aliceKey)

@@ -21,6 +21,13 @@
 // https when the connection is TLS or X-Forwarded-Proto says so, and the
 // prefix http.StripPrefix removed, or X-Forwarded-Prefix from a proxy that
 // strips it itself.
+//
+// Request bodies are read strictly: member names match exactly ("quoteID"
+// is not "quoteId"), a member the body does not have is refused, and so is
+// a member that appears twice in its object, at any depth (a call's input
+// included), each a 400 invalid_request naming the member by its path
+// ("input.items[0].id"). Nothing is taken as its last copy, so a body means
+// the same to the gateway as to any proxy or log that read it first.
 package httpapi
 
 import (

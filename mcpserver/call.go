@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgate/toolgate/internal/strictjson"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
@@ -100,6 +101,12 @@ func (g *gateway) newCall(req *mcp.CallToolRequest) (*toolCall, *mcp.CallToolRes
 	}
 	canonical, err := registry.Canonicalize(args)
 	if err != nil {
+		// The canonical form refuses a member twice, at any depth, as the
+		// HTTP API refuses it in a body: arguments mean one thing. Which
+		// member is worth saying.
+		if m, ok := strictjson.Check(args, nil).(*strictjson.MemberError); ok && m.Duplicate {
+			return nil, schemaError(v.Tool.Slug, []toolgatetype.FieldError{{Path: "arguments." + m.Path, Message: "appears more than once; send each member once"}}), nil
+		}
 		return nil, schemaError(v.Tool.Slug, []toolgatetype.FieldError{{Path: "arguments", Message: "must be valid JSON"}}), nil
 	}
 	if failures := v.Input.Validate(canonical, "arguments"); failures != nil {

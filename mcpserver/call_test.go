@@ -246,6 +246,25 @@ func TestAReSentRequestRunsOnce(t *testing.T) {
 	gw.Upstream.RequireCalls(t, 4)
 }
 
+// TestArgumentsWithAMemberTwiceAreRefused: arguments with a member twice,
+// at any depth, are refused naming it, not run with its last copy (what
+// encoding/json would read) nor its first.
+func TestArgumentsWithAMemberTwiceAreRefused(t *testing.T) {
+	t.Parallel()
+	gw := toolgatetest.New(t, &toolgatetest.Options{Tools: []*registry.Tool{coveredEcho()}})
+	rpc := rawSession(t, gw, "alice")
+	for i, c := range []struct{ args, path string }{
+		{`{"v":"shown","v":"run"}`, "arguments.v"},
+		{`{"v":"hi","x":[{"y":1,"\u0079":2}]}`, "arguments.x[0].y"},
+	} {
+		var res mcp.CallToolResult
+		require.NoError(t, json.Unmarshal(rpc.roundTrip(t, int64(10+i), "tools/call", `{"name":"echo","arguments":`+c.args+`}`), &res))
+		msg := requireToolError(t, &res, toolgatetype.CodeInputInvalid)
+		assert.Contains(t, msg, "\n- "+c.path+": appears more than once")
+	}
+	gw.Upstream.RequireCalls(t, 0)
+}
+
 func TestSchemaErrorsListEachPath(t *testing.T) {
 	t.Parallel()
 	gw := toolgatetest.New(t, &toolgatetest.Options{Tools: []*registry.Tool{coveredEcho()}})

@@ -4,9 +4,12 @@ import (
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"reflect"
 
 	"github.com/toolgate/toolgate/internal/jcs"
+	"github.com/toolgate/toolgate/internal/strictjson"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
@@ -18,6 +21,20 @@ const (
 	CheckSignature = "signature" // the signature does not match the receipt
 	CheckSequence  = "sequence"  // seq is not the one after the principal's previous receipt
 	CheckLink      = "prev"      // prev is not the hash of the principal's previous receipt
+)
+
+// signedEnvelope is a signed receipt as served and exported.
+type signedEnvelope struct {
+	Receipt   json.RawMessage                `json:"receipt"`
+	Signature *toolgatetype.ReceiptSignature `json:"signature"`
+}
+
+// The members a signed receipt may have: the envelope's and the
+// signature's (the receipt's are checked once its schema is known), and
+// the receipt's.
+var (
+	envelopeShape = strictjson.ShapeOf(reflect.TypeFor[signedEnvelope]())
+	receiptShape  = strictjson.ShapeOf(reflect.TypeFor[toolgatetype.Receipt]())
 )
 
 // Break is the first place a chain fails to verify.
@@ -86,10 +103,15 @@ func (v *Verifier) Principals() int { return len(v.chains) }
 // break the verifier's state is unchanged, so the caller stops there.
 func (v *Verifier) Add(signed []byte) error {
 	index := v.count + 1
-	var envelope struct {
-		Receipt   json.RawMessage                `json:"receipt"`
-		Signature *toolgatetype.ReceiptSignature `json:"signature"`
+	// A member twice or one this verifier does not know is a break, before
+	// anything is read: encoding/json would keep the last of two
+	// "receipt"s (and match names whatever their case), so a line could
+	// show one receipt to a person or another tool and verify another.
+	var member *strictjson.MemberError
+	if errors.As(strictjson.Check(signed, envelopeShape), &member) {
+		return &Break{Index: index, Check: CheckFormat, Detail: member.Error()}
 	}
+	var envelope signedEnvelope
 	if err := json.Unmarshal(signed, &envelope); err != nil || len(envelope.Receipt) == 0 || envelope.Signature == nil {
 		return &Break{Index: index, Check: CheckFormat, Detail: "not a signed receipt ({\"receipt\": ..., \"signature\": ...})"}
 	}
@@ -102,6 +124,13 @@ func (v *Verifier) Add(signed []byte) error {
 	}
 	if r.SchemaVersion != toolgatetype.ReceiptSchemaVersion {
 		return fail(CheckSchema, "schemaVersion %q, this verifier knows %q", r.SchemaVersion, toolgatetype.ReceiptSchemaVersion)
+	}
+	// The receipt's own members are checked once its schema is known to be
+	// this verifier's: a receipt of a later schema says so, rather than
+	// naming the first member it added.
+	if errors.As(strictjson.Check(envelope.Receipt, receiptShape), &member) {
+		inLine := strictjson.MemberError{Path: "receipt." + member.Path, Duplicate: member.Duplicate}
+		return fail(CheckFormat, "%s", inLine.Error())
 	}
 	sig := envelope.Signature
 	if sig.Alg != Alg {

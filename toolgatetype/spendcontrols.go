@@ -88,6 +88,9 @@ func amountIn(s *string, field string) (*decimal.Decimal, error) {
 
 // decodeStrict decodes data into v, refusing members v does not have.
 func decodeStrict(data []byte, v any) error {
+	if err := checkMembers(data, v); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	return dec.Decode(v)

@@ -344,12 +344,18 @@ func runReceiptsVerify(ctx context.Context, c *cli, cmd *command, args []string)
 		}
 		return nil
 	}
+	line := 0
 	if *file != "" {
-		err = verifyFile(*file, add)
+		line, err = verifyFile(*file, add)
 	} else {
 		err = receiptPages(ctx, c, src, add)
 	}
 	switch {
+	case broke != nil && line > 0:
+		// A receipt's position is not its line when the file has blank
+		// lines, and a line that is no receipt has no seq to find it by.
+		fmt.Fprintf(c.stdout, "BROKEN at %v (line %d of %s)\n", broke, line, *file)
+		return exitFailed
 	case broke != nil:
 		fmt.Fprintf(c.stdout, "BROKEN at %v\n", broke)
 		return exitFailed
@@ -363,25 +369,27 @@ func runReceiptsVerify(ctx context.Context, c *cli, cmd *command, args []string)
 // errBroken stops reading a chain at its first break.
 var errBroken = errors.New("the chain is broken")
 
-// verifyFile feeds each line of a JSON lines file to add.
-func verifyFile(path string, add func([]byte) error) error {
+// verifyFile feeds each line of a JSON lines file to add; when add fails,
+// it returns the number of the line, from 1, so a break can name it.
+func verifyFile(path string, add func([]byte) error) (line int, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer f.Close()
 	lines := bufio.NewScanner(f)
 	lines.Buffer(make([]byte, 64<<10), 16<<20)
 	for lines.Scan() {
-		line := lines.Bytes()
-		if len(bytes.TrimSpace(line)) == 0 {
+		line++
+		text := lines.Bytes()
+		if len(bytes.TrimSpace(text)) == 0 {
 			continue
 		}
-		if err := add(line); err != nil {
-			return err
+		if err := add(text); err != nil {
+			return line, err
 		}
 	}
-	return lines.Err()
+	return 0, lines.Err()
 }
 
 // readReceiptKeys reads a key document from a file or an http(s) URL.

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"database/sql"
 	"encoding/base64"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"net/http"
@@ -333,4 +334,76 @@ func TestReceiptsCommandsRefuseMistakes(t *testing.T) {
 	p := startProcess(t, []string{"-config", path})
 	assert.NotEqual(t, 0, p.wait(exitTimeout))
 	assert.Contains(t, p.stderr.String(), "can be read by others")
+}
+
+// TestReceiptsVerifyReadsEachLineOneWay: an exported line means one thing
+// to every reader. A line with two "receipt" members (a forged one first,
+// which a reader keeping the first would show, the signed one last, which
+// encoding/json keeps) is a break, as is a member the verifier does not
+// know, at the top, in the signature or in the receipt, or one written in
+// another case; each names the receipt, the member and the line. The file
+// as exported still verifies.
+func TestReceiptsVerifyReadsEachLineOneWay(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	keyFile, _, _ := writeSigningKey(t, dir, "signing")
+	apiKey := randomKey(t, "tg_test_receipts_")
+	config := writeConfig(t, map[string]any{
+		"listen":     "127.0.0.1:0",
+		"storage":    sqlitePrefix + filepath.Join(dir, "receipts.db"),
+		"principals": []any{map[string]any{"id": "alice", "apiKeys": []string{apiKey}}},
+		"receipts":   map[string]any{"signingKeyFile": keyFile, "keyId": "k1"},
+	})
+	p, base := startServer(t, []string{"-config", config, "-offline"})
+	c := client{t: t, base: base, key: apiKey}
+	for i := range 3 {
+		q, digest, _ := c.quote("earthquake-search")
+		r := c.call("earthquake-search", q, digest, "strict-"+strconv.Itoa(i), map[string]any{"starttime": "2024-09-25"})
+		require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	}
+	chainFile := filepath.Join(dir, "chain.jsonl")
+	code, out := runCLI(t, []string{"TOOLGATE_API_KEY=" + apiKey}, "receipts", "export", "-url", base, "-o", chainFile)
+	require.Equal(t, 0, code, out)
+	keysDoc := client{t: t, base: base}.do(http.MethodGet, "/.well-known/toolgate-receipt-keys", nil)
+	require.Equal(t, http.StatusOK, keysDoc.status)
+	keysFile := filepath.Join(dir, "keys.json")
+	require.NoError(t, os.WriteFile(keysFile, keysDoc.body, 0o644))
+	require.Equal(t, 0, p.stop(exitTimeout))
+
+	exported, err := os.ReadFile(chainFile)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(exported)), "\n")
+	require.Len(t, lines, 3)
+	code, out = runCLI(t, nil, "receipts", "verify", "-file", chainFile, "-keys", keysFile)
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "ok: 3 receipts")
+
+	second := lines[1]
+	var envelope struct {
+		Receipt json.RawMessage `json:"receipt"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(second), &envelope))
+	require.Contains(t, string(envelope.Receipt), `"status":"completed"`)
+	forged := strings.Replace(string(envelope.Receipt), `"status":"completed"`, `"status":"failed"`, 1)
+	for _, c := range []struct {
+		name, line, says string
+	}{
+		{"two receipts, a forged one first", `{"receipt":` + forged + `,` + second[1:], `BROKEN at receipt 2: format: duplicate field "receipt"`},
+		{"a member it does not know", second[:len(second)-1] + `,"note":"paid in full"}`, `BROKEN at receipt 2: format: unknown field "note"`},
+		{"a member the signature does not have", strings.Replace(second, `"keyId":`, `"by":"ops","keyId":`, 1), `BROKEN at receipt 2: format: unknown field "signature.by"`},
+		{"a member the receipt does not have", strings.Replace(second, `"seq":`, `"paid":true,"seq":`, 1), `: format: unknown field "receipt.paid"`},
+		{"a member written in another case", strings.Replace(second, `"signature":`, `"Signature":`, 1), `BROKEN at receipt 2: format: unknown field "Signature"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			require.NotEqual(t, second, c.line)
+			// A blank line first: the line is not the receipt's position.
+			file := filepath.Join(t.TempDir(), "chain.jsonl")
+			require.NoError(t, os.WriteFile(file, []byte("\n"+lines[0]+"\n"+c.line+"\n"+lines[2]+"\n"), 0o644))
+			code, out := runCLI(t, nil, "receipts", "verify", "-file", file, "-keys", keysFile)
+			assert.Equal(t, 1, code, out)
+			assert.Contains(t, out, c.says)
+			assert.Contains(t, out, "(line 3 of "+file+")")
+			assert.NotContains(t, out, "ok:")
+		})
+	}
 }
