@@ -107,6 +107,14 @@ func (r reply) errorCode(t *testing.T) string {
 	return e["code"].(string)
 }
 
+// errorMessage is error.message of an error body.
+func (r reply) errorMessage(t *testing.T) string {
+	t.Helper()
+	e, ok := r.json(t)["error"].(map[string]any)
+	require.True(t, ok, "not an error body: %s", r.body)
+	return e["message"].(string)
+}
+
 func (a *api) do(method, path, key string, body string, headers ...string) reply {
 	a.t.Helper()
 	var rd io.Reader

@@ -58,14 +58,6 @@ func (a *api) behindProxy() *syncBuffer {
 // from sends a request as the client at addr behind the proxy.
 func from(addr string) []string { return []string{"X-Forwarded-For", addr} }
 
-// errorMessage is error.message of an error body.
-func (r reply) errorMessage(t *testing.T) string {
-	t.Helper()
-	e, ok := r.json(t)["error"].(map[string]any)
-	require.True(t, ok, "not an error body: %s", r.body)
-	return e["message"].(string)
-}
-
 // TestGuessesAtAnApproversKeyNeverLockThemOut: eleven wrong keys that
 // share the approver's key prefix, sent from several addresses, slow
 // further guesses at that prefix, but the approver's right key from an

@@ -11,14 +11,6 @@ import (
 	"github.com/toolgate/toolgate/storage/memory"
 )
 
-// errorMessage returns error.message of an error body.
-func (r reply) errorMessage(t *testing.T) string {
-	t.Helper()
-	e, ok := r.json(t)["error"].(map[string]any)
-	require.True(t, ok, "not an error body: %s", r.body)
-	return e["message"].(string)
-}
-
 // TestCallBodiesAreStrict: a call body means one thing. A member name in
 // another case ("quoteID") is not quoteId, and a member sent twice, at any
 // depth, is refused rather than read as its last copy: 400 invalid_request
