@@ -181,19 +181,37 @@ func errApprovalRequestNotFound(id string) *toolgatetype.Error {
 // final: of decisions made at once exactly one wins, and the others, like
 // any later one, get approval_already_decided; a request whose expiry has
 // passed gets approval_expired.
+//
+// An approve means what the approver chose, and no more: with no
+// Remember (or ApprovalOnce) it grants the request's one call, records no
+// standing approval whatever the tool's requirement, and the request
+// records remember "once"; the next call of the tool asks again. A
+// standing approval exists only when the approver chose one in Remember.
+// ApprovalFirstUse ("don't ask again for this version") is a choice only
+// for a tool whose requirement is first_use, the one requirement it
+// covers; for any other tool it is invalid_request rather than an approval
+// that would silently cover nothing.
 func (g *Gateway) DecideApproval(ctx context.Context, approver, id string, d toolgatetype.Decision) (*toolgatetype.ApprovalRequest, error) {
 	remember := d.Remember
-	if !d.Approve {
+	switch {
+	case !d.Approve:
 		remember = ""
+	case remember == "":
+		remember = toolgatetype.ApprovalOnce
 	}
 	switch remember {
-	case "", toolgatetype.ApprovalNeverAsk, toolgatetype.ApprovalAskChargedCalls:
+	case "", toolgatetype.ApprovalOnce, toolgatetype.ApprovalFirstUse, toolgatetype.ApprovalNeverAsk, toolgatetype.ApprovalAskChargedCalls:
 	default:
-		return nil, newError(toolgatetype.CodeInvalidRequest, "remember must be %s or %s", toolgatetype.ApprovalNeverAsk, toolgatetype.ApprovalAskChargedCalls)
+		return nil, errRememberChoice()
 	}
 	r, err := g.approverRequest(ctx, approver, id)
 	if err != nil {
 		return nil, err
+	}
+	if remember == toolgatetype.ApprovalFirstUse {
+		if err := g.firstUseChoice(r); err != nil {
+			return nil, err
+		}
 	}
 	now := g.clock.Now().UTC()
 	decided, err := g.store.DecideApprovalRequest(ctx, storage.ApprovalDecision{
@@ -217,6 +235,27 @@ func (g *Gateway) DecideApproval(ctx context.Context, approver, id string, d too
 		g.obs.approvalRequest(approvalDenied)
 	}
 	return &out, nil
+}
+
+// errRememberChoice refuses a remember that is not one of the choices.
+func errRememberChoice() *toolgatetype.Error {
+	return newError(toolgatetype.CodeInvalidRequest, "remember must be %s, %s, %s or %s, or left out (this call only)",
+		toolgatetype.ApprovalOnce, toolgatetype.ApprovalFirstUse, toolgatetype.ApprovalNeverAsk, toolgatetype.ApprovalAskChargedCalls)
+}
+
+// firstUseChoice refuses remember first_use for a request whose tool's
+// requirement, as registered now, is not first_use: such a standing
+// approval would cover none of its later calls.
+func (g *Gateway) firstUseChoice(r storage.ApprovalRequest) error {
+	v, err := g.registry.Lookup(r.ToolID)
+	if err != nil {
+		return newError(toolgatetype.CodeInvalidRequest, "remember %s needs a tool whose requirement is first_use; %s is no longer registered", toolgatetype.ApprovalFirstUse, r.ToolSlug)
+	}
+	if got := EvaluatePolicy(v).Approval.Requirement; got != toolgatetype.RequirementFirstUse {
+		return newError(toolgatetype.CodeInvalidRequest, "remember %s covers only a tool whose requirement is first_use, and %s's is %s: use %s or %s to stop asking",
+			toolgatetype.ApprovalFirstUse, v.Tool.Slug, got, toolgatetype.ApprovalNeverAsk, toolgatetype.ApprovalAskChargedCalls)
+	}
+	return nil
 }
 
 // ListApprovalRequests lists the approval requests of the principals
@@ -336,6 +375,11 @@ func (g *Gateway) approvalView(r storage.ApprovalRequest, now time.Time) toolgat
 		ExpiresAt:      r.ExpiresAt,
 		DecidedBy:      r.DecidedBy,
 		Remember:       r.Remember,
+	}
+	if out.Remember == "" && (r.Status == storage.ApprovalApproved || r.Status == storage.ApprovalUsed) {
+		// Approved before every approve recorded what it applied: such an
+		// approve granted its one call, as "once" says.
+		out.Remember = toolgatetype.ApprovalOnce
 	}
 	if (r.Status == storage.ApprovalPending || r.Status == storage.ApprovalApproved) && !now.Before(r.ExpiresAt) {
 		out.Status = toolgatetype.ApprovalStatusExpired

@@ -150,21 +150,21 @@ func (g *Gateway) DeleteApproval(ctx context.Context, principal, tool string) er
 	return nil
 }
 
-// rememberFirstUse records that the call's approver (approvedBy; empty for
-// the caller) approved this exact digest, so a first_use tool needs no
-// approval again until its digest changes. A standing approval someone set
-// is left as it is, and so is a first use already remembered as strongly:
-// one an approver approved is not replaced by the caller's.
-func (g *Gateway) rememberFirstUse(ctx context.Context, principal string, v *registry.Version, approvedBy string) {
+// rememberFirstUse records that the caller (in caller mode) approved this
+// exact digest with a call, so a first_use tool needs no approval again
+// until its digest changes. A standing approval someone set is left as it
+// is, and so is a first use of this digest already remembered, whether
+// the caller's or one an approver chose (approving with remember
+// first_use), which the caller's does not replace.
+func (g *Gateway) rememberFirstUse(ctx context.Context, principal string, v *registry.Version) {
 	existing, err := g.store.GetApproval(ctx, principal, v.Tool.ID)
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return
 	}
-	if err == nil && (existing.Mode != toolgatetype.ApprovalFirstUse ||
-		existing.ManifestDigest == v.Digest && (existing.ApprovedBy != "" || approvedBy == "")) {
+	if err == nil && (existing.Mode != toolgatetype.ApprovalFirstUse || existing.ManifestDigest == v.Digest) {
 		return
 	}
-	a := storage.Approval{Principal: principal, ToolID: v.Tool.ID, ManifestDigest: v.Digest, Mode: toolgatetype.ApprovalFirstUse, ApprovedBy: approvedBy, UpdatedAt: g.clock.Now().UTC()}
+	a := storage.Approval{Principal: principal, ToolID: v.Tool.ID, ManifestDigest: v.Digest, Mode: toolgatetype.ApprovalFirstUse, UpdatedAt: g.clock.Now().UTC()}
 	if err := g.store.PutApproval(ctx, a); err != nil {
 		g.log.WarnContext(ctx, "could not remember first use", "tool", v.Tool.Slug, "error", err)
 	}

@@ -416,7 +416,7 @@ func TestStandingApprovalsInApproverMode(t *testing.T) {
 		toolgatetest.RequireCompleted(t, res, err, "0.0000")
 	})
 
-	t.Run("FirstUseIsCoveredOnlyAfterAnApproverApprovedCall", func(t *testing.T) {
+	t.Run("FirstUseIsCoveredOnlyOnceAnApproverChoseToRemember", func(t *testing.T) {
 		t.Parallel()
 		medium := readOnly()
 		medium.OpenWorld = registry.Bool(true)
@@ -430,20 +430,54 @@ func TestStandingApprovalsInApproverMode(t *testing.T) {
 		_, err := e.gw.Call(ctx, "agent", approvedCall(q, "k0", "hi"))
 		requireCode(t, err, toolgatetype.CodeApprovalRequired)
 
+		// Approved for this call only: it runs, and nothing more is approved.
 		q, r := e.ask("agent", "fu", "hi")
-		e.approve(r.ID, "")
+		assert.Equal(t, toolgatetype.ApprovalOnce, e.approve(r.ID, "").Remember)
 		res, err := e.gw.Call(ctx, "agent", grantedCall(q, "k1", "hi", r.ID))
+		toolgatetest.RequireCompleted(t, res, err, "0.0000")
+		kept, err := e.store.GetApproval(ctx, "agent", q.Tool.ID)
+		require.NoError(t, err)
+		assert.Empty(t, kept.ApprovedBy, "no approver's standing approval was recorded")
+		used, err := e.gw.ApprovalRequest(ctx, "agent", r.ID)
+		require.NoError(t, err)
+		assert.Equal(t, toolgatetype.ApprovalOnce, used.Remember)
+
+		next := e.quote("agent", "fu")
+		assert.Equal(t, toolgatetype.RequirementFirstUse, next.Policy.Approval.Requirement, "the next call asks again")
+		req := approvedCall(next, "k2", "again")
+		req.ApprovalDigest = ""
+		_, err = e.gw.Call(ctx, "agent", req)
+		requireCode(t, err, toolgatetype.CodeApprovalRequired)
+
+		// Approved with "don't ask again for this version": later calls
+		// of this version do not ask.
+		q, r = e.ask("agent", "fu", "hi")
+		assert.Equal(t, toolgatetype.ApprovalFirstUse, e.approve(r.ID, toolgatetype.ApprovalFirstUse).Remember)
+		res, err = e.gw.Call(ctx, "agent", grantedCall(q, "k3", "hi", r.ID))
 		toolgatetest.RequireCompleted(t, res, err, "0.0000")
 		remembered, err := e.store.GetApproval(ctx, "agent", q.Tool.ID)
 		require.NoError(t, err)
 		assert.Equal(t, "pat", remembered.ApprovedBy)
+		assert.Equal(t, toolgatetype.ApprovalFirstUse, remembered.Mode)
 
-		next := e.quote("agent", "fu")
+		next = e.quote("agent", "fu")
 		assert.Equal(t, toolgatetype.RequirementCoveredByUserPolicy, next.Policy.Approval.Requirement)
-		req := approvedCall(next, "k2", "again")
+		req = approvedCall(next, "k4", "another input")
 		req.ApprovalDigest = ""
 		res, err = e.gw.Call(ctx, "agent", req)
 		toolgatetest.RequireCompleted(t, res, err, "0.0000")
+	})
+
+	t.Run("FirstUseIsNoChoiceForAnotherRequirement", func(t *testing.T) {
+		t.Parallel()
+		e := newApproverEnv(t, []toolSpec{callable})
+		_, r := e.ask("agent", "echo", "hi")
+		_, err := e.gw.DecideApproval(ctx, "pat", r.ID, toolgatetype.Decision{Approve: true, Remember: toolgatetype.ApprovalFirstUse})
+		refused := requireCode(t, err, toolgatetype.CodeInvalidRequest)
+		assert.Contains(t, refused.Message, "explicit_unverified")
+		still, err := e.gw.ApprovalRequest(ctx, "agent", r.ID)
+		require.NoError(t, err)
+		assert.Equal(t, toolgatetype.ApprovalStatusPending, still.Status, "nothing was decided")
 	})
 }
 

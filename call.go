@@ -454,13 +454,13 @@ func (g *Gateway) execute(ctx context.Context, c *call, adm admission, cl claim)
 		e.Status, e.FinishedAt = storage.ExecutionStatus(exec.Status), finished
 		g.notifyAmbiguous(ctx, g.summarize(e))
 	}
-	if exec.Status == toolgatetype.StatusCompleted && !adm.resumed && !cl.tookOver && adm.policy.Approval.Requirement == toolgatetype.RequirementFirstUse {
-		switch {
-		case adm.grant != nil:
-			g.rememberFirstUse(ctx, c.principal, c.tool, adm.grant.DecidedBy)
-		case adm.mode == toolgatetype.ApprovalModeCaller && c.req.ApprovalDigest != "":
-			g.rememberFirstUse(ctx, c.principal, c.tool, "")
-		}
+	if exec.Status == toolgatetype.StatusCompleted && !adm.resumed && !cl.tookOver && adm.policy.Approval.Requirement == toolgatetype.RequirementFirstUse &&
+		adm.mode == toolgatetype.ApprovalModeCaller && c.req.ApprovalDigest != "" {
+		// In caller mode the caller's own approval of the digest covers
+		// its later calls (section 6). An approver's grant is not such an
+		// approval: it approved this call only, unless the approver chose
+		// to remember, which DecideApproval recorded already.
+		g.rememberFirstUse(ctx, c.principal, c.tool)
 	}
 	exec.Receipt = &sealed
 	return &toolgatetype.CallResult{Execution: exec, Body: stored}, nil

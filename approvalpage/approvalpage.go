@@ -257,9 +257,12 @@ func (h *Handler) pageForm(w http.ResponseWriter, r *http.Request, onRequest boo
 		h.renderRequest(w, r, sess, http.StatusBadRequest, "Choose Approve or Deny.", "")
 		return
 	}
+	// The choices the page offers; "once" (this call only) is also what a
+	// form without one means, and the request records it either way.
 	switch remember := form.Get("remember"); remember {
-	case "", "once":
-	case string(toolgatetype.ApprovalNeverAsk), string(toolgatetype.ApprovalAskChargedCalls):
+	case "", string(toolgatetype.ApprovalOnce):
+		d.Remember = toolgatetype.ApprovalOnce
+	case string(toolgatetype.ApprovalFirstUse), string(toolgatetype.ApprovalNeverAsk), string(toolgatetype.ApprovalAskChargedCalls):
 		d.Remember = toolgatetype.StandingMode(remember)
 	default:
 		h.renderRequest(w, r, sess, http.StatusBadRequest, "Choose what to remember from the choices given.", "")

@@ -124,9 +124,12 @@ func (c *Client) ApprovalRequests(ctx context.Context, status toolgatetype.Appro
 
 // Approve approves approval request id, for a client holding an approver
 // key, and returns the request as decided, as toolgate.Gateway.DecideApproval
-// does. remember, when not empty (storage.ApprovalNeverAsk or
-// storage.ApprovalAskChargedCalls), also records that standing approval
-// of the tool's digest for the request's principal.
+// does. remember, when a standing approval (toolgatetype.ApprovalNeverAsk,
+// toolgatetype.ApprovalAskChargedCalls, or toolgatetype.ApprovalFirstUse
+// for a tool whose requirement is first_use), also records it for the
+// tool's digest and the request's principal; empty or
+// toolgatetype.ApprovalOnce approves this call only, and the request
+// returned reads Remember "once".
 //
 // A decision is final: a second one gets approval_already_decided, and one
 // after the request expired gets approval_expired. A caller key gets

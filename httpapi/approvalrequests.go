@@ -77,7 +77,9 @@ func (h *Handler) listApprovalRequests(w http.ResponseWriter, r *http.Request) {
 }
 
 // approveRequest answers POST /v1/approval-requests/{id}/approve, with an
-// optional body {"remember": "never_ask" | "ask_charged_calls"}.
+// optional body {"remember": "once" | "first_use" | "never_ask" |
+// "ask_charged_calls"}. No body, {} and "once" approve this call only; the
+// request then reads "remember": "once" (see toolgate.Gateway.DecideApproval).
 func (h *Handler) approveRequest(w http.ResponseWriter, r *http.Request) {
 	var in toolgatetype.DecisionBody
 	if err := h.readOptionalJSON(w, r, &in); err != nil {
@@ -87,7 +89,8 @@ func (h *Handler) approveRequest(w http.ResponseWriter, r *http.Request) {
 	d := toolgatetype.Decision{Approve: true}
 	if in.Remember != nil {
 		if *in.Remember == "" {
-			h.writeError(w, r, httpx.Errorf(toolgatetype.CodeInvalidRequest, "remember must be %s or %s, or left out", toolgatetype.ApprovalNeverAsk, toolgatetype.ApprovalAskChargedCalls))
+			h.writeError(w, r, httpx.Errorf(toolgatetype.CodeInvalidRequest, "remember must be %s, %s, %s or %s, or left out (this call only)",
+				toolgatetype.ApprovalOnce, toolgatetype.ApprovalFirstUse, toolgatetype.ApprovalNeverAsk, toolgatetype.ApprovalAskChargedCalls))
 			return
 		}
 		d.Remember = *in.Remember

@@ -87,8 +87,9 @@ type ApprovalRequest struct {
 	Status      ApprovalStatus
 	DecidedBy   string    // the approver's id, once decided
 	DecidedAt   time.Time // zero until decided
-	// Remember is the standing approval an approve recorded with it; empty
-	// when none.
+	// Remember is what an approve applied: the standing approval it
+	// recorded, or toolgatetype.ApprovalOnce for none; empty until approved
+	// (and on requests approved before every approve recorded one).
 	Remember toolgatetype.StandingMode
 	// ExecutionID is the execution that used the grant, once used.
 	ExecutionID uuid.UUID
@@ -106,12 +107,19 @@ type ApprovalDecision struct {
 	Approve bool
 	// DecidedBy is the approver's id.
 	DecidedBy string
-	// Remember, on an approve, also stores the standing approval of the
-	// request's principal, tool and digest with this mode, approved by
-	// DecidedBy, in the same atomic step; empty stores none. Ignored on a
-	// deny.
+	// Remember, on an approve, is stored on the request, and also stores
+	// the standing approval of the request's principal, tool and digest
+	// with this mode, approved by DecidedBy, in the same atomic step when
+	// it is one (Remember.Standing()): empty and toolgatetype.ApprovalOnce
+	// store none. Ignored on a deny.
 	Remember toolgatetype.StandingMode
 	Now      time.Time
+}
+
+// Standing reports whether the decision stores a standing approval: an
+// approve whose Remember is one.
+func (d ApprovalDecision) Standing() bool {
+	return d.Approve && d.Remember.Standing()
 }
 
 // ApprovalCursor is a position in a listing of approval requests, newest

@@ -221,8 +221,10 @@ type Store interface {
 	// decisions exactly one wins; the others get ErrAlreadyDecided, as does
 	// any decision of a request no longer pending. A pending request whose
 	// ExpiresAt is at or before d.Now gets ErrApprovalExpired and stays
-	// pending. An approve with d.Remember also puts the standing approval
-	// (see ApprovalDecision) in the same step: both are written or neither.
+	// pending. An approve whose d.Remember is a standing approval
+	// (d.Standing()) also puts it (see ApprovalDecision) in the same step:
+	// both are written or neither. d.Remember is stored on the request
+	// either way, toolgatetype.ApprovalOnce included.
 	// ErrNotFound if absent.
 	DecideApprovalRequest(ctx context.Context, d ApprovalDecision) (ApprovalRequest, error)
 	// ListExecutions returns the finished executions of q.Principals that

@@ -103,7 +103,7 @@ func (d *toolDoc) llmsText() string {
 }
 
 // approverModeNotice says what approver mode changes for a caller.
-const approverModeNotice = "When your principal is in approver mode, a person approves: the digest alone approves nothing, and a call that needs approval must carry approval.grantId, the id of an approval request (POST /v1/approval-requests) that an approver approved for this exact quote and input; the grant is used up by that call."
+const approverModeNotice = "When your principal is in approver mode, a person approves: the digest alone approves nothing, and a call that needs approval must carry approval.grantId, the id of an approval request (POST /v1/approval-requests) that an approver approved for this exact quote and input; the grant is used up by that call, and the next call of the tool needs approving again unless the approver chose to remember this version (remember first_use, never_ask or ask_charged_calls)."
 
 // approvalMeaning explains an approval requirement to a caller.
 func approvalMeaning(requirement toolgatetype.Requirement, digest string) string {

@@ -45,10 +45,23 @@ const (
 	ApprovalAskChargedCalls StandingMode = "ask_charged_calls"
 	// ApprovalNeverAsk: no explicit approval for this exact manifest digest.
 	ApprovalNeverAsk StandingMode = "never_ask"
-	// ApprovalFirstUse is written by the gateway after the first approved
-	// call of a tool whose requirement is first_use.
+	// ApprovalFirstUse covers the later calls of one exact manifest digest
+	// of a tool whose requirement is first_use, and nothing else. In caller
+	// mode the gateway writes it after the caller's first approved call; in
+	// approver mode only an approver writes it, by approving a request with
+	// it as Decision.Remember ("don't ask again for this version").
 	ApprovalFirstUse StandingMode = "first_use"
+	// ApprovalOnce is no standing approval: it is the Remember of an
+	// approval request approved for its one call only, which records
+	// nothing for later calls.
+	ApprovalOnce StandingMode = "once"
 )
+
+// Standing reports whether an approve with m as its Remember records a
+// standing approval: any mode but "" and ApprovalOnce.
+func (m StandingMode) Standing() bool {
+	return m != "" && m != ApprovalOnce
+}
 
 // ToolApproval is a standing approval together with the tool it covers.
 type ToolApproval struct {

@@ -48,7 +48,9 @@ type ApprovalRequest struct {
 	// DecidedBy and DecidedAt say which approver decided, and when.
 	DecidedBy string     `json:"decidedBy,omitempty"`
 	DecidedAt *time.Time `json:"decidedAt,omitempty"`
-	// Remember is the standing approval the approver recorded with an approve.
+	// Remember is what an approve applied: ApprovalOnce for this call only,
+	// or the standing approval the approver recorded with it. Empty until
+	// approved, and on a denied request.
 	Remember StandingMode `json:"remember,omitempty"`
 	// ExecutionID is the execution that used the grant, once used.
 	ExecutionID string `json:"executionId,omitempty"`
@@ -69,9 +71,11 @@ type Decision struct {
 	// Approve approves the call; false denies it.
 	Approve bool
 	// Remember, on an approve, also records a standing approval of the
-	// tool's digest for the request's principal: storage.ApprovalNeverAsk
-	// or storage.ApprovalAskChargedCalls. Empty approves this call only.
-	// Ignored on a deny.
+	// tool's digest for the request's principal: ApprovalNeverAsk,
+	// ApprovalAskChargedCalls, or ApprovalFirstUse (only for a tool whose
+	// requirement is first_use: later calls of this version do not ask).
+	// Empty or ApprovalOnce approves this call only, whatever the tool's
+	// requirement, and the request records ApprovalOnce. Ignored on a deny.
 	Remember StandingMode
 }
 

@@ -72,7 +72,9 @@ func NewApprovalRequestBody(in ApprovalInput) ApprovalRequestBody {
 }
 
 // DecisionBody is the optional body of .../approve; .../deny takes none,
-// or an empty object.
+// or an empty object. Remember is "once" (as when left out: this call
+// only), "first_use", "never_ask" or "ask_charged_calls" (see
+// Decision.Remember).
 type DecisionBody struct {
 	Remember *StandingMode `json:"remember,omitempty"`
 }

@@ -149,7 +149,7 @@ func (s *Store) DecideApprovalRequest(ctx context.Context, d storage.ApprovalDec
 	r.Status, r.DecidedBy, r.DecidedAt = storage.ApprovalDenied, d.DecidedBy, d.Now
 	if d.Approve {
 		r.Status, r.Remember = storage.ApprovalApproved, d.Remember
-		if d.Remember != "" {
+		if d.Standing() {
 			s.putApproval(storage.Approval{
 				Principal:      r.Principal,
 				ToolID:         r.ToolID,

@@ -249,11 +249,11 @@ func (s *Store) DecideApprovalRequest(ctx context.Context, d storage.ApprovalDec
 			RETURNING *
 		), remembered AS (
 			INSERT INTO {schema}.approvals (principal, tool_id, manifest_digest, mode, approved_by, updated_at)
-			SELECT principal, tool_id, manifest_digest, $5, $3, $4 FROM decided WHERE $5 <> ''`+upsertApprovalSQL+`
+			SELECT principal, tool_id, manifest_digest, $5, $3, $4 FROM decided WHERE $6::boolean`+upsertApprovalSQL+`
 		)
 		SELECT `+approvalRequestColumns+` FROM decided`),
-		bytesOf(d.ID), string(status), d.DecidedBy, d.Now, string(remember)))
-	if err == nil && remember != "" {
+		bytesOf(d.ID), string(status), d.DecidedBy, d.Now, string(remember), d.Standing()))
+	if err == nil && d.Standing() {
 		s.memo.forget(r.Principal, r.ToolID)
 	}
 	if !errors.Is(err, storage.ErrNotFound) {

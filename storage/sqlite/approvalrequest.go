@@ -257,7 +257,7 @@ func (s *Store) DecideApprovalRequest(ctx context.Context, d storage.ApprovalDec
 			string(r.Status), r.DecidedBy, nanos(r.DecidedAt), string(r.Remember), idBytes(r.ID)); err != nil {
 			return err
 		}
-		if r.Remember != "" {
+		if d.Standing() {
 			if err := putApproval(tx, storage.Approval{
 				Principal: r.Principal, ToolID: r.ToolID, ManifestDigest: r.ManifestDigest,
 				Mode: r.Remember, ApprovedBy: d.DecidedBy, UpdatedAt: d.Now,

@@ -170,7 +170,9 @@ func testApprovalRequests(t *testing.T, newStore newStoreFunc) {
 		}{
 			{"ApproveNeverAsk", true, toolgatetype.ApprovalNeverAsk, true},
 			{"ApproveAskChargedCalls", true, toolgatetype.ApprovalAskChargedCalls, true},
+			{"ApproveFirstUse", true, toolgatetype.ApprovalFirstUse, true},
 			{"ApproveOnce", true, "", false},
+			{"ApproveOnceRecordsOnce", true, toolgatetype.ApprovalOnce, false},
 			{"DenyRemembersNothing", false, toolgatetype.ApprovalNeverAsk, false},
 		}
 		for _, c := range cases {
@@ -185,7 +187,14 @@ func testApprovalRequests(t *testing.T, newStore newStoreFunc) {
 				a, err := h.s.GetApproval(h.ctx, "alice", "tool-a")
 				require.NoError(t, err)
 				if !c.stored {
-					assert.Equal(t, toolgatetype.StandingMode(""), got.Remember)
+					// "once" is recorded on the request, as what the
+					// approve applied, and stores no standing approval.
+					want := toolgatetype.StandingMode("")
+					if c.approve {
+						want = c.remember
+					}
+					assert.Equal(t, want, got.Remember)
+					assert.Equal(t, want, h.stored(r.ID).Remember)
 					assertApproval(t, approval("alice", "tool-a", "sha256:old", toolgatetype.ApprovalAskEveryCall), a)
 					return
 				}
