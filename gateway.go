@@ -24,6 +24,7 @@ const (
 	DefaultApprovalTTL          = 30 * time.Minute
 	DefaultIdempotencyLease     = 60 * time.Second
 	DefaultIdempotencyRetention = 24 * time.Hour
+	DefaultMaxOpenQuotes        = 1000
 )
 
 // Config holds a Gateway's optional dependencies and settings. A nil
@@ -46,6 +47,14 @@ type Config struct {
 	FeeRate *decimal.Decimal
 	// QuoteTTL is how long a quote stays usable (default 5 minutes).
 	QuoteTTL time.Duration
+	// MaxOpenQuotes caps the quotes one principal holds open, neither used
+	// nor expired, those an approval request keeps alive included
+	// (default 1,000): past it, Quote answers rate_limited until one is
+	// used or expires, and stores nothing, so a caller cannot grow the
+	// store without bound. It is counted in the store, in the step that
+	// stores the quote, so it holds across every gateway sharing it. There
+	// is no setting for no cap: a negative value is refused by New.
+	MaxOpenQuotes int
 	// ApprovalTTL is how long an approval request waits for a person and,
 	// once approved, for its call (default 30 minutes): a time a person
 	// can meet, from a notification on a phone. Asking extends the quote's
@@ -225,6 +234,9 @@ func (c Config) withDefaults() Config {
 	if c.QuoteTTL == 0 {
 		c.QuoteTTL = DefaultQuoteTTL
 	}
+	if c.MaxOpenQuotes == 0 {
+		c.MaxOpenQuotes = DefaultMaxOpenQuotes
+	}
 	if c.ApprovalTTL == 0 {
 		c.ApprovalTTL = DefaultApprovalTTL
 	}
@@ -247,6 +259,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("toolgate: FeeRate %s must be between 0 and 1", c.FeeRate)
 	case c.QuoteTTL < 0:
 		return errors.New("toolgate: QuoteTTL must be positive")
+	case c.MaxOpenQuotes < 0:
+		return errors.New("toolgate: MaxOpenQuotes must be positive")
 	case c.ApprovalTTL < 0:
 		return errors.New("toolgate: ApprovalTTL must be positive")
 	case c.IdempotencyLease < 0:

@@ -3,6 +3,7 @@ package toolgate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -64,8 +65,13 @@ func (g *Gateway) quote(ctx context.Context, principal, tool string) (*toolgatet
 		SpendControls: true,
 		Limits:        spendWindows(v.Tool.ID, now),
 		CreateQuote:   &q,
+		MaxOpenQuotes: g.cfg.MaxOpenQuotes,
 	})
-	if err != nil {
+	var open *storage.OpenQuotesError
+	switch {
+	case errors.As(err, &open):
+		return nil, tooManyOpenQuotes(open, now)
+	case err != nil:
 		return nil, internalError(err)
 	}
 	if g.approvalsFromStore {
@@ -94,6 +100,25 @@ func (g *Gateway) quote(ctx context.Context, principal, tool string) (*toolgatet
 		Policy:   policy,
 		Controls: controls,
 	}, nil
+}
+
+// tooManyOpenQuotes is the rate_limited answer to a quote the store
+// refused for the caller's open quotes: it names the cap and says when the
+// first of them expires, which is when a quote succeeds again unless the
+// caller uses one first. A quote stays open until strictly before its
+// expiry, so the wait is rounded up to the whole second.
+func tooManyOpenQuotes(e *storage.OpenQuotesError, now time.Time) *toolgatetype.Error {
+	wait := e.FirstExpiry.Sub(now)
+	if rounded := wait.Truncate(time.Second); rounded < wait {
+		wait = rounded + time.Second
+	}
+	wait = max(wait, time.Second)
+	return &toolgatetype.Error{
+		Code: toolgatetype.CodeRateLimited,
+		Message: fmt.Sprintf("%d open quotes, the most a caller may hold; the first of them expires at %s: use one, or retry in %d seconds",
+			e.Max, e.FirstExpiry.UTC().Format(time.RFC3339), int(wait/time.Second)),
+		RetryAfter: wait,
+	}
 }
 
 // externalApproval reads the caller's standing approval of the tool when

@@ -42,6 +42,13 @@ func (s *countingStore) CreateQuote(ctx context.Context, q storage.Quote) error 
 	return s.Store.CreateQuote(ctx, q)
 }
 
+// CreateQuoteCapped is how the gateway stores a quote; it is counted as
+// CreateQuote, the one write a quote makes whatever its cap.
+func (s *countingStore) CreateQuoteCapped(ctx context.Context, q storage.Quote, max int) error {
+	s.count("CreateQuote")
+	return s.Store.CreateQuoteCapped(ctx, q, max)
+}
+
 func (s *countingStore) GetQuote(ctx context.Context, id uuid.UUID) (storage.Quote, error) {
 	s.count("GetQuote")
 	return s.Store.GetQuote(ctx, id)

@@ -32,9 +32,11 @@ type Reads struct {
 	// Limits asks what each limit's window holds for the principal, as
 	// MeasureLimits measures it.
 	Limits []Limit
-	// CreateQuote, when set, is stored as Store.CreateQuote stores it, after
-	// the reads and only if they all succeed.
-	CreateQuote *Quote
+	// CreateQuote, when set, is stored as Store.CreateQuoteCapped stores it
+	// with MaxOpenQuotes as its cap (0: none), after the reads and only if
+	// they all succeed.
+	CreateQuote   *Quote
+	MaxOpenQuotes int
 	// MayRemember lets the store answer from what it remembers instead of
 	// asking its database, when it remembers everything asked (a store
 	// may remember the quotes it created and the approvals and spend
@@ -119,7 +121,7 @@ func ReadBatch(ctx context.Context, s Store, r Reads) (ReadResult, error) {
 		res.Used = used
 	}
 	if r.CreateQuote != nil {
-		if err := s.CreateQuote(ctx, *r.CreateQuote); err != nil {
+		if err := s.CreateQuoteCapped(ctx, *r.CreateQuote, r.MaxOpenQuotes); err != nil {
 			return ReadResult{}, err
 		}
 	}

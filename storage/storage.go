@@ -30,6 +30,7 @@ package storage
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -58,6 +59,10 @@ var (
 	// ErrQuoteExpired: CreateApprovalRequest's quote expired at or before
 	// the request's CreatedAt.
 	ErrQuoteExpired = errors.New("storage: quote expired")
+	// ErrTooManyOpenQuotes: CreateQuoteCapped's principal already holds as
+	// many open quotes as it may. The error is an *OpenQuotesError, which
+	// says when the first of them expires.
+	ErrTooManyOpenQuotes = errors.New("storage: too many open quotes")
 	// ErrLeaseLost: FinishExecution was called by a run whose lease was taken
 	// over by another run; its result must be discarded.
 	ErrLeaseLost = errors.New("storage: lease lost to another run")
@@ -82,6 +87,15 @@ var (
 type Store interface {
 	// CreateQuote stores a new open quote. ErrAlreadyExists if the id is taken.
 	CreateQuote(ctx context.Context, q Quote) error
+	// CreateQuoteCapped stores a new open quote as CreateQuote does, unless
+	// q.Principal already holds max open quotes: quotes neither used nor
+	// expired at q.CreatedAt, those kept alive by an approval request
+	// included. Then nothing is written and the error is an
+	// *OpenQuotesError (matching ErrTooManyOpenQuotes). The count and the
+	// insert are one atomic step: of any number of concurrent creations
+	// for one principal, from any number of processes, none is stored
+	// while max others are open. max <= 0 means no cap.
+	CreateQuoteCapped(ctx context.Context, q Quote, max int) error
 	// GetQuote returns the quote with this id. ErrNotFound if absent.
 	GetQuote(ctx context.Context, id uuid.UUID) (Quote, error)
 
@@ -282,6 +296,22 @@ type Quote struct {
 	State          QuoteState
 	UsedByKey      string // the Idempotency-Key that used it, when State is QuoteUsed
 }
+
+// OpenQuotesError is CreateQuoteCapped's refusal: the principal holds Max
+// open quotes, the earliest of which expires at FirstExpiry, when a quote
+// may be created again unless one is used before. It matches
+// ErrTooManyOpenQuotes.
+type OpenQuotesError struct {
+	Max         int
+	FirstExpiry time.Time
+}
+
+func (e *OpenQuotesError) Error() string {
+	return fmt.Sprintf("%s (%d; the first expires at %s)", ErrTooManyOpenQuotes, e.Max, e.FirstExpiry.UTC().Format(time.RFC3339))
+}
+
+// Is makes errors.Is(err, ErrTooManyOpenQuotes) hold.
+func (e *OpenQuotesError) Is(target error) bool { return target == ErrTooManyOpenQuotes }
 
 // ExecutionStatus is the state of an execution.
 type ExecutionStatus string

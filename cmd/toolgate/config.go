@@ -41,6 +41,7 @@ type Config struct {
 	Listen            string
 	Storage           string // "memory", a PostgreSQL URL, or "sqlite:" and a file path
 	QuoteTTL          time.Duration
+	MaxOpenQuotes     int           // open quotes a principal may hold; 0: the gateway's 1,000
 	ApprovalTTL       time.Duration // how long an approval request waits; 0: the gateway's 30 min
 	FeeRate           *decimal.Decimal
 	ExposeUsageCounts bool
@@ -157,7 +158,7 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	fs, err := root.fields("listen", "storage", "quoteTTL", "approvalTTL", "idempotencyLease", "upstreamTimeout", "feeRate",
+	fs, err := root.fields("listen", "storage", "quoteTTL", "maxOpenQuotes", "approvalTTL", "idempotencyLease", "upstreamTimeout", "feeRate",
 		"exposeUsageCounts", "principals", "upstreams", "trust", "tools", "approvers", "approvals",
 		"metricsListen", "retention", "synchronousAdmission", "oauth", "sealingKeys", "limits", "allowedHosts", "mcpServers", "pins", "receipts")
 	if err != nil {
@@ -176,6 +177,10 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 			cfg.Storage, err = p.storage(f.node)
 		case "quoteTTL":
 			cfg.QuoteTTL, err = f.duration()
+		case "maxOpenQuotes":
+			if cfg.MaxOpenQuotes, err = f.count(); err == nil && cfg.MaxOpenQuotes < 1 {
+				err = f.errorf("must be at least 1: every caller may hold some open quotes")
+			}
 		case "approvalTTL":
 			cfg.ApprovalTTL, err = f.duration()
 		case "idempotencyLease":

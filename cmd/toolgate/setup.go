@@ -164,6 +164,7 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 		Registry:             reg,
 		FeeRate:              cfg.FeeRate,
 		QuoteTTL:             cfg.QuoteTTL,
+		MaxOpenQuotes:        cfg.MaxOpenQuotes,
 		ApprovalTTL:          cfg.ApprovalTTL,
 		IdempotencyLease:     cfg.IdempotencyLease,
 		IdempotencyRetention: cfg.Retention,

@@ -55,6 +55,7 @@ func (s *Store) CreateApprovalRequest(ctx context.Context, r storage.ApprovalReq
 	if r.ExpiresAt.After(quote.ExpiresAt) {
 		move(&s.quoteQueue, quote.ID, quote.ExpiresAt, r.ExpiresAt)
 		quote.ExpiresAt = r.ExpiresAt
+		s.markOpen(quote.Principal, quote.ID)
 	}
 	s.requests[r.ID] = &r
 	s.requestQueue.push(r.ExpiresAt, r.ID)

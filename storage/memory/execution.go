@@ -102,6 +102,7 @@ func (s *Store) BeginExecution(ctx context.Context, b storage.Begin) (storage.Be
 			return storage.BeginResult{}, fmt.Errorf("memory: record for key %q has no execution %s", b.Key, rec.ExecutionID)
 		}
 		q.State, q.UsedByKey = storage.QuoteUsed, b.Key
+		s.markClosed(q.Principal, q.ID)
 		rec.LeaseToken, rec.LeaseUntil = b.LeaseToken, b.LeaseUntil
 		return storage.BeginResult{Execution: copyExecution(e), TookOver: true}, nil
 	}
@@ -118,6 +119,7 @@ func (s *Store) BeginExecution(ctx context.Context, b storage.Begin) (storage.Be
 	}
 
 	q.State, q.UsedByKey = storage.QuoteUsed, b.Key
+	s.markClosed(q.Principal, q.ID)
 	if grant != nil {
 		grant.Status, grant.ExecutionID = storage.ApprovalUsed, b.ExecutionID
 	}

@@ -80,6 +80,7 @@ func (s *Store) pruneQuotes(before time.Time, limit int) int {
 			}
 		}
 		delete(s.quotes, id)
+		s.markClosed(q.Principal, id)
 		return drop
 	})
 }

@@ -29,6 +29,9 @@ type Store struct {
 
 	quotes     map[uuid.UUID]*storage.Quote
 	quoteQueue timeQueue[uuid.UUID] // by ExpiresAt
+	// openQuotes holds each principal's quotes not yet used, expired ones
+	// until a sweep or Prune drops them (see CreateQuoteCapped).
+	openQuotes map[string]map[uuid.UUID]struct{}
 
 	records     map[idemKey]*storage.IdempotencyRecord
 	recordQueue timeQueue[idemKey] // by CreatedAt
@@ -72,6 +75,7 @@ type Store struct {
 func New() *Store {
 	return &Store{
 		quotes:       make(map[uuid.UUID]*storage.Quote),
+		openQuotes:   make(map[string]map[uuid.UUID]struct{}),
 		records:      make(map[idemKey]*storage.IdempotencyRecord),
 		executions:   make(map[uuid.UUID]*storage.Execution),
 		histories:    make(map[string]history),

@@ -77,7 +77,7 @@ func (s *Store) ReadBatch(ctx context.Context, r storage.Reads) (storage.ReadRes
 		})
 	}
 	if r.CreateQuote != nil {
-		s.queueCreateQuote(batch, *r.CreateQuote)
+		s.queueCreateQuote(batch, *r.CreateQuote, r.MaxOpenQuotes)
 	}
 	if batch.Len() == 0 {
 		return res, nil

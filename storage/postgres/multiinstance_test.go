@@ -184,3 +184,37 @@ func TestMultiInstanceTakeoverAfterLeaseExpiry(t *testing.T) {
 	err = stores[0].FinishExecution(ctx, testFinish(testBegin(q, "ghost", t0), storage.ExecutionFailed, later))
 	assert.ErrorIs(t, err, storage.ErrNotFound)
 }
+
+// TestMultiInstanceOpenQuotesCapped makes quotes of one principal at once
+// on two instances, in the gateway's batch (ReadBatch) and alone: exactly
+// the cap are stored, and every other is refused by it.
+func TestMultiInstanceOpenQuotesCapped(t *testing.T) {
+	t.Parallel()
+	stores := twoInstances(t)
+	ctx := t.Context()
+	const n, max = 60, 7
+	var created, refused atomic.Int32
+	other := make([]error, n)
+	goAll(n, func(i int) {
+		q := testQuote("alice", "tool-a", "0.11", t0)
+		var err error
+		if i%4 < 2 {
+			err = stores[i%2].CreateQuoteCapped(ctx, q, max)
+		} else {
+			_, err = stores[i%2].ReadBatch(ctx, storage.Reads{Principal: "alice", SpendControls: true, CreateQuote: &q, MaxOpenQuotes: max})
+		}
+		switch {
+		case err == nil:
+			created.Add(1)
+		case errors.Is(err, storage.ErrTooManyOpenQuotes):
+			refused.Add(1)
+		default:
+			other[i] = err
+		}
+	})
+	for i, err := range other {
+		require.NoError(t, err, "quote %d", i)
+	}
+	assert.EqualValues(t, max, created.Load())
+	assert.EqualValues(t, n-max, refused.Load())
+}

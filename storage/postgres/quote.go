@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -21,9 +22,26 @@ import (
 // commits synchronously, which flushes the WAL up to and past the quote's
 // own commit and its admission's.
 func (s *Store) CreateQuote(ctx context.Context, q storage.Quote) error {
-	// One implicit transaction: the setting lasts until the batch commits.
+	return s.CreateQuoteCapped(ctx, q, 0)
+}
+
+// CreateQuoteCapped stores a new quote as CreateQuote does, unless the
+// principal holds max open quotes (see storage.Store).
+//
+// Quotes of one principal are serialized by a transaction-scoped advisory
+// lock (class openQuotesLockClass, key the principal's hash), taken in the
+// statement before the insert; the insert's snapshot (READ COMMITTED) then
+// includes every quote the previous holders committed, so the count is
+// exact on any number of instances. The lock is in memory only: no row is
+// written for it, and a quote never waits for a call, whose admission
+// takes another lock. Principals whose hashes collide only share a queue.
+// The count walks the partial index of open quotes (migration 0016) and
+// stops at max.
+func (s *Store) CreateQuoteCapped(ctx context.Context, q storage.Quote, max int) error {
+	// One implicit transaction: the setting and the lock last until the
+	// batch commits.
 	batch := &pgx.Batch{}
-	s.queueCreateQuote(batch, q)
+	s.queueCreateQuote(batch, q, max)
 	if err := s.pool.SendBatch(ctx, batch).Close(); err != nil {
 		return translate(err)
 	}
@@ -33,21 +51,77 @@ func (s *Store) CreateQuote(ctx context.Context, q storage.Quote) error {
 
 // queueCreateQuote queues the two statements that store q, for a batch that
 // commits as one implicit transaction: the commit that does not wait for
-// its WAL (see CreateQuote), then the insert.
-func (s *Store) queueCreateQuote(batch *pgx.Batch, q storage.Quote) {
+// its WAL (see CreateQuote), with the principal's quote lock when max caps
+// its open quotes, then the insert, which reports an
+// *storage.OpenQuotesError when the cap refuses it.
+func (s *Store) queueCreateQuote(batch *pgx.Batch, q storage.Quote, max int) {
 	state := q.State
 	if state == "" {
 		state = storage.QuoteOpen
 	}
-	batch.Queue(asyncCommitSQL)
-	batch.Queue(s.sql(`
+	args := []any{bytesOf(q.ID), q.Principal, q.ToolID, q.ToolSlug, q.ToolVersion, q.ManifestDigest,
+		q.PriceUSD.String(), q.FeeUSD.String(), q.TotalUSD.String(), q.CreatedAt, q.ExpiresAt,
+		string(state), q.UsedByKey}
+	if max <= 0 {
+		batch.Queue(asyncCommitSQL)
+		batch.Queue(s.sql(insertQuoteSQL), args...)
+		return
+	}
+	batch.Queue(s.sql(lockQuotesSQL), openQuotesLockClass, q.Principal)
+	batch.Queue(s.sql(insertQuoteCappedSQL), append(args, max)...).QueryRow(func(row pgx.Row) error {
+		var (
+			inserted bool
+			first    *time.Time
+		)
+		if err := row.Scan(&inserted, &first); err != nil {
+			return err
+		}
+		if inserted {
+			return nil
+		}
+		refused := &storage.OpenQuotesError{Max: max}
+		if first != nil {
+			refused.FirstExpiry = utc(*first)
+		}
+		return refused
+	})
+}
+
+// openQuotesLockClass is the first key of the advisory lock that
+// serializes the quotes of one principal (see CreateQuoteCapped).
+const openQuotesLockClass = 0x6f71756f // "oquo"
+
+// lockQuotesSQL makes the transaction commit without waiting for its WAL
+// and takes the principal's ($2) quote lock, in one statement.
+const lockQuotesSQL = `SELECT ` + asyncCommit + `, pg_advisory_xact_lock($1, hashtext($2))`
+
+const insertQuoteSQL = `
+	INSERT INTO {schema}.quotes (id, principal, tool_id, tool_slug, tool_version, manifest_digest,
+		price_usd, fee_usd, total_usd, created_at, expires_at, state, used_by_key)
+	VALUES ($1, $2, $3, $4, $5, $6, $7::numeric, $8::numeric, $9::numeric, $10, $11, $12, $13)`
+
+// insertQuoteCappedSQL inserts the quote $1-$13 only while its principal
+// holds fewer than $14 open quotes at its creation time ($10), and says
+// whether it did and when the first of the open ones it counted expires.
+// The open quotes are read in expiry order from the partial index, at
+// most $14 of them, so the first counted is the first to expire.
+const insertQuoteCappedSQL = `
+	WITH open AS (
+		SELECT count(*) AS n, min(expires_at) AS first FROM (
+			SELECT expires_at FROM {schema}.quotes
+			WHERE principal = $2 AND state = 'open' AND expires_at > $10
+			ORDER BY expires_at LIMIT $14
+		) o
+	),
+	created AS (
 		INSERT INTO {schema}.quotes (id, principal, tool_id, tool_slug, tool_version, manifest_digest,
 			price_usd, fee_usd, total_usd, created_at, expires_at, state, used_by_key)
-		VALUES ($1, $2, $3, $4, $5, $6, $7::numeric, $8::numeric, $9::numeric, $10, $11, $12, $13)`),
-		bytesOf(q.ID), q.Principal, q.ToolID, q.ToolSlug, q.ToolVersion, q.ManifestDigest,
-		q.PriceUSD.String(), q.FeeUSD.String(), q.TotalUSD.String(), q.CreatedAt, q.ExpiresAt,
-		string(state), q.UsedByKey)
-}
+		SELECT $1, $2, $3, $4, $5::integer, $6, $7::numeric, $8::numeric, $9::numeric,
+			$10::timestamptz, $11::timestamptz, $12, $13
+		FROM open WHERE open.n < $14
+		RETURNING 1
+	)
+	SELECT EXISTS (SELECT FROM created), (SELECT first FROM open)`
 
 // asyncCommitSQL makes the transaction it runs in commit without waiting
 // for its WAL to reach disk; the rest of the session is not affected.

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
@@ -12,6 +13,19 @@ import (
 // CreateQuote stores a new quote; an empty State is stored as open.
 // ErrAlreadyExists when the id is taken.
 func (s *Store) CreateQuote(ctx context.Context, q storage.Quote) error {
+	return s.CreateQuoteCapped(ctx, q, 0)
+}
+
+// CreateQuoteCapped stores a new quote as CreateQuote does, unless the
+// principal holds max open quotes (see storage.Store). The count and the
+// insert run in the writer's transaction, which holds the file's write
+// lock, so no other write of any process comes in between. The count
+// walks the partial index of open quotes (migration 0011), and stops at
+// max. It is a statement of its own rather than a condition of the insert:
+// SQLite runs an INSERT that selects from its own table through a
+// temporary copy of the selected rows, which measured dearer than the
+// second statement.
+func (s *Store) CreateQuoteCapped(ctx context.Context, q storage.Quote, max int) error {
 	state := q.State
 	if state == "" {
 		state = storage.QuoteOpen
@@ -25,6 +39,18 @@ func (s *Store) CreateQuote(ctx context.Context, q storage.Quote) error {
 		amounts[i] = u
 	}
 	return s.write(ctx, func(tx *writeTx) error {
+		if max > 0 {
+			var (
+				n     int
+				first sql.NullInt64
+			)
+			if err := translate(tx.queryRow(openQuotesSQL, q.Principal, nanos(q.CreatedAt), max).Scan(&n, &first)); err != nil {
+				return err
+			}
+			if n >= max {
+				return &storage.OpenQuotesError{Max: max, FirstExpiry: fromNanos(first.Int64)}
+			}
+		}
 		_, err := tx.exec(`
 			INSERT INTO quotes (id, principal, tool_id, tool_slug, tool_version, manifest_digest,
 				price, fee, total, created_at, expires_at, state, used_by_key)
@@ -34,6 +60,16 @@ func (s *Store) CreateQuote(ctx context.Context, q storage.Quote) error {
 		return err
 	})
 }
+
+// openQuotesSQL counts the open quotes of principal ?1 at ?2, at most ?3
+// of them, and says when the first of those expires; they are read in
+// expiry order from the partial index, so the first counted is the first
+// to expire.
+const openQuotesSQL = `
+	SELECT count(*), min(expires_at) FROM (
+		SELECT expires_at FROM quotes WHERE principal = ?1 AND state = 'open' AND expires_at > ?2
+		ORDER BY expires_at LIMIT ?3
+	)`
 
 // GetQuote returns the quote with this id. ErrNotFound if absent.
 func (s *Store) GetQuote(ctx context.Context, id uuid.UUID) (storage.Quote, error) {

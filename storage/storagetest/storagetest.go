@@ -36,6 +36,7 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 		run  func(*testing.T, newStoreFunc)
 	}{
 		{"Quote", testQuote},
+		{"OpenQuotes", testOpenQuotes},
 		{"BeginExecution", testBegin},
 		{"MeasureLimits", testMeasure},
 		{"ReadBatch", testReadBatch},
