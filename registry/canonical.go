@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate/internal/jcs"
+	"github.com/toolgate/toolgate/internal/probe"
 )
 
 // ErrNotCanonicalizable is returned for input that has no RFC 8785 form:
@@ -19,6 +20,7 @@ var ErrNotCanonicalizable = errors.New("registry: value has no canonical JSON fo
 // same thing canonicalize to the same bytes, which is what lets a digest bind
 // an approval to a manifest rather than to one way of writing it.
 func Canonicalize(doc []byte) ([]byte, error) {
+	probe.Canonicalize()
 	out, err := jcs.Canonicalize(doc)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s", ErrNotCanonicalizable, strings.TrimPrefix(err.Error(), jcs.ErrNotCanonicalizable.Error()+": "))

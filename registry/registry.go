@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/toolgate/toolgate/internal/probe"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
@@ -331,6 +332,7 @@ func (r *Registry) build(def *Tool) (*Version, error) {
 
 // Lookup returns the current version of the tool with this slug or id.
 func (r *Registry) Lookup(slugOrID string) (*Version, error) {
+	probe.Lookup()
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if v, ok := r.current[slugOrID]; ok {

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/toolgate/toolgate/internal/jcs"
+	"github.com/toolgate/toolgate/internal/probe"
 	"github.com/toolgate/toolgate/toolgatetype"
 	"github.com/xeipuuv/gojsonschema"
 )
@@ -83,6 +84,7 @@ func (s *Schema) Raw() json.RawMessage { return s.raw }
 // the document is valid and otherwise every failure, ordered by path, with
 // paths rooted at prefix ("input", "output").
 func (s *Schema) Validate(doc []byte, prefix string) []toolgatetype.FieldError {
+	probe.Validate(prefix)
 	if s.fast != nil && s.fast.accepts(doc) {
 		return nil
 	}
