@@ -400,11 +400,20 @@ func (w *writer) escape() (rune, error) {
 }
 
 func (w *writer) hex4() (rune, bool) {
-	if w.i+4 > len(w.in) {
+	r, ok := Hex4(w.in, w.i)
+	if ok {
+		w.i += 4
+	}
+	return r, ok
+}
+
+// Hex4 reads the four hex digits of a \uXXXX escape starting at b[at].
+func Hex4(b []byte, at int) (rune, bool) {
+	if at+4 > len(b) {
 		return 0, false
 	}
 	var r rune
-	for _, c := range w.in[w.i : w.i+4] {
+	for _, c := range b[at : at+4] {
 		switch {
 		case c >= '0' && c <= '9':
 			r = r<<4 | rune(c-'0')
@@ -416,7 +425,6 @@ func (w *writer) hex4() (rune, bool) {
 			return 0, false
 		}
 	}
-	w.i += 4
 	return r, true
 }
 

@@ -22,6 +22,8 @@ import (
 	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/toolgate/toolgate/internal/jcs"
 )
 
 // ErrNotJSON is returned for a document that is not one JSON value, which
@@ -371,7 +373,7 @@ func (s *scanner) skipEscape() error {
 		s.i += 2
 		return nil
 	case 'u':
-		if _, ok := hex4(s.in, s.i+2); !ok {
+		if _, ok := jcs.Hex4(s.in, s.i+2); !ok {
 			return ErrNotJSON
 		}
 		s.i += 6
@@ -418,13 +420,13 @@ func decodeEscape(raw []byte, i int) (rune, int) {
 	case 't':
 		return '\t', i + 2
 	case 'u':
-		r, _ := hex4(raw, i+2)
+		r, _ := jcs.Hex4(raw, i+2)
 		i += 6
 		if !utf16.IsSurrogate(r) {
 			return r, i
 		}
 		if i+1 < len(raw) && raw[i] == '\\' && raw[i+1] == 'u' {
-			if r2, ok := hex4(raw, i+2); ok {
+			if r2, ok := jcs.Hex4(raw, i+2); ok {
 				if pair := utf16.DecodeRune(r, r2); pair != utf8.RuneError {
 					return pair, i + 6
 				}
@@ -434,24 +436,4 @@ func decodeEscape(raw []byte, i int) (rune, int) {
 	default: // '"', '\\', '/'
 		return rune(c), i + 2
 	}
-}
-
-func hex4(b []byte, at int) (rune, bool) {
-	if at+4 > len(b) {
-		return 0, false
-	}
-	var r rune
-	for _, c := range b[at : at+4] {
-		switch {
-		case c >= '0' && c <= '9':
-			r = r<<4 | rune(c-'0')
-		case c >= 'a' && c <= 'f':
-			r = r<<4 | rune(c-'a'+10)
-		case c >= 'A' && c <= 'F':
-			r = r<<4 | rune(c-'A'+10)
-		default:
-			return 0, false
-		}
-	}
-	return r, true
 }
