@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/internal/weburl"
 	"github.com/toolgate/toolgate/mcpupstream"
 	"github.com/toolgate/toolgate/registry"
 )
@@ -208,8 +208,7 @@ func mcpURL(n node) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.Fragment != "" {
+	if _, err := weburl.Check(s, weburl.Allow{PortOnlyHost: true, Path: true, Query: true, EmptyFragment: true}); err != nil {
 		// Not quoted back: a URL with credentials would put them in a log.
 		return "", n.errorf("must be an http or https URL with a host, and no credentials or fragment (a credential goes in \"credential\")")
 	}
