@@ -632,24 +632,9 @@ func (p configParser) trust(n node) (map[string]registry.Trust, error) {
 		if err := p.knownOrMCPTool(n, t.name); err != nil {
 			return nil, err
 		}
-		fs, err := t.fields("paymentVerified", "endpointVerified", "retrySafe")
+		tr, err := trustOf(t.node)
 		if err != nil {
 			return nil, err
-		}
-		var tr registry.Trust
-		for _, f := range fs {
-			b, err := f.boolean()
-			if err != nil {
-				return nil, err
-			}
-			switch f.name {
-			case "paymentVerified":
-				tr.PaymentVerified = &b
-			case "endpointVerified":
-				tr.EndpointVerified = &b
-			case "retrySafe":
-				tr.RetrySafe = &b
-			}
 		}
 		out[t.name] = tr
 	}

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/internal/weburl"
 	"github.com/toolgate/toolgate/mcpupstream"
@@ -229,7 +231,7 @@ func mcpCredential(n node) (*mcpupstream.Credential, error) {
 		}
 		switch f.name {
 		case "header":
-			if !headerName(s) {
+			if !httpguts.ValidHeaderFieldName(s) {
 				return nil, f.errorf("%q is not an HTTP header name", s)
 			}
 			c.Header = s
@@ -251,20 +253,6 @@ func mcpCredential(n node) (*mcpupstream.Credential, error) {
 		return nil, n.errorf("give exactly one of env and file: the credential's value is never written in the config")
 	}
 	return c, nil
-}
-
-// headerName reports whether s is an HTTP header name (a token).
-func headerName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte(`()<>@,;:\"/[]?={}`, c) >= 0 {
-			return false
-		}
-	}
-	return true
 }
 
 func mcpProvider(n node) (mcpupstream.Provider, error) {
@@ -420,6 +408,8 @@ func capabilities(n node) (*registry.Capabilities, error) {
 	return c, nil
 }
 
+// trustOf reads a trust override, of a tool ("trust") or of an MCP
+// server's tools: any of paymentVerified, endpointVerified and retrySafe.
 func trustOf(n node) (registry.Trust, error) {
 	fs, err := n.fields("paymentVerified", "endpointVerified", "retrySafe")
 	if err != nil {
