@@ -111,22 +111,23 @@ func TestCheckAsEachCallerDoes(t *testing.T) {
 		{"MCP server url", Allow{PortOnlyHost: true, Path: true, Query: true, EmptyFragment: true}},
 		{"config approvals webhookUrl", Allow{PortOnlyHost: true, Path: true, Query: true, Fragment: true}},
 		{"webhook sender", Allow{PortOnlyHost: true, User: true, Path: true, Query: true, Fragment: true}},
+		{"client base URL", Allow{PortOnlyHost: true, Path: true, EmptyQuery: true, EmptyFragment: true}},
 	}
 	// Each row: whether each caller above, in order, accepts the URL.
 	for _, tc := range []struct {
 		url    string
 		accept string // one mark per caller: + accepted, - refused
 	}{
-		{"https://h.example", "+++++++++"},
-		{"https://h.example/", "+++++++++"},
-		{"ftp://h.example", "-----+---"},
-		{"http://:8080", "-++++++++"},
-		{"https://h.example#", "-+++-++++"},
-		{"https://h.example?", "--+---+++"},
-		{"https://h.example/mcp", "---++++++"},
-		{"https://h.example/mcp?x=1", "------+++"},
-		{"https://h.example/mcp#x", "-------++"},
-		{"https://me@h.example", "--------+"},
+		{"https://h.example", "++++++++++"},
+		{"https://h.example/", "++++++++++"},
+		{"ftp://h.example", "-----+----"},
+		{"http://:8080", "-+++++++++"},
+		{"https://h.example#", "-+++-+++++"},
+		{"https://h.example?", "--+---++++"},
+		{"https://h.example/mcp", "---+++++++"},
+		{"https://h.example/mcp?x=1", "------+++-"},
+		{"https://h.example/mcp#x", "-------++-"},
+		{"https://me@h.example", "--------+-"},
 	} {
 		require.Len(t, tc.accept, len(callers), tc.url)
 		for i, c := range callers {
