@@ -76,3 +76,15 @@ func Check(s string, allow Allow) (*url.URL, error) {
 	}
 	return u, nil
 }
+
+// HostPort reports whether h is a host name or IP address with an optional
+// port and nothing else ("mcp.example.com", "10.0.0.5:8080", "[::1]:80"):
+// what a Host header or an allow-list of hosts holds. No scheme, path,
+// query, fragment, userinfo or space.
+func HostPort(h string) bool {
+	if h == "" || strings.ContainsAny(h, "/?#@ ") {
+		return false
+	}
+	u, err := url.Parse("http://" + h)
+	return err == nil && u.Host == h && u.Hostname() != ""
+}

@@ -136,3 +136,34 @@ func TestCheckAsEachCallerDoes(t *testing.T) {
 		}
 	}
 }
+
+func TestHostPort(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		h    string
+		want bool
+	}{
+		{"mcp.example.com", true},
+		{"MCP.example.com", true},
+		{"10.0.0.5:8080", true},
+		{"localhost:1", true},
+		{"[::1]", true},
+		{"[::1]:80", true},
+		{"h.example:", true}, // an empty port, as url.Parse allows
+
+		{"", false},
+		{":8080", false},
+		{"https://h.example", false},
+		{"h.example/mcp", false},
+		{"h.example?x", false},
+		{"h.example#x", false},
+		{"me@h.example", false},
+		{"h example", false},
+		{"h.example:port", false},
+		{"::1", true}, // url.Parse reads "::" and a port 1: accepted as before
+		{"[::1", false},
+		{"%zz", false},
+	} {
+		assert.Equal(t, tc.want, HostPort(tc.h), "%q", tc.h)
+	}
+}
