@@ -114,10 +114,7 @@ func callTicket(t *testing.T, gw *toolgate.Gateway, key string) (*toolgatetype.C
 	t.Helper()
 	q, err := gw.Quote(context.Background(), "alice", "open-ticket")
 	require.NoError(t, err)
-	req := toolgatetype.CallRequest{
-		Tool: "open-ticket", QuoteID: q.Quote.ID, Input: json.RawMessage(`{"title":"printer on fire"}`),
-		ApprovalDigest: *q.Quote.ManifestDigest, IdempotencyKey: key,
-	}
+	req := toolgatetest.ApprovedRequest(q, `{"title":"printer on fire"}`, key)
 	return retryTicket(t, gw, req), req
 }
 

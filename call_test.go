@@ -14,6 +14,7 @@ import (
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/storage/memory"
 	"github.com/toolgate/toolgate/toolgatetest"
 	"github.com/toolgate/toolgate/toolgatetype"
 	"github.com/toolgate/toolgate/upstream"
@@ -62,11 +63,11 @@ func keys(m map[string]any) []string {
 	return out
 }
 
+// assertSpent asserts principal has been charged want in all, reserved
+// amounts included.
 func assertSpent(t *testing.T, e *env, principal, want string) {
 	t.Helper()
-	used, err := e.store.MeasureLimits(context.Background(), principal, []storage.Limit{{Measure: storage.MeasureSpend, Max: *dec("1000")}})
-	require.NoError(t, err)
-	assert.Equal(t, want, used[0].StringFixed(4))
+	e.tg.RequireSpent(t, principal, want)
 }
 
 // TestCallRejectionsLeaveNoTrace walks every way a call is refused before
@@ -307,7 +308,7 @@ func TestCallInFlightKeyIsBusy(t *testing.T) {
 
 func TestCallLeaseTakeoverAfterCrash(t *testing.T) {
 	t.Parallel()
-	store := toolgatetest.NewDyingStore(newMemoryStore())
+	store := toolgatetest.NewDyingStore(memory.New())
 	e := newEnvWithStore(t, store, []toolSpec{paidCallable})
 	ctx := context.Background()
 	q := e.quote("alice", "paid")

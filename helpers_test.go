@@ -2,7 +2,6 @@ package toolgate_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -33,12 +32,8 @@ type toolSpec struct {
 	noOutputSchema   bool
 }
 
-func readOnly() *registry.Capabilities {
-	return &registry.Capabilities{
-		ReadOnly: registry.Bool(true), Idempotent: registry.Bool(true),
-		OpenWorld: registry.Bool(false), SeesUntrustedContent: registry.Bool(false), DataRetention: "none",
-	}
-}
+// readOnly is toolgatetest's low-risk capabilities, for a spec to change.
+func readOnly() *registry.Capabilities { return toolgatetest.LowRiskCapabilities() }
 
 // echoTool is toolgatetest's echo tool with the trust facts of s.
 func echoTool(s toolSpec) *registry.Tool {
@@ -67,8 +62,10 @@ var callable = toolSpec{immutable: true, capabilities: readOnly()}
 // whose capabilities are low risk: covered by user policy.
 var paidCallable = toolSpec{slug: "paid", price: "0.1000", immutable: true, endpointVerified: true, paymentVerified: true, capabilities: readOnly()}
 
+// env is a toolgatetest gateway made from specs, with its parts at hand.
 type env struct {
 	t        *testing.T
+	tg       *toolgatetest.Gateway
 	gw       *toolgate.Gateway
 	store    storage.Store
 	reg      *registry.Registry
@@ -94,28 +91,17 @@ func newEnvWithStore(t *testing.T, store storage.Store, specs []toolSpec, opts .
 		o(cfg)
 	}
 	gw := toolgatetest.New(t, &toolgatetest.Options{Store: store, Tools: tools, Config: cfg})
-	return &env{t: t, gw: gw.Gateway, store: store, reg: gw.Registry, clock: gw.Clock, upstream: gw.Upstream}
+	return &env{t: t, tg: gw, gw: gw.Gateway, store: store, reg: gw.Registry, clock: gw.Clock, upstream: gw.Upstream}
 }
 
 func (e *env) quote(principal, tool string) *toolgatetype.QuoteResult {
 	e.t.Helper()
-	q, err := e.gw.Quote(context.Background(), principal, tool)
-	require.NoError(e.t, err)
-	return q
+	return e.tg.MustQuote(e.t, principal, tool)
 }
 
 // approvedCall is a valid call under q with the approval of its digest.
 func approvedCall(q *toolgatetype.QuoteResult, key, v string) toolgatetype.CallRequest {
-	req := toolgatetype.CallRequest{
-		Tool:           q.Tool.Slug,
-		QuoteID:        q.Quote.ID,
-		Input:          json.RawMessage(fmt.Sprintf(`{"v":%q}`, v)),
-		IdempotencyKey: key,
-	}
-	if q.Quote.ManifestDigest != nil {
-		req.ApprovalDigest = *q.Quote.ManifestDigest
-	}
-	return req
+	return toolgatetest.ApprovedRequest(q, fmt.Sprintf(`{"v":%q}`, v), key)
 }
 
 // requireCode asserts err is a *toolgatetype.Error with the code.

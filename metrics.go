@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/toolgate/toolgate/internal/promshare"
 	"github.com/toolgate/toolgate/upstream"
 )
 
@@ -69,37 +70,37 @@ func newMetrics(reg prometheus.Registerer, deadline time.Duration) (*metrics, er
 	buckets := durationBuckets(deadline)
 	var errs []error
 	m := &metrics{
-		quotes: shared(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		quotes: promshare.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolgate_quotes_total",
 			Help: "Quote requests, by the tool they named (_unknown: no registered tool).",
 		}, []string{"tool"}), &errs),
-		calls: shared(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		calls: promshare.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolgate_calls_total",
 			Help: "Call requests by tool and outcome: completed, failed (ran, not charged), ambiguous (may have run, no answer: reserved until a person resolves it), refused (an error before running), replayed (a retry answered from the stored result).",
 		}, []string{"tool", "outcome"}), &errs),
-		callDuration: shared(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		callDuration: promshare.Register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "toolgate_call_duration_seconds",
 			Help:    "Time from a call's arrival to its recorded result, for calls that ran (completed or failed).",
 			Buckets: buckets,
 		}, []string{"tool"}), &errs),
-		upstreamDuration: shared(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		upstreamDuration: promshare.Register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "toolgate_upstream_duration_seconds",
 			Help:    "Time the provider took for one tool request, every attempt, wait and the reading of the answer included.",
 			Buckets: buckets,
 		}, []string{"tool"}), &errs),
-		upstreamAttempts: shared(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		upstreamAttempts: promshare.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolgate_upstream_attempts_total",
 			Help: "Requests sent to providers, retries included, by tool and result: ok, client_error, throttled, server_error, timeout, network_error, refused.",
 		}, []string{"tool", "result"}), &errs),
-		charged: shared(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		charged: promshare.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolgate_charged_usd_total",
 			Help: "US dollars charged for completed calls (price plus fee), by tool.",
 		}, []string{"tool"}), &errs),
-		circuitOpen: shared(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		circuitOpen: promshare.Register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "toolgate_circuit_open",
 			Help: "1 while the circuit breaker fails a tool's calls fast after consecutive provider failures, 0 once a call succeeds again.",
 		}, []string{"tool"}), &errs),
-		approvalRequests: shared(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		approvalRequests: promshare.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolgate_approval_requests_total",
 			Help: "Approval requests by what became of them: created, approved, denied, used (by the call it approved); and those asked but not created: limited (the principal asked too often), same_pending (the same request was pending, and answered instead).",
 		}, []string{"decision"}), &errs),
@@ -108,22 +109,6 @@ func newMetrics(reg prometheus.Registerer, deadline time.Duration) (*metrics, er
 		return nil, fmt.Errorf("toolgate: register metrics: %w", err)
 	}
 	return m, nil
-}
-
-// shared registers c with reg, or returns the collector of the same
-// description another gateway registered there before.
-func shared[C prometheus.Collector](reg prometheus.Registerer, c C, errs *[]error) C {
-	err := reg.Register(c)
-	var taken prometheus.AlreadyRegisteredError
-	if errors.As(err, &taken) {
-		if existing, ok := taken.ExistingCollector.(C); ok {
-			return existing
-		}
-	}
-	if err != nil {
-		*errs = append(*errs, err)
-	}
-	return c
 }
 
 // toolSeries are one tool's series. They are made together when the tool

@@ -12,6 +12,7 @@ import (
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/storage/memory"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
@@ -90,7 +91,7 @@ func (s *countingStore) GetSpendControls(ctx context.Context, principal string) 
 // caller's standing approval only when the approval sent does not settle it.
 func TestNewCallStoreRoundTrips(t *testing.T) {
 	t.Parallel()
-	store := &countingStore{Store: newMemoryStore(), calls: map[string]int{}}
+	store := &countingStore{Store: memory.New(), calls: map[string]int{}}
 	e := newEnvWithStore(t, store, []toolSpec{callable})
 	q := e.quote("alice", "echo")
 	assert.Equal(t, map[string]int{"GetApproval": 1, "GetSpendControls": 1, "MeasureLimits": 1, "CreateQuote": 1}, store.take())

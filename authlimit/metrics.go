@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/toolgate/toolgate/internal/promshare"
 )
 
 // metrics are a Limiter's Prometheus counters, by surface. A nil *metrics
@@ -29,7 +31,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Help: "Requests refused with 429 because their client address or key prefix failed too often in a window, by surface.",
 	}, []string{"surface"})
 	var errs []error
-	failures, limited = shared(reg, failures, &errs), shared(reg, limited, &errs)
+	failures, limited = promshare.Register(reg, failures, &errs), promshare.Register(reg, limited, &errs)
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("authlimit: register metrics: %w", err)
 	}
@@ -39,23 +41,6 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		m.refused[s] = limited.WithLabelValues(string(s))
 	}
 	return m, nil
-}
-
-// shared registers c with reg, or returns the collector of the same
-// description registered there before, so several Limiters can report to
-// one registry.
-func shared[C prometheus.Collector](reg prometheus.Registerer, c C, errs *[]error) C {
-	err := reg.Register(c)
-	var taken prometheus.AlreadyRegisteredError
-	if errors.As(err, &taken) {
-		if existing, ok := taken.ExistingCollector.(C); ok {
-			return existing
-		}
-	}
-	if err != nil {
-		*errs = append(*errs, err)
-	}
-	return c
 }
 
 func (m *metrics) failed(s Surface) {

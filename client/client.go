@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/weburl"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
@@ -143,19 +143,19 @@ func New(baseURL, apiKey string, opts *Options) (*Client, error) {
 }
 
 func parseBase(baseURL string) (string, error) {
-	u, err := url.Parse(baseURL)
+	u, err := weburl.Check(baseURL, weburl.Allow{PortOnlyHost: true, Path: true, EmptyQuery: true, EmptyFragment: true})
 	switch {
-	case err != nil:
+	case errors.Is(err, weburl.ErrSyntax):
 		return "", fmt.Errorf("client: the base URL %q does not parse", baseURL)
-	case u.Scheme != "http" && u.Scheme != "https":
+	case errors.Is(err, weburl.ErrScheme):
 		return "", fmt.Errorf("client: the base URL %q must be http or https", baseURL)
-	case u.Host == "":
+	case errors.Is(err, weburl.ErrHost):
 		return "", fmt.Errorf("client: the base URL %q has no host", baseURL)
-	case u.User != nil:
+	case errors.Is(err, weburl.ErrUser):
 		// Credentials there would travel with every request and show in
 		// every error; the API key is the credential.
 		return "", errors.New("client: the base URL must not carry credentials; give the API key instead")
-	case u.RawQuery != "" || u.Fragment != "":
+	case err != nil: // a query or a fragment
 		return "", fmt.Errorf("client: the base URL %q must not have a query or a fragment", baseURL)
 	}
 	return strings.TrimRight(u.Scheme+"://"+u.Host+u.EscapedPath(), "/"), nil

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/retryafter"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
@@ -124,7 +125,7 @@ func (c *Client) send(req *http.Request, r request) (*http.Response, answer, err
 		return resp, answer{}, ge
 	}
 	te := c.transportError(r, resp.StatusCode, resp.StatusCode >= 500, errors.New(resp.Status))
-	te.RetryAfter, _ = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+	te.RetryAfter, _ = retryafter.Parse(resp.Header.Get("Retry-After"), time.Now())
 	return resp, answer{}, te
 }
 

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/retryafter"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
@@ -97,7 +98,7 @@ func incurable(err error) bool {
 // not come back together; after a 429 or 503 it waits what Retry-After says.
 func DefaultBackoff(min, max time.Duration, attempt int, resp *http.Response) time.Duration {
 	if resp != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
-		if d, ok := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+		if d, ok := retryafter.Parse(resp.Header.Get("Retry-After"), time.Now()); ok {
 			return d
 		}
 	}
@@ -108,28 +109,6 @@ func DefaultBackoff(min, max time.Duration, attempt int, resp *http.Response) ti
 		}
 	}
 	return wait/2 + rand.N(wait/2+1)
-}
-
-// parseRetryAfter reads a Retry-After header: seconds, or an HTTP date.
-func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
-	if v == "" {
-		return 0, false
-	}
-	var secs int
-	for _, c := range []byte(v) {
-		if c < '0' || c > '9' || secs > 1<<30 {
-			secs = -1
-			break
-		}
-		secs = secs*10 + int(c-'0')
-	}
-	if secs >= 0 {
-		return time.Duration(secs) * time.Second, true
-	}
-	if at, err := http.ParseTime(v); err == nil {
-		return max(at.Sub(now), 0), true
-	}
-	return 0, false
 }
 
 // retryAfterOf is how long the answer that err came from asked to wait.

@@ -213,7 +213,7 @@ type principalKey struct{}
 // key knows which one to use.
 func (h *Handler) authed(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if token, ok := h.accessToken(r); ok {
+		if token, ok := httpx.AccessToken(r, h.tokens); ok {
 			h.serveToken(w, r, token, needCaller, next)
 			return
 		}
@@ -287,7 +287,7 @@ func approverOf(r *http.Request) string {
 // unauthorized.
 func (h *Handler) approverAuthed(why string, next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if token, ok := h.accessToken(r); ok {
+		if token, ok := httpx.AccessToken(r, h.tokens); ok {
 			h.serveToken(w, r, token, needApprover, next)
 			return
 		}
@@ -319,7 +319,7 @@ func (h *Handler) approverAuthed(why string, next http.HandlerFunc) http.Handler
 // likewise, as a caller when it may call.
 func (h *Handler) eitherAuthed(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if token, ok := h.accessToken(r); ok {
+		if token, ok := httpx.AccessToken(r, h.tokens); ok {
 			h.serveToken(w, r, token, needEither, next)
 			return
 		}

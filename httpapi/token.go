@@ -19,20 +19,6 @@ const (
 	needEither
 )
 
-// accessToken returns the request's bearer credential when tokens are
-// accepted and it is shaped as one. Anything else is left to the API key
-// checks.
-func (h *Handler) accessToken(r *http.Request) (string, bool) {
-	if h.tokens == nil {
-		return "", false
-	}
-	cred, ok := apikey.BearerCredential(r)
-	if !ok || !h.tokens.IsToken(cred) {
-		return "", false
-	}
-	return cred, true
-}
-
 // serveToken authenticates a request that carries an access token and
 // hands it on as its principal or approver, as role asks, or answers the
 // refusal: 401 invalid_token for a token not accepted, 403

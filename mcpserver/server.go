@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"sync"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/apikey"
 	"github.com/toolgate/toolgate/authlimit"
+	"github.com/toolgate/toolgate/internal/weburl"
 	"github.com/toolgate/toolgate/sealing"
 )
 
@@ -129,9 +129,8 @@ func (o Options) withDefaults() Options {
 
 // baseURL reports whether s can begin the links the server gives.
 func baseURL(s string) bool {
-	u, err := url.Parse(s)
-	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" &&
-		u.User == nil && u.RawQuery == "" && !u.ForceQuery && u.Fragment == ""
+	_, err := weburl.Check(s, weburl.Allow{PortOnlyHost: true, Path: true, EmptyFragment: true})
+	return err == nil
 }
 
 func (o Options) validate() error {

@@ -6,19 +6,13 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate/apikey"
+	"github.com/toolgate/toolgate/internal/httpx"
 )
 
 // accessToken returns the request's bearer credential when tokens are
 // accepted and it is shaped as one; anything else is an API key.
 func (h *Handler) accessToken(r *http.Request) (string, bool) {
-	if h.tokens == nil {
-		return "", false
-	}
-	cred, ok := apikey.BearerCredential(r)
-	if !ok || !h.tokens.IsToken(cred) {
-		return "", false
-	}
-	return cred, true
+	return httpx.AccessToken(r, h.tokens)
 }
 
 // verifyToken returns the principal an access token calls as, or answers

@@ -14,7 +14,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/net/http/httpguts"
 
+	"github.com/toolgate/toolgate/internal/weburl"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
@@ -260,8 +262,7 @@ func validate(servers []Server) error {
 			}
 		}
 		if s.URL != "" {
-			u, err := url.Parse(s.URL)
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.Fragment != "" {
+			if _, err := weburl.Check(s.URL, weburl.Allow{PortOnlyHost: true, Path: true, Query: true, EmptyFragment: true}); err != nil {
 				return bad("url", "must be an http or https URL with a host, and no credentials or fragment")
 			}
 		}
@@ -269,7 +270,7 @@ func validate(servers []Server) error {
 			if s.URL == "" {
 				return bad("credential", "applies only to a url")
 			}
-			if !validHeaderName(s.Credential.Header) {
+			if !httpguts.ValidHeaderFieldName(s.Credential.Header) {
 				return bad("credential.header", "must be an HTTP header name")
 			}
 			if strings.ContainsAny(s.Credential.Scheme, " \t\r\n") {
@@ -312,20 +313,6 @@ func validPricing(p *registry.Pricing) error {
 		return fmt.Errorf("currency %q: only USD is supported", p.Currency)
 	}
 	return nil
-}
-
-// validHeaderName reports whether s is an HTTP header name (a token).
-func validHeaderName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte(`()<>@,;:\"/[]?={}`, c) >= 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // transportName is what a server's tools' manifests call its transport.

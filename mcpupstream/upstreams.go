@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/toolgate/toolgate/internal/promshare"
 	"github.com/toolgate/toolgate/registry"
 )
 
@@ -107,15 +108,10 @@ func upGauge(reg prometheus.Registerer) (*prometheus.GaugeVec, error) {
 		Name: "toolgate_mcp_server_up",
 		Help: "1 while an upstream MCP server is connected and its tools listed, 0 otherwise, by the server's configured id.",
 	}, []string{"server"})
-	err := reg.Register(g)
-	var taken prometheus.AlreadyRegisteredError
-	if errors.As(err, &taken) {
-		if existing, ok := taken.ExistingCollector.(*prometheus.GaugeVec); ok {
-			return existing, nil
-		}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("mcpupstream: metrics: %w", err)
+	var errs []error
+	g = promshare.Register(reg, g, &errs)
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("mcpupstream: metrics: %w", errs[0])
 	}
 	return g, nil
 }

@@ -6,9 +6,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/weburl"
 )
 
 // Defaults of the Config fields left zero.
@@ -147,8 +148,8 @@ func checkURL(s string) error {
 	if s == "" {
 		return errors.New("is required")
 	}
-	u, err := url.Parse(s)
-	if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.ForceQuery {
+	u, err := weburl.Check(s, weburl.Allow{AnyScheme: true, PortOnlyHost: true, Path: true, EmptyFragment: true})
+	if err != nil {
 		return fmt.Errorf("%q is not an absolute URL without query or fragment", s)
 	}
 	switch u.Scheme {

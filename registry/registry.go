@@ -17,7 +17,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"regexp"
 	"slices"
 	"sort"
@@ -28,6 +27,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/toolgate/toolgate/internal/probe"
+	"github.com/toolgate/toolgate/internal/weburl"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
@@ -280,11 +280,9 @@ func validateTool(t *Tool) error {
 }
 
 func validateOrigin(origin string) error {
-	u, err := url.Parse(origin)
-	// ContainsAny catches an empty query or fragment ("https://h?", "https://h#"),
-	// which url.Parse does not report and which would corrupt origin+path.
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Hostname() == "" ||
-		(u.Path != "" && u.Path != "/") || strings.ContainsAny(origin, "?#") || u.User != nil {
+	// Even an empty query or fragment ("https://h?", "https://h#") would
+	// corrupt origin+path.
+	if _, err := weburl.Check(origin, weburl.Allow{}); err != nil {
 		return fmt.Errorf("origin %q must be scheme://host[:port]", origin)
 	}
 	return nil

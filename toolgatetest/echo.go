@@ -32,25 +32,33 @@ const echoHost = "echo.example.test"
 // that output, which must never reach a caller.
 func EchoTool() *registry.Tool {
 	return &registry.Tool{
-		Slug:        "echo",
-		Name:        "Echo",
-		Description: "Echoes its input",
-		Category:    "developer-tools",
-		Provider:    registry.Provider{Name: "Echo Co", TrustTier: "basic"},
-		Endpoint:    registry.Endpoint{Origin: EchoOrigin, Method: http.MethodGet, Path: "/echo"},
-		Version:     1,
-		Immutable:   true,
-		Capabilities: &registry.Capabilities{
-			ReadOnly: registry.Bool(true), Idempotent: registry.Bool(true),
-			OpenWorld: registry.Bool(false), SeesUntrustedContent: registry.Bool(false), DataRetention: "none",
-		},
-		Pricing: registry.Pricing{Type: registry.PricingFree, Amount: decimal.Zero, Currency: "USD"},
+		Slug:         "echo",
+		Name:         "Echo",
+		Description:  "Echoes its input",
+		Category:     "developer-tools",
+		Provider:     registry.Provider{Name: "Echo Co", TrustTier: "basic"},
+		Endpoint:     registry.Endpoint{Origin: EchoOrigin, Method: http.MethodGet, Path: "/echo"},
+		Version:      1,
+		Immutable:    true,
+		Capabilities: LowRiskCapabilities(),
+		Pricing:      registry.Pricing{Type: registry.PricingFree, Amount: decimal.Zero, Currency: "USD"},
 		InputSchema: json.RawMessage(`{"type":"object","required":["v"],"additionalProperties":false,
 			"properties":{"v":{"type":"string","minLength":1},"n":{"type":"integer","minimum":1,"maximum":5}}}`),
 		OutputSchema: json.RawMessage(`{"type":"object","required":["value"],"properties":{"value":{"type":"string","maxLength":20}}}`),
 		BuildRequest: buildEchoRequest,
 		Normalize:    normalizeEcho,
 		UpdatedAt:    DefaultStart,
+	}
+}
+
+// LowRiskCapabilities are the capabilities of a tool that only reads: it
+// is read-only and idempotent, reaches no open world, sees no untrusted
+// content and keeps nothing. They are EchoTool's; a test changes one of
+// them to reach a riskier policy.
+func LowRiskCapabilities() *registry.Capabilities {
+	return &registry.Capabilities{
+		ReadOnly: registry.Bool(true), Idempotent: registry.Bool(true),
+		OpenWorld: registry.Bool(false), SeesUntrustedContent: registry.Bool(false), DataRetention: "none",
 	}
 }
 

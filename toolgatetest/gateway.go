@@ -102,16 +102,25 @@ func (g *Gateway) MustQuote(t T, principal, tool string) *toolgatetype.QuoteResu
 func (g *Gateway) CallApproved(t T, principal, tool, input string) (*toolgatetype.CallResult, error) {
 	t.Helper()
 	q := g.MustQuote(t, principal, tool)
+	req := ApprovedRequest(q, input, fmt.Sprintf("toolgatetest-%d", g.keys.Add(1)))
+	req.Tool = tool // as the test named it, slug or id
+	return g.Gateway.Call(context.Background(), principal, req)
+}
+
+// ApprovedRequest is the call an agent whose user approves sends under q:
+// q's tool and quote, input, the Idempotency-Key key, and the approval of
+// the quoted manifest digest when the tool has one.
+func ApprovedRequest(q *toolgatetype.QuoteResult, input, key string) toolgatetype.CallRequest {
 	req := toolgatetype.CallRequest{
-		Tool:           tool,
+		Tool:           q.Tool.Slug,
 		QuoteID:        q.Quote.ID,
 		Input:          json.RawMessage(input),
-		IdempotencyKey: fmt.Sprintf("toolgatetest-%d", g.keys.Add(1)),
+		IdempotencyKey: key,
 	}
 	if q.Quote.ManifestDigest != nil {
 		req.ApprovalDigest = *q.Quote.ManifestDigest
 	}
-	return g.Gateway.Call(context.Background(), principal, req)
+	return req
 }
 
 // RequireSpent fails t unless principal has been charged exactly usd

@@ -137,3 +137,43 @@ func TestFakeClockMovesOnlyWhenTold(t *testing.T) {
 	toolgatetest.RequireCode(t, err, toolgatetype.CodeQuoteExpired)
 	gw.Upstream.RequireCalls(t, 0)
 }
+
+func TestApprovedRequest(t *testing.T) {
+	t.Parallel()
+	mutable := toolgatetest.EchoTool()
+	mutable.Slug, mutable.Immutable = "mutable-echo", false
+	gw := toolgatetest.New(t, &toolgatetest.Options{Tools: []*registry.Tool{toolgatetest.EchoTool(), mutable}})
+	for _, tt := range []struct {
+		tool       string
+		wantDigest bool // the tool has an immutable version to approve
+	}{
+		{"echo", true},
+		{"mutable-echo", false},
+	} {
+		t.Run(tt.tool, func(t *testing.T) {
+			q := gw.MustQuote(t, "alice", tt.tool)
+			req := toolgatetest.ApprovedRequest(q, `{"v":"hi"}`, "key-"+tt.tool)
+			assert.Equal(t, tt.tool, req.Tool)
+			assert.Equal(t, q.Quote.ID, req.QuoteID)
+			assert.JSONEq(t, `{"v":"hi"}`, string(req.Input))
+			assert.Equal(t, "key-"+tt.tool, req.IdempotencyKey)
+			if !tt.wantDigest {
+				assert.Nil(t, q.Quote.ManifestDigest)
+				assert.Empty(t, req.ApprovalDigest)
+				return
+			}
+			require.NotNil(t, q.Quote.ManifestDigest)
+			assert.Equal(t, *q.Quote.ManifestDigest, req.ApprovalDigest)
+			res, err := gw.Gateway.Call(t.Context(), "alice", req)
+			toolgatetest.RequireCompleted(t, res, err, "0.0000")
+		})
+	}
+}
+
+func TestLowRiskCapabilitiesAreEchosAndEachCallsOwn(t *testing.T) {
+	t.Parallel()
+	assert.Equal(t, toolgatetest.EchoTool().Capabilities, toolgatetest.LowRiskCapabilities())
+	c := toolgatetest.LowRiskCapabilities()
+	c.OpenWorld = registry.Bool(true)
+	assert.False(t, *toolgatetest.LowRiskCapabilities().OpenWorld, "changing one leaves the next as it was")
+}

@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
+
+	"github.com/toolgate/toolgate/internal/weburl"
 )
 
 // ErrOtherOrigin is the cause of a request a transport of one origin
@@ -20,9 +21,8 @@ var ErrOtherOrigin = errors.New("upstream: request to another origin than the co
 // so. next nil means NewTransport(), which refuses internal addresses for
 // everything else; a transport of one's own should keep that check too.
 func NewOriginTransport(origin string, next http.RoundTripper) (http.RoundTripper, error) {
-	u, err := url.Parse(origin)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
-		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+	u, err := weburl.Check(origin, weburl.Allow{PortOnlyHost: true, EmptyQuery: true, EmptyFragment: true})
+	if err != nil {
 		return nil, fmt.Errorf("upstream: origin %q must be scheme://host[:port]", origin)
 	}
 	if next == nil {

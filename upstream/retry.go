@@ -5,10 +5,10 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net/http"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/retryafter"
 )
 
 const (
@@ -53,7 +53,7 @@ func RetrySafeReads(ctx context.Context, resp *http.Response, err error) (bool, 
 // The request's deadline still bounds every wait.
 func JitteredBackoff(min, max time.Duration, attempt int, resp *http.Response) time.Duration {
 	if resp != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
-		if d, ok := parseRetryAfter(resp.Header.Get("Retry-After")); ok {
+		if d, ok := retryafter.Parse(resp.Header.Get("Retry-After"), time.Now()); ok {
 			return minDuration(d, maxRetryAfter)
 		}
 	}
@@ -69,20 +69,4 @@ func minDuration(a, b time.Duration) time.Duration {
 		return a
 	}
 	return b
-}
-
-func parseRetryAfter(v string) (time.Duration, bool) {
-	if v == "" {
-		return 0, false
-	}
-	if secs, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && secs >= 0 {
-		return time.Duration(secs) * time.Second, true
-	}
-	if at, err := http.ParseTime(v); err == nil {
-		if d := time.Until(at); d > 0 {
-			return d, true
-		}
-		return 0, true
-	}
-	return 0, false
 }

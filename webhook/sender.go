@@ -30,6 +30,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/weburl"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
@@ -93,8 +94,8 @@ type delivery struct {
 // secret ("whsec_..."), and starts its delivery goroutine; Close stops it.
 // Errors never quote the secret.
 func New(target, secret string, cfg *Config) (*Sender, error) {
-	u, err := url.Parse(target)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	u, err := weburl.Check(target, weburl.Allow{PortOnlyHost: true, User: true, Path: true, Query: true, Fragment: true})
+	if err != nil {
 		return nil, errors.New("webhook: the URL must be an http or https URL")
 	}
 	key, err := ParseSecret(secret)

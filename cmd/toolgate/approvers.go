@@ -4,10 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"net/url"
 	"slices"
-	"strings"
 
+	"github.com/toolgate/toolgate/internal/weburl"
 	"github.com/toolgate/toolgate/toolgatetype"
 	"github.com/toolgate/toolgate/webhook"
 )
@@ -159,7 +158,7 @@ func (p configParser) approvals(n node) (Approvals, error) {
 	for _, f := range fs {
 		switch f.name {
 		case "webhookUrl":
-			if a.WebhookURL, err = f.str(); err == nil && !webURL(a.WebhookURL) {
+			if a.WebhookURL, err = f.str(); err == nil && !webURL(a.WebhookURL, weburl.Allow{PortOnlyHost: true, Path: true, Query: true, Fragment: true}) {
 				err = f.errorf("must be an http or https URL")
 			}
 		case "webhookSecret":
@@ -173,7 +172,7 @@ func (p configParser) approvals(n node) (Approvals, error) {
 		case "publicUrl":
 			// Links to the approval pages are made by appending their
 			// paths, which a query or fragment would swallow.
-			if a.PublicURL, err = f.str(); err == nil && (!webURL(a.PublicURL) || strings.ContainsAny(a.PublicURL, "?#")) {
+			if a.PublicURL, err = f.str(); err == nil && !webURL(a.PublicURL, weburl.Allow{PortOnlyHost: true, Path: true}) {
 				err = f.errorf("must be an http or https URL without query or fragment, the address people reach this server at")
 			}
 		}
@@ -190,10 +189,11 @@ func (p configParser) approvals(n node) (Approvals, error) {
 	return a, nil
 }
 
-// webURL accepts an absolute http or https URL with a host.
-func webURL(s string) bool {
-	u, err := url.Parse(s)
-	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil
+// webURL accepts an absolute http or https URL with a host, no
+// credentials, and what else allow allows.
+func webURL(s string, allow weburl.Allow) bool {
+	_, err := weburl.Check(s, allow)
+	return err == nil
 }
 
 // checkApprovers checks what approvers and principals say of each other,

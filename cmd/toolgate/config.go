@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,6 +16,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/internal/weburl"
 	"github.com/toolgate/toolgate/mcpupstream"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/toolgatetype"
@@ -618,9 +618,8 @@ func (p configParser) upstreams(n node) (map[string]string, error) {
 // validOrigin is the registry's rule for an origin: http or https, a host,
 // nothing after it but an optional "/".
 func validOrigin(origin string) bool {
-	u, err := url.Parse(origin)
-	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" &&
-		(u.Path == "" || u.Path == "/") && u.RawQuery == "" && u.Fragment == "" && u.User == nil && !u.ForceQuery
+	_, err := weburl.Check(origin, weburl.Allow{PortOnlyHost: true, EmptyFragment: true})
+	return err == nil
 }
 
 func (p configParser) trust(n node) (map[string]registry.Trust, error) {
@@ -633,24 +632,9 @@ func (p configParser) trust(n node) (map[string]registry.Trust, error) {
 		if err := p.knownOrMCPTool(n, t.name); err != nil {
 			return nil, err
 		}
-		fs, err := t.fields("paymentVerified", "endpointVerified", "retrySafe")
+		tr, err := trustOf(t.node)
 		if err != nil {
 			return nil, err
-		}
-		var tr registry.Trust
-		for _, f := range fs {
-			b, err := f.boolean()
-			if err != nil {
-				return nil, err
-			}
-			switch f.name {
-			case "paymentVerified":
-				tr.PaymentVerified = &b
-			case "endpointVerified":
-				tr.EndpointVerified = &b
-			case "retrySafe":
-				tr.RetrySafe = &b
-			}
 		}
 		out[t.name] = tr
 	}

@@ -1,9 +1,6 @@
 package main
 
-import (
-	"net/url"
-	"strings"
-)
+import "github.com/toolgate/toolgate/internal/weburl"
 
 // allowedHosts parses "allowedHosts": the names, besides loopback's and the
 // host of approvals.publicUrl, that requests to /mcp may give as their Host
@@ -20,8 +17,7 @@ func (configParser) allowedHosts(n node) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		u, perr := url.Parse("http://" + h)
-		if h == "" || strings.ContainsAny(h, "/?#@ ") || perr != nil || u.Host != h || u.Hostname() == "" {
+		if !weburl.HostPort(h) {
 			return nil, item.errorf("%q is not a host name or IP address with an optional port (\"mcp.example.com\", \"10.0.0.5:8080\"); give no scheme or path", h)
 		}
 		out = append(out, h)

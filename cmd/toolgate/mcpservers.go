@@ -6,13 +6,15 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/internal/weburl"
 	"github.com/toolgate/toolgate/mcpupstream"
 	"github.com/toolgate/toolgate/registry"
 )
@@ -208,8 +210,7 @@ func mcpURL(n node) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.Fragment != "" {
+	if _, err := weburl.Check(s, weburl.Allow{PortOnlyHost: true, Path: true, Query: true, EmptyFragment: true}); err != nil {
 		// Not quoted back: a URL with credentials would put them in a log.
 		return "", n.errorf("must be an http or https URL with a host, and no credentials or fragment (a credential goes in \"credential\")")
 	}
@@ -230,7 +231,7 @@ func mcpCredential(n node) (*mcpupstream.Credential, error) {
 		}
 		switch f.name {
 		case "header":
-			if !headerName(s) {
+			if !httpguts.ValidHeaderFieldName(s) {
 				return nil, f.errorf("%q is not an HTTP header name", s)
 			}
 			c.Header = s
@@ -252,20 +253,6 @@ func mcpCredential(n node) (*mcpupstream.Credential, error) {
 		return nil, n.errorf("give exactly one of env and file: the credential's value is never written in the config")
 	}
 	return c, nil
-}
-
-// headerName reports whether s is an HTTP header name (a token).
-func headerName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte(`()<>@,;:\"/[]?={}`, c) >= 0 {
-			return false
-		}
-	}
-	return true
 }
 
 func mcpProvider(n node) (mcpupstream.Provider, error) {
@@ -421,6 +408,8 @@ func capabilities(n node) (*registry.Capabilities, error) {
 	return c, nil
 }
 
+// trustOf reads a trust override, of a tool ("trust") or of an MCP
+// server's tools: any of paymentVerified, endpointVerified and retrySafe.
 func trustOf(n node) (registry.Trust, error) {
 	fs, err := n.fields("paymentVerified", "endpointVerified", "retrySafe")
 	if err != nil {

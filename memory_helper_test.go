@@ -1,8 +1,0 @@
-package toolgate_test
-
-import (
-	"github.com/toolgate/toolgate/storage"
-	"github.com/toolgate/toolgate/storage/memory"
-)
-
-func newMemoryStore() storage.Store { return memory.New() }
