@@ -167,7 +167,9 @@ type ApprovalRequestFilter struct {
 	InputSHA256 string
 	// After continues a listing from a cursor; nil starts with the newest.
 	After *ApprovalCursor
-	// Limit caps the requests returned; 0 means 100.
+	// Limit caps the requests returned: 1 or more. The gateway always sets
+	// it (a page's size, and one more to tell whether another follows), so
+	// a backend need not default it.
 	Limit int
 }
 
@@ -207,7 +209,3 @@ func (f ApprovalRequestFilter) Matches(r ApprovalRequest) bool {
 	}
 	return f.InputSHA256 == "" || r.InputSHA256 == f.InputSHA256
 }
-
-// DefaultApprovalListLimit is ListApprovalRequests' limit when the filter
-// sets none.
-const DefaultApprovalListLimit = 100

@@ -164,8 +164,9 @@ type Store interface {
 	// not exist. On any error nothing is written.
 	ResolveExecution(ctx context.Context, r Resolve) (Execution, error)
 
-	// ListReceipts returns up to limit (at most MaxReceiptPage) of the
-	// principal's receipts with seq above after, in seq order. Receipts
+	// ListReceipts returns up to limit of the principal's receipts with
+	// seq above after, in seq order. The gateway checks both first: after
+	// is 0 or more, limit from 1 to toolgatetype.MaxReceiptPage. Receipts
 	// are never pruned: a chain is only checkable whole.
 	ListReceipts(ctx context.Context, principal string, after int64, limit int) ([]Receipt, error)
 
