@@ -361,7 +361,7 @@ func (g *Gateway) approvalView(r storage.ApprovalRequest, now time.Time) toolgat
 	}
 	out := toolgatetype.ApprovalRequest{
 		ID:             r.ID.String(),
-		Status:         toolgatetype.ApprovalStatus(r.Status),
+		Status:         r.Status,
 		Principal:      r.Principal,
 		QuoteID:        r.QuoteID.String(),
 		Tool:           tool,

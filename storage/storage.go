@@ -314,18 +314,21 @@ func (e *OpenQuotesError) Error() string {
 // Is makes errors.Is(err, ErrTooManyOpenQuotes) hold.
 func (e *OpenQuotesError) Is(target error) bool { return target == ErrTooManyOpenQuotes }
 
-// ExecutionStatus is the state of an execution.
-type ExecutionStatus string
+// ExecutionStatus is the state of an execution: the status callers see,
+// toolgatetype.Status, the same type, so that what the store keeps is
+// handed on as it is. The store has one value callers never see,
+// ExecutionRunning.
+type ExecutionStatus = toolgatetype.Status
 
 // Execution statuses. Running is internal: callers only ever see a finished one.
 const (
 	ExecutionRunning   ExecutionStatus = "running"
-	ExecutionCompleted ExecutionStatus = "completed"
-	ExecutionFailed    ExecutionStatus = "failed"
+	ExecutionCompleted                 = toolgatetype.StatusCompleted
+	ExecutionFailed                    = toolgatetype.StatusFailed
 	// ExecutionAmbiguous: finished, but nobody knows whether the provider
 	// ran the request. Its amount stays reserved until ResolveExecution
 	// makes it completed or failed.
-	ExecutionAmbiguous ExecutionStatus = "ambiguous"
+	ExecutionAmbiguous = toolgatetype.StatusAmbiguous
 )
 
 // Execution is one admitted call.
@@ -492,7 +495,9 @@ type Finish struct {
 	Seal Seal
 }
 
-// Usage is a tool's usage counters.
+// Usage is a tool's usage counters. It is not toolgatetype.Usage, what
+// callers are shown: that one labels the counts coarsely and shows them
+// only where the operator chose to, from these exact ones.
 type Usage struct {
 	Count       int64 // completed executions
 	UniqueUsers int64 // distinct principals with a completed execution
