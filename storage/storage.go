@@ -531,7 +531,8 @@ type Prune struct {
 	// ApprovalRequestsBefore: approval requests, whatever their state, that
 	// expired before this.
 	ApprovalRequestsBefore time.Time
-	// Limit caps the rows of each kind one call deletes; 0 means 1000.
+	// Limit caps the rows of each kind one call deletes: 1 or more. The
+	// gateway always sets it, so a backend need not default it.
 	Limit int
 }
 

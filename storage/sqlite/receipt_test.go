@@ -106,6 +106,7 @@ func TestPruneKeepsReceipts(t *testing.T) {
 	later := t0.Add(365 * 24 * time.Hour)
 	res, err := s.Prune(ctx, storage.Prune{
 		IdempotencyBefore: later, QuotesBefore: later, LedgerBefore: later, ApprovalRequestsBefore: later,
+		Limit: pruneAll,
 	})
 	require.NoError(t, err)
 	assert.Equal(t, 1, res.Idempotency)

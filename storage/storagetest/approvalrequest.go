@@ -462,7 +462,7 @@ func testApprovalRequests(t *testing.T, newStore newStoreFunc) {
 		h.decide(oldDecided.ID, false, "", t0.Add(-47*time.Hour))
 		_, recent := h.request("alice", "tool-a", t0.Add(-time.Hour))
 
-		res, err := h.s.Prune(h.ctx, storage.Prune{ApprovalRequestsBefore: t0.Add(-24 * time.Hour)})
+		res, err := h.s.Prune(h.ctx, storage.Prune{ApprovalRequestsBefore: t0.Add(-24 * time.Hour), Limit: pruneAll})
 		require.NoError(t, err)
 		assert.Equal(t, storage.PruneResult{ApprovalRequests: 2}, res)
 		for _, id := range []uuid.UUID{old.ID, oldDecided.ID} {

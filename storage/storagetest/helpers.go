@@ -27,6 +27,10 @@ const lease = time.Minute
 // set, so a test that means "all" says how many that is.
 const anyPage = 100
 
+// pruneAll is the most rows of each kind one Prune of these tests deletes,
+// the gateway's batch: more than any test stores.
+const pruneAll = 1000
+
 func dec(s string) decimal.Decimal { return decimal.RequireFromString(s) }
 
 // harness bundles what almost every test needs.
