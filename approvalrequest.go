@@ -268,9 +268,9 @@ func (g *Gateway) ListApprovalRequests(ctx context.Context, approver string, opt
 	limit := opts.Limit
 	switch {
 	case limit == 0:
-		limit = 20
-	case limit < 1 || limit > 100:
-		return nil, newError(toolgatetype.CodeInvalidRequest, "limit must be from 1 to 100")
+		limit = toolgatetype.DefaultListLimit
+	case limit < 1 || limit > toolgatetype.MaxListLimit:
+		return nil, newError(toolgatetype.CodeInvalidRequest, "limit must be from 1 to %d", toolgatetype.MaxListLimit)
 	}
 	now := g.clock.Now().UTC()
 	f, err := statusFilter(opts.Status, now)

@@ -10,6 +10,13 @@
 // processes. storagetest.Run checks those guarantees; every backend, and every
 // user-written fake, should pass it.
 //
+// The gateway hands every method complete parameters: it has defaulted and
+// checked them once, as its callers' options say, before the store sees
+// them. A backend may assume a limit is in the range its method documents
+// (a page of receipts, of approval requests or of executions, a batch of
+// pruning), and never defaults one; a caller of a Store of its own, such
+// as a test, passes them complete too.
+//
 // The audit trail reads executions back: ListExecutions pages through a set
 // of principals' finished executions, newest first, by a keyset position
 // that concurrent inserts cannot shift, and SpendSummary sums what they were
