@@ -268,9 +268,9 @@ func (g *Gateway) ListApprovalRequests(ctx context.Context, approver string, opt
 	limit := opts.Limit
 	switch {
 	case limit == 0:
-		limit = 20
-	case limit < 1 || limit > 100:
-		return nil, newError(toolgatetype.CodeInvalidRequest, "limit must be from 1 to 100")
+		limit = toolgatetype.DefaultListLimit
+	case limit < 1 || limit > toolgatetype.MaxListLimit:
+		return nil, newError(toolgatetype.CodeInvalidRequest, "limit must be from 1 to %d", toolgatetype.MaxListLimit)
 	}
 	now := g.clock.Now().UTC()
 	f, err := statusFilter(opts.Status, now)
@@ -361,7 +361,7 @@ func (g *Gateway) approvalView(r storage.ApprovalRequest, now time.Time) toolgat
 	}
 	out := toolgatetype.ApprovalRequest{
 		ID:             r.ID.String(),
-		Status:         toolgatetype.ApprovalStatus(r.Status),
+		Status:         r.Status,
 		Principal:      r.Principal,
 		QuoteID:        r.QuoteID.String(),
 		Tool:           tool,

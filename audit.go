@@ -59,7 +59,7 @@ func (g *Gateway) listExecutions(ctx context.Context, scope string, principals [
 	switch f.Status {
 	case "":
 	case toolgatetype.StatusCompleted, toolgatetype.StatusFailed, toolgatetype.StatusAmbiguous:
-		q.Status = storage.ExecutionStatus(f.Status)
+		q.Status = f.Status
 	default:
 		return nil, paramError("status", "status must be %s, %s or %s", toolgatetype.StatusCompleted, toolgatetype.StatusFailed, toolgatetype.StatusAmbiguous)
 	}
@@ -143,7 +143,7 @@ func (g *Gateway) summarize(e storage.Execution) toolgatetype.ExecutionSummary {
 		Principal:      e.Principal,
 		Tool:           ref,
 		ManifestDigest: e.ManifestDigest,
-		Status:         toolgatetype.Status(e.Status),
+		Status:         e.Status,
 		Cost:           toolgatetype.Cost{PriceUSD: usd(e.PriceUSD), FeeUSD: usd(e.FeeUSD), TotalUSD: usd(e.AmountUSD), Currency: "USD"},
 		CreatedAt:      e.CreatedAt,
 		FinishedAt:     e.FinishedAt,

@@ -93,18 +93,18 @@ func (g *Gateway) Receipts(ctx context.Context, principal string, after int64, l
 		e.Parameter = "after"
 		return toolgatetype.ReceiptPage{}, e
 	}
-	if limit <= 0 || limit > storage.MaxReceiptPage {
-		e := newError(toolgatetype.CodeInvalidRequest, "limit must be 1 to %d", storage.MaxReceiptPage)
+	if limit <= 0 || limit > toolgatetype.MaxReceiptPage {
+		e := newError(toolgatetype.CodeInvalidRequest, "limit must be 1 to %d", toolgatetype.MaxReceiptPage)
 		e.Parameter = "limit"
 		return toolgatetype.ReceiptPage{}, e
 	}
 	// One more than asked says whether there is a next page, but for the
 	// largest page, which says so whenever it is full.
-	got, err := g.store.ListReceipts(ctx, principal, after, min(limit+1, storage.MaxReceiptPage))
+	got, err := g.store.ListReceipts(ctx, principal, after, min(limit+1, toolgatetype.MaxReceiptPage))
 	if err != nil {
 		return toolgatetype.ReceiptPage{}, internalError(err)
 	}
-	more := len(got) > limit || (limit == storage.MaxReceiptPage && len(got) == limit)
+	more := len(got) > limit || (limit == toolgatetype.MaxReceiptPage && len(got) == limit)
 	got = got[:min(len(got), limit)]
 	page := toolgatetype.ReceiptPage{Receipts: make([]json.RawMessage, len(got))}
 	for i, r := range got {

@@ -99,7 +99,7 @@ func TestIdenticalApprovalRequestsAtOnceGiveOne(t *testing.T) {
 		require.NoError(t, errs[i], "request %d", i)
 		assert.Equal(t, ids[0], ids[i], "request %d is answered with the one request", i)
 	}
-	list, err := e.store.ListApprovalRequests(ctx, storage.ApprovalRequestFilter{Principals: []string{"agent"}})
+	list, err := e.store.ListApprovalRequests(ctx, storage.ApprovalRequestFilter{Principals: []string{"agent"}, Limit: 100})
 	require.NoError(t, err)
 	assert.Len(t, list, 1, "one request for a person to decide")
 	assert.Equal(t, 1.0, gathered(t, reg, "toolgate_approval_requests_total", "decision", "created"))

@@ -24,8 +24,8 @@
 //
 // Sign-in sessions are kept in a SessionStore: by default this process's
 // memory (MemorySessionStore); the store several instances share
-// (StoreSessions) lets a person sign in on one and decide on another, and
-// signing out on one ends the session on all at once.
+// (toolgatehttp.StoreSessions) lets a person sign in on one and decide on
+// another, and signing out on one ends the session on all at once.
 //
 // Guessing approver keys is slow: a client address whose sign-ins failed
 // too often in a window is refused every key, the right one too, until the

@@ -32,11 +32,11 @@ func TestStoreSessionsAcrossStores(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "sessions.db")
 	a := newApproverGateway(t)
-	open := func() *approvalpage.StoreSessions {
+	open := func() *toolgatehttp.StoreSessions {
 		s, err := sqlite.Open(ctx, path, nil)
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })
-		return approvalpage.NewStoreSessions(s, a.clock)
+		return toolgatehttp.NewStoreSessions(s, a.clock)
 	}
 	one, two := a.serve(open()), a.serve(open())
 	a.srv = one
@@ -80,7 +80,7 @@ func TestStoreSessionsExpire(t *testing.T) {
 	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "sessions.db"), nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
-	sessions := approvalpage.NewStoreSessions(s, a.clock)
+	sessions := toolgatehttp.NewStoreSessions(s, a.clock)
 	want := approvalpage.Session{Approver: "pat", CSRF: "csrf", ExpiresAt: a.clock.Now().Add(15 * time.Minute).UTC()}
 	require.NoError(t, sessions.Create(ctx, "id", want))
 	got, err := sessions.Get(ctx, "id")

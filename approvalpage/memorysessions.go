@@ -18,7 +18,7 @@ const maxSessions = 10_000
 // costs a person one sign-in. With several instances behind a load
 // balancer, a session is known only to the instance that signed it in, so
 // a person may be asked to sign in again when a request lands on another
-// one; StoreSessions, over the store the instances share, avoids that.
+// one; toolgatehttp.StoreSessions, over the store the instances share, avoids that.
 type MemorySessionStore struct {
 	clock toolgate.Clock
 	mu    sync.Mutex

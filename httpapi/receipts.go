@@ -7,7 +7,6 @@ import (
 	"strconv"
 
 	"github.com/toolgate/toolgate/internal/httpx"
-	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
@@ -55,8 +54,8 @@ func (h *Handler) listReceipts(w http.ResponseWriter, r *http.Request) {
 	limit := DefaultReceiptLimit
 	if s, ok := q["limit"]; ok {
 		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > storage.MaxReceiptPage {
-			h.writeError(w, r, paramError("limit", "limit must be a whole number from 1 to %d", storage.MaxReceiptPage))
+		if err != nil || n < 1 || n > toolgatetype.MaxReceiptPage {
+			h.writeError(w, r, paramError("limit", "limit must be a whole number from 1 to %d", toolgatetype.MaxReceiptPage))
 			return
 		}
 		limit = n

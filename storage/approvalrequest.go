@@ -48,19 +48,22 @@ func SameRequest(a, b ApprovalRequest) bool {
 	return a.Principal == b.Principal && a.QuoteID == b.QuoteID && a.InputSHA256 == b.InputSHA256
 }
 
-// ApprovalStatus is the stored state of an approval request. Expiry is not
-// a stored state: a pending or approved request whose ExpiresAt has passed
-// is shown as expired, and can no longer be decided or used.
-type ApprovalStatus string
+// ApprovalStatus is the stored state of an approval request: the status
+// callers see, toolgatetype.ApprovalStatus, the same type, of which a store
+// keeps four values. Expiry is not a stored state: a pending or approved
+// request whose ExpiresAt has passed is shown as expired
+// (toolgatetype.ApprovalStatusExpired), and can no longer be decided or
+// used; toolgatetype.ApprovalStatusAll names no state at all.
+type ApprovalStatus = toolgatetype.ApprovalStatus
 
 // Approval request states. A request is created pending; a decision makes
 // it approved or denied, once; an approved request becomes used when the
 // call it approves is admitted.
 const (
-	ApprovalPending  ApprovalStatus = "pending"
-	ApprovalApproved ApprovalStatus = "approved"
-	ApprovalDenied   ApprovalStatus = "denied"
-	ApprovalUsed     ApprovalStatus = "used"
+	ApprovalPending  = toolgatetype.ApprovalStatusPending
+	ApprovalApproved = toolgatetype.ApprovalStatusApproved
+	ApprovalDenied   = toolgatetype.ApprovalStatusDenied
+	ApprovalUsed     = toolgatetype.ApprovalStatusUsed
 )
 
 // ApprovalRequest is a caller's request that an approver approve one call:
@@ -69,6 +72,12 @@ const (
 //
 // Everything but Status, DecidedBy, DecidedAt, Remember and ExecutionID is
 // set at creation and never changes.
+//
+// It is not toolgatetype.ApprovalRequest, what callers are shown: that one
+// is the wire form (ids and amounts as strings, the tool as the registry
+// names it now, expiry folded into its status, the page to decide it on),
+// made from this one as of a moment; this one is what is kept, with the
+// ids, amounts and tool id that the store compares and sums.
 type ApprovalRequest struct {
 	ID             uuid.UUID
 	Principal      string
@@ -167,7 +176,9 @@ type ApprovalRequestFilter struct {
 	InputSHA256 string
 	// After continues a listing from a cursor; nil starts with the newest.
 	After *ApprovalCursor
-	// Limit caps the requests returned; 0 means 100.
+	// Limit caps the requests returned: 1 or more. The gateway always sets
+	// it (a page's size, and one more to tell whether another follows), so
+	// a backend need not default it.
 	Limit int
 }
 
@@ -207,7 +218,3 @@ func (f ApprovalRequestFilter) Matches(r ApprovalRequest) bool {
 	}
 	return f.InputSHA256 == "" || r.InputSHA256 == f.InputSHA256
 }
-
-// DefaultApprovalListLimit is ListApprovalRequests' limit when the filter
-// sets none.
-const DefaultApprovalListLimit = 100

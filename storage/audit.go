@@ -50,7 +50,9 @@ type SpendQuery struct {
 	GroupBy      toolgatetype.SpendGrouping
 }
 
-// SpendGroup is one group of a SpendSummary.
+// SpendGroup is one group of a SpendSummary. It is not
+// toolgatetype.SpendGroup, which shows the sum as a string of 4 decimals
+// to callers: the store adds exact decimals, and the gateway formats them.
 type SpendGroup struct {
 	Key      string          // the tool's slug, or the day as YYYY-MM-DD
 	TotalUSD decimal.Decimal // the sum of the charged amounts

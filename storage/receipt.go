@@ -35,6 +35,3 @@ type Receipt struct {
 	Hash        string // what the next receipt's prev must be
 	Signed      []byte // the signed receipt, as Seal returned it
 }
-
-// MaxReceiptPage is the most receipts ListReceipts returns at once.
-const MaxReceiptPage = 1000

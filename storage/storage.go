@@ -10,6 +10,13 @@
 // processes. storagetest.Run checks those guarantees; every backend, and every
 // user-written fake, should pass it.
 //
+// The gateway hands every method complete parameters: it has defaulted and
+// checked them once, as its callers' options say, before the store sees
+// them. A backend may assume a limit is in the range its method documents
+// (a page of receipts, of approval requests or of executions, a batch of
+// pruning), and never defaults one; a caller of a Store of its own, such
+// as a test, passes them complete too.
+//
 // The audit trail reads executions back: ListExecutions pages through a set
 // of principals' finished executions, newest first, by a keyset position
 // that concurrent inserts cannot shift, and SpendSummary sums what they were
@@ -164,8 +171,9 @@ type Store interface {
 	// not exist. On any error nothing is written.
 	ResolveExecution(ctx context.Context, r Resolve) (Execution, error)
 
-	// ListReceipts returns up to limit (at most MaxReceiptPage) of the
-	// principal's receipts with seq above after, in seq order. Receipts
+	// ListReceipts returns up to limit of the principal's receipts with
+	// seq above after, in seq order. The gateway checks both first: after
+	// is 0 or more, limit from 1 to toolgatetype.MaxReceiptPage. Receipts
 	// are never pruned: a chain is only checkable whole.
 	ListReceipts(ctx context.Context, principal string, after int64, limit int) ([]Receipt, error)
 
@@ -313,18 +321,21 @@ func (e *OpenQuotesError) Error() string {
 // Is makes errors.Is(err, ErrTooManyOpenQuotes) hold.
 func (e *OpenQuotesError) Is(target error) bool { return target == ErrTooManyOpenQuotes }
 
-// ExecutionStatus is the state of an execution.
-type ExecutionStatus string
+// ExecutionStatus is the state of an execution: the status callers see,
+// toolgatetype.Status, the same type, so that what the store keeps is
+// handed on as it is. The store has one value callers never see,
+// ExecutionRunning.
+type ExecutionStatus = toolgatetype.Status
 
 // Execution statuses. Running is internal: callers only ever see a finished one.
 const (
 	ExecutionRunning   ExecutionStatus = "running"
-	ExecutionCompleted ExecutionStatus = "completed"
-	ExecutionFailed    ExecutionStatus = "failed"
+	ExecutionCompleted                 = toolgatetype.StatusCompleted
+	ExecutionFailed                    = toolgatetype.StatusFailed
 	// ExecutionAmbiguous: finished, but nobody knows whether the provider
 	// ran the request. Its amount stays reserved until ResolveExecution
 	// makes it completed or failed.
-	ExecutionAmbiguous ExecutionStatus = "ambiguous"
+	ExecutionAmbiguous = toolgatetype.StatusAmbiguous
 )
 
 // Execution is one admitted call.
@@ -491,7 +502,9 @@ type Finish struct {
 	Seal Seal
 }
 
-// Usage is a tool's usage counters.
+// Usage is a tool's usage counters. It is not toolgatetype.Usage, what
+// callers are shown: that one labels the counts coarsely and shows them
+// only where the operator chose to, from these exact ones.
 type Usage struct {
 	Count       int64 // completed executions
 	UniqueUsers int64 // distinct principals with a completed execution
@@ -525,7 +538,8 @@ type Prune struct {
 	// ApprovalRequestsBefore: approval requests, whatever their state, that
 	// expired before this.
 	ApprovalRequestsBefore time.Time
-	// Limit caps the rows of each kind one call deletes; 0 means 1000.
+	// Limit caps the rows of each kind one call deletes: 1 or more. The
+	// gateway always sets it, so a backend need not default it.
 	Limit int
 }
 

@@ -11,7 +11,6 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/internal/httpx"
-	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
@@ -91,7 +90,7 @@ func (d *toolDoc) llmsText() string {
 	b.WriteString("## Receipts\n\n")
 	b.WriteString("- Every result carries receipt: the gateway's signed, chained receipt of the call (input and output as SHA-256 hashes only).\n")
 	fmt.Fprintf(&b, "- GET %s%s with your API key reads your chain in seq order (?after=<seq>&limit=<1 to %d>); the public keys that verify it are at %s%s.\n\n",
-		d.base, receiptsPath, storage.MaxReceiptPage, d.base, receiptKeysPath)
+		d.base, receiptsPath, toolgatetype.MaxReceiptPage, d.base, receiptKeysPath)
 
 	b.WriteString("## Links\n\n")
 	fmt.Fprintf(&b, "- [Documentation record (JSON)](%s): the registry entry, the call flow, request and response schemas and examples\n", d.docsURL())

@@ -5,7 +5,6 @@ import (
 
 	"github.com/toolgate/toolgate/httpapi"
 	"github.com/toolgate/toolgate/internal/httpx"
-	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
@@ -98,7 +97,7 @@ func receiptSchemas(prefix string) map[string]any {
 		"signature": ref("ReceiptSignature"),
 	})
 	defs["ReceiptPage"] = object([]string{"receipts"}, map[string]any{
-		"receipts": map[string]any{"type": "array", "items": ref("SignedReceipt"), "maxItems": storage.MaxReceiptPage,
+		"receipts": map[string]any{"type": "array", "items": ref("SignedReceipt"), "maxItems": toolgatetype.MaxReceiptPage,
 			"description": "Receipts in seq order, each exactly as it was signed (RFC 8785 canonical JSON): keep their bytes to verify them later."},
 		"next": map[string]any{"type": "integer", "minimum": 1, "description": "The after= of the next page; absent on the last."},
 	})
@@ -140,7 +139,7 @@ func receiptPaths(schemaRef func(string) map[string]any, errorResponse func(stat
 				map[string]any{"name": "after", "in": "query", "required": false, "description": "Only receipts with seq above this one; 0 (the default) reads from the start.",
 					"schema": map[string]any{"type": "integer", "minimum": 0, "default": 0}},
 				map[string]any{"name": "limit", "in": "query", "required": false, "description": "The most receipts to answer with.",
-					"schema": map[string]any{"type": "integer", "minimum": 1, "maximum": storage.MaxReceiptPage, "default": httpapi.DefaultReceiptLimit}},
+					"schema": map[string]any{"type": "integer", "minimum": 1, "maximum": toolgatetype.MaxReceiptPage, "default": httpapi.DefaultReceiptLimit}},
 				map[string]any{"name": "principal", "in": "query", "required": false, "description": "With an approver key, and only then, the principal whose chain to read (required).",
 					"schema": map[string]any{"type": "string", "minLength": 1}},
 			},

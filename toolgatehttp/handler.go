@@ -48,7 +48,7 @@ type Options struct {
 	// Sessions keeps the sign-in sessions of the approval pages; nil keeps
 	// them in this process's memory (approvalpage.MemorySessionStore).
 	// Instances behind one address share theirs through their store
-	// (approvalpage.StoreSessions).
+	// (StoreSessions).
 	Sessions approvalpage.SessionStore
 	// AuthLimit slows the guessing of keys, on the API and the approval
 	// pages together (see package authlimit); nil means one Limiter with

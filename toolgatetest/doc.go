@@ -12,4 +12,9 @@
 // EchoTool is a small tool of one's own whose trust facts and price a test
 // sets to reach any policy; Upstream answers it too. Agent code under test
 // takes gw.Gateway, the *toolgate.Gateway itself.
+//
+// BenchQuoteCall measures quote+call pairs through a gateway over any
+// storage.Store; each store's package benchmarks itself with it. It lives
+// here, beside the gateway it drives, so that storagetest, the stores'
+// conformance suite, depends on the storage contract alone.
 package toolgatetest

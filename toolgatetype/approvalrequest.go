@@ -7,7 +7,8 @@ import (
 
 // ApprovalStatus is an approval request's state as callers and approvers
 // see it: the stored state, or expired as soon as the request's ExpiresAt
-// has passed while it was still pending or approved and unused.
+// has passed while it was still pending or approved and unused. The store
+// keeps the same type (storage.ApprovalStatus) but never stores expired.
 type ApprovalStatus string
 
 // Approval request statuses.

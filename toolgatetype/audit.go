@@ -80,7 +80,7 @@ type SpendFilter struct {
 	// Until). Since defaults to the start of the current UTC month, Until
 	// to now.
 	Since, Until time.Time
-	// GroupBy is storage.SpendByTool (the default) or storage.SpendByDay.
+	// GroupBy is SpendByTool (the default) or SpendByDay.
 	GroupBy SpendGrouping
 }
 

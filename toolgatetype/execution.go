@@ -21,7 +21,9 @@ type Execution struct {
 	Receipt *SignedReceipt `json:"receipt,omitempty"`
 }
 
-// Status is how an execution ended, as callers see it.
+// Status is how an execution ended, as callers see it. The store keeps the
+// same type (storage.ExecutionStatus), with one more value of its own for
+// an execution still running, which callers never see.
 type Status string
 
 // Execution statuses.

@@ -79,6 +79,9 @@ type ReceiptPage struct {
 	Next     *int64            `json:"next,omitempty"`
 }
 
+// MaxReceiptPage is the most receipts one ReceiptPage holds.
+const MaxReceiptPage = 1000
+
 // ReceiptKeys is the body of GET /.well-known/toolgate-receipt-keys: every
 // public key receipts may be signed with, the current one and those retired.
 type ReceiptKeys struct {

@@ -11,6 +11,7 @@ import (
 	"github.com/toolgate/toolgate/authlimit"
 	"github.com/toolgate/toolgate/sealing"
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatehttp"
 )
 
 // Limits are the config's limits on guessing and flooding. Zero fields
@@ -156,7 +157,7 @@ type fleet struct {
 func newFleet(ctx context.Context, cfg *Config, store storage.Store, clock toolgate.Clock, tel *telemetry) (*fleet, error) {
 	f := &fleet{}
 	if ss, ok := store.(storage.SessionStore); ok && cfg.storageKind() != storageMemory {
-		f.sessions = approvalpage.NewStoreSessions(ss, clock)
+		f.sessions = toolgatehttp.NewStoreSessions(ss, clock)
 	}
 	lc := &authlimit.Config{
 		Failures:       cfg.Limits.FailedAuth,

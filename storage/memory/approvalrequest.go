@@ -96,10 +96,6 @@ func (s *Store) ListApprovalRequests(ctx context.Context, f storage.ApprovalRequ
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	limit := f.Limit
-	if limit <= 0 {
-		limit = storage.DefaultApprovalListLimit
-	}
 	var out []storage.ApprovalRequest
 	s.mu.Lock()
 	for _, p := range uniq(f.Principals) {
@@ -108,7 +104,7 @@ func (s *Store) ListApprovalRequests(ctx context.Context, f storage.ApprovalRequ
 			continue
 		}
 		items := q.items[:cut(q.items, requestCursor(f.After), queuedRequestPos)]
-		for i, found := len(items)-1, 0; i >= 0 && found < limit; i-- {
+		for i, found := len(items)-1, 0; i >= 0 && found < f.Limit; i-- {
 			r := s.requests[items[i].key]
 			if r == nil || !f.Matches(*r) {
 				continue
@@ -118,7 +114,7 @@ func (s *Store) ListApprovalRequests(ctx context.Context, f storage.ApprovalRequ
 		}
 	}
 	s.mu.Unlock()
-	out = newestFirst(out, limit, requestPos)
+	out = newestFirst(out, f.Limit, requestPos)
 	for i := range out {
 		out[i].Input = bytes.Clone(out[i].Input)
 	}

@@ -82,12 +82,12 @@ func TestPruneKeepsMemoryBounded(t *testing.T) {
 		require.NotZero(t, size)
 	}
 
-	cutoff := storage.Prune{IdempotencyBefore: t0.Add(time.Hour), QuotesBefore: t0.Add(time.Hour), LedgerBefore: t0.Add(time.Hour)}
+	cutoff := storage.Prune{IdempotencyBefore: t0.Add(time.Hour), QuotesBefore: t0.Add(time.Hour), LedgerBefore: t0.Add(time.Hour), Limit: pruneAll}
 	var total storage.PruneResult
 	for {
 		res, err := s.Prune(t.Context(), cutoff)
 		require.NoError(t, err)
-		assert.LessOrEqual(t, res.Idempotency, defaultPruneLimit)
+		assert.LessOrEqual(t, res.Idempotency, pruneAll)
 		if res == (storage.PruneResult{}) {
 			break
 		}
@@ -150,7 +150,7 @@ func TestPruneKeepsQuoteOfRunningCall(t *testing.T) {
 
 	// The quote expired while the run's process died; the retry after the
 	// prune must still be able to take the call over.
-	res, err := s.Prune(ctx, storage.Prune{QuotesBefore: t0.Add(10 * time.Minute)})
+	res, err := s.Prune(ctx, storage.Prune{QuotesBefore: t0.Add(10 * time.Minute), Limit: pruneAll})
 	require.NoError(t, err)
 	assert.Zero(t, res.Quotes)
 
@@ -279,3 +279,8 @@ func BenchmarkBeginExecutionWithLimits(b *testing.B) {
 		}
 	}
 }
+
+// pruneAll is the most rows of each kind one Prune of these tests deletes:
+// the gateway's batch, more than any test stores. A store is handed
+// complete parameters, so a test says how many too.
+const pruneAll = 1000

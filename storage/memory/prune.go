@@ -9,8 +9,6 @@ import (
 	"github.com/toolgate/toolgate/storage"
 )
 
-const defaultPruneLimit = 1000
-
 // Prune implements storage.Store. Each kind is walked oldest first from its
 // time-ordered queue, so one call costs what it deletes (plus the few old
 // entries it must keep), not the size of the store.
@@ -19,9 +17,6 @@ func (s *Store) Prune(ctx context.Context, p storage.Prune) (storage.PruneResult
 		return storage.PruneResult{}, err
 	}
 	limit := p.Limit
-	if limit <= 0 {
-		limit = defaultPruneLimit
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return storage.PruneResult{

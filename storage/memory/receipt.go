@@ -80,7 +80,6 @@ func (s *Store) ListReceipts(ctx context.Context, principal string, after int64,
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	limit = min(max(limit, 1), storage.MaxReceiptPage)
 	c := s.chainOf(principal)
 	c.mu.Lock()
 	defer c.mu.Unlock()

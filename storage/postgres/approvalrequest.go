@@ -175,10 +175,6 @@ func (s *Store) ListApprovalRequests(ctx context.Context, f storage.ApprovalRequ
 	if len(f.Principals) == 0 {
 		return nil, nil
 	}
-	limit := f.Limit
-	if limit <= 0 {
-		limit = storage.DefaultApprovalListLimit
-	}
 	statuses := make([]string, len(f.Statuses))
 	for i, st := range f.Statuses {
 		statuses[i] = string(st)
@@ -189,7 +185,7 @@ func (s *Store) ListApprovalRequests(ctx context.Context, f storage.ApprovalRequ
 		at := f.After.CreatedAt
 		afterAt, afterID = &at, bytesOf(f.After.ID)
 	}
-	args := []any{f.Principals, statuses, timeOrNull(f.LiveAt), timeOrNull(f.ExpiredAt), afterAt, afterID, limit}
+	args := []any{f.Principals, statuses, timeOrNull(f.LiveAt), timeOrNull(f.ExpiredAt), afterAt, afterID, f.Limit}
 	var oneCall strings.Builder
 	if f.ToolID != "" {
 		args = append(args, f.ToolID)

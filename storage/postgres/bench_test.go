@@ -10,29 +10,28 @@ import (
 
 	"github.com/toolgate/toolgate/storage/memory"
 	"github.com/toolgate/toolgate/storage/postgres"
-	"github.com/toolgate/toolgate/storage/storagetest"
 	"github.com/toolgate/toolgate/toolgatetest"
 )
 
 // BenchmarkQuoteCallPostgres measures quote+call pairs (one op is one pair)
-// on PostgreSQL with storagetest.BenchCallers concurrent callers and a
+// on PostgreSQL with toolgatetest.BenchCallers concurrent callers and a
 // provider that answers at once: what is left is the gateway and its store.
 func BenchmarkQuoteCallPostgres(b *testing.B) {
 	store, trips := benchPostgresStore(b)
-	storagetest.BenchQuoteCall(b, store, echoBench(trips, nil))
+	toolgatetest.BenchQuoteCall(b, store, echoBench(trips, nil))
 }
 
 // BenchmarkQuoteCallMemory is BenchmarkQuoteCallPostgres on the memory
 // store, for comparison from the same run.
 func BenchmarkQuoteCallMemory(b *testing.B) {
-	storagetest.BenchQuoteCall(b, memory.New(), echoBench(nil, nil))
+	toolgatetest.BenchQuoteCall(b, memory.New(), echoBench(nil, nil))
 }
 
 // echoBench is what this package's benchmarks call: the echo tool, from an
 // in-process provider. trips, when not nil, counts the store's round trips;
 // principal names the callers (nil: caller-0 onwards).
-func echoBench(trips *roundTrips, principal func(i int) string) *storagetest.BenchConfig {
-	cfg := &storagetest.BenchConfig{
+func echoBench(trips *roundTrips, principal func(i int) string) *toolgatetest.BenchConfig {
+	cfg := &toolgatetest.BenchConfig{
 		Tool: echoTool(), Transport: toolgatetest.NewUpstream(), Input: []byte(`{"v":"hello"}`), Principal: principal,
 	}
 	if trips != nil {
@@ -63,7 +62,7 @@ func benchPool(b testing.TB) (*pgxpool.Pool, *roundTrips) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg.MaxConns = storagetest.BenchCallers
+	cfg.MaxConns = toolgatetest.BenchCallers
 	trips := &roundTrips{}
 	cfg.ConnConfig.Tracer = trips
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)

@@ -172,3 +172,8 @@ func openInstance(t testing.TB, schema string) *postgres.Store {
 	t.Cleanup(s.Close)
 	return s
 }
+
+// pruneAll is the most rows of each kind one Prune of these tests deletes:
+// the gateway's batch, more than any test stores. A store is handed
+// complete parameters, so a test says how many too.
+const pruneAll = 1000

@@ -9,9 +9,6 @@ import (
 	"github.com/toolgate/toolgate/storage"
 )
 
-// defaultPruneLimit is Prune's per-kind cap when p.Limit is 0.
-const defaultPruneLimit = 1000
-
 // Prune deletes what the retention policy no longer needs, at most p.Limit
 // rows of each kind. Each kind is one statement in its own transaction, so
 // a run holds its row locks only briefly; rows another transaction has
@@ -21,9 +18,6 @@ const defaultPruneLimit = 1000
 // A zero cutoff prunes nothing of that kind.
 func (s *Store) Prune(ctx context.Context, p storage.Prune) (storage.PruneResult, error) {
 	limit := p.Limit
-	if limit <= 0 {
-		limit = defaultPruneLimit
-	}
 	var res storage.PruneResult
 	var err error
 	if !p.IdempotencyBefore.IsZero() {

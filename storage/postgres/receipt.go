@@ -302,11 +302,9 @@ func receiptArgs(sealed storage.Sealed) (hash string, signed, response []byte) {
 	return sealed.Hash, signed, response
 }
 
-// ListReceipts returns up to limit (at most storage.MaxReceiptPage) of the
-// principal's receipts with seq above after, in seq order, off the primary
-// key's index.
+// ListReceipts returns up to limit of the principal's receipts with seq
+// above after, in seq order, off the primary key's index.
 func (s *Store) ListReceipts(ctx context.Context, principal string, after int64, limit int) ([]storage.Receipt, error) {
-	limit = min(max(limit, 1), storage.MaxReceiptPage)
 	rows, err := s.pool.Query(ctx, s.sql(`
 		SELECT seq, execution_id, hash, signed FROM {schema}.receipts
 		WHERE principal = $1 AND seq > $2 ORDER BY seq LIMIT $3`), principal, after, limit)

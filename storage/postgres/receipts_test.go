@@ -277,7 +277,7 @@ func TestReceiptsOutlivePrune(t *testing.T) {
 		require.NoError(t, s.FinishExecution(ctx, sealedTestFinish(admitOn(t, s, "alice", "k"+strconv.Itoa(i)), storage.ExecutionCompleted, t0, nil)))
 	}
 	later := t0.AddDate(1, 0, 0)
-	res, err := s.Prune(ctx, storage.Prune{IdempotencyBefore: later, QuotesBefore: later, LedgerBefore: later})
+	res, err := s.Prune(ctx, storage.Prune{IdempotencyBefore: later, QuotesBefore: later, LedgerBefore: later, Limit: pruneAll})
 	require.NoError(t, err)
 	require.Equal(t, 3, res.Idempotency)
 	require.Len(t, storagetest.Chain(t, s, "alice"), 3)

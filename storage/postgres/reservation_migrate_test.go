@@ -167,7 +167,7 @@ func TestReservationMigrationKeepsEveryCall(t *testing.T) {
 	// Pruning every execution archives the five that count, the abandoned
 	// run still reserved, and leaves the rollups as they are.
 	rollupsSettled := rollupRows(t, schema)
-	res, err := s.Prune(context.WithoutCancel(ctx), storage.Prune{IdempotencyBefore: now.Add(24 * time.Hour)})
+	res, err := s.Prune(context.WithoutCancel(ctx), storage.Prune{IdempotencyBefore: now.Add(24 * time.Hour), Limit: pruneAll})
 	require.NoError(t, err)
 	assert.Equal(t, len(calls), res.Idempotency)
 	assert.Equal(t, rollupsSettled, rollupRows(t, schema), "archiving moves no rollup")
@@ -182,7 +182,7 @@ func TestReservationMigrationKeepsEveryCall(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 4, res.Ledger)
 	assertMeasuresExact(t, s, schema, []string{"alice"}, limits)
-	res, err = s.Prune(ctx, storage.Prune{LedgerBefore: now.Add(24 * time.Hour)})
+	res, err = s.Prune(ctx, storage.Prune{LedgerBefore: now.Add(24 * time.Hour), Limit: pruneAll})
 	require.NoError(t, err)
 	assert.Equal(t, 3, res.Ledger)
 	assert.Empty(t, rollupRows(t, schema))

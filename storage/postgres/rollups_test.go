@@ -219,10 +219,10 @@ func TestMeasureMatchesLedgerForAnySince(t *testing.T) {
 	// rollup.
 	for _, p := range []storage.Prune{
 		{IdempotencyBefore: days[1].Add(12 * time.Hour), Limit: 5},
-		{IdempotencyBefore: days[1].Add(12 * time.Hour)},
+		{IdempotencyBefore: days[1].Add(12 * time.Hour), Limit: pruneAll},
 		{LedgerBefore: days[1].Add(5 * time.Hour), Limit: 3},
-		{LedgerBefore: days[1].Add(5 * time.Hour)},
-		{LedgerBefore: instants[2].Add(30 * time.Second)},
+		{LedgerBefore: days[1].Add(5 * time.Hour), Limit: pruneAll},
+		{LedgerBefore: instants[2].Add(30 * time.Second), Limit: pruneAll},
 	} {
 		_, err = s.Prune(ctx, p)
 		require.NoError(t, err)
@@ -250,7 +250,7 @@ func TestMeasureMatchesLedgerForAnySince(t *testing.T) {
 
 	// Pruning everything leaves no rollup rows behind.
 	for {
-		res, err := s.Prune(ctx, storage.Prune{LedgerBefore: t0.AddDate(1, 0, 0)})
+		res, err := s.Prune(ctx, storage.Prune{LedgerBefore: t0.AddDate(1, 0, 0), Limit: pruneAll})
 		require.NoError(t, err)
 		if res.Ledger == 0 {
 			break
@@ -502,7 +502,7 @@ func TestArchivedExecutionIDStaysTaken(t *testing.T) {
 	_, err := s.BeginExecution(ctx, b)
 	require.NoError(t, err)
 	require.NoError(t, s.FinishExecution(ctx, testFinish(b, storage.ExecutionCompleted, at)))
-	res, err := s.Prune(ctx, storage.Prune{IdempotencyBefore: t0.Add(-24 * time.Hour)})
+	res, err := s.Prune(ctx, storage.Prune{IdempotencyBefore: t0.Add(-24 * time.Hour), Limit: pruneAll})
 	require.NoError(t, err)
 	require.Equal(t, 1, res.Idempotency, "the execution is pruned, its call archived")
 
@@ -525,7 +525,7 @@ func TestArchivedExecutionIDStaysTaken(t *testing.T) {
 	_, err = s.BeginExecution(ctx, b3)
 	require.NoError(t, err)
 	require.NoError(t, s.FinishExecution(ctx, testFinish(b3, storage.ExecutionCompleted, t0)))
-	res, err = s.Prune(ctx, storage.Prune{IdempotencyBefore: t0.Add(time.Hour), LedgerBefore: t0.Add(-24 * time.Hour)})
+	res, err = s.Prune(ctx, storage.Prune{IdempotencyBefore: t0.Add(time.Hour), LedgerBefore: t0.Add(-24 * time.Hour), Limit: pruneAll})
 	require.NoError(t, err)
 	assert.Equal(t, storage.PruneResult{Idempotency: 1, Ledger: 1}, res)
 	assertUsed(t, s, "alice", "0.10", "1")

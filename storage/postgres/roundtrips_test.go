@@ -103,7 +103,7 @@ func TestGatewayRoundTrips(t *testing.T) {
 
 	// Each finish kept its receipt.
 	for principal, calls := range map[string]int{"alice": 3, "bob": 2} {
-		chain, err := store.ListReceipts(ctx, principal, 0, storage.MaxReceiptPage)
+		chain, err := store.ListReceipts(ctx, principal, 0, toolgatetype.MaxReceiptPage)
 		require.NoError(t, err)
 		assert.Len(t, chain, calls, "%s's receipts", principal)
 	}

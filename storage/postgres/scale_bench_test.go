@@ -15,7 +15,7 @@ import (
 
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage/postgres"
-	"github.com/toolgate/toolgate/storage/storagetest"
+	"github.com/toolgate/toolgate/toolgatetest"
 )
 
 // scaleRecords is how many past calls the loaded store holds: executions
@@ -40,7 +40,7 @@ const (
 // together.
 //
 // Each store is loaded once and kept for every run of the benchmark (every
-// b.N and -count). Each run calls as the next storagetest.BenchCallers of
+// b.N and -count). Each run calls as the next toolgatetest.BenchCallers of
 // the heavy principals (coming round again after scaleHeavy/BenchCallers
 // runs), so the rate-limit windows (the last minute and hour) hold little
 // more than that run's calls, as they would for a caller within its
@@ -57,8 +57,8 @@ func BenchmarkQuoteCallPostgresScale(b *testing.B) {
 	} {
 		b.Run(size.name, func(b *testing.B) {
 			f := loadedStore(b, size.name, size.records)
-			first := int(f.runs.Add(1)-1) * storagetest.BenchCallers
-			latency := storagetest.BenchQuoteCall(b, f.store, echoBench(f.trips, func(i int) string {
+			first := int(f.runs.Add(1)-1) * toolgatetest.BenchCallers
+			latency := toolgatetest.BenchQuoteCall(b, f.store, echoBench(f.trips, func(i int) string {
 				return fmt.Sprintf("scale-%d", (first+i)%scaleHeavy)
 			}))
 			switch {

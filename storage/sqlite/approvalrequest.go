@@ -170,10 +170,6 @@ func (s *Store) ListApprovalRequests(ctx context.Context, f storage.ApprovalRequ
 	if len(f.Principals) == 0 {
 		return nil, nil
 	}
-	limit := f.Limit
-	if limit <= 0 {
-		limit = storage.DefaultApprovalListLimit
-	}
 	statuses := make([]string, len(f.Statuses))
 	for i, st := range f.Statuses {
 		statuses[i] = string(st)
@@ -184,7 +180,7 @@ func (s *Store) ListApprovalRequests(ctx context.Context, f storage.ApprovalRequ
 	}
 	args := []any{jsonStrings(f.Principals), jsonStrings(statuses),
 		nullableNanos(nanos(f.LiveAt), f.LiveAt.IsZero()), nullableNanos(nanos(f.ExpiredAt), f.ExpiredAt.IsZero()),
-		afterAt, afterID, limit}
+		afterAt, afterID, f.Limit}
 	oneCall := ""
 	if f.ToolID != "" {
 		oneCall += " AND tool_id = ?8"

@@ -14,14 +14,14 @@ import (
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/storage/memory"
 	"github.com/toolgate/toolgate/storage/sqlite"
-	"github.com/toolgate/toolgate/storage/storagetest"
+	"github.com/toolgate/toolgate/toolgatetest"
 	"github.com/toolgate/toolgate/toolgatetype"
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/recorded"
 )
 
 // BenchmarkQuoteCallSQLite measures quote+call pairs (one op is one pair) on
-// a SQLite file, with storagetest.BenchCallers concurrent callers and the
+// a SQLite file, with toolgatetest.BenchCallers concurrent callers and the
 // recorded USGS answer served at once: what is left is the gateway and its
 // store.
 func BenchmarkQuoteCallSQLite(b *testing.B) {
@@ -30,7 +30,7 @@ func BenchmarkQuoteCallSQLite(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = s.Close() })
-	storagetest.BenchQuoteCall(b, s, earthquakeBench())
+	toolgatetest.BenchQuoteCall(b, s, earthquakeBench())
 }
 
 // signedSeal seals a receipt of f of the size a gateway's is, and puts it
@@ -64,7 +64,7 @@ func signedSeal(signer *receipt.Signer, f storage.Finish) storage.Seal {
 }
 
 // BenchmarkFinish measures FinishExecution alone, with and without a
-// signed receipt: storagetest.BenchCallers callers at once, each finishing
+// signed receipt: toolgatetest.BenchCallers callers at once, each finishing
 // calls of its own principal admitted before the timer starts. The writer
 // runs one write at a time, so what a finish does inside its write, such as
 // signing, is time every other write waits.
@@ -85,7 +85,7 @@ func BenchmarkFinish(b *testing.B) {
 				b.Fatal(err)
 			}
 			ctx := b.Context()
-			callers := storagetest.BenchCallers
+			callers := toolgatetest.BenchCallers
 			per := (b.N + callers - 1) / callers
 			begins := make([][]storage.Begin, callers)
 			var wg sync.WaitGroup
@@ -131,13 +131,13 @@ func BenchmarkFinish(b *testing.B) {
 // BenchmarkQuoteCallMemory is BenchmarkQuoteCallSQLite on the memory store,
 // for comparison from the same run.
 func BenchmarkQuoteCallMemory(b *testing.B) {
-	storagetest.BenchQuoteCall(b, memory.New(), earthquakeBench())
+	toolgatetest.BenchQuoteCall(b, memory.New(), earthquakeBench())
 }
 
 // earthquakeBench is what this package's benchmarks call: earthquake-search,
 // approved on every call, with the recorded answer.
-func earthquakeBench() *storagetest.BenchConfig {
-	return &storagetest.BenchConfig{
+func earthquakeBench() *toolgatetest.BenchConfig {
+	return &toolgatetest.BenchConfig{
 		Tool: tools.EarthquakeSearch(), Transport: recorded.Transport(), Input: []byte(`{"starttime":"2024-09-25"}`), Approve: true,
 	}
 }

@@ -24,3 +24,8 @@ func openStore(t testing.TB, path string) *sqlite.Store {
 	t.Cleanup(func() { require.NoError(t, s.Close()) })
 	return s
 }
+
+// pruneAll is the most rows of each kind one Prune of these tests deletes:
+// the gateway's batch, more than any test stores. A store is handed
+// complete parameters, so a test says how many too.
+const pruneAll = 1000

@@ -206,7 +206,7 @@ func TestOneRowMigrationKeepsCalls(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, rec.Finished)
 	assert.Equal(t, amb.response, rec.Response)
-	pruned, err := s.Prune(ctx, storage.Prune{IdempotencyBefore: at.Add(time.Hour)})
+	pruned, err := s.Prune(ctx, storage.Prune{IdempotencyBefore: at.Add(time.Hour), Limit: pruneAll})
 	require.NoError(t, err)
 	assert.Equal(t, 4, pruned.Idempotency, "every finished call goes, the unresolved one stays")
 	resolved, err := s.ResolveExecution(ctx, storage.Resolve{

@@ -7,9 +7,6 @@ import (
 	"github.com/toolgate/toolgate/storage"
 )
 
-// defaultPruneLimit is Prune's per-kind cap when p.Limit is 0.
-const defaultPruneLimit = 1000
-
 // pruneStep is how many rows one write of Prune deletes at most. Prune
 // deletes in steps so that calls, whose writes share the one writer, never
 // wait behind a long deletion: each step is a write of its own, committed
@@ -26,9 +23,6 @@ const pruneStep = 100
 // (see the package documentation).
 func (s *Store) Prune(ctx context.Context, p storage.Prune) (storage.PruneResult, error) {
 	limit := p.Limit
-	if limit <= 0 {
-		limit = defaultPruneLimit
-	}
 	var (
 		res storage.PruneResult
 		err error

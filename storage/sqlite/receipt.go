@@ -78,11 +78,9 @@ func chainHead(tx *writeTx, principal string) (seq int64, hash string, err error
 	return seq, hash, err
 }
 
-// ListReceipts returns up to limit (at most storage.MaxReceiptPage) of
-// principal's receipts with a seq above after, in seq order; an empty
-// slice when there are none.
+// ListReceipts returns up to limit of principal's receipts with a seq
+// above after, in seq order; an empty slice when there are none.
 func (s *Store) ListReceipts(ctx context.Context, principal string, after int64, limit int) ([]storage.Receipt, error) {
-	limit = min(max(limit, 1), storage.MaxReceiptPage)
 	rows, err := s.pool(ctx).query(`
 		SELECT seq, execution_id, hash, signed FROM receipts
 		WHERE principal = ? AND seq > ? ORDER BY seq LIMIT ?`, principal, after, limit)

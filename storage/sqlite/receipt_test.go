@@ -14,6 +14,7 @@ import (
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/storage/sqlite"
 	"github.com/toolgate/toolgate/storage/storagetest"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // receiptsOf reads principal's whole chain through s, page by page.
@@ -66,7 +67,7 @@ func TestTwoStoresOneChain(t *testing.T) {
 	chain := receiptsOf(t, stores[0], "alice", 64)
 	require.Len(t, chain, n)
 	storagetest.AssertChain(t, "alice", chain)
-	assert.Equal(t, chain, receiptsOf(t, stores[1], "alice", storage.MaxReceiptPage), "both Stores read one chain")
+	assert.Equal(t, chain, receiptsOf(t, stores[1], "alice", toolgatetype.MaxReceiptPage), "both Stores read one chain")
 
 	keys := make(map[uuid.UUID]string, n)
 	for _, b := range begins {
@@ -105,6 +106,7 @@ func TestPruneKeepsReceipts(t *testing.T) {
 	later := t0.Add(365 * 24 * time.Hour)
 	res, err := s.Prune(ctx, storage.Prune{
 		IdempotencyBefore: later, QuotesBefore: later, LedgerBefore: later, ApprovalRequestsBefore: later,
+		Limit: pruneAll,
 	})
 	require.NoError(t, err)
 	assert.Equal(t, 1, res.Idempotency)

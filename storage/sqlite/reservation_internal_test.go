@@ -233,7 +233,7 @@ func TestRollupsStayExact(t *testing.T) {
 	// A day of results: last month's executions go, into the ledger, the
 	// abandoned run still reserved; the rollups stay as they are.
 	daily, minute := readRollups(t, db, "spend_daily"), readRollups(t, db, "spend_minute")
-	res, err := s.Prune(ctx, storage.Prune{IdempotencyBefore: at.AddDate(0, 0, -1)})
+	res, err := s.Prune(ctx, storage.Prune{IdempotencyBefore: at.AddDate(0, 0, -1), Limit: pruneAll})
 	require.NoError(t, err)
 	assert.Equal(t, 6, res.Idempotency)
 	assert.Equal(t, daily, readRollups(t, db, "spend_daily"), "archiving counts nothing again")
@@ -252,7 +252,7 @@ func TestRollupsStayExact(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 4, res.Ledger)
 	assertRollupsExact(t, db, "after a step of the history's prune")
-	res, err = s.Prune(ctx, storage.Prune{LedgerBefore: at.Add(time.Hour)})
+	res, err = s.Prune(ctx, storage.Prune{LedgerBefore: at.Add(time.Hour), Limit: pruneAll})
 	require.NoError(t, err)
 	assert.Equal(t, 5, res.Ledger, "two archived rows and three executions")
 	var archived int
@@ -268,7 +268,7 @@ func TestRollupsStayExact(t *testing.T) {
 	finish(calls["live"], storage.ExecutionFailed, false)
 	assertRollupsExact(t, db, "after the live run's release")
 	assert.Equal(t, "0.0000 in 1", spent())
-	res, err = s.Prune(ctx, storage.Prune{LedgerBefore: at.Add(time.Hour)})
+	res, err = s.Prune(ctx, storage.Prune{LedgerBefore: at.Add(time.Hour), Limit: pruneAll})
 	require.NoError(t, err)
 	assert.Equal(t, 1, res.Ledger)
 	assert.Empty(t, readRollups(t, db, "spend_daily"))
@@ -347,7 +347,7 @@ func TestArchivedExecutionIDStaysTaken(t *testing.T) {
 	first, err := begin(quote(then), "k1", uuid.New(), then)
 	require.NoError(t, err)
 	finish(first)
-	res, err := s.Prune(ctx, storage.Prune{IdempotencyBefore: now.Add(-24 * time.Hour)})
+	res, err := s.Prune(ctx, storage.Prune{IdempotencyBefore: now.Add(-24 * time.Hour), Limit: pruneAll})
 	require.NoError(t, err)
 	require.Equal(t, 1, res.Idempotency, "the execution is pruned, its call archived")
 
@@ -365,8 +365,13 @@ func TestArchivedExecutionIDStaysTaken(t *testing.T) {
 	fresh, err := begin(reused, "k3", uuid.New(), now)
 	require.NoError(t, err)
 	finish(fresh)
-	res, err = s.Prune(ctx, storage.Prune{IdempotencyBefore: now.Add(time.Hour), LedgerBefore: now.Add(-24 * time.Hour)})
+	res, err = s.Prune(ctx, storage.Prune{IdempotencyBefore: now.Add(time.Hour), LedgerBefore: now.Add(-24 * time.Hour), Limit: pruneAll})
 	require.NoError(t, err)
 	assert.Equal(t, storage.PruneResult{Idempotency: 1, Ledger: 1}, res)
 	assert.Equal(t, "0.10 in 1", spent())
 }
+
+// pruneAll is the most rows of each kind one Prune of these tests deletes:
+// the gateway's batch, more than any test stores. A store is handed
+// complete parameters, so a test says how many too.
+const pruneAll = 1000

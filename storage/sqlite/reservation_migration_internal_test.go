@@ -211,7 +211,7 @@ func TestReservationMigrationKeepsTheHistory(t *testing.T) {
 	// A day of results goes: the calls that still count are archived in the
 	// ledger, the abandoned run still reserved; the rollups stay.
 	dailyKept, minuteKept := readRollups(t, db, "spend_daily"), readRollups(t, db, "spend_minute")
-	res, err := s.Prune(ctx, storage.Prune{IdempotencyBefore: at.Add(time.Hour)})
+	res, err := s.Prune(ctx, storage.Prune{IdempotencyBefore: at.Add(time.Hour), Limit: pruneAll})
 	require.NoError(t, err)
 	assert.Equal(t, len(calls), res.Idempotency)
 	assert.Equal(t, dailyKept, readRollups(t, db, "spend_daily"))
@@ -223,7 +223,7 @@ func TestReservationMigrationKeepsTheHistory(t *testing.T) {
 	assertRollupsExact(t, db, "after the executions' prune")
 
 	// The history's prune takes every call out, rollups with them.
-	res, err = s.Prune(ctx, storage.Prune{LedgerBefore: at.Add(time.Hour)})
+	res, err = s.Prune(ctx, storage.Prune{LedgerBefore: at.Add(time.Hour), Limit: pruneAll})
 	require.NoError(t, err)
 	assert.Equal(t, len(calls)-1+len(archived), res.Ledger)
 	assert.Empty(t, readRollups(t, db, "spend_daily"))

@@ -70,6 +70,7 @@ func TestFileStaysBoundedUnderRetention(t *testing.T) {
 			IdempotencyBefore: now.Add(-retention),
 			QuotesBefore:      now.Add(-retention),
 			LedgerBefore:      now.Add(-retention),
+			Limit:             pruneAll,
 		})
 		require.NoError(t, err)
 		// Quotes expire five minutes after they are made, so theirs is the

@@ -309,7 +309,7 @@ func testAmbiguous(t *testing.T, newStore newStoreFunc) {
 		monthStart := time.Date(t0.Year(), t0.Month(), 1, 0, 0, 0, 0, time.UTC)
 		completed := h.call("alice", "tool-a", "1.00", "c", storage.ExecutionCompleted, began)
 		b := h.ambiguous("alice", "tool-a", "0.11", "a", began.Add(time.Second))
-		prune := storage.Prune{IdempotencyBefore: t0.Add(-24 * time.Hour), LedgerBefore: monthStart}
+		prune := storage.Prune{IdempotencyBefore: t0.Add(-24 * time.Hour), LedgerBefore: monthStart, Limit: pruneAll}
 
 		res, err := h.s.Prune(h.ctx, prune)
 		require.NoError(t, err)

@@ -241,7 +241,7 @@ func testApprovalRequests(t *testing.T, newStore newStoreFunc) {
 			assert.Equal(t, want[i].ID, got[i].ID, "position %d", i)
 		}
 
-		both, err := h.s.ListApprovalRequests(h.ctx, storage.ApprovalRequestFilter{Principals: []string{"alice", "bob"}})
+		both, err := h.s.ListApprovalRequests(h.ctx, storage.ApprovalRequestFilter{Principals: []string{"alice", "bob"}, Limit: anyPage})
 		require.NoError(t, err)
 		assert.Len(t, both, 7+4)
 		for i := 1; i < len(both); i++ {
@@ -250,7 +250,7 @@ func testApprovalRequests(t *testing.T, newStore newStoreFunc) {
 			assert.NotEqual(t, "carol", both[i].Principal)
 		}
 
-		none, err := h.s.ListApprovalRequests(h.ctx, storage.ApprovalRequestFilter{})
+		none, err := h.s.ListApprovalRequests(h.ctx, storage.ApprovalRequestFilter{Limit: anyPage})
 		require.NoError(t, err)
 		assert.Empty(t, none, "no principals, nothing listed")
 	})
@@ -278,7 +278,7 @@ func testApprovalRequests(t *testing.T, newStore newStoreFunc) {
 			{"LiveAtExpiryIsNotLive", storage.ApprovalRequestFilter{LiveAt: denied.ExpiresAt}, nil},
 		}
 		for _, c := range cases {
-			c.filter.Principals = []string{"alice", "nobody"}
+			c.filter.Principals, c.filter.Limit = []string{"alice", "nobody"}, anyPage
 			got, err := h.s.ListApprovalRequests(h.ctx, c.filter)
 			require.NoError(t, err, c.name)
 			assert.Equal(t, requestIDs(c.want), requestIDs(got), c.name)
@@ -319,6 +319,9 @@ func testApprovalRequests(t *testing.T, newStore newStoreFunc) {
 		}
 		for _, c := range cases {
 			c.filter.Principals = []string{"alice"}
+			if c.filter.Limit == 0 {
+				c.filter.Limit = anyPage
+			}
 			got, err := h.s.ListApprovalRequests(h.ctx, c.filter)
 			require.NoError(t, err, c.name)
 			assert.Equal(t, requestIDs(c.want), requestIDs(got), c.name)
@@ -459,7 +462,7 @@ func testApprovalRequests(t *testing.T, newStore newStoreFunc) {
 		h.decide(oldDecided.ID, false, "", t0.Add(-47*time.Hour))
 		_, recent := h.request("alice", "tool-a", t0.Add(-time.Hour))
 
-		res, err := h.s.Prune(h.ctx, storage.Prune{ApprovalRequestsBefore: t0.Add(-24 * time.Hour)})
+		res, err := h.s.Prune(h.ctx, storage.Prune{ApprovalRequestsBefore: t0.Add(-24 * time.Hour), Limit: pruneAll})
 		require.NoError(t, err)
 		assert.Equal(t, storage.PruneResult{ApprovalRequests: 2}, res)
 		for _, id := range []uuid.UUID{old.ID, oldDecided.ID} {
@@ -467,7 +470,7 @@ func testApprovalRequests(t *testing.T, newStore newStoreFunc) {
 			assert.ErrorIs(t, err, storage.ErrNotFound)
 		}
 		h.stored(recent.ID)
-		list, err := h.s.ListApprovalRequests(h.ctx, storage.ApprovalRequestFilter{Principals: []string{"alice"}})
+		list, err := h.s.ListApprovalRequests(h.ctx, storage.ApprovalRequestFilter{Principals: []string{"alice"}, Limit: anyPage})
 		require.NoError(t, err)
 		require.Len(t, list, 1)
 		assert.Equal(t, recent.ID, list[0].ID)
@@ -487,7 +490,7 @@ func testApprovalRequests(t *testing.T, newStore newStoreFunc) {
 		got := h.stored(r.ID)
 		assert.Equal(t, `{"n":1}`, string(got.Input))
 		got.Input[0] = 'Y'
-		list, err := h.s.ListApprovalRequests(h.ctx, storage.ApprovalRequestFilter{Principals: []string{"alice"}})
+		list, err := h.s.ListApprovalRequests(h.ctx, storage.ApprovalRequestFilter{Principals: []string{"alice"}, Limit: anyPage})
 		require.NoError(t, err)
 		assert.Equal(t, `{"n":1}`, string(list[0].Input))
 		list[0].Input[0] = 'Z'

@@ -241,7 +241,7 @@ func testAudit(t *testing.T, newStore newStoreFunc) {
 		h := newHarness(t, newStore)
 		h.call("alice", "tool-a", "0.11", "old", storage.ExecutionCompleted, t0.Add(-48*time.Hour))
 		recent := h.call("alice", "tool-a", "0.11", "recent", storage.ExecutionCompleted, t0)
-		_, err := h.s.Prune(h.ctx, storage.Prune{IdempotencyBefore: t0.Add(-24 * time.Hour)})
+		_, err := h.s.Prune(h.ctx, storage.Prune{IdempotencyBefore: t0.Add(-24 * time.Hour), Limit: pruneAll})
 		require.NoError(t, err)
 		assert.Equal(t, newestFirst(recent), ids(h.list(storage.ExecutionQuery{Principals: []string{"alice"}, Limit: 10})))
 	})

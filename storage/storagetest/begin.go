@@ -203,7 +203,7 @@ func testBegin(t *testing.T, newStore newStoreFunc) {
 		h.finish(first, storage.ExecutionCompleted, `{}`, t0)
 		// Once the record is pruned, the key is new again and the quote it
 		// used is still its own.
-		_, err := h.s.Prune(h.ctx, storage.Prune{IdempotencyBefore: t0.Add(time.Second)})
+		_, err := h.s.Prune(h.ctx, storage.Prune{IdempotencyBefore: t0.Add(time.Second), Limit: pruneAll})
 		require.NoError(t, err)
 		h.assertKeyFree("alice", "key-1")
 

@@ -345,7 +345,7 @@ func testConcurrency(t *testing.T, newStore newStoreFunc) {
 					assert.NoError(t, err)
 					_, err = h.s.UsageAll(h.ctx)
 					assert.NoError(t, err)
-					_, err = h.s.Prune(h.ctx, storage.Prune{QuotesBefore: t0.Add(-time.Hour), IdempotencyBefore: t0.Add(-time.Hour)})
+					_, err = h.s.Prune(h.ctx, storage.Prune{QuotesBefore: t0.Add(-time.Hour), IdempotencyBefore: t0.Add(-time.Hour), Limit: pruneAll})
 					assert.NoError(t, err)
 				}
 			}

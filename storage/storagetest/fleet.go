@@ -271,7 +271,7 @@ func testSameRequest(t *testing.T, newStore newStoreFunc) {
 				assert.Equal(t, stored, pending.Pending.ID, "racer %d is given the stored one", i)
 			}
 		}
-		list, err := h.s.ListApprovalRequests(h.ctx, storage.ApprovalRequestFilter{Principals: []string{"alice"}})
+		list, err := h.s.ListApprovalRequests(h.ctx, storage.ApprovalRequestFilter{Principals: []string{"alice"}, Limit: anyPage})
 		require.NoError(t, err)
 		assert.Len(t, list, 1)
 	})

@@ -22,6 +22,15 @@ var t0 = time.Date(2030, time.March, 15, 12, 0, 0, 0, time.UTC)
 // lease is how long a run holds its key in these tests, the gateway default.
 const lease = time.Minute
 
+// anyPage is a listing limit above anything a test stores. A store is
+// given complete parameters, as the gateway gives them: a limit is always
+// set, so a test that means "all" says how many that is.
+const anyPage = 100
+
+// pruneAll is the most rows of each kind one Prune of these tests deletes,
+// the gateway's batch: more than any test stores.
+const pruneAll = 1000
+
 func dec(s string) decimal.Decimal { return decimal.RequireFromString(s) }
 
 // harness bundles what almost every test needs.

@@ -18,7 +18,7 @@ func testPrune(t *testing.T, newStore newStoreFunc) {
 		h.call("alice", "tool-a", "0.11", "k1", storage.ExecutionCompleted, t0)
 		h.quote("alice", "tool-a", "0.11", t0)
 
-		res, err := h.s.Prune(h.ctx, storage.Prune{})
+		res, err := h.s.Prune(h.ctx, storage.Prune{Limit: pruneAll})
 		require.NoError(t, err)
 		assert.Equal(t, storage.PruneResult{}, res)
 		h.assertUsed("alice", "0.11", "1")
@@ -31,7 +31,7 @@ func testPrune(t *testing.T, newStore newStoreFunc) {
 		oldFailed := h.call("alice", "tool-a", "2.00", "old-failed", storage.ExecutionFailed, t0.Add(-47*time.Hour))
 		recent := h.call("alice", "tool-a", "0.50", "recent", storage.ExecutionCompleted, t0.Add(-time.Hour))
 
-		res, err := h.s.Prune(h.ctx, storage.Prune{IdempotencyBefore: t0.Add(-24 * time.Hour)})
+		res, err := h.s.Prune(h.ctx, storage.Prune{IdempotencyBefore: t0.Add(-24 * time.Hour), Limit: pruneAll})
 		require.NoError(t, err)
 		assert.Equal(t, storage.PruneResult{Idempotency: 2}, res)
 
@@ -71,7 +71,7 @@ func testPrune(t *testing.T, newStore newStoreFunc) {
 				b.LeaseUntil = tc.leaseUntil
 				h.begin(b)
 
-				res, err := h.s.Prune(h.ctx, storage.Prune{IdempotencyBefore: cutoff})
+				res, err := h.s.Prune(h.ctx, storage.Prune{IdempotencyBefore: cutoff, Limit: pruneAll})
 				require.NoError(t, err)
 
 				_, getErr := h.s.GetExecution(h.ctx, b.ExecutionID)
@@ -99,7 +99,7 @@ func testPrune(t *testing.T, newStore newStoreFunc) {
 		h.begin(b)
 		h.finish(b, storage.ExecutionCompleted, `{}`, b.Now)
 
-		res, err := h.s.Prune(h.ctx, storage.Prune{QuotesBefore: t0})
+		res, err := h.s.Prune(h.ctx, storage.Prune{QuotesBefore: t0, Limit: pruneAll})
 		require.NoError(t, err)
 		assert.Equal(t, storage.PruneResult{Quotes: 2}, res)
 
@@ -122,7 +122,7 @@ func testPrune(t *testing.T, newStore newStoreFunc) {
 		h.call("alice", "tool-a", "1.00", "k3", storage.ExecutionCompleted, t0.Add(-time.Hour))
 		monthStart := time.Date(t0.Year(), t0.Month(), 1, 0, 0, 0, 0, time.UTC)
 
-		res, err := h.s.Prune(h.ctx, storage.Prune{LedgerBefore: monthStart})
+		res, err := h.s.Prune(h.ctx, storage.Prune{LedgerBefore: monthStart, Limit: pruneAll})
 		require.NoError(t, err)
 		assert.Equal(t, storage.PruneResult{Ledger: 3}, res)
 		h.assertUsed("alice", "1.00", "1")
@@ -141,7 +141,7 @@ func testPrune(t *testing.T, newStore newStoreFunc) {
 		h.begin(b)
 		monthStart := time.Date(t0.Year(), t0.Month(), 1, 0, 0, 0, 0, time.UTC)
 
-		_, err := h.s.Prune(h.ctx, storage.Prune{LedgerBefore: monthStart})
+		_, err := h.s.Prune(h.ctx, storage.Prune{LedgerBefore: monthStart, Limit: pruneAll})
 		require.NoError(t, err)
 		h.finish(b, storage.ExecutionCompleted, `{}`, t0)
 
@@ -187,10 +187,10 @@ func testPrune(t *testing.T, newStore newStoreFunc) {
 		for i := range 1001 {
 			h.quote("alice", "tool-a", "0.11", t0.Add(-time.Hour-time.Duration(i)*time.Second))
 		}
-		res, err := h.s.Prune(h.ctx, storage.Prune{QuotesBefore: t0})
+		res, err := h.s.Prune(h.ctx, storage.Prune{QuotesBefore: t0, Limit: pruneAll})
 		require.NoError(t, err)
 		assert.Equal(t, 1000, res.Quotes)
-		res, err = h.s.Prune(h.ctx, storage.Prune{QuotesBefore: t0})
+		res, err = h.s.Prune(h.ctx, storage.Prune{QuotesBefore: t0, Limit: pruneAll})
 		require.NoError(t, err)
 		assert.Equal(t, 1, res.Quotes)
 	})

@@ -50,7 +50,7 @@ func testQuoteLife(t *testing.T, newStore newStoreFunc) {
 		assertQuote(t, want, *read.Quote)
 
 		// A prune of what expired before the quote's own expiry leaves it.
-		_, err = h.s.Prune(h.ctx, storage.Prune{QuotesBefore: q.ExpiresAt.Add(10 * time.Minute)})
+		_, err = h.s.Prune(h.ctx, storage.Prune{QuotesBefore: q.ExpiresAt.Add(10 * time.Minute), Limit: pruneAll})
 		require.NoError(t, err)
 		got, err = h.s.GetQuote(h.ctx, q.ID)
 		require.NoError(t, err)

@@ -88,6 +88,7 @@ func testUsage(t *testing.T, newStore newStoreFunc) {
 			IdempotencyBefore: t0,
 			QuotesBefore:      t0,
 			LedgerBefore:      t0,
+			Limit:             pruneAll,
 		})
 		require.NoError(t, err)
 		h.call("alice", "tool-a", "0.11", "a2", storage.ExecutionCompleted, t0)

@@ -1,4 +1,4 @@
-package storagetest
+package toolgatetest
 
 import (
 	"context"
@@ -52,7 +52,7 @@ type BenchConfig struct {
 func BenchQuoteCall(b *testing.B, store storage.Store, cfg *BenchConfig) (latencyMicros float64) {
 	b.Helper()
 	if cfg == nil || cfg.Tool == nil || cfg.Transport == nil {
-		b.Fatal("storagetest: BenchQuoteCall needs a Tool and its Transport")
+		b.Fatal("toolgatetest: BenchQuoteCall needs a Tool and its Transport")
 	}
 	principal := cfg.Principal
 	if principal == nil {
