@@ -253,3 +253,19 @@ func TestSessionsHearTheRegistryChange(t *testing.T) {
 	assert.NotContains(t, listAll(t, cs), "echo-two")
 	unknown()
 }
+
+// A tool whose input schema the SDK would refuse (it takes only schemas
+// of type "object", and a registry schema need not say) is listed with its
+// own schema and called, its arguments checked by the gateway.
+func TestToolWithAnUntypedSchemaIsCallable(t *testing.T) {
+	t.Parallel()
+	gw := toolgatetest.New(t, nil)
+	untyped := coveredEcho2()
+	untyped.InputSchema = json.RawMessage(`{"required":["v"],"properties":{"v":{"type":"string"}}}`)
+	require.NoError(t, gw.Registry.Register(untyped))
+	cs := connect(t, gw, "alice", client{})
+
+	requireSameJSON(t, untyped.InputSchema, listAll(t, cs)["echo-two"].InputSchema)
+	assert.JSONEq(t, `{"value":"typed"}`, requireCompleted(t, call(t, cs, "echo-two", `{"v":"typed"}`, nil)))
+	assert.Contains(t, requireToolError(t, call(t, cs, "echo-two", `{"v":1}`, nil), toolgatetype.CodeInputInvalid), "- arguments.v: ")
+}
