@@ -43,6 +43,13 @@ func (g *Gateway) RequestApproval(ctx context.Context, principal string, in tool
 	if err != nil {
 		return nil, err
 	}
+	return g.requestApproval(ctx, &PreparedCall{principal: principal, input: input}, quoteID)
+}
+
+// requestApproval is RequestApproval of the call p under quote quoteID. A
+// call prepared without its tool is of the quote's tool.
+func (g *Gateway) requestApproval(ctx context.Context, p *PreparedCall, quoteID uuid.UUID) (*toolgatetype.ApprovalRequest, error) {
+	principal, input := p.principal, p.input
 	found, err := g.store.GetQuote(ctx, quoteID)
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return nil, internalError(err)
@@ -50,12 +57,16 @@ func (g *Gateway) RequestApproval(ctx context.Context, principal string, in tool
 	if err != nil || found.Principal != principal {
 		return nil, newError(toolgatetype.CodeQuoteNotFound, "no quote %s exists for this caller", quoteID)
 	}
-	v, err := g.registry.Lookup(found.ToolID)
-	if err != nil {
-		return nil, newError(toolgatetype.CodeQuoteOutdated, "the tool of quote %s is no longer registered; request a new quote", quoteID)
+	if p.tool == nil {
+		v, err := g.registry.Lookup(found.ToolID)
+		if err != nil {
+			return nil, newError(toolgatetype.CodeQuoteOutdated, "the tool of quote %s is no longer registered; request a new quote", quoteID)
+		}
+		p.tool = v
 	}
+	v := p.tool
 	now := g.clock.Now().UTC()
-	c := &call{principal: principal, tool: v, quoteID: quoteID}
+	c := &call{PreparedCall: p, quoteID: quoteID}
 	q, err := g.checkQuote(c, &found, now)
 	if err != nil {
 		return nil, err
@@ -63,8 +74,8 @@ func (g *Gateway) RequestApproval(ctx context.Context, principal string, in tool
 	if policy := EvaluatePolicy(v); !policy.Callable {
 		return nil, explain(policy, newError(toolgatetype.CodeToolBlocked, "%s cannot be called: %s", v.Tool.Slug, strings.Join(policy.Reasons, "; ")))
 	}
-	if failures := v.Input.Validate(input, "input"); failures != nil {
-		return nil, &toolgatetype.Error{Code: toolgatetype.CodeInputInvalid, Message: "the input does not match the tool's input schema", Details: failures}
+	if err := p.inputError(); err != nil {
+		return nil, err
 	}
 	rec := storage.ApprovalRequest{
 		ID:             uuid.New(),

@@ -84,6 +84,11 @@ func (g *Gateway) setApproval(ctx context.Context, principal, tool string, mode 
 	if err != nil {
 		return nil, err
 	}
+	return g.setApprovalOf(ctx, principal, v, mode, digest, approvedBy)
+}
+
+// setApprovalOf is setApproval of the tool's version v.
+func (g *Gateway) setApprovalOf(ctx context.Context, principal string, v *registry.Version, mode toolgatetype.StandingMode, digest, approvedBy string) (*toolgatetype.StandingApproval, error) {
 	switch mode {
 	case toolgatetype.ApprovalAskEveryCall, toolgatetype.ApprovalAskChargedCalls, toolgatetype.ApprovalNeverAsk:
 	default:

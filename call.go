@@ -40,33 +40,46 @@ import (
 func (g *Gateway) Call(ctx context.Context, principal string, req toolgatetype.CallRequest) (*toolgatetype.CallResult, error) {
 	var rec callRecord
 	ctx = g.obs.startCall(ctx, &rec, principal, req.Tool)
-	res, err := g.run(ctx, principal, req, &rec)
+	c, err := g.newCall(principal, req)
+	var res *toolgatetype.CallResult
+	if err == nil {
+		res, err = g.run(ctx, &c, &rec)
+	}
+	return g.called(ctx, &rec, req.IdempotencyKey, res, err)
+}
+
+// callPrepared is Call for a call already prepared and checked.
+func (g *Gateway) callPrepared(ctx context.Context, c *call) (*toolgatetype.CallResult, error) {
+	var rec callRecord
+	ctx = g.obs.startCall(ctx, &rec, c.principal, c.tool.Tool.Slug)
+	res, err := g.run(ctx, c, &rec)
+	return g.called(ctx, &rec, c.req.IdempotencyKey, res, err)
+}
+
+// called reports a call that is over and returns its answer.
+func (g *Gateway) called(ctx context.Context, rec *callRecord, key string, res *toolgatetype.CallResult, err error) (*toolgatetype.CallResult, error) {
 	// Every way to a result (run, replayed, taken over) names its key.
 	if res != nil {
-		res.IdempotencyKey = req.IdempotencyKey
+		res.IdempotencyKey = key
 	}
-	g.endCall(ctx, &rec, res, err)
+	g.endCall(ctx, rec, res, err)
 	return res, err
 }
 
 // run is Call without its reporting: the pipeline itself.
-func (g *Gateway) run(ctx context.Context, principal string, req toolgatetype.CallRequest, rec *callRecord) (*toolgatetype.CallResult, error) {
-	c, err := g.newCall(principal, req)
-	if err != nil {
-		return nil, err
-	}
+func (g *Gateway) run(ctx context.Context, c *call, rec *callRecord) (*toolgatetype.CallResult, error) {
 	c.rec, rec.tool = rec, c.tool
 	now := g.clock.Now().UTC()
-	adm, cl, again, err := g.admitAndClaim(ctx, &c, now)
+	adm, cl, again, err := g.admitAndClaim(ctx, c, now)
 	if again {
 		// Nothing was stored by the first try.
 		c.fresh = true
-		adm, cl, _, err = g.admitAndClaim(ctx, &c, now)
+		adm, cl, _, err = g.admitAndClaim(ctx, c, now)
 	}
 	if err != nil {
-		return g.answerRefusal(ctx, &c, err, now)
+		return g.answerRefusal(ctx, c, err, now)
 	}
-	return g.execute(ctx, &c, adm, cl)
+	return g.execute(ctx, c, adm, cl)
 }
 
 // admitAndClaim is a call's checks and then its admission by the store.
@@ -89,12 +102,10 @@ func (g *Gateway) admitAndClaim(ctx context.Context, c *call, now time.Time) (ad
 // call is a request that passed the checks that need no store: who calls,
 // with which key, which tool, quote and input.
 type call struct {
-	principal string
-	req       toolgatetype.CallRequest
-	tool      *registry.Version
-	quoteID   uuid.UUID
-	grant     uuid.UUID // uuid.Nil when the call carries none
-	input     []byte    // canonical (RFC 8785)
+	*PreparedCall
+	req     toolgatetype.CallRequest
+	quoteID uuid.UUID
+	grant   uuid.UUID // uuid.Nil when the call carries none
 	// fingerprint tells a retry of this request from another request
 	// under the same key.
 	fingerprint string
@@ -107,7 +118,8 @@ type call struct {
 	fresh      bool
 }
 
-// newCall checks the caller, the key and the request itself.
+// newCall checks the caller, the key and the request itself, in the order
+// Call documents, preparing the call on the way.
 func (g *Gateway) newCall(principal string, req toolgatetype.CallRequest) (call, error) {
 	if err := validPrincipal(principal); err != nil {
 		return call{}, err
@@ -119,29 +131,44 @@ func (g *Gateway) newCall(principal string, req toolgatetype.CallRequest) (call,
 	if err != nil {
 		return call{}, err
 	}
-	quoteID, err := uuid.Parse(req.QuoteID)
+	quoteID, grant, err := parseApproval(req.QuoteID, req.ApprovalGrant)
 	if err != nil {
-		return call{}, newError(toolgatetype.CodeInvalidRequest, "quoteId must be the id of a quote (a UUID)")
-	}
-	var grant uuid.UUID
-	if req.ApprovalGrant != "" {
-		if grant, err = uuid.Parse(req.ApprovalGrant); err != nil {
-			return call{}, newError(toolgatetype.CodeInvalidRequest, "approval.grantId must be the id of an approval request (a UUID)")
-		}
+		return call{}, err
 	}
 	input, err := canonicalInput(req.Input)
 	if err != nil {
 		return call{}, err
 	}
+	// The input is validated later, after the quote and the approval, whose
+	// refusals a caller is told first.
+	p := &PreparedCall{principal: principal, tool: v, input: input}
+	return preparedCall(p, req, quoteID, grant), nil
+}
+
+// parseApproval parses the ids of the quote a call runs under and of the
+// approver's grant it carries ("": none).
+func parseApproval(quote, grantID string) (quoteID, grant uuid.UUID, err error) {
+	quoteID, err = uuid.Parse(quote)
+	if err != nil {
+		return uuid.Nil, uuid.Nil, newError(toolgatetype.CodeInvalidRequest, "quoteId must be the id of a quote (a UUID)")
+	}
+	if grantID != "" {
+		if grant, err = uuid.Parse(grantID); err != nil {
+			return uuid.Nil, uuid.Nil, newError(toolgatetype.CodeInvalidRequest, "approval.grantId must be the id of an approval request (a UUID)")
+		}
+	}
+	return quoteID, grant, nil
+}
+
+// preparedCall is the call p makes under req's key, quote and approval.
+func preparedCall(p *PreparedCall, req toolgatetype.CallRequest, quoteID, grant uuid.UUID) call {
 	return call{
-		principal:   principal,
-		req:         req,
-		tool:        v,
-		quoteID:     quoteID,
-		grant:       grant,
-		input:       input,
-		fingerprint: grantFingerprint(v.Tool.ID, quoteID.String(), input, req.ApprovalDigest, req.ApprovalGrant),
-	}, nil
+		PreparedCall: p,
+		req:          req,
+		quoteID:      quoteID,
+		grant:        grant,
+		fingerprint:  grantFingerprint(p.tool.Tool.ID, quoteID.String(), p.input, req.ApprovalDigest, req.ApprovalGrant),
+	}
 }
 
 // canonicalInput checks that a call's input is there and is JSON, and
@@ -203,8 +230,8 @@ func (g *Gateway) admit(ctx context.Context, c *call, now time.Time) (admission,
 	if err != nil {
 		return admission{}, err
 	}
-	if failures := c.tool.Input.Validate(c.input, "input"); failures != nil {
-		return admission{}, &toolgatetype.Error{Code: toolgatetype.CodeInputInvalid, Message: "the input does not match the tool's input schema", Details: failures}
+	if err := c.inputError(); err != nil {
+		return admission{}, err
 	}
 	limits, err := g.limitsFor(ctx, c.principal, c.tool.Tool.Slug, read.SpendControls)
 	if err != nil {

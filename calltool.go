@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/toolgate/toolgate/registry"
+	"github.com/google/uuid"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
@@ -40,11 +40,28 @@ import (
 // CallTool returns no error of its own: every refusal, a failing store's
 // among them, is the outcome's Refusal, an *Error as Call returns one.
 func (g *Gateway) CallTool(ctx context.Context, principal string, req toolgatetype.ToolCallRequest) *toolgatetype.ToolCallOutcome {
-	c, err := g.newToolCall(principal, req)
+	if err := validPrincipal(principal); err != nil {
+		return refusal(err)
+	}
+	// The key is checked before the request, as Call checks it.
+	if err := toolgatetype.ValidateIdempotencyKey(req.IdempotencyKey); err != nil {
+		return refusal(err)
+	}
+	p, err := g.Prepare(principal, req.Tool, req.Input)
 	if err != nil {
 		return refusal(err)
 	}
-	mode, err := g.approvalMode(ctx, principal)
+	return g.CallPreparedTool(ctx, p, req.IdempotencyKey, req.Approval)
+}
+
+// CallPreparedTool is CallTool for a call already prepared, under the
+// Idempotency-Key key and with the caller's approval, if any.
+func (g *Gateway) CallPreparedTool(ctx context.Context, p *PreparedCall, key string, approval *toolgatetype.CallerApproval) *toolgatetype.ToolCallOutcome {
+	if err := toolgatetype.ValidateIdempotencyKey(key); err != nil {
+		return refusal(err)
+	}
+	c := &toolCall{PreparedCall: p, key: key, approval: approval}
+	mode, err := g.approvalMode(ctx, c.principal)
 	if err != nil {
 		return refusal(err)
 	}
@@ -78,35 +95,11 @@ func (g *Gateway) CallTool(ctx context.Context, principal string, req toolgatety
 	}}
 }
 
-// toolCall is a ToolCallRequest that passed the checks needing no store.
+// toolCall is a prepared call under its key, with the caller's approval.
 type toolCall struct {
-	principal string
-	tool      *registry.Version
-	input     []byte // canonical (RFC 8785)
-	key       string
-	approval  *toolgatetype.CallerApproval
-}
-
-// newToolCall checks the caller, the key, the tool and the input.
-func (g *Gateway) newToolCall(principal string, req toolgatetype.ToolCallRequest) (*toolCall, error) {
-	if err := validPrincipal(principal); err != nil {
-		return nil, err
-	}
-	if err := toolgatetype.ValidateIdempotencyKey(req.IdempotencyKey); err != nil {
-		return nil, err
-	}
-	v, err := g.lookup(req.Tool)
-	if err != nil {
-		return nil, err
-	}
-	input, err := canonicalInput(req.Input)
-	if err != nil {
-		return nil, err
-	}
-	if failures := v.Input.Validate(input, "input"); failures != nil {
-		return nil, &toolgatetype.Error{Code: toolgatetype.CodeInputInvalid, Message: "the input does not match the tool's input schema", Details: failures}
-	}
-	return &toolCall{principal: principal, tool: v, input: input, key: req.IdempotencyKey, approval: req.Approval}, nil
+	*PreparedCall
+	key      string
+	approval *toolgatetype.CallerApproval
 }
 
 // answerPrior answers a call that already ran under its key: with the
@@ -186,7 +179,7 @@ func (g *Gateway) runAnswered(ctx context.Context, c *toolCall, a *toolgatetype.
 		return &toolgatetype.ToolCallOutcome{Approval: &toolgatetype.ToolCallApproval{Mode: toolgatetype.ApprovalModeCaller, Declined: true}}
 	}
 	if a.Remember != "" {
-		if _, err := g.SetApproval(ctx, c.principal, c.tool.Tool.Slug, a.Remember, a.ManifestDigest); err != nil {
+		if _, err := g.setApprovalOf(ctx, c.principal, c.tool, a.Remember, a.ManifestDigest, ""); err != nil {
 			// The person approved this call whatever becomes of the
 			// standing approval; they will be asked again next time.
 			g.log.WarnContext(ctx, "could not remember an approval", "tool", c.tool.Tool.Slug, "error", err)
@@ -199,7 +192,7 @@ func (g *Gateway) runAnswered(ctx context.Context, c *toolCall, a *toolgatetype.
 // cannot run: the tool is blocked, or the spend controls deny it. The
 // quote is left to expire unused; nothing is charged.
 func (g *Gateway) quoteToolCall(ctx context.Context, c *toolCall) (*toolgatetype.QuoteResult, error) {
-	q, err := g.Quote(ctx, c.principal, c.tool.Tool.Slug)
+	q, err := g.quoteVersion(ctx, c.principal, c.tool)
 	if err != nil {
 		return nil, err
 	}
@@ -251,7 +244,11 @@ func (g *Gateway) approveByApprover(ctx context.Context, c *toolCall, q *toolgat
 			}
 		}
 	}
-	r, err := g.RequestApproval(ctx, c.principal, toolgatetype.ApprovalInput{QuoteID: q.Quote.ID, Input: c.input})
+	quoteID, err := uuid.Parse(q.Quote.ID)
+	if err != nil {
+		return refusal(err)
+	}
+	r, err := g.requestApproval(ctx, c.PreparedCall, quoteID)
 	if err != nil {
 		return refusal(err)
 	}
@@ -272,14 +269,7 @@ type toolApproval struct {
 // key is busy or already used was raced by a retry of itself: the stored
 // result is given when there is one.
 func (g *Gateway) runToolCall(ctx context.Context, c *toolCall, a toolApproval) *toolgatetype.ToolCallOutcome {
-	res, err := g.Call(ctx, c.principal, toolgatetype.CallRequest{
-		Tool:           c.tool.Tool.Slug,
-		QuoteID:        a.quoteID,
-		Input:          c.input,
-		ApprovalDigest: a.digest,
-		ApprovalGrant:  a.grant,
-		IdempotencyKey: c.key,
-	})
+	res, err := g.callApproved(ctx, c, a)
 	switch {
 	case err == nil:
 		return &toolgatetype.ToolCallOutcome{Result: res}
@@ -295,6 +285,28 @@ func (g *Gateway) runToolCall(ctx context.Context, c *toolCall, a toolApproval) 
 		return out
 	}
 	return refusal(err)
+}
+
+// callApproved makes the call as approved by a, as Call makes it.
+func (g *Gateway) callApproved(ctx context.Context, c *toolCall, a toolApproval) (*toolgatetype.CallResult, error) {
+	req := toolgatetype.CallRequest{
+		Tool:           c.tool.Tool.Slug,
+		QuoteID:        a.quoteID,
+		Input:          c.input,
+		ApprovalDigest: a.digest,
+		ApprovalGrant:  a.grant,
+		IdempotencyKey: c.key,
+	}
+	quoteID, grant, err := parseApproval(a.quoteID, a.grant)
+	if err != nil {
+		// Reported as Call reports a refusal of the request itself.
+		var rec callRecord
+		ctx = g.obs.startCall(ctx, &rec, c.principal, req.Tool)
+		rec.tool = c.tool
+		return g.called(ctx, &rec, c.key, nil, err)
+	}
+	call := preparedCall(c.PreparedCall, req, quoteID, grant)
+	return g.callPrepared(ctx, &call)
 }
 
 // grantLapsed reports whether a call was refused because its grant, good

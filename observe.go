@@ -257,6 +257,7 @@ func (g *Gateway) logCall(ctx context.Context, rec *callRecord, slug string, ela
 type quoteRecord struct {
 	start     time.Time // zero when not tracing
 	requested string
+	tool      *registry.Version // nil: to be looked up from the result
 }
 
 // startQuote notes when a quote began, when tracing.
@@ -275,8 +276,8 @@ func (g *Gateway) endQuote(ctx context.Context, rec quoteRecord, res *toolgatety
 	if g.obs.metrics == nil && g.obs.tracer == nil {
 		return
 	}
-	var v *registry.Version
-	if res != nil {
+	v := rec.tool
+	if v == nil && res != nil {
 		v, _ = g.registry.Lookup(res.Tool.ID)
 	}
 	slug := g.toolLabel(v, rec.requested)

@@ -27,6 +27,15 @@ func (g *Gateway) Quote(ctx context.Context, principal, tool string) (*toolgatet
 	return res, err
 }
 
+// quoteVersion is Quote of the tool's version v, already looked up.
+func (g *Gateway) quoteVersion(ctx context.Context, principal string, v *registry.Version) (*toolgatetype.QuoteResult, error) {
+	rec := g.obs.startQuote(v.Tool.Slug)
+	rec.tool = v
+	res, err := g.quoteOf(ctx, principal, v)
+	g.endQuote(ctx, rec, res, err)
+	return res, err
+}
+
 // quote is Quote without its reporting.
 func (g *Gateway) quote(ctx context.Context, principal, tool string) (*toolgatetype.QuoteResult, error) {
 	if err := validPrincipal(principal); err != nil {
@@ -36,6 +45,11 @@ func (g *Gateway) quote(ctx context.Context, principal, tool string) (*toolgatet
 	if err != nil {
 		return nil, err
 	}
+	return g.quoteOf(ctx, principal, v)
+}
+
+// quoteOf quotes a call of v for principal.
+func (g *Gateway) quoteOf(ctx context.Context, principal string, v *registry.Version) (*toolgatetype.QuoteResult, error) {
 	now := g.clock.Now().UTC()
 	amt := priceWithFee(v.Tool.Pricing.Amount, g.feeRate)
 	approval, err := g.externalApproval(ctx, principal, v)

@@ -7,7 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolgate/toolgate/httpapi"
+	"github.com/toolgate/toolgate/internal/httpx"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
@@ -90,7 +90,7 @@ func (g *gateway) approveURL(req *mcp.CallToolRequest, id string) string {
 	if base == "" {
 		return ""
 	}
-	return strings.TrimSuffix(base, "/") + httpapi.ApprovalPagePath(id)
+	return strings.TrimSuffix(base, "/") + httpx.ApprovalPagePath(id)
 }
 
 // extraBaseURL names, among the facts the HTTP handler attaches to each

@@ -4,29 +4,34 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/internal/strictjson"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
-// toolCall is a tools/call that passed the checks needing no store: who
-// calls, which tool, with which arguments, under which key.
+// toolCall is a tools/call the gateway prepared: who calls, which tool,
+// with which arguments, under which key.
 type toolCall struct {
+	prepared  *toolgate.PreparedCall
 	principal string
 	tool      *registry.Version
 	args      json.RawMessage // canonical (RFC 8785)
 	key       string          // the gateway Idempotency-Key
 }
 
-// callTool answers a tools/call by asking the gateway (Gateway.CallTool),
-// which quotes, approves and calls as its own pipeline: this only checks
-// the call's arguments and names its key first, and then translates the
-// outcome into a result, a question for the client, or a tool error.
+// callTool answers a tools/call by asking the gateway to prepare it
+// (Gateway.Prepare: the tool, its arguments in canonical form, checked
+// against its input schema) and then to make it (CallPreparedTool), which
+// quotes, approves and calls as its own pipeline: this only names the
+// call's key, and translates the outcome into a result, a question for the
+// client, or a tool error.
 //
 // A call made again with the requestState of a question it was asked
 // (protocol 2026-07-28) is that first call: the state is opened and
@@ -64,9 +69,7 @@ func (g *gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 // call when the gateway took up the caller's answer and it approved
 // nothing.
 func (g *gateway) ask(ctx context.Context, req *mcp.CallToolRequest, c *toolCall, approval *toolgatetype.CallerApproval, notApproved *mcp.CallToolResult) (*mcp.CallToolResult, error) {
-	out := g.gw.CallTool(ctx, c.principal, toolgatetype.ToolCallRequest{
-		Tool: c.tool.Tool.Slug, Input: c.args, IdempotencyKey: c.key, Approval: approval,
-	})
+	out := g.gw.CallPreparedTool(ctx, c.prepared, c.key, approval)
 	switch {
 	case out.Result != nil:
 		return resultOf(out.Result.Execution), nil
@@ -80,43 +83,66 @@ func (g *gateway) ask(ctx context.Context, req *mcp.CallToolRequest, c *toolCall
 	return g.approveByCaller(ctx, req, c, out.Approval)
 }
 
-// newCall checks who calls, the tool and the arguments, and names the call's
-// Idempotency-Key. A tool error comes back for bad arguments, an error for
-// an unknown tool or caller.
+// newCall has the gateway prepare the call of the tool the SDK routed
+// here, and names the call's Idempotency-Key. A tool error comes back for
+// bad arguments, an error for an unknown tool or caller.
 func (g *gateway) newCall(req *mcp.CallToolRequest) (*toolCall, *mcp.CallToolResult, error) {
 	principal, err := g.principalOf(req)
 	if err != nil {
 		return nil, nil, err
 	}
-	v, err := g.gw.Registry().Lookup(req.Params.Name)
-	if err != nil || v.Tool.Slug != req.Params.Name {
-		return nil, nil, unknownTool(req.Params.Name)
-	}
+	name := req.Params.Name
 	args := bytes.TrimSpace(req.Params.Arguments)
 	if len(args) == 0 || bytes.Equal(args, []byte("null")) {
 		args = []byte("{}")
 	}
 	if args[0] != '{' {
-		return nil, schemaError(v.Tool.Slug, []toolgatetype.FieldError{{Path: "arguments", Message: "must be an object"}}), nil
+		return nil, schemaError(name, []toolgatetype.FieldError{{Path: "arguments", Message: "must be an object"}}), nil
 	}
-	canonical, err := registry.Canonicalize(args)
+	p, err := g.gw.Prepare(principal, name, args)
 	if err != nil {
-		// The canonical form refuses a member twice, at any depth, as the
-		// HTTP API refuses it in a body: arguments mean one thing. Which
-		// member is worth saying.
-		if m, ok := strictjson.Check(args, nil).(*strictjson.MemberError); ok && m.Duplicate {
-			return nil, schemaError(v.Tool.Slug, []toolgatetype.FieldError{{Path: "arguments." + m.Path, Message: "appears more than once; send each member once"}}), nil
-		}
-		return nil, schemaError(v.Tool.Slug, []toolgatetype.FieldError{{Path: "arguments", Message: "must be valid JSON"}}), nil
+		res, err := unprepared(name, args, err)
+		return nil, res, err
 	}
-	if failures := v.Input.Validate(canonical, "arguments"); failures != nil {
-		return nil, schemaError(v.Tool.Slug, failures), nil
-	}
-	key, err := idempotencyKey(req.Params.Meta, v.Tool.ID, canonical)
+	key, err := idempotencyKey(req.Params.Meta, p.Tool().Tool.ID, p.Input())
 	if err != nil {
 		return nil, refused(err), nil
 	}
-	return &toolCall{principal: principal, tool: v, args: canonical, key: key}, nil, nil
+	return &toolCall{prepared: p, principal: principal, tool: p.Tool(), args: p.Input(), key: key}, nil, nil
+}
+
+// unprepared translates the gateway's refusal to prepare a call of tool
+// name with args: the arguments said wrong in MCP's words (the
+// "arguments", where the gateway says "input"), a tool it does not know as
+// the protocol's unknown tool, and any other refusal as a tool error.
+func unprepared(name string, args []byte, err error) (*mcp.CallToolResult, error) {
+	var te *toolgatetype.Error
+	if !errors.As(err, &te) {
+		return refused(err), nil
+	}
+	switch te.Code {
+	case toolgatetype.CodeToolNotFound:
+		return nil, unknownTool(name)
+	case toolgatetype.CodeInputInvalid:
+		failures := make([]toolgatetype.FieldError, len(te.Details))
+		for i, f := range te.Details {
+			failures[i] = f
+			if rest, ok := strings.CutPrefix(f.Path, "input"); ok {
+				failures[i].Path = "arguments" + rest
+			}
+		}
+		return schemaError(name, failures), nil
+	case toolgatetype.CodeInvalidRequest:
+		// Arguments that have no canonical form. The canonical form
+		// refuses a member twice, at any depth, as the HTTP API refuses it
+		// in a body: arguments mean one thing. Which member is worth
+		// saying; looking for it costs only a call already refused.
+		if m, ok := strictjson.Check(args, nil).(*strictjson.MemberError); ok && m.Duplicate {
+			return schemaError(name, []toolgatetype.FieldError{{Path: "arguments." + m.Path, Message: "appears more than once; send each member once"}}), nil
+		}
+		return schemaError(name, []toolgatetype.FieldError{{Path: "arguments", Message: "must be valid JSON"}}), nil
+	}
+	return refused(err), nil
 }
 
 // refusal explains the gateway's refusal of call c. A key busy or used

@@ -362,3 +362,15 @@ func TestBlockedToolIsAToolError(t *testing.T) {
 	assert.Contains(t, requireToolError(t, res, toolgatetype.CodeToolBlocked), toolgatetype.ReasonPaymentNotVerified)
 	gw.Upstream.RequireCalls(t, 0)
 }
+
+// A tools/call whose params are null is the SDK's to refuse, and the
+// session goes on: the request key is set only in params that are an
+// object.
+func TestCallWithNullParamsIsRefused(t *testing.T) {
+	t.Parallel()
+	gw := toolgatetest.New(t, nil)
+	s := rawSession(t, gw, "alice")
+	assert.Equal(t, int64(jsonrpc.CodeInvalidRequest), s.failure(t, 2, "tools/call", `null`).Code)
+	res := s.call(t, 3, `{"name":"echo","arguments":{"v":"after"},"_meta":{"toolgate/approval":"`+digestOf(t, gw, "echo")+`"}}`)
+	assert.Contains(t, text(res), "after")
+}

@@ -10,13 +10,18 @@
 // provider; its _meta carries the manifest digest, the total and the
 // approval requirement.
 //
-// A tools/call is one question to the gateway, Gateway.CallTool, which
-// quotes and calls through the same Gateway.Quote and Gateway.Call as an
-// HTTP caller, so every rule holds unchanged: the input schema (checked
-// before anything is quoted), the policy and its approval, spend controls
-// and rate limits, exactly-once calls, untrusted output, failures never
-// charged. The server translates the call into that question, and the
-// answer into a result, a question for the client, or a tool error.
+// Every registered tool is added to the SDK's server with its input
+// schema, and added again or removed as the registry changes, so the SDK
+// routes each tools/call and tells sessions when the tools change
+// (notifications/tools/list_changed). A tools/call is one question to the
+// gateway: the call prepared once (Gateway.Prepare: the tool, the
+// arguments in canonical form, checked against its input schema before
+// anything is quoted) and made (Gateway.CallPreparedTool), which quotes and
+// calls as for an HTTP caller, so every rule holds unchanged: the policy
+// and its approval, spend controls and rate limits, exactly-once calls,
+// untrusted output, failures never charged. The server translates the call
+// into that question, and the answer into a result, a question for the
+// client, or a tool error.
 // Approval, for a principal in caller mode, is given by the client: the
 // manifest digest in _meta["toolgate/approval"] (the agent asked its user
 // itself), or a form elicitation the server sends to the person at the

@@ -96,6 +96,8 @@ type client struct {
 	// manual turns the SDK client's own answering of input-required
 	// results off: the test sees them, and answers itself.
 	manual bool
+	// toolsChanged, when set, hears each notifications/tools/list_changed.
+	toolsChanged chan<- struct{}
 }
 
 // connect serves gw for principal over in-memory transports and returns the
@@ -117,6 +119,9 @@ func connectTo(t *testing.T, srv *mcpserver.Server, c client) *mcp.ClientSession
 	opts := &mcp.ClientOptions{}
 	if c.user != nil {
 		opts.ElicitationHandler = c.user.elicit
+	}
+	if c.toolsChanged != nil {
+		opts.ToolListChangedHandler = func(context.Context, *mcp.ToolListChangedRequest) { c.toolsChanged <- struct{}{} }
 	}
 	if c.manual {
 		opts.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true}

@@ -19,7 +19,7 @@ import (
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/apikey"
 	"github.com/toolgate/toolgate/authlimit"
-	"github.com/toolgate/toolgate/httpapi"
+	"github.com/toolgate/toolgate/internal/httpx"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
@@ -83,7 +83,7 @@ func NewHandler(gw *toolgate.Gateway, opts *Options) (*Handler, error) {
 		if !ok {
 			return nil, auth.ErrInvalidToken
 		}
-		extra := map[string]any{extraBaseURL: httpapi.BaseURL(r)}
+		extra := map[string]any{extraBaseURL: httpx.BaseURL(r)}
 		if g.spans != nil {
 			extra[extraSpanContext] = trace.SpanContextFromContext(ctx)
 		}

@@ -56,7 +56,8 @@ func TestKeyHTTPBodyMarksEveryToolsCall(t *testing.T) {
 	assert.Equal(t, "s1 2", requestKeyOf(t, msgs[1]))
 
 	// What is not JSON-RPC is the SDK's to refuse, untouched.
-	for _, bad := range []string{`{not json`, `[1,`, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":"nope"}`} {
+	for _, bad := range []string{`{not json`, `[1,`, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":"nope"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":null}`} {
 		assert.Equal(t, bad, string(keyHTTPBody([]byte(bad), "s1")))
 	}
 }

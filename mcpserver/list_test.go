@@ -211,3 +211,61 @@ func requireSameJSON(t *testing.T, want json.RawMessage, got any, msg ...any) {
 	require.NoError(t, err)
 	assert.JSONEq(t, string(want), string(b), msg...)
 }
+
+// A tool registered while a session is open is listed and callable, and
+// one removed is gone, the session being told each time (by the SDK, whose
+// tools the registry's changes add and remove); a call tells it nothing.
+func TestSessionsHearTheRegistryChange(t *testing.T) {
+	t.Parallel()
+	gw := toolgatetest.New(t, nil)
+	changed := make(chan struct{}, 16)
+	cs := connect(t, gw, "alice", client{version: legacyProtocol, toolsChanged: changed})
+	told := func(what string) {
+		t.Helper()
+		select {
+		case <-changed:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("the session was not told that %s", what)
+		}
+	}
+	unknown := func() {
+		t.Helper()
+		_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo-two", Arguments: map[string]any{"v": "x"}})
+		var rpcErr *jsonrpc.Error
+		require.True(t, errors.As(err, &rpcErr), "%v", err)
+		assert.Equal(t, int64(jsonrpc.CodeInvalidParams), rpcErr.Code)
+	}
+	unknown()
+
+	require.NoError(t, gw.Registry.Register(coveredEcho2()))
+	told("echo-two was registered")
+	assert.Contains(t, listAll(t, cs), "echo-two")
+	assert.JSONEq(t, `{"value":"new"}`, requireCompleted(t, call(t, cs, "echo-two", `{"v":"new"}`, nil)))
+	assert.JSONEq(t, `{"value":"old"}`, requireCompleted(t, call(t, cs, "echo", `{"v":"old"}`, mcp.Meta{"toolgate/approval": digestOf(t, gw, "echo")})))
+	select {
+	case <-changed:
+		t.Fatal("calling tools told the session that the tools changed")
+	case <-time.After(200 * time.Millisecond):
+	}
+
+	require.NoError(t, gw.Registry.Remove("echo-two"))
+	told("echo-two was removed")
+	assert.NotContains(t, listAll(t, cs), "echo-two")
+	unknown()
+}
+
+// A tool whose input schema the SDK would refuse (it takes only schemas
+// of type "object", and a registry schema need not say) is listed with its
+// own schema and called, its arguments checked by the gateway.
+func TestToolWithAnUntypedSchemaIsCallable(t *testing.T) {
+	t.Parallel()
+	gw := toolgatetest.New(t, nil)
+	untyped := coveredEcho2()
+	untyped.InputSchema = json.RawMessage(`{"required":["v"],"properties":{"v":{"type":"string"}}}`)
+	require.NoError(t, gw.Registry.Register(untyped))
+	cs := connect(t, gw, "alice", client{})
+
+	requireSameJSON(t, untyped.InputSchema, listAll(t, cs)["echo-two"].InputSchema)
+	assert.JSONEq(t, `{"value":"typed"}`, requireCompleted(t, call(t, cs, "echo-two", `{"v":"typed"}`, nil)))
+	assert.Contains(t, requireToolError(t, call(t, cs, "echo-two", `{"v":1}`, nil), toolgatetype.CodeInputInvalid), "- arguments.v: ")
+}

@@ -150,8 +150,8 @@ func keyHTTPMessage(msg []byte, session string) []byte {
 // returned as they are: the SDK refuses them.
 func withRequestKey(params json.RawMessage, session string, id []byte) json.RawMessage {
 	fields := map[string]json.RawMessage{}
-	if len(bytes.TrimSpace(params)) > 0 && json.Unmarshal(params, &fields) != nil {
-		return params
+	if len(bytes.TrimSpace(params)) > 0 && (json.Unmarshal(params, &fields) != nil || fields == nil) {
+		return params // not an object; null among them, which leaves fields nil
 	}
 	meta := map[string]json.RawMessage{}
 	if raw, ok := fields["_meta"]; ok && !bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
