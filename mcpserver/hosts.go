@@ -49,17 +49,6 @@ func (p hostPolicy) add(host string) {
 	p.names[strings.Trim(host, "[]")] = true
 }
 
-// validAllowedHost reports whether h can be an entry of
-// Options.AllowedHosts: a host name or IP address, with an optional port,
-// and nothing else.
-func validAllowedHost(h string) bool {
-	if h == "" || strings.ContainsAny(h, "/?#@ ") {
-		return false
-	}
-	u, err := url.Parse("http://" + h)
-	return err == nil && u.Host == h && u.Hostname() != ""
-}
-
 // refusal returns why r is refused, or "" when its Host and Origin are
 // allowed.
 func (p hostPolicy) refusal(r *http.Request) string {

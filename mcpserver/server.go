@@ -150,7 +150,7 @@ func (o Options) validate() error {
 		return errors.New("mcpserver: PublicURL must be an http or https URL with a host, and no credentials, query or fragment")
 	}
 	for _, h := range o.AllowedHosts {
-		if !validAllowedHost(h) {
+		if !weburl.HostPort(h) {
 			return fmt.Errorf("mcpserver: AllowedHosts: %q is not a host name or IP address with an optional port", h)
 		}
 	}
