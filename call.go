@@ -102,7 +102,7 @@ func (g *Gateway) admitAndClaim(ctx context.Context, c *call, now time.Time) (ad
 // call is a request that passed the checks that need no store: who calls,
 // with which key, which tool, quote and input.
 type call struct {
-	*PreparedCall
+	PreparedCall
 	req     toolgatetype.CallRequest
 	quoteID uuid.UUID
 	grant   uuid.UUID // uuid.Nil when the call carries none
@@ -141,8 +141,7 @@ func (g *Gateway) newCall(principal string, req toolgatetype.CallRequest) (call,
 	}
 	// The input is validated later, after the quote and the approval, whose
 	// refusals a caller is told first.
-	p := &PreparedCall{principal: principal, tool: v, input: input}
-	return preparedCall(p, req, quoteID, grant), nil
+	return preparedCall(&PreparedCall{principal: principal, tool: v, input: input}, req, quoteID, grant), nil
 }
 
 // parseApproval parses the ids of the quote a call runs under and of the
@@ -163,7 +162,7 @@ func parseApproval(quote, grantID string) (quoteID, grant uuid.UUID, err error) 
 // preparedCall is the call p makes under req's key, quote and approval.
 func preparedCall(p *PreparedCall, req toolgatetype.CallRequest, quoteID, grant uuid.UUID) call {
 	return call{
-		PreparedCall: p,
+		PreparedCall: *p,
 		req:          req,
 		quoteID:      quoteID,
 		grant:        grant,

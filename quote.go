@@ -27,13 +27,17 @@ func (g *Gateway) Quote(ctx context.Context, principal, tool string) (*toolgatet
 	return res, err
 }
 
-// quoteVersion is Quote of the tool's version v, already looked up.
-func (g *Gateway) quoteVersion(ctx context.Context, principal string, v *registry.Version) (*toolgatetype.QuoteResult, error) {
+// quoteVersion is Quote of the tool's version v, already looked up, for a
+// call under key: when the key holds a record already, that is returned
+// instead, and no quote is made.
+func (g *Gateway) quoteVersion(ctx context.Context, principal string, v *registry.Version, key string) (*toolgatetype.QuoteResult, *storage.IdempotencyRecord, error) {
 	rec := g.obs.startQuote(v.Tool.Slug)
 	rec.tool = v
-	res, err := g.quoteOf(ctx, principal, v)
-	g.endQuote(ctx, rec, res, err)
-	return res, err
+	res, prior, err := g.quoteOf(ctx, principal, v, key)
+	if prior == nil { // else nothing was quoted
+		g.endQuote(ctx, rec, res, err)
+	}
+	return res, prior, err
 }
 
 // quote is Quote without its reporting.
@@ -45,16 +49,18 @@ func (g *Gateway) quote(ctx context.Context, principal, tool string) (*toolgatet
 	if err != nil {
 		return nil, err
 	}
-	return g.quoteOf(ctx, principal, v)
+	res, _, err := g.quoteOf(ctx, principal, v, "")
+	return res, err
 }
 
-// quoteOf quotes a call of v for principal.
-func (g *Gateway) quoteOf(ctx context.Context, principal string, v *registry.Version) (*toolgatetype.QuoteResult, error) {
+// quoteOf quotes a call of v for principal, unless key ("": none) holds a
+// record already, which it then returns.
+func (g *Gateway) quoteOf(ctx context.Context, principal string, v *registry.Version, key string) (*toolgatetype.QuoteResult, *storage.IdempotencyRecord, error) {
 	now := g.clock.Now().UTC()
 	amt := priceWithFee(v.Tool.Pricing.Amount, g.feeRate)
 	approval, err := g.externalApproval(ctx, principal, v)
 	if err != nil {
-		return nil, internalError(err)
+		return nil, nil, internalError(err)
 	}
 	q := storage.Quote{
 		ID:             uuid.New(),
@@ -80,24 +86,30 @@ func (g *Gateway) quoteOf(ctx context.Context, principal string, v *registry.Ver
 		Limits:        spendWindows(v.Tool.ID, now),
 		CreateQuote:   &q,
 		MaxOpenQuotes: g.cfg.MaxOpenQuotes,
+		Key:           key,
 	})
 	var open *storage.OpenQuotesError
 	switch {
+	case errors.Is(err, storage.ErrIdempotencyConflict):
+		// A call under the key began between the store's read and the quote.
+		return nil, nil, errKeyInUse()
 	case errors.As(err, &open):
-		return nil, tooManyOpenQuotes(open, now)
+		return nil, nil, tooManyOpenQuotes(open, now)
 	case err != nil:
-		return nil, internalError(err)
+		return nil, nil, internalError(err)
+	case read.Prior != nil:
+		return nil, read.Prior, nil
 	}
 	if g.approvalsFromStore {
 		approval = read.Approval
 	}
 	limits, err := g.limitsFor(ctx, principal, v.Tool.Slug, read.SpendControls)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	mode, err := g.approvalMode(ctx, principal)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	policy := forCaller(EvaluatePolicy(v), standingFor(approval, mode), amt.Total.IsZero())
 	controls := previewControls(limits, read.Used, amt.Total)
@@ -113,7 +125,7 @@ func (g *Gateway) quoteOf(ctx context.Context, principal string, v *registry.Ver
 		Tool:     toolRef(v.Tool),
 		Policy:   policy,
 		Controls: controls,
-	}, nil
+	}, nil, nil
 }
 
 // tooManyOpenQuotes is the rate_limited answer to a quote the store

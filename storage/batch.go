@@ -37,6 +37,11 @@ type Reads struct {
 	// they all succeed.
 	CreateQuote   *Quote
 	MaxOpenQuotes int
+	// Key asks for the principal's record of that Idempotency-Key
+	// (ReadResult.Prior), as GetIdempotency gives it; "" asks for none.
+	// When the key holds a record, CreateQuote is not stored: a retry of
+	// a call is answered from its record, and needs no new quote.
+	Key string
 	// MayRemember lets the store answer from what it remembers instead of
 	// asking its database, when it remembers everything asked (a store
 	// may remember the quotes it created and the approvals and spend
@@ -56,6 +61,7 @@ type ReadResult struct {
 	Quote         *Quote
 	Grant         *ApprovalRequest
 	Used          []decimal.Decimal // one per Reads.Limits, in order
+	Prior         *IdempotencyRecord
 
 	// Remembered is set when the store answered from memory (see
 	// Reads.MayRemember); ApprovalRead then tells whether the approval was
@@ -81,6 +87,14 @@ func ReadBatch(ctx context.Context, s Store, r Reads) (ReadResult, error) {
 		return b.ReadBatch(ctx, r)
 	}
 	var res ReadResult
+	if r.Key != "" {
+		rec, err := s.GetIdempotency(ctx, r.Principal, r.Key)
+		if found, err := present(err); err != nil {
+			return ReadResult{}, err
+		} else if found {
+			res.Prior = &rec
+		}
+	}
 	if r.Approval {
 		a, err := s.GetApproval(ctx, r.Principal, r.ToolID)
 		if found, err := present(err); err != nil {
@@ -120,7 +134,7 @@ func ReadBatch(ctx context.Context, s Store, r Reads) (ReadResult, error) {
 		}
 		res.Used = used
 	}
-	if r.CreateQuote != nil {
+	if r.CreateQuote != nil && res.Prior == nil {
 		if err := s.CreateQuoteCapped(ctx, *r.CreateQuote, r.MaxOpenQuotes); err != nil {
 			return ReadResult{}, err
 		}

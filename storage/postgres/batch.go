@@ -29,6 +29,15 @@ func (s *Store) ReadBatch(ctx context.Context, r storage.Reads) (storage.ReadRes
 		res   storage.ReadResult
 		batch = &pgx.Batch{}
 	)
+	if r.Key != "" {
+		batch.Queue(s.sql(getIdempotencySQL), r.Principal, r.Key).QueryRow(func(row pgx.Row) error {
+			rec, err := scanIdempotency(row)
+			if err == nil {
+				res.Prior = &rec
+			}
+			return absentIsNil(err)
+		})
+	}
 	if r.Approval {
 		batch.Queue(s.sql(getApprovalSQL), r.Principal, r.ToolID).QueryRow(func(row pgx.Row) error {
 			a, err := scanApproval(row)
@@ -77,7 +86,7 @@ func (s *Store) ReadBatch(ctx context.Context, r storage.Reads) (storage.ReadRes
 		})
 	}
 	if r.CreateQuote != nil {
-		s.queueCreateQuote(batch, *r.CreateQuote, r.MaxOpenQuotes)
+		s.queueCreateQuote(batch, *r.CreateQuote, r.MaxOpenQuotes, r.Key, func() bool { return res.Prior != nil })
 	}
 	if batch.Len() == 0 {
 		return res, nil
@@ -88,7 +97,7 @@ func (s *Store) ReadBatch(ctx context.Context, r storage.Reads) (storage.ReadRes
 		return storage.ReadResult{}, translate(err)
 	}
 	s.memo.read(r, res)
-	if r.CreateQuote != nil {
+	if r.CreateQuote != nil && res.Prior == nil {
 		s.memo.quoteCreated(*r.CreateQuote)
 	}
 	return res, nil

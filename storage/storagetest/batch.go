@@ -101,6 +101,38 @@ func testReadBatch(t *testing.T, newStore newStoreFunc) {
 				assertQuote(t, q, *got.Quote)
 			})
 
+			t.Run("AKeyHoldingARecordStoresNoQuote", func(t *testing.T) {
+				t.Parallel()
+				h := newHarness(t, newStore)
+				h.call("alice", "tool-a", "1.25", "k1", storage.ExecutionCompleted, t0.Add(-time.Hour))
+				want, err := h.s.GetIdempotency(h.ctx, "alice", "k1")
+				require.NoError(t, err)
+				for _, max := range []int{0, 5} {
+					retry := newQuote("alice", "tool-a", "0.10", t0)
+					got, err := storage.ReadBatch(h.ctx, way.wrap(h.s), storage.Reads{
+						Principal: "alice", SpendControls: true, Key: "k1", CreateQuote: &retry, MaxOpenQuotes: max,
+					})
+					require.NoError(t, err)
+					require.NotNil(t, got.Prior, "the key's record")
+					assert.Equal(t, want.Fingerprint, got.Prior.Fingerprint)
+					assert.Equal(t, want.ExecutionID, got.Prior.ExecutionID)
+					assert.True(t, got.Prior.Finished)
+					assert.JSONEq(t, string(want.Response), string(got.Prior.Response))
+					_, err = h.s.GetQuote(h.ctx, retry.ID)
+					assert.ErrorIs(t, err, storage.ErrNotFound, "no quote is stored for a key that holds a record (cap %d)", max)
+
+					fresh := newQuote("alice", "tool-a", "0.10", t0)
+					got, err = storage.ReadBatch(h.ctx, way.wrap(h.s), storage.Reads{
+						Principal: "alice", SpendControls: true, Key: "k2", CreateQuote: &fresh, MaxOpenQuotes: max,
+					})
+					require.NoError(t, err)
+					assert.Nil(t, got.Prior, "a new key holds nothing")
+					stored, err := h.s.GetQuote(h.ctx, fresh.ID)
+					require.NoError(t, err, "a new key's quote is stored (cap %d)", max)
+					assertQuote(t, fresh, stored)
+				}
+			})
+
 			t.Run("RememberedReadsAreCheckedAtAdmission", func(t *testing.T) {
 				t.Parallel()
 				testRememberedReads(t, newHarness(t, newStore), way.wrap)
