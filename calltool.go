@@ -308,6 +308,16 @@ type toolApproval struct {
 // key is busy or already used was raced by a retry of itself: the stored
 // result is given when there is one.
 func (g *Gateway) runToolCall(ctx context.Context, c *toolCall, a toolApproval) *toolgatetype.ToolCallOutcome {
+	if !c.keyRead {
+		if _, _, err := parseApproval(a.quoteID, a.grant); err != nil {
+			// Refused before its key would answer: an earlier call under
+			// it answers first, as if the key had been read.
+			if out := g.answerPrior(ctx, c); out != nil {
+				return out
+			}
+			c.keyRead = true
+		}
+	}
 	res, err := g.callApproved(ctx, c, a)
 	switch {
 	case err == nil:
