@@ -70,11 +70,13 @@ func (g *Gateway) called(ctx context.Context, rec *callRecord, key string, res *
 func (g *Gateway) run(ctx context.Context, c *call, rec *callRecord) (*toolgatetype.CallResult, error) {
 	c.rec, rec.tool = rec, c.tool
 	now := g.clock.Now().UTC()
-	adm, cl, again, err := g.admitAndClaim(ctx, c, now)
-	if again {
-		// Nothing was stored by the first try.
-		c.fresh = true
-		adm, cl, _, err = g.admitAndClaim(ctx, c, now)
+	adm, cl, err := g.admitAndClaim(ctx, c, now)
+	if errors.Is(err, storage.ErrRetry) {
+		// Nothing was stored, and the store answers afresh.
+		adm, cl, err = g.admitAndClaim(ctx, c, now)
+		if errors.Is(err, storage.ErrRetry) {
+			err = internalError(err)
+		}
 	}
 	if err != nil {
 		return g.answerRefusal(ctx, c, err, now)
@@ -82,21 +84,15 @@ func (g *Gateway) run(ctx context.Context, c *call, rec *callRecord) (*toolgatet
 	return g.execute(ctx, c, adm, cl)
 }
 
-// admitAndClaim is a call's checks and then its admission by the store.
-// again asks for both to be done once more on fresh reads, after checks
-// made on what the store remembered (see storage.Reads.MayRemember): when
-// they refused, since the store never got to tell whether what they
-// refused on is current, and a refusal on out-of-date reads could name the
-// wrong reason or refuse a call it should admit; and when the store found
-// it out of date. A refusal by the store itself is final: it checked what
-// was remembered first, in the same step.
-func (g *Gateway) admitAndClaim(ctx context.Context, c *call, now time.Time) (adm admission, cl claim, again bool, err error) {
-	adm, err = g.admit(ctx, c, now)
+// admitAndClaim is a call's checks and then its admission by the store,
+// which may ask for both again (storage.ErrRetry).
+func (g *Gateway) admitAndClaim(ctx context.Context, c *call, now time.Time) (admission, claim, error) {
+	adm, err := g.admit(ctx, c, now)
 	if err != nil {
-		return adm, cl, c.remembered != nil, err
+		return adm, claim{}, err
 	}
-	cl, err = g.claim(ctx, c, adm, now)
-	return adm, cl, c.remembered != nil && errors.Is(err, storage.ErrStaleRead), err
+	cl, err := g.claim(ctx, c, adm, now)
+	return adm, cl, err
 }
 
 // call is a request that passed the checks that need no store: who calls,
@@ -111,11 +107,6 @@ type call struct {
 	fingerprint string
 	// rec collects what the call reports once it is over.
 	rec *callRecord
-	// remembered is the store's answer to the call's reads when the store
-	// gave it from memory (storage.Reads.MayRemember), nil otherwise;
-	// fresh forbids that, for a second try.
-	remembered *storage.ReadResult
-	fresh      bool
 }
 
 // newCall checks the caller, the key and the request itself, in the order
@@ -195,6 +186,8 @@ type admission struct {
 	mode   toolgatetype.ApprovalMode
 	grant  *storage.ApprovalRequest
 	limits effectiveLimits
+	// read is what the store answered the reads it was decided on.
+	read storage.ReadResult
 	// resumed: the call takes over an abandoned run of itself, which
 	// passed admission when it began.
 	resumed bool
@@ -210,16 +203,31 @@ type admission struct {
 // per-call spend limits. They read the quote, the caller's spend controls,
 // the grant the call carries if any and, unless the approval sent settles
 // the policy (see checkPolicy), the standing approval, all in one step of
-// the store.
+// the store, which decides with them.
 func (g *Gateway) admit(ctx context.Context, c *call, now time.Time) (admission, error) {
 	mode, err := g.approvalMode(ctx, c.principal)
 	if err != nil {
 		return admission{}, err
 	}
-	read, err := g.readForCall(ctx, c, g.approvalsFromStore && !settles(c, mode))
-	if err != nil {
+	var (
+		a       admission
+		refused error
+	)
+	_, err = storage.ReadBatch(ctx, g.store, g.callReads(c, g.approvalsFromStore && !settles(c, mode), func(read storage.ReadResult) error {
+		a, refused = g.decide(ctx, c, read, mode, now)
+		return refused
+	}))
+	switch {
+	case err == nil:
+		return a, nil
+	case err == refused:
 		return admission{}, err
 	}
+	return admission{}, internalError(err)
+}
+
+// decide makes the checks of admit on read, the store's answer.
+func (g *Gateway) decide(ctx context.Context, c *call, read storage.ReadResult, mode toolgatetype.ApprovalMode, now time.Time) (admission, error) {
 	q, err := g.checkQuote(c, read.Quote, now)
 	if err != nil {
 		return admission{}, err
@@ -239,35 +247,26 @@ func (g *Gateway) admit(ctx context.Context, c *call, now time.Time) (admission,
 	if violations := limits.staticViolations(q.TotalUSD); len(violations) > 0 {
 		return admission{}, spendLimitError(violations)
 	}
-	a := admission{quote: q, policy: policy, mode: mode, limits: limits}
+	a := admission{quote: q, policy: policy, mode: mode, limits: limits, read: read}
 	if c.grant != uuid.Nil {
 		a.grant = read.Grant
 	}
 	return a, nil
 }
 
-// readForCall reads a call's quote, the caller's spend controls and the
-// grant the call carries, and the standing approval when asked, in one step
-// of the store.
-func (g *Gateway) readForCall(ctx context.Context, c *call, approval bool) (storage.ReadResult, error) {
-	read, err := storage.ReadBatch(ctx, g.store, storage.Reads{
+// callReads are a call's reads: its quote, the caller's spend controls and
+// the grant the call carries, and the standing approval when asked, in one
+// step of the store, for decide (nil: none).
+func (g *Gateway) callReads(c *call, approval bool, decide func(storage.ReadResult) error) storage.Reads {
+	return storage.Reads{
 		Principal:     c.principal,
 		QuoteID:       c.quoteID,
 		GrantID:       c.grant,
 		SpendControls: true,
 		Approval:      approval,
 		ToolID:        c.tool.Tool.ID,
-		// A call with a grant reads it afresh, and so all the rest.
-		MayRemember: !c.fresh && c.grant == uuid.Nil,
-	})
-	if err != nil {
-		return storage.ReadResult{}, internalError(err)
+		Decide:        decide,
 	}
-	c.remembered = nil
-	if read.Remembered {
-		c.remembered = &read
-	}
-	return read, nil
 }
 
 // claim is the store's one atomic step that admits a call: it counts the
@@ -295,7 +294,7 @@ func (g *Gateway) claim(ctx context.Context, c *call, adm admission, now time.Ti
 		LeaseUntil:  now.Add(g.cfg.IdempotencyLease),
 		Now:         now,
 		GrantID:     c.grant,
-		Remembered:  c.remembered,
+		Decided:     adm.read,
 
 		ToolSlug:       c.tool.Tool.Slug,
 		ManifestDigest: adm.quote.ManifestDigest,
@@ -399,9 +398,9 @@ func (g *Gateway) answerRefusal(ctx context.Context, c *call, refusal error, now
 // have changed since counts: the quote must still exist, and a tool that
 // changed or was blocked meanwhile is not called after all.
 func (g *Gateway) admitResumed(ctx context.Context, c *call, now time.Time) (admission, error) {
-	read, err := g.readForCall(ctx, c, false)
+	read, err := storage.ReadBatch(ctx, g.store, g.callReads(c, false, nil))
 	if err != nil {
-		return admission{}, err
+		return admission{}, internalError(err)
 	}
 	a := admission{resumed: true}
 	a.quote, err = g.checkQuote(c, read.Quote, now)

@@ -18,13 +18,27 @@ import (
 // quote one round trip and a call three (these reads, BeginExecution and
 // FinishExecution) instead of the five and four of one method at a time.
 //
-// With r.MayRemember, a call's reads are answered from what the Store
+// A call's reads (with r.Decide) are answered from what the Store
 // remembers when it can (see memo), in no round trip at all, which makes
-// a call on the instance that quoted it two.
+// a call on the instance that quoted it two. What memory answered and
+// r.Decide refused is decided again on the database's answer, the quote
+// forgotten.
 func (s *Store) ReadBatch(ctx context.Context, r storage.Reads) (storage.ReadResult, error) {
 	if res, ok := s.memo.answer(r); ok {
-		return res, nil
+		if r.Decide(res) == nil {
+			return res, nil
+		}
+		s.memo.forgetQuote(r.QuoteID)
 	}
+	res, err := s.readBatch(ctx, r)
+	if err != nil || r.Decide == nil {
+		return res, err
+	}
+	return res, r.Decide(res)
+}
+
+// readBatch is ReadBatch from the database.
+func (s *Store) readBatch(ctx context.Context, r storage.Reads) (storage.ReadResult, error) {
 	var (
 		res   storage.ReadResult
 		batch = &pgx.Batch{}
