@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/toolgate/toolgate/internal/executor"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
@@ -66,33 +67,11 @@ func (g *Gateway) called(ctx context.Context, rec *callRecord, key string, res *
 	return res, err
 }
 
-// run is Call without its reporting: the pipeline itself.
+// run is Call without its reporting: the pipeline itself, which the
+// executor runs on the call's steps (callsteps.go).
 func (g *Gateway) run(ctx context.Context, c *call, rec *callRecord) (*toolgatetype.CallResult, error) {
-	c.rec, rec.tool = rec, c.tool
-	now := g.clock.Now().UTC()
-	adm, cl, err := g.admitAndClaim(ctx, c, now)
-	if errors.Is(err, storage.ErrRetry) {
-		// Nothing was stored, and the store answers afresh.
-		adm, cl, err = g.admitAndClaim(ctx, c, now)
-		if errors.Is(err, storage.ErrRetry) {
-			err = internalError(err)
-		}
-	}
-	if err != nil {
-		return g.answerRefusal(ctx, c, err, now)
-	}
-	return g.execute(ctx, c, adm, cl)
-}
-
-// admitAndClaim is a call's checks and then its admission by the store,
-// which may ask for both again (storage.ErrRetry).
-func (g *Gateway) admitAndClaim(ctx context.Context, c *call, now time.Time) (admission, claim, error) {
-	adm, err := g.admit(ctx, c, now)
-	if err != nil {
-		return adm, claim{}, err
-	}
-	cl, err := g.claim(ctx, c, adm, now)
-	return adm, cl, err
+	c.g, c.rec, rec.tool = g, rec, c.tool
+	return g.executor.Execute(ctx, executor.Key{Principal: c.principal, Key: c.req.IdempotencyKey, Fingerprint: c.fingerprint}, c, rec)
 }
 
 // call is a request that passed the checks that need no store: who calls,
@@ -105,8 +84,17 @@ type call struct {
 	// fingerprint tells a retry of this request from another request
 	// under the same key.
 	fingerprint string
+	g           *Gateway
 	// rec collects what the call reports once it is over.
 	rec *callRecord
+	// adm is what the call was admitted with, limits its limits as the
+	// store counts them; exec, upstreamStatus and sealed are what its run
+	// found and signed.
+	adm            admission
+	limits         []builtLimit
+	exec           toolgatetype.Execution
+	upstreamStatus int
+	sealed         toolgatetype.SignedReceipt
 }
 
 // newCall checks the caller, the key and the request itself, in the order
@@ -269,54 +257,6 @@ func (g *Gateway) callReads(c *call, approval bool, decide func(storage.ReadResu
 	}
 }
 
-// claim is the store's one atomic step that admits a call: it counts the
-// rate and spend windows with what is in flight, reserves the amount, uses
-// the quote and claims the key, or, finding an abandoned run of this same
-// request whose lease has ended, takes it over. A refusal comes back as the
-// caller's *Error.
-func (g *Gateway) claim(ctx context.Context, c *call, adm admission, now time.Time) (claim, error) {
-	built := adm.limits.storageLimits(c.tool.Tool.ID, now)
-	limits := make([]storage.Limit, len(built))
-	for i, b := range built {
-		limits[i] = b.limit
-	}
-	lease := uuid.New()
-	begun, err := g.store.BeginExecution(ctx, storage.Begin{
-		Principal:   c.principal,
-		Key:         c.req.IdempotencyKey,
-		Fingerprint: c.fingerprint,
-		QuoteID:     adm.quote.ID,
-		ExecutionID: uuid.New(),
-		ToolID:      c.tool.Tool.ID,
-		AmountUSD:   adm.quote.TotalUSD,
-		Limits:      limits,
-		LeaseToken:  lease,
-		LeaseUntil:  now.Add(g.cfg.IdempotencyLease),
-		Now:         now,
-		GrantID:     c.grant,
-		Decided:     adm.read,
-
-		ToolSlug:       c.tool.Tool.Slug,
-		ManifestDigest: adm.quote.ManifestDigest,
-		PriceUSD:       adm.quote.PriceUSD,
-		FeeUSD:         adm.quote.FeeUSD,
-		Approval:       c.approvalKind(),
-	})
-	if err != nil {
-		return claim{}, refusedByStore(err, built, now)
-	}
-	if c.grant != uuid.Nil && !begun.TookOver {
-		g.obs.approvalRequest(approvalUsed)
-	}
-	// A takeover runs the original execution, approved as it was.
-	c.rec.execution = begun.Execution.ID
-	c.rec.approval, c.rec.grantID = begun.Execution.Approval, begun.Execution.GrantID
-	if begun.TookOver {
-		g.log.InfoContext(ctx, "took over an abandoned call", "execution", begun.Execution.ID, "tool", c.tool.Tool.Slug)
-	}
-	return claim{execution: begun.Execution, lease: lease, tookOver: begun.TookOver}, nil
-}
-
 // approvalKind is how the call was approved, for the audit trail: by an
 // approver's grant (which admission consumes), by the manifest digest it
 // named, which admission checked is the current one, or else by the
@@ -329,14 +269,6 @@ func (c *call) approvalKind() toolgatetype.ApprovalKind {
 		return toolgatetype.ApprovalKindDigest
 	}
 	return toolgatetype.ApprovalKindStanding
-}
-
-// claim is a call the store admitted: its execution and the lease the run
-// holds on its key.
-type claim struct {
-	execution storage.Execution
-	lease     uuid.UUID
-	tookOver  bool
 }
 
 // refusedByStore explains why the store refused to admit a call.
@@ -358,39 +290,6 @@ func refusedByStore(err error, built []builtLimit, now time.Time) error {
 		return limitError(built, limitErr, now)
 	}
 	return internalError(err)
-}
-
-// answerRefusal answers a call that admission or the store refused. An
-// earlier call with the same key answers before any refusal, as an
-// Idempotency-Key promises: a finished one is replayed, another request under the key is
-// refused, and an unfinished run of this very request is resumed, which the
-// store allows only once that run's lease has ended. Most calls are new, so
-// the key's record is read here, once, rather than before every call; the
-// answer is the one reading it first would have given.
-func (g *Gateway) answerRefusal(ctx context.Context, c *call, refusal error, now time.Time) (*toolgatetype.CallResult, error) {
-	if toolgatetype.IsCode(refusal, toolgatetype.CodeInternal) {
-		return nil, refusal
-	}
-	rec, err := g.store.GetIdempotency(ctx, c.principal, c.req.IdempotencyKey)
-	switch {
-	case errors.Is(err, storage.ErrNotFound):
-		return nil, refusal
-	case err != nil:
-		return nil, internalError(err)
-	case rec.Fingerprint != c.fingerprint:
-		return nil, errKeyReused()
-	case rec.Finished:
-		return replay(rec.Response)
-	}
-	adm, err := g.admitResumed(ctx, c, now)
-	if err != nil {
-		return nil, err
-	}
-	cl, err := g.claim(ctx, c, adm, now)
-	if err != nil {
-		return nil, err
-	}
-	return g.execute(ctx, c, adm, cl)
 }
 
 // admitResumed admits a retry that may take over an abandoned run of the
@@ -417,76 +316,4 @@ func (g *Gateway) admitResumed(ctx context.Context, c *call, now time.Time) (adm
 		return a, err
 	}
 	return a, nil
-}
-
-// execute runs an admitted call: it calls the provider and records the
-// outcome, charging a completed execution and releasing the reservation of
-// a failed one, in one step of the store.
-func (g *Gateway) execute(ctx context.Context, c *call, adm admission, cl claim) (*toolgatetype.CallResult, error) {
-	// Admitted, the call no longer answers to its caller's context (see Call).
-	ctx = withoutCancel(ctx)
-	var exec toolgatetype.Execution
-	var upstreamStatus int
-	if cl.tookOver && !c.tool.RetrySafe() {
-		// The run that began this call died before it finished, perhaps
-		// after its request left: sending it again could run it twice.
-		exec = ambiguous(newExecution(c.tool, adm.quote, cl.execution.ID), c.tool, "the gateway's run of it stopped before it finished")
-	} else {
-		exec, upstreamStatus = g.callProvider(ctx, c.tool, adm.quote, cl.execution.ID, c.input, adm.abandon)
-	}
-	body, err := encodeExecution(exec)
-	if err != nil {
-		return nil, internalError(err)
-	}
-	finished := g.clock.Now().UTC()
-	// The store keeps the signed receipt in the step that finishes the
-	// execution, and the response it stores carries it.
-	var sealed toolgatetype.SignedReceipt
-	seal := g.receipts.Signer.Seal(receiptOf(c, adm, cl, &exec, finished), body, &sealed)
-	var stored []byte
-	err = g.store.FinishExecution(ctx, storage.Finish{
-		Principal:   c.principal,
-		Key:         c.req.IdempotencyKey,
-		ExecutionID: cl.execution.ID,
-		LeaseToken:  cl.lease,
-		Status:      storage.ExecutionStatus(exec.Status),
-		Charged:     exec.Status == toolgatetype.StatusCompleted,
-		Response:    body,
-		Now:         finished,
-		Seal: func(seq int64, prev string) (storage.Sealed, error) {
-			out, err := seal(seq, prev)
-			stored = out.Response
-			return out, err
-		},
-	})
-	if errors.Is(err, storage.ErrLeaseLost) {
-		// Another run took this call over; its result is the one that counts.
-		rec, err := g.store.GetIdempotency(ctx, c.principal, c.req.IdempotencyKey)
-		if err == nil && rec.Finished {
-			return replay(rec.Response)
-		}
-		return nil, errKeyInUse()
-	}
-	if err != nil {
-		return nil, internalError(err)
-	}
-	c.rec.ran, c.rec.status, c.rec.upstreamStatus = true, exec.Status, upstreamStatus
-	if exec.Error != nil {
-		c.rec.errorCode = exec.Error.Code
-	}
-	if exec.Status == toolgatetype.StatusAmbiguous {
-		e := cl.execution
-		e.Status, e.FinishedAt = storage.ExecutionStatus(exec.Status), finished
-		g.notifyAmbiguous(ctx, g.summarize(e))
-	}
-	if exec.Status == toolgatetype.StatusCompleted && !adm.resumed && !cl.tookOver && adm.policy.Approval.Requirement == toolgatetype.RequirementFirstUse &&
-		adm.mode == toolgatetype.ApprovalModeCaller && c.req.ApprovalDigest != "" {
-		// In caller mode the caller's own approval of the digest covers
-		// its later calls (section 6). An approver's grant is not such an
-		// approval: it approved this call only, unless the approver chose
-		// to remember, which DecideApproval recorded already.
-		g.rememberFirstUse(ctx, c.principal, c.tool)
-	}
-	exec.Receipt = &sealed
-	return &toolgatetype.CallResult{Execution: exec, Body: stored}, nil
 }
