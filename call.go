@@ -191,27 +191,22 @@ type admission struct {
 // per-call spend limits. They read the quote, the caller's spend controls,
 // the grant the call carries if any and, unless the approval sent settles
 // the policy (see checkPolicy), the standing approval, all in one step of
-// the store, which decides with them.
-func (g *Gateway) admit(ctx context.Context, c *call, now time.Time) (admission, error) {
+// the store, which decides with them; the call is admitted with c.adm.
+func (g *Gateway) admit(ctx context.Context, c *call, now time.Time) error {
 	mode, err := g.approvalMode(ctx, c.principal)
 	if err != nil {
-		return admission{}, err
+		return err
 	}
-	var (
-		a       admission
-		refused error
-	)
 	_, err = storage.ReadBatch(ctx, g.store, g.callReads(c, g.approvalsFromStore && !settles(c, mode), func(read storage.ReadResult) error {
-		a, refused = g.decide(ctx, c, read, mode, now)
+		var refused error
+		c.adm, refused = g.decide(ctx, c, read, mode, now)
 		return refused
 	}))
-	switch {
-	case err == nil:
-		return a, nil
-	case err == refused:
-		return admission{}, err
+	if _, refused := err.(*toolgatetype.Error); err != nil && !refused {
+		// The store's own error: the decision's are the caller's refusals.
+		return internalError(err)
 	}
-	return admission{}, internalError(err)
+	return err
 }
 
 // decide makes the checks of admit on read, the store's answer.

@@ -29,11 +29,9 @@ func (g *Gateway) newExecutor() *executor.Executor {
 
 // Admit implements executor.Steps: the checks of admit.
 func (c *call) Admit(ctx context.Context, now time.Time) (storage.Begin, error) {
-	adm, err := c.g.admit(ctx, c, now)
-	if err != nil {
+	if err := c.g.admit(ctx, c, now); err != nil {
 		return storage.Begin{}, err
 	}
-	c.adm = adm
 	return c.begin(now), nil
 }
 
