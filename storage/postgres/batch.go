@@ -100,7 +100,11 @@ func (s *Store) readBatch(ctx context.Context, r storage.Reads) (storage.ReadRes
 		})
 	}
 	if r.CreateQuote != nil {
-		s.queueCreateQuote(batch, *r.CreateQuote, r.MaxOpenQuotes, r.Key, func() bool { return res.Prior != nil })
+		var held func() bool
+		if r.Key != "" {
+			held = func() bool { return res.Prior != nil }
+		}
+		s.queueCreateQuote(batch, *r.CreateQuote, r.MaxOpenQuotes, r.Key, held)
 	}
 	if batch.Len() == 0 {
 		return res, nil
