@@ -211,7 +211,7 @@ func (g *Gateway) admit(ctx context.Context, c *call, now time.Time) error {
 
 // decide makes the checks of admit on read, the store's answer.
 func (g *Gateway) decide(ctx context.Context, c *call, read storage.ReadResult, mode toolgatetype.ApprovalMode, now time.Time) (admission, error) {
-	q, err := g.checkQuote(c, read.Quote, now)
+	q, err := g.checkQuote(&c.PreparedCall, c.quoteID, c.req.IdempotencyKey, read.Quote, now)
 	if err != nil {
 		return admission{}, err
 	}
@@ -297,7 +297,7 @@ func (g *Gateway) admitResumed(ctx context.Context, c *call, now time.Time) (adm
 		return admission{}, internalError(err)
 	}
 	a := admission{resumed: true}
-	a.quote, err = g.checkQuote(c, read.Quote, now)
+	a.quote, err = g.checkQuote(&c.PreparedCall, c.quoteID, c.req.IdempotencyKey, read.Quote, now)
 	if read.Quote != nil {
 		c.rec.setQuote(a.quote)
 	}

@@ -170,17 +170,18 @@ func (g *Gateway) externalApproval(ctx context.Context, principal string, v *reg
 // open (or already used by this very key, when a retry takes over an
 // abandoned run), has not expired and was issued for the tool version now
 // current. It returns the quote even when a rule fails, for a resumed run
-// to decide what still matters.
-func (g *Gateway) checkQuote(c *call, found *storage.Quote, now time.Time) (storage.Quote, error) {
-	if found == nil || found.Principal != c.principal {
+// to decide what still matters. key is the Idempotency-Key of the call
+// made under it ("": none yet).
+func (g *Gateway) checkQuote(p *PreparedCall, quoteID uuid.UUID, key string, found *storage.Quote, now time.Time) (storage.Quote, error) {
+	if found == nil || found.Principal != p.principal {
 		// Another caller's quote is reported as absent, so ids cannot be probed.
-		return storage.Quote{}, newError(toolgatetype.CodeQuoteNotFound, "no quote %s exists for this caller", c.quoteID)
+		return storage.Quote{}, newError(toolgatetype.CodeQuoteNotFound, "no quote %s exists for this caller", quoteID)
 	}
-	q, v := *found, c.tool
+	q, v := *found, p.tool
 	switch {
 	case q.ToolID != v.Tool.ID:
 		return q, newError(toolgatetype.CodeQuoteToolMismatch, "quote %s was issued for %s, not %s", q.ID, q.ToolSlug, v.Tool.Slug)
-	case q.State == storage.QuoteUsed && q.UsedByKey != c.req.IdempotencyKey:
+	case q.State == storage.QuoteUsed && q.UsedByKey != key:
 		return q, newError(toolgatetype.CodeQuoteUsed, "quote %s was already used by another call; request a new quote", q.ID)
 	case !now.Before(q.ExpiresAt):
 		return q, newError(toolgatetype.CodeQuoteExpired, "quote %s expired at %s; request a new quote", q.ID, q.ExpiresAt.Format(time.RFC3339))
