@@ -66,8 +66,7 @@ func (g *Gateway) requestApproval(ctx context.Context, p *PreparedCall, quoteID 
 	}
 	v := p.tool
 	now := g.clock.Now().UTC()
-	c := &call{PreparedCall: p, quoteID: quoteID}
-	q, err := g.checkQuote(c, &found, now)
+	q, err := g.checkQuote(p, quoteID, "", &found, now)
 	if err != nil {
 		return nil, err
 	}

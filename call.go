@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/toolgate/toolgate/internal/executor"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
@@ -66,56 +67,34 @@ func (g *Gateway) called(ctx context.Context, rec *callRecord, key string, res *
 	return res, err
 }
 
-// run is Call without its reporting: the pipeline itself.
+// run is Call without its reporting: the pipeline itself, which the
+// executor runs on the call's steps (callsteps.go).
 func (g *Gateway) run(ctx context.Context, c *call, rec *callRecord) (*toolgatetype.CallResult, error) {
-	c.rec, rec.tool = rec, c.tool
-	now := g.clock.Now().UTC()
-	adm, cl, again, err := g.admitAndClaim(ctx, c, now)
-	if again {
-		// Nothing was stored by the first try.
-		c.fresh = true
-		adm, cl, _, err = g.admitAndClaim(ctx, c, now)
-	}
-	if err != nil {
-		return g.answerRefusal(ctx, c, err, now)
-	}
-	return g.execute(ctx, c, adm, cl)
-}
-
-// admitAndClaim is a call's checks and then its admission by the store.
-// again asks for both to be done once more on fresh reads, after checks
-// made on what the store remembered (see storage.Reads.MayRemember): when
-// they refused, since the store never got to tell whether what they
-// refused on is current, and a refusal on out-of-date reads could name the
-// wrong reason or refuse a call it should admit; and when the store found
-// it out of date. A refusal by the store itself is final: it checked what
-// was remembered first, in the same step.
-func (g *Gateway) admitAndClaim(ctx context.Context, c *call, now time.Time) (adm admission, cl claim, again bool, err error) {
-	adm, err = g.admit(ctx, c, now)
-	if err != nil {
-		return adm, cl, c.remembered != nil, err
-	}
-	cl, err = g.claim(ctx, c, adm, now)
-	return adm, cl, c.remembered != nil && errors.Is(err, storage.ErrStaleRead), err
+	c.g, c.rec, rec.tool = g, rec, c.tool
+	return g.executor.Execute(ctx, executor.Key{Principal: c.principal, Key: c.req.IdempotencyKey, Fingerprint: c.fingerprint}, c, rec)
 }
 
 // call is a request that passed the checks that need no store: who calls,
 // with which key, which tool, quote and input.
 type call struct {
-	*PreparedCall
+	PreparedCall
 	req     toolgatetype.CallRequest
 	quoteID uuid.UUID
 	grant   uuid.UUID // uuid.Nil when the call carries none
 	// fingerprint tells a retry of this request from another request
 	// under the same key.
 	fingerprint string
+	g           *Gateway
 	// rec collects what the call reports once it is over.
 	rec *callRecord
-	// remembered is the store's answer to the call's reads when the store
-	// gave it from memory (storage.Reads.MayRemember), nil otherwise;
-	// fresh forbids that, for a second try.
-	remembered *storage.ReadResult
-	fresh      bool
+	// adm is what the call was admitted with, limits its limits as the
+	// store counts them; exec, upstreamStatus and sealed are what its run
+	// found and signed.
+	adm            admission
+	limits         []builtLimit
+	exec           toolgatetype.Execution
+	upstreamStatus int
+	sealed         toolgatetype.SignedReceipt
 }
 
 // newCall checks the caller, the key and the request itself, in the order
@@ -141,8 +120,7 @@ func (g *Gateway) newCall(principal string, req toolgatetype.CallRequest) (call,
 	}
 	// The input is validated later, after the quote and the approval, whose
 	// refusals a caller is told first.
-	p := &PreparedCall{principal: principal, tool: v, input: input}
-	return preparedCall(p, req, quoteID, grant), nil
+	return preparedCall(&PreparedCall{principal: principal, tool: v, input: input}, req, quoteID, grant), nil
 }
 
 // parseApproval parses the ids of the quote a call runs under and of the
@@ -163,7 +141,7 @@ func parseApproval(quote, grantID string) (quoteID, grant uuid.UUID, err error) 
 // preparedCall is the call p makes under req's key, quote and approval.
 func preparedCall(p *PreparedCall, req toolgatetype.CallRequest, quoteID, grant uuid.UUID) call {
 	return call{
-		PreparedCall: p,
+		PreparedCall: *p,
 		req:          req,
 		quoteID:      quoteID,
 		grant:        grant,
@@ -196,6 +174,8 @@ type admission struct {
 	mode   toolgatetype.ApprovalMode
 	grant  *storage.ApprovalRequest
 	limits effectiveLimits
+	// read is what the store answered the reads it was decided on.
+	read storage.ReadResult
 	// resumed: the call takes over an abandoned run of itself, which
 	// passed admission when it began.
 	resumed bool
@@ -211,17 +191,27 @@ type admission struct {
 // per-call spend limits. They read the quote, the caller's spend controls,
 // the grant the call carries if any and, unless the approval sent settles
 // the policy (see checkPolicy), the standing approval, all in one step of
-// the store.
-func (g *Gateway) admit(ctx context.Context, c *call, now time.Time) (admission, error) {
+// the store, which decides with them; the call is admitted with c.adm.
+func (g *Gateway) admit(ctx context.Context, c *call, now time.Time) error {
 	mode, err := g.approvalMode(ctx, c.principal)
 	if err != nil {
-		return admission{}, err
+		return err
 	}
-	read, err := g.readForCall(ctx, c, g.approvalsFromStore && !settles(c, mode))
-	if err != nil {
-		return admission{}, err
+	_, err = storage.ReadBatch(ctx, g.store, g.callReads(c, g.approvalsFromStore && !settles(c, mode), func(read storage.ReadResult) error {
+		var refused error
+		c.adm, refused = g.decide(ctx, c, read, mode, now)
+		return refused
+	}))
+	if _, refused := err.(*toolgatetype.Error); err != nil && !refused {
+		// The store's own error: the decision's are the caller's refusals.
+		return internalError(err)
 	}
-	q, err := g.checkQuote(c, read.Quote, now)
+	return err
+}
+
+// decide makes the checks of admit on read, the store's answer.
+func (g *Gateway) decide(ctx context.Context, c *call, read storage.ReadResult, mode toolgatetype.ApprovalMode, now time.Time) (admission, error) {
+	q, err := g.checkQuote(&c.PreparedCall, c.quoteID, c.req.IdempotencyKey, read.Quote, now)
 	if err != nil {
 		return admission{}, err
 	}
@@ -240,83 +230,26 @@ func (g *Gateway) admit(ctx context.Context, c *call, now time.Time) (admission,
 	if violations := limits.staticViolations(q.TotalUSD); len(violations) > 0 {
 		return admission{}, spendLimitError(violations)
 	}
-	a := admission{quote: q, policy: policy, mode: mode, limits: limits}
+	a := admission{quote: q, policy: policy, mode: mode, limits: limits, read: read}
 	if c.grant != uuid.Nil {
 		a.grant = read.Grant
 	}
 	return a, nil
 }
 
-// readForCall reads a call's quote, the caller's spend controls and the
-// grant the call carries, and the standing approval when asked, in one step
-// of the store.
-func (g *Gateway) readForCall(ctx context.Context, c *call, approval bool) (storage.ReadResult, error) {
-	read, err := storage.ReadBatch(ctx, g.store, storage.Reads{
+// callReads are a call's reads: its quote, the caller's spend controls and
+// the grant the call carries, and the standing approval when asked, in one
+// step of the store, for decide (nil: none).
+func (g *Gateway) callReads(c *call, approval bool, decide func(storage.ReadResult) error) storage.Reads {
+	return storage.Reads{
 		Principal:     c.principal,
 		QuoteID:       c.quoteID,
 		GrantID:       c.grant,
 		SpendControls: true,
 		Approval:      approval,
 		ToolID:        c.tool.Tool.ID,
-		// A call with a grant reads it afresh, and so all the rest.
-		MayRemember: !c.fresh && c.grant == uuid.Nil,
-	})
-	if err != nil {
-		return storage.ReadResult{}, internalError(err)
+		Decide:        decide,
 	}
-	c.remembered = nil
-	if read.Remembered {
-		c.remembered = &read
-	}
-	return read, nil
-}
-
-// claim is the store's one atomic step that admits a call: it counts the
-// rate and spend windows with what is in flight, reserves the amount, uses
-// the quote and claims the key, or, finding an abandoned run of this same
-// request whose lease has ended, takes it over. A refusal comes back as the
-// caller's *Error.
-func (g *Gateway) claim(ctx context.Context, c *call, adm admission, now time.Time) (claim, error) {
-	built := adm.limits.storageLimits(c.tool.Tool.ID, now)
-	limits := make([]storage.Limit, len(built))
-	for i, b := range built {
-		limits[i] = b.limit
-	}
-	lease := uuid.New()
-	begun, err := g.store.BeginExecution(ctx, storage.Begin{
-		Principal:   c.principal,
-		Key:         c.req.IdempotencyKey,
-		Fingerprint: c.fingerprint,
-		QuoteID:     adm.quote.ID,
-		ExecutionID: uuid.New(),
-		ToolID:      c.tool.Tool.ID,
-		AmountUSD:   adm.quote.TotalUSD,
-		Limits:      limits,
-		LeaseToken:  lease,
-		LeaseUntil:  now.Add(g.cfg.IdempotencyLease),
-		Now:         now,
-		GrantID:     c.grant,
-		Remembered:  c.remembered,
-
-		ToolSlug:       c.tool.Tool.Slug,
-		ManifestDigest: adm.quote.ManifestDigest,
-		PriceUSD:       adm.quote.PriceUSD,
-		FeeUSD:         adm.quote.FeeUSD,
-		Approval:       c.approvalKind(),
-	})
-	if err != nil {
-		return claim{}, refusedByStore(err, built, now)
-	}
-	if c.grant != uuid.Nil && !begun.TookOver {
-		g.obs.approvalRequest(approvalUsed)
-	}
-	// A takeover runs the original execution, approved as it was.
-	c.rec.execution = begun.Execution.ID
-	c.rec.approval, c.rec.grantID = begun.Execution.Approval, begun.Execution.GrantID
-	if begun.TookOver {
-		g.log.InfoContext(ctx, "took over an abandoned call", "execution", begun.Execution.ID, "tool", c.tool.Tool.Slug)
-	}
-	return claim{execution: begun.Execution, lease: lease, tookOver: begun.TookOver}, nil
 }
 
 // approvalKind is how the call was approved, for the audit trail: by an
@@ -331,14 +264,6 @@ func (c *call) approvalKind() toolgatetype.ApprovalKind {
 		return toolgatetype.ApprovalKindDigest
 	}
 	return toolgatetype.ApprovalKindStanding
-}
-
-// claim is a call the store admitted: its execution and the lease the run
-// holds on its key.
-type claim struct {
-	execution storage.Execution
-	lease     uuid.UUID
-	tookOver  bool
 }
 
 // refusedByStore explains why the store refused to admit a call.
@@ -362,50 +287,17 @@ func refusedByStore(err error, built []builtLimit, now time.Time) error {
 	return internalError(err)
 }
 
-// answerRefusal answers a call that admission or the store refused. An
-// earlier call with the same key answers before any refusal, as an
-// Idempotency-Key promises: a finished one is replayed, another request under the key is
-// refused, and an unfinished run of this very request is resumed, which the
-// store allows only once that run's lease has ended. Most calls are new, so
-// the key's record is read here, once, rather than before every call; the
-// answer is the one reading it first would have given.
-func (g *Gateway) answerRefusal(ctx context.Context, c *call, refusal error, now time.Time) (*toolgatetype.CallResult, error) {
-	if toolgatetype.IsCode(refusal, toolgatetype.CodeInternal) {
-		return nil, refusal
-	}
-	rec, err := g.store.GetIdempotency(ctx, c.principal, c.req.IdempotencyKey)
-	switch {
-	case errors.Is(err, storage.ErrNotFound):
-		return nil, refusal
-	case err != nil:
-		return nil, internalError(err)
-	case rec.Fingerprint != c.fingerprint:
-		return nil, errKeyReused()
-	case rec.Finished:
-		return replay(rec.Response)
-	}
-	adm, err := g.admitResumed(ctx, c, now)
-	if err != nil {
-		return nil, err
-	}
-	cl, err := g.claim(ctx, c, adm, now)
-	if err != nil {
-		return nil, err
-	}
-	return g.execute(ctx, c, adm, cl)
-}
-
 // admitResumed admits a retry that may take over an abandoned run of the
 // same request. That run passed every check when it began, so only what can
 // have changed since counts: the quote must still exist, and a tool that
 // changed or was blocked meanwhile is not called after all.
 func (g *Gateway) admitResumed(ctx context.Context, c *call, now time.Time) (admission, error) {
-	read, err := g.readForCall(ctx, c, false)
+	read, err := storage.ReadBatch(ctx, g.store, g.callReads(c, false, nil))
 	if err != nil {
-		return admission{}, err
+		return admission{}, internalError(err)
 	}
 	a := admission{resumed: true}
-	a.quote, err = g.checkQuote(c, read.Quote, now)
+	a.quote, err = g.checkQuote(&c.PreparedCall, c.quoteID, c.req.IdempotencyKey, read.Quote, now)
 	if read.Quote != nil {
 		c.rec.setQuote(a.quote)
 	}
@@ -419,76 +311,4 @@ func (g *Gateway) admitResumed(ctx context.Context, c *call, now time.Time) (adm
 		return a, err
 	}
 	return a, nil
-}
-
-// execute runs an admitted call: it calls the provider and records the
-// outcome, charging a completed execution and releasing the reservation of
-// a failed one, in one step of the store.
-func (g *Gateway) execute(ctx context.Context, c *call, adm admission, cl claim) (*toolgatetype.CallResult, error) {
-	// Admitted, the call no longer answers to its caller's context (see Call).
-	ctx = withoutCancel(ctx)
-	var exec toolgatetype.Execution
-	var upstreamStatus int
-	if cl.tookOver && !c.tool.RetrySafe() {
-		// The run that began this call died before it finished, perhaps
-		// after its request left: sending it again could run it twice.
-		exec = ambiguous(newExecution(c.tool, adm.quote, cl.execution.ID), c.tool, "the gateway's run of it stopped before it finished")
-	} else {
-		exec, upstreamStatus = g.callProvider(ctx, c.tool, adm.quote, cl.execution.ID, c.input, adm.abandon)
-	}
-	body, err := encodeExecution(exec)
-	if err != nil {
-		return nil, internalError(err)
-	}
-	finished := g.clock.Now().UTC()
-	// The store keeps the signed receipt in the step that finishes the
-	// execution, and the response it stores carries it.
-	var sealed toolgatetype.SignedReceipt
-	seal := g.receipts.Signer.Seal(receiptOf(c, adm, cl, &exec, finished), body, &sealed)
-	var stored []byte
-	err = g.store.FinishExecution(ctx, storage.Finish{
-		Principal:   c.principal,
-		Key:         c.req.IdempotencyKey,
-		ExecutionID: cl.execution.ID,
-		LeaseToken:  cl.lease,
-		Status:      storage.ExecutionStatus(exec.Status),
-		Charged:     exec.Status == toolgatetype.StatusCompleted,
-		Response:    body,
-		Now:         finished,
-		Seal: func(seq int64, prev string) (storage.Sealed, error) {
-			out, err := seal(seq, prev)
-			stored = out.Response
-			return out, err
-		},
-	})
-	if errors.Is(err, storage.ErrLeaseLost) {
-		// Another run took this call over; its result is the one that counts.
-		rec, err := g.store.GetIdempotency(ctx, c.principal, c.req.IdempotencyKey)
-		if err == nil && rec.Finished {
-			return replay(rec.Response)
-		}
-		return nil, errKeyInUse()
-	}
-	if err != nil {
-		return nil, internalError(err)
-	}
-	c.rec.ran, c.rec.status, c.rec.upstreamStatus = true, exec.Status, upstreamStatus
-	if exec.Error != nil {
-		c.rec.errorCode = exec.Error.Code
-	}
-	if exec.Status == toolgatetype.StatusAmbiguous {
-		e := cl.execution
-		e.Status, e.FinishedAt = storage.ExecutionStatus(exec.Status), finished
-		g.notifyAmbiguous(ctx, g.summarize(e))
-	}
-	if exec.Status == toolgatetype.StatusCompleted && !adm.resumed && !cl.tookOver && adm.policy.Approval.Requirement == toolgatetype.RequirementFirstUse &&
-		adm.mode == toolgatetype.ApprovalModeCaller && c.req.ApprovalDigest != "" {
-		// In caller mode the caller's own approval of the digest covers
-		// its later calls (section 6). An approver's grant is not such an
-		// approval: it approved this call only, unless the approver chose
-		// to remember, which DecideApproval recorded already.
-		g.rememberFirstUse(ctx, c.principal, c.tool)
-	}
-	exec.Receipt = &sealed
-	return &toolgatetype.CallResult{Execution: exec, Body: stored}, nil
 }

@@ -18,7 +18,9 @@ import (
 //
 //   - the request: the caller, the key, the tool and the input against the
 //     tool's schema, so that nothing is quoted for a call that cannot run;
-//   - an earlier call under the key: finished, its stored result;
+//   - an earlier call under the key, read with the quote (or, for a
+//     caller's answer that runs the call, from the refusal of its key):
+//     finished, its stored result;
 //     unfinished, the same request made again under that call's quote
 //     (a quote is part of what a key's request is), which is told the key
 //     is in use, or takes over a run whose process died, with the grant it
@@ -65,16 +67,22 @@ func (g *Gateway) CallPreparedTool(ctx context.Context, p *PreparedCall, key str
 	if err != nil {
 		return refusal(err)
 	}
-	if out := g.answerPrior(ctx, c, mode); out != nil {
-		return out
-	}
+	c.mode = mode
 	if mode == toolgatetype.ApprovalModeCaller && isAnswer(c.approval) {
 		return g.runAnswered(ctx, c, c.approval)
 	}
-	q, err := g.quoteToolCall(ctx, c)
-	if err != nil {
+	// The key's record is read with the quote, which is not made when
+	// the key holds one: a new key costs no read of its own.
+	q, prior, err := g.quoteToolCall(ctx, c)
+	switch {
+	case prior != nil:
+		return g.answerRecord(ctx, c, prior)
+	case toolgatetype.IsCode(err, toolgatetype.CodeIdempotencyKeyInUse):
+		return g.keyRaced(ctx, c, err)
+	case err != nil:
 		return refusal(err)
 	}
+	c.keyRead = true
 	switch {
 	case q.Policy.Approval.Requirement == toolgatetype.RequirementCoveredByUserPolicy:
 		return g.runToolCall(ctx, c, toolApproval{quoteID: q.Quote.ID, digest: *q.Quote.ManifestDigest})
@@ -100,26 +108,42 @@ type toolCall struct {
 	*PreparedCall
 	key      string
 	approval *toolgatetype.CallerApproval
+	mode     toolgatetype.ApprovalMode
+	// keyRead: the key's record was read, and held none, before anything
+	// ran; else a refusal on the key is answered from its record.
+	keyRead bool
 }
 
-// answerPrior answers a call that already ran under its key: with the
-// stored result once finished, and while unfinished by calling again under
-// the first run's quote, which is the same request (Call says it is in
-// progress, or takes over a run whose process died). In approver mode the
-// same request carries the grant the first run used, found by its quote.
-// Nil: no earlier run.
-func (g *Gateway) answerPrior(ctx context.Context, c *toolCall, mode toolgatetype.ApprovalMode) *toolgatetype.ToolCallOutcome {
-	prior, err := g.priorCall(ctx, c)
+// answerPrior answers a call that already ran under its key (see
+// answerRecord); nil when the key holds none.
+func (g *Gateway) answerPrior(ctx context.Context, c *toolCall) *toolgatetype.ToolCallOutcome {
+	rec, err := g.store.GetIdempotency(ctx, c.principal, c.key)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return nil
+	case err != nil:
+		return refusal(internalError(err))
+	}
+	return g.answerRecord(ctx, c, &rec)
+}
+
+// answerRecord answers a call that already ran under its key, rec: with
+// the stored result once finished, and while unfinished by calling again
+// under the first run's quote, which is the same request (Call says it is
+// in progress, or takes over a run whose process died). In approver mode
+// the same request carries the grant the first run used, found by its
+// quote.
+func (g *Gateway) answerRecord(ctx context.Context, c *toolCall, rec *storage.IdempotencyRecord) *toolgatetype.ToolCallOutcome {
+	c.keyRead = true
+	prior, err := g.priorOf(ctx, c, rec)
 	switch {
 	case err != nil:
 		return refusal(err)
-	case prior == nil:
-		return nil
 	case prior.result != nil:
 		return &toolgatetype.ToolCallOutcome{Result: prior.result}
 	}
 	a := toolApproval{quoteID: prior.quoteID, digest: c.tool.Digest}
-	if mode == toolgatetype.ApprovalModeApprover {
+	if c.mode == toolgatetype.ApprovalModeApprover {
 		used, err := g.latestApprovalRequest(ctx, c, toolgatetype.ApprovalStatusUsed)
 		if err != nil {
 			return refusal(err)
@@ -147,7 +171,13 @@ func (g *Gateway) priorCall(ctx context.Context, c *toolCall) (*priorCall, error
 		return nil, nil
 	case err != nil:
 		return nil, internalError(err)
-	case rec.Finished:
+	}
+	return g.priorOf(ctx, c, &rec)
+}
+
+// priorOf is the call rec, the record of c's key, stands for.
+func (g *Gateway) priorOf(ctx context.Context, c *toolCall, rec *storage.IdempotencyRecord) (*priorCall, error) {
+	if rec.Finished {
 		res, err := replay(rec.Response)
 		if err != nil {
 			return nil, err
@@ -175,6 +205,15 @@ func isAnswer(a *toolgatetype.CallerApproval) bool {
 // cannot be recorded is logged, and the call runs all the same: the user
 // approved it.
 func (g *Gateway) runAnswered(ctx context.Context, c *toolCall, a *toolgatetype.CallerApproval) *toolgatetype.ToolCallOutcome {
+	if a.Declined || a.Remember != "" {
+		// Neither is for a retry of a call already made: it is answered
+		// from its key first. An answer that only runs the call learns of
+		// an earlier one from the refusal of its key (runToolCall).
+		if out := g.answerPrior(ctx, c); out != nil {
+			return out
+		}
+		c.keyRead = true
+	}
 	if a.Declined {
 		return &toolgatetype.ToolCallOutcome{Approval: &toolgatetype.ToolCallApproval{Mode: toolgatetype.ApprovalModeCaller, Declined: true}}
 	}
@@ -191,20 +230,20 @@ func (g *Gateway) runAnswered(ctx context.Context, c *toolCall, a *toolgatetype.
 // quoteToolCall quotes the call, or refuses it when the quote says it
 // cannot run: the tool is blocked, or the spend controls deny it. The
 // quote is left to expire unused; nothing is charged.
-func (g *Gateway) quoteToolCall(ctx context.Context, c *toolCall) (*toolgatetype.QuoteResult, error) {
-	q, err := g.quoteVersion(ctx, c.principal, c.tool)
-	if err != nil {
-		return nil, err
+func (g *Gateway) quoteToolCall(ctx context.Context, c *toolCall) (*toolgatetype.QuoteResult, *storage.IdempotencyRecord, error) {
+	q, prior, err := g.quoteVersion(ctx, c.principal, c.tool, c.key)
+	if err != nil || prior != nil {
+		return nil, prior, err
 	}
 	if !q.Policy.Callable || q.Quote.ManifestDigest == nil {
-		return nil, &toolgatetype.Error{Code: toolgatetype.CodeToolBlocked,
+		return nil, nil, &toolgatetype.Error{Code: toolgatetype.CodeToolBlocked,
 			Message: fmt.Sprintf("%s cannot be called: %s", c.tool.Tool.Slug, strings.Join(q.Policy.Reasons, "; "))}
 	}
 	if !q.Controls.Approved {
-		return nil, &toolgatetype.Error{Code: toolgatetype.CodeSpendLimitExceeded,
+		return nil, nil, &toolgatetype.Error{Code: toolgatetype.CodeSpendLimitExceeded,
 			Message: "the call would break your spend controls", Violations: q.Controls.Violations}
 	}
-	return q, nil
+	return q, nil, nil
 }
 
 // approveByApprover is the approval of a call that needs one in approver
@@ -269,20 +308,46 @@ type toolApproval struct {
 // key is busy or already used was raced by a retry of itself: the stored
 // result is given when there is one.
 func (g *Gateway) runToolCall(ctx context.Context, c *toolCall, a toolApproval) *toolgatetype.ToolCallOutcome {
+	if !c.keyRead {
+		if _, _, err := parseApproval(a.quoteID, a.grant); err != nil {
+			// Refused before its key would answer: an earlier call under
+			// it answers first, as if the key had been read.
+			if out := g.answerPrior(ctx, c); out != nil {
+				return out
+			}
+			c.keyRead = true
+		}
+	}
 	res, err := g.callApproved(ctx, c, a)
 	switch {
 	case err == nil:
 		return &toolgatetype.ToolCallOutcome{Result: res}
 	case toolgatetype.IsCode(err, toolgatetype.CodeIdempotencyKeyInUse) || toolgatetype.IsCode(err, toolgatetype.CodeIdempotencyKeyReused):
-		if prior, perr := g.priorCall(ctx, c); perr == nil && prior != nil && prior.result != nil {
-			return &toolgatetype.ToolCallOutcome{Result: prior.result}
+		if !c.keyRead {
+			// An earlier call under the key, not read before: answered
+			// as reading it first would have.
+			if out := g.answerPrior(ctx, c); out != nil {
+				return out
+			}
+			return refusal(err)
 		}
+		return g.keyRaced(ctx, c, err)
 	case a.grant != "" && grantLapsed(err):
 		// Between finding the grant and using it, its quote expired or
 		// another call used it.
 		out := refusal(err)
 		out.LapsedGrant = a.grant
 		return out
+	}
+	return refusal(err)
+}
+
+// keyRaced answers a call refused because its key is busy or already
+// used, since its record was read: it was raced by a retry of itself,
+// whose stored result is given when there is one.
+func (g *Gateway) keyRaced(ctx context.Context, c *toolCall, err error) *toolgatetype.ToolCallOutcome {
+	if prior, perr := g.priorCall(ctx, c); perr == nil && prior != nil && prior.result != nil {
+		return &toolgatetype.ToolCallOutcome{Result: prior.result}
 	}
 	return refusal(err)
 }

@@ -184,8 +184,18 @@ func TestCallToolAnswersARetryFromItsKey(t *testing.T) {
 	ran := <-done
 	toolgatetest.RequireCompleted(t, ran.Result, nil, "0.0000")
 
-	// Finished: the stored result, even for a retry carrying no approval.
-	for _, retry := range []toolgatetype.ToolCallRequest{req, toolCall("echo", "hi", "k1", nil)} {
+	// Finished: the stored result, even for a retry carrying no approval,
+	// or an answer to an approval it was not asked for this time.
+	answers := []*toolgatetype.CallerApproval{
+		{QuoteID: uuid.NewString(), ManifestDigest: e.digest("echo")},
+		{QuoteID: "not a quote", ManifestDigest: e.digest("echo")},
+		{Declined: true},
+	}
+	retries := []toolgatetype.ToolCallRequest{req, toolCall("echo", "hi", "k1", nil)}
+	for _, a := range answers {
+		retries = append(retries, toolCall("echo", "hi", "k1", a))
+	}
+	for _, retry := range retries {
 		again := e.gw.CallTool(ctx, "alice", retry)
 		require.NotNil(t, again.Result)
 		assert.True(t, again.Result.Replayed)

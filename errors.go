@@ -1,6 +1,7 @@
 package toolgate
 
 import (
+	"github.com/toolgate/toolgate/internal/executor"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
@@ -9,6 +10,4 @@ func newError(code toolgatetype.Code, format string, args ...any) *toolgatetype.
 }
 
 // internalError hides cause from the caller but keeps it for logs.
-func internalError(cause error) *toolgatetype.Error {
-	return &toolgatetype.Error{Code: toolgatetype.CodeInternal, Message: "the gateway could not complete the request", Err: cause}
-}
+func internalError(cause error) *toolgatetype.Error { return executor.Internal(cause) }

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+	"github.com/toolgate/toolgate/internal/executor"
 	"github.com/toolgate/toolgate/internal/jsonbuf"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
@@ -151,13 +152,7 @@ func encodeExecution(exec toolgatetype.Execution) ([]byte, error) {
 }
 
 // replay answers a retry with the stored result.
-func replay(body []byte) (*toolgatetype.CallResult, error) {
-	var exec toolgatetype.Execution
-	if err := json.Unmarshal(body, &exec); err != nil {
-		return nil, internalError(fmt.Errorf("stored response is unreadable: %w", err))
-	}
-	return &toolgatetype.CallResult{Execution: exec, Body: body, Replayed: true}, nil
-}
+func replay(body []byte) (*toolgatetype.CallResult, error) { return executor.Replay(body) }
 
 // GetExecution returns one of the caller's finished executions; another
 // caller's is reported as not found.

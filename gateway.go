@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/shopspring/decimal"
+	"github.com/toolgate/toolgate/internal/executor"
 	"github.com/toolgate/toolgate/receipt"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
@@ -141,7 +142,9 @@ type ApprovalSource interface {
 // Gateway remembers itself is which provider origins have been failing, for
 // its circuit breaker; that only ever makes it fail fast, never admit more.
 type Gateway struct {
-	store     storage.Store
+	store storage.Store
+	// executor runs admitted calls (see Gateway.run).
+	executor  *executor.Executor
 	registry  *registry.Registry
 	clock     Clock
 	feeRate   decimal.Decimal
@@ -212,6 +215,7 @@ func New(store storage.Store, cfg *Config) (*Gateway, error) {
 		}
 	}
 	gw.approvalsFromStore = sameSource(gw.approvals, store)
+	gw.executor = gw.newExecutor()
 	return gw, nil
 }
 

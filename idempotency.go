@@ -5,19 +5,16 @@ import (
 	"encoding/hex"
 	"encoding/json"
 
+	"github.com/toolgate/toolgate/internal/executor"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // errKeyReused answers another request under a key already used.
-func errKeyReused() *toolgatetype.Error {
-	return newError(toolgatetype.CodeIdempotencyKeyReused, "this Idempotency-Key was used for a different request; use a new key for a new call")
-}
+func errKeyReused() *toolgatetype.Error { return executor.KeyReused() }
 
 // errKeyInUse answers a request whose key another run still holds.
-func errKeyInUse() *toolgatetype.Error {
-	return newError(toolgatetype.CodeIdempotencyKeyInUse, "a request with this Idempotency-Key is still in progress; retry later")
-}
+func errKeyInUse() *toolgatetype.Error { return executor.KeyInUse() }
 
 // fingerprint identifies what a call asks for, so that a retry can be told
 // from another request under the same key: the SHA-256 of the RFC 8785

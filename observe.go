@@ -81,6 +81,7 @@ func (g *Gateway) toolLabel(v *registry.Version, requested string) string {
 // callRecord is what one call reports once it is over, filled in as the
 // pipeline learns it.
 type callRecord struct {
+	obs       *observer
 	start     time.Time
 	span      trace.Span // nil when not tracing
 	principal string
@@ -102,7 +103,7 @@ type callRecord struct {
 // startCall begins a call's record and, when tracing, its span, which the
 // returned context carries to the upstream attempts.
 func (o *observer) startCall(ctx context.Context, rec *callRecord, principal, tool string) context.Context {
-	*rec = callRecord{start: time.Now(), principal: principal, requested: tool}
+	*rec = callRecord{obs: o, start: time.Now(), principal: principal, requested: tool}
 	if o.tracer != nil {
 		// Attributes are set once, at the end, when all are known: each
 		// SetAttributes on a recording span grows its attribute slice.

@@ -27,13 +27,17 @@ func (g *Gateway) Quote(ctx context.Context, principal, tool string) (*toolgatet
 	return res, err
 }
 
-// quoteVersion is Quote of the tool's version v, already looked up.
-func (g *Gateway) quoteVersion(ctx context.Context, principal string, v *registry.Version) (*toolgatetype.QuoteResult, error) {
+// quoteVersion is Quote of the tool's version v, already looked up, for a
+// call under key: when the key holds a record already, that is returned
+// instead, and no quote is made.
+func (g *Gateway) quoteVersion(ctx context.Context, principal string, v *registry.Version, key string) (*toolgatetype.QuoteResult, *storage.IdempotencyRecord, error) {
 	rec := g.obs.startQuote(v.Tool.Slug)
 	rec.tool = v
-	res, err := g.quoteOf(ctx, principal, v)
-	g.endQuote(ctx, rec, res, err)
-	return res, err
+	res, prior, err := g.quoteOf(ctx, principal, v, key)
+	if prior == nil { // else nothing was quoted
+		g.endQuote(ctx, rec, res, err)
+	}
+	return res, prior, err
 }
 
 // quote is Quote without its reporting.
@@ -45,16 +49,18 @@ func (g *Gateway) quote(ctx context.Context, principal, tool string) (*toolgatet
 	if err != nil {
 		return nil, err
 	}
-	return g.quoteOf(ctx, principal, v)
+	res, _, err := g.quoteOf(ctx, principal, v, "")
+	return res, err
 }
 
-// quoteOf quotes a call of v for principal.
-func (g *Gateway) quoteOf(ctx context.Context, principal string, v *registry.Version) (*toolgatetype.QuoteResult, error) {
+// quoteOf quotes a call of v for principal, unless key ("": none) holds a
+// record already, which it then returns.
+func (g *Gateway) quoteOf(ctx context.Context, principal string, v *registry.Version, key string) (*toolgatetype.QuoteResult, *storage.IdempotencyRecord, error) {
 	now := g.clock.Now().UTC()
 	amt := priceWithFee(v.Tool.Pricing.Amount, g.feeRate)
 	approval, err := g.externalApproval(ctx, principal, v)
 	if err != nil {
-		return nil, internalError(err)
+		return nil, nil, internalError(err)
 	}
 	q := storage.Quote{
 		ID:             uuid.New(),
@@ -80,24 +86,30 @@ func (g *Gateway) quoteOf(ctx context.Context, principal string, v *registry.Ver
 		Limits:        spendWindows(v.Tool.ID, now),
 		CreateQuote:   &q,
 		MaxOpenQuotes: g.cfg.MaxOpenQuotes,
+		Key:           key,
 	})
 	var open *storage.OpenQuotesError
 	switch {
+	case errors.Is(err, storage.ErrIdempotencyConflict):
+		// A call under the key began between the store's read and the quote.
+		return nil, nil, errKeyInUse()
 	case errors.As(err, &open):
-		return nil, tooManyOpenQuotes(open, now)
+		return nil, nil, tooManyOpenQuotes(open, now)
 	case err != nil:
-		return nil, internalError(err)
+		return nil, nil, internalError(err)
+	case read.Prior != nil:
+		return nil, read.Prior, nil
 	}
 	if g.approvalsFromStore {
 		approval = read.Approval
 	}
 	limits, err := g.limitsFor(ctx, principal, v.Tool.Slug, read.SpendControls)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	mode, err := g.approvalMode(ctx, principal)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	policy := forCaller(EvaluatePolicy(v), standingFor(approval, mode), amt.Total.IsZero())
 	controls := previewControls(limits, read.Used, amt.Total)
@@ -113,7 +125,7 @@ func (g *Gateway) quoteOf(ctx context.Context, principal string, v *registry.Ver
 		Tool:     toolRef(v.Tool),
 		Policy:   policy,
 		Controls: controls,
-	}, nil
+	}, nil, nil
 }
 
 // tooManyOpenQuotes is the rate_limited answer to a quote the store
@@ -158,17 +170,18 @@ func (g *Gateway) externalApproval(ctx context.Context, principal string, v *reg
 // open (or already used by this very key, when a retry takes over an
 // abandoned run), has not expired and was issued for the tool version now
 // current. It returns the quote even when a rule fails, for a resumed run
-// to decide what still matters.
-func (g *Gateway) checkQuote(c *call, found *storage.Quote, now time.Time) (storage.Quote, error) {
-	if found == nil || found.Principal != c.principal {
+// to decide what still matters. key is the Idempotency-Key of the call
+// made under it ("": none yet).
+func (g *Gateway) checkQuote(p *PreparedCall, quoteID uuid.UUID, key string, found *storage.Quote, now time.Time) (storage.Quote, error) {
+	if found == nil || found.Principal != p.principal {
 		// Another caller's quote is reported as absent, so ids cannot be probed.
-		return storage.Quote{}, newError(toolgatetype.CodeQuoteNotFound, "no quote %s exists for this caller", c.quoteID)
+		return storage.Quote{}, newError(toolgatetype.CodeQuoteNotFound, "no quote %s exists for this caller", quoteID)
 	}
-	q, v := *found, c.tool
+	q, v := *found, p.tool
 	switch {
 	case q.ToolID != v.Tool.ID:
 		return q, newError(toolgatetype.CodeQuoteToolMismatch, "quote %s was issued for %s, not %s", q.ID, q.ToolSlug, v.Tool.Slug)
-	case q.State == storage.QuoteUsed && q.UsedByKey != c.req.IdempotencyKey:
+	case q.State == storage.QuoteUsed && q.UsedByKey != key:
 		return q, newError(toolgatetype.CodeQuoteUsed, "quote %s was already used by another call; request a new quote", q.ID)
 	case !now.Before(q.ExpiresAt):
 		return q, newError(toolgatetype.CodeQuoteExpired, "quote %s expired at %s; request a new quote", q.ID, q.ExpiresAt.Format(time.RFC3339))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/toolgate/toolgate/internal/executor"
 	"github.com/toolgate/toolgate/receipt"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
@@ -20,10 +21,10 @@ import (
 
 // receiptOf is the receipt of a call's execution exec, finished at
 // finished, but for its seq and prev, which the store supplies. The audit
-// fields come from the execution as admitted (cl.execution), so a run that
+// fields come from the execution as admitted (cl.Execution), so a run that
 // took over an abandoned one signs what was admitted, not what it assumes.
-func receiptOf(c *call, adm admission, cl claim, exec *toolgatetype.Execution, finished time.Time) toolgatetype.Receipt {
-	e := cl.execution
+func receiptOf(c *call, adm admission, cl executor.Claim, exec *toolgatetype.Execution, finished time.Time) toolgatetype.Receipt {
+	e := cl.Execution
 	r := toolgatetype.Receipt{
 		SchemaVersion: toolgatetype.ReceiptSchemaVersion,
 		ExecutionID:   exec.ID,

@@ -37,15 +37,20 @@ type Reads struct {
 	// they all succeed.
 	CreateQuote   *Quote
 	MaxOpenQuotes int
-	// MayRemember lets the store answer from what it remembers instead of
-	// asking its database, when it remembers everything asked (a store
-	// may remember the quotes it created and the approvals and spend
-	// controls it last read). Such an answer may be out of date; it is
-	// marked ReadResult.Remembered, and whoever acts on it passes it to
-	// BeginExecution as Begin.Remembered, which admits only if it still
-	// holds. Only a call's reads before its admission set it; a store
-	// whose reads cost nothing need not remember anything.
-	MayRemember bool
+	// Key asks for the principal's record of that Idempotency-Key
+	// (ReadResult.Prior), as GetIdempotency gives it; "" asks for none.
+	// When the key holds a record, CreateQuote is not stored: a retry of
+	// a call is answered from its record, and needs no new quote.
+	Key string
+	// Decide, when set, is the decision the reads are for (a call's
+	// admission checks): ReadBatch calls it with its answer and returns its
+	// error as it is. A store may answer reads that carry a Decide from
+	// what it remembers instead of asking its database (the quotes it
+	// created, the approvals and spend controls it last read); such an
+	// answer may be out of date, so when Decide refuses it the store reads
+	// from its database and decides again: nothing is refused on memory.
+	// A store whose reads cost nothing need not remember anything.
+	Decide func(ReadResult) error
 }
 
 // ReadResult answers Reads. Something asked for and absent is nil, not an
@@ -56,10 +61,13 @@ type ReadResult struct {
 	Quote         *Quote
 	Grant         *ApprovalRequest
 	Used          []decimal.Decimal // one per Reads.Limits, in order
+	Prior         *IdempotencyRecord
 
-	// Remembered is set when the store answered from memory (see
-	// Reads.MayRemember); ApprovalRead then tells whether the approval was
-	// asked for, so that a nil Approval means none rather than not asked.
+	// Remembered and ApprovalRead are the store's own marks, for its
+	// BeginExecution (see Begin.Decided): Remembered is set when it
+	// answered from memory (see Reads.Decide), and ApprovalRead then tells
+	// whether the approval was asked for, so that a nil Approval means none
+	// rather than not asked. A caller has no use for them.
 	Remembered   bool
 	ApprovalRead bool
 }
@@ -67,7 +75,8 @@ type ReadResult struct {
 // BatchReader is an optional Store method for backends where every method
 // call costs a round trip to a server: it does all of r in one. Its answers
 // must be exactly what the Store's own methods would give (or, only with
-// r.MayRemember, what they gave, marked Remembered, and checked by
+// r.Decide, what they gave, marked Remembered, decided again on the
+// database's answer when r.Decide refuses, and checked by
 // BeginExecution), and on an error nothing of r is stored. storagetest.Run
 // checks all of it when a Store implements it.
 type BatchReader interface {
@@ -80,7 +89,24 @@ func ReadBatch(ctx context.Context, s Store, r Reads) (ReadResult, error) {
 	if b, ok := s.(BatchReader); ok {
 		return b.ReadBatch(ctx, r)
 	}
+	res, err := readEach(ctx, s, r)
+	if err != nil || r.Decide == nil {
+		return res, err
+	}
+	return res, r.Decide(res)
+}
+
+// readEach does r on s method by method.
+func readEach(ctx context.Context, s Store, r Reads) (ReadResult, error) {
 	var res ReadResult
+	if r.Key != "" {
+		rec, err := s.GetIdempotency(ctx, r.Principal, r.Key)
+		if found, err := present(err); err != nil {
+			return ReadResult{}, err
+		} else if found {
+			res.Prior = &rec
+		}
+	}
 	if r.Approval {
 		a, err := s.GetApproval(ctx, r.Principal, r.ToolID)
 		if found, err := present(err); err != nil {
@@ -120,7 +146,7 @@ func ReadBatch(ctx context.Context, s Store, r Reads) (ReadResult, error) {
 		}
 		res.Used = used
 	}
-	if r.CreateQuote != nil {
+	if r.CreateQuote != nil && res.Prior == nil {
 		if err := s.CreateQuoteCapped(ctx, *r.CreateQuote, r.MaxOpenQuotes); err != nil {
 			return ReadResult{}, err
 		}

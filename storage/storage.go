@@ -73,9 +73,10 @@ var (
 	// ErrLeaseLost: FinishExecution was called by a run whose lease was taken
 	// over by another run; its result must be discarded.
 	ErrLeaseLost = errors.New("storage: lease lost to another run")
-	// ErrStaleRead: BeginExecution found that what Begin.Remembered says
-	// of the principal's spend controls or approval no longer holds.
-	ErrStaleRead = errors.New("storage: a remembered read is out of date")
+	// ErrRetry: BeginExecution could not admit on what was read before it
+	// (Begin.Decided) and wrote nothing; the caller does its reads and its
+	// decision again, once, and the store answers them afresh.
+	ErrRetry = errors.New("storage: read again and retry")
 	// ErrNotAmbiguous: ResolveExecution's execution is not ambiguous: it is
 	// running, or it finished completed or failed and was never resolved.
 	ErrNotAmbiguous = errors.New("storage: execution is not ambiguous")
@@ -129,10 +130,9 @@ type Store interface {
 	//     reservations, and fails with *LimitError listing every limit the
 	//     call would break;
 	//   - records the execution as running and reserves its amount;
-	//   - when b.Remembered is set, first checks that it still holds
-	//     (ErrStaleRead otherwise, before any other check); only a store
-	//     that answers reads from memory is given one, so a store that
-	//     never does may ignore it.
+	//   - when b.Decided was answered from the store's memory, first checks
+	//     that it still holds (ErrRetry otherwise, before any other check);
+	//     a store that never answers from memory ignores it.
 	//
 	// On any error nothing is written.
 	BeginExecution(ctx context.Context, b Begin) (BeginResult, error)
@@ -437,14 +437,13 @@ type Begin struct {
 	// BeginExecution); uuid.Nil when the call carries none.
 	GrantID uuid.UUID
 
-	// Remembered is the ReadResult the call was decided on when the store
-	// gave it from memory (ReadResult.Remembered), nil otherwise. The store
-	// then admits only if the principal's spend controls and, when they
-	// were read, its approval of ToolID are still what it says; otherwise
-	// it writes nothing and returns ErrStaleRead, and the caller decides
-	// again on fresh reads. Its quote needs no such check: a quote never
+	// Decided is the answer of ReadBatch the call was decided on, if any.
+	// When the store gave it from memory, it admits only if the
+	// principal's spend controls and, when they were read, its approval of
+	// ToolID are still what it says; otherwise it writes nothing and
+	// returns ErrRetry. Its quote needs no such check: a quote never
 	// changes but for being used, which admission checks anyway.
-	Remembered *ReadResult
+	Decided ReadResult
 
 	// Stored on a new execution for the audit trail; admission never reads
 	// them. AmountUSD is PriceUSD + FeeUSD.

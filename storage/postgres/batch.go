@@ -18,17 +18,40 @@ import (
 // quote one round trip and a call three (these reads, BeginExecution and
 // FinishExecution) instead of the five and four of one method at a time.
 //
-// With r.MayRemember, a call's reads are answered from what the Store
+// A call's reads (with r.Decide) are answered from what the Store
 // remembers when it can (see memo), in no round trip at all, which makes
-// a call on the instance that quoted it two.
+// a call on the instance that quoted it two. What memory answered and
+// r.Decide refused is decided again on the database's answer, the quote
+// forgotten.
 func (s *Store) ReadBatch(ctx context.Context, r storage.Reads) (storage.ReadResult, error) {
 	if res, ok := s.memo.answer(r); ok {
-		return res, nil
+		if r.Decide(res) == nil {
+			return res, nil
+		}
+		s.memo.forgetQuote(r.QuoteID)
 	}
+	res, err := s.readBatch(ctx, r)
+	if err != nil || r.Decide == nil {
+		return res, err
+	}
+	return res, r.Decide(res)
+}
+
+// readBatch is ReadBatch from the database.
+func (s *Store) readBatch(ctx context.Context, r storage.Reads) (storage.ReadResult, error) {
 	var (
 		res   storage.ReadResult
 		batch = &pgx.Batch{}
 	)
+	if r.Key != "" {
+		batch.Queue(s.sql(getIdempotencySQL), r.Principal, r.Key).QueryRow(func(row pgx.Row) error {
+			rec, err := scanIdempotency(row)
+			if err == nil {
+				res.Prior = &rec
+			}
+			return absentIsNil(err)
+		})
+	}
 	if r.Approval {
 		batch.Queue(s.sql(getApprovalSQL), r.Principal, r.ToolID).QueryRow(func(row pgx.Row) error {
 			a, err := scanApproval(row)
@@ -77,7 +100,11 @@ func (s *Store) ReadBatch(ctx context.Context, r storage.Reads) (storage.ReadRes
 		})
 	}
 	if r.CreateQuote != nil {
-		s.queueCreateQuote(batch, *r.CreateQuote, r.MaxOpenQuotes)
+		var held func() bool
+		if r.Key != "" {
+			held = func() bool { return res.Prior != nil }
+		}
+		s.queueCreateQuote(batch, *r.CreateQuote, r.MaxOpenQuotes, r.Key, held)
 	}
 	if batch.Len() == 0 {
 		return res, nil
@@ -88,7 +115,7 @@ func (s *Store) ReadBatch(ctx context.Context, r storage.Reads) (storage.ReadRes
 		return storage.ReadResult{}, translate(err)
 	}
 	s.memo.read(r, res)
-	if r.CreateQuote != nil {
+	if r.CreateQuote != nil && res.Prior == nil {
 		s.memo.quoteCreated(*r.CreateQuote)
 	}
 	return res, nil

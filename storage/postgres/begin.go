@@ -94,7 +94,7 @@ const lockPrincipalSQL = `
 // and its four indexes out.
 //
 // Each also comes in a form for a call decided on remembered reads
-// (storage.Begin.Remembered), which first checks them: 'stale' when the
+// (storage.Begin.Decided, answered from memory), which first checks them: 'stale' when the
 // principal's spend controls are not those of $23 (the stored JSON, NULL
 // for none) or, with $24, its approval of the tool is not the one $25 to
 // $29 describe (present, digest, mode, approver, time). It comes before
@@ -226,15 +226,15 @@ func (s *Store) admit(ctx context.Context, b storage.Begin) (res storage.BeginRe
 		b.ToolSlug, b.ManifestDigest, b.PriceUSD.String(), b.FeeUSD.String(), string(b.Approval))
 	admit := admitSQL
 	switch {
-	case b.GrantID != uuid.Nil && b.Remembered != nil:
+	case b.GrantID != uuid.Nil && b.Decided.Remembered:
 		admit = admitGrantRememberedSQL
 	case b.GrantID != uuid.Nil:
 		admit = admitGrantSQL
-	case b.Remembered != nil:
+	case b.Decided.Remembered:
 		admit = admitRememberedSQL
 	}
-	if b.Remembered != nil {
-		expected, err := rememberedArgs(b.Remembered)
+	if b.Decided.Remembered {
+		expected, err := rememberedArgs(&b.Decided)
 		if err != nil {
 			return res, false, err
 		}
@@ -283,8 +283,9 @@ func (s *Store) admit(ctx context.Context, b storage.Begin) (res storage.BeginRe
 	switch verdict {
 	case "admit":
 	case "stale":
+		// Forgotten, what was out of date is read afresh on the retry.
 		s.memo.forget(b.Principal, b.ToolID)
-		return res, false, storage.ErrStaleRead
+		return res, false, storage.ErrRetry
 	case "claimed":
 		return res, true, nil
 	case "quote_not_found":

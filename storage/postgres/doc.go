@@ -83,15 +83,16 @@
 // weakening a guarantee:
 //
 //   - A call does not read before its admission on the instance that quoted
-//     it (storage.Reads.MayRemember): the Store remembers the quotes it
+//     it (storage.Reads.Decide): the Store remembers the quotes it
 //     created and the spend controls and standing approval its quote's
 //     reads found (see memo), and the admission statement checks, before
 //     anything else, that the controls and approval are still the
 //     database's. When another instance changed them in between, it admits
-//     nothing (storage.ErrStaleRead) and the gateway decides the call again
-//     on fresh reads, as it does for any refusal of its own made on
-//     remembered reads: the caller is answered exactly as without the
-//     memory. The memory is bounded and trusted for nothing.
+//     nothing (storage.ErrRetry) and the gateway decides the call again on
+//     fresh reads; a decision that refuses what memory answered is made
+//     again on the database's answer inside ReadBatch: the caller is
+//     answered exactly as without the memory. The memory is bounded and
+//     trusted for nothing.
 //   - The admission commits without waiting for the disk; the result's
 //     commit, which waits, makes it durable (see Durability).
 //   - The principal's admission lock is a row lock on an existing row

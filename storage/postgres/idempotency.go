@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/toolgate/toolgate/storage"
 )
 
@@ -13,13 +15,20 @@ import (
 // and lease are columns of it, and it is finished once the execution is no
 // longer running, ambiguous included, as FinishExecution leaves it.
 func (s *Store) GetIdempotency(ctx context.Context, principal, key string) (storage.IdempotencyRecord, error) {
+	return scanIdempotency(s.pool.QueryRow(ctx, s.sql(getIdempotencySQL), principal, key))
+}
+
+// getIdempotencySQL reads the record of principal $1's key $2.
+const getIdempotencySQL = `
+	SELECT principal, idempotency_key, fingerprint, id, lease_token, lease_until,
+		status <> 'running', CASE WHEN status <> 'running' THEN response END, created_at
+	FROM {schema}.executions
+	WHERE principal = $1 AND idempotency_key = $2`
+
+// scanIdempotency scans a row of getIdempotencySQL.
+func scanIdempotency(row pgx.Row) (storage.IdempotencyRecord, error) {
 	var r storage.IdempotencyRecord
-	err := s.pool.QueryRow(ctx, s.sql(`
-		SELECT principal, idempotency_key, fingerprint, id, lease_token, lease_until,
-			status <> 'running', CASE WHEN status <> 'running' THEN response END, created_at
-		FROM {schema}.executions
-		WHERE principal = $1 AND idempotency_key = $2`), principal, key).Scan(
-		&r.Principal, &r.Key, &r.Fingerprint, bytesAt(&r.ExecutionID), bytesAt(&r.LeaseToken), &r.LeaseUntil,
+	err := row.Scan(&r.Principal, &r.Key, &r.Fingerprint, bytesAt(&r.ExecutionID), bytesAt(&r.LeaseToken), &r.LeaseUntil,
 		&r.Finished, &r.Response, &r.CreatedAt)
 	if err != nil {
 		return storage.IdempotencyRecord{}, translate(err)

@@ -41,7 +41,7 @@ func (s *Store) CreateQuoteCapped(ctx context.Context, q storage.Quote, max int)
 	// One implicit transaction: the setting and the lock last until the
 	// batch commits.
 	batch := &pgx.Batch{}
-	s.queueCreateQuote(batch, q, max)
+	s.queueCreateQuote(batch, q, max, "", nil)
 	if err := s.pool.SendBatch(ctx, batch).Close(); err != nil {
 		return translate(err)
 	}
@@ -54,7 +54,11 @@ func (s *Store) CreateQuoteCapped(ctx context.Context, q storage.Quote, max int)
 // its WAL (see CreateQuote), with the principal's quote lock when max caps
 // its open quotes, then the insert, which reports an
 // *storage.OpenQuotesError when the cap refuses it.
-func (s *Store) queueCreateQuote(batch *pgx.Batch, q storage.Quote, max int) {
+//
+// With a key, the quote is stored only when the principal's key holds no
+// record, which held tells once the batch has read it (see
+// storage.Reads.Key).
+func (s *Store) queueCreateQuote(batch *pgx.Batch, q storage.Quote, max int, key string, held func() bool) {
 	state := q.State
 	if state == "" {
 		state = storage.QuoteOpen
@@ -62,29 +66,60 @@ func (s *Store) queueCreateQuote(batch *pgx.Batch, q storage.Quote, max int) {
 	args := []any{bytesOf(q.ID), q.Principal, q.ToolID, q.ToolSlug, q.ToolVersion, q.ManifestDigest,
 		q.PriceUSD.String(), q.FeeUSD.String(), q.TotalUSD.String(), q.CreatedAt, q.ExpiresAt,
 		string(state), q.UsedByKey}
-	if max <= 0 {
+	if max > 0 {
+		batch.Queue(s.sql(lockQuotesSQL), openQuotesLockClass, q.Principal)
+	} else {
 		batch.Queue(asyncCommitSQL)
-		batch.Queue(s.sql(insertQuoteSQL), args...)
-		return
 	}
-	batch.Queue(s.sql(lockQuotesSQL), openQuotesLockClass, q.Principal)
-	batch.Queue(s.sql(insertQuoteCappedSQL), append(args, max)...).QueryRow(func(row pgx.Row) error {
-		var (
-			inserted bool
-			first    *time.Time
-		)
-		if err := row.Scan(&inserted, &first); err != nil {
-			return err
-		}
-		if inserted {
-			return nil
-		}
-		refused := &storage.OpenQuotesError{Max: max}
-		if first != nil {
-			refused.FirstExpiry = utc(*first)
-		}
-		return refused
-	})
+	switch {
+	case key != "":
+		batch.Queue(s.sql(insertQuoteUnlessKeySQL), append(args, max, key)...).QueryRow(func(row pgx.Row) error {
+			var (
+				inserted, keyHeld bool
+				first             *time.Time
+			)
+			if err := row.Scan(&inserted, &first, &keyHeld); err != nil {
+				return err
+			}
+			switch {
+			case inserted:
+				return nil
+			case keyHeld && held():
+				return nil
+			case keyHeld:
+				// The key's record was made between the batch's read of
+				// it and the insert: a call under it began meanwhile.
+				return storage.ErrIdempotencyConflict
+			}
+			return openQuotesError(max, first)
+		})
+	case max > 0:
+		batch.Queue(s.sql(insertQuoteCappedSQL), append(args, max)...).QueryRow(func(row pgx.Row) error {
+			var (
+				inserted bool
+				first    *time.Time
+			)
+			if err := row.Scan(&inserted, &first); err != nil {
+				return err
+			}
+			if inserted {
+				return nil
+			}
+			return openQuotesError(max, first)
+		})
+	default:
+		batch.Queue(s.sql(insertQuoteSQL), args...)
+	}
+}
+
+// openQuotesError is the refusal of a quote by its principal's cap of max
+// open quotes, the first of which expires at first.
+func openQuotesError(max int, first *time.Time) error {
+	refused := &storage.OpenQuotesError{Max: max}
+	if first != nil {
+		refused.FirstExpiry = utc(*first)
+	}
+	return refused
 }
 
 // openQuotesLockClass is the first key of the advisory lock that
@@ -122,6 +157,31 @@ const insertQuoteCappedSQL = `
 		RETURNING 1
 	)
 	SELECT EXISTS (SELECT FROM created), (SELECT first FROM open)`
+
+// insertQuoteUnlessKeySQL is insertQuoteSQL or, with a cap ($14 > 0),
+// insertQuoteCappedSQL, only while principal $2's key $15 holds no record
+// (see storage.Reads.Key); it says whether it inserted, when the first
+// open quote it counted expires, and whether the key held a record.
+const insertQuoteUnlessKeySQL = `
+	WITH held AS (
+		SELECT EXISTS (SELECT FROM {schema}.executions WHERE principal = $2 AND idempotency_key = $15) AS h
+	),
+	open AS (
+		SELECT count(*) AS n, min(expires_at) AS first FROM (
+			SELECT expires_at FROM {schema}.quotes
+			WHERE $14 > 0 AND principal = $2 AND state = 'open' AND expires_at > $10
+			ORDER BY expires_at LIMIT greatest($14, 0)
+		) o
+	),
+	created AS (
+		INSERT INTO {schema}.quotes (id, principal, tool_id, tool_slug, tool_version, manifest_digest,
+			price_usd, fee_usd, total_usd, created_at, expires_at, state, used_by_key)
+		SELECT $1, $2, $3, $4, $5::integer, $6, $7::numeric, $8::numeric, $9::numeric,
+			$10::timestamptz, $11::timestamptz, $12, $13
+		FROM open, held WHERE NOT held.h AND ($14 <= 0 OR open.n < $14)
+		RETURNING 1
+	)
+	SELECT EXISTS (SELECT FROM created), (SELECT first FROM open), (SELECT h FROM held)`
 
 // asyncCommitSQL makes the transaction it runs in commit without waiting
 // for its WAL to reach disk; the rest of the session is not affected.

@@ -16,7 +16,7 @@ import (
 const maxRemembered = 16384
 
 // memo is what a Store remembers so that a call on the instance that quoted
-// it need not read before its admission (storage.Reads.MayRemember): the
+// it need not read before its admission (storage.Reads.Decide): the
 // quotes it created, and the spend controls and standing approvals its last
 // reads found. The quote's batch reads both afresh, so what a call is
 // answered from memory is what its own quote saw.
@@ -24,12 +24,14 @@ const maxRemembered = 16384
 // Nothing here is trusted: another instance may have changed any of it.
 // BeginExecution checks, in the admission statement itself, that the spend
 // controls and approval a call was decided on are still the database's, and
-// otherwise admits nothing (storage.ErrStaleRead); the gateway then decides
-// again on fresh reads. A remembered quote needs no such check: a quote
-// changes only by being used, which admission checks whatever the memory
-// says, and by living longer once an approval request is made of it, which
-// can only make a remembered quote look expired when it is not: the
-// gateway decides a refusal made on remembered reads again on fresh ones.
+// otherwise admits nothing and forgets them (storage.ErrRetry); the
+// gateway then reads and decides again, and the reads come from the
+// database. A remembered quote needs no such check: a quote changes only by
+// being used, which admission checks whatever the memory says, and by
+// living longer once an approval request is made of it, which can only
+// make a remembered quote look expired when it is not: a decision that
+// refuses what memory answered is made again on the database's answer
+// (ReadBatch).
 type memo struct {
 	mu        sync.Mutex
 	quotes    map[uuid.UUID]storage.Quote
@@ -110,12 +112,13 @@ func (m *memo) forget(principal, toolID string) {
 
 // answer returns r answered from memory, or false when r asks for
 // anything not remembered or not rememberable: a grant, limits, a quote to
-// create, or no quote or spend controls at all (only a call's reads are
+// create, a key's record, or no quote or spend controls at all, or is no
+// decision's (only a call's reads are
 // answered, and each names its quote and asks for the controls, so a
 // remembered answer always says what the controls are).
 func (m *memo) answer(r storage.Reads) (storage.ReadResult, bool) {
-	if !r.MayRemember || !r.SpendControls || r.QuoteID == uuid.Nil || r.GrantID != uuid.Nil ||
-		len(r.Limits) > 0 || r.CreateQuote != nil {
+	if r.Decide == nil || !r.SpendControls || r.QuoteID == uuid.Nil || r.GrantID != uuid.Nil ||
+		len(r.Limits) > 0 || r.CreateQuote != nil || r.Key != "" {
 		return storage.ReadResult{}, false
 	}
 	m.mu.Lock()

@@ -12,6 +12,9 @@ import (
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
+// admitAll is a decision that refuses nothing, for reads the memo may answer.
+func admitAll(storage.ReadResult) error { return nil }
+
 // TestMemoStaysBounded fills the memo's quotes well past its bound: a busy
 // instance's memory stays flat, and the newest quote is always remembered.
 func TestMemoStaysBounded(t *testing.T) {
@@ -23,18 +26,18 @@ func TestMemoStaysBounded(t *testing.T) {
 	}
 	assert.Len(t, m.quotes, maxRemembered)
 	m.read(storage.Reads{Principal: "alice", SpendControls: true}, storage.ReadResult{})
-	_, ok := m.answer(storage.Reads{Principal: "alice", SpendControls: true, QuoteID: last, MayRemember: true})
+	_, ok := m.answer(storage.Reads{Principal: "alice", SpendControls: true, QuoteID: last, Decide: admitAll})
 	assert.True(t, ok)
 }
 
 // TestMemoAnswersOnlyACallsReads shows what the memo will not answer: reads
-// that did not allow it, that want a grant, limits or a new quote, that ask
+// that no decision is made on, that want a grant, limits or a new quote, that ask
 // for something it has not seen, or that come after it forgot.
 func TestMemoAnswersOnlyACallsReads(t *testing.T) {
 	m := newMemo()
 	q := storage.Quote{ID: uuid.New(), Principal: "alice", ToolID: "echo"}
 	m.quoteCreated(q)
-	call := storage.Reads{Principal: "alice", ToolID: "echo", SpendControls: true, QuoteID: q.ID, MayRemember: true}
+	call := storage.Reads{Principal: "alice", ToolID: "echo", SpendControls: true, QuoteID: q.ID, Decide: admitAll}
 
 	_, ok := m.answer(call)
 	assert.False(t, ok, "the controls were never read")
@@ -56,12 +59,13 @@ func TestMemoAnswersOnlyACallsReads(t *testing.T) {
 	assert.Contains(t, again.SpendControls.Tools, "echo")
 
 	for name, r := range map[string]storage.Reads{
-		"not allowed":     {Principal: "alice", SpendControls: true, QuoteID: q.ID},
-		"a grant":         {Principal: "alice", SpendControls: true, QuoteID: q.ID, MayRemember: true, GrantID: uuid.New()},
-		"limits":          {Principal: "alice", SpendControls: true, QuoteID: q.ID, MayRemember: true, Limits: []storage.Limit{{}}},
-		"no controls":     {Principal: "alice", QuoteID: q.ID, MayRemember: true},
-		"another quote":   {Principal: "alice", SpendControls: true, QuoteID: uuid.New(), MayRemember: true},
-		"approval unseen": {Principal: "alice", ToolID: "echo", SpendControls: true, Approval: true, QuoteID: q.ID, MayRemember: true},
+		"no decision":     {Principal: "alice", SpendControls: true, QuoteID: q.ID},
+		"a key's record":  {Principal: "alice", SpendControls: true, QuoteID: q.ID, Decide: admitAll, Key: "k1"},
+		"a grant":         {Principal: "alice", SpendControls: true, QuoteID: q.ID, Decide: admitAll, GrantID: uuid.New()},
+		"limits":          {Principal: "alice", SpendControls: true, QuoteID: q.ID, Decide: admitAll, Limits: []storage.Limit{{}}},
+		"no controls":     {Principal: "alice", QuoteID: q.ID, Decide: admitAll},
+		"another quote":   {Principal: "alice", SpendControls: true, QuoteID: uuid.New(), Decide: admitAll},
+		"approval unseen": {Principal: "alice", ToolID: "echo", SpendControls: true, Approval: true, QuoteID: q.ID, Decide: admitAll},
 	} {
 		_, ok := m.answer(r)
 		assert.False(t, ok, name)

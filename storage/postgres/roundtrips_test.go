@@ -107,4 +107,24 @@ func TestGatewayRoundTrips(t *testing.T) {
 		require.NoError(t, err)
 		assert.Len(t, chain, calls, "%s's receipts", principal)
 	}
+
+	// A tool call for a layer that quotes on the caller's behalf (MCP): its
+	// quote reads the key's record in the same batch, and its call is
+	// answered its reads from memory.
+	trips.reset()
+	toolCall := toolgatetype.ToolCallRequest{
+		Tool: "echo", Input: []byte(`{"v":"hi"}`), IdempotencyKey: "t1",
+		Approval: &toolgatetype.CallerApproval{ManifestDigest: *next.Quote.ManifestDigest},
+	}
+	out := gw.CallTool(ctx, "alice", toolCall)
+	require.Nil(t, out.Refusal)
+	assert.Equal(t, toolgatetype.StatusCompleted, out.Result.Execution.Status)
+	assert.EqualValues(t, 3, trips.n.Load(), "a tool call: its quote, its admission, its result")
+	// Its retry is answered from the key's record, read where the quote
+	// would have been made: no quote is made.
+	trips.reset()
+	again := gw.CallTool(ctx, "alice", toolCall)
+	require.Nil(t, again.Refusal)
+	assert.True(t, again.Result.Replayed)
+	assert.EqualValues(t, 1, trips.n.Load(), "a tool call's retry: its quote's batch")
 }

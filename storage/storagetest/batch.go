@@ -2,6 +2,7 @@ package storagetest
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -101,6 +102,38 @@ func testReadBatch(t *testing.T, newStore newStoreFunc) {
 				assertQuote(t, q, *got.Quote)
 			})
 
+			t.Run("AKeyHoldingARecordStoresNoQuote", func(t *testing.T) {
+				t.Parallel()
+				h := newHarness(t, newStore)
+				h.call("alice", "tool-a", "1.25", "k1", storage.ExecutionCompleted, t0.Add(-time.Hour))
+				want, err := h.s.GetIdempotency(h.ctx, "alice", "k1")
+				require.NoError(t, err)
+				for _, max := range []int{0, 5} {
+					retry := newQuote("alice", "tool-a", "0.10", t0)
+					got, err := storage.ReadBatch(h.ctx, way.wrap(h.s), storage.Reads{
+						Principal: "alice", SpendControls: true, Key: "k1", CreateQuote: &retry, MaxOpenQuotes: max,
+					})
+					require.NoError(t, err)
+					require.NotNil(t, got.Prior, "the key's record")
+					assert.Equal(t, want.Fingerprint, got.Prior.Fingerprint)
+					assert.Equal(t, want.ExecutionID, got.Prior.ExecutionID)
+					assert.True(t, got.Prior.Finished)
+					assert.JSONEq(t, string(want.Response), string(got.Prior.Response))
+					_, err = h.s.GetQuote(h.ctx, retry.ID)
+					assert.ErrorIs(t, err, storage.ErrNotFound, "no quote is stored for a key that holds a record (cap %d)", max)
+
+					fresh := newQuote("alice", "tool-a", "0.10", t0)
+					got, err = storage.ReadBatch(h.ctx, way.wrap(h.s), storage.Reads{
+						Principal: "alice", SpendControls: true, Key: "k2", CreateQuote: &fresh, MaxOpenQuotes: max,
+					})
+					require.NoError(t, err)
+					assert.Nil(t, got.Prior, "a new key holds nothing")
+					stored, err := h.s.GetQuote(h.ctx, fresh.ID)
+					require.NoError(t, err, "a new key's quote is stored (cap %d)", max)
+					assertQuote(t, fresh, stored)
+				}
+			})
+
 			t.Run("RememberedReadsAreCheckedAtAdmission", func(t *testing.T) {
 				t.Parallel()
 				testRememberedReads(t, newHarness(t, newStore), way.wrap)
@@ -134,19 +167,28 @@ func testReadBatch(t *testing.T, newStore newStoreFunc) {
 }
 
 // testRememberedReads holds a store that answers a call's reads from memory
-// (storage.Reads.MayRemember) to its side of the bargain: what it remembers
-// is what its methods answered, and BeginExecution given that answer admits
-// only while it is still true, refusing with ErrStaleRead and storing
-// nothing once the spend controls or the approval changed. A store that
-// never remembers answers as its methods do, which is all it needs.
+// (those with a storage.Reads.Decide) to its side of the bargain: what it
+// remembers is what its methods answered; a decision that refuses what it
+// answered from memory is made again on what its methods answer; and
+// BeginExecution given that answer (Begin.Decided) admits only while it is
+// still true, refusing with ErrRetry and storing nothing once the spend
+// controls or the approval changed, after which the reads are answered
+// afresh. A store that never remembers answers as its methods do, which is
+// all it needs.
 func testRememberedReads(t *testing.T, h *harness, wrap func(storage.Store) storage.Store) {
 	s := wrap(h.s)
 	callReads := func(q storage.Quote) storage.ReadResult {
 		t.Helper()
+		var decided []storage.ReadResult
 		got, err := storage.ReadBatch(h.ctx, s, storage.Reads{
-			Principal: "alice", Approval: true, ToolID: "tool-a", SpendControls: true, QuoteID: q.ID, MayRemember: true,
+			Principal: "alice", Approval: true, ToolID: "tool-a", SpendControls: true, QuoteID: q.ID,
+			Decide: func(r storage.ReadResult) error {
+				decided = append(decided, r)
+				return nil
+			},
 		})
 		require.NoError(t, err)
+		require.Len(t, decided, 1, "a decision that admits is made once")
 		require.NotNil(t, got.Quote)
 		assertQuote(t, q, *got.Quote)
 		return got
@@ -158,6 +200,19 @@ func testRememberedReads(t *testing.T, h *harness, wrap func(storage.Store) stor
 	_, err := storage.ReadBatch(h.ctx, s, storage.Reads{Principal: "alice", Approval: true, ToolID: "tool-a", SpendControls: true})
 	require.NoError(t, err)
 
+	// A decision that refuses is made on what the methods answer, last.
+	refused := errors.New("refused")
+	var last storage.ReadResult
+	_, err = storage.ReadBatch(h.ctx, s, storage.Reads{
+		Principal: "alice", Approval: true, ToolID: "tool-a", SpendControls: true, QuoteID: h.quote("alice", "tool-a", "0.10", t0).ID,
+		Decide: func(r storage.ReadResult) error {
+			last = r
+			return refused
+		},
+	})
+	require.ErrorIs(t, err, refused, "the decision's error, as it is")
+	assert.False(t, last.Remembered, "the last decision is made on the database's answer")
+
 	q := h.quote("alice", "tool-a", "0.10", t0)
 	got := callReads(q)
 	if !got.Remembered {
@@ -168,7 +223,7 @@ func testRememberedReads(t *testing.T, h *harness, wrap func(storage.Store) stor
 	require.NotNil(t, got.Approval)
 	assert.Equal(t, toolgatetype.ApprovalNeverAsk, got.Approval.Mode)
 	b := beginFor(q, "k1", t0)
-	b.Remembered = &got
+	b.Decided = got
 	h.begin(b)
 
 	for name, change := range map[string]func(){
@@ -188,19 +243,17 @@ func testRememberedReads(t *testing.T, h *harness, wrap func(storage.Store) stor
 		change()
 		b := beginFor(q, "after "+name, t0)
 		if got.Remembered {
-			b.Remembered = &got
+			b.Decided = got
 			_, err := h.s.BeginExecution(h.ctx, b)
-			require.ErrorIs(t, err, storage.ErrStaleRead, name)
+			require.ErrorIs(t, err, storage.ErrRetry, name)
 			h.assertKeyFree("alice", b.Key)
 			h.assertQuoteOpen(q.ID)
 		}
-		// Read afresh, the same call is admitted.
-		fresh, err := storage.ReadBatch(h.ctx, s, storage.Reads{
-			Principal: "alice", Approval: true, ToolID: "tool-a", SpendControls: true, QuoteID: q.ID,
-		})
-		require.NoError(t, err)
-		require.False(t, fresh.Remembered, "reads that may not be remembered are not")
-		b.Remembered = nil
+		// Read again, the reads are answered afresh and the same call is
+		// admitted.
+		fresh := callReads(q)
+		require.False(t, fresh.Remembered, "reads are answered afresh after a retry")
+		b.Decided = fresh
 		h.begin(b)
 	}
 	h.assertUsed("alice", "0.4000", "4")

@@ -1,0 +1,146 @@
+package toolgate
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/toolgate/toolgate/internal/executor"
+	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
+)
+
+// A call's steps, which the executor runs (see Gateway.run): what the
+// gateway decides and does for it, and the hooks that report it.
+var (
+	_ executor.Steps = (*call)(nil)
+	_ executor.Hooks = (*callRecord)(nil)
+)
+
+// newExecutor is the gateway's executor of calls.
+func (g *Gateway) newExecutor() *executor.Executor {
+	return &executor.Executor{
+		Store:  g.store,
+		Now:    g.clock.Now,
+		Lease:  g.cfg.IdempotencyLease,
+		Detach: withoutCancel,
+	}
+}
+
+// Admit implements executor.Steps: the checks of admit.
+func (c *call) Admit(ctx context.Context, now time.Time) (storage.Begin, error) {
+	if err := c.g.admit(ctx, c, now); err != nil {
+		return storage.Begin{}, err
+	}
+	return c.begin(now), nil
+}
+
+// Resume implements executor.Steps: the checks of admitResumed.
+func (c *call) Resume(ctx context.Context, now time.Time) (storage.Begin, error) {
+	adm, err := c.g.admitResumed(ctx, c, now)
+	if err != nil {
+		return storage.Begin{}, err
+	}
+	c.adm = adm
+	return c.begin(now), nil
+}
+
+// begin is what the store is to admit for the call as admitted: the rate
+// and spend windows counted with what is in flight, the amount reserved,
+// the quote used and the key claimed.
+func (c *call) begin(now time.Time) storage.Begin {
+	adm := &c.adm
+	c.limits = adm.limits.storageLimits(c.tool.Tool.ID, now)
+	limits := make([]storage.Limit, len(c.limits))
+	for i, b := range c.limits {
+		limits[i] = b.limit
+	}
+	return storage.Begin{
+		QuoteID:   adm.quote.ID,
+		ToolID:    c.tool.Tool.ID,
+		AmountUSD: adm.quote.TotalUSD,
+		Limits:    limits,
+		GrantID:   c.grant,
+		Decided:   adm.read,
+
+		ToolSlug:       c.tool.Tool.Slug,
+		ManifestDigest: adm.quote.ManifestDigest,
+		PriceUSD:       adm.quote.PriceUSD,
+		FeeUSD:         adm.quote.FeeUSD,
+		Approval:       c.approvalKind(),
+	}
+}
+
+// Refused implements executor.Steps (see refusedByStore).
+func (c *call) Refused(err error, now time.Time) error {
+	return refusedByStore(err, c.limits, now)
+}
+
+// Run implements executor.Steps: it calls the provider, unless a run that
+// took this call over cannot tell whether the provider ran it, and seals
+// the receipt the store keeps in the step that records the result.
+func (c *call) Run(ctx context.Context, cl executor.Claim) (executor.Run, error) {
+	g := c.g
+	if cl.TookOver && !c.tool.RetrySafe() {
+		// The run that began this call died before it finished, perhaps
+		// after its request left: sending it again could run it twice.
+		c.exec = ambiguous(newExecution(c.tool, c.adm.quote, cl.Execution.ID), c.tool, "the gateway's run of it stopped before it finished")
+	} else {
+		c.exec, c.upstreamStatus = g.callProvider(ctx, c.tool, c.adm.quote, cl.Execution.ID, c.input, c.adm.abandon)
+	}
+	body, err := encodeExecution(c.exec)
+	if err != nil {
+		return executor.Run{}, internalError(err)
+	}
+	finished := g.clock.Now().UTC()
+	r := executor.Run{
+		Status:         c.exec.Status,
+		Response:       body,
+		Finished:       finished,
+		Seal:           g.receipts.Signer.Seal(receiptOf(c, c.adm, cl, &c.exec, finished), body, &c.sealed),
+		UpstreamStatus: c.upstreamStatus,
+	}
+	if c.exec.Error != nil {
+		r.ErrorCode = c.exec.Error.Code
+	}
+	return r, nil
+}
+
+// Result implements executor.Steps: what follows a recorded run, and the
+// caller's result, which carries the stored response.
+func (c *call) Result(ctx context.Context, cl executor.Claim, r executor.Run, stored []byte) *toolgatetype.CallResult {
+	g, adm, exec := c.g, &c.adm, c.exec
+	if exec.Status == toolgatetype.StatusAmbiguous {
+		e := cl.Execution
+		e.Status, e.FinishedAt = storage.ExecutionStatus(exec.Status), r.Finished
+		g.notifyAmbiguous(ctx, g.summarize(e))
+	}
+	if exec.Status == toolgatetype.StatusCompleted && !adm.resumed && !cl.TookOver && adm.policy.Approval.Requirement == toolgatetype.RequirementFirstUse &&
+		adm.mode == toolgatetype.ApprovalModeCaller && c.req.ApprovalDigest != "" {
+		// In caller mode the caller's own approval of the digest covers
+		// its later calls (section 6). An approver's grant is not such an
+		// approval: it approved this call only, unless the approver chose
+		// to remember, which DecideApproval recorded already.
+		g.rememberFirstUse(ctx, c.principal, c.tool)
+	}
+	exec.Receipt = &c.sealed
+	return &toolgatetype.CallResult{Execution: exec, Body: stored}
+}
+
+// Claimed implements executor.Hooks. A takeover runs the original
+// execution, approved as it was.
+func (rec *callRecord) Claimed(ctx context.Context, begun storage.BeginResult) {
+	e := begun.Execution
+	if e.GrantID != uuid.Nil && !begun.TookOver {
+		rec.obs.approvalRequest(approvalUsed)
+	}
+	rec.execution, rec.approval, rec.grantID = e.ID, e.Approval, e.GrantID
+	if begun.TookOver {
+		rec.obs.log.InfoContext(ctx, "took over an abandoned call", "execution", e.ID, "tool", rec.tool.Tool.Slug)
+	}
+}
+
+// Recorded implements executor.Hooks: the call ran, and is logged.
+func (rec *callRecord) Recorded(_ context.Context, _ executor.Claim, r executor.Run) {
+	rec.ran, rec.status, rec.upstreamStatus, rec.errorCode = true, r.Status, r.UpstreamStatus, r.ErrorCode
+}

@@ -1,0 +1,240 @@
+// Package executor runs one call of a tool through the store, River's
+// internal/jobexecutor as the model: an Executor holds its dependencies,
+// and Execute admits the call, claims its key, runs it and records its
+// result, answering a refusal from an earlier call under the same key when
+// there is one. What the call is (its checks, the provider, the receipt)
+// is the gateway's, given as Steps; what becomes of it is told to Hooks,
+// for metrics, traces and logs.
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
+)
+
+// Executor runs calls on one store.
+type Executor struct {
+	Store storage.Store
+	// Now is the time a call is admitted and finished at.
+	Now func() time.Time
+	// Lease is how long a run holds its key before a retry of the same
+	// request may take it over.
+	Lease time.Duration
+	// Detach cuts an admitted call's context loose from its caller's
+	// cancellation; nil means context.WithoutCancel.
+	Detach func(context.Context) context.Context
+}
+
+// Key is the Idempotency-Key a call is made under, and the fingerprint
+// that tells a retry of its request from another request.
+type Key struct {
+	Principal, Key, Fingerprint string
+}
+
+// Steps are what the gateway decides and does for one call. A refusal they
+// return is the caller's *toolgatetype.Error.
+type Steps interface {
+	// Admit reads what the call is decided on and decides it, returning
+	// what the store is to admit (Begin without its execution id, lease
+	// and times, which Execute sets).
+	Admit(ctx context.Context, now time.Time) (storage.Begin, error)
+	// Resume admits a retry that may take over an abandoned run of the
+	// same request, which passed Admit when it began.
+	Resume(ctx context.Context, now time.Time) (storage.Begin, error)
+	// Refused is the caller's refusal for the store's refusal err of what
+	// Admit or Resume returned.
+	Refused(err error, now time.Time) error
+	// Run runs the claimed call: it calls the provider, or not, and says
+	// what to record.
+	Run(ctx context.Context, c Claim) (Run, error)
+	// Result is the caller's result of a run recorded as stored (the
+	// response the store kept).
+	Result(ctx context.Context, c Claim, r Run, stored []byte) *toolgatetype.CallResult
+}
+
+// Hooks are told what becomes of a call.
+type Hooks interface {
+	// Claimed: the store admitted the call, or a retry took it over.
+	Claimed(ctx context.Context, b storage.BeginResult)
+	// Recorded: the run's result is recorded.
+	Recorded(ctx context.Context, c Claim, r Run)
+}
+
+// Claim is a call the store admitted: its execution and the lease the run
+// holds on its key.
+type Claim struct {
+	Execution storage.Execution
+	Lease     uuid.UUID
+	TookOver  bool
+}
+
+// Run is what a run of a call records.
+type Run struct {
+	Status   toolgatetype.Status
+	Response []byte
+	Finished time.Time
+	// Seal is storage.Finish.Seal.
+	Seal func(seq int64, prev string) (storage.Sealed, error)
+	// For Hooks: the provider's HTTP status (0: no answer) and the error
+	// code of a run that did not complete.
+	UpstreamStatus int
+	ErrorCode      string
+}
+
+// Execute runs the call s under k. The store may ask for its admission
+// again (storage.ErrRetry), which is done once. A refusal is answered, as
+// an Idempotency-Key promises, by an earlier call under the key first: a
+// finished one is replayed, another request under the key is refused, and
+// an unfinished run of this very request is resumed, which the store
+// allows only once that run's lease has ended. Most calls are new, so the
+// key's record is read only then.
+//
+// Admitted, the call no longer answers to ctx's cancellation: it runs to
+// its end and its result is recorded.
+func (e *Executor) Execute(ctx context.Context, k Key, s Steps, h Hooks) (*toolgatetype.CallResult, error) {
+	now := e.Now().UTC()
+	cl, err := e.admitAndClaim(ctx, k, s, h, now)
+	if errors.Is(err, storage.ErrRetry) {
+		// Nothing was stored, and the store answers afresh.
+		if cl, err = e.admitAndClaim(ctx, k, s, h, now); errors.Is(err, storage.ErrRetry) {
+			err = Internal(err)
+		}
+	}
+	if err != nil {
+		return e.answerRefusal(ctx, k, s, h, err, now)
+	}
+	return e.run(ctx, k, s, h, cl)
+}
+
+// admitAndClaim is a call's checks and then its admission by the store.
+func (e *Executor) admitAndClaim(ctx context.Context, k Key, s Steps, h Hooks, now time.Time) (Claim, error) {
+	b, err := s.Admit(ctx, now)
+	if err != nil {
+		return Claim{}, err
+	}
+	return e.claim(ctx, k, s, h, b, now)
+}
+
+// claim is the store's one atomic step that admits a call: it counts the
+// rate and spend windows with what is in flight, reserves the amount, uses
+// the quote and claims the key, or, finding an abandoned run of this same
+// request whose lease has ended, takes it over.
+func (e *Executor) claim(ctx context.Context, k Key, s Steps, h Hooks, b storage.Begin, now time.Time) (Claim, error) {
+	b.Principal, b.Key, b.Fingerprint = k.Principal, k.Key, k.Fingerprint
+	b.ExecutionID, b.LeaseToken = uuid.New(), uuid.New()
+	b.LeaseUntil, b.Now = now.Add(e.Lease), now
+	begun, err := e.Store.BeginExecution(ctx, b)
+	switch {
+	case errors.Is(err, storage.ErrRetry):
+		return Claim{}, err
+	case err != nil:
+		return Claim{}, s.Refused(err, now)
+	}
+	h.Claimed(ctx, begun)
+	return Claim{Execution: begun.Execution, Lease: b.LeaseToken, TookOver: begun.TookOver}, nil
+}
+
+// answerRefusal answers a call refused before it ran (see Execute).
+func (e *Executor) answerRefusal(ctx context.Context, k Key, s Steps, h Hooks, refusal error, now time.Time) (*toolgatetype.CallResult, error) {
+	if toolgatetype.IsCode(refusal, toolgatetype.CodeInternal) {
+		return nil, refusal
+	}
+	rec, err := e.Store.GetIdempotency(ctx, k.Principal, k.Key)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return nil, refusal
+	case err != nil:
+		return nil, Internal(err)
+	case rec.Fingerprint != k.Fingerprint:
+		return nil, KeyReused()
+	case rec.Finished:
+		return Replay(rec.Response)
+	}
+	b, err := s.Resume(ctx, now)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := e.claim(ctx, k, s, h, b, now)
+	if err != nil {
+		return nil, err
+	}
+	return e.run(ctx, k, s, h, cl)
+}
+
+// run runs an admitted call and records its outcome, charging a completed
+// execution and releasing the reservation of a failed one, in one step of
+// the store.
+func (e *Executor) run(ctx context.Context, k Key, s Steps, h Hooks, cl Claim) (*toolgatetype.CallResult, error) {
+	// Admitted, the call no longer answers to its caller's context.
+	if e.Detach != nil {
+		ctx = e.Detach(ctx)
+	} else {
+		ctx = context.WithoutCancel(ctx)
+	}
+	r, err := s.Run(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	var stored []byte
+	err = e.Store.FinishExecution(ctx, storage.Finish{
+		Principal:   k.Principal,
+		Key:         k.Key,
+		ExecutionID: cl.Execution.ID,
+		LeaseToken:  cl.Lease,
+		Status:      storage.ExecutionStatus(r.Status),
+		Charged:     r.Status == toolgatetype.StatusCompleted,
+		Response:    r.Response,
+		Now:         r.Finished,
+		Seal: func(seq int64, prev string) (storage.Sealed, error) {
+			out, err := r.Seal(seq, prev)
+			stored = out.Response
+			return out, err
+		},
+	})
+	if errors.Is(err, storage.ErrLeaseLost) {
+		// Another run took this call over; its result is the one that counts.
+		rec, err := e.Store.GetIdempotency(ctx, k.Principal, k.Key)
+		if err == nil && rec.Finished {
+			return Replay(rec.Response)
+		}
+		return nil, KeyInUse()
+	}
+	if err != nil {
+		return nil, Internal(err)
+	}
+	h.Recorded(ctx, cl, r)
+	return s.Result(ctx, cl, r, stored), nil
+}
+
+// Replay answers a retry with the result stored under its key.
+func Replay(body []byte) (*toolgatetype.CallResult, error) {
+	var exec toolgatetype.Execution
+	if err := json.Unmarshal(body, &exec); err != nil {
+		return nil, Internal(fmt.Errorf("stored response is unreadable: %w", err))
+	}
+	return &toolgatetype.CallResult{Execution: exec, Body: body, Replayed: true}, nil
+}
+
+// Internal is the refusal that hides cause from the caller but keeps it
+// for logs.
+func Internal(cause error) *toolgatetype.Error {
+	return &toolgatetype.Error{Code: toolgatetype.CodeInternal, Message: "the gateway could not complete the request", Err: cause}
+}
+
+// KeyReused answers another request under a key already used.
+func KeyReused() *toolgatetype.Error {
+	return toolgatetype.Errorf(toolgatetype.CodeIdempotencyKeyReused, "this Idempotency-Key was used for a different request; use a new key for a new call")
+}
+
+// KeyInUse answers a request whose key another run still holds.
+func KeyInUse() *toolgatetype.Error {
+	return toolgatetype.Errorf(toolgatetype.CodeIdempotencyKeyInUse, "a request with this Idempotency-Key is still in progress; retry later")
+}
