@@ -112,7 +112,7 @@ func (c *call) Result(ctx context.Context, cl executor.Claim, r executor.Run, st
 	g, adm, exec := c.g, &c.adm, c.exec
 	if exec.Status == toolgatetype.StatusAmbiguous {
 		e := cl.Execution
-		e.Status, e.FinishedAt = storage.ExecutionStatus(exec.Status), r.Finished
+		e.Status, e.FinishedAt = exec.Status, r.Finished
 		g.notifyAmbiguous(ctx, g.summarize(e))
 	}
 	if exec.Status == toolgatetype.StatusCompleted && !adm.resumed && !cl.TookOver && adm.policy.Approval.Requirement == toolgatetype.RequirementFirstUse &&

@@ -77,7 +77,7 @@ func (g *Gateway) ResolveExecution(ctx context.Context, approver, id string, r t
 	seal := g.receipts.Signer.Seal(resolutionReceipt(prior, e, &exec), body, &sealed)
 	_, err = g.store.ResolveExecution(ctx, storage.Resolve{
 		ExecutionID: eid,
-		Outcome:     storage.ExecutionStatus(r.Outcome),
+		Outcome:     r.Outcome,
 		ResolvedBy:  approver,
 		Note:        r.Note,
 		Response:    body,

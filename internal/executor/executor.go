@@ -189,7 +189,7 @@ func (e *Executor) run(ctx context.Context, k Key, s Steps, h Hooks, cl Claim) (
 		Key:         k.Key,
 		ExecutionID: cl.Execution.ID,
 		LeaseToken:  cl.Lease,
-		Status:      storage.ExecutionStatus(r.Status),
+		Status:      r.Status,
 		Charged:     r.Status == toolgatetype.StatusCompleted,
 		Response:    r.Response,
 		Now:         r.Finished,
