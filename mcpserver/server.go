@@ -258,8 +258,9 @@ func newGateway(gw *toolgate.Gateway, principal string, opts *Options) (*gateway
 		},
 		SetCacheable: g.cacheable,
 	})
-	g.syncTools()
+	// Watched first, then synced: a change made in between is not missed.
 	g.stopWatching = gw.Registry().OnChange(g.syncTools)
+	g.syncTools()
 	g.mcp.AddReceivingMiddleware(g.route)
 	if o.TracerProvider != nil {
 		// Added last, so outermost: the span covers the routing and its

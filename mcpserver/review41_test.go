@@ -1,0 +1,75 @@
+package mcpserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/mcpserver"
+	"github.com/toolgate/toolgate/toolgatetest"
+)
+
+// onLog is a slog handler that calls fn for each record whose message
+// contains match.
+type onLog struct {
+	match string
+	fn    func()
+}
+
+func (h onLog) Enabled(context.Context, slog.Level) bool { return true }
+func (h onLog) Handle(_ context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, h.match) {
+		h.fn()
+	}
+	return nil
+}
+func (h onLog) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h onLog) WithGroup(string) slog.Handler      { return h }
+
+// A tool registered while the server is being made (an upstream MCP
+// server's tools arrive on their own goroutines, at any time) is callable:
+// the server follows every registry change after the one it started from,
+// and none falls between its first look at the registry and its watching.
+func TestToolRegisteredWhileTheServerIsMadeIsCallable(t *testing.T) {
+	t.Parallel()
+	gw := toolgatetest.New(t, nil)
+	// A tool whose schema the SDK refuses makes the server log while it
+	// adds the registry's tools: the moment, between its look at the
+	// registry and its watching it, that another goroutine registers a
+	// tool.
+	untyped := coveredEcho()
+	untyped.Slug, untyped.Name = "echo-untyped", "Echo Untyped"
+	untyped.InputSchema = json.RawMessage(`{"properties":{"v":{"type":"string"}}}`)
+	require.NoError(t, gw.Registry.Register(untyped))
+
+	registered := make(chan error, 1)
+	var once sync.Once
+	logger := slog.New(onLog{match: "refuses a tool's input schema", fn: func() {
+		once.Do(func() {
+			go func() { registered <- gw.Registry.Register(coveredEcho2()) }()
+			// Given the time to finish, unless the server waits for it.
+			time.Sleep(100 * time.Millisecond)
+		})
+	}})
+	srv, err := mcpserver.NewServer(gw.Gateway, "alice", &mcpserver.Options{Logger: logger})
+	require.NoError(t, err)
+	select {
+	case err := <-registered:
+		require.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the registration never finished")
+	}
+	_, err = gw.Registry.Lookup("echo-two")
+	require.NoError(t, err)
+
+	cs := connectTo(t, srv, client{})
+	assert.Contains(t, listAll(t, cs), "echo-two")
+	assert.JSONEq(t, `{"value":"new"}`, requireCompleted(t, call(t, cs, "echo-two", `{"v":"new"}`, nil)))
+}
