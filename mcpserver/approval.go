@@ -56,6 +56,14 @@ func (g *gateway) approveByCaller(ctx context.Context, req *mcp.CallToolRequest,
 	if notApproved != nil {
 		return notApproved, nil
 	}
+	// The person may have taken minutes, in which the tool may have been
+	// removed, blocked or changed: the call is prepared again, of the tool
+	// as it is now, as a call made again with the answer would be.
+	p, err := g.gw.Prepare(c.principal, c.tool.Tool.Slug, c.args)
+	if err != nil {
+		return refused(err), nil
+	}
+	c = &toolCall{prepared: p, principal: c.principal, tool: p.Tool(), args: p.Input(), key: c.key}
 	return g.ask(ctx, req, c, approval, nil)
 }
 

@@ -9,10 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/mcpserver"
+	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/toolgatetest"
 )
 
@@ -72,4 +75,49 @@ func TestToolRegisteredWhileTheServerIsMadeIsCallable(t *testing.T) {
 	cs := connectTo(t, srv, client{})
 	assert.Contains(t, listAll(t, cs), "echo-two")
 	assert.JSONEq(t, `{"value":"new"}`, requireCompleted(t, call(t, cs, "echo-two", `{"v":"new"}`, nil)))
+}
+
+// A client before protocol 2026-07-28 is asked for its approval within
+// the call, which may take the person minutes. What the operator did to
+// the tool meanwhile counts when the call is made with the answer: a tool
+// removed is not called, nor a tool changed (its quote is of the version
+// the person was shown), and nothing is charged.
+func TestToolChangedWhileThePersonIsAskedIsNotCalled(t *testing.T) {
+	t.Parallel()
+	for name, change := range map[string]func(*toolgatetest.Gateway) error{
+		"removed": func(gw *toolgatetest.Gateway) error { return gw.Registry.Remove("paid-echo") },
+		"new version": func(gw *toolgatetest.Gateway) error {
+			next := paidEcho()
+			next.Version++
+			next.Pricing.Amount = decimal.RequireFromString("5.0000")
+			return gw.Registry.Register(next)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			gw := toolgatetest.New(t, &toolgatetest.Options{Tools: []*registry.Tool{paidEcho()}})
+			srv, err := mcpserver.NewServer(gw.Gateway, "alice", nil)
+			require.NoError(t, err)
+			ct, st := mcp.NewInMemoryTransports()
+			ss, err := srv.Connect(context.Background(), st, nil)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = ss.Close() })
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1"}, &mcp.ClientOptions{
+				ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					// While the person reads the question, the operator acts.
+					if err := change(gw); err != nil {
+						return nil, err
+					}
+					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+				},
+			}).Connect(context.Background(), ct, &mcp.ClientSessionOptions{ProtocolVersion: legacyProtocol})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = cs.Close() })
+
+			res := call(t, cs, "paid-echo", `{"v":"paid"}`, nil)
+			require.True(t, res.IsError, "the call ran: %s", text(res))
+			gw.Upstream.RequireCalls(t, 0)
+			gw.RequireSpent(t, "alice", "0.0000")
+		})
+	}
 }
