@@ -59,6 +59,9 @@ func (g *Gateway) CallTool(ctx context.Context, principal string, req toolgatety
 // CallPreparedTool is CallTool for a call already prepared, under the
 // Idempotency-Key key and with the caller's approval, if any.
 func (g *Gateway) CallPreparedTool(ctx context.Context, p *PreparedCall, key string, approval *toolgatetype.CallerApproval) *toolgatetype.ToolCallOutcome {
+	if p == nil || p.tool == nil {
+		return refusal(newError(toolgatetype.CodeInvalidRequest, "the call was not prepared: make it with Gateway.Prepare"))
+	}
 	if err := toolgatetype.ValidateIdempotencyKey(key); err != nil {
 		return refusal(err)
 	}
