@@ -152,3 +152,26 @@ func splitMessages(t *testing.T, raw []byte) []json.RawMessage {
 	}
 	return []json.RawMessage{raw}
 }
+
+// TestHTTPBatchCapHoldsWithDataAfterTheBatch: the SDK reads a body with a
+// decoder that stops after the first JSON value, so a batch followed by
+// anything else ("[...] x", "[...]]") is still a batch to it, while
+// encoding/json refuses the whole body. A batch of 101 calls so followed
+// must be refused like any other, none of its calls run.
+func TestHTTPBatchCapHoldsWithDataAfterTheBatch(t *testing.T) {
+	t.Parallel()
+	gw := toolgatetest.New(t, &toolgatetest.Options{Tools: []*registry.Tool{coveredEcho()},
+		Config: controls("alice", toolgatetype.SpendControls{RateLimitPerMinute: intp(1000), RateLimitPerHour: intp(1000)})})
+	url, _, _ := mcpHTTP(t, gw)
+	session := batchSession(t, url)
+	msgs := make([]string, 101)
+	for i := range msgs {
+		msgs[i] = fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"v":"m%d"}}}`, i+1, i+1)
+	}
+	batch := "[" + strings.Join(msgs, ",") + "]"
+	for _, tail := range []string{" x", "]", "[]", "}"} {
+		status, answers := postBatch(t, url, session, batch+tail)
+		assert.Equal(t, http.StatusBadRequest, status, "tail %q: %d answers", tail, len(answers))
+	}
+	gw.Upstream.RequireCalls(t, 0)
+}

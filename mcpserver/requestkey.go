@@ -76,6 +76,13 @@ const maxBatchMessages = 100
 // maxBatchMessages.
 var errBatchTooLarge = errors.New("a JSON-RPC batch may hold at most " + strconv.Itoa(maxBatchMessages) + " messages")
 
+// errNotOneValue is keyHTTPRequest's refusal of a body that is not one
+// JSON value. The SDK reads a body with a decoder that stops after its
+// first value, so "[...101 calls...] x" would be a batch to it that no
+// count here saw, and a call in it would keep a request key of its
+// client's choosing.
+var errNotOneValue = errors.New("the request body must be one JSON value")
+
 // keyHTTPBody is keyHTTPRequest for a body known to be within bounds: a
 // batch too large is returned as it is.
 func keyHTTPBody(body []byte, session string) []byte {
@@ -88,8 +95,12 @@ func keyHTTPBody(body []byte, session string) []byte {
 // request's Mcp-Session-Id. A batch of more than maxBatchMessages is
 // refused (errBatchTooLarge), counted in the one decoding that splits it
 // into messages, before any of them is looked at. A body that is not
-// JSON-RPC is returned as it is, for the SDK to refuse.
+// JSON-RPC is returned as it is, for the SDK to refuse; one that is not a
+// single JSON value is refused (errNotOneValue).
 func keyHTTPRequest(body []byte, session string) ([]byte, error) {
+	if !json.Valid(body) {
+		return body, errNotOneValue
+	}
 	if session == "" {
 		session = rand.Text() // no session yet: no retry can match
 	}
