@@ -20,8 +20,11 @@ import (
 const metaRequestKey = "toolgate/requestKey"
 
 // withRequestKeys wraps a transport so that every tools/call read from it
-// carries its request key.
-func withRequestKeys(t mcp.Transport) mcp.Transport { return &keyedTransport{Transport: t} }
+// carries its request key, and a stream's batches are held to
+// maxBatchMessages (batchCapped).
+func withRequestKeys(t mcp.Transport) mcp.Transport {
+	return &keyedTransport{Transport: batchCapped(t)}
+}
 
 type keyedTransport struct{ mcp.Transport }
 
