@@ -235,3 +235,23 @@ func TestStdioBatchHoldsAtMost100Messages(t *testing.T) {
 	assert.Contains(t, next(), `"id":100`)
 	gw.Upstream.RequireCalls(t, 100)
 }
+
+// TestHTTPRequestKeyIsTheTransportsWhateverTheCase: the SDK reads a
+// message's members by their exact names, so a "Method" member beside
+// "method" changes nothing for it; encoding/json's case-blind match must
+// not let it hide the call from the keying either, which would leave the
+// request key the client wrote in _meta. Two requests with their own ids
+// are two calls, whatever key the client writes.
+func TestHTTPRequestKeyIsTheTransportsWhateverTheCase(t *testing.T) {
+	t.Parallel()
+	gw := toolgatetest.New(t, &toolgatetest.Options{Tools: []*registry.Tool{coveredEcho()}})
+	url, _, _ := mcpHTTP(t, gw)
+	session := batchSession(t, url)
+	for id := 8; id <= 9; id++ {
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","Method":"ping",`+
+			`"params":{"name":"echo","arguments":{"v":"hi"},"_meta":{"toolgate/requestKey":"x 7"}}}`, id)
+		status, answers := postBatch(t, url, session, body)
+		require.Equal(t, http.StatusOK, status, "%s", answers)
+	}
+	gw.Upstream.RequireCalls(t, 2)
+}

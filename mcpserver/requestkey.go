@@ -131,20 +131,19 @@ func keyHTTPRequest(body []byte, session string) ([]byte, error) {
 // keyHTTPMessage sets the request key of one message, if it is a tools/call.
 // The method is decoded, not searched for, so no escaping hides a call.
 func keyHTTPMessage(msg []byte, session string) []byte {
-	var head struct {
-		Method string          `json:"method"`
-		ID     json.RawMessage `json:"id"`
-	}
-	if json.Unmarshal(msg, &head) != nil || head.Method != "tools/call" {
-		return msg
-	}
+	// Members by their exact names, as the SDK reads them: a struct
+	// would match "Method" or "ID" too, whatever their case.
 	var fields map[string]json.RawMessage
 	if json.Unmarshal(msg, &fields) != nil {
 		return msg
 	}
+	var method string
+	if json.Unmarshal(fields["method"], &method) != nil || method != "tools/call" {
+		return msg
+	}
 	var id []byte
-	if len(head.ID) > 0 && !bytes.Equal(head.ID, []byte("null")) {
-		id = head.ID
+	if raw := fields["id"]; len(raw) > 0 && !bytes.Equal(raw, []byte("null")) {
+		id = raw
 	}
 	params := withRequestKey(fields["params"], session, id)
 	if bytes.Equal(params, fields["params"]) {
