@@ -43,7 +43,6 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/toolgate/toolgate/internal/pagestyle"
@@ -211,7 +210,14 @@ func stringEnd(doc []byte, i int) int {
 // but tab and line breaks, variation selectors, the combining grapheme
 // joiner, the Hangul fillers), any of which can disguise a secret as well
 // as a zero-width space.
-func invisible(r rune) bool { return unicode.Is(unicode.Cf, r) || pagestyle.Invisible(r) }
+func invisible(r rune) bool {
+	if r < 0x100 {
+		// Latin-1, most of what is read, answered without the tables: the
+		// control characters but tab and line breaks, and the soft hyphen.
+		return r < 0x20 && r != '\t' && r != '\n' && r != '\r' || r >= 0x7f && r <= 0x9f || r == 0xad
+	}
+	return pagestyle.Invisible(r) // Cf among them
+}
 
 // visible is t without its invisible format characters.
 func visible(t string) string {
