@@ -2,8 +2,10 @@ package mcpserver_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/toolgate/toolgate/mcpserver"
 	"io"
 	"net/http"
 	"strings"
@@ -151,4 +153,105 @@ func splitMessages(t *testing.T, raw []byte) []json.RawMessage {
 		return []json.RawMessage{json.RawMessage(fmt.Sprintf("%q", raw))}
 	}
 	return []json.RawMessage{raw}
+}
+
+// TestHTTPBatchCapHoldsWithDataAfterTheBatch: the SDK reads a body with a
+// decoder that stops after the first JSON value, so a batch followed by
+// anything else ("[...] x", "[...]]") is still a batch to it, while
+// encoding/json refuses the whole body. A batch of 101 calls so followed
+// must be refused like any other, none of its calls run.
+func TestHTTPBatchCapHoldsWithDataAfterTheBatch(t *testing.T) {
+	t.Parallel()
+	gw := toolgatetest.New(t, &toolgatetest.Options{Tools: []*registry.Tool{coveredEcho()},
+		Config: controls("alice", toolgatetype.SpendControls{RateLimitPerMinute: intp(1000), RateLimitPerHour: intp(1000)})})
+	url, _, _ := mcpHTTP(t, gw)
+	session := batchSession(t, url)
+	msgs := make([]string, 101)
+	for i := range msgs {
+		msgs[i] = fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"v":"m%d"}}}`, i+1, i+1)
+	}
+	batch := "[" + strings.Join(msgs, ",") + "]"
+	for _, tail := range []string{" x", "]", "[]", "}"} {
+		status, answers := postBatch(t, url, session, batch+tail)
+		assert.Equal(t, http.StatusBadRequest, status, "tail %q: %d answers", tail, len(answers))
+	}
+	gw.Upstream.RequireCalls(t, 0)
+}
+
+// TestStdioBatchHoldsAtMost100Messages: over stdio (what "toolgate mcp"
+// serves), a session of the revision that takes batches is held to the
+// same 100 messages: a batch of 101 calls is answered with an error, none
+// of its calls runs, and the session goes on.
+func TestStdioBatchHoldsAtMost100Messages(t *testing.T) {
+	t.Parallel()
+	gw := toolgatetest.New(t, &toolgatetest.Options{Tools: []*registry.Tool{coveredEcho()},
+		Config: controls("alice", toolgatetype.SpendControls{RateLimitPerMinute: intp(1000), RateLimitPerHour: intp(1000)})})
+	srv, err := mcpserver.NewServer(gw.Gateway, "alice", nil)
+	require.NoError(t, err)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Run(ctx, &mcp.IOTransport{Reader: inR, Writer: outW})
+	}()
+	t.Cleanup(func() { cancel(); _ = inW.Close(); _ = outR.Close(); <-done })
+	lines := bufio.NewScanner(outR)
+	lines.Buffer(nil, 4<<20)
+	send := func(s string) {
+		t.Helper()
+		_, err := io.WriteString(inW, s+"\n")
+		require.NoError(t, err)
+	}
+	// next is the next answer that is no notification.
+	next := func() string {
+		t.Helper()
+		for lines.Scan() {
+			if l := lines.Text(); !strings.Contains(l, `"method":"notifications/`) {
+				return l
+			}
+		}
+		t.Fatalf("no answer: %v", lines.Err())
+		return ""
+	}
+	send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"` + batchProtocol +
+		`","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	require.Contains(t, next(), `"protocolVersion":"`+batchProtocol+`"`)
+	send(initialized)
+
+	msgs := make([]string, 101)
+	for i := range msgs {
+		msgs[i] = fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"v":"m%d"}}}`, i+1, i+1)
+	}
+	send("[" + strings.Join(msgs, ",") + "]")
+	answer := next()
+	assert.True(t, strings.HasPrefix(answer, `{"jsonrpc":"2.0","error":`), "the batch is refused: %.200s", answer)
+	gw.Upstream.RequireCalls(t, 0)
+	send(`{"jsonrpc":"2.0","id":"after","method":"ping"}`)
+	assert.Contains(t, next(), `"id":"after"`, "the session goes on")
+	// A batch of 100 runs.
+	send("[" + strings.Join(msgs[:100], ",") + "]")
+	assert.Contains(t, next(), `"id":100`)
+	gw.Upstream.RequireCalls(t, 100)
+}
+
+// TestHTTPRequestKeyIsTheTransportsWhateverTheCase: the SDK reads a
+// message's members by their exact names, so a "Method" member beside
+// "method" changes nothing for it; encoding/json's case-blind match must
+// not let it hide the call from the keying either, which would leave the
+// request key the client wrote in _meta. Two requests with their own ids
+// are two calls, whatever key the client writes.
+func TestHTTPRequestKeyIsTheTransportsWhateverTheCase(t *testing.T) {
+	t.Parallel()
+	gw := toolgatetest.New(t, &toolgatetest.Options{Tools: []*registry.Tool{coveredEcho()}})
+	url, _, _ := mcpHTTP(t, gw)
+	session := batchSession(t, url)
+	for id := 8; id <= 9; id++ {
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","Method":"ping",`+
+			`"params":{"name":"echo","arguments":{"v":"hi"},"_meta":{"toolgate/requestKey":"x 7"}}}`, id)
+		status, answers := postBatch(t, url, session, body)
+		require.Equal(t, http.StatusOK, status, "%s", answers)
+	}
+	gw.Upstream.RequireCalls(t, 2)
 }

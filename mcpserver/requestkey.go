@@ -20,8 +20,11 @@ import (
 const metaRequestKey = "toolgate/requestKey"
 
 // withRequestKeys wraps a transport so that every tools/call read from it
-// carries its request key.
-func withRequestKeys(t mcp.Transport) mcp.Transport { return &keyedTransport{Transport: t} }
+// carries its request key, and a stream's batches are held to
+// maxBatchMessages (batchCapped).
+func withRequestKeys(t mcp.Transport) mcp.Transport {
+	return &keyedTransport{Transport: batchCapped(t)}
+}
 
 type keyedTransport struct{ mcp.Transport }
 
@@ -76,6 +79,13 @@ const maxBatchMessages = 100
 // maxBatchMessages.
 var errBatchTooLarge = errors.New("a JSON-RPC batch may hold at most " + strconv.Itoa(maxBatchMessages) + " messages")
 
+// errNotOneValue is keyHTTPRequest's refusal of a body that is not one
+// JSON value. The SDK reads a body with a decoder that stops after its
+// first value, so "[...101 calls...] x" would be a batch to it that no
+// count here saw, and a call in it would keep a request key of its
+// client's choosing.
+var errNotOneValue = errors.New("the request body must be one JSON value")
+
 // keyHTTPBody is keyHTTPRequest for a body known to be within bounds: a
 // batch too large is returned as it is.
 func keyHTTPBody(body []byte, session string) []byte {
@@ -88,8 +98,12 @@ func keyHTTPBody(body []byte, session string) []byte {
 // request's Mcp-Session-Id. A batch of more than maxBatchMessages is
 // refused (errBatchTooLarge), counted in the one decoding that splits it
 // into messages, before any of them is looked at. A body that is not
-// JSON-RPC is returned as it is, for the SDK to refuse.
+// JSON-RPC is returned as it is, for the SDK to refuse; one that is not a
+// single JSON value is refused (errNotOneValue).
 func keyHTTPRequest(body []byte, session string) ([]byte, error) {
+	if !json.Valid(body) {
+		return body, errNotOneValue
+	}
 	if session == "" {
 		session = rand.Text() // no session yet: no retry can match
 	}
@@ -117,20 +131,19 @@ func keyHTTPRequest(body []byte, session string) ([]byte, error) {
 // keyHTTPMessage sets the request key of one message, if it is a tools/call.
 // The method is decoded, not searched for, so no escaping hides a call.
 func keyHTTPMessage(msg []byte, session string) []byte {
-	var head struct {
-		Method string          `json:"method"`
-		ID     json.RawMessage `json:"id"`
-	}
-	if json.Unmarshal(msg, &head) != nil || head.Method != "tools/call" {
-		return msg
-	}
+	// Members by their exact names, as the SDK reads them: a struct
+	// would match "Method" or "ID" too, whatever their case.
 	var fields map[string]json.RawMessage
 	if json.Unmarshal(msg, &fields) != nil {
 		return msg
 	}
+	var method string
+	if json.Unmarshal(fields["method"], &method) != nil || method != "tools/call" {
+		return msg
+	}
 	var id []byte
-	if len(head.ID) > 0 && !bytes.Equal(head.ID, []byte("null")) {
-		id = head.ID
+	if raw := fields["id"]; len(raw) > 0 && !bytes.Equal(raw, []byte("null")) {
+		id = raw
 	}
 	params := withRequestKey(fields["params"], session, id)
 	if bytes.Equal(params, fields["params"]) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/apikey"
+	"github.com/toolgate/toolgate/internal/pagestyle"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage/memory"
 	"github.com/toolgate/toolgate/toolgatehttp"
@@ -53,7 +54,7 @@ func assertNoSecretRun(t *testing.T, text, what string) {
 	}
 	for _, r := range readings {
 		seen := strings.Map(func(r rune) rune {
-			if unicode.Is(unicode.Cf, r) {
+			if unicode.Is(unicode.Cf, r) || pagestyle.Invisible(r) {
 				return -1
 			}
 			return r
@@ -91,6 +92,14 @@ func TestManifestCredentialNeverLeavesCutOrDisguised(t *testing.T) {
 		"short-cut-error":  {401, `{"detail":"Invalid key ` + testSecret[:12] + `..."}`},
 		"text-zwsp-error":  {502, "bad gateway for " + disguised("\u200b")},
 		"long-zwsp-spaced": {401, `{"detail":"` + strings.Repeat("x  ", 62) + disguised("\u200b") + `"}`},
+		// Default-ignorable characters that are not Cf draw as nothing
+		// too: a variation selector, the combining grapheme joiner, a
+		// Hangul filler; and a control character, which no one sees.
+		"variation-selector": {200, `{"results":[{"sensor":"echo ` + disguised("\ufe0f") + `","value":1}]}`},
+		"grapheme-joiner":    {200, `{"results":[{"sensor":"echo ` + disguised("\u034f") + `","value":1}]}`},
+		"hangul-filler":      {200, `{"results":[{"sensor":"echo ` + disguised("\u3164") + `","value":1}]}`},
+		"escaped-nul":        {200, `{"results":[{"sensor":"echo ` + disguised(`\u0000`) + `","value":1}]}`},
+		"long-vs-error":      {401, `{"detail":"` + pad + disguised("\U000e0100") + `"}`},
 	}
 	provider := newFakeProvider(t, func(w http.ResponseWriter, r *http.Request) {
 		station := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/v3/stations/"), "/latest")

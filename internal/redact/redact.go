@@ -10,7 +10,9 @@
 //
 //   - A secret anywhere in a text, matched as if the text held no invisible
 //     format characters (Unicode Cf: zero-width spaces and joiners, U+2060,
-//     U+FEFF, the soft hyphen, bidirectional controls). The whole span is
+//     U+FEFF, the soft hyphen, bidirectional controls) nor any other
+//     character no one sees (control characters, variation selectors,
+//     U+034F, the Hangul fillers: pagestyle.Invisible). The whole span is
 //     replaced, the invisible characters inside it included, so a secret
 //     split by a U+200B is found and leaves nothing behind.
 //   - JSON documents (Secrets.JSON): every string (member names included)
@@ -41,8 +43,9 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
-	"unicode"
 	"unicode/utf8"
+
+	"github.com/toolgate/toolgate/internal/pagestyle"
 )
 
 // Mark replaces what is taken out.
@@ -201,8 +204,20 @@ func stringEnd(doc []byte, i int) int {
 	return len(doc)
 }
 
-// invisible reports whether r is an invisible format character.
-func invisible(r rune) bool { return unicode.Is(unicode.Cf, r) }
+// invisible reports whether r is an invisible character: a format
+// character (Cf), and every other character the approval pages show as its
+// escape because no one sees it (pagestyle.Invisible: control characters
+// but tab and line breaks, variation selectors, the combining grapheme
+// joiner, the Hangul fillers), any of which can disguise a secret as well
+// as a zero-width space.
+func invisible(r rune) bool {
+	if r < 0x100 {
+		// Latin-1, most of what is read, answered without the tables: the
+		// control characters but tab and line breaks, and the soft hyphen.
+		return r < 0x20 && r != '\t' && r != '\n' && r != '\r' || r >= 0x7f && r <= 0x9f || r == 0xad
+	}
+	return pagestyle.Invisible(r) // Cf among them
+}
 
 // visible is t without its invisible format characters.
 func visible(t string) string {
