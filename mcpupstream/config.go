@@ -18,7 +18,6 @@ import (
 
 	"github.com/toolgate/toolgate/internal/weburl"
 	"github.com/toolgate/toolgate/registry"
-	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // Defaults of the fields of Server and Options left zero.
@@ -305,8 +304,8 @@ func validPricing(p *registry.Pricing) error {
 		return fmt.Errorf("type %q is not free or per_call", p.Type)
 	case p.Amount.IsNegative():
 		return errors.New("the amount is negative")
-	case toolgatetype.CheckAmount(p.Amount) != nil:
-		return fmt.Errorf("the amount %v", toolgatetype.ErrAmountOutOfBounds)
+	case registry.CheckPrice(p.Amount) != nil:
+		return fmt.Errorf("the amount %v", registry.ErrPriceTooLarge)
 	case p.Type == registry.PricingFree && !p.Amount.IsZero():
 		return errors.New("a free tool has no amount")
 	case p.Currency != "" && p.Currency != "USD":

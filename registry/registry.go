@@ -261,8 +261,8 @@ func validateTool(t *Tool) error {
 		return bad("%s pricing type %q is not free or per_call", t.Slug, t.Pricing.Type)
 	case t.Pricing.Amount.IsNegative():
 		return bad("%s has a negative price", t.Slug)
-	case toolgatetype.CheckAmount(t.Pricing.Amount) != nil:
-		return bad("%s: its price %v", t.Slug, toolgatetype.ErrAmountOutOfBounds)
+	case CheckPrice(t.Pricing.Amount) != nil:
+		return bad("%s: its price %v", t.Slug, ErrPriceTooLarge)
 	case t.Pricing.Type == PricingFree && !t.Pricing.Amount.IsZero():
 		return bad("%s is free but has a price", t.Slug)
 	case t.Pricing.Currency != "" && t.Pricing.Currency != "USD":

@@ -53,6 +53,9 @@ func TestRegisterRejectsInvalidTools(t *testing.T) {
 		{"price of 21 digits", func(tl *registry.Tool) {
 			tl.Pricing = registry.Pricing{Type: registry.PricingPerCall, Amount: decimal.RequireFromString("100000000000000000000")}
 		}},
+		{"price of a trillion, more than the stores' totals hold", func(tl *registry.Tool) {
+			tl.Pricing = registry.Pricing{Type: registry.PricingPerCall, Amount: decimal.RequireFromString("1000000000000")}
+		}},
 		{"price with 5 decimals", func(tl *registry.Tool) {
 			tl.Pricing = registry.Pricing{Type: registry.PricingPerCall, Amount: decimal.RequireFromString("0.00001")}
 		}},
@@ -582,4 +585,12 @@ func TestMustRegisterPanicsOnInvalidTool(t *testing.T) {
 	t.Parallel()
 	// Invalid, so Default is left as it was.
 	assert.Panics(t, func() { registry.MustRegister(&registry.Tool{Slug: "Not A Slug"}) })
+}
+
+// TestTheLargestPriceRegisters: a price just under a trillion, with four
+// decimals, is every store's to hold, and registers.
+func TestTheLargestPriceRegisters(t *testing.T) {
+	t.Parallel()
+	require.NoError(t, registry.CheckPrice(decimal.RequireFromString("999999999999.9999")))
+	require.ErrorIs(t, registry.CheckPrice(decimal.RequireFromString("1000000000000")), registry.ErrPriceTooLarge)
 }

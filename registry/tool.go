@@ -3,11 +3,14 @@ package registry
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
+
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // Tool is one version of a registered tool: what it is, who provides it, where
@@ -122,6 +125,31 @@ type Pricing struct {
 	Amount   decimal.Decimal // in Currency
 	Currency string          // always "USD"
 }
+
+// MaxPriceWholeDigits bounds a tool's price more tightly than other amounts
+// (toolgatetype.MaxAmountWholeDigits): a price is summed, with its fee, into
+// the stores' totals of every call, and at most 12 digits before the point
+// (under a trillion USD a call, as the manifest format says) keeps every
+// store's columns and sums exact.
+const MaxPriceWholeDigits = 12
+
+// ErrPriceTooLarge is a price of MaxPriceWholeDigits digits or more
+// before the point.
+var ErrPriceTooLarge = errors.New("must have at most 12 digits before the point and 4 after it")
+
+// CheckPrice reports whether amount can be a tool's price: within every
+// amount's bounds (toolgatetype.CheckAmount), and under a trillion.
+func CheckPrice(amount decimal.Decimal) error {
+	if err := toolgatetype.CheckAmount(amount); err != nil {
+		return err
+	}
+	if amount.Abs().Cmp(maxPrice) >= 0 {
+		return ErrPriceTooLarge
+	}
+	return nil
+}
+
+var maxPrice = decimal.New(1, MaxPriceWholeDigits)
 
 // Paid reports whether a call costs anything.
 func (p Pricing) Paid() bool { return p.Type != PricingFree && p.Amount.IsPositive() }
