@@ -56,9 +56,9 @@ func (e amountBoundError) Is(target error) bool { return target == ErrAmountOutO
 // no field; the caller adds the one it read ("dailyLimitUsd must have...").
 //
 // Zeros that change nothing do not count against the bound: "1.00000" is
-// 1 and has no fifth decimal, as the config file has always read it. A
-// caller that wants the text itself to have at most 4 decimals (the
-// spend-controls API does) checks that as well.
+// 1 and has no fifth decimal, as the config file and the spend-controls API
+// have always read it. A caller that wants the text itself to have at most
+// 4 decimals checks that as well.
 func ParseAmount(s string) (decimal.Decimal, error) {
 	if len(s) > maxAmountText {
 		return decimal.Decimal{}, longAmount(s)
