@@ -1,13 +1,11 @@
 package approvalpage_test
 
 import (
-	"bytes"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate/authlimit"
 	"github.com/toolgate/toolgate/internal/testbrowser"
+	"github.com/toolgate/toolgate/internal/testproc"
 	"github.com/toolgate/toolgate/toolgatehttp"
 )
 
@@ -32,35 +31,17 @@ func (f forwardedFor) RoundTrip(r *http.Request) (*http.Response, error) {
 	return f.next.RoundTrip(r)
 }
 
-// lockedLog is a log's output, safe for the server's goroutines.
-type lockedLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
 // serveBehindProxy serves a's gateway, the pages beside the API, with the
 // default limits on guessing behind a trusted proxy on loopback; what it
 // logs, at any level, goes to the returned log.
-func (a *api) serveBehindProxy() *lockedLog {
+func (a *api) serveBehindProxy() *testproc.SyncBuffer {
 	a.t.Helper()
 	limit, err := authlimit.New(&authlimit.Config{
 		Clock:          a.clock,
 		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")},
 	})
 	require.NoError(a.t, err)
-	logs := &lockedLog{}
+	logs := &testproc.SyncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	a.srv = httptest.NewServer(toolgatehttp.NewHandler(a.gw, &toolgatehttp.Options{Authenticator: a.keys, AuthLimit: limit, Logger: log}))
 	a.t.Cleanup(a.srv.Close)

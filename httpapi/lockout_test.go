@@ -1,13 +1,11 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,38 +14,21 @@ import (
 
 	"github.com/toolgate/toolgate/authlimit"
 	"github.com/toolgate/toolgate/httpapi"
+	"github.com/toolgate/toolgate/internal/testproc"
 )
-
-// syncBuffer is a log's output, safe for the server's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // behindProxy serves a's gateway again with the default limits on
 // guessing, behind a trusted proxy on loopback, so that each request's
 // X-Forwarded-For is its client's address; everything logged at any
 // level goes to the returned buffer.
-func (a *api) behindProxy() *syncBuffer {
+func (a *api) behindProxy() *testproc.SyncBuffer {
 	a.t.Helper()
 	limit, err := authlimit.New(&authlimit.Config{
 		Clock:          a.clock,
 		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")},
 	})
 	require.NoError(a.t, err)
-	logs := &syncBuffer{}
+	logs := &testproc.SyncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	a.srv = httptest.NewServer(httpapi.NewHandler(a.gw, &httpapi.Options{Authenticator: a.keys, MaxBodyBytes: 4096, AuthLimit: limit, Logger: log}))
 	a.t.Cleanup(a.srv.Close)

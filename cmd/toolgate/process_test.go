@@ -59,32 +59,7 @@ type process struct {
 // what a test passes configures the server.
 func startProcess(t *testing.T, args []string, env ...string) *process {
 	t.Helper()
-	cmd := exec.Command(toolgateBinary(t), args...)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "TOOLGATE_CONFIG=") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(cmd.Env, env...)
-	p := &process{t: t, cmd: cmd, stdout: &testproc.SyncBuffer{}, stderr: &testproc.SyncBuffer{}, exited: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = p.stdout, p.stderr
-	require.NoError(t, cmd.Start())
-	go func() {
-		p.err = cmd.Wait()
-		close(p.exited)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.exited:
-		default:
-			_ = cmd.Process.Kill()
-			<-p.exited
-		}
-		if t.Failed() {
-			t.Logf("server stdout:\n%s\nserver stderr:\n%s", p.stdout, p.stderr)
-		}
-	})
-	return p
+	return startProcessIn(t, "", args, env...)
 }
 
 // startServer starts the server and returns it with its base URL, read
