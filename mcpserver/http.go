@@ -220,17 +220,23 @@ type bodyHead struct {
 }
 
 func headOf(body []byte) bodyHead {
-	var msg struct {
-		Method string `json:"method"`
-		Params struct {
-			Meta map[string]json.RawMessage `json:"_meta"`
-		} `json:"params"`
-	}
+	// Members by their exact names, as the SDK reads them: a struct would
+	// take "Method" or "_META" too, whatever their case.
+	var msg map[string]json.RawMessage
 	if json.Unmarshal(body, &msg) != nil {
 		return bodyHead{}
 	}
-	_, versioned := msg.Params.Meta[mcp.MetaKeyProtocolVersion]
-	return bodyHead{method: msg.Method, perRequestVersion: versioned}
+	var method string
+	if raw, ok := msg["method"]; ok && json.Unmarshal(raw, &method) != nil {
+		return bodyHead{}
+	}
+	var params map[string]json.RawMessage
+	var meta map[string]json.RawMessage
+	if json.Unmarshal(msg["params"], &params) == nil {
+		_ = json.Unmarshal(params["_meta"], &meta)
+	}
+	_, versioned := meta[mcp.MetaKeyProtocolVersion]
+	return bodyHead{method: method, perRequestVersion: versioned}
 }
 
 // Close ends the clients' standalone event streams and the approvals still

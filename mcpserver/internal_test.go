@@ -138,3 +138,26 @@ func TestApprovalAnswersAreChecked(t *testing.T) {
 	assert.Contains(t, textOf(runAnswered(`{"v":"x"}`, seal(stale))), string(toolgatetype.CodeApprovalMismatch))
 	gw.Upstream.RequireCalls(t, 0)
 }
+
+// TestHeadOfReadsExactMemberNames: routing reads a body's method and its
+// _meta as the SDK does, by exact name, so a "Method" member written after
+// "method" cannot make a tools/call look like another request to the
+// routing while the SDK runs it as the call.
+func TestHeadOfReadsExactMemberNames(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		body      string
+		method    string
+		versioned bool
+	}{
+		{`{"method":"tools/call","Method":"subscriptions/listen"}`, "tools/call", false},
+		{`{"method":"tools/call","params":{"_META":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, "tools/call", false},
+		{`{"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, "tools/call", true},
+		{`[{"method":"tools/call"}]`, "", false},
+	} {
+		head := headOf([]byte(c.body))
+		if head.method != c.method || head.perRequestVersion != c.versioned {
+			t.Errorf("headOf(%s) = %+v, want method %q, versioned %v", c.body, head, c.method, c.versioned)
+		}
+	}
+}
