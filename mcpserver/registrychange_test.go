@@ -121,3 +121,22 @@ func TestToolChangedWhileThePersonIsAskedIsNotCalled(t *testing.T) {
 		})
 	}
 }
+
+// A closed server no longer follows the registry: a tool registered after
+// Close is not added to the sessions' tools, so nothing is left watching a
+// registry on behalf of a server that is done.
+func TestClosedServerStopsFollowingTheRegistry(t *testing.T) {
+	t.Parallel()
+	gw := toolgatetest.New(t, &toolgatetest.Options{Tools: []*registry.Tool{coveredEcho()}})
+	srv, err := mcpserver.NewServer(gw.Gateway, "alice", nil)
+	require.NoError(t, err)
+	cs := connectTo(t, srv, client{})
+	requireCompleted(t, call(t, cs, "echo", `{"v":"before"}`, nil))
+
+	srv.Close()
+	require.NoError(t, gw.Registry.Register(coveredEcho2()))
+	_, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo-two", Arguments: json.RawMessage(`{"v":"after"}`)})
+	require.Error(t, err, "a tool registered after Close is not the server's")
+	assert.Contains(t, err.Error(), "echo-two")
+	requireCompleted(t, call(t, cs, "echo", `{"v":"after"}`, nil))
+}

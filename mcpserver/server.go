@@ -190,6 +190,13 @@ func (s *Server) Connect(ctx context.Context, t mcp.Transport, opts *mcp.ServerS
 	return s.gw.mcp.Connect(ctx, withRequestKeys(t), opts)
 }
 
+// Close stops the server following the gateway's registry, which it does
+// from NewServer on to keep its tools current. Sessions already connected
+// go on with the tools they have.
+func (s *Server) Close() {
+	s.gw.stopWatching()
+}
+
 // Run serves one session over t (such as &mcp.StdioTransport{}) until the
 // client disconnects or ctx is done.
 func (s *Server) Run(ctx context.Context, t mcp.Transport) error {

@@ -82,6 +82,7 @@ func runMCP(ctx context.Context, c *cli, cmd *command, args []string) int {
 		log.Error("cannot start", "error", err)
 		return exitFailed
 	}
+	defer srv.Close()
 	log.Info("serving MCP on stdio", "principal", principal, "storage", cfg.storageKind(), "offline", opts.offline)
 	logGeneratedReceiptKey(log, a.generatedReceiptKey)
 
