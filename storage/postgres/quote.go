@@ -135,6 +135,13 @@ const insertQuoteSQL = `
 		price_usd, fee_usd, total_usd, created_at, expires_at, state, used_by_key)
 	VALUES ($1, $2, $3, $4, $5, $6, $7::numeric, $8::numeric, $9::numeric, $10, $11, $12, $13)`
 
+// insertQuoteSelectSQL inserts the quote $1-$13 from a SELECT, whose FROM
+// and WHERE follow it: the conditional inserts below.
+const insertQuoteSelectSQL = `INSERT INTO {schema}.quotes (id, principal, tool_id, tool_slug, tool_version, manifest_digest,
+			price_usd, fee_usd, total_usd, created_at, expires_at, state, used_by_key)
+		SELECT $1, $2, $3, $4, $5::integer, $6, $7::numeric, $8::numeric, $9::numeric,
+			$10::timestamptz, $11::timestamptz, $12, $13`
+
 // insertQuoteCappedSQL inserts the quote $1-$13 only while its principal
 // holds fewer than $14 open quotes at its creation time ($10), and says
 // whether it did and when the first of the open ones it counted expires.
@@ -149,10 +156,7 @@ const insertQuoteCappedSQL = `
 		) o
 	),
 	created AS (
-		INSERT INTO {schema}.quotes (id, principal, tool_id, tool_slug, tool_version, manifest_digest,
-			price_usd, fee_usd, total_usd, created_at, expires_at, state, used_by_key)
-		SELECT $1, $2, $3, $4, $5::integer, $6, $7::numeric, $8::numeric, $9::numeric,
-			$10::timestamptz, $11::timestamptz, $12, $13
+		` + insertQuoteSelectSQL + `
 		FROM open WHERE open.n < $14
 		RETURNING 1
 	)
@@ -174,10 +178,7 @@ const insertQuoteUnlessKeySQL = `
 		) o
 	),
 	created AS (
-		INSERT INTO {schema}.quotes (id, principal, tool_id, tool_slug, tool_version, manifest_digest,
-			price_usd, fee_usd, total_usd, created_at, expires_at, state, used_by_key)
-		SELECT $1, $2, $3, $4, $5::integer, $6, $7::numeric, $8::numeric, $9::numeric,
-			$10::timestamptz, $11::timestamptz, $12, $13
+		` + insertQuoteSelectSQL + `
 		FROM open, held WHERE NOT held.h AND ($14 <= 0 OR open.n < $14)
 		RETURNING 1
 	)
