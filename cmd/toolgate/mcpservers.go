@@ -454,7 +454,11 @@ func includes(n node) ([]string, error) {
 
 // resolveMCPPaths makes the file paths of the MCP servers' config, and the
 // pins file, relative to dir (the config file's) when they are not
-// absolute, as every path in the config is.
+// absolute, as every path in the config is. A command's program is a path
+// too when it names a directory ("bin/notes-server", "./server"), and is
+// taken from dir likewise; a bare name ("npx") is looked up on PATH, and
+// the arguments are the program's to read, from the gateway's working
+// directory.
 func resolveMCPPaths(cfg *Config, dir string) {
 	abs := func(p string) string {
 		if p == "" || filepath.IsAbs(p) {
@@ -471,6 +475,9 @@ func resolveMCPPaths(cfg *Config, dir string) {
 		}
 		if s.Credential != nil {
 			s.Credential.Value.File = abs(s.Credential.Value.File)
+		}
+		if len(s.Command) > 0 && strings.ContainsAny(s.Command[0], "/"+string(filepath.Separator)) {
+			s.Command[0] = abs(s.Command[0])
 		}
 	}
 }

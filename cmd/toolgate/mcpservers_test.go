@@ -83,6 +83,25 @@ func TestLoadConfigMCPPathsAreTheConfigFilesNeighbours(t *testing.T) {
 	assert.Equal(t, filepath.Join(dir, "k"), cfg.MCPServers[1].Credential.Value.File)
 }
 
+// A command's program named by a path is the config file's neighbour too;
+// one named bare is PATH's, and arguments are the program's own.
+func TestLoadConfigMCPCommandPathsAreTheConfigFilesNeighbours(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "toolgate.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"mcpServers": [
+		{"id": "a", "command": ["bin/notes-server", "data/notes"]},
+		{"id": "b", "command": ["./server"]},
+		{"id": "c", "command": ["npx", "-y", "some-server"]},
+		{"id": "d", "command": ["/usr/local/bin/server"]}]}`), 0o600))
+	cfg, err := loadConfig(path, testRegistry(t))
+	require.NoError(t, err)
+	assert.Equal(t, []string{filepath.Join(dir, "bin", "notes-server"), "data/notes"}, cfg.MCPServers[0].Command)
+	assert.Equal(t, []string{filepath.Join(dir, "server")}, cfg.MCPServers[1].Command)
+	assert.Equal(t, []string{"npx", "-y", "some-server"}, cfg.MCPServers[2].Command)
+	assert.Equal(t, []string{"/usr/local/bin/server"}, cfg.MCPServers[3].Command)
+}
+
 func TestParseConfigMCPServersErrors(t *testing.T) {
 	t.Parallel()
 	server := func(fields string) string { return `{"mcpServers": [{"id": "files"` + fields + `}]}` }
