@@ -7,14 +7,13 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"unicode"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/apikey"
-	"github.com/toolgate/toolgate/internal/pagestyle"
+	"github.com/toolgate/toolgate/internal/secrettest"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage/memory"
 	"github.com/toolgate/toolgate/toolgatehttp"
@@ -24,48 +23,10 @@ import (
 func disguised(invisible string) string { return testSecret[:3] + invisible + testSecret[3:] }
 
 // assertNoSecretRun fails when text shows testSecret or any 8 characters
-// of it in a row: as it is, and read the way a person or a program reads
-// it, with invisible format characters gone and, when text is JSON, its
-// strings decoded (so no escape hides one).
+// of it in a row, however it is read.
 func assertNoSecretRun(t *testing.T, text, what string) {
 	t.Helper()
-	readings := []string{text}
-	var doc any
-	if json.Unmarshal([]byte(text), &doc) == nil {
-		var sb strings.Builder
-		var walk func(any)
-		walk = func(v any) {
-			switch x := v.(type) {
-			case string:
-				sb.WriteString(x + "\n")
-			case map[string]any:
-				for k, c := range x {
-					sb.WriteString(k + "\n")
-					walk(c)
-				}
-			case []any:
-				for _, c := range x {
-					walk(c)
-				}
-			}
-		}
-		walk(doc)
-		readings = append(readings, sb.String())
-	}
-	for _, r := range readings {
-		seen := strings.Map(func(r rune) rune {
-			if unicode.Is(unicode.Cf, r) || pagestyle.Invisible(r) {
-				return -1
-			}
-			return r
-		}, r)
-		for i := 0; i+8 <= len(testSecret); i++ {
-			run := testSecret[i : i+8]
-			if !assert.NotContains(t, seen, run, "%s shows %q of the key:\n%s", what, run, text) {
-				return
-			}
-		}
-	}
+	secrettest.AssertNoRun(t, text, testSecret, what)
 }
 
 // TestManifestCredentialNeverLeavesCutOrDisguised: a provider echoes the
