@@ -107,6 +107,11 @@ type Config struct {
 	// the README for each); nil means no metrics, at no cost. Several
 	// gateways may share one registerer.
 	Metrics prometheus.Registerer
+	// Budgets are the organization's budgets: ceilings that teams and the
+	// organization share, atomic across every gateway on the store (see
+	// toolgatetype.BudgetDefinition). New refuses a malformed tree with an
+	// error naming the field ("budgets[1].parent: ...").
+	Budgets []toolgatetype.BudgetDefinition
 	// TracerProvider makes the gateway's OpenTelemetry spans: one per
 	// quote, one per call (execute_tool) and a client span per upstream
 	// attempt. Nil means no spans, at no cost.

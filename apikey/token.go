@@ -30,6 +30,9 @@ type TokenGrant struct {
 	// Approver is the approver the token decides as, "" when it may not
 	// approve.
 	Approver string
+	// Claims are the token's claims that budgets can match: each string
+	// claim's value, and the strings of each array claim. Nil when none.
+	Claims map[string][]string
 }
 
 // TokenVerifier verifies the OAuth access tokens that clients send as

@@ -209,7 +209,7 @@ func (v *Verifier) grant(c claims) (apikey.TokenGrant, error) {
 			g.Approver = id
 		}
 	}
-	if g == (apikey.TokenGrant{}) && len(refused) > 0 {
+	if g.Principal == "" && g.Approver == "" && len(refused) > 0 {
 		return g, invalid("%s", strings.Join(refused, "; "))
 	}
 	return g, nil

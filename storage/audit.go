@@ -43,18 +43,29 @@ type ExecutionPosition struct {
 
 // SpendQuery selects what SpendSummary sums.
 type SpendQuery struct {
-	// Principals whose spend is summed; at least one.
+	// Principals whose spend is summed; at least one, unless Budget is set.
 	Principals []string
 	// Since and Until bound the executions' creation: [Since, Until).
 	Since, Until time.Time
 	GroupBy      toolgatetype.SpendGrouping
+
+	// Budget, when set, sums instead the charged calls that count in that
+	// budget (Begin.Budgets), of every principal, on the budget's days in
+	// [FromDay, UntilDay) (YYYY-MM-DD, each call on the Day its BudgetDay
+	// gave; an empty bound is open). Principals, Since and Until are then
+	// not looked at. GroupBy may also be SpendByPrincipal, and SpendByDay
+	// groups by those days. It sums what was charged whenever the execution
+	// behind it was pruned: a budget's spend is kept for as long as the
+	// ledger's history (Prune.LedgerBefore).
+	Budget            string
+	FromDay, UntilDay string
 }
 
 // SpendGroup is one group of a SpendSummary. It is not
 // toolgatetype.SpendGroup, which shows the sum as a string of 4 decimals
 // to callers: the store adds exact decimals, and the gateway formats them.
 type SpendGroup struct {
-	Key      string          // the tool's slug, or the day as YYYY-MM-DD
+	Key      string          // the tool's slug, the day as YYYY-MM-DD, or the principal
 	TotalUSD decimal.Decimal // the sum of the charged amounts
 	Count    int64           // completed executions
 }
@@ -77,6 +88,13 @@ func (q ExecutionQuery) Check() error {
 
 // Check reports what makes q unusable: no principal, or an unknown grouping.
 func (q SpendQuery) Check() error {
+	if q.Budget != "" {
+		switch q.GroupBy {
+		case toolgatetype.SpendByTool, toolgatetype.SpendByDay, toolgatetype.SpendByPrincipal:
+			return nil
+		}
+		return fmt.Errorf("storage: SpendSummary cannot group by %q", q.GroupBy)
+	}
 	switch {
 	case len(q.Principals) == 0:
 		return errors.New("storage: SpendSummary needs at least one principal")

@@ -359,6 +359,9 @@ type Execution struct {
 	FeeUSD         decimal.Decimal
 	Approval       toolgatetype.ApprovalKind
 	GrantID        uuid.UUID // the approver's grant that approved it; uuid.Nil when none
+	// Budgets are the budgets it counts in, as Begin.Budgets gave them;
+	// nil when none.
+	Budgets []BudgetDay
 
 	// Resolution is how a person resolved the execution when it was
 	// ambiguous; nil for every other, and while it is still ambiguous.
@@ -399,6 +402,26 @@ type Limit struct {
 	Since time.Time
 	// Max is the most the window may hold including this call.
 	Max decimal.Decimal
+
+	// Budget, when set, makes this a budget's limit: it counts every call
+	// admitted with Budget among its Begin.Budgets, whoever its principal
+	// (the principal given with the limit is then not looked at). A
+	// budget's MeasureSpend limit counts whole calendar days of the
+	// budget's time zone, each call on the Day its BudgetDay gave: those
+	// from FromDay on, and Since is not looked at. Its MeasureCalls limit
+	// counts the calls created at or after Since, as a principal's does.
+	Budget string
+	// FromDay is the first day a budget's spend limit counts, as
+	// YYYY-MM-DD; only with Budget and MeasureSpend.
+	FromDay string
+}
+
+// BudgetDay is one budget a call counts in, and the call's calendar day in
+// that budget's time zone (YYYY-MM-DD), on which its amount is counted for
+// as long as it is kept.
+type BudgetDay struct {
+	Budget string
+	Day    string
 }
 
 // LimitFailure is one limit a call would break.
@@ -430,9 +453,16 @@ type Begin struct {
 	ToolID      string
 	AmountUSD   decimal.Decimal
 	Limits      []Limit
-	LeaseToken  uuid.UUID
-	LeaseUntil  time.Time
-	Now         time.Time
+	// Budgets are the budgets the call counts in, each once, with its day
+	// in each: recorded with the execution, so that a Limit of that Budget
+	// counts it from admission on (its amount held while it runs or is
+	// ambiguous, given back when it fails or is released, charged when it
+	// completes) and SpendQuery.Budget sums it once charged. Empty for a
+	// principal in no budget.
+	Budgets    []BudgetDay
+	LeaseToken uuid.UUID
+	LeaseUntil time.Time
+	Now        time.Time
 	// GrantID is the approval request that approves this call (see
 	// BeginExecution); uuid.Nil when the call carries none.
 	GrantID uuid.UUID
@@ -473,6 +503,7 @@ func (b Begin) NewExecution() Execution {
 		FeeUSD:         b.FeeUSD,
 		Approval:       b.Approval,
 		GrantID:        b.GrantID,
+		Budgets:        b.Budgets,
 	}
 }
 

@@ -12,6 +12,10 @@ const (
 	// ExecutionAmbiguous: a call ended ambiguous, and an approver of its
 	// principal has to find out what the provider did and resolve it.
 	ExecutionAmbiguous ApprovalEventType = "execution.ambiguous"
+	// BudgetThresholdCrossed: a budget window's charged use reached one of
+	// its alert fractions. Sent once per budget, window, fraction and
+	// period across every gateway sharing the store.
+	BudgetThresholdCrossed ApprovalEventType = "budget.threshold"
 )
 
 // ApprovalEvent is something the people who approve a principal's calls
@@ -26,4 +30,8 @@ type ApprovalEvent struct {
 	Request ApprovalRequest
 	// Execution is the execution, for ExecutionAmbiguous; nil otherwise.
 	Execution *ExecutionSummary
+	// Threshold is the crossing, for BudgetThresholdCrossed; nil otherwise.
+	// ID is then its stable webhook-id.
+	Threshold *BudgetThreshold
+	ID        string
 }

@@ -11,6 +11,9 @@ const (
 	SpendByTool SpendGrouping = "tool"
 	// SpendByDay groups by the UTC day of creation, as YYYY-MM-DD.
 	SpendByDay SpendGrouping = "day"
+	// SpendByPrincipal groups by the principal who called (a budget's
+	// spend only).
+	SpendByPrincipal SpendGrouping = "principal"
 )
 
 // Key is the group a completed execution counts in under grouping g.

@@ -7,6 +7,9 @@ type Controls struct {
 	RequestedUSD string         `json:"requestedUsd"`
 	Global       GlobalControls `json:"global"`
 	Tool         *ToolControls  `json:"tool"`
+	// Budgets are the principal's budgets and their ancestors, nearest
+	// first; absent when the principal counts in none.
+	Budgets []Budget `json:"budgets,omitempty"`
 }
 
 // GlobalControls are a principal's limits over all tools, with what is used.

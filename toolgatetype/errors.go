@@ -64,6 +64,9 @@ type Error struct {
 	Details []FieldError
 	// Violations lists the spend controls a call would break (spend_limit_exceeded).
 	Violations []string
+	// Budget is the first budget short, nearest the principal, when a
+	// budget refused the call (spend_limit_exceeded); nil otherwise.
+	Budget *BudgetRefusal
 	// RetryAfter says when a rate-limited caller may try again (rate_limited).
 	RetryAfter time.Duration
 	// ApprovalRequirement, ManifestDigest and Reasons explain tool_blocked,
