@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/shopspring/decimal"
+	"github.com/toolgate/toolgate/internal/budgets"
 	"github.com/toolgate/toolgate/internal/executor"
 	"github.com/toolgate/toolgate/receipt"
 	"github.com/toolgate/toolgate/registry"
@@ -166,6 +167,12 @@ type Gateway struct {
 	log                *slog.Logger
 	receipts           *receipt.Keys
 	obs                *observer
+	// budgets is the checked Config.Budgets; nil when none are configured,
+	// which costs a call nothing.
+	budgets *budgets.Tree
+	// alerts sends budget.threshold events and keeps the budget metrics
+	// (budgetalerts.go); nil without budgets.
+	alerts *budgetAlerts
 	// counter counts requests in windows (ApprovalRequestLimit).
 	counter storage.WindowCounter
 }
@@ -220,6 +227,14 @@ func New(store storage.Store, cfg *Config) (*Gateway, error) {
 		}
 	}
 	gw.approvalsFromStore = sameSource(gw.approvals, store)
+	if len(c.Budgets) > 0 {
+		if gw.budgets, err = budgets.New(c.Budgets); err != nil {
+			return nil, fmt.Errorf("toolgate: %w", err)
+		}
+		if gw.alerts, err = gw.newBudgetAlerts(); err != nil {
+			return nil, fmt.Errorf("toolgate: %w", err)
+		}
+	}
 	gw.executor = gw.newExecutor()
 	return gw, nil
 }
