@@ -154,6 +154,14 @@ func testBudgetSpend(t *testing.T, newStore newStoreFunc) {
 		h.callIn("alice", "tool-a", "1.00", "old", storage.ExecutionCompleted, old, east(old))
 		h.callIn("alice", "tool-a", "2.00", "march", storage.ExecutionCompleted, eastMarch, east(eastMarch))
 		h.callIn("bob", "tool-a", "4.00", "now", storage.ExecutionCompleted, t0, east(t0))
+		// A budget that keeps UTC: Prune keeps a day more than UTC's month
+		// asks for, so that no zone's month is cut short.
+		for _, at := range []time.Time{
+			time.Date(2030, time.February, 27, 12, 0, 0, 0, time.UTC),
+			time.Date(2030, time.February, 28, 12, 0, 0, 0, time.UTC),
+		} {
+			h.callIn("dave", "tool-a", "1.00", at.Format(time.DateOnly), storage.ExecutionCompleted, at, utcDays(at, "org"))
+		}
 		// A long call that began last month is still running at the prune.
 		long := beginFor(h.quote("carol", "tool-a", "8.00", old), "long", old)
 		long.Budgets = east(old)
@@ -180,6 +188,10 @@ func testBudgetSpend(t *testing.T, newStore newStoreFunc) {
 			{Key: "2030-03-01", TotalUSD: dec("2.00"), Count: 1},
 			{Key: "2030-03-16", TotalUSD: dec("4.00"), Count: 1},
 		}, h.budgetSpendOf(byDay))
+
+		// Of the UTC budget, the days before the one before LedgerBefore's go.
+		assertGroups(t, []storage.SpendGroup{{Key: "2030-02-28", TotalUSD: dec("1.00"), Count: 1}},
+			h.budgetSpendOf(storage.SpendQuery{Budget: "org", GroupBy: toolgatetype.SpendByDay}))
 
 		// The long call can still report, and counts on its own day only.
 		h.finish(long, storage.ExecutionCompleted, `{}`, t0)
