@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/internal/testproc"
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/storage/memory"
 	"github.com/toolgate/toolgate/toolgatetest"
 	"github.com/toolgate/toolgate/toolgatetype"
@@ -339,4 +341,69 @@ func TestBudgetAlertsOnceAcrossAFleet(t *testing.T) {
 		require.NoError(t, err)
 		assert.GreaterOrEqual(t, used, f.min, "%s is sent once its fraction is reached", f.id)
 	}
+}
+
+// summaryStore is a memory store that counts the spend summaries asked of
+// it and, while gate is set, holds each until gate is closed, telling of
+// each on entered.
+type summaryStore struct {
+	*memory.Store
+	summaries atomic.Int64
+	gate      chan struct{}
+	entered   chan struct{}
+}
+
+func (s *summaryStore) SpendSummary(ctx context.Context, q storage.SpendQuery) ([]storage.SpendGroup, error) {
+	s.summaries.Add(1)
+	if s.gate != nil {
+		s.entered <- struct{}{}
+		<-s.gate
+	}
+	return s.Store.SpendSummary(ctx, q)
+}
+
+func TestBudgetAlertsReadNothingOncePassed(t *testing.T) {
+	t.Parallel()
+	hooks := newHookReceiver(t)
+	sender := hooks.sender(t)
+	store := &summaryStore{Store: memory.New()}
+	team := searchTeam()
+	team.Alerts = []float64{0.5}
+	e := newEnvWithStore(t, store, []toolSpec{pricedAt("1.0000")}, withBudgets(sender, team))
+
+	for range 5 {
+		e.charge("alice", "1.0000")
+		e.gw.WaitBudgetAlerts()
+	}
+	hooks.await(t, 1)
+	read := store.summaries.Load()
+	require.Equal(t, int64(5), read, "each charge under half reads the day's spend")
+	for range 4 {
+		e.charge("alice", "1.0000")
+		e.gw.WaitBudgetAlerts()
+	}
+	assert.Equal(t, read, store.summaries.Load(), "a day past its only fraction costs no read")
+	assert.Len(t, hooks.settled(t, sender), 1)
+}
+
+func TestBudgetAlertsCheckOnceMoreForChargesDuringACheck(t *testing.T) {
+	t.Parallel()
+	hooks := newHookReceiver(t)
+	sender := hooks.sender(t)
+	store := &summaryStore{Store: memory.New(), gate: make(chan struct{}), entered: make(chan struct{}, 10)}
+	e := newEnvWithStore(t, store, []toolSpec{pricedAt("1.0000")}, withBudgets(sender, searchTeam()))
+
+	// The first charge's check is held in the store; the calls after it
+	// finish all the same, and ask for one more check between them.
+	e.charge("alice", "1.0000")
+	<-store.entered
+	for range 5 {
+		e.charge("bob", "1.0000")
+	}
+	close(store.gate)
+	e.gw.WaitBudgetAlerts()
+	assert.Equal(t, int64(2), store.summaries.Load(), "the check in flight, and one more")
+	got := hooks.settled(t, sender)
+	require.Len(t, got, 1, "the second check sees the $6 and passes half")
+	assert.Equal(t, threshold(0.5, "6.0000", t0.In(berlin)), got[0].Data)
 }
