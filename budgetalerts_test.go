@@ -3,8 +3,6 @@ package toolgate_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -266,81 +264,6 @@ func TestBudgetAlertsNotForAFailedCall(t *testing.T) {
 	got := hooks.settled(t, sender)
 	require.Len(t, got, 1)
 	assert.Equal(t, threshold(0.5, "6.0000", t0.In(berlin)), got[0].Data)
-}
-
-func TestBudgetAlertsOnceAcrossAFleet(t *testing.T) {
-	t.Parallel()
-	hooks := newHookReceiver(t)
-	store := memory.New()
-	var (
-		senders []*webhook.Sender
-		fleet   []*env
-	)
-	for range 3 {
-		s := hooks.sender(t)
-		senders = append(senders, s)
-		fleet = append(fleet, newEnvWithStore(t, store, []toolSpec{pricedAt("1.0000")}, withBudgets(s, searchTeam())))
-	}
-
-	// Every instance charges at once until the day's $10 is spent.
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var completed int
-	for i, e := range fleet {
-		for w := range 4 {
-			principal := []string{"alice", "bob"}[w%2]
-			wg.Go(func() {
-				for n := 0; ; n++ {
-					q, err := e.gw.Quote(context.Background(), principal, "paid")
-					if err != nil {
-						return
-					}
-					req := toolgatetest.ApprovedRequest(q, `{"v":"x"}`, fmt.Sprintf("fleet-%d-%d-%d", i, w, n))
-					res, err := e.gw.Call(context.Background(), principal, req)
-					var te *toolgatetype.Error
-					if errors.As(err, &te) && te.Code == toolgatetype.CodeSpendLimitExceeded {
-						return
-					}
-					if !assert.NoError(t, err) || !assert.Equal(t, toolgatetype.StatusCompleted, res.Execution.Status) {
-						return
-					}
-					mu.Lock()
-					completed++
-					mu.Unlock()
-				}
-			})
-		}
-	}
-	wg.Wait()
-	require.Equal(t, 10, completed, "the budget admits $10 across the fleet")
-	for _, e := range fleet {
-		e.gw.WaitBudgetAlerts()
-	}
-	got := hooks.settled(t, senders...)
-
-	byID := map[string]toolgatetype.BudgetThreshold{}
-	for _, h := range got {
-		_, dup := byID[h.ID]
-		assert.False(t, dup, "%s sent twice", h.ID)
-		byID[h.ID] = h.Data
-	}
-	require.Len(t, got, 3, "one event per fraction, whichever instance saw it")
-	for _, f := range []struct {
-		id   string
-		frac float64
-		min  float64
-	}{
-		{"budget.threshold:search-team:daily:0.5:2026-03-14", 0.5, 5},
-		{"budget.threshold:search-team:daily:0.8:2026-03-14", 0.8, 8},
-		{"budget.threshold:search-team:daily:1:2026-03-14", 1, 10},
-	} {
-		d, ok := byID[f.id]
-		require.True(t, ok, "%s sent", f.id)
-		assert.Equal(t, f.frac, d.Fraction)
-		used, err := strconv.ParseFloat(d.UsedUSD, 64)
-		require.NoError(t, err)
-		assert.GreaterOrEqual(t, used, f.min, "%s is sent once its fraction is reached", f.id)
-	}
 }
 
 // summaryStore is a memory store that counts the spend summaries asked of
