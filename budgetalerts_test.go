@@ -38,8 +38,8 @@ type thresholdHook struct {
 }
 
 // hookReceiver is a webhook endpoint over real HTTP that keeps every
-// delivery whose Standard Webhooks signature verifies, and counts those
-// that do not.
+// budget.threshold delivery whose Standard Webhooks signature verifies,
+// and counts the deliveries that do not verify.
 type hookReceiver struct {
 	srv      *httptest.Server
 	mu       sync.Mutex
@@ -63,6 +63,9 @@ func newHookReceiver(t *testing.T) *hookReceiver {
 			r.unsigned++
 			w.WriteHeader(http.StatusBadRequest)
 			return
+		}
+		if h.Type != toolgatetype.BudgetThresholdCrossed {
+			return // another event: an ambiguous call's, say
 		}
 		h.ID = id
 		r.got = append(r.got, h)
@@ -329,4 +332,40 @@ func TestBudgetAlertsCheckOnceMoreForChargesDuringACheck(t *testing.T) {
 	got := hooks.settled(t, sender)
 	require.Len(t, got, 1, "the second check sees the $6 and passes half")
 	assert.Equal(t, threshold(0.5, "6.0000", t0.In(berlin)), got[0].Data)
+}
+
+// An ambiguous call's amount is held, not charged: it sends nothing until
+// a person finds it completed, and then its charge does.
+func TestBudgetAlertsForAnAmbiguousCallOnceResolvedCompleted(t *testing.T) {
+	t.Parallel()
+	hooks := newHookReceiver(t)
+	sender := hooks.sender(t)
+	p := newTicketProvider(t, 1000, false)
+	gw := ticketGatewayWith(t, p.srv.URL, false, func(c *toolgate.Config) {
+		c.Approvers = toolgate.StaticApprovers{Approvers: map[string][]string{"dana": {"alice"}}}
+		c.ApprovalNotifier = sender
+		c.Budgets = []toolgatetype.BudgetDefinition{{
+			ID: "support", Name: "Support", Members: []string{"alice"},
+			DailyLimitUSD: dec("0.2000"), Alerts: []float64{0.25},
+		}}
+	})
+
+	// Each holds $0.055 of $0.20, past a quarter.
+	held := ambiguousCall(t, gw, "held")
+	failed := ambiguousCall(t, gw, "lost")
+	gw.WaitBudgetAlerts()
+	_, err := gw.ResolveExecution(t.Context(), "dana", failed.Execution.ID, toolgatetype.ResolveRequest{Outcome: toolgatetype.StatusFailed})
+	require.NoError(t, err)
+	gw.WaitBudgetAlerts()
+	hooks.mu.Lock()
+	assert.Empty(t, hooks.got, "nothing charged yet")
+	hooks.mu.Unlock()
+
+	_, err = gw.ResolveExecution(t.Context(), "dana", held.Execution.ID, toolgatetype.ResolveRequest{Outcome: toolgatetype.StatusCompleted})
+	require.NoError(t, err)
+	gw.WaitBudgetAlerts()
+	got := hooks.settled(t, sender)
+	require.Len(t, got, 1)
+	assert.Equal(t, "budget.threshold:support:daily:0.25:2026-03-14", got[0].ID)
+	assert.Equal(t, "0.0550", got[0].Data.UsedUSD, "the resolved call's charge, not the released one's")
 }
