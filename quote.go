@@ -76,6 +76,16 @@ func (g *Gateway) quoteOf(ctx context.Context, principal string, v *registry.Ver
 		ExpiresAt:      now.Add(g.cfg.QuoteTTL),
 		State:          storage.QuoteOpen,
 	}
+	// The caller's budgets' windows are measured with the caller's own.
+	windows := spendWindows(v.Tool.ID, now)
+	nodes := g.callBudgets(ctx, principal)
+	var budgetLimits []builtLimit
+	if nodes != nil {
+		budgetLimits = appendBudgetLimits(nil, nodes, v.Tool, now, false)
+		for _, b := range budgetLimits {
+			windows = append(windows, b.limit)
+		}
+	}
 	// The quote is stored whatever the decisions, so it is stored in the
 	// same step as the reads they need: one round trip on a database.
 	read, err := storage.ReadBatch(ctx, g.store, storage.Reads{
@@ -83,7 +93,7 @@ func (g *Gateway) quoteOf(ctx context.Context, principal string, v *registry.Ver
 		Approval:      g.approvalsFromStore,
 		ToolID:        v.Tool.ID,
 		SpendControls: true,
-		Limits:        spendWindows(v.Tool.ID, now),
+		Limits:        windows,
 		CreateQuote:   &q,
 		MaxOpenQuotes: g.cfg.MaxOpenQuotes,
 		Key:           key,
@@ -113,6 +123,9 @@ func (g *Gateway) quoteOf(ctx context.Context, principal string, v *registry.Ver
 	}
 	policy := forCaller(EvaluatePolicy(v), standingFor(approval, mode), amt.Total.IsZero())
 	controls := previewControls(limits, read.Used, amt.Total)
+	if nodes != nil {
+		previewBudgets(&controls, nodes, v.Tool.Slug, budgetLimits, read.Used[len(windows)-len(budgetLimits):], amt.Total)
+	}
 	return &toolgatetype.QuoteResult{
 		Quote: toolgatetype.QuoteInfo{
 			ID:             q.ID.String(),

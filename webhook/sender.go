@@ -10,7 +10,13 @@
 // The body is {"type": "approval_request.created" | "approval_request.decided",
 // "timestamp": <when it happened>, "data": <the request, as the API shows it>},
 // or for a call whose outcome is unknown {"type": "execution.ambiguous",
-// "timestamp", "data": <the execution, as the audit trail lists it>}.
+// "timestamp", "data": <the execution, as the audit trail lists it>}, or for
+// a budget window whose charged use reached an alert fraction
+// {"type": "budget.threshold", "timestamp", "data": <the crossing, a
+// toolgatetype.BudgetThreshold>}. A budget.threshold event's webhook-id is
+// the event's own stable id ("budget.threshold:<budget>:<window>:<fraction>:
+// <period start>"), so a receiver can tell a crossing it already handled;
+// every other event gets a random "msg_..." id.
 package webhook
 
 import (
@@ -139,8 +145,9 @@ func New(target, secret string, cfg *Config) (*Sender, error) {
 	return s, nil
 }
 
-// event is the body of a webhook. Data is the approval request, or for an
-// execution event the execution as the audit trail lists it.
+// event is the body of a webhook. Data is the approval request, for an
+// execution event the execution as the audit trail lists it, and for a
+// budget event the crossing.
 type event struct {
 	Type      toolgatetype.ApprovalEventType `json:"type"`
 	Timestamp time.Time                      `json:"timestamp"`
@@ -151,9 +158,18 @@ type event struct {
 func (s *Sender) NotifyApproval(ctx context.Context, ev toolgatetype.ApprovalEvent) {
 	var data any
 	id := ev.Request.ID
-	if ev.Execution != nil {
+	msgID := "msg_" + randomHex(16)
+	switch {
+	case ev.Threshold != nil:
+		data, id = ev.Threshold, ev.ID
+		if ev.ID != "" {
+			// The crossing's own id: the same from whichever gateway saw
+			// it, so that a receiver can drop a second report of it.
+			msgID = ev.ID
+		}
+	case ev.Execution != nil:
 		data, id = ev.Execution, ev.Execution.ID
-	} else {
+	default:
 		req := ev.Request
 		req.ApproveURL = ""
 		if s.cfg.ApproveURL != nil {
@@ -166,7 +182,7 @@ func (s *Sender) NotifyApproval(ctx context.Context, ev toolgatetype.ApprovalEve
 		s.cfg.Logger.ErrorContext(ctx, "webhook: cannot encode an approval event", "error", err)
 		return
 	}
-	d := delivery{id: "msg_" + randomHex(16), payload: payload}
+	d := delivery{id: msgID, payload: payload}
 	select {
 	case <-s.stop:
 		s.cfg.Logger.WarnContext(ctx, "webhook: closed; approval event not sent", "type", ev.Type, "id", id)

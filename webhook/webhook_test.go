@@ -269,3 +269,53 @@ func TestSecretAndURLPathNeverLogged(t *testing.T) {
 	}
 	assert.False(t, bytes.Contains([]byte(out), []byte("distinctive-secret")))
 }
+
+func TestSenderSendsABudgetThresholdWithItsOwnID(t *testing.T) {
+	t.Parallel()
+	rc, srv := newReceiver(http.StatusInternalServerError)
+	defer srv.Close()
+	s, err := webhook.New(srv.URL, distinctiveSecret, &webhook.Config{Backoff: noWait})
+	require.NoError(t, err)
+	defer s.Close(context.Background())
+
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	require.NoError(t, err)
+	const id = "budget.threshold:search-team:daily:0.8:2026-11-28"
+	s.NotifyApproval(context.Background(), toolgatetype.ApprovalEvent{
+		Type:      toolgatetype.BudgetThresholdCrossed,
+		Timestamp: time.Date(2026, 11, 28, 15, 4, 5, 0, berlin),
+		ID:        id,
+		Threshold: &toolgatetype.BudgetThreshold{
+			Budget:      toolgatetype.BudgetRef{ID: "search-team", Name: "Search team"},
+			Window:      toolgatetype.BudgetDaily,
+			Fraction:    0.8,
+			UsedUSD:     "40.5000",
+			LimitUSD:    "50.0000",
+			PeriodStart: time.Date(2026, 11, 28, 0, 0, 0, 0, berlin),
+			ResetsAt:    time.Date(2026, 11, 29, 0, 0, 0, 0, berlin),
+		},
+	})
+	got := rc.await(t, 2)
+	require.Len(t, got, 2, "one failure, then delivered")
+	key, err := webhook.ParseSecret(distinctiveSecret)
+	require.NoError(t, err)
+	for _, g := range got {
+		assert.Equal(t, id, g.header.Get("webhook-id"), "the crossing's stable id, on every attempt")
+		secs, err := strconv.ParseInt(g.header.Get("webhook-timestamp"), 10, 64)
+		require.NoError(t, err)
+		assert.True(t, webhook.Verify(key, id, time.Unix(secs, 0), g.body, g.header.Get("webhook-signature")))
+	}
+	assert.JSONEq(t, `{
+		"type": "budget.threshold",
+		"timestamp": "2026-11-28T14:04:05Z",
+		"data": {
+			"budget": {"id": "search-team", "name": "Search team"},
+			"window": "daily",
+			"fraction": 0.8,
+			"usedUsd": "40.5000",
+			"limitUsd": "50.0000",
+			"periodStart": "2026-11-28T00:00:00+01:00",
+			"resetsAt": "2026-11-29T00:00:00+01:00"
+		}
+	}`, string(got[0].body))
+}

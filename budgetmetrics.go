@@ -1,0 +1,139 @@
+package toolgate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/shopspring/decimal"
+	"github.com/toolgate/toolgate/internal/promshare"
+	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
+)
+
+// budgetMetricsMaxAge is the oldest reading a scrape is answered with: a
+// scrape after it reads the store again. Every instance exports the whole
+// fleet's use, so scraping many instances often must not read the store
+// as often.
+const budgetMetricsMaxAge = 10 * time.Second
+
+// budgetMetricsTimeout bounds the store read behind one scrape.
+const budgetMetricsTimeout = 5 * time.Second
+
+// budgetMetrics exports each budget window's use and limit
+// (toolgate_budget_used_usd, toolgate_budget_limit_usd), read from the
+// store so that every instance shows the fleet's use, the way GET
+// /v1/budgets does: charged calls plus amounts held by calls in flight or
+// ambiguous. Its labels are the budget's id and the window; no principal.
+type budgetMetrics struct {
+	g           *Gateway
+	used, limit *prometheus.Desc
+
+	// mu makes concurrent scrapes share one read.
+	mu      sync.Mutex
+	readAt  time.Time
+	reading []budgetReading // nil until read, and after a failed read
+}
+
+// budgetReading is one window's use.
+type budgetReading struct {
+	budget      string
+	window      toolgatetype.BudgetWindowKind
+	used, limit decimal.Decimal
+}
+
+// newBudgetMetrics registers the budget metrics with Config.Metrics; nil
+// when there is none. Gateways sharing a registerer share the first one's
+// collector: each reads the whole fleet's use from the store anyway.
+func newBudgetMetrics(g *Gateway) (*budgetMetrics, error) {
+	if g.cfg.Metrics == nil {
+		return nil, nil
+	}
+	labels := []string{"budget", "window"}
+	m := &budgetMetrics{
+		g: g,
+		used: prometheus.NewDesc("toolgate_budget_used_usd",
+			"US dollars used in a budget's window (daily, weekly, monthly) across every instance: charged calls plus amounts held by calls in flight or ambiguous. Only windows with a limit.",
+			labels, nil),
+		limit: prometheus.NewDesc("toolgate_budget_limit_usd",
+			"The limit in US dollars of a budget's window (daily, weekly, monthly).",
+			labels, nil),
+	}
+	var errs []error
+	m = promshare.Register(g.cfg.Metrics, m, &errs)
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("toolgate: register budget metrics: %w", err)
+	}
+	return m, nil
+}
+
+// Describe sends the two metrics' descriptions.
+func (m *budgetMetrics) Describe(ch chan<- *prometheus.Desc) {
+	ch <- m.used
+	ch <- m.limit
+}
+
+// Collect sends each window's use and limit, as read at most
+// budgetMetricsMaxAge ago.
+func (m *budgetMetrics) Collect(ch chan<- prometheus.Metric) {
+	for _, r := range m.read() {
+		ch <- prometheus.MustNewConstMetric(m.used, prometheus.GaugeValue, r.used.InexactFloat64(), r.budget, string(r.window))
+		ch <- prometheus.MustNewConstMetric(m.limit, prometheus.GaugeValue, r.limit.InexactFloat64(), r.budget, string(r.window))
+	}
+}
+
+// read returns the last reading while it is fresh, and reads the store
+// again otherwise. A failed read is logged and exports nothing: a gap in
+// the series says what is known better than an old value would.
+func (m *budgetMetrics) read() []budgetReading {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.g.clock.Now()
+	if m.reading != nil && !now.Before(m.readAt) && now.Sub(m.readAt) < budgetMetricsMaxAge {
+		return m.reading
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), budgetMetricsTimeout)
+	defer cancel()
+	reading, err := m.measure(ctx, now)
+	if err != nil {
+		m.g.log.WarnContext(ctx, "budget metrics: cannot read the budgets' use", "error", err)
+		m.reading = nil
+		return nil
+	}
+	m.reading, m.readAt = reading, now
+	return reading
+}
+
+// measure reads every budget window's use at now in one MeasureLimits.
+func (m *budgetMetrics) measure(ctx context.Context, now time.Time) ([]budgetReading, error) {
+	reading := []budgetReading{}
+	var limits []storage.Limit
+	for _, n := range m.g.budgets.Nodes() {
+		for _, kind := range budgetWindows {
+			limit, ok := n.Limits[kind]
+			if !ok {
+				continue
+			}
+			_, _, fromDay := n.Window(kind, now)
+			limits = append(limits, storage.Limit{Budget: n.ID, Measure: storage.MeasureSpend, FromDay: fromDay, Max: limit})
+			reading = append(reading, budgetReading{budget: n.ID, window: kind, limit: limit})
+		}
+	}
+	if len(limits) == 0 {
+		return reading, nil
+	}
+	used, err := m.g.store.MeasureLimits(ctx, "", limits)
+	if err != nil {
+		return nil, err
+	}
+	if len(used) != len(limits) {
+		return nil, fmt.Errorf("the store measured %d limits of %d", len(used), len(limits))
+	}
+	for i := range reading {
+		reading[i].used = used[i]
+	}
+	return reading, nil
+}
