@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
@@ -154,4 +155,33 @@ func TestParseConfigBudgetClaimsNeedTokens(t *testing.T) {
 	_, err := parseConfig([]byte(doc), testRegistry(t))
 	require.Error(t, err)
 	assert.Equal(t, `config: budgets[0].claims: claims match access tokens, which need an "oauth" section; API keys join a budget by members`, err.Error())
+}
+
+// TestREADMEBudgetsConfigExample keeps the README's budgets example valid
+// and saying what the section says of it.
+func TestREADMEBudgetsConfigExample(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	_, section, found := strings.Cut(string(readme), "\n## Budgets for teams and the organization\n")
+	require.True(t, found, "the README has a section on budgets")
+	_, example, found := strings.Cut(section, "```json\n")
+	require.True(t, found, "the section has a config example")
+	example, _, _ = strings.Cut(example, "```")
+	cfg, err := parseConfig([]byte(example), testRegistry(t))
+	require.NoError(t, err)
+	require.Len(t, cfg.Budgets, 2)
+	acme, team := cfg.Budgets[0], cfg.Budgets[1]
+	assert.Equal(t, "acme", acme.ID)
+	assert.NotNil(t, acme.MonthlyLimitUSD)
+	assert.Equal(t, "acme", team.Parent)
+	assert.Equal(t, []string{"alice", "bob"}, team.Members)
+	assert.Equal(t, map[string]string{"groups": "search"}, team.Claims)
+	assert.NotNil(t, team.DailyLimitUSD)
+	assert.NotNil(t, team.WeeklyLimitUSD)
+	assert.NotNil(t, team.Tools["goal-data"].DailyLimitUSD)
+	assert.NotEmpty(t, team.Alerts)
+	assert.Equal(t, "Europe/Berlin", team.TimeZone)
+	assert.Equal(t, []string{"pat"}, team.Approvers)
+	assert.NotEmpty(t, cfg.Approvals.WebhookURL, "alerts go to the approvals' webhook")
 }
