@@ -96,6 +96,12 @@ func (s *Store) SpendSummary(ctx context.Context, q storage.SpendQuery) ([]stora
 		return nil, err
 	}
 	query, args := s.spendSQL(q)
+	if q.Budget != "" {
+		var err error
+		if query, args, err = s.budgetSpendSQL(q); err != nil {
+			return nil, err
+		}
+	}
 	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
 		return nil, translate(err)
@@ -140,4 +146,36 @@ func (s *Store) spendSQL(q storage.SpendQuery) (string, []any) {
 		FROM {schema}.executions
 		WHERE principal = ANY($1::text[]) AND status = 'completed' AND charged` + where + `
 		GROUP BY 1`), args
+}
+
+// budgetSpendSQL is SpendSummary's statement for a budget's spend
+// (q.Budget) and its arguments. It reads budget_spend, what the budget's
+// calls were charged per day, principal and tool, which outlives the
+// executions: at most a row per day, principal and tool of the range.
+func (s *Store) budgetSpendSQL(q storage.SpendQuery) (string, []any, error) {
+	from, until := "-infinity", "infinity" // an empty bound is open
+	if q.FromDay != "" {
+		if err := checkDay(q.FromDay); err != nil {
+			return "", nil, fmt.Errorf("postgres: SpendSummary FromDay: %w", err)
+		}
+		from = q.FromDay
+	}
+	if q.UntilDay != "" {
+		if err := checkDay(q.UntilDay); err != nil {
+			return "", nil, fmt.Errorf("postgres: SpendSummary UntilDay: %w", err)
+		}
+		until = q.UntilDay
+	}
+	key := "tool"
+	switch q.GroupBy {
+	case toolgatetype.SpendByDay:
+		key = `to_char(day, 'YYYY-MM-DD')`
+	case toolgatetype.SpendByPrincipal:
+		key = "principal"
+	}
+	return s.sql(`
+		SELECT ` + key + ` AS key, sum(spend_usd)::text, sum(calls)::bigint
+		FROM {schema}.budget_spend
+		WHERE budget = $1 AND day >= $2::text::date AND day < $3::text::date
+		GROUP BY 1`), []any{q.Budget, from, until}, nil
 }

@@ -89,11 +89,11 @@ func (s *Store) readBatch(ctx context.Context, r storage.Reads) (storage.ReadRes
 		})
 	}
 	if len(r.Limits) > 0 {
-		args, err := newLimitArgs(r.Limits)
+		query, args, err := s.measureSQL(r.Principal, r.Limits)
 		if err != nil {
 			return storage.ReadResult{}, err
 		}
-		batch.Queue(s.sql(measureLimitsSQL), append([]any{r.Principal}, args.params()...)...).Query(func(rows pgx.Rows) error {
+		batch.Queue(query, args...).Query(func(rows pgx.Rows) error {
 			used, err := scanMeasured(rows, len(r.Limits))
 			res.Used = used
 			return err

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -100,16 +101,36 @@ const lockPrincipalSQL = `
 // $29 describe (present, digest, mode, approver, time). It comes before
 // every other verdict, so that a call decided on out-of-date reads is
 // decided again whatever else holds.
+//
+// And each comes in a form for a call in budgets (admitBudgetSQL), which
+// also measures the budgets' limits (budgetLimitsCTE), records the call's
+// budgets and days on its execution and counts it in their day rows
+// (budgetRollupSQL). Its parameters follow the others': the budgets'
+// limits (budgetLimitArgs.params), then the call's budgets and their days.
+// A call in no budget runs a form that names none of their tables.
 var (
-	admitSQL                = admitStatement(false, false)
-	admitGrantSQL           = admitStatement(true, false)
-	admitRememberedSQL      = admitStatement(false, true)
-	admitGrantRememberedSQL = admitStatement(true, true)
+	admitSQL                = admitStatement(false, false, false)
+	admitGrantSQL           = admitStatement(true, false, false)
+	admitRememberedSQL      = admitStatement(false, true, false)
+	admitGrantRememberedSQL = admitStatement(true, true, false)
+
+	admitBudgetSQL                = admitStatement(false, false, true)
+	admitGrantBudgetSQL           = admitStatement(true, false, true)
+	admitRememberedBudgetSQL      = admitStatement(false, true, true)
+	admitGrantRememberedBudgetSQL = admitStatement(true, true, true)
 )
 
+// admitForms are the admission statements by whether the call carries a
+// grant, was decided on remembered reads, and counts in budgets.
+var admitForms = [2][2][2]string{
+	{{admitSQL, admitBudgetSQL}, {admitRememberedSQL, admitRememberedBudgetSQL}},
+	{{admitGrantSQL, admitGrantBudgetSQL}, {admitGrantRememberedSQL, admitGrantRememberedBudgetSQL}},
+}
+
 // admitStatement returns the admission statement with or without a grant,
-// and with or without the check of remembered reads.
-func admitStatement(grant, remembered bool) string {
+// with or without the check of remembered reads, and with or without
+// budgets.
+func admitStatement(grant, remembered, budgets bool) string {
 	staleCheck := ""
 	if remembered {
 		staleCheck = `
@@ -138,8 +159,27 @@ used_grant AS (
 	WHERE id = $17 AND EXISTS (SELECT FROM used_quote)
 ),`
 	}
+	// The budget form's parameters come after all of the others.
+	first := 23
+	if remembered {
+		first = 30
+	}
+	param := func(k int) string { return fmt.Sprintf("$%d", first+k) }
+	checked, budgetLimits, budgetColumns, budgetValues, minuteReturning, budgetRollup := "limits", "", "", "", "", ""
+	failedOldest, failedFrom := principalOldestSQL, "limits"
+	if budgets {
+		checked, failedFrom = "checked", "checked"
+		budgetLimits = budgetLimitsCTE(first)
+		budgetColumns = `, budgets, budget_days`
+		budgetValues = `,
+		NULLIF(` + param(8) + `::text[], '{}'), NULLIF(` + param(9) + `::text[], '{}')::date[]`
+		minuteReturning = `
+	RETURNING 1`
+		budgetRollup = budgetRollupSQL(param(8), param(9))
+		failedOldest = `CASE WHEN l.budget IS NULL THEN ` + principalOldestSQL + ` ELSE ` + budgetOldestSQL + ` END`
+	}
 	return `
-WITH ` + limitsCTE + `,` + grantRow + `
+WITH ` + limitsCTE + budgetLimits + `,` + grantRow + `
 verdict AS (
 	SELECT CASE` + staleCheck + `
 		WHEN EXISTS (SELECT FROM {schema}.executions WHERE principal = $1 AND idempotency_key = $8)
@@ -152,7 +192,7 @@ verdict AS (
 		WHEN EXISTS (SELECT FROM {schema}.executions WHERE id = $11)
 			OR EXISTS (SELECT FROM {schema}.spend_ledger WHERE execution_id = $11)
 			THEN 'execution_exists'
-		WHEN EXISTS (SELECT FROM limits
+		WHEN EXISTS (SELECT FROM ` + checked + `
 			WHERE used + CASE measure WHEN 'spend' THEN $13::numeric ELSE 1 END > max)
 			THEN 'over_limit'
 		ELSE 'admit'
@@ -167,10 +207,10 @@ used_quote AS (
 execution AS (
 	INSERT INTO {schema}.executions (id, principal, tool_id, quote_id, idempotency_key, status,
 		amount_usd, charged, created_at, tool_slug, manifest_digest, price_usd, fee_usd, approval, grant_id,
-		fingerprint, lease_token, lease_until)
+		fingerprint, lease_token, lease_until` + budgetColumns + `)
 	SELECT $11::uuid, $1, $12::text, $10::uuid, $8, 'running', $13::numeric, false, $16::timestamptz,
 		$18::text, $19::text, $20::numeric, $21::numeric, $22::text, $17::uuid,
-		$9::text, $14::uuid, $15::timestamptz
+		$9::text, $14::uuid, $15::timestamptz` + budgetValues + `
 	FROM used_quote
 	RETURNING amount_usd::text AS amount, created_at
 ),
@@ -188,21 +228,11 @@ minute_rollup AS (
 	FROM used_quote
 	WHERE (SELECT count(*) FROM day_rollup) >= 0
 	ON CONFLICT (principal, minute, tool_id) DO UPDATE
-	SET calls = m.calls + 1, spend_usd = m.spend_usd + EXCLUDED.spend_usd
-),
+	SET calls = m.calls + 1, spend_usd = m.spend_usd + EXCLUDED.spend_usd` + minuteReturning + `
+)` + budgetRollup + `,
 failed AS (
-	SELECT l.i, l.used, least((
-		SELECT min(e.created_at) FROM {schema}.executions e
-		WHERE e.principal = $1 AND e.created_at >= l.since AND e.counted
-			AND (l.tool_id = '' OR e.tool_id = l.tool_id)
-			AND (l.measure = 'calls' OR ` + executionHoldsSpendSQL + `)
-	), (
-		SELECT min(s.created_at) FROM {schema}.spend_ledger s
-		WHERE s.principal = $1 AND s.created_at >= l.since
-			AND (l.tool_id = '' OR s.tool_id = l.tool_id)
-			AND (l.measure = 'calls' OR s.state <> 'released')
-	)) AS oldest
-	FROM limits l
+	SELECT l.i, l.used, ` + failedOldest + ` AS oldest
+	FROM ` + failedFrom + ` l
 	WHERE (SELECT v FROM verdict) = 'over_limit'
 		AND l.used + CASE l.measure WHEN 'spend' THEN $13::numeric ELSE 1 END > l.max
 )
@@ -213,10 +243,37 @@ SELECT v.v, e.amount, e.created_at,
 FROM verdict v LEFT JOIN execution e ON true`
 }
 
+// principalOldestSQL is the creation time of the oldest call a failed
+// limit l of the principal's own counts, for its LimitFailure.Oldest.
+const principalOldestSQL = `least((
+		SELECT min(e.created_at) FROM {schema}.executions e
+		WHERE e.principal = $1 AND e.created_at >= l.since AND e.counted
+			AND (l.tool_id = '' OR e.tool_id = l.tool_id)
+			AND (l.measure = 'calls' OR ` + executionHoldsSpendSQL + `)
+	), (
+		SELECT min(s.created_at) FROM {schema}.spend_ledger s
+		WHERE s.principal = $1 AND s.created_at >= l.since
+			AND (l.tool_id = '' OR s.tool_id = l.tool_id)
+			AND (l.measure = 'calls' OR s.state <> 'released')
+	))`
+
 // admit runs the new-key path. claimed reports that the key already has an
 // execution, in which case nothing was written.
 func (s *Store) admit(ctx context.Context, b storage.Begin) (res storage.BeginResult, claimed bool, err error) {
-	limits, err := newLimitArgs(b.Limits)
+	own, budgetLimits, budgets, err := splitLimits(b.Limits)
+	if err != nil {
+		return res, false, err
+	}
+	budgets = budgets || len(b.Budgets) > 0
+	var budgetIDs, budgetDayList, locks []string
+	if budgets {
+		if budgetIDs, budgetDayList, locks, err = budgetDayArgs(b.Budgets, budgetLimits); err != nil {
+			return res, false, err
+		}
+	} else {
+		own = b.Limits
+	}
+	limits, err := newLimitArgs(own)
 	if err != nil {
 		return res, false, err
 	}
@@ -224,21 +281,17 @@ func (s *Store) admit(ctx context.Context, b storage.Begin) (res storage.BeginRe
 	args = append(args, b.Key, b.Fingerprint, bytesOf(b.QuoteID), bytesOf(b.ExecutionID), b.ToolID,
 		b.AmountUSD.String(), bytesOf(b.LeaseToken), b.LeaseUntil, b.Now, nullID(b.GrantID),
 		b.ToolSlug, b.ManifestDigest, b.PriceUSD.String(), b.FeeUSD.String(), string(b.Approval))
-	admit := admitSQL
-	switch {
-	case b.GrantID != uuid.Nil && b.Decided.Remembered:
-		admit = admitGrantRememberedSQL
-	case b.GrantID != uuid.Nil:
-		admit = admitGrantSQL
-	case b.Decided.Remembered:
-		admit = admitRememberedSQL
-	}
+	admit := admitForms[btoi(b.GrantID != uuid.Nil)][btoi(b.Decided.Remembered)][btoi(budgets)]
 	if b.Decided.Remembered {
 		expected, err := rememberedArgs(&b.Decided)
 		if err != nil {
 			return res, false, err
 		}
 		args = append(args, expected...)
+	}
+	if budgets {
+		args = append(args, budgetLimits.params()...)
+		args = append(args, budgetIDs, budgetDayList)
 	}
 	// Used or refused, the quote is done with; a refusal is decided again
 	// on fresh reads.
@@ -254,6 +307,13 @@ func (s *Store) admit(ctx context.Context, b storage.Begin) (res storage.BeginRe
 		batch.Queue(asyncCommitSQL)
 	}
 	batch.Queue(s.sql(lockPrincipalSQL), b.Principal)
+	if budgets {
+		// After the principal's lock, in the order of the ids (see budget.go).
+		if !s.budgets.all(locks) {
+			batch.Queue(s.sql(ensureBudgetLocksSQL), locks)
+		}
+		batch.Queue(s.sql(lockBudgetsSQL), locks)
+	}
 	batch.Queue(s.sql(admit), args...)
 	br := s.pool.SendBatch(ctx, batch)
 	var (
@@ -278,6 +338,9 @@ func (s *Store) admit(ctx context.Context, b storage.Begin) (res storage.BeginRe
 	}
 	if err != nil {
 		return res, false, translate(err)
+	}
+	if budgets {
+		s.budgets.add(locks)
 	}
 
 	switch verdict {
@@ -311,6 +374,10 @@ func (s *Store) admit(ctx context.Context, b storage.Begin) (res storage.BeginRe
 	}
 	// The amount and time as stored, so the caller sees what a read would.
 	res.Execution = b.NewExecution()
+	if len(b.Budgets) == 0 {
+		res.Execution.Budgets = nil
+		s.plain.add(b.ExecutionID)
+	}
 	res.Execution.AmountUSD = d
 	res.Execution.CreatedAt = utc(*createdAt)
 	return res, false, nil
@@ -385,6 +452,9 @@ func (s *Store) takeOver(ctx context.Context, b storage.Begin) (storage.BeginRes
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return storage.BeginResult{}, translate(err)
+	}
+	if exec.Budgets == nil {
+		s.plain.add(exec.ID)
 	}
 	return storage.BeginResult{Execution: exec, TookOver: true}, nil
 }

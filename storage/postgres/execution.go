@@ -20,7 +20,7 @@ const (
 	auditColumns = `id, principal, tool_id, quote_id, idempotency_key, status,
 	amount_usd::text, charged, created_at, finished_at, tool_slug, manifest_digest,
 	COALESCE(price_usd, amount_usd)::text, COALESCE(fee_usd, 0)::text, approval, grant_id,
-	resolution_outcome, resolved_by, resolved_at, resolution_note`
+	resolution_outcome, resolved_by, resolved_at, resolution_note, budgets, budget_days`
 	executionColumns = auditColumns + `, response`
 	listedColumns    = auditColumns + `, NULL::bytea`
 )
@@ -33,10 +33,12 @@ func scanExecution(row pgx.Row) (storage.Execution, error) {
 		finished, resolved *time.Time
 		grant              *[16]byte // NULL without a grant
 		outcome, by, note  *string   // NULL unless resolved
+		budgets            []string  // NULL in no budget
+		days               []time.Time
 	)
 	if err := row.Scan(bytesAt(&e.ID), &e.Principal, &e.ToolID, bytesAt(&e.QuoteID), &e.IdempotencyKey, &status,
 		&amount, &e.Charged, &e.CreatedAt, &finished, &e.ToolSlug, &e.ManifestDigest, &price, &fee,
-		&approval, &grant, &outcome, &by, &resolved, &note, &e.Response); err != nil {
+		&approval, &grant, &outcome, &by, &resolved, &note, &budgets, &days, &e.Response); err != nil {
 		return storage.Execution{}, translate(err)
 	}
 	if outcome != nil {
@@ -50,6 +52,7 @@ func scanExecution(row pgx.Row) (storage.Execution, error) {
 	if grant != nil {
 		e.GrantID = *grant
 	}
+	e.Budgets = budgetDays(budgets, days)
 	var err error
 	if e.AmountUSD, err = parseDecimal(amount); err != nil {
 		return storage.Execution{}, err

@@ -21,9 +21,5 @@ func (s *Store) ChainLock(principal string) (class, key int32) {
 // MeasureLimitsSQL is the statement MeasureLimits runs for limits, and its
 // arguments, for the test that it reads the indexes.
 func (s *Store) MeasureLimitsSQL(principal string, limits []storage.Limit) (string, []any, error) {
-	args, err := newLimitArgs(limits)
-	if err != nil {
-		return "", nil, err
-	}
-	return s.sql(measureLimitsSQL), append([]any{principal}, args.params()...), nil
+	return s.measureSQL(principal, limits)
 }

@@ -75,15 +75,35 @@ func usageShard(id uuid.UUID) int16 {
 // how many receipts, so executions, it wrote. $11 chain key, $12 seq,
 // $13 prev, $14 hash, $15 signed receipt, $16 whether the chain's lock is
 // held; $7 is the response sealed with it.
+//
+// Each comes in a form for an execution that may count in budgets
+// (finishBudgetSQL, finishSealedBudgetSQL), which also settles its amount
+// on them (budgetSettleSQL) after the principal's rollups and the usage
+// counters; it is the same statement for an execution in none, at the
+// cost of the tables it names. A Store runs the form without budgets for
+// the calls it admitted in none (see plainCalls).
 var (
-	finishSQL       = finishStatement(false)
-	finishSealedSQL = finishStatement(true)
+	finishSQL             = finishStatement(false, false)
+	finishSealedSQL       = finishStatement(true, false)
+	finishBudgetSQL       = finishStatement(false, true)
+	finishSealedBudgetSQL = finishStatement(true, true)
 )
 
-// finishStatement returns the finish statement, with or without a receipt.
-func finishStatement(sealed bool) string {
+// finishStatement returns the finish statement, with or without a
+// receipt, and with or without budgets.
+func finishStatement(sealed, budgets bool) string {
 	chain, chainCheck, returning, receipt, result := "", "", "", "", `
 SELECT count(*) FROM execution`
+	budgetColumns, settle, settled := "", "", ""
+	if budgets {
+		budgetColumns = `, budgets, budget_days, tool_slug`
+		returning = `
+	RETURNING 1`
+		settle = budgetSettleSQL("execution", "$9::boolean", "$6::boolean",
+			`(SELECT count(*) FROM released_minute) + (SELECT count(*) FROM usage) >= 0`)
+		settled = `
+		AND ` + budgetSettledSQL
+	}
 	if sealed {
 		chain = `chain AS (
 	SELECT CASE WHEN $16::boolean THEN true
@@ -100,7 +120,7 @@ SELECT count(*) FROM execution`
 receipt AS (
 	INSERT INTO {schema}.receipts (principal, seq, execution_id, hash, signed)
 	SELECT $1, $12::bigint, $3::uuid, $14::text, $15::bytea FROM execution
-	WHERE (SELECT count(*) FROM released_minute) + (SELECT count(*) FROM usage) >= 0
+	WHERE (SELECT count(*) FROM released_minute) + (SELECT count(*) FROM usage) >= 0` + settled + `
 	RETURNING 1
 )`
 		result = `
@@ -111,7 +131,7 @@ WITH ` + chain + `execution AS (
 	UPDATE {schema}.executions SET status = $5, charged = $6, response = $7, finished_at = $8
 	WHERE id = $3 AND principal = $1 AND idempotency_key = $2 AND lease_token = $4
 		AND status = 'running'` + chainCheck + `
-	RETURNING tool_id, principal, created_at, amount_usd, counted
+	RETURNING tool_id, principal, created_at, amount_usd, counted` + budgetColumns + `
 ),` + releaseRollups("execution", "$9::boolean") + `,
 new_user AS (
 	INSERT INTO {schema}.tool_users (tool_id, principal)
@@ -124,7 +144,7 @@ usage AS (
 	SELECT tool_id, $10::smallint, 1, (SELECT count(*) FROM new_user) FROM execution WHERE $5 = 'completed'
 	ON CONFLICT (tool_id, shard) DO UPDATE
 	SET count = u.count + 1, unique_users = u.unique_users + EXCLUDED.unique_users` + returning + `
-)` + receipt + result
+)` + settle + receipt + result
 }
 
 // FinishExecution records a running execution's outcome atomically: the
@@ -147,8 +167,13 @@ func (s *Store) FinishExecution(ctx context.Context, f storage.Finish) error {
 	}
 	// Ambiguous keeps the amount reserved until a person resolves it.
 	releases := !f.Charged && f.Status != storage.ExecutionAmbiguous
+	budgets := !s.plain.take(f.ExecutionID)
 	if f.Seal != nil {
-		return s.finishSealed(ctx, f, releases)
+		return s.finishSealed(ctx, f, releases, budgets)
+	}
+	finish := finishSQL
+	if budgets {
+		finish = finishBudgetSQL
 	}
 	response := f.Response
 	if response == nil {
@@ -157,7 +182,7 @@ func (s *Store) FinishExecution(ctx context.Context, f storage.Finish) error {
 		response = []byte{}
 	}
 	var n int
-	if err := s.pool.QueryRow(ctx, s.sql(finishSQL),
+	if err := s.pool.QueryRow(ctx, s.sql(finish),
 		f.Principal, f.Key, bytesOf(f.ExecutionID), bytesOf(f.LeaseToken), string(f.Status), f.Charged, response, f.Now,
 		releases, usageShard(f.ExecutionID)).Scan(&n); err != nil {
 		return translate(err)
@@ -170,8 +195,12 @@ func (s *Store) FinishExecution(ctx context.Context, f storage.Finish) error {
 
 // finishSealed is FinishExecution with a receipt: finishSealedSQL, run by
 // writeSealed on a sealed chain head.
-func (s *Store) finishSealed(ctx context.Context, f storage.Finish, releases bool) error {
+func (s *Store) finishSealed(ctx context.Context, f storage.Finish, releases, budgets bool) error {
 	key := s.chainKey(f.Principal)
+	finish := finishSealedSQL
+	if budgets {
+		finish = finishSealedBudgetSQL
+	}
 	wrote, err := s.writeSealed(ctx, f.Principal, f.Seal, true,
 		func(ctx context.Context, q querier, locked bool, seq int64, prev string, sealed storage.Sealed) (bool, error) {
 			hash, signed, response := receiptArgs(sealed)
@@ -179,7 +208,7 @@ func (s *Store) finishSealed(ctx context.Context, f storage.Finish, releases boo
 				ok bool
 				n  int
 			)
-			err := q.QueryRow(ctx, s.sql(finishSealedSQL),
+			err := q.QueryRow(ctx, s.sql(finish),
 				f.Principal, f.Key, bytesOf(f.ExecutionID), bytesOf(f.LeaseToken), string(f.Status), f.Charged, response, f.Now,
 				releases, usageShard(f.ExecutionID), key, seq, prev, hash, signed, locked).Scan(&ok, &n)
 			switch {

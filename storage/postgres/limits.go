@@ -150,11 +150,11 @@ func (s *Store) MeasureLimits(ctx context.Context, principal string, limits []st
 	if len(limits) == 0 {
 		return nil, nil
 	}
-	args, err := newLimitArgs(limits)
+	query, args, err := s.measureSQL(principal, limits)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, s.sql(measureLimitsSQL), append([]any{principal}, args.params()...)...)
+	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
 		return nil, translate(err)
 	}

@@ -62,8 +62,51 @@ func (s *Store) Prune(ctx context.Context, p storage.Prune) (storage.PruneResult
 		if res.Ledger, err = s.pruneLedger(ctx, p.LedgerBefore, limit); err != nil {
 			return res, err
 		}
+		if _, err = s.pruneBudgetHistory(ctx, p.LedgerBefore, limit); err != nil {
+			return res, err
+		}
 	}
 	return res, nil
+}
+
+// pruneBudgetHistorySQL deletes the budgets' history from before $1, a
+// day: at most $3 day rows (budget_daily), as many spend rows
+// (budget_spend), and as many alert claims made before $2. A budget's day
+// is its own time zone's, which may start up to a day before the UTC day
+// of the same date, so the caller keeps one day more than the ledger's
+// cutoff: no day a limit of the ledger's span could count goes. Rows a
+// writer holds are skipped, never waited for, and left for the next run,
+// so the prune closes no cycle with the writers' locks (see budget.go);
+// only a writer settling a call from before the cutoff (a resolution,
+// months late) finds its day row gone, and leaves it so.
+const pruneBudgetHistorySQL = `
+	WITH daily AS (
+		DELETE FROM {schema}.budget_daily d WHERE (d.budget, d.day, d.tool_id) IN (
+			SELECT budget, day, tool_id FROM {schema}.budget_daily WHERE day < $1::date
+			LIMIT $3 FOR UPDATE SKIP LOCKED)
+		RETURNING 1
+	), spend AS (
+		DELETE FROM {schema}.budget_spend s WHERE (s.budget, s.day, s.principal, s.tool) IN (
+			SELECT budget, day, principal, tool FROM {schema}.budget_spend WHERE day < $1::date
+			LIMIT $3 FOR UPDATE SKIP LOCKED)
+		RETURNING 1
+	), alerts AS (
+		DELETE FROM {schema}.alerts_sent WHERE id IN (
+			SELECT id FROM {schema}.alerts_sent WHERE claimed_at < $2
+			LIMIT $3 FOR UPDATE SKIP LOCKED)
+		RETURNING 1
+	)
+	SELECT (SELECT count(*) FROM daily) + (SELECT count(*) FROM spend) + (SELECT count(*) FROM alerts)`
+
+// pruneBudgetHistory runs pruneBudgetHistorySQL for the ledger's cutoff
+// before: the budgets' days before the day before its UTC date go.
+func (s *Store) pruneBudgetHistory(ctx context.Context, before time.Time, limit int) (int, error) {
+	day := before.UTC().Truncate(24*time.Hour).AddDate(0, 0, -1).Format(time.DateOnly)
+	var n int
+	if err := s.pool.QueryRow(ctx, s.sql(pruneBudgetHistorySQL), day, before, limit).Scan(&n); err != nil {
+		return 0, translate(err)
+	}
+	return n, nil
 }
 
 // pruneExecutionsSQL deletes executions whose keys retention no longer

@@ -44,17 +44,20 @@ var (
 
 // resolveStatement returns the resolution statement, with or without a
 // receipt.
+//
+// Both settle the execution's amount on its budgets too (budgetSettleSQL),
+// after the principal's rollups and the usage counters: resolutions are
+// rare, and one statement serves an execution in budgets or in none.
 func resolveStatement(sealed bool) string {
-	principalCheck, returning, receipt := "", "", ""
+	principalCheck, receipt := "", ""
 	if sealed {
 		principalCheck = ` AND principal = $10`
-		returning = `
-	RETURNING 1`
 		receipt = `,
 receipt AS (
 	INSERT INTO {schema}.receipts (principal, seq, execution_id, hash, signed)
 	SELECT $10, $11::bigint, $1::uuid, $12::text, $13::bytea FROM resolved
 	WHERE (SELECT count(*) FROM released_minute) + (SELECT count(*) FROM usage) >= 0
+		AND ` + budgetSettledSQL + `
 )`
 	}
 	return `
@@ -75,8 +78,11 @@ usage AS (
 	INSERT INTO {schema}.tool_usage_shards AS u (tool_id, shard, count, unique_users)
 	SELECT tool_id, $9::smallint, 1, (SELECT count(*) FROM new_user) FROM resolved WHERE $3
 	ON CONFLICT (tool_id, shard) DO UPDATE
-	SET count = u.count + 1, unique_users = u.unique_users + EXCLUDED.unique_users` + returning + `
-)` + receipt + `
+	SET count = u.count + 1, unique_users = u.unique_users + EXCLUDED.unique_users
+	RETURNING 1
+)` + budgetSettleSQL(`(SELECT e.principal, e.tool_id, e.tool_slug, e.amount_usd, e.budgets, e.budget_days
+		FROM {schema}.executions e WHERE e.id = $1 AND EXISTS (SELECT FROM resolved))`, "$8::boolean", "$3::boolean",
+		`(SELECT count(*) FROM released_minute) + (SELECT count(*) FROM usage) >= 0`) + receipt + `
 SELECT * FROM resolved`
 }
 

@@ -36,6 +36,11 @@ type Store struct {
 	memo *memo
 	// chains is what the Store remembers of receipt chains (see chains).
 	chains *chains
+	// budgets is the budgets whose admission locks exist (see knownBudgets).
+	budgets *knownBudgets
+	// plain is the running executions this Store admitted in no budget,
+	// whose finish may leave the budgets' tables out (see plainCalls).
+	plain *plainCalls
 }
 
 // New returns a Store that keeps its tables in cfg.Schema of the database
@@ -51,7 +56,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{pool: pool, schema: pgx.Identifier{cfg.Schema}.Sanitize(), syncAdmission: cfg.SynchronousAdmission,
-		memo: newMemo(), chains: newChains()}
+		memo: newMemo(), chains: newChains(), budgets: newKnownBudgets(), plain: newPlainCalls()}
 	if err := s.migrate(ctx, cfg.Schema); err != nil {
 		return nil, err
 	}
