@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -47,7 +48,7 @@ func TestServerCountsTokenGroupsInTheirTeamsBudget(t *testing.T) {
 	})
 	srv, got := startServer(t, []string{"-config", path, "-offline"})
 	require.Equal(t, base, got)
-	goal := func(step int) map[string]any { return map[string]any{"goal": "claims", "step": step} }
+	goal := func(n int) map[string]any { return map[string]any{"goal": fmt.Sprintf("claims %d", n), "step": 1} }
 
 	// ann's token, groups ["staff", "search"], takes the first 0.1000.
 	ann := client{t: t, base: base, key: idp.Token(t, "ann")}

@@ -177,7 +177,7 @@ func testFleetBudgets(t *testing.T, storage string) {
 					return
 				}
 				r, err = c.sendCall("goal-data", q.Quote.ID, q.Quote.ManifestDigest, fmt.Sprintf("%s-%d", m.id, i),
-					map[string]any{"goal": "budget " + m.id, "step": i + 1})
+					map[string]any{"goal": fmt.Sprintf("budget %s %d", m.id, i), "step": 1})
 				var body map[string]any
 				if err == nil {
 					err = json.Unmarshal(r.body, &body)
