@@ -155,12 +155,18 @@ func budgetState(n *budgets.Node, built []builtLimit, used []decimal.Decimal) to
 // previewBudgets adds the budgets to a quote's controls: each budget's
 // state, nearest first, and a violation for each blocked tool and each
 // window the call would take over its limit. built are the budget limits
-// measured in the quote's reads, used what each holds.
-func previewBudgets(c *toolgatetype.Controls, nodes []*budgets.Node, slug string, built []builtLimit, used []decimal.Decimal, total decimal.Decimal) {
+// measured in the quote's reads, used what each holds. It returns the
+// first budget short, nearest the principal (nil: none), which a refusal
+// made on the quote names.
+func previewBudgets(c *toolgatetype.Controls, nodes []*budgets.Node, slug string, built []builtLimit, used []decimal.Decimal, total decimal.Decimal) *toolgatetype.BudgetRefusal {
+	var short *toolgatetype.BudgetRefusal
 	c.Violations = append(c.Violations, blockedByBudgets(nodes, slug)...)
 	for i, l := range built {
 		if used[i].Add(total).GreaterThan(l.limit.Max) {
 			c.Violations = append(c.Violations, l.budget.violation(l.limit.Max))
+			if short == nil {
+				short = l.budget.refusal(l.limit.Max, used[i], total)
+			}
 		}
 	}
 	c.Approved = len(c.Violations) == 0
@@ -168,4 +174,5 @@ func previewBudgets(c *toolgatetype.Controls, nodes []*budgets.Node, slug string
 	for i, n := range nodes {
 		c.Budgets[i] = budgetState(n, built, used)
 	}
+	return short
 }
