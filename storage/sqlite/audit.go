@@ -86,10 +86,14 @@ func listSQL(q storage.ExecutionQuery) (string, []any) {
 // SpendSummary implements storage.Store: the completed, charged executions
 // of each principal in the window, a range of executions_principal_created,
 // grouped here. An execution written before the audit columns existed,
-// whose quote was gone, groups under its tool's id.
+// whose quote was gone, groups under its tool's id. A budget's spend
+// (q.Budget) is summed from its own table instead (budgetspend.go).
 func (s *Store) SpendSummary(ctx context.Context, q storage.SpendQuery) ([]storage.SpendGroup, error) {
 	if err := q.Check(); err != nil {
 		return nil, err
+	}
+	if q.Budget != "" {
+		return s.budgetSpendSummary(ctx, q)
 	}
 	groups := map[string]*storage.SpendGroup{}
 	for _, p := range distinct(q.Principals) {

@@ -20,13 +20,21 @@ import (
 // An admitted call is one row of executions, which carries its key's
 // fingerprint and lease (0008_one_row_per_call.sql) and its reservation
 // (0010_reservation_on_execution.sql) as well as the call: a new claim
-// inserts it, and the insert's trigger counts it in the day's and the
-// minute's rollups; a takeover moves its lease.
+// inserts it, and the insert's triggers count it in the day's and the
+// minute's rollups and in each of its budgets (0012_budgets.sql); a
+// takeover moves its lease.
 func (s *Store) BeginExecution(ctx context.Context, b storage.Begin) (storage.BeginResult, error) {
 	if err := checkMeasures(b.Limits); err != nil {
 		return storage.BeginResult{}, err
 	}
+	if err := checkBudgets(b.Budgets); err != nil {
+		return storage.BeginResult{}, err
+	}
 	amount, err := units(b.AmountUSD)
+	if err != nil {
+		return storage.BeginResult{}, err
+	}
+	budgets, err := budgetsColumn(b.Budgets)
 	if err != nil {
 		return storage.BeginResult{}, err
 	}
@@ -48,7 +56,7 @@ func (s *Store) BeginExecution(ctx context.Context, b storage.Begin) (storage.Be
 			res, err = takeOver(tx, b, claimed)
 			return err
 		}
-		res, err = admit(tx, b, amount)
+		res, err = admit(tx, b, amount, budgets)
 		return err
 	})
 	if err != nil {
@@ -124,9 +132,9 @@ func takeOver(tx *writeTx, b storage.Begin, rowid int64) (storage.BeginResult, e
 }
 
 // admit checks a new claim's grant and limits, then writes the running
-// execution, which is the claim of its key and the reservation, and the
-// used grant.
-func admit(tx *writeTx, b storage.Begin, amount int64) (storage.BeginResult, error) {
+// execution, which is the claim of its key and the reservation, in its
+// budgets too (budgets, the column: see budgets.go), and the used grant.
+func admit(tx *writeTx, b storage.Begin, amount int64, budgets any) (storage.BeginResult, error) {
 	if err := checkGrant(tx, b); err != nil {
 		return storage.BeginResult{}, err
 	}
@@ -154,12 +162,12 @@ func admit(tx *writeTx, b storage.Begin, amount int64) (storage.BeginResult, err
 	now := nanos(b.Now)
 	inserted, err := tx.exec(`
 		INSERT INTO executions (id, principal, tool_id, quote_id, idempotency_key, status, amount, charged, created_at,
-			tool_slug, manifest_digest, price, fee, approval, grant_id, fingerprint, lease_token, lease_until)
-		SELECT ?, ?, ?, ?, ?, 'running', ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+			tool_slug, manifest_digest, price, fee, approval, grant_id, fingerprint, lease_token, lease_until, budgets)
+		SELECT ?, ?, ?, ?, ?, 'running', ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
 		WHERE NOT EXISTS (SELECT 1 FROM spend_ledger WHERE execution_id = ?)`,
 		idBytes(b.ExecutionID), b.Principal, b.ToolID, idBytes(b.QuoteID), b.Key, amount, now,
 		b.ToolSlug, b.ManifestDigest, price, fee, string(b.Approval), nullableID(b.GrantID),
-		b.Fingerprint, idBytes(b.LeaseToken), nanos(b.LeaseUntil), idBytes(b.ExecutionID))
+		b.Fingerprint, idBytes(b.LeaseToken), nanos(b.LeaseUntil), budgets, idBytes(b.ExecutionID))
 	if err != nil {
 		return storage.BeginResult{}, err
 	}

@@ -13,12 +13,13 @@ import (
 // response; listedColumns is the same without it (a listing never shows
 // outputs, so it never reads them). An execution from before the audit
 // columns whose quote was gone shows its total as its price, with no fee.
-// The resolution's columns are NULL but for a resolved execution.
+// The resolution's columns are NULL but for a resolved execution, and the
+// budgets' but for a call in some (see budgets.go).
 const (
 	auditColumns = `id, principal, tool_id, quote_id, idempotency_key, status,
 	amount, charged, created_at, finished_at, tool_slug, manifest_digest,
 	COALESCE(price, amount), COALESCE(fee, 0), approval, grant_id,
-	resolution_outcome, resolved_by, resolved_at, resolution_note`
+	resolution_outcome, resolved_by, resolved_at, resolution_note, budgets`
 	executionColumns = auditColumns + `, response`
 	listedColumns    = auditColumns + `, NULL`
 )
@@ -32,11 +33,16 @@ func scanExecution(row scanner) (storage.Execution, error) {
 		finished, resolvedAt        *int64
 		grant                       []byte
 		outcome, resolvedBy, note   *string
+		budgets                     *string
 	)
 	if err := row.Scan(&id, &e.Principal, &e.ToolID, &quoteID, &e.IdempotencyKey, &status,
 		&amount, &e.Charged, &created, &finished, &e.ToolSlug, &e.ManifestDigest, &price, &fee,
-		&approval, &grant, &outcome, &resolvedBy, &resolvedAt, &note, &e.Response); err != nil {
+		&approval, &grant, &outcome, &resolvedBy, &resolvedAt, &note, &budgets, &e.Response); err != nil {
 		return storage.Execution{}, translate(err)
+	}
+	var err error
+	if e.Budgets, err = parseBudgets(budgets); err != nil {
+		return storage.Execution{}, err
 	}
 	if outcome != nil {
 		e.Resolution = &storage.ExecutionResolution{
@@ -47,14 +53,12 @@ func scanExecution(row scanner) (storage.Execution, error) {
 		}
 	}
 	if grant != nil {
-		var err error
 		if e.GrantID, err = parseID(grant); err != nil {
 			return storage.Execution{}, err
 		}
 	}
 	e.PriceUSD, e.FeeUSD = fromUnits(price), fromUnits(fee)
 	e.Approval = toolgatetype.ApprovalKind(approval)
-	var err error
 	if e.ID, err = parseID(id); err != nil {
 		return storage.Execution{}, err
 	}

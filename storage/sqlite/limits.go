@@ -108,18 +108,23 @@ const measureArgs = 8
 // waits for.
 const measureBatch = 8
 
-// measureManySQL is measureSQL for n limits in one statement: one row of
-// n (calls, spend) pairs, limit i's arguments numbered from i*measureArgs.
-// The statements, one per n, are built once.
-var measureManySQL = func() [measureBatch + 1]string {
+// measureManySQL is measureSQL for n limits in one statement (see
+// batched).
+var measureManySQL = batched(measureSQL, measureArgs)
+
+// batched builds, for each n up to measureBatch, the statement that runs
+// single, a one-row query of (calls, spend) taking args numbered
+// arguments, for n limits at once: one row of n (calls, spend) pairs,
+// limit i's arguments numbered from i*args. The statements are built once.
+func batched(single string, args int) [measureBatch + 1]string {
 	var out [measureBatch + 1]string
 	param := regexp.MustCompile(`\?(\d)`)
 	for n := 1; n <= measureBatch; n++ {
 		var cols, from strings.Builder
 		for i := range n {
-			renumbered := param.ReplaceAllStringFunc(measureSQL, func(m string) string {
+			renumbered := param.ReplaceAllStringFunc(single, func(m string) string {
 				k, _ := strconv.Atoi(m[1:])
-				return "?" + strconv.Itoa(i*measureArgs+k)
+				return "?" + strconv.Itoa(i*args+k)
 			})
 			if i > 0 {
 				cols.WriteString(", ")
@@ -131,7 +136,7 @@ var measureManySQL = func() [measureBatch + 1]string {
 		out[n] = "SELECT " + cols.String() + " FROM " + from.String()
 	}
 	return out
-}()
+}
 
 // oldestSQL finds the creation of the oldest call a limit counts, the
 // older of the oldest archived ledger row and the oldest counted
@@ -154,11 +159,17 @@ SELECT min(created_at) FROM (
 )`
 
 // checkMeasures refuses limits whose measure this store cannot count, so a
-// typo never silently reads as "nothing used".
+// typo never silently reads as "nothing used", and a budget's first day
+// that is not a day, which would compare as text with the stored ones.
 func checkMeasures(limits []storage.Limit) error {
 	for i, l := range limits {
 		if l.Measure != storage.MeasureSpend && l.Measure != storage.MeasureCalls {
 			return fmt.Errorf("sqlite: limit %d: unknown measure %q", i, l.Measure)
+		}
+		if l.Budget != "" && l.Measure == storage.MeasureSpend && l.FromDay != "" {
+			if err := checkDay(l.FromDay); err != nil {
+				return fmt.Errorf("sqlite: limit %d: %w", i, err)
+			}
 		}
 	}
 	return nil
@@ -175,8 +186,12 @@ func measure(q reader, principal string, l storage.Limit) (decimal.Decimal, erro
 }
 
 // oldest returns the creation of the oldest call limit l counts for
-// principal, or the zero time when it counts none.
+// principal (or, for a budget's limit, for every member), or the zero time
+// when it counts none.
 func oldest(q reader, principal string, l storage.Limit) (time.Time, error) {
+	if l.Budget != "" {
+		return budgetOldest(q, l)
+	}
 	var at *int64
 	if err := q.queryRow(oldestSQL, principal, l.ToolID, nanos(l.Since), string(l.Measure)).Scan(&at); err != nil {
 		return time.Time{}, translate(err)
@@ -194,34 +209,62 @@ func (s *Store) MeasureLimits(ctx context.Context, principal string, limits []st
 	return measureAll(s.pool(ctx), principal, limits)
 }
 
-// measureAll measures each limit, measureBatch to a statement; the caller
-// has checked their measures.
+// measureAll measures each limit, measureBatch to a statement, the
+// principal's own apart from the budgets' (budgetlimits.go), so that a call
+// in no budget runs only the statements it ran before budgets existed;
+// the caller has checked their measures.
 func measureAll(q reader, principal string, limits []storage.Limit) ([]decimal.Decimal, error) {
 	used := make([]decimal.Decimal, len(limits))
-	for from := 0; from < len(limits); from += measureBatch {
-		batch := limits[from:min(from+measureBatch, len(limits))]
-		args := make([]any, 0, len(batch)*measureArgs)
-		for _, l := range batch {
-			w := windowOf(l.Since)
-			args = append(args, principal, l.ToolID, w.day, w.minuteFrom, w.minuteTo, w.rawSign, w.rawFrom, w.rawBefore)
+	own, budgets := make([]int, 0, len(limits)), []int(nil)
+	for i, l := range limits {
+		if l.Budget != "" {
+			budgets = append(budgets, i)
+		} else {
+			own = append(own, i)
+		}
+	}
+	err := measureBatches(q, limits, own, used, &measureManySQL, func(args []any, l storage.Limit) []any {
+		w := windowOf(l.Since)
+		return append(args, principal, l.ToolID, w.day, w.minuteFrom, w.minuteTo, w.rawSign, w.rawFrom, w.rawBefore)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := measureBatches(q, limits, budgets, used, &budgetMeasureManySQL, budgetMeasureArgs); err != nil {
+		return nil, err
+	}
+	return used, nil
+}
+
+// measureBatches measures the limits at indexes, measureBatch to a
+// statement of stmts (see batched), with the arguments each adds to args,
+// into used at the same indexes.
+func measureBatches(q reader, limits []storage.Limit, indexes []int, used []decimal.Decimal,
+	stmts *[measureBatch + 1]string, add func(args []any, l storage.Limit) []any,
+) error {
+	for from := 0; from < len(indexes); from += measureBatch {
+		batch := indexes[from:min(from+measureBatch, len(indexes))]
+		var args []any
+		for _, i := range batch {
+			args = add(args, limits[i])
 		}
 		sums := make([]int64, 2*len(batch))
 		dest := make([]any, len(sums))
 		for i := range sums {
 			dest[i] = &sums[i]
 		}
-		if err := q.queryRow(measureManySQL[len(batch)], args...).Scan(dest...); err != nil {
-			return nil, translate(err)
+		if err := q.queryRow(stmts[len(batch)], args...).Scan(dest...); err != nil {
+			return translate(err)
 		}
-		for i, l := range batch {
-			if l.Measure == storage.MeasureCalls {
-				used[from+i] = decimal.NewFromInt(sums[2*i])
+		for k, i := range batch {
+			if limits[i].Measure == storage.MeasureCalls {
+				used[i] = decimal.NewFromInt(sums[2*k])
 			} else {
-				used[from+i] = fromUnits(sums[2*i+1])
+				used[i] = fromUnits(sums[2*k+1])
 			}
 		}
 	}
-	return used, nil
+	return nil
 }
 
 var one = decimal.NewFromInt(1)

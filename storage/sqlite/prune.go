@@ -41,6 +41,15 @@ func (s *Store) Prune(ctx context.Context, p storage.Prune) (storage.PruneResult
 		if res.Ledger, err = s.pruneSteps(ctx, limit, p.LedgerBefore, pruneLedger); err != nil {
 			return res, err
 		}
+		// The budgets' history and the alerts sent go with the ledger's
+		// cutoff, each kind up to the limit too. PruneResult.Ledger counts
+		// calls, as every store's does, so these rows are not in it.
+		if _, err = s.pruneSteps(ctx, limit, p.LedgerBefore, pruneBudgets); err != nil {
+			return res, err
+		}
+		if _, err = s.pruneSteps(ctx, limit, p.LedgerBefore, pruneAlerts); err != nil {
+			return res, err
+		}
 	}
 	if !p.ApprovalRequestsBefore.IsZero() {
 		if res.ApprovalRequests, err = s.pruneSteps(ctx, limit, p.ApprovalRequestsBefore, pruneApprovalRequests); err != nil {
@@ -142,4 +151,75 @@ func pruneLedger(tx *writeTx, before int64, n int) (int, error) {
 			WHERE created_at < ?1 AND counted = 1 AND status NOT IN ('running', 'ambiguous')
 			ORDER BY created_at LIMIT ?2)`, before, n-int(archived))
 	return int(archived + uncounted), err
+}
+
+// budgetHistory are the tables of the budgets' history (0012_budgets.sql),
+// each keyed by budget first, and how to delete up to ?3 rows of budget ?1
+// older than ?2 from each: a range of its key.
+var budgetHistory = []struct {
+	table, delete string
+	byDay         bool // ?2 is the first day kept; otherwise the first instant
+}{
+	{"budget_daily", `DELETE FROM budget_daily WHERE (budget, day, tool_id) IN (
+		SELECT budget, day, tool_id FROM budget_daily WHERE budget = ?1 AND day < ?2 ORDER BY day LIMIT ?3)`, true},
+	{"budget_spend", `DELETE FROM budget_spend WHERE (budget, day, principal, tool) IN (
+		SELECT budget, day, principal, tool FROM budget_spend WHERE budget = ?1 AND day < ?2 ORDER BY day LIMIT ?3)`, true},
+	{"budget_calls", `DELETE FROM budget_calls WHERE (budget, created_at, execution_id) IN (
+		SELECT budget, created_at, execution_id FROM budget_calls WHERE budget = ?1 AND created_at < ?2 ORDER BY created_at LIMIT ?3)`, false},
+}
+
+// maxZoneOffset is the furthest ahead of UTC a time zone's clocks are.
+const maxZoneOffset = 14 * time.Hour
+
+// pruneBudgets deletes up to n rows of the budgets' history: the days
+// before the UTC date of the cutoff minus one day, so that no zone's day
+// that a limit or a summary may still look at goes (the cutoff is older
+// than every window, and a zone's day ends at most a day after the UTC
+// day of that date). A budget's calls one by one are dated by their
+// creation, and go once created before that first kept day began in the
+// zone furthest ahead: then their day is before it in every zone. The
+// calls of a budget that were still running or ambiguous go too: their
+// days are outside every window, so whatever becomes of them moves no
+// limit; a release finds their day's row gone and leaves it so.
+//
+// Each table is walked budget by budget, each budget's old rows a range
+// of the table's key, and the budgets themselves found by one seek each
+// on the key, so a step reads what it deletes and a few entries more,
+// however long the history kept.
+func pruneBudgets(tx *writeTx, before int64, n int) (int, error) {
+	first := fromNanos(before).AddDate(0, 0, -1)
+	firstDay := first.Format(dayLayout)
+	callsBefore := nanos(time.Date(first.Year(), first.Month(), first.Day(), 0, 0, 0, 0, time.UTC).Add(-maxZoneOffset))
+	deleted := 0
+	for _, h := range budgetHistory {
+		var bound any = callsBefore
+		if h.byDay {
+			bound = firstDay
+		}
+		for budget := ""; deleted < n; {
+			err := translate(tx.queryRow(`SELECT budget FROM `+h.table+` WHERE budget > ? ORDER BY budget LIMIT 1`, budget).Scan(&budget))
+			if isNotFound(err) {
+				break
+			}
+			if err != nil {
+				return deleted, err
+			}
+			k, err := tx.exec(h.delete, budget, bound, n-deleted)
+			if err != nil {
+				return deleted, err
+			}
+			deleted += int(k)
+		}
+	}
+	return deleted, nil
+}
+
+// pruneAlerts forgets up to n alerts claimed before the cutoff: an alert
+// is claimed in the period it is about, and a period the ledger no longer
+// holds is over.
+func pruneAlerts(tx *writeTx, before int64, n int) (int, error) {
+	deleted, err := tx.exec(`
+		DELETE FROM alerts_sent WHERE id IN (
+			SELECT id FROM alerts_sent WHERE claimed_at < ?1 ORDER BY claimed_at LIMIT ?2)`, before, n)
+	return int(deleted), err
 }

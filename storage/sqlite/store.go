@@ -22,6 +22,7 @@ import (
 var (
 	_ storage.Store       = (*Store)(nil)
 	_ storage.UsageLister = (*Store)(nil)
+	_ storage.AlertLedger = (*Store)(nil)
 )
 
 // walSizeLimit is the size the write-ahead log is cut back to once it has
