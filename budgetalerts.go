@@ -19,10 +19,6 @@ import (
 // claims. A check that runs out tries again on the budget's next charge.
 const budgetCheckTimeout = 30 * time.Second
 
-// budgetWindows are the windows a budget may limit, in the order they are
-// checked and exported.
-var budgetWindows = []toolgatetype.BudgetWindowKind{toolgatetype.BudgetDaily, toolgatetype.BudgetWeekly, toolgatetype.BudgetMonthly}
-
 // budgetAlerts watches the budgets' windows: it sends one budget.threshold
 // event per crossing across the fleet and exports the budget metrics.
 type budgetAlerts struct {
@@ -139,7 +135,7 @@ func (a *budgetAlerts) check(ctx context.Context, n *budgets.Node, day string) {
 		at = d.Add(12 * time.Hour)
 	}
 	untilDay := nextDay(n.Day(now))
-	for _, kind := range budgetWindows {
+	for _, kind := range budgets.Windows {
 		limit, ok := n.Limits[kind]
 		if !ok || !limit.IsPositive() {
 			continue
@@ -168,10 +164,10 @@ func (a *budgetAlerts) check(ctx context.Context, n *budgets.Node, day string) {
 				Budget:      toolgatetype.BudgetRef{ID: n.ID, Name: n.Name},
 				Window:      kind,
 				Fraction:    f,
-				UsedUSD:     used.StringFixed(4),
-				LimitUSD:    limit.StringFixed(4),
-				PeriodStart: start,
-				ResetsAt:    end,
+				UsedUSD:     usd(used),
+				LimitUSD:    usd(limit),
+				PeriodStart: start.UTC(),
+				ResetsAt:    end.UTC(),
 			}
 			id := alertID(n.ID, kind, f, fromDay)
 			first, err := a.claim(ctx, id, end, now)

@@ -107,20 +107,18 @@ func (m *budgetMetrics) read() []budgetReading {
 	return reading
 }
 
-// measure reads every budget window's use at now in one MeasureLimits.
+// measure reads every budget window's use at now in one MeasureLimits,
+// with the limits GET /v1/budgets measures, so that both show one number.
 func (m *budgetMetrics) measure(ctx context.Context, now time.Time) ([]budgetReading, error) {
-	reading := []budgetReading{}
-	var limits []storage.Limit
-	for _, n := range m.g.budgets.Nodes() {
-		for _, kind := range budgetWindows {
-			limit, ok := n.Limits[kind]
-			if !ok {
-				continue
-			}
-			_, _, fromDay := n.Window(kind, now)
-			limits = append(limits, storage.Limit{Budget: n.ID, Measure: storage.MeasureSpend, FromDay: fromDay, Max: limit})
-			reading = append(reading, budgetReading{budget: n.ID, window: kind, limit: limit})
+	built := appendBudgetLimits(nil, m.g.budgets.Nodes(), nil, now.UTC(), false)
+	reading := make([]budgetReading, 0, len(built))
+	limits := make([]storage.Limit, 0, len(built))
+	for _, b := range built {
+		if b.budget == nil || b.budget.window == "" {
+			continue
 		}
+		limits = append(limits, b.limit)
+		reading = append(reading, budgetReading{budget: b.budget.node.ID, window: b.budget.window, limit: b.limit.Max})
 	}
 	if len(limits) == 0 {
 		return reading, nil

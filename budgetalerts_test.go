@@ -1,0 +1,409 @@
+package toolgate_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/internal/testproc"
+	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/storage/memory"
+	"github.com/toolgate/toolgate/toolgatetest"
+	"github.com/toolgate/toolgate/toolgatetype"
+	"github.com/toolgate/toolgate/webhook"
+)
+
+// hookSecret signs the budget tests' webhooks.
+const hookSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+// thresholdHook is what a webhook receiver got: the delivery's id and its
+// body, each delivery's signature checked.
+type thresholdHook struct {
+	ID   string
+	Type toolgatetype.ApprovalEventType
+	Data toolgatetype.BudgetThreshold
+}
+
+// hookReceiver is a webhook endpoint over real HTTP that keeps every
+// delivery whose Standard Webhooks signature verifies, and counts those
+// that do not.
+type hookReceiver struct {
+	srv      *httptest.Server
+	mu       sync.Mutex
+	got      []thresholdHook
+	unsigned int
+}
+
+func newHookReceiver(t *testing.T) *hookReceiver {
+	t.Helper()
+	key, err := webhook.ParseSecret(hookSecret)
+	require.NoError(t, err)
+	r := &hookReceiver{}
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		id := req.Header.Get("webhook-id")
+		secs, _ := strconv.ParseInt(req.Header.Get("webhook-timestamp"), 10, 64)
+		var h thresholdHook
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if !webhook.Verify(key, id, time.Unix(secs, 0), body, req.Header.Get("webhook-signature")) || json.Unmarshal(body, &h) != nil {
+			r.unsigned++
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		h.ID = id
+		r.got = append(r.got, h)
+	}))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+// sender is a new webhook.Sender to the receiver, as each instance of a
+// fleet has its own; closed when the test ends.
+func (r *hookReceiver) sender(t *testing.T) *webhook.Sender {
+	t.Helper()
+	s, err := webhook.New(r.srv.URL, hookSecret, &webhook.Config{Backoff: func(int) time.Duration { return 0 }})
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close(context.Background()) })
+	return s
+}
+
+// await waits until n deliveries have arrived and returns them all; the
+// deadline only keeps a broken gateway from hanging the test.
+func (r *hookReceiver) await(t *testing.T, n int) []thresholdHook {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r.mu.Lock()
+		got := append([]thresholdHook(nil), r.got...)
+		r.mu.Unlock()
+		if len(got) >= n || time.Now().After(deadline) {
+			require.Len(t, got, n)
+			return got
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// settled closes the senders, which delivers everything queued, and
+// returns every delivery the receiver got.
+func (r *hookReceiver) settled(t *testing.T, senders ...*webhook.Sender) []thresholdHook {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, s := range senders {
+		s.Close(ctx)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	assert.Zero(t, r.unsigned, "every delivery is signed")
+	return append([]thresholdHook(nil), r.got...)
+}
+
+// berlin is the search team's time zone: its days start at 23:00 UTC in
+// winter, so a window counted in UTC would show.
+var berlin = func() *time.Location {
+	loc, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		panic(err)
+	}
+	return loc
+}()
+
+// searchTeam is a budget of alice and bob with alerts at half, 80 % and
+// all of a $10 day.
+func searchTeam() toolgatetype.BudgetDefinition {
+	return toolgatetype.BudgetDefinition{
+		ID: "search-team", Name: "Search team", Members: []string{"alice", "bob"},
+		DailyLimitUSD: dec("10.0000"), Alerts: []float64{0.5, 0.8, 1.0}, TimeZone: "Europe/Berlin",
+	}
+}
+
+// pricedAt is a tool callable under the caller's policy at price, with no
+// fee on top (the budgets' tests set the fee to 0), so each call charges
+// exactly price.
+func pricedAt(price string) toolSpec {
+	s := paidCallable
+	s.price = price
+	return s
+}
+
+// withBudgets configures budgets, the notifier and no fee.
+func withBudgets(n toolgate.ApprovalNotifier, defs ...toolgatetype.BudgetDefinition) envOption {
+	return func(c *toolgate.Config) {
+		c.Budgets = defs
+		c.ApprovalNotifier = n
+		c.FeeRate = dec("0")
+	}
+}
+
+// charge makes one completed call of the paid tool as principal, costing
+// usd.
+func (e *env) charge(principal, usd string) {
+	e.t.Helper()
+	res, err := e.tg.CallApproved(e.t, principal, "paid", `{"v":"x"}`)
+	toolgatetest.RequireCompleted(e.t, res, err, usd)
+}
+
+// threshold is the data of the search team's daily crossing of fraction
+// on day (in Berlin), with used charged.
+func threshold(fraction float64, used string, day time.Time) toolgatetype.BudgetThreshold {
+	start := time.Date(day.Year(), day.Month(), day.Day(), 0, 0, 0, 0, berlin)
+	return toolgatetype.BudgetThreshold{
+		Budget: toolgatetype.BudgetRef{ID: "search-team", Name: "Search team"}, Window: toolgatetype.BudgetDaily,
+		Fraction: fraction, UsedUSD: used, LimitUSD: "10.0000",
+		PeriodStart: start.UTC(), ResetsAt: start.AddDate(0, 0, 1).UTC(),
+	}
+}
+
+func TestBudgetAlertsSendEachFractionOncePerPeriod(t *testing.T) {
+	t.Parallel()
+	hooks := newHookReceiver(t)
+	sender := hooks.sender(t)
+	logs := &testproc.SyncBuffer{}
+	e := newEnv(t, []toolSpec{pricedAt("2.0000")}, withBudgets(sender, searchTeam()), func(c *toolgate.Config) {
+		c.Logger = slog.New(slog.NewJSONHandler(logs, nil))
+	})
+	today := t0.In(berlin)
+
+	// $4 of $10: under every fraction.
+	e.charge("alice", "2.0000")
+	e.charge("bob", "2.0000")
+	e.gw.WaitBudgetAlerts()
+	// $6 passes half, $8 reaches 80 %, $10 all of it: one event each.
+	e.charge("alice", "2.0000")
+	e.gw.WaitBudgetAlerts()
+	got := hooks.await(t, 1)
+	e.charge("bob", "2.0000")
+	e.gw.WaitBudgetAlerts()
+	got = hooks.await(t, 2)
+	e.charge("alice", "2.0000")
+	e.gw.WaitBudgetAlerts()
+	got = hooks.await(t, 3)
+	assert.Equal(t, []thresholdHook{
+		{ID: "budget.threshold:search-team:daily:0.5:2026-03-14", Type: toolgatetype.BudgetThresholdCrossed, Data: threshold(0.5, "6.0000", today)},
+		{ID: "budget.threshold:search-team:daily:0.8:2026-03-14", Type: toolgatetype.BudgetThresholdCrossed, Data: threshold(0.8, "8.0000", today)},
+		{ID: "budget.threshold:search-team:daily:1:2026-03-14", Type: toolgatetype.BudgetThresholdCrossed, Data: threshold(1.0, "10.0000", today)},
+	}, got)
+
+	// The next day is the window's next period: the fractions count anew.
+	e.clock.Advance(24 * time.Hour)
+	for range 3 {
+		e.charge("alice", "2.0000")
+	}
+	e.gw.WaitBudgetAlerts()
+	got = hooks.settled(t, sender)
+	require.Len(t, got, 4, "a fraction passed already sends nothing more in its period")
+	assert.Equal(t, thresholdHook{
+		ID: "budget.threshold:search-team:daily:0.5:2026-03-15", Type: toolgatetype.BudgetThresholdCrossed,
+		Data: threshold(0.5, "6.0000", today.AddDate(0, 0, 1)),
+	}, got[3])
+
+	// Each crossing is a WARN line too, naming the budget, not who spent.
+	var warned int
+	for line := range strings.Lines(logs.String()) {
+		var rec map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &rec))
+		if rec["msg"] == "budget threshold crossed" {
+			warned++
+			assert.Equal(t, "WARN", rec["level"])
+			assert.Equal(t, "search-team", rec["budget"])
+			assert.NotContains(t, line, "alice")
+		}
+	}
+	assert.Equal(t, 4, warned)
+}
+
+func TestBudgetAlertsOneChargeSendsEveryFractionItPasses(t *testing.T) {
+	t.Parallel()
+	hooks := newHookReceiver(t)
+	sender := hooks.sender(t)
+	team := searchTeam()
+	team.MonthlyLimitUSD = dec("100.0000")
+	e := newEnv(t, []toolSpec{pricedAt("9.0000")}, withBudgets(sender, team))
+
+	// $9 of the day's $10 passes half and 80 %; it is 9 % of the month's
+	// $100, which passes nothing.
+	e.charge("alice", "9.0000")
+	e.gw.WaitBudgetAlerts()
+	got := hooks.settled(t, sender)
+	today := t0.In(berlin)
+	assert.Equal(t, []thresholdHook{
+		{ID: "budget.threshold:search-team:daily:0.5:2026-03-14", Type: toolgatetype.BudgetThresholdCrossed, Data: threshold(0.5, "9.0000", today)},
+		{ID: "budget.threshold:search-team:daily:0.8:2026-03-14", Type: toolgatetype.BudgetThresholdCrossed, Data: threshold(0.8, "9.0000", today)},
+	}, got)
+}
+
+func TestBudgetAlertsNotForAFailedCall(t *testing.T) {
+	t.Parallel()
+	hooks := newHookReceiver(t)
+	sender := hooks.sender(t)
+	e := newEnv(t, []toolSpec{pricedAt("6.0000")}, withBudgets(sender, searchTeam()))
+
+	// The answer is longer than the tool's output schema allows: the call
+	// fails and its $6, which would pass half, is given back.
+	res, err := e.tg.CallApproved(t, "alice", "paid", `{"v":"far more than twenty characters"}`)
+	toolgatetest.RequireFailed(t, res, err, registry.CodeOutputInvalid)
+	e.gw.WaitBudgetAlerts()
+	// A completed call after it passes half with its own $6 only.
+	e.charge("alice", "6.0000")
+	e.gw.WaitBudgetAlerts()
+	got := hooks.settled(t, sender)
+	require.Len(t, got, 1)
+	assert.Equal(t, threshold(0.5, "6.0000", t0.In(berlin)), got[0].Data)
+}
+
+func TestBudgetAlertsOnceAcrossAFleet(t *testing.T) {
+	t.Parallel()
+	hooks := newHookReceiver(t)
+	store := memory.New()
+	var (
+		senders []*webhook.Sender
+		fleet   []*env
+	)
+	for range 3 {
+		s := hooks.sender(t)
+		senders = append(senders, s)
+		fleet = append(fleet, newEnvWithStore(t, store, []toolSpec{pricedAt("1.0000")}, withBudgets(s, searchTeam())))
+	}
+
+	// Every instance charges at once until the day's $10 is spent.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var completed int
+	for i, e := range fleet {
+		for w := range 4 {
+			principal := []string{"alice", "bob"}[w%2]
+			wg.Go(func() {
+				for n := 0; ; n++ {
+					q, err := e.gw.Quote(context.Background(), principal, "paid")
+					if err != nil {
+						return
+					}
+					req := toolgatetest.ApprovedRequest(q, `{"v":"x"}`, fmt.Sprintf("fleet-%d-%d-%d", i, w, n))
+					res, err := e.gw.Call(context.Background(), principal, req)
+					var te *toolgatetype.Error
+					if errors.As(err, &te) && te.Code == toolgatetype.CodeSpendLimitExceeded {
+						return
+					}
+					if !assert.NoError(t, err) || !assert.Equal(t, toolgatetype.StatusCompleted, res.Execution.Status) {
+						return
+					}
+					mu.Lock()
+					completed++
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	require.Equal(t, 10, completed, "the budget admits $10 across the fleet")
+	for _, e := range fleet {
+		e.gw.WaitBudgetAlerts()
+	}
+	got := hooks.settled(t, senders...)
+
+	byID := map[string]toolgatetype.BudgetThreshold{}
+	for _, h := range got {
+		_, dup := byID[h.ID]
+		assert.False(t, dup, "%s sent twice", h.ID)
+		byID[h.ID] = h.Data
+	}
+	require.Len(t, got, 3, "one event per fraction, whichever instance saw it")
+	for _, f := range []struct {
+		id   string
+		frac float64
+		min  float64
+	}{
+		{"budget.threshold:search-team:daily:0.5:2026-03-14", 0.5, 5},
+		{"budget.threshold:search-team:daily:0.8:2026-03-14", 0.8, 8},
+		{"budget.threshold:search-team:daily:1:2026-03-14", 1, 10},
+	} {
+		d, ok := byID[f.id]
+		require.True(t, ok, "%s sent", f.id)
+		assert.Equal(t, f.frac, d.Fraction)
+		used, err := strconv.ParseFloat(d.UsedUSD, 64)
+		require.NoError(t, err)
+		assert.GreaterOrEqual(t, used, f.min, "%s is sent once its fraction is reached", f.id)
+	}
+}
+
+// summaryStore is a memory store that counts the spend summaries asked of
+// it and, while gate is set, holds each until gate is closed, telling of
+// each on entered.
+type summaryStore struct {
+	*memory.Store
+	summaries atomic.Int64
+	gate      chan struct{}
+	entered   chan struct{}
+}
+
+func (s *summaryStore) SpendSummary(ctx context.Context, q storage.SpendQuery) ([]storage.SpendGroup, error) {
+	s.summaries.Add(1)
+	if s.gate != nil {
+		s.entered <- struct{}{}
+		<-s.gate
+	}
+	return s.Store.SpendSummary(ctx, q)
+}
+
+func TestBudgetAlertsReadNothingOncePassed(t *testing.T) {
+	t.Parallel()
+	hooks := newHookReceiver(t)
+	sender := hooks.sender(t)
+	store := &summaryStore{Store: memory.New()}
+	team := searchTeam()
+	team.Alerts = []float64{0.5}
+	e := newEnvWithStore(t, store, []toolSpec{pricedAt("1.0000")}, withBudgets(sender, team))
+
+	for range 5 {
+		e.charge("alice", "1.0000")
+		e.gw.WaitBudgetAlerts()
+	}
+	hooks.await(t, 1)
+	read := store.summaries.Load()
+	require.Equal(t, int64(5), read, "each charge under half reads the day's spend")
+	for range 4 {
+		e.charge("alice", "1.0000")
+		e.gw.WaitBudgetAlerts()
+	}
+	assert.Equal(t, read, store.summaries.Load(), "a day past its only fraction costs no read")
+	assert.Len(t, hooks.settled(t, sender), 1)
+}
+
+func TestBudgetAlertsCheckOnceMoreForChargesDuringACheck(t *testing.T) {
+	t.Parallel()
+	hooks := newHookReceiver(t)
+	sender := hooks.sender(t)
+	store := &summaryStore{Store: memory.New(), gate: make(chan struct{}), entered: make(chan struct{}, 10)}
+	e := newEnvWithStore(t, store, []toolSpec{pricedAt("1.0000")}, withBudgets(sender, searchTeam()))
+
+	// The first charge's check is held in the store; the calls after it
+	// finish all the same, and ask for one more check between them.
+	e.charge("alice", "1.0000")
+	<-store.entered
+	for range 5 {
+		e.charge("bob", "1.0000")
+	}
+	close(store.gate)
+	e.gw.WaitBudgetAlerts()
+	assert.Equal(t, int64(2), store.summaries.Load(), "the check in flight, and one more")
+	got := hooks.settled(t, sender)
+	require.Len(t, got, 1, "the second check sees the $6 and passes half")
+	assert.Equal(t, threshold(0.5, "6.0000", t0.In(berlin)), got[0].Data)
+}
