@@ -3,8 +3,6 @@ package toolgate_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -40,8 +38,8 @@ type thresholdHook struct {
 }
 
 // hookReceiver is a webhook endpoint over real HTTP that keeps every
-// delivery whose Standard Webhooks signature verifies, and counts those
-// that do not.
+// budget.threshold delivery whose Standard Webhooks signature verifies,
+// and counts the deliveries that do not verify.
 type hookReceiver struct {
 	srv      *httptest.Server
 	mu       sync.Mutex
@@ -65,6 +63,9 @@ func newHookReceiver(t *testing.T) *hookReceiver {
 			r.unsigned++
 			w.WriteHeader(http.StatusBadRequest)
 			return
+		}
+		if h.Type != toolgatetype.BudgetThresholdCrossed {
+			return // another event: an ambiguous call's, say
 		}
 		h.ID = id
 		r.got = append(r.got, h)
@@ -268,81 +269,6 @@ func TestBudgetAlertsNotForAFailedCall(t *testing.T) {
 	assert.Equal(t, threshold(0.5, "6.0000", t0.In(berlin)), got[0].Data)
 }
 
-func TestBudgetAlertsOnceAcrossAFleet(t *testing.T) {
-	t.Parallel()
-	hooks := newHookReceiver(t)
-	store := memory.New()
-	var (
-		senders []*webhook.Sender
-		fleet   []*env
-	)
-	for range 3 {
-		s := hooks.sender(t)
-		senders = append(senders, s)
-		fleet = append(fleet, newEnvWithStore(t, store, []toolSpec{pricedAt("1.0000")}, withBudgets(s, searchTeam())))
-	}
-
-	// Every instance charges at once until the day's $10 is spent.
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var completed int
-	for i, e := range fleet {
-		for w := range 4 {
-			principal := []string{"alice", "bob"}[w%2]
-			wg.Go(func() {
-				for n := 0; ; n++ {
-					q, err := e.gw.Quote(context.Background(), principal, "paid")
-					if err != nil {
-						return
-					}
-					req := toolgatetest.ApprovedRequest(q, `{"v":"x"}`, fmt.Sprintf("fleet-%d-%d-%d", i, w, n))
-					res, err := e.gw.Call(context.Background(), principal, req)
-					var te *toolgatetype.Error
-					if errors.As(err, &te) && te.Code == toolgatetype.CodeSpendLimitExceeded {
-						return
-					}
-					if !assert.NoError(t, err) || !assert.Equal(t, toolgatetype.StatusCompleted, res.Execution.Status) {
-						return
-					}
-					mu.Lock()
-					completed++
-					mu.Unlock()
-				}
-			})
-		}
-	}
-	wg.Wait()
-	require.Equal(t, 10, completed, "the budget admits $10 across the fleet")
-	for _, e := range fleet {
-		e.gw.WaitBudgetAlerts()
-	}
-	got := hooks.settled(t, senders...)
-
-	byID := map[string]toolgatetype.BudgetThreshold{}
-	for _, h := range got {
-		_, dup := byID[h.ID]
-		assert.False(t, dup, "%s sent twice", h.ID)
-		byID[h.ID] = h.Data
-	}
-	require.Len(t, got, 3, "one event per fraction, whichever instance saw it")
-	for _, f := range []struct {
-		id   string
-		frac float64
-		min  float64
-	}{
-		{"budget.threshold:search-team:daily:0.5:2026-03-14", 0.5, 5},
-		{"budget.threshold:search-team:daily:0.8:2026-03-14", 0.8, 8},
-		{"budget.threshold:search-team:daily:1:2026-03-14", 1, 10},
-	} {
-		d, ok := byID[f.id]
-		require.True(t, ok, "%s sent", f.id)
-		assert.Equal(t, f.frac, d.Fraction)
-		used, err := strconv.ParseFloat(d.UsedUSD, 64)
-		require.NoError(t, err)
-		assert.GreaterOrEqual(t, used, f.min, "%s is sent once its fraction is reached", f.id)
-	}
-}
-
 // summaryStore is a memory store that counts the spend summaries asked of
 // it and, while gate is set, holds each until gate is closed, telling of
 // each on entered.
@@ -406,4 +332,40 @@ func TestBudgetAlertsCheckOnceMoreForChargesDuringACheck(t *testing.T) {
 	got := hooks.settled(t, sender)
 	require.Len(t, got, 1, "the second check sees the $6 and passes half")
 	assert.Equal(t, threshold(0.5, "6.0000", t0.In(berlin)), got[0].Data)
+}
+
+// An ambiguous call's amount is held, not charged: it sends nothing until
+// a person finds it completed, and then its charge does.
+func TestBudgetAlertsForAnAmbiguousCallOnceResolvedCompleted(t *testing.T) {
+	t.Parallel()
+	hooks := newHookReceiver(t)
+	sender := hooks.sender(t)
+	p := newTicketProvider(t, 1000, false)
+	gw := ticketGatewayWith(t, p.srv.URL, false, func(c *toolgate.Config) {
+		c.Approvers = toolgate.StaticApprovers{Approvers: map[string][]string{"dana": {"alice"}}}
+		c.ApprovalNotifier = sender
+		c.Budgets = []toolgatetype.BudgetDefinition{{
+			ID: "support", Name: "Support", Members: []string{"alice"},
+			DailyLimitUSD: dec("0.2000"), Alerts: []float64{0.25},
+		}}
+	})
+
+	// Each holds $0.055 of $0.20, past a quarter.
+	held := ambiguousCall(t, gw, "held")
+	failed := ambiguousCall(t, gw, "lost")
+	gw.WaitBudgetAlerts()
+	_, err := gw.ResolveExecution(t.Context(), "dana", failed.Execution.ID, toolgatetype.ResolveRequest{Outcome: toolgatetype.StatusFailed})
+	require.NoError(t, err)
+	gw.WaitBudgetAlerts()
+	hooks.mu.Lock()
+	assert.Empty(t, hooks.got, "nothing charged yet")
+	hooks.mu.Unlock()
+
+	_, err = gw.ResolveExecution(t.Context(), "dana", held.Execution.ID, toolgatetype.ResolveRequest{Outcome: toolgatetype.StatusCompleted})
+	require.NoError(t, err)
+	gw.WaitBudgetAlerts()
+	got := hooks.settled(t, sender)
+	require.Len(t, got, 1)
+	assert.Equal(t, "budget.threshold:support:daily:0.25:2026-03-14", got[0].ID)
+	assert.Equal(t, "0.0550", got[0].Data.UsedUSD, "the resolved call's charge, not the released one's")
 }

@@ -40,6 +40,9 @@ type BenchConfig struct {
 	// database. It is zeroed once the gateway is set up (the migrations do
 	// not count) and reported per pair.
 	RoundTrips *atomic.Int64
+	// Budgets, when set, are the gateway's budgets (Config.Budgets), for
+	// the cost of calls that count in them.
+	Budgets []toolgatetype.BudgetDefinition
 }
 
 // BenchQuoteCall measures quote+call pairs (one op is one pair) through a
@@ -62,7 +65,8 @@ func BenchQuoteCall(b *testing.B, store storage.Store, cfg *BenchConfig) (latenc
 	if err := reg.Register(cfg.Tool); err != nil {
 		b.Fatal(err)
 	}
-	gw, err := toolgate.New(store, &toolgate.Config{Registry: reg, Transport: cfg.Transport, SpendControls: testproc.RaisedLimits{}})
+	gw, err := toolgate.New(store, &toolgate.Config{Registry: reg, Transport: cfg.Transport, SpendControls: testproc.RaisedLimits{},
+		Budgets: cfg.Budgets})
 	if err != nil {
 		b.Fatal(err)
 	}

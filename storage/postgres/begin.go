@@ -172,10 +172,10 @@ used_grant AS (
 		budgetLimits = budgetLimitsCTE(first)
 		budgetColumns = `, budgets, budget_days`
 		budgetValues = `,
-		NULLIF(` + param(8) + `::text[], '{}'), NULLIF(` + param(9) + `::text[], '{}')::date[]`
+		NULLIF(` + param(9) + `::text[], '{}'), NULLIF(` + param(10) + `::text[], '{}')::date[]`
 		minuteReturning = `
 	RETURNING 1`
-		budgetRollup = budgetRollupSQL(param(8), param(9))
+		budgetRollup = budgetRollupSQL(param(9), param(10))
 		failedOldest = `CASE WHEN l.budget IS NULL THEN ` + principalOldestSQL + ` ELSE ` + budgetOldestSQL + ` END`
 	}
 	return `

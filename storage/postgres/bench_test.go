@@ -2,15 +2,18 @@ package postgres_test
 
 import (
 	"context"
+	"strconv"
 	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/shopspring/decimal"
 
 	"github.com/toolgate/toolgate/storage/memory"
 	"github.com/toolgate/toolgate/storage/postgres"
 	"github.com/toolgate/toolgate/toolgatetest"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // BenchmarkQuoteCallPostgres measures quote+call pairs (one op is one pair)
@@ -19,6 +22,41 @@ import (
 func BenchmarkQuoteCallPostgres(b *testing.B) {
 	store, trips := benchPostgresStore(b)
 	toolgatetest.BenchQuoteCall(b, store, echoBench(trips, nil))
+}
+
+// BenchmarkQuoteCallPostgresBudgets is BenchmarkQuoteCallPostgres with
+// every caller in two budgets, a team's and its parent's, with daily and
+// monthly limits out of reach: the cost of a pair in budgets beside one
+// in none. All callers share the budgets, so their admissions take turns
+// on the same two lock rows, the most a budget's admissions ever wait.
+func BenchmarkQuoteCallPostgresBudgets(b *testing.B) {
+	benchBudgets(b, false)
+}
+
+// BenchmarkQuoteCallPostgresBudgetsRate is BenchmarkQuoteCallPostgresBudgets
+// with a rate per minute on the team too, out of reach as well: each
+// admission counts the team's calls of the last minute.
+func BenchmarkQuoteCallPostgresBudgetsRate(b *testing.B) {
+	benchBudgets(b, true)
+}
+
+// benchBudgets runs the pair benchmark with every caller in a team budget
+// and its parent, the team with a rate limit when rate is set.
+func benchBudgets(b *testing.B, rate bool) {
+	store, trips := benchPostgresStore(b)
+	cfg := echoBench(trips, nil)
+	members := make([]string, toolgatetest.BenchCallers)
+	for i := range members {
+		members[i] = "caller-" + strconv.Itoa(i)
+	}
+	monthly, daily := decimal.RequireFromString("1000000000.0000"), decimal.RequireFromString("100000000.0000")
+	team := toolgatetype.BudgetDefinition{ID: "search", Parent: "acme", Members: members, DailyLimitUSD: &daily}
+	if rate {
+		perMinute := 100000000
+		team.RateLimitPerMinute = &perMinute
+	}
+	cfg.Budgets = []toolgatetype.BudgetDefinition{{ID: "acme", MonthlyLimitUSD: &monthly}, team}
+	toolgatetest.BenchQuoteCall(b, store, cfg)
 }
 
 // BenchmarkQuoteCallMemory is BenchmarkQuoteCallPostgres on the memory

@@ -20,8 +20,10 @@ import (
 //     budget's spend limit sums its rows from the limit's FromDay on.
 //   - budget_spend holds what was charged, per budget, day, principal and
 //     tool, for SpendSummary: a completed finish or resolution adds to it.
-//   - a budget's calls limit counts the raw executions in the budget
-//     created since its start, through executions_budgeted_idx.
+//   - budget_minute holds, per budget, UTC minute and tool, the calls
+//     admitted: a budget's calls limit sums its whole minutes and counts
+//     the raw executions of at most half a minute, through
+//     executions_budgeted_idx.
 //
 // Admissions counting in one budget take turns on its budget_locks row,
 // after the principal's lock and in the order of the budgets' ids (byte
@@ -48,6 +50,7 @@ type budgetLimitArgs struct {
 	measures  []string
 	toolIDs   []string
 	since     []time.Time
+	minute    []time.Time // the whole UTC minute nearest since
 	fromDays  []string
 	max       []string
 	principal []int32 // each principal limit's 1-based position among all
@@ -81,6 +84,7 @@ func splitLimits(limits []storage.Limit) (own []storage.Limit, b budgetLimitArgs
 		b.measures = append(b.measures, string(l.Measure))
 		b.toolIDs = append(b.toolIDs, l.ToolID)
 		b.since = append(b.since, l.Since)
+		b.minute = append(b.minute, l.Since.UTC().Round(time.Minute))
 		b.fromDays = append(b.fromDays, fromDay)
 		b.max = append(b.max, l.Max.String())
 	}
@@ -89,7 +93,7 @@ func splitLimits(limits []storage.Limit) (own []storage.Limit, b budgetLimitArgs
 
 // params returns the arrays in the order budgetLimitsCTE numbers them.
 func (b budgetLimitArgs) params() []any {
-	return []any{b.pos, b.budgets, b.measures, b.toolIDs, b.since, b.fromDays, b.max, b.principal}
+	return []any{b.pos, b.budgets, b.measures, b.toolIDs, b.since, b.minute, b.fromDays, b.max, b.principal}
 }
 
 // checkDay checks that day is a calendar day as YYYY-MM-DD.
@@ -139,8 +143,12 @@ func budgetDayArgs(days []storage.BudgetDay, b budgetLimitArgs) (budgets, dayLis
 // budgetLimitArgs.params gives.
 //
 // A spend limit sums the budget's day rows from its first day, at most a
-// row per tool and day of its window; a calls limit counts the budget's
-// raw executions since its start, which executions_budgeted_idx finds
+// row per tool and day of its window. A calls limit is cut at the whole
+// UTC minute nearest its Since, as limitsCTE cuts the principal's: whole
+// minutes from budget_minute, at most a row per tool and minute, and the
+// budget's raw executions between Since and that minute (added when the
+// minute is after Since, taken away when before, since its row counts
+// them), at most half a minute's worth, which executions_budgeted_idx finds
 // among the budgeted calls of that span only. Each lateral scan is
 // skipped for a limit of the other measure (a one-time filter).
 func budgetLimitsCTE(p int) string {
@@ -148,24 +156,32 @@ func budgetLimitsCTE(p int) string {
 	return `,
 blimits AS (
 	SELECT l.i, l.budget, l.measure, l.tool_id, l.since, l.max::numeric AS max,
-		CASE l.measure WHEN 'spend' THEN COALESCE(d.spend, 0) ELSE r.calls END AS used
+		CASE l.measure WHEN 'spend' THEN COALESCE(d.spend, 0)
+			ELSE COALESCE(m.calls, 0) + r.sign * r.calls END AS used
 	FROM unnest((SELECT ` + n(0) + `::int[]), (SELECT ` + n(1) + `::text[]), (SELECT ` + n(2) + `::text[]),
-		(SELECT ` + n(3) + `::text[]), (SELECT ` + n(4) + `::timestamptz[]), (SELECT ` + n(5) + `::text[]),
-		(SELECT ` + n(6) + `::text[]))
-		AS l(i, budget, measure, tool_id, since, from_day, max)
+		(SELECT ` + n(3) + `::text[]), (SELECT ` + n(4) + `::timestamptz[]), (SELECT ` + n(5) + `::timestamptz[]),
+		(SELECT ` + n(6) + `::text[]), (SELECT ` + n(7) + `::text[]))
+		AS l(i, budget, measure, tool_id, since, minute, from_day, max)
 	CROSS JOIN LATERAL (
 		SELECT sum(s.spend_usd) AS spend FROM {schema}.budget_daily s
 		WHERE l.measure = 'spend' AND s.budget = l.budget AND s.day >= l.from_day::date
 			AND (l.tool_id = '' OR s.tool_id = l.tool_id)
 	) d
 	CROSS JOIN LATERAL (
-		SELECT count(*) AS calls FROM {schema}.executions e
-		WHERE l.measure = 'calls' AND e.budgets IS NOT NULL AND e.created_at >= l.since
+		SELECT sum(s.calls) AS calls FROM {schema}.budget_minute s
+		WHERE l.measure = 'calls' AND s.budget = l.budget AND s.minute >= l.minute
+			AND (l.tool_id = '' OR s.tool_id = l.tool_id)
+	) m
+	CROSS JOIN LATERAL (
+		SELECT CASE WHEN l.since < l.minute THEN 1 ELSE -1 END AS sign, count(*) AS calls
+		FROM {schema}.executions e
+		WHERE l.measure = 'calls' AND l.since <> l.minute AND e.budgets IS NOT NULL
+			AND e.created_at >= least(l.since, l.minute) AND e.created_at < greatest(l.since, l.minute)
 			AND l.budget = ANY(e.budgets) AND (l.tool_id = '' OR e.tool_id = l.tool_id)
 	) r
 ),
 checked AS (
-	SELECT (SELECT ` + n(7) + `::int[])[l.i] AS i, NULL::text AS budget, l.measure, l.tool_id, l.since, l.max, l.used
+	SELECT (SELECT ` + n(8) + `::int[])[l.i] AS i, NULL::text AS budget, l.measure, l.tool_id, l.since, l.max, l.used
 	FROM limits l
 	UNION ALL
 	SELECT i, budget, measure, tool_id, since, max, used FROM blimits
@@ -184,7 +200,7 @@ const budgetOldestSQL = `CASE WHEN l.measure = 'calls' THEN (
 	) END`
 
 // measureBudgetLimitsSQL is measureLimitsSQL with budget limits: $1 the
-// principal, $2 to $7 its own limits (limitArgs), $8 to $15 the budgets'
+// principal, $2 to $7 its own limits (limitArgs), $8 to $16 the budgets'
 // (budgetLimitArgs).
 var measureBudgetLimitsSQL = `WITH ` + limitsCTE + budgetLimitsCTE(8) + ` SELECT used::text FROM checked ORDER BY i`
 
@@ -264,11 +280,12 @@ func (k *knownBudgets) add(ids []string) {
 	}
 }
 
-// budgetRollupSQL is the admission's WITH item that counts the call in
-// each of its budgets' day rows, after the principal's rollups (it waits
-// for minute_rollup's count) and in byte order of the budgets' ids. $12 is
-// the tool and $13 the amount, as in admitSQL; budgets and days are the
-// numbers of the two array parameters.
+// budgetRollupSQL is the admission's WITH items that count the call in
+// each of its budgets' day rows (budget_rollup) and then minute rows
+// (budget_minute_rollup), after the principal's rollups (they wait for
+// minute_rollup's count) and in byte order of the budgets' ids. $12 is the
+// tool, $13 the amount and $16 the time, as in admitSQL; budgets and days
+// are the numbers of the two array parameters.
 func budgetRollupSQL(budgets, days string) string {
 	return `,
 budget_rollup AS (
@@ -279,6 +296,16 @@ budget_rollup AS (
 	ORDER BY x.budget COLLATE "C"
 	ON CONFLICT (budget, day, tool_id) DO UPDATE
 	SET calls = d.calls + 1, spend_usd = d.spend_usd + EXCLUDED.spend_usd
+	RETURNING 1
+),
+budget_minute_rollup AS (
+	INSERT INTO {schema}.budget_minute AS m (budget, minute, tool_id, calls)
+	SELECT x.budget, date_trunc('minute', $16::timestamptz AT TIME ZONE 'UTC') AT TIME ZONE 'UTC', $12::text, 1
+	FROM unnest(` + budgets + `::text[]) AS x(budget)
+	WHERE EXISTS (SELECT FROM used_quote) AND (SELECT count(*) FROM budget_rollup) >= 0
+	ORDER BY x.budget COLLATE "C"
+	ON CONFLICT (budget, minute, tool_id) DO UPDATE
+	SET calls = m.calls + 1
 )`
 }
 

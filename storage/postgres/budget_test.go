@@ -56,6 +56,13 @@ func assertBudgetRollupsExact(t *testing.T, schema string) {
 			FROM ` + execs + ` e, unnest(e.budgets, e.budget_days) AS x(budget, day)
 			GROUP BY 1, 2, 3`, `
 			SELECT budget, day::text, tool_id, '', calls, spend_usd FROM ` + pgx.Identifier{schema, "budget_daily"}.Sanitize()},
+		{"budget_minute", `
+			SELECT x.budget, to_char(e.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI') AS day, e.tool_id AS tool,
+				'' AS principal, count(*) AS calls, 0 AS spend_usd
+			FROM ` + execs + ` e, unnest(e.budgets) AS x(budget)
+			GROUP BY 1, 2, 3`, `
+			SELECT budget, to_char(minute AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI'), tool_id, '', calls, 0
+			FROM ` + pgx.Identifier{schema, "budget_minute"}.Sanitize()},
 		{"budget_spend", `
 			SELECT x.budget, x.day::text AS day, COALESCE(NULLIF(e.tool_slug, ''), e.tool_id) AS tool, e.principal,
 				count(*) AS calls, sum(e.amount_usd) AS spend_usd
@@ -241,7 +248,8 @@ func TestBudgetRollupsStayExact(t *testing.T) {
 	require.NoError(t, err)
 	var left int
 	require.NoError(t, sharedPool(t).QueryRow(ctx, `SELECT (SELECT count(*) FROM `+pgx.Identifier{schema, "budget_daily"}.Sanitize()+
-		`) + (SELECT count(*) FROM `+pgx.Identifier{schema, "budget_spend"}.Sanitize()+`)`).Scan(&left))
+		`) + (SELECT count(*) FROM `+pgx.Identifier{schema, "budget_spend"}.Sanitize()+
+		`) + (SELECT count(*) FROM `+pgx.Identifier{schema, "budget_minute"}.Sanitize()+`)`).Scan(&left))
 	assert.Zero(t, left, "the budgets' old days are pruned")
 }
 
@@ -265,7 +273,7 @@ func TestBudgetMigrationKeepsCalls(t *testing.T) {
 	// left it, with its call.
 	pool := sharedPool(t)
 	for _, stmt := range []string{
-		`DROP TABLE {s}.budget_locks, {s}.budget_daily, {s}.budget_spend, {s}.alerts_sent`,
+		`DROP TABLE {s}.budget_locks, {s}.budget_daily, {s}.budget_minute, {s}.budget_spend, {s}.alerts_sent`,
 		`DROP INDEX {s}.executions_budgeted_idx`,
 		`ALTER TABLE {s}.executions DROP COLUMN budgets, DROP COLUMN budget_days`,
 		`DELETE FROM {s}.schema_migrations WHERE version = 17`,
@@ -295,4 +303,45 @@ func TestBudgetMigrationKeepsCalls(t *testing.T) {
 // replaceSchema puts the quoted schema in place of {s}.
 func replaceSchema(stmt, schema string) string {
 	return strings.ReplaceAll(stmt, "{s}", pgx.Identifier{schema}.Sanitize())
+}
+
+// TestBudgetCallsLimitSplitsExactly places calls in a budget at and
+// around minute boundaries and measures its calls limit from just around
+// each of them, so that windows split every way between whole minutes and
+// raw calls added or taken away: each counts exactly the calls created at
+// or after its Since.
+func TestBudgetCallsLimitSplitsExactly(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := newStore(t)
+	offsets := []time.Duration{0, 10 * time.Second, 29 * time.Second, 30 * time.Second, 31 * time.Second,
+		59*time.Second + 999999*time.Microsecond, time.Minute, 61 * time.Second, 90 * time.Second, 150 * time.Second}
+	var at []time.Time
+	for i, off := range offsets {
+		when := t0.Add(off)
+		q := testQuote([]string{"alice", "bob"}[i%2], []string{"tool-a", "tool-b"}[i%3%2], "0.10", when)
+		require.NoError(t, s.CreateQuote(ctx, q))
+		b := budgetCall(q, fmt.Sprintf("k%d", i), when, []string{"team"})
+		_, err := s.BeginExecution(ctx, b)
+		require.NoError(t, err)
+		if i%2 == 0 {
+			require.NoError(t, s.FinishExecution(ctx, testFinish(b, storage.ExecutionFailed, when)))
+		}
+		at = append(at, when)
+	}
+	for _, x := range at {
+		for _, d := range []time.Duration{-time.Microsecond, 0, time.Microsecond, 15 * time.Second, -15 * time.Second, -45 * time.Second} {
+			since := x.Add(d)
+			for _, tool := range []string{"", "tool-a"} {
+				want := 0
+				for i, c := range at {
+					if !c.Before(since) && (tool == "" || []string{"tool-a", "tool-b"}[i%3%2] == tool) {
+						want++
+					}
+				}
+				l := storage.Limit{Budget: "team", ToolID: tool, Measure: storage.MeasureCalls, Since: since, Max: dec("100")}
+				assert.Equal(t, fmt.Sprint(want), budgetUsed(t, s, l).String(), "calls of %q since %s", tool, since.Format(time.RFC3339Nano))
+			}
+		}
+	}
 }

@@ -121,6 +121,20 @@
 //     the default mode) and their plans are generic where that is cheaper
 //     (see limitsCTE).
 //
+// # Budgets
+//
+// A call in budgets (storage.Begin.Budgets, migration 0017) is admitted in
+// the same one round trip: the batch takes each budget's lock row after
+// the principal's, in the order of the budgets' ids, and its admission
+// statement measures the budgets' limits beside the principal's, records
+// the budgets on the execution and counts the call in each budget's day
+// row. Admissions sharing a budget take turns on its row, on any number of
+// processes, so no budget is taken over its limit; the fixed order keeps
+// admissions of different principals sharing budgets from deadlocking.
+// The finish settles the amount on each budget in its one statement. A
+// call in no budget runs the statements it ran before budgets, naming
+// none of their tables. See budget.go.
+//
 // # Durability
 //
 // A commit that does not wait for the disk is visible to every session at

@@ -71,7 +71,8 @@ func (s *Store) Prune(ctx context.Context, p storage.Prune) (storage.PruneResult
 
 // pruneBudgetHistorySQL deletes the budgets' history from before $1, a
 // day: at most $3 day rows (budget_daily), as many spend rows
-// (budget_spend), and as many alert claims made before $2. A budget's day
+// (budget_spend), and as many minute rows (budget_minute, UTC minutes) and
+// alert claims from before $2. A budget's day
 // is its own time zone's, which may start up to a day before the UTC day
 // of the same date, so the caller keeps one day more than the ledger's
 // cutoff: no day a limit of the ledger's span could count goes. Rows a
@@ -90,13 +91,19 @@ const pruneBudgetHistorySQL = `
 			SELECT budget, day, principal, tool FROM {schema}.budget_spend WHERE day < $1::date
 			LIMIT $3 FOR UPDATE SKIP LOCKED)
 		RETURNING 1
+	), minutes AS (
+		DELETE FROM {schema}.budget_minute m WHERE (m.budget, m.minute, m.tool_id) IN (
+			SELECT budget, minute, tool_id FROM {schema}.budget_minute WHERE minute < $2
+			LIMIT $3 FOR UPDATE SKIP LOCKED)
+		RETURNING 1
 	), alerts AS (
 		DELETE FROM {schema}.alerts_sent WHERE id IN (
 			SELECT id FROM {schema}.alerts_sent WHERE claimed_at < $2
 			LIMIT $3 FOR UPDATE SKIP LOCKED)
 		RETURNING 1
 	)
-	SELECT (SELECT count(*) FROM daily) + (SELECT count(*) FROM spend) + (SELECT count(*) FROM alerts)`
+	SELECT (SELECT count(*) FROM daily) + (SELECT count(*) FROM spend) + (SELECT count(*) FROM minutes)
+		+ (SELECT count(*) FROM alerts)`
 
 // pruneBudgetHistory runs pruneBudgetHistorySQL for the ledger's cutoff
 // before: the budgets' days before the day before its UTC date go.

@@ -36,12 +36,19 @@ func TestGatewayRoundTrips(t *testing.T) {
 	require.NoError(t, err)
 	reg := registry.New()
 	require.NoError(t, reg.Register(echoTool()))
-	gw, err := toolgate.New(store, &toolgate.Config{Registry: reg, Transport: toolgatetest.NewUpstream()})
+	// carol counts in two budgets, her team's and its parent's; alice and
+	// bob in none, so their calls cost what they did before budgets.
+	monthly, daily, perMinute := decimal.RequireFromString("1000.0000"), decimal.RequireFromString("50.0000"), 600
+	budgets := []toolgatetype.BudgetDefinition{
+		{ID: "acme", MonthlyLimitUSD: &monthly},
+		{ID: "search", Parent: "acme", Members: []string{"carol"}, DailyLimitUSD: &daily, RateLimitPerMinute: &perMinute},
+	}
+	gw, err := toolgate.New(store, &toolgate.Config{Registry: reg, Transport: toolgatetest.NewUpstream(), Budgets: budgets})
 	require.NoError(t, err)
 	// The statements' first use on a connection prepares them, and each
 	// principal's first sealed finish reads its chain head; those one-offs
 	// are not what is pinned.
-	for _, principal := range []string{"alice", "bob"} {
+	for _, principal := range []string{"alice", "bob", "carol"} {
 		warm, err := gw.Quote(ctx, principal, "echo")
 		require.NoError(t, err)
 		_, err = gw.Call(ctx, principal, echoCall(warm, "warm-up"))
@@ -69,7 +76,7 @@ func TestGatewayRoundTrips(t *testing.T) {
 	// Quoted elsewhere: this instance has nothing to remember.
 	other, err := postgres.New(ctx, sharedPool(t), &postgres.Config{Schema: schema})
 	require.NoError(t, err)
-	elsewhere, err := toolgate.New(other, &toolgate.Config{Registry: reg, Transport: toolgatetest.NewUpstream()})
+	elsewhere, err := toolgate.New(other, &toolgate.Config{Registry: reg, Transport: toolgatetest.NewUpstream(), Budgets: budgets})
 	require.NoError(t, err)
 	qo, err := elsewhere.Quote(ctx, "alice", "echo")
 	require.NoError(t, err)
@@ -92,6 +99,20 @@ func TestGatewayRoundTrips(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, [2]int64{2, 4}, callTrips("bob", qb, "k3"), "a call of a principal with controls and an approval")
 
+	// A pair of a principal in two budgets is still three round trips:
+	// the quote measures the budgets in its batch, and the admission takes
+	// their locks in its own, in one more statement.
+	trips.reset()
+	qc, err := gw.Quote(ctx, "carol", "echo")
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, trips.n.Load(), "a quote in two budgets")
+	require.Len(t, qc.Controls.Budgets, 2)
+	assert.Equal(t, [2]int64{2, 5}, callTrips("carol", qc, "k4"), "a call in two budgets: its admission, its result")
+	spend, err := store.SpendSummary(ctx, storage.SpendQuery{Budget: "acme", GroupBy: toolgatetype.SpendByPrincipal})
+	require.NoError(t, err)
+	require.Len(t, spend, 1)
+	assert.Equal(t, storage.SpendGroup{Key: "carol", TotalUSD: spend[0].TotalUSD, Count: 2}, spend[0], "the warm-up call and this one")
+
 	// What the batched reads answered is what decided: the charge shows
 	// in the next quote's controls.
 	next, err := gw.Quote(ctx, "alice", "echo")
@@ -99,7 +120,7 @@ func TestGatewayRoundTrips(t *testing.T) {
 	assert.Equal(t, "0.3300", next.Controls.Global.DailyUsedUSD)
 	usage, err := store.Usage(ctx, q.Tool.ID)
 	require.NoError(t, err)
-	assert.Equal(t, storage.Usage{Count: 5, UniqueUsers: 2}, usage)
+	assert.Equal(t, storage.Usage{Count: 7, UniqueUsers: 3}, usage)
 
 	// Each finish kept its receipt.
 	for principal, calls := range map[string]int{"alice": 3, "bob": 2} {

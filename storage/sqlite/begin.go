@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"slices"
 
 	"github.com/toolgate/toolgate/storage"
 )
@@ -179,6 +180,12 @@ func admit(tx *writeTx, b storage.Begin, amount int64, budgets any) (storage.Beg
 	}
 	e := b.NewExecution()
 	e.AmountUSD, e.CreatedAt = fromUnits(amount), fromNanos(now)
+	// The caller's slice stays the caller's, as every execution read back
+	// is; none is nil, as it reads back.
+	e.Budgets = nil
+	if len(b.Budgets) > 0 {
+		e.Budgets = slices.Clone(b.Budgets)
+	}
 	return storage.BeginResult{Execution: e}, nil
 }
 

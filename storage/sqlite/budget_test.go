@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -167,4 +168,43 @@ func TestBudgetGivesBackAndHolds(t *testing.T) {
 	groups, err := s.SpendSummary(ctx, storage.SpendQuery{Budget: "search", GroupBy: toolgatetype.SpendByDay, FromDay: "2030-03-16"})
 	require.NoError(t, err)
 	assert.Empty(t, groups, "no charged call on a later day")
+}
+
+// TestBudgetInputRefused: what the budgets' tables could not count right
+// is refused with an error that says what, and writes nothing.
+func TestBudgetInputRefused(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := t.Context()
+	cases := []struct {
+		name    string
+		budgets []storage.BudgetDay
+		limit   *storage.Limit
+		want    string
+	}{
+		{"a budget named twice", []storage.BudgetDay{{Budget: "team", Day: "2030-03-15"}, {Budget: "team", Day: "2030-03-15"}}, nil, `"team" is named twice`},
+		{"a budget with no id", []storage.BudgetDay{{Day: "2030-03-15"}}, nil, "has no id"},
+		{"a day that is no date", []storage.BudgetDay{{Budget: "team", Day: "15/03/2030"}}, nil, `day "15/03/2030" is not a date`},
+		{"a day that does not exist", []storage.BudgetDay{{Budget: "team", Day: "2030-02-30"}}, nil, "is not a date"},
+		{"a first day that is no date", nil, &storage.Limit{Budget: "team", Measure: storage.MeasureSpend, FromDay: "2030-3-1", Max: dec("1")}, `day "2030-3-1"`},
+	}
+	for i, tc := range cases {
+		q := quoteFor("alice", "tool-a", "0.11", t0)
+		require.NoError(t, s.CreateQuote(ctx, q))
+		b := beginFor(q, fmt.Sprint("key-", i), t0)
+		b.Budgets = tc.budgets
+		if tc.limit != nil {
+			b.Limits = []storage.Limit{*tc.limit}
+		}
+		_, err := s.BeginExecution(ctx, b)
+		require.ErrorContains(t, err, tc.want, tc.name)
+		_, err = s.GetIdempotency(ctx, "alice", b.Key)
+		require.ErrorIs(t, err, storage.ErrNotFound, tc.name)
+	}
+	_, err := s.SpendSummary(ctx, storage.SpendQuery{Budget: "team", GroupBy: toolgatetype.SpendByDay, UntilDay: "tomorrow"})
+	require.ErrorContains(t, err, `day "tomorrow" is not a date`)
+	_, err = s.ClaimAlert(ctx, strings.Repeat("x", storage.MaxAlertIDLength+1), t0)
+	require.ErrorContains(t, err, "more than 300")
+	_, err = s.ClaimAlert(ctx, "", t0)
+	require.ErrorContains(t, err, "empty")
 }

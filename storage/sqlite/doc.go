@@ -60,6 +60,22 @@
 // kept: pruning an execution moves its call there, and pruning the
 // history takes calls out of either.
 //
+// # Budgets
+//
+// A call in budgets (storage.Begin.Budgets) carries them on its execution,
+// and the execution's insert counts it in each, in the same write, by
+// trigger (0012_budgets.sql): its amount and a call in the budget's row
+// for its day and tool (budget_daily), and its row among the budget's
+// calls (budget_calls). A release gives the amount back to each, and a
+// charge adds the call to each budget's spend summary (budget_spend, per
+// day, principal and tool), kept for as long as the ledger whatever
+// becomes of the execution. So a budget's spend limit sums at most a row
+// per tool and day of its window, its rate per minute counts a minute of
+// its calls, and every budget limit of a call is checked in the write
+// that admits it: on one file, however many processes share it, no
+// budget is ever passed. A call in no budget runs none of this. Alerts are
+// claimed once per file (alerts_sent, see Store.ClaimAlert).
+//
 // Reads (GetQuote, GetIdempotency, MeasureLimits, Usage, ...) use a small
 // pool of read-only connections (Config.ReadConnections) and see every
 // write committed before they start.
@@ -82,7 +98,9 @@
 // # Retention and size
 //
 // Nothing is deleted until Prune is called; the gateway's RunRetention
-// calls it every minute. An ambiguous execution is kept, with its
+// calls it every minute. The budgets' history goes by day, those before
+// the day before Prune.LedgerBefore's UTC date, so no zone's month is cut
+// short. An ambiguous execution is kept, with its
 // Idempotency-Key and its reservation, until a person resolves it. Prune
 // deletes in steps of at most a hundred rows, each its own write, so calls
 // never wait long behind it. The pages deleted rows leave are reused by

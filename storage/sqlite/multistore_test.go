@@ -174,3 +174,32 @@ func TestTwoStoresFinishAndTakeOver(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, storage.Usage{Count: rounds, UniqueUsers: 1}, u)
 }
+
+// TestTwoStoresClaimAnAlertOnce: gateways on one file all see a budget
+// cross its threshold and claim its alert at once, through two Stores;
+// each alert is claimed by exactly one of them, so one webhook goes out.
+func TestTwoStoresClaimAnAlertOnce(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "shared.db")
+	stores := []*sqlite.Store{openStore(t, path), openStore(t, path)}
+	ctx := t.Context()
+	const racers, alerts = 120, 6
+	wins := make([]int, racers)
+	errs := make([]error, racers)
+	race(racers, func(i int) {
+		id := fmt.Sprintf("budget.threshold/team/daily/0.%d/2030-03-15", i%alerts)
+		ok, err := stores[i%2].ClaimAlert(ctx, id, t0)
+		errs[i] = err
+		if ok {
+			wins[i] = 1
+		}
+	})
+	perAlert := make([]int, alerts)
+	for i := range racers {
+		require.NoError(t, errs[i])
+		perAlert[i%alerts] += wins[i]
+	}
+	for a, n := range perAlert {
+		assert.Equal(t, 1, n, "claims of alert %d that won", a)
+	}
+}

@@ -15,8 +15,8 @@ ALTER TABLE executions
     ADD COLUMN IF NOT EXISTS budgets text[],
     ADD COLUMN IF NOT EXISTS budget_days date[];
 
--- A budget's calls limit (its rate per minute) counts the raw calls
--- created since its start. Only calls in a budget are in the index, so the
+-- A budget's calls limit (its rate per minute) counts the raw calls of
+-- the part of its window that is not a whole minute. Only calls in a budget are in the index, so the
 -- principal-only calls that make up most of a busy minute are never
 -- walked, and an admission outside every budget writes no entry. A finish
 -- changes neither column, so it still updates its row in place.
@@ -44,6 +44,18 @@ CREATE TABLE IF NOT EXISTS budget_daily (
     calls     bigint  NOT NULL,
     spend_usd numeric NOT NULL,
     PRIMARY KEY (budget, day, tool_id)
+);
+
+-- What a budget's calls limits count for whole minutes: per budget, UTC
+-- minute and tool, the calls admitted, whatever their outcome. A window
+-- then reads a row per minute and tool, and the raw calls of at most half
+-- a minute (see budgetLimitsCTE), however busy the budget.
+CREATE TABLE IF NOT EXISTS budget_minute (
+    budget  text        NOT NULL,
+    minute  timestamptz NOT NULL,
+    tool_id text        NOT NULL,
+    calls   bigint      NOT NULL,
+    PRIMARY KEY (budget, minute, tool_id)
 );
 
 -- What a budget's calls were charged, per day, principal and tool (its
