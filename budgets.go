@@ -2,7 +2,12 @@ package toolgate
 
 import (
 	"context"
+	"slices"
+	"time"
 
+	"github.com/shopspring/decimal"
+	"github.com/toolgate/toolgate/internal/budgets"
+	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
@@ -34,23 +39,133 @@ func tokenClaims(ctx context.Context) map[string][]string {
 }
 
 // Budgets returns the state of every configured budget, in configuration
-// order: each window that has a limit, what is used in it and when it
-// resets.
+// order: each window that has a limit, what is used in it (charged calls
+// and the amounts of calls in flight or ambiguous) and when it resets.
+// None configured: an empty list.
 func (g *Gateway) Budgets(ctx context.Context) ([]toolgatetype.Budget, error) {
-	panic("TODO(issue 42): core")
+	if g.budgets == nil {
+		return []toolgatetype.Budget{}, nil
+	}
+	return g.budgetStates(ctx, g.budgets.Nodes())
 }
 
 // BudgetsFor returns the budgets an approver may see: those whose
-// Approvers name them, and their descendants, in configuration order.
+// Approvers name them, and their descendants, in configuration order. An
+// approver who may see none gets an empty list.
 func (g *Gateway) BudgetsFor(ctx context.Context, approver string) ([]toolgatetype.Budget, error) {
-	panic("TODO(issue 42): core")
+	if err := validPrincipal(approver); err != nil {
+		return nil, err
+	}
+	return g.budgetStates(ctx, g.visibleBudgets(approver))
+}
+
+// visibleBudgets are the budgets approver may see, in configuration order.
+func (g *Gateway) visibleBudgets(approver string) []*budgets.Node {
+	if g.budgets == nil {
+		return nil
+	}
+	var out []*budgets.Node
+	for _, n := range g.budgets.Nodes() {
+		if mayView(n, approver) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// mayView reports whether the budget or one of its ancestors names
+// approver among its Approvers.
+func mayView(n *budgets.Node, approver string) bool {
+	for ; n != nil; n = n.Parent {
+		if slices.Contains(n.Approvers, approver) {
+			return true
+		}
+	}
+	return false
+}
+
+// budgetStates measures every window of nodes in one read of the store.
+func (g *Gateway) budgetStates(ctx context.Context, nodes []*budgets.Node) ([]toolgatetype.Budget, error) {
+	out := make([]toolgatetype.Budget, len(nodes))
+	if len(nodes) == 0 {
+		return out, nil
+	}
+	built := appendBudgetLimits(nil, nodes, nil, g.clock.Now().UTC(), false)
+	limits := make([]storage.Limit, len(built))
+	for i, b := range built {
+		limits[i] = b.limit
+	}
+	// A budget's limit counts every principal's calls: the principal
+	// MeasureLimits takes is not looked at for it.
+	used, err := g.store.MeasureLimits(ctx, "", limits)
+	if err != nil {
+		return nil, internalError(err)
+	}
+	for i, n := range nodes {
+		out[i] = budgetState(n, built, used)
+	}
+	return out, nil
 }
 
 // BudgetSpend sums what a budget's calls were charged, of every member
-// and of its descendants' members, over [f.Since, f.Until) counted in the
-// budget's days, grouped by day (in the budget's time zone), principal or
-// tool. An approver the budget does not name (directly or through an
-// ancestor) gets not_found, as does an unknown budget.
+// and of its descendants' members, grouped by f.GroupBy: tool (the
+// default, as Spend's), day (in the budget's time zone) or principal.
+// Amounts held by calls in flight or ambiguous are not in it: it is what
+// was charged.
+//
+// It counts whole days of the budget's time zone: those [f.Since,
+// f.Until) touches, each call on the day it was admitted. Since defaults
+// to the start of the current month, Until to now; the summary's Since and
+// Until are the bounds of the days counted. An approver the budget does
+// not name (directly or through an ancestor) gets not_found, as does an
+// unknown budget; a bad filter is invalid_request naming the parameter.
 func (g *Gateway) BudgetSpend(ctx context.Context, approver, budget string, f toolgatetype.SpendFilter) (*toolgatetype.SpendSummary, error) {
-	panic("TODO(issue 42): core")
+	if err := validPrincipal(approver); err != nil {
+		return nil, err
+	}
+	var n *budgets.Node
+	if g.budgets != nil {
+		n = g.budgets.Get(budget)
+	}
+	if n == nil || !mayView(n, approver) {
+		return nil, newError(toolgatetype.CodeNotFound, "no budget %q exists for you", budget)
+	}
+	if f.GroupBy == "" {
+		f.GroupBy = toolgatetype.SpendByTool
+	}
+	switch f.GroupBy {
+	case toolgatetype.SpendByTool, toolgatetype.SpendByDay, toolgatetype.SpendByPrincipal:
+	default:
+		return nil, paramError("groupBy", "groupBy must be %s, %s or %s", toolgatetype.SpendByDay, toolgatetype.SpendByPrincipal, toolgatetype.SpendByTool)
+	}
+	now := g.clock.Now().UTC()
+	if f.Until.IsZero() {
+		f.Until = now
+	}
+	if f.Since.IsZero() {
+		f.Since, _, _ = n.Window(toolgatetype.BudgetMonthly, now)
+		if !f.Since.Before(f.Until) {
+			return nil, paramError("until", "until must be later than the start of the budget's current month, since's default")
+		}
+	}
+	if !f.Since.Before(f.Until) {
+		return nil, paramError("since", "since must be earlier than until")
+	}
+	from, _, fromDay := n.Window(toolgatetype.BudgetDaily, f.Since)
+	// The last instant in the range is Until less a nanosecond: the day
+	// holding it is the last day counted.
+	_, until, _ := n.Window(toolgatetype.BudgetDaily, f.Until.Add(-time.Nanosecond))
+	untilDay := n.Day(until)
+	groups, err := g.store.SpendSummary(ctx, storage.SpendQuery{Budget: n.ID, FromDay: fromDay, UntilDay: untilDay, GroupBy: f.GroupBy})
+	if err != nil {
+		return nil, internalError(err)
+	}
+	out := &toolgatetype.SpendSummary{Since: from.UTC(), Until: until.UTC(), GroupBy: f.GroupBy, Groups: make([]toolgatetype.SpendGroup, len(groups))}
+	total := decimal.Zero
+	for i, gr := range groups {
+		total = total.Add(gr.TotalUSD)
+		out.Groups[i] = toolgatetype.SpendGroup{Key: gr.Key, TotalUSD: usd(gr.TotalUSD), Count: gr.Count}
+	}
+	out.TotalUSD = usd(total)
+	return out, nil
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
+	"github.com/toolgate/toolgate/internal/budgets"
 	"github.com/toolgate/toolgate/internal/executor"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
@@ -87,6 +89,9 @@ type call struct {
 	g           *Gateway
 	// rec collects what the call reports once it is over.
 	rec *callRecord
+	// budgets are the budgets the call counts in, nearest first (nil:
+	// none), as its caller's principal and token claims put it in them.
+	budgets []*budgets.Node
 	// adm is what the call was admitted with, limits its limits as the
 	// store counts them; exec, upstreamStatus and sealed are what its run
 	// found and signed.
@@ -193,6 +198,7 @@ type admission struct {
 // the policy (see checkPolicy), the standing approval, all in one step of
 // the store, which decides with them; the call is admitted with c.adm.
 func (g *Gateway) admit(ctx context.Context, c *call, now time.Time) error {
+	c.budgets = g.callBudgets(ctx, c.principal)
 	mode, err := g.approvalMode(ctx, c.principal)
 	if err != nil {
 		return err
@@ -227,7 +233,11 @@ func (g *Gateway) decide(ctx context.Context, c *call, read storage.ReadResult, 
 	if err != nil {
 		return admission{}, err
 	}
-	if violations := limits.staticViolations(q.TotalUSD); len(violations) > 0 {
+	violations := limits.staticViolations(q.TotalUSD)
+	if c.budgets != nil {
+		violations = append(violations, blockedByBudgets(c.budgets, c.tool.Tool.Slug)...)
+	}
+	if len(violations) > 0 {
 		return admission{}, spendLimitError(violations)
 	}
 	a := admission{quote: q, policy: policy, mode: mode, limits: limits, read: read}
@@ -267,7 +277,7 @@ func (c *call) approvalKind() toolgatetype.ApprovalKind {
 }
 
 // refusedByStore explains why the store refused to admit a call.
-func refusedByStore(err error, built []builtLimit, now time.Time) error {
+func refusedByStore(err error, built []builtLimit, amount decimal.Decimal, now time.Time) error {
 	var limitErr *storage.LimitError
 	switch {
 	case errors.Is(err, storage.ErrIdempotencyConflict):
@@ -282,7 +292,7 @@ func refusedByStore(err error, built []builtLimit, now time.Time) error {
 		// deletion long after expiry changes that.
 		return errGrantUsed()
 	case errors.As(err, &limitErr):
-		return limitError(built, limitErr, now)
+		return limitError(built, limitErr, amount, now)
 	}
 	return internalError(err)
 }
@@ -292,6 +302,7 @@ func refusedByStore(err error, built []builtLimit, now time.Time) error {
 // have changed since counts: the quote must still exist, and a tool that
 // changed or was blocked meanwhile is not called after all.
 func (g *Gateway) admitResumed(ctx context.Context, c *call, now time.Time) (admission, error) {
+	c.budgets = g.callBudgets(ctx, c.principal)
 	read, err := storage.ReadBatch(ctx, g.store, g.callReads(c, false, nil))
 	if err != nil {
 		return admission{}, internalError(err)

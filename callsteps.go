@@ -51,6 +51,9 @@ func (c *call) Resume(ctx context.Context, now time.Time) (storage.Begin, error)
 func (c *call) begin(now time.Time) storage.Begin {
 	adm := &c.adm
 	c.limits = adm.limits.storageLimits(c.tool.Tool.ID, now)
+	if c.budgets != nil {
+		c.limits = appendBudgetLimits(c.limits, c.budgets, c.tool.Tool, now, true)
+	}
 	limits := make([]storage.Limit, len(c.limits))
 	for i, b := range c.limits {
 		limits[i] = b.limit
@@ -60,6 +63,7 @@ func (c *call) begin(now time.Time) storage.Begin {
 		ToolID:    c.tool.Tool.ID,
 		AmountUSD: adm.quote.TotalUSD,
 		Limits:    limits,
+		Budgets:   budgetDays(c.budgets, now),
 		GrantID:   c.grant,
 		Decided:   adm.read,
 
@@ -73,7 +77,7 @@ func (c *call) begin(now time.Time) storage.Begin {
 
 // Refused implements executor.Steps (see refusedByStore).
 func (c *call) Refused(err error, now time.Time) error {
-	return refusedByStore(err, c.limits, now)
+	return refusedByStore(err, c.limits, c.adm.quote.TotalUSD, now)
 }
 
 // Run implements executor.Steps: it calls the provider, unless a run that
@@ -122,6 +126,11 @@ func (c *call) Result(ctx context.Context, cl executor.Claim, r executor.Run, st
 		// approval: it approved this call only, unless the approver chose
 		// to remember, which DecideApproval recorded already.
 		g.rememberFirstUse(ctx, c.principal, c.tool)
+	}
+	if exec.Status == toolgatetype.StatusCompleted && len(cl.Execution.Budgets) > 0 {
+		// The budgets the execution was admitted in, which for a takeover
+		// are those of the run that began it.
+		g.budgetCharged(ctx, cl.Execution.Budgets)
 	}
 	exec.Receipt = &c.sealed
 	return &toolgatetype.CallResult{Execution: exec, Body: stored}

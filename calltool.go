@@ -234,7 +234,7 @@ func (g *Gateway) runAnswered(ctx context.Context, c *toolCall, a *toolgatetype.
 // cannot run: the tool is blocked, or the spend controls deny it. The
 // quote is left to expire unused; nothing is charged.
 func (g *Gateway) quoteToolCall(ctx context.Context, c *toolCall) (*toolgatetype.QuoteResult, *storage.IdempotencyRecord, error) {
-	q, prior, err := g.quoteVersion(ctx, c.principal, c.tool, c.key)
+	q, prior, short, err := g.quoteVersion(ctx, c.principal, c.tool, c.key)
 	if err != nil || prior != nil {
 		return nil, prior, err
 	}
@@ -244,7 +244,7 @@ func (g *Gateway) quoteToolCall(ctx context.Context, c *toolCall) (*toolgatetype
 	}
 	if !q.Controls.Approved {
 		return nil, nil, &toolgatetype.Error{Code: toolgatetype.CodeSpendLimitExceeded,
-			Message: "the call would break your spend controls", Violations: q.Controls.Violations}
+			Message: "the call would break your spend controls", Violations: q.Controls.Violations, Budget: short}
 	}
 	return q, nil, nil
 }

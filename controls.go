@@ -118,12 +118,16 @@ const (
 	limitGlobalHour
 	limitToolMinute
 	limitToolHour
+	// limitBudget is any limit of a budget, which its budgetLimit says.
+	limitBudget
 )
 
 type builtLimit struct {
 	kind   limitKind
 	window time.Duration // for rate limits: how long a call counts
 	limit  storage.Limit
+	// budget is the budget's limit this is (limitBudget); nil otherwise.
+	budget *budgetLimit
 }
 
 // storageLimits turns effective limits into the windows the store counts:
@@ -184,10 +188,14 @@ func spendLimitError(violations []string) *toolgatetype.Error {
 }
 
 // limitError reports rate limits before spend limits: a rate-limited caller
-// should wait, not raise a budget.
-func limitError(built []builtLimit, le *storage.LimitError, now time.Time) *toolgatetype.Error {
+// should wait, not raise a budget. A spend refusal names in error.budget
+// the first budget short, nearest the principal, for requested (the
+// call's amount).
+func limitError(built []builtLimit, le *storage.LimitError, requested decimal.Decimal, now time.Time) *toolgatetype.Error {
 	var violations []string
 	var retryAt time.Time
+	var refusal *toolgatetype.BudgetRefusal
+	refusalAt := len(built)
 	for _, f := range le.Failures {
 		b := built[f.Index]
 		if b.limit.Measure == storage.MeasureCalls {
@@ -200,7 +208,14 @@ func limitError(built []builtLimit, le *storage.LimitError, now time.Time) *tool
 			}
 			continue
 		}
-		violations = append(violations, spendViolation(b.kind, b.limit.Max))
+		if b.budget == nil {
+			violations = append(violations, spendViolation(b.kind, b.limit.Max))
+			continue
+		}
+		violations = append(violations, b.budget.violation(b.limit.Max))
+		if f.Index < refusalAt {
+			refusal, refusalAt = b.budget.refusal(b.limit.Max, f.Used, requested), f.Index
+		}
 	}
 	if !retryAt.IsZero() {
 		// A call stays in its window up to and including oldest+window, so
@@ -208,7 +223,9 @@ func limitError(built []builtLimit, le *storage.LimitError, now time.Time) *tool
 		wait := retryAt.Sub(now).Truncate(time.Second) + time.Second
 		return &toolgatetype.Error{Code: toolgatetype.CodeRateLimited, Message: fmt.Sprintf("too many calls; retry in %d seconds", int(wait.Seconds())), RetryAfter: wait}
 	}
-	return spendLimitError(violations)
+	e := spendLimitError(violations)
+	e.Budget = refusal
+	return e
 }
 
 // Violation strings that do not depend on usage.

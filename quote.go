@@ -29,15 +29,16 @@ func (g *Gateway) Quote(ctx context.Context, principal, tool string) (*toolgatet
 
 // quoteVersion is Quote of the tool's version v, already looked up, for a
 // call under key: when the key holds a record already, that is returned
-// instead, and no quote is made.
-func (g *Gateway) quoteVersion(ctx context.Context, principal string, v *registry.Version, key string) (*toolgatetype.QuoteResult, *storage.IdempotencyRecord, error) {
+// instead, and no quote is made. short is the first budget the call would
+// take over a limit, nearest the principal (nil: none), for a refusal.
+func (g *Gateway) quoteVersion(ctx context.Context, principal string, v *registry.Version, key string) (res *toolgatetype.QuoteResult, prior *storage.IdempotencyRecord, short *toolgatetype.BudgetRefusal, err error) {
 	rec := g.obs.startQuote(v.Tool.Slug)
 	rec.tool = v
-	res, prior, err := g.quoteOf(ctx, principal, v, key)
+	res, prior, short, err = g.quoteOf(ctx, principal, v, key)
 	if prior == nil { // else nothing was quoted
 		g.endQuote(ctx, rec, res, err)
 	}
-	return res, prior, err
+	return res, prior, short, err
 }
 
 // quote is Quote without its reporting.
@@ -49,18 +50,19 @@ func (g *Gateway) quote(ctx context.Context, principal, tool string) (*toolgatet
 	if err != nil {
 		return nil, err
 	}
-	res, _, err := g.quoteOf(ctx, principal, v, "")
+	res, _, _, err := g.quoteOf(ctx, principal, v, "")
 	return res, err
 }
 
 // quoteOf quotes a call of v for principal, unless key ("": none) holds a
-// record already, which it then returns.
-func (g *Gateway) quoteOf(ctx context.Context, principal string, v *registry.Version, key string) (*toolgatetype.QuoteResult, *storage.IdempotencyRecord, error) {
+// record already, which it then returns; with the quote, the first budget
+// short (see quoteVersion).
+func (g *Gateway) quoteOf(ctx context.Context, principal string, v *registry.Version, key string) (*toolgatetype.QuoteResult, *storage.IdempotencyRecord, *toolgatetype.BudgetRefusal, error) {
 	now := g.clock.Now().UTC()
 	amt := priceWithFee(v.Tool.Pricing.Amount, g.feeRate)
 	approval, err := g.externalApproval(ctx, principal, v)
 	if err != nil {
-		return nil, nil, internalError(err)
+		return nil, nil, nil, internalError(err)
 	}
 	q := storage.Quote{
 		ID:             uuid.New(),
@@ -76,6 +78,16 @@ func (g *Gateway) quoteOf(ctx context.Context, principal string, v *registry.Ver
 		ExpiresAt:      now.Add(g.cfg.QuoteTTL),
 		State:          storage.QuoteOpen,
 	}
+	// The caller's budgets' windows are measured with the caller's own.
+	windows := spendWindows(v.Tool.ID, now)
+	nodes := g.callBudgets(ctx, principal)
+	var budgetLimits []builtLimit
+	if nodes != nil {
+		budgetLimits = appendBudgetLimits(nil, nodes, v.Tool, now, false)
+		for _, b := range budgetLimits {
+			windows = append(windows, b.limit)
+		}
+	}
 	// The quote is stored whatever the decisions, so it is stored in the
 	// same step as the reads they need: one round trip on a database.
 	read, err := storage.ReadBatch(ctx, g.store, storage.Reads{
@@ -83,7 +95,7 @@ func (g *Gateway) quoteOf(ctx context.Context, principal string, v *registry.Ver
 		Approval:      g.approvalsFromStore,
 		ToolID:        v.Tool.ID,
 		SpendControls: true,
-		Limits:        spendWindows(v.Tool.ID, now),
+		Limits:        windows,
 		CreateQuote:   &q,
 		MaxOpenQuotes: g.cfg.MaxOpenQuotes,
 		Key:           key,
@@ -92,27 +104,31 @@ func (g *Gateway) quoteOf(ctx context.Context, principal string, v *registry.Ver
 	switch {
 	case errors.Is(err, storage.ErrIdempotencyConflict):
 		// A call under the key began between the store's read and the quote.
-		return nil, nil, errKeyInUse()
+		return nil, nil, nil, errKeyInUse()
 	case errors.As(err, &open):
-		return nil, nil, tooManyOpenQuotes(open, now)
+		return nil, nil, nil, tooManyOpenQuotes(open, now)
 	case err != nil:
-		return nil, nil, internalError(err)
+		return nil, nil, nil, internalError(err)
 	case read.Prior != nil:
-		return nil, read.Prior, nil
+		return nil, read.Prior, nil, nil
 	}
 	if g.approvalsFromStore {
 		approval = read.Approval
 	}
 	limits, err := g.limitsFor(ctx, principal, v.Tool.Slug, read.SpendControls)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	mode, err := g.approvalMode(ctx, principal)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	policy := forCaller(EvaluatePolicy(v), standingFor(approval, mode), amt.Total.IsZero())
 	controls := previewControls(limits, read.Used, amt.Total)
+	var short *toolgatetype.BudgetRefusal
+	if nodes != nil {
+		short = previewBudgets(&controls, nodes, v.Tool.Slug, budgetLimits, read.Used[len(windows)-len(budgetLimits):], amt.Total)
+	}
 	return &toolgatetype.QuoteResult{
 		Quote: toolgatetype.QuoteInfo{
 			ID:             q.ID.String(),
@@ -125,7 +141,7 @@ func (g *Gateway) quoteOf(ctx context.Context, principal string, v *registry.Ver
 		Tool:     toolRef(v.Tool),
 		Policy:   policy,
 		Controls: controls,
-	}, nil, nil
+	}, nil, short, nil
 }
 
 // tooManyOpenQuotes is the rate_limited answer to a quote the store

@@ -98,6 +98,9 @@ func (g *Gateway) ResolveExecution(ctx context.Context, approver, id string, r t
 	case err != nil:
 		return nil, internalError(err)
 	}
+	if r.Outcome == toolgatetype.StatusCompleted && len(e.Budgets) > 0 {
+		g.budgetCharged(ctx, e.Budgets)
+	}
 	g.log.InfoContext(ctx, "ambiguous call resolved", "execution", id, "principal", e.Principal, "outcome", string(r.Outcome), "resolvedBy", approver)
 	exec.Receipt = &sealed
 	return &toolgatetype.CallResult{Execution: exec, Body: kept}, nil

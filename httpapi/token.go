@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/apikey"
 	"github.com/toolgate/toolgate/internal/httpx"
 	"github.com/toolgate/toolgate/toolgatetype"
@@ -41,6 +42,9 @@ func (h *Handler) serveToken(w http.ResponseWriter, r *http.Request, token strin
 	callScope, approveScope := h.tokens.Scopes()
 	switch {
 	case (role == needCaller || role == needEither) && g.Principal != "":
+		// The token's claims ride with the request, so that its calls
+		// count in the budgets they join.
+		r = r.WithContext(toolgate.WithTokenClaims(r.Context(), g.Claims))
 		next(w, withPrincipal(r, g.Principal))
 	case (role == needApprover || role == needEither) && g.Approver != "":
 		next(w, withApprover(r, g.Approver))

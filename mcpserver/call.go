@@ -38,6 +38,7 @@ type toolCall struct {
 // checked against this call before anything else, and its key is the
 // first call's, so however often the state comes back the tool runs once.
 func (g *gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	ctx = withCallerClaims(ctx, req)
 	c, res, err := g.newCall(req)
 	if res != nil || err != nil {
 		return res, err

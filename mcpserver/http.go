@@ -84,6 +84,9 @@ func NewHandler(gw *toolgate.Gateway, opts *Options) (*Handler, error) {
 			return nil, auth.ErrInvalidToken
 		}
 		extra := map[string]any{extraBaseURL: httpx.BaseURL(r)}
+		if claims, ok := ctx.Value(claimsKey{}).(map[string][]string); ok {
+			extra[extraTokenClaims] = claims
+		}
 		if g.spans != nil {
 			extra[extraSpanContext] = trace.SpanContextFromContext(ctx)
 		}
@@ -121,11 +124,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeRPCError(w, http.StatusForbidden, why)
 		return
 	}
-	principal, ok := h.authenticate(w, r)
+	principal, claims, ok := h.authenticate(w, r)
 	if !ok {
 		return
 	}
 	ctx := context.WithValue(r.Context(), principalKey{}, principal)
+	if claims != nil {
+		ctx = context.WithValue(ctx, claimsKey{}, claims)
+	}
 	if h.g.spans != nil && !trace.SpanContextFromContext(ctx).IsValid() && r.Header.Get("Traceparent") != "" {
 		// The caller's trace continues in the spans of the messages this
 		// request carries, unless a tracing middleware already began a
@@ -251,10 +257,16 @@ func (h *Handler) Close() {
 // authenticate returns the principal of the request's Bearer key or
 // access token, or answers the refusal itself. A missing, repeated,
 // malformed or unknown key all fail alike.
-func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (string, bool) {
+func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (string, map[string][]string, bool) {
 	if token, ok := h.accessToken(r); ok {
 		return h.verifyToken(w, r, token)
 	}
+	principal, ok := h.authenticateKey(w, r)
+	return principal, nil, ok
+}
+
+// authenticateKey is authenticate for a request with an API key.
+func (h *Handler) authenticateKey(w http.ResponseWriter, r *http.Request) (string, bool) {
 	var key, principal string
 	ok := false
 	if h.auth != nil {

@@ -1,10 +1,13 @@
 package mcpserver
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/apikey"
 	"github.com/toolgate/toolgate/internal/httpx"
 )
@@ -15,32 +18,33 @@ func (h *Handler) accessToken(r *http.Request) (string, bool) {
 	return httpx.AccessToken(r, h.tokens)
 }
 
-// verifyToken returns the principal an access token calls as, or answers
-// the refusal: 401 invalid_token for a token not accepted, 403
-// insufficient_scope for one without the call scope. Every call over MCP
-// is a caller's: an approver's token alone cannot call.
-func (h *Handler) verifyToken(w http.ResponseWriter, r *http.Request, token string) (string, bool) {
+// verifyToken returns the principal an access token calls as, with the
+// token's claims that budgets match, or answers the refusal: 401
+// invalid_token for a token not accepted, 403 insufficient_scope for one
+// without the call scope. Every call over MCP is a caller's: an approver's
+// token alone cannot call.
+func (h *Handler) verifyToken(w http.ResponseWriter, r *http.Request, token string) (string, map[string][]string, bool) {
 	g, err := h.tokens.VerifyToken(r.Context(), token)
 	if (err == nil || errors.Is(err, apikey.ErrInvalidToken)) && h.limited(w, r, apikey.TokenCredential, err == nil) {
-		return "", false
+		return "", nil, false
 	}
 	switch {
 	case errors.Is(err, apikey.ErrInvalidToken):
 		reason := strings.TrimPrefix(strings.TrimPrefix(err.Error(), apikey.ErrInvalidToken.Error()), ": ")
 		w.Header().Set("WWW-Authenticate", apikey.Challenge(h.tokens.ResourceMetadataURL(), "invalid_token", reason, ""))
 		writeRPCError(w, http.StatusUnauthorized, "the access token is not accepted: "+reason)
-		return "", false
+		return "", nil, false
 	case err != nil:
 		h.g.log.ErrorContext(r.Context(), "cannot verify an access token", "error", err)
 		writeRPCError(w, http.StatusServiceUnavailable, "access tokens cannot be verified now; try again later")
-		return "", false
+		return "", nil, false
 	case g.Principal == "":
 		call, _ := h.tokens.Scopes()
 		w.Header().Set("WWW-Authenticate", apikey.Challenge(h.tokens.ResourceMetadataURL(), "insufficient_scope", "", call))
 		writeRPCError(w, http.StatusForbidden, "the access token has no "+call+" scope: it cannot call")
-		return "", false
+		return "", nil, false
 	}
-	return g.Principal, true
+	return g.Principal, g.Claims, true
 }
 
 // challenge is the WWW-Authenticate of a 401 for a request without a
@@ -55,4 +59,26 @@ func (h *Handler) challenge(r *http.Request) string {
 		code = "invalid_token"
 	}
 	return apikey.Challenge(h.tokens.ResourceMetadataURL(), code, "", "")
+}
+
+// extraTokenClaims names, among the facts the HTTP handler attaches to
+// each message (TokenInfo.Extra), the claims of the access token the
+// request came with: the SDK runs a message's handler in its session's
+// context rather than the request's, so they travel with the message.
+const extraTokenClaims = "toolgate/tokenClaims"
+
+// claimsKey carries a request's token claims from authentication to the
+// SDK's bearer check, which attaches them to the message.
+type claimsKey struct{}
+
+// withCallerClaims returns ctx carrying the claims of the access token
+// that req came with, for the gateway to count the call in the budgets
+// they join (toolgate.WithTokenClaims); ctx as it is for a key's caller.
+func withCallerClaims(ctx context.Context, req mcp.Request) context.Context {
+	extra := req.GetExtra()
+	if extra == nil || extra.TokenInfo == nil {
+		return ctx
+	}
+	claims, _ := extra.TokenInfo.Extra[extraTokenClaims].(map[string][]string)
+	return toolgate.WithTokenClaims(ctx, claims)
 }

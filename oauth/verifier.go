@@ -212,6 +212,7 @@ func (v *Verifier) grant(c claims) (apikey.TokenGrant, error) {
 	if g.Principal == "" && g.Approver == "" && len(refused) > 0 {
 		return g, invalid("%s", strings.Join(refused, "; "))
 	}
+	g.Claims = c.budgetClaims()
 	return g, nil
 }
 

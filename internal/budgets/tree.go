@@ -9,12 +9,22 @@ import (
 
 	"github.com/shopspring/decimal"
 	"github.com/toolgate/toolgate/toolgatetype"
+
+	// The zones a budget names must load on a machine (or a container
+	// image) with no zoneinfo of its own.
+	_ "time/tzdata"
 )
 
 // Tree is the checked configuration of every budget.
 type Tree struct {
 	nodes []*Node
 	byID  map[string]*Node
+	// byMember are the budgets naming each principal among their Members,
+	// in configuration order; claimed are the budgets with Claims. For
+	// looks a principal up in the first and walks the second, which is
+	// short: the budgets an identity provider's groups join.
+	byMember map[string][]*Node
+	claimed  []*Node
 }
 
 // Node is one budget of a Tree.
@@ -30,6 +40,10 @@ type Node struct {
 	Members       []string
 	Claims        map[string]string
 	Approvers     []string
+
+	// index is the budget's place in the configuration, which orders
+	// budgets found at the same distance from a principal.
+	index int
 }
 
 // ToolLimits are a budget's limits on one tool.
@@ -38,10 +52,51 @@ type ToolLimits struct {
 	Limits  map[toolgatetype.BudgetWindowKind]decimal.Decimal
 }
 
+// Windows are the budget windows in the order a budget's state and its
+// violations list them.
+var Windows = []toolgatetype.BudgetWindowKind{toolgatetype.BudgetDaily, toolgatetype.BudgetWeekly, toolgatetype.BudgetMonthly}
+
 // New checks defs and builds their tree. Its error is one line naming the
 // field: "budgets[1].parent: ...".
 func New(defs []toolgatetype.BudgetDefinition) (*Tree, error) {
-	panic("TODO(issue 42)")
+	t := &Tree{byID: make(map[string]*Node, len(defs)), byMember: map[string][]*Node{}}
+	for i, d := range defs {
+		n, err := node(i, d)
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := t.byID[n.ID]; dup {
+			return nil, fieldError(i, "id", "duplicate id %q", n.ID)
+		}
+		t.byID[n.ID] = n
+		t.nodes = append(t.nodes, n)
+	}
+	for i, d := range defs {
+		if d.Parent == "" {
+			continue
+		}
+		p, ok := t.byID[d.Parent]
+		if !ok {
+			return nil, fieldError(i, "parent", "unknown budget %q", d.Parent)
+		}
+		t.nodes[i].Parent = p
+	}
+	if err := t.checkCycles(); err != nil {
+		return nil, err
+	}
+	for _, n := range t.nodes {
+		seen := make(map[string]bool, len(n.Members))
+		for _, m := range n.Members {
+			if !seen[m] {
+				seen[m] = true
+				t.byMember[m] = append(t.byMember[m], n)
+			}
+		}
+		if len(n.Claims) > 0 {
+			t.claimed = append(t.claimed, n)
+		}
+	}
+	return t, nil
 }
 
 // Nodes returns every budget in configuration order.
@@ -50,19 +105,8 @@ func (t *Tree) Nodes() []*Node { return t.nodes }
 // Get returns the budget with id, nil when there is none.
 func (t *Tree) Get(id string) *Node { return t.byID[id] }
 
-// For returns the budgets a caller counts in: those naming the principal
-// among Members or whose Claims all match claims, and all their ancestors,
-// each once, nearest the principal first.
-func (t *Tree) For(principal string, claims map[string][]string) []*Node {
-	panic("TODO(issue 42)")
-}
-
-// Window returns the calendar window of kind that holds now in the
-// budget's time zone: its start, its end (when it resets) and its first
-// day as YYYY-MM-DD.
-func (n *Node) Window(kind toolgatetype.BudgetWindowKind, now time.Time) (start, end time.Time, fromDay string) {
-	panic("TODO(issue 42)")
-}
-
 // Day is now's calendar day in the budget's time zone, as YYYY-MM-DD.
 func (n *Node) Day(now time.Time) string { return now.In(n.Location).Format(time.DateOnly) }
+
+// Index is the budget's place in the configuration (0 for the first).
+func (n *Node) Index() int { return n.index }

@@ -86,6 +86,12 @@ func (s *Store) SpendSummary(ctx context.Context, q storage.SpendQuery) ([]stora
 	if err := q.Check(); err != nil {
 		return nil, err
 	}
+	if q.Budget != "" {
+		s.mu.Lock()
+		groups := s.budgetSummary(q)
+		s.mu.Unlock()
+		return sortedGroups(groups), nil
+	}
 	groups := map[string]*storage.SpendGroup{}
 	s.mu.Lock()
 	for _, p := range uniq(q.Principals) {
@@ -109,12 +115,17 @@ func (s *Store) SpendSummary(ctx context.Context, q storage.SpendQuery) ([]stora
 		}
 	}
 	s.mu.Unlock()
+	return sortedGroups(groups), nil
+}
+
+// sortedGroups lists groups in ascending order of their keys.
+func sortedGroups(groups map[string]*storage.SpendGroup) []storage.SpendGroup {
 	out := make([]storage.SpendGroup, 0, len(groups))
 	for _, g := range groups {
 		out = append(out, *g)
 	}
 	slices.SortFunc(out, func(a, b storage.SpendGroup) int { return strings.Compare(a.Key, b.Key) })
-	return out, nil
+	return out
 }
 
 // uniq returns the principals without repeats, so that none is listed twice.

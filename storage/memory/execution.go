@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/google/uuid"
 
@@ -53,10 +54,11 @@ func (s *Store) GetExecution(ctx context.Context, id uuid.UUID) (storage.Executi
 	return out, nil
 }
 
-// copyExecution copies e, its resolution included, leaving the Response
-// shared for the caller to clone once the lock is released.
+// copyExecution copies e, its resolution and budgets included, leaving the
+// Response shared for the caller to clone once the lock is released.
 func copyExecution(e *storage.Execution) storage.Execution {
 	out := *e
+	out.Budgets = slices.Clone(e.Budgets)
 	if e.Resolution != nil {
 		r := *e.Resolution
 		out.Resolution = &r
@@ -71,6 +73,9 @@ func (s *Store) BeginExecution(ctx context.Context, b storage.Begin) (storage.Be
 		return storage.BeginResult{}, err
 	}
 	if err := validateLimits(b.Limits); err != nil {
+		return storage.BeginResult{}, err
+	}
+	if err := validateBudgets(b.Budgets); err != nil {
 		return storage.BeginResult{}, err
 	}
 	k := idemKey{b.Principal, b.Key}
@@ -124,6 +129,7 @@ func (s *Store) BeginExecution(ctx context.Context, b storage.Begin) (storage.Be
 		grant.Status, grant.ExecutionID = storage.ApprovalUsed, b.ExecutionID
 	}
 	exec := b.NewExecution()
+	exec.Budgets = slices.Clone(b.Budgets) // the caller's slice stays the caller's
 	e := &exec
 	s.executions[e.ID] = e
 	s.histories[e.Principal] = s.histories[e.Principal].add(e)
@@ -145,7 +151,8 @@ func (s *Store) BeginExecution(ctx context.Context, b storage.Begin) (storage.Be
 		createdAt: b.Now,
 		state:     ledgerReserved,
 	})
-	return storage.BeginResult{Execution: *e}, nil
+	s.addBudgetRows(e)
+	return storage.BeginResult{Execution: copyExecution(e)}, nil
 }
 
 // checkLimits returns every limit b would break. The caller holds s.mu.
@@ -212,8 +219,11 @@ func (s *Store) FinishExecution(ctx context.Context, f storage.Finish) error {
 	}
 	// Prune keeps the rows of running executions, so the row is there; the
 	// check only keeps a broken invariant from panicking the gateway.
-	if r, ok := s.ledgerByExec[e.ID]; ok && f.Status != storage.ExecutionAmbiguous {
-		settle(r, f.Charged)
+	if f.Status != storage.ExecutionAmbiguous {
+		if r, ok := s.ledgerByExec[e.ID]; ok {
+			settle(r, f.Charged)
+		}
+		s.settleBudgets(e.ID, f.Charged)
 	}
 	if f.Status == storage.ExecutionCompleted {
 		s.countUse(e.ToolID, e.Principal)

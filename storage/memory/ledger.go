@@ -170,6 +170,9 @@ func settle(r *ledgerRow, charged bool) {
 // creation time of the oldest row it counted. The caller holds s.mu and has
 // validated l.
 func (s *Store) measure(principal string, l storage.Limit) (used decimal.Decimal, oldest time.Time) {
+	if l.Budget != "" {
+		return s.measureBudget(l)
+	}
 	pl := s.ledger[principal]
 	if pl == nil {
 		return decimal.Zero, time.Time{}
@@ -270,12 +273,15 @@ func (pl *principalLedger) oldestIn(lv int, b *ledgerBucket, l storage.Limit) ti
 	return time.Time{}
 }
 
-// validateLimits rejects limits whose measure this store cannot count, so a
-// typo never silently reads as "nothing used".
+// validateLimits rejects limits whose measure or first day this store
+// cannot count, so a typo never silently reads as "nothing used".
 func validateLimits(limits []storage.Limit) error {
 	for i, l := range limits {
 		if l.Measure != storage.MeasureSpend && l.Measure != storage.MeasureCalls {
 			return fmt.Errorf("memory: limit %d: unknown measure %q", i, l.Measure)
+		}
+		if err := validateFromDay(l); err != nil {
+			return fmt.Errorf("memory: limit %d: %w", i, err)
 		}
 	}
 	return nil

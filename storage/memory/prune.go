@@ -17,14 +17,19 @@ func (s *Store) Prune(ctx context.Context, p storage.Prune) (storage.PruneResult
 		return storage.PruneResult{}, err
 	}
 	limit := p.Limit
+	s.alerts.prune(p.LedgerBefore, limit)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return storage.PruneResult{
+	res := storage.PruneResult{
 		Idempotency:      s.pruneRecords(p.IdempotencyBefore, limit),
 		Quotes:           s.pruneQuotes(p.QuotesBefore, limit),
 		Ledger:           s.pruneLedger(p.LedgerBefore, limit),
 		ApprovalRequests: s.pruneApprovalRequests(p.ApprovalRequestsBefore, limit),
-	}, nil
+	}
+	// Budgets' history is ledger too, and shares its cap, so that a caller
+	// pruning until a batch comes back short also empties it.
+	res.Ledger += s.pruneBudgets(p.LedgerBefore, limit-res.Ledger)
+	return res, nil
 }
 
 // pruneRecords deletes idempotency records with their executions. The queue

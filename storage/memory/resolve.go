@@ -72,6 +72,7 @@ func (s *Store) ResolveExecution(ctx context.Context, r storage.Resolve) (storag
 	if row, ok := s.ledgerByExec[e.ID]; ok {
 		settle(row, charged)
 	}
+	s.settleBudgets(e.ID, charged)
 	if charged {
 		s.countUse(e.ToolID, e.Principal)
 	}

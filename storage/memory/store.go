@@ -17,6 +17,7 @@ var (
 	_ storage.SessionStore  = (*Store)(nil)
 	_ storage.WindowCounter = (*Store)(nil)
 	_ storage.SecretStore   = (*Store)(nil)
+	_ storage.AlertLedger   = (*Store)(nil)
 )
 
 // Store is an in-memory storage.Store. The zero value is not usable; create
@@ -45,6 +46,12 @@ type Store struct {
 	ledgerQueue  timeQueue[*ledgerRow] // all rows by creation time
 	ledgerByExec map[uuid.UUID]*ledgerRow
 
+	// Each budget's history, shared by its members (budget.go), and the
+	// rows of each execution still to be settled, for FinishExecution and
+	// ResolveExecution.
+	budgets      map[string]*budgetLedger
+	budgetByExec map[uuid.UUID][]*budgetRow
+
 	usage map[string]*toolUsage // by tool id
 
 	approvals map[string]map[string]storage.Approval // by principal, then tool id
@@ -69,6 +76,9 @@ type Store struct {
 
 	// The windows of storage.WindowCounter, under their own lock.
 	windowcount.Memory
+
+	// alerts are the claimed alert ids (alert.go), under their own lock.
+	alerts alertLedger
 }
 
 // New returns an empty Store.
@@ -81,6 +91,8 @@ func New() *Store {
 		histories:    make(map[string]history),
 		ledger:       make(map[string]*principalLedger),
 		ledgerByExec: make(map[uuid.UUID]*ledgerRow),
+		budgets:      make(map[string]*budgetLedger),
+		budgetByExec: make(map[uuid.UUID][]*budgetRow),
 		usage:        make(map[string]*toolUsage),
 		approvals:    make(map[string]map[string]storage.Approval),
 		controls:     make(map[string]toolgatetype.SpendControls),

@@ -10,9 +10,11 @@
 // takeover, limits that hold under contention, ambiguous executions that
 // keep their reservation until resolved once, approval requests decided
 // once and grants used once, the same request pending once, retention,
-// copying, and the audit trail's listings and spend sums; and, for a store
-// that has them, sessions, windows of counted events and secrets. Its
-// concurrency tests are meant to run under the race detector.
+// copying, the audit trail's listings and spend sums, and budgets shared
+// by many principals, counted, refused and summed on their own days; and,
+// for a store that has them, sessions, windows of counted events, secrets
+// and alerts claimed once. Its concurrency tests are meant to run under
+// the race detector.
 package storagetest
 
 import (
@@ -56,6 +58,9 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 		{"Windows", testWindows},
 		{"Secrets", testSecrets},
 		{"Receipts", testReceipts},
+		{"Budgets", testBudgets},
+		{"BudgetSpend", testBudgetSpend},
+		{"Alerts", testAlerts},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) { g.run(t, newStore) })
