@@ -183,8 +183,14 @@ func (h *Handler) approvalListPage(w http.ResponseWriter, r *http.Request) {
 	h.renderList(w, r, sess, http.StatusOK, "")
 }
 
-// approvalPage answers GET /approvals/{id}.
+// approvalPage answers GET /approvals/{id}, and the Spend page beside
+// the requests' (an id is a UUID, never "spend"; one route for both keeps
+// the router's answer to other methods whole).
 func (h *Handler) approvalPage(w http.ResponseWriter, r *http.Request) {
+	if r.PathValue("id") == spendPageName {
+		h.spendPage(w, r)
+		return
+	}
 	sess, ok := h.pageSession(r)
 	if !ok {
 		h.renderSignIn(w, r, http.StatusOK, "", "An approval request is waiting. Sign in with your approver key to see it.")
@@ -198,8 +204,13 @@ func (h *Handler) approvalListForm(w http.ResponseWriter, r *http.Request) {
 	h.pageForm(w, r, listForm)
 }
 
-// approvalPageForm answers POST /approvals/{id}: sign in or out, or decide.
+// approvalPageForm answers POST /approvals/{id}: sign in or out, or decide;
+// on the Spend page, sign in or out only.
 func (h *Handler) approvalPageForm(w http.ResponseWriter, r *http.Request) {
+	if r.PathValue("id") == spendPageName {
+		h.spendPageForm(w, r)
+		return
+	}
 	h.pageForm(w, r, requestForm)
 }
 

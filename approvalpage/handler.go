@@ -90,8 +90,6 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	m := httpx.NewRouter(mux, h.log)
 	m.Handle("GET "+httpx.ApprovalPagesPath, h.approvalListPage)
 	m.Handle("POST "+httpx.ApprovalPagesPath, h.approvalListForm)
-	m.Handle("GET "+SpendPagePath, h.spendPage)
-	m.Handle("POST "+SpendPagePath, h.spendPageForm)
 	m.Handle("GET "+httpx.ApprovalPagesPath+"/{id}", h.approvalPage)
 	m.Handle("POST "+httpx.ApprovalPagesPath+"/{id}", h.approvalPageForm)
 	m.RefuseOtherMethods()

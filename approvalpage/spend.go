@@ -15,7 +15,10 @@ import (
 
 // SpendPagePath is where a signed-in approver sees the budgets it
 // oversees, relative to where the handlers are mounted.
-const SpendPagePath = httpx.ApprovalPagesPath + "/spend"
+const SpendPagePath = httpx.ApprovalPagesPath + "/" + spendPageName
+
+// spendPageName is the Spend page's place among the approval requests'.
+const spendPageName = "spend"
 
 // chartDays is how many days the daily chart shows, today included.
 const chartDays = 30
@@ -146,7 +149,7 @@ func topOf(groups []toolgatetype.SpendGroup) []topRow {
 	return out
 }
 
-// spendPage answers GET /approvals/spend.
+// spendPage answers GET /approvals/spend (see approvalPage).
 func (h *Handler) spendPage(w http.ResponseWriter, r *http.Request) {
 	sess, ok := h.pageSession(r)
 	if !ok {
