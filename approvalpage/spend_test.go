@@ -197,7 +197,7 @@ func TestSpendPage(t *testing.T) {
 
 	// sam sees sam's budget only, with nothing charged.
 	b = testbrowser.New(t)
-	page = b.Get(a.srv.URL + "/approvals/spend").Form("key").Set("key", samKey).Submit("Sign in")
+	page = b.Get(a.srv.URL+"/approvals/spend").Form("key").Set("key", samKey).Submit("Sign in")
 	require.Equal(t, http.StatusOK, page.Status)
 	assert.Contains(t, page.Text(), "Lonely")
 	assert.NotContains(t, page.Text(), "Acme")
@@ -208,7 +208,7 @@ func TestSpendPageRefusesOtherForms(t *testing.T) {
 	t.Parallel()
 	a := newSpendAPI(t)
 	b := testbrowser.New(t)
-	page := b.Get(a.srv.URL + "/approvals/spend").Form("key").Set("key", patKey).Submit("Sign in")
+	page := b.Get(a.srv.URL+"/approvals/spend").Form("key").Set("key", patKey).Submit("Sign in")
 	require.Equal(t, http.StatusOK, page.Status)
 	form := page.Form("csrf")
 	for _, action := range []string{"decide", "resolve"} {
@@ -216,7 +216,7 @@ func TestSpendPageRefusesOtherForms(t *testing.T) {
 		assert.Equal(t, http.StatusBadRequest, got.Status, action)
 	}
 	// A caller's key does not sign in.
-	page = testbrowser.New(t).Get(a.srv.URL + "/approvals/spend").Form("key").Set("key", spendKey("ana")).Submit("Sign in")
+	page = testbrowser.New(t).Get(a.srv.URL+"/approvals/spend").Form("key").Set("key", spendKey("ana")).Submit("Sign in")
 	assert.Equal(t, http.StatusUnauthorized, page.Status)
 }
 
