@@ -224,7 +224,13 @@ func limitError(built []builtLimit, le *storage.LimitError, requested decimal.De
 		return &toolgatetype.Error{Code: toolgatetype.CodeRateLimited, Message: fmt.Sprintf("too many calls; retry in %d seconds", int(wait.Seconds())), RetryAfter: wait}
 	}
 	e := spendLimitError(violations)
-	e.Budget = refusal
+	if refusal != nil {
+		e.Budget = refusal
+		if len(violations) == 1 {
+			// Only a budget is short: say which, as its violation does.
+			e.Message = "the call would exceed a budget: " + violations[0]
+		}
+	}
 	return e
 }
 

@@ -16,9 +16,13 @@ const (
 	maxBudgetClaimBytes  = 256
 )
 
+// envelopeClaims are about the token rather than its bearer (who issued
+// it, for whom, when): no budget has a use for them.
+var envelopeClaims = map[string]bool{"iss": true, "aud": true, "exp": true, "nbf": true, "iat": true, "jti": true}
+
 // budgetClaims are the token's claims a budget's Claims can match: each
 // string claim's value and the strings of each array claim (its other
-// members skipped). Past the bounds the rest is dropped: claims beyond
+// members skipped), except the envelope's. Past the bounds the rest is dropped: claims beyond
 // the first 64 by name, values beyond an array's first 100 strings, and
 // any name or value longer than 256 bytes. Nil when none.
 func (c claims) budgetClaims() map[string][]string {
@@ -27,7 +31,7 @@ func (c claims) budgetClaims() map[string][]string {
 		if len(out) == maxBudgetClaims {
 			break
 		}
-		if name == "" || len(name) > maxBudgetClaimBytes {
+		if name == "" || len(name) > maxBudgetClaimBytes || envelopeClaims[name] {
 			continue
 		}
 		values := claimStrings(c[name])
