@@ -15,6 +15,12 @@
 // the rows of one partial hour rather than one addition per call; a call
 // limit over all tools counts that partial hour by binary search.
 //
+// A budget is shared by the principals who count in it, so its history is
+// its own: one row per call, summed per calendar day of the budget's time
+// zone (the day the gateway gives with the call), so that a monthly budget
+// costs at most 31 additions and its spend summary reads those sums. Its
+// call limits, a minute long, count the budget's calls by creation time.
+//
 // # Retention
 //
 // The store never deletes anything on its own. Quotes, idempotency records,
@@ -29,7 +35,10 @@
 // resolved is kept, with its record and its ledger row, however old: its
 // reservation is a person's to settle. Prune walks each kind in time order and
 // stops after Limit deletions, so its cost is proportional to what it deletes,
-// not to the size of the store.
+// not to the size of the store. A budget's history goes by its days, those
+// before the day ahead of LedgerBefore's UTC date (a zone ahead of UTC
+// begins its month early), and shares the ledger's Limit; claimed alerts
+// go once claimed before LedgerBefore.
 //
 // Usage counters, unique-user sets, standing approvals and spend controls are
 // never pruned: they are small per principal and tool and meant to last.

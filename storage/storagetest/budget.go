@@ -2,6 +2,7 @@ package storagetest
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -413,6 +414,12 @@ func testBudgets(t *testing.T, newStore newStoreFunc) {
 		res := h.begin(b)
 		assert.Equal(t, days, res.Execution.Budgets, "as begun")
 		assert.Equal(t, days, h.get(b.ExecutionID).Budgets, "read back while running")
+		// What the store was given and what it gave back are the caller's
+		// to change.
+		days = slices.Clone(days)
+		b.Budgets[0].Day = "2030-01-01"
+		res.Execution.Budgets[1].Day = "2030-01-01"
+		assert.Equal(t, days, h.get(b.ExecutionID).Budgets, "read back after the caller changed its copies")
 
 		h.finish(b, storage.ExecutionCompleted, `{}`, t0.Add(time.Second))
 		none := h.call("alice", "tool-a", "0.11", "k2", storage.ExecutionCompleted, t0.Add(time.Minute))
