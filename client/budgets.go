@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/url"
-	"time"
 
 	"github.com/toolgate/toolgate/toolgatetype"
 )
@@ -27,13 +26,12 @@ func (c *Client) Budgets(ctx context.Context) ([]toolgatetype.Budget, error) {
 
 // BudgetSpend sums, for a client holding an approver key, what budget id's
 // calls were charged (its teams' included), grouped by day of the budget's
-// calendar, principal or tool, as toolgate.Gateway.BudgetSpend does. The
-// gateway counts whole days of the budget's calendar: f.Since names the
-// first (its date, as f.Since shows it) and f.Until the day after the last
-// (the date of the instant just before it); zero fields leave a bound to
-// the gateway's default. A budget the approver does not oversee is
-// not_found, like one that does not exist; a filter the gateway refuses is
-// invalid_request, its Parameter naming it.
+// calendar, principal or tool, as toolgate.Gateway.BudgetSpend does: the
+// whole days of the budget's time zone that [f.Since, f.Until) touches,
+// from the start of the budget's month until now by default. A budget the
+// approver does not oversee is not_found, like one that does not exist; a
+// filter the gateway refuses is invalid_request, its Parameter naming the
+// query parameter (from, to, groupBy).
 func (c *Client) BudgetSpend(ctx context.Context, id string, f toolgatetype.SpendFilter) (*toolgatetype.SpendSummary, error) {
 	if id == "" {
 		return nil, &toolgatetype.Error{Code: toolgatetype.CodeInvalidRequest, Message: "a budget id is required"}
@@ -42,12 +40,8 @@ func (c *Client) BudgetSpend(ctx context.Context, id string, f toolgatetype.Spen
 	if f.GroupBy != "" {
 		q.Set("groupBy", string(f.GroupBy))
 	}
-	if !f.Since.IsZero() {
-		q.Set("from", f.Since.Format(time.DateOnly))
-	}
-	if !f.Until.IsZero() {
-		q.Set("to", f.Until.Add(-time.Nanosecond).Format(time.DateOnly))
-	}
+	setTime(q, "from", f.Since)
+	setTime(q, "to", f.Until)
 	path := budgetsPath + "/" + url.PathEscape(id) + "/spend"
 	return doJSON[toolgatetype.SpendSummary](ctx, c, request{method: http.MethodGet, path: path, query: q})
 }

@@ -1,8 +1,9 @@
 package httpapi
 
 import (
+	"errors"
 	"net/http"
-	"time"
+	"strings"
 
 	"github.com/toolgate/toolgate/internal/httpx"
 	"github.com/toolgate/toolgate/toolgatetype"
@@ -31,8 +32,10 @@ func (h *Handler) listBudgets(w http.ResponseWriter, r *http.Request) {
 
 // budgetSpend serves GET /v1/budgets/{id}/spend?groupBy=&from=&to=: what
 // the budget's calls were charged, in /v1/spend's shape. from and to are
-// days of the budget's calendar (YYYY-MM-DD), both included; a budget the
-// approver may not see is not found, as an unknown one is.
+// RFC 3339 instants, and the whole days of the budget's calendar that
+// [from, to) touches are counted (the answer's since and until are those
+// days' bounds); a budget the approver may not see is not found, as an
+// unknown one is.
 func (h *Handler) budgetSpend(w http.ResponseWriter, r *http.Request) {
 	q, err := queryOf(r, "groupBy", "from", "to")
 	if err != nil {
@@ -46,43 +49,46 @@ func (h *Handler) budgetSpend(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, paramError("groupBy", "groupBy must be day, principal or tool"))
 		return
 	}
-	from, err := dayParam(q, "from")
-	if err != nil {
+	if f.Since, err = timeParam(q, "from"); err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	to, err := dayParam(q, "to")
-	if err != nil {
+	if f.Until, err = timeParam(q, "to"); err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	if !from.IsZero() && !to.IsZero() && to.Before(from) {
-		h.writeError(w, r, paramError("to", "to must not be before from"))
+	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Since.Before(f.Until) {
+		h.writeError(w, r, paramError("to", "to must be later than from"))
 		return
-	}
-	f.Since = from
-	if !to.IsZero() {
-		f.Until = to.AddDate(0, 0, 1) // to is included: the window ends as the next day begins
 	}
 	sum, err := h.gw.BudgetSpend(r.Context(), approverOf(r), r.PathValue("id"), f)
 	if err != nil {
-		h.writeError(w, r, err)
+		h.writeError(w, r, renameParameters(err, budgetSpendParameters))
 		return
 	}
 	httpx.WriteJSON(w, http.StatusOK, sum)
 }
 
-// dayParam reads a calendar day, YYYY-MM-DD, as midnight of that date in
-// UTC: the date is what counts, and the gateway reads it in the budget's
-// time zone. Absent is the zero time.
-func dayParam(q map[string]string, name string) (time.Time, error) {
-	s, ok := q[name]
-	if !ok {
-		return time.Time{}, nil
+// budgetSpendParameters are the names this route gives the gateway's
+// SpendFilter fields, so that a refusal names what the caller sent.
+var budgetSpendParameters = map[string]string{"since": "from", "until": "to"}
+
+// renameParameters is err with its Parameter, if one of names, renamed,
+// in its message too.
+func renameParameters(err error, names map[string]string) error {
+	var te *toolgatetype.Error
+	if !errors.As(err, &te) {
+		return err
 	}
-	d, err := time.Parse(time.DateOnly, s)
-	if err != nil {
-		return time.Time{}, paramError(name, "%s must be a day as YYYY-MM-DD, such as 2030-03-15", name)
+	if _, ok := names[te.Parameter]; !ok {
+		return err
 	}
-	return d, nil
+	pairs := make([]string, 0, 2*len(names))
+	for from, to := range names {
+		pairs = append(pairs, from, to)
+	}
+	renamed := *te
+	renamed.Parameter = names[te.Parameter]
+	renamed.Message = strings.NewReplacer(pairs...).Replace(te.Message)
+	return &renamed
 }
