@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toolgate/toolgate/internal/testbrowser"
 	"github.com/toolgate/toolgate/internal/testidp"
 	"github.com/toolgate/toolgate/oauth"
 )
@@ -110,6 +112,29 @@ func TestServerCountsTokenGroupsInTheirTeamsBudget(t *testing.T) {
 	assert.Contains(t, string(r.body), `"ann"`)
 	assert.Contains(t, string(r.body), `"ben"`)
 	assert.NotContains(t, string(r.body), `"cat"`)
+
+	// And on the pages: signed in, the approvals list links the Spend
+	// page, which shows the team's day.
+	browser := testbrowser.New(t)
+	page := browser.Get(base+"/approvals").Form("key").Set("key", patKey).Submit("Sign in")
+	require.Equal(t, http.StatusOK, page.Status, page.Body)
+	var spendLink string
+	for _, a := range page.Elements("a") {
+		for _, attr := range a.Attr {
+			if attr.Key == "href" && a.FirstChild != nil && a.FirstChild.Data == "Spend" {
+				spendLink = attr.Val
+			}
+		}
+	}
+	require.NotEmpty(t, spendLink, "the approvals list links Spend: %s", page.Body)
+	from, err := url.Parse(base + "/approvals")
+	require.NoError(t, err)
+	link, err := url.Parse(spendLink)
+	require.NoError(t, err)
+	page = browser.Get(from.ResolveReference(link).String())
+	require.Equal(t, http.StatusOK, page.Status, page.Body)
+	assert.Contains(t, page.Text(), "Search team")
+	assert.Contains(t, page.Body, "<svg", "the month's days drawn by the server")
 
 	assert.Equal(t, 0, srv.stop(exitTimeout))
 }
