@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -90,7 +93,7 @@ func TestServerFleetKeepsBudgets(t *testing.T) {
 			if dbURL == "" {
 				t.Skip("TOOLGATE_TEST_POSTGRES_URL is not set")
 			}
-			return dbURL
+			return ownDatabase(t, dbURL)
 		}},
 	}
 	for _, c := range cases {
@@ -306,4 +309,46 @@ func testFleetBudgets(t *testing.T, storage string) {
 	}
 	assert.NotContains(t, out, patKey)
 	assert.NotContains(t, out, strings.TrimPrefix(webhookSecret, "whsec_"))
+}
+
+// ownDatabase creates a database for one test, dropped when it ends, and
+// returns its URL: the server keeps its tables in the public schema of the
+// database it is given, so a database of its own keeps a run apart from
+// whatever schema another run left in the shared one. Where the role may
+// not create databases, the given one is used: the budgets' and
+// principals' ids are the run's own.
+func ownDatabase(t *testing.T, base string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, base)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	name := "toolgate_budgets_" + randomKey(t, "")[:12]
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		t.Logf("cannot create a database (%v): using the one given", err)
+		return base
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, base)
+		if err != nil {
+			t.Errorf("drop database %s: %v", name, err)
+			return
+		}
+		defer conn.Close(ctx)
+		// The servers have exited and closed their pools, so the plain
+		// form works too where WITH (FORCE) (PostgreSQL 13) is not known.
+		drop := "DROP DATABASE IF EXISTS " + pgx.Identifier{name}.Sanitize()
+		if _, err := conn.Exec(ctx, drop+" WITH (FORCE)"); err != nil {
+			if _, err := conn.Exec(ctx, drop); err != nil {
+				t.Errorf("drop database %s: %v", name, err)
+			}
+		}
+	})
+	u, err := url.Parse(base)
+	require.NoError(t, err)
+	u.Path, u.RawPath = "/"+name, ""
+	return u.String()
 }
