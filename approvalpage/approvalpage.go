@@ -20,14 +20,14 @@ import (
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
-//go:embed templates/approval.html templates/approval.css
+//go:embed templates/approval.html templates/spend.html templates/approval.css
 var approvalFS embed.FS
 
 // The pages' template, parsed once, and their stylesheet: the pages'
 // common one and the approval pages' own rules, which the
 // Content-Security-Policy allows by its hash, with no script at all.
 var (
-	approvalTemplate = template.Must(template.ParseFS(approvalFS, "templates/approval.html"))
+	approvalTemplate = template.Must(template.ParseFS(approvalFS, "templates/approval.html", "templates/spend.html"))
 	approvalStyle    = pagestyle.CSS + string(must(approvalFS.ReadFile("templates/approval.css")))
 	approvalCSP      = "default-src 'none'; style-src " + pagestyle.Source(approvalStyle) +
 		"; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
@@ -54,6 +54,11 @@ type approvalPageData struct {
 
 	Request   *requestView
 	Decidable bool
+
+	// SpendURL is the Spend page's address, linked from the list.
+	SpendURL string
+	// Budgets are the budgets the approver oversees, on the Spend page.
+	Budgets []budgetView
 }
 
 // pendingRow is one line of the list of pending requests.
@@ -178,8 +183,14 @@ func (h *Handler) approvalListPage(w http.ResponseWriter, r *http.Request) {
 	h.renderList(w, r, sess, http.StatusOK, "")
 }
 
-// approvalPage answers GET /approvals/{id}.
+// approvalPage answers GET /approvals/{id}, and the Spend page beside
+// the requests' (an id is a UUID, never "spend"; one route for both keeps
+// the router's answer to other methods whole).
 func (h *Handler) approvalPage(w http.ResponseWriter, r *http.Request) {
+	if r.PathValue("id") == spendPageName {
+		h.spendPage(w, r)
+		return
+	}
 	sess, ok := h.pageSession(r)
 	if !ok {
 		h.renderSignIn(w, r, http.StatusOK, "", "An approval request is waiting. Sign in with your approver key to see it.")
@@ -190,18 +201,34 @@ func (h *Handler) approvalPage(w http.ResponseWriter, r *http.Request) {
 
 // approvalListForm answers POST /approvals: sign in or out.
 func (h *Handler) approvalListForm(w http.ResponseWriter, r *http.Request) {
-	h.pageForm(w, r, false)
+	h.pageForm(w, r, listForm)
 }
 
-// approvalPageForm answers POST /approvals/{id}: sign in or out, or decide.
+// approvalPageForm answers POST /approvals/{id}: sign in or out, or decide;
+// on the Spend page, sign in or out only.
 func (h *Handler) approvalPageForm(w http.ResponseWriter, r *http.Request) {
-	h.pageForm(w, r, true)
+	if r.PathValue("id") == spendPageName {
+		h.spendPageForm(w, r)
+		return
+	}
+	h.pageForm(w, r, requestForm)
 }
+
+// formPage is the page a form was posted to, which decides what it may do
+// beside signing in and out.
+type formPage int
+
+const (
+	listForm    formPage = iota // resolve a call whose outcome is unknown
+	requestForm                 // decide the request
+	spendForm                   // nothing more
+)
 
 // pageForm handles a form posted to an approval page. Every POST must come
 // from this very origin; all but sign-in must also carry the session's
 // token. A forged POST changes nothing.
-func (h *Handler) pageForm(w http.ResponseWriter, r *http.Request, onRequest bool) {
+func (h *Handler) pageForm(w http.ResponseWriter, r *http.Request, page formPage) {
+	onRequest := page == requestForm
 	if !sameOrigin(r) {
 		h.renderMessage(w, r, http.StatusForbidden, "Refused: this form was not sent from this page.")
 		return
@@ -216,7 +243,12 @@ func (h *Handler) pageForm(w http.ResponseWriter, r *http.Request, onRequest boo
 	case "sign-in":
 		h.signIn(w, r, form.Get("key"))
 		return
-	case "sign-out", "decide", "resolve":
+	case "sign-out":
+	case "decide", "resolve":
+		if page == spendForm {
+			h.renderMessage(w, r, http.StatusBadRequest, "The form could not be read.")
+			return
+		}
 	default:
 		h.renderMessage(w, r, http.StatusBadRequest, "The form could not be read.")
 		return
@@ -540,7 +572,8 @@ func (h *Handler) renderMessage(w http.ResponseWriter, r *http.Request, status i
 
 // pageData starts a page's data; sess is nil when no one is signed in.
 func (h *Handler) pageData(r *http.Request, sess *Session, title string) approvalPageData {
-	d := approvalPageData{Style: template.CSS(approvalStyle), Title: title, ListURL: httpx.Prefix(r) + httpx.ApprovalPagesPath}
+	d := approvalPageData{Style: template.CSS(approvalStyle), Title: title, ListURL: httpx.Prefix(r) + httpx.ApprovalPagesPath,
+		SpendURL: httpx.Prefix(r) + SpendPagePath}
 	if sess != nil {
 		d.SignedIn, d.Approver, d.CSRF = true, sess.Approver, sess.CSRF
 	}

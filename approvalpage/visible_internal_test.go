@@ -16,7 +16,7 @@ import (
 // the stylesheet its Content-Security-Policy allows by hash).
 func TestPagesHaveNoInvisibleCharactersOfTheirOwn(t *testing.T) {
 	t.Parallel()
-	for _, name := range []string{"templates/approval.html", "templates/approval.css"} {
+	for _, name := range []string{"templates/approval.html", "templates/spend.html", "templates/approval.css"} {
 		b, err := approvalFS.ReadFile(name)
 		require.NoError(t, err)
 		assert.Equal(t, -1, strings.IndexFunc(string(b), pagestyle.Invisible), name)

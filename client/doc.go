@@ -53,6 +53,17 @@
 //	}
 //	sum, err := c.Spend(ctx, toolgatetype.SpendFilter{GroupBy: storage.SpendByDay})
 //
+// # Budgets
+//
+// With an approver key, Budgets lists the budgets that name the approver
+// and their teams, each window's use against its limit, and BudgetSpend
+// sums what one of them was charged, by day of its calendar, principal or
+// tool. A call a budget refuses is spend_limit_exceeded with the budget
+// short in the error's Budget: which one, which window, and when it resets.
+//
+//	budgets, err := c.Budgets(ctx)
+//	sum, err := c.BudgetSpend(ctx, "search-team", toolgatetype.SpendFilter{GroupBy: toolgatetype.SpendByPrincipal})
+//
 // # Receipts
 //
 // Every execution result carries the gateway's signed receipt of it

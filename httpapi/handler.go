@@ -1,7 +1,8 @@
 // Package httpapi serves a toolgate.Gateway's JSON API over HTTP: quote and
 // call, the caller's executions (one, or the audit trail a page at a time)
 // and spend, its chain of signed receipts, spend controls and standing
-// approvals, approval requests, and the public registry and receipt keys
+// approvals, approval requests, the budgets an approver oversees and their
+// spend, and the public registry and receipt keys
 // (GET /.well-known/toolgate-receipt-keys, under the prefix the API is
 // mounted at).
 //
@@ -163,6 +164,10 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	m("GET /v1/approvals", h.eitherAuthed(h.listApprovals))
 	m("PUT /v1/approvals/{tool}", h.eitherAuthed(h.putApproval))
 	m("DELETE /v1/approvals/{tool}", h.eitherAuthed(h.deleteApproval))
+
+	// Budgets: an approver sees those it oversees, and what they spent.
+	m("GET "+BudgetsPath, h.approverAuthed("it lists the budgets an approver oversees", h.listBudgets))
+	m("GET "+BudgetsPath+"/{id}/spend", h.approverAuthed("a budget's spend is shown to the approvers it names", h.budgetSpend))
 
 	// Approval requests: callers ask, approvers decide.
 	m("POST "+httpx.ApprovalRequestsPath, h.authed(h.createApprovalRequest))

@@ -153,6 +153,9 @@ func (d *toolDoc) openAPI() (*openAPIDoc, error) {
 		responses[errorResponseName(s)] = errorResponse(s, errorSummaries[s], errorCodesByStatus[s]...)
 	}
 	paths := receiptPaths(schemaRef, errorResponse)
+	for path, item := range budgetPaths(schemaRef, errorResponse) {
+		paths[path] = item
+	}
 	paths[d.quotePath()] = map[string]any{"post": map[string]any{
 		"operationId": "quote",
 		"summary":     "Quote a call of " + d.slug(),

@@ -148,6 +148,8 @@ func (d *toolDoc) schemas(prefix string) (map[string]any, error) {
 		"requestedUsd": amount("The quote's total"),
 		"global":       ref("GlobalControls"),
 		"tool":         nullable(ref("ToolControls")),
+		"budgets": map[string]any{"type": "array", "items": ref("Budget"),
+			"description": "The caller's budgets and their ancestors, nearest first; absent when the caller counts in none. A budget short of the call's total makes approved false, with a violation naming it."},
 	})
 	defs["Controls"] = controls
 	defs["QuoteResponse"] = object([]string{"quote", "tool", "policy", "controls"}, map[string]any{
@@ -202,14 +204,17 @@ func (d *toolDoc) schemas(prefix string) (map[string]any, error) {
 	for name, s := range receiptSchemas(prefix) {
 		defs[name] = s
 	}
+	for name, s := range budgetSchemas(prefix) {
+		defs[name] = s
+	}
 
-	codes := make([]any, 0, len(errorCodesByStatus)*2+len(receiptCodes))
+	codes := make([]any, 0, len(errorCodesByStatus)*2+len(receiptCodes)+len(budgetCodes))
 	for _, s := range errorStatuses {
 		for _, c := range errorCodesByStatus[s] {
 			codes = append(codes, string(c))
 		}
 	}
-	for _, c := range receiptCodes {
+	for _, c := range append(append([]toolgatetype.Code{}, receiptCodes...), budgetCodes...) {
 		codes = append(codes, string(c))
 	}
 	defs["FieldError"] = object([]string{"path", "message"}, map[string]any{
@@ -221,6 +226,7 @@ func (d *toolDoc) schemas(prefix string) (map[string]any, error) {
 		"message":             str("A sentence for a person."),
 		"details":             map[string]any{"type": "array", "items": ref("FieldError"), "description": "input_invalid: every way the input fails the tool's input schema."},
 		"violations":          withDescription(stringList, "spend_limit_exceeded: the spend controls the call would break."),
+		"budget":              withDescription(ref("BudgetRefusal"), "spend_limit_exceeded by a budget: the first budget short, nearest the caller."),
 		"retryAfterSeconds":   map[string]any{"type": "integer", "minimum": 1, "description": "rate_limited: seconds to wait, as in Retry-After."},
 		"approvalRequirement": str("tool_blocked, approval_required, approval_mismatch: the tool's approval requirement."),
 		"manifestDigest":      withDescription(map[string]any{"type": "string"}, "tool_blocked, approval_required, approval_mismatch: the digest an approval must name."),

@@ -116,7 +116,7 @@ func TestOpenAPIDocumentsAreValid(t *testing.T) {
 			assert.Equal(t, "3.1.0", doc["openapi"])
 			assert.Equal(t, []any{map[string]any{"url": srv.URL}}, doc["servers"])
 			paths := doc["paths"].(map[string]any)
-			assert.Len(t, paths, 4)
+			assert.Len(t, paths, 6)
 			assert.Contains(t, paths, "/v1/tools/"+slug+"/quote")
 			assert.Contains(t, paths, "/v1/tools/"+slug+"/call")
 			assert.Contains(t, paths, "/v1/receipts")

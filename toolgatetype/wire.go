@@ -14,16 +14,17 @@ type ErrorBody struct {
 }
 
 type ErrorDetail struct {
-	Code                Code         `json:"code"`
-	Message             string       `json:"message"`
-	Details             []FieldError `json:"details,omitempty"`
-	Violations          []string     `json:"violations,omitempty"`
-	RetryAfterSeconds   int          `json:"retryAfterSeconds,omitempty"`
-	ApprovalRequirement Requirement  `json:"approvalRequirement,omitempty"`
-	ManifestDigest      *string      `json:"manifestDigest,omitempty"`
-	Reasons             []string     `json:"reasons,omitempty"`
-	Parameter           string       `json:"parameter,omitempty"`
-	ApprovalRequestsURL string       `json:"approvalRequestsUrl,omitempty"`
+	Code                Code           `json:"code"`
+	Message             string         `json:"message"`
+	Details             []FieldError   `json:"details,omitempty"`
+	Violations          []string       `json:"violations,omitempty"`
+	Budget              *BudgetRefusal `json:"budget,omitempty"`
+	RetryAfterSeconds   int            `json:"retryAfterSeconds,omitempty"`
+	ApprovalRequirement Requirement    `json:"approvalRequirement,omitempty"`
+	ManifestDigest      *string        `json:"manifestDigest,omitempty"`
+	Reasons             []string       `json:"reasons,omitempty"`
+	Parameter           string         `json:"parameter,omitempty"`
+	ApprovalRequestsURL string         `json:"approvalRequestsUrl,omitempty"`
 }
 
 // DecodeError reads an error answer of the API back into the
@@ -43,6 +44,7 @@ func DecodeError(header http.Header, body []byte) (te *Error, ok bool) {
 		Message:             d.Message,
 		Details:             d.Details,
 		Violations:          d.Violations,
+		Budget:              d.Budget,
 		ApprovalRequirement: d.ApprovalRequirement,
 		ManifestDigest:      d.ManifestDigest,
 		Reasons:             d.Reasons,

@@ -79,6 +79,9 @@ type Config struct {
 	// Receipts are the receipt signing keys (receipts.go); nil: a
 	// development key generated at start.
 	Receipts *Receipts
+	// Budgets are the team and organization budgets (budgets.go), in the
+	// file's order.
+	Budgets []toolgatetype.BudgetDefinition
 }
 
 // minRetention is the shortest retention: every finished call stays
@@ -160,7 +163,7 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 	}
 	fs, err := root.fields("listen", "storage", "quoteTTL", "maxOpenQuotes", "approvalTTL", "idempotencyLease", "upstreamTimeout", "feeRate",
 		"exposeUsageCounts", "principals", "upstreams", "trust", "tools", "approvers", "approvals",
-		"metricsListen", "retention", "synchronousAdmission", "oauth", "sealingKeys", "limits", "allowedHosts", "mcpServers", "pins", "receipts")
+		"metricsListen", "retention", "synchronousAdmission", "oauth", "sealingKeys", "limits", "allowedHosts", "mcpServers", "pins", "receipts", "budgets")
 	if err != nil {
 		return nil, err
 	}
@@ -223,6 +226,8 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 			mcpField = &f
 		case "receipts":
 			cfg.Receipts, err = p.receipts(f.node)
+		case "budgets":
+			cfg.Budgets, err = p.budgets(f.node)
 		case "pins":
 			if cfg.PinsFile, err = f.str(); err == nil && strings.TrimSpace(cfg.PinsFile) == "" {
 				err = f.errorf(`must be a file path such as "toolgate.pins.json" (relative to the config file)`)
@@ -256,6 +261,9 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 		return nil, err
 	}
 	if err := p.checkApprovers(cfg); err != nil {
+		return nil, err
+	}
+	if err := checkBudgets(cfg); err != nil {
 		return nil, err
 	}
 	return cfg, nil

@@ -203,6 +203,23 @@ func (n node) boolean() (bool, error) {
 	return b, nil
 }
 
+// strings is an array of strings.
+func (n node) strings() ([]string, error) {
+	items, err := n.items()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(items))
+	for _, item := range items {
+		s, err := item.str()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
 // count is a non-negative integer, such as a rate limit.
 func (n node) count() (int, error) {
 	if n.kind() != "a number" {

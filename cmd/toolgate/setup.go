@@ -174,6 +174,7 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 		ApprovalRequestLimit: toolgate.RequestLimit{Max: cfg.Limits.ApprovalRequests, Window: cfg.Limits.ApprovalRequestWindow},
 		Logger:               log,
 		Receipts:             receiptKeys,
+		Budgets:              cfg.Budgets,
 	}
 	// Interfaces holding nil pointers would not be nil: set only what is on.
 	if tel.metrics != nil {

@@ -33,6 +33,7 @@ func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 		Message:             te.Message,
 		Details:             te.Details,
 		Violations:          te.Violations,
+		Budget:              te.Budget,
 		ApprovalRequirement: te.ApprovalRequirement,
 		ManifestDigest:      te.ManifestDigest,
 		Reasons:             te.Reasons,
