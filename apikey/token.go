@@ -30,9 +30,22 @@ type TokenGrant struct {
 	// Approver is the approver the token decides as, "" when it may not
 	// approve.
 	Approver string
-	// Claims are the token's claims that budgets can match: each string
-	// claim's value, and the strings of each array claim. Nil when none.
+	// Claims are the token's claims that budgets can match: for each
+	// claim a budget names, the values it names that the token's claim
+	// equals (a string) or holds (an array), never an envelope claim. Nil
+	// when none.
 	Claims map[string][]string
+}
+
+// IsEnvelopeClaim reports whether a JWT claim is about the token rather
+// than its bearer (who issued it, for whom, when, its id): a verifier
+// never passes these in a TokenGrant's Claims, so no budget can match one.
+func IsEnvelopeClaim(name string) bool {
+	switch name {
+	case "iss", "aud", "exp", "nbf", "iat", "jti":
+		return true
+	}
+	return false
 }
 
 // TokenVerifier verifies the OAuth access tokens that clients send as

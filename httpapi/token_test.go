@@ -26,7 +26,10 @@ func withTokens(t *testing.T, a *api) *testidp.Provider {
 	idp.AddClient(testidp.Client{ID: "agent-1", Secret: "s", Scopes: []string{oauth.DefaultCallScope}})
 	idp.AddClient(testidp.Client{ID: "pat", Secret: "s", Scopes: []string{oauth.DefaultApproveScope}, Claims: map[string]any{"approver": "pat"}})
 	idp.AddClient(testidp.Client{ID: "nobody", Secret: "s", Scopes: []string{"openid"}})
-	v, err := oauth.New(&oauth.Config{Issuer: idp.Issuer, Audience: tokenAudience, ApproverClaim: "approver"})
+	// The claims the tests' budgets match people by; a server passes its
+	// budgets' (oauth.BudgetClaims).
+	v, err := oauth.New(&oauth.Config{Issuer: idp.Issuer, Audience: tokenAudience, ApproverClaim: "approver",
+		BudgetClaims: map[string][]string{"groups": {"search"}}})
 	require.NoError(t, err)
 	a.srv.Close()
 	// These tests send many refused tokens from one address; limiting

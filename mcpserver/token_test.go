@@ -28,7 +28,10 @@ func mcpWithTokens(t *testing.T, gw *toolgatetest.Gateway) (string, *testidp.Pro
 	idp := testidp.Start(t, tokenAudience)
 	idp.AddClient(testidp.Client{ID: "agent-1", Secret: "s", Scopes: []string{oauth.DefaultCallScope}})
 	idp.AddClient(testidp.Client{ID: "pat", Secret: "s", Scopes: []string{oauth.DefaultApproveScope}, Claims: map[string]any{"approver": "pat"}})
-	v, err := oauth.New(&oauth.Config{Issuer: idp.Issuer, Audience: tokenAudience, ApproverClaim: "approver"})
+	// The claims the tests' budgets match people by; a server passes its
+	// budgets' (oauth.BudgetClaims).
+	v, err := oauth.New(&oauth.Config{Issuer: idp.Issuer, Audience: tokenAudience, ApproverClaim: "approver",
+		BudgetClaims: map[string][]string{"groups": {"search"}}})
 	require.NoError(t, err)
 	keys := apikey.NewKeyStore()
 	require.NoError(t, keys.AddKey("alice", aliceKey))

@@ -2,74 +2,99 @@ package oauth
 
 import (
 	"encoding/json"
-	"maps"
 	"slices"
+
+	"github.com/toolgate/toolgate/apikey"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
-// The bounds of the claims a grant carries for budgets to match: a token
-// is the identity provider's, but its size is the gateway's memory for as
-// long as the token is cached, so a token stuffed with claims is cut to
-// these rather than kept whole.
-const (
-	maxBudgetClaims      = 64
-	maxBudgetClaimValues = 100
-	maxBudgetClaimBytes  = 256
-)
-
-// envelopeClaims are about the token rather than its bearer (who issued
-// it, for whom, when): no budget has a use for them.
-var envelopeClaims = map[string]bool{"iss": true, "aud": true, "exp": true, "nbf": true, "iat": true, "jti": true}
-
-// budgetClaims are the token's claims a budget's Claims can match: each
-// string claim's value and the strings of each array claim (its other
-// members skipped), except the envelope's. Past the bounds the rest is dropped: claims beyond
-// the first 64 by name, values beyond an array's first 100 strings, and
-// any name or value longer than 256 bytes. Nil when none.
-func (c claims) budgetClaims() map[string][]string {
+// BudgetClaims returns the (claim name, values) pairs that defs' Claims
+// name, for Config.BudgetClaims: an embedder passes the budgets it gives
+// the gateway, so that tokens carry exactly what those budgets match.
+func BudgetClaims(defs []toolgatetype.BudgetDefinition) map[string][]string {
 	var out map[string][]string
-	for _, name := range slices.Sorted(maps.Keys(c)) {
-		if len(out) == maxBudgetClaims {
-			break
+	for _, d := range defs {
+		for name, value := range d.Claims {
+			if out == nil {
+				out = map[string][]string{}
+			}
+			if !slices.Contains(out[name], value) {
+				out[name] = append(out[name], value)
+			}
 		}
-		if name == "" || len(name) > maxBudgetClaimBytes || envelopeClaims[name] {
+	}
+	return out
+}
+
+// budgetClaimSet is Config.BudgetClaims as the verifier looks them up:
+// claim name to the values wanted of it. Envelope claims and empty pairs
+// are left out, as no token's could be matched.
+type budgetClaimSet map[string]map[string]bool
+
+func newBudgetClaimSet(pairs map[string][]string) budgetClaimSet {
+	var set budgetClaimSet
+	for name, values := range pairs {
+		if name == "" || apikey.IsEnvelopeClaim(name) {
 			continue
 		}
-		values := claimStrings(c[name])
-		if len(values) == 0 {
+		for _, v := range values {
+			if v == "" {
+				continue
+			}
+			if set == nil {
+				set = budgetClaimSet{}
+			}
+			if set[name] == nil {
+				set[name] = map[string]bool{}
+			}
+			set[name][v] = true
+		}
+	}
+	return set
+}
+
+// budgetClaims are the pairs of want that the token's claims hold: a
+// string claim equal to a wanted value, or an array claim holding one
+// among its strings. Only what some budget matches is kept, whatever the
+// token's size, so a token cached for its lifetime costs memory in
+// proportion to the budgets rather than to its claims; and nothing a
+// budget matches is ever dropped. Each claim's values come sorted. Nil
+// when none.
+func (c claims) budgetClaims(want budgetClaimSet) map[string][]string {
+	var out map[string][]string
+	for name, values := range want {
+		raw, ok := c[name]
+		if !ok {
+			continue
+		}
+		var held []string
+		var one string
+		if json.Unmarshal(raw, &one) == nil {
+			if values[one] {
+				held = []string{one}
+			}
+		} else {
+			var many []json.RawMessage
+			if json.Unmarshal(raw, &many) != nil {
+				continue
+			}
+			seen := map[string]bool{}
+			for _, item := range many {
+				var s string
+				if json.Unmarshal(item, &s) == nil && values[s] && !seen[s] {
+					seen[s] = true
+					held = append(held, s)
+				}
+			}
+			slices.Sort(held)
+		}
+		if len(held) == 0 {
 			continue
 		}
 		if out == nil {
 			out = map[string][]string{}
 		}
-		out[name] = values
-	}
-	return out
-}
-
-// claimStrings are the strings of a claim's value within the bounds: the
-// value itself when it is a string, or the strings it holds when it is an
-// array.
-func claimStrings(raw json.RawMessage) []string {
-	var one string
-	if json.Unmarshal(raw, &one) == nil {
-		if one == "" || len(one) > maxBudgetClaimBytes {
-			return nil
-		}
-		return []string{one}
-	}
-	var many []json.RawMessage
-	if json.Unmarshal(raw, &many) != nil {
-		return nil
-	}
-	var out []string
-	for _, item := range many {
-		if len(out) == maxBudgetClaimValues {
-			break
-		}
-		var s string
-		if json.Unmarshal(item, &s) == nil && s != "" && len(s) <= maxBudgetClaimBytes {
-			out = append(out, s)
-		}
+		out[name] = held
 	}
 	return out
 }

@@ -11,51 +11,80 @@ import (
 
 	"github.com/toolgate/toolgate/internal/testidp"
 	"github.com/toolgate/toolgate/oauth"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
-// A grant carries the token's string claims and the strings of its array
-// claims, for budgets to match people by their groups; anything else (a
-// number, an object, the token's own envelope) is left out, and a token
-// stuffed with claims is cut to the bounds.
+// budgetsByClaims are two budgets that take people in by their groups and
+// department, as an operator's would.
+var budgetsByClaims = []toolgatetype.BudgetDefinition{
+	{ID: "search", Claims: map[string]string{"groups": "search"}},
+	{ID: "ops", Claims: map[string]string{"groups": "ops", "dept": "eng"}},
+	{ID: "level", Claims: map[string]string{"level": "3", "profile": "search", "iss": "https://idp.example"}},
+}
+
+// A grant carries exactly the claims the budgets match: the wanted values
+// of a string claim or among an array claim's strings; nothing else of the
+// token (other claims, other values, a number, an object, the envelope).
 func TestVerifierKeepsTheClaimsBudgetsMatch(t *testing.T) {
 	t.Parallel()
 	idp := testidp.Start(t, audience)
-	many := map[string]any{}
-	for i := range 70 {
-		many[fmt.Sprintf("c%02d", i)] = "v"
-	}
-	values := make([]any, 150)
-	for i := range values {
-		values[i] = fmt.Sprintf("g%03d", i)
-	}
 	idp.AddClient(testidp.Client{ID: "alice", Secret: "s", Scopes: []string{oauth.DefaultCallScope}, Claims: map[string]any{
-		"groups":  []any{"search", 7, "ops", map[string]any{"x": "y"}, strings.Repeat("x", 257), ""},
+		"groups":  []any{"search", 7, "other", "ops", map[string]any{"x": "y"}, "search", ""},
 		"dept":    "eng",
+		"team":    "search",
 		"level":   3,
 		"profile": map[string]any{"team": "search"},
-		"long":    strings.Repeat("y", 257),
 	}})
-	idp.AddClient(testidp.Client{ID: "stuffed", Secret: "s", Scopes: []string{oauth.DefaultCallScope}, Claims: many})
-	idp.AddClient(testidp.Client{ID: "wide", Secret: "s", Scopes: []string{oauth.DefaultCallScope}, Claims: map[string]any{"groups": values}})
-	v := newVerifier(t, idp, nil)
-	ctx := context.Background()
+	v := newVerifier(t, idp, func(c *oauth.Config) { c.BudgetClaims = oauth.BudgetClaims(budgetsByClaims) })
 
-	g, err := v.VerifyToken(ctx, idp.Token(t, "alice"))
+	g, err := v.VerifyToken(context.Background(), idp.Token(t, "alice"))
 	require.NoError(t, err)
 	assert.Equal(t, "alice", g.Principal)
-	assert.Equal(t, []string{"search", "ops"}, g.Claims["groups"], "the strings of an array claim, in order")
-	assert.Equal(t, []string{"eng"}, g.Claims["dept"])
-	assert.Equal(t, []string{"alice"}, g.Claims["sub"])
-	for _, absent := range []string{"level", "profile", "long", "iss", "aud", "exp", "iat", "jti"} {
-		assert.NotContains(t, g.Claims, absent)
+	assert.Equal(t, map[string][]string{"groups": {"ops", "search"}, "dept": {"eng"}}, g.Claims,
+		"the wanted values held, each once; nothing else")
+}
+
+// A person in many groups, or with many claims, keeps every claim and value
+// a budget matches however large the token is: cutting the token to size
+// would let it escape its team's budget.
+func TestVerifierKeepsMatchedClaimsOfLargeTokens(t *testing.T) {
+	t.Parallel()
+	idp := testidp.Start(t, audience)
+	groups := make([]any, 0, 150)
+	for i := range 150 {
+		groups = append(groups, fmt.Sprintf("g%03d", i))
 	}
+	groups[139] = "search" // the team's group, 140th of 150
+	idp.AddClient(testidp.Client{ID: "carol", Secret: "s", Scopes: []string{oauth.DefaultCallScope}, Claims: map[string]any{"groups": groups}})
+	many := map[string]any{"groups": "search", "dept": strings.Repeat("e", 300)}
+	for i := range 70 {
+		many[fmt.Sprintf("a%02d", i)] = "v" // names sorting before "groups"
+	}
+	idp.AddClient(testidp.Client{ID: "dave", Secret: "s", Scopes: []string{oauth.DefaultCallScope}, Claims: many})
+	long := []toolgatetype.BudgetDefinition{{ID: "long", Claims: map[string]string{"dept": strings.Repeat("e", 300)}}}
+	v := newVerifier(t, idp, func(c *oauth.Config) {
+		c.BudgetClaims = oauth.BudgetClaims(append(long, budgetsByClaims...))
+	})
+	ctx := context.Background()
 
-	g, err = v.VerifyToken(ctx, idp.Token(t, "stuffed"))
+	g, err := v.VerifyToken(ctx, idp.Token(t, "carol"))
 	require.NoError(t, err)
-	assert.Len(t, g.Claims, 64, "at most 64 claims")
+	assert.Equal(t, map[string][]string{"groups": {"search"}}, g.Claims, "the team's group, 140th of 150, is kept")
 
-	g, err = v.VerifyToken(ctx, idp.Token(t, "wide"))
+	g, err = v.VerifyToken(ctx, idp.Token(t, "dave"))
 	require.NoError(t, err)
-	require.Len(t, g.Claims["groups"], 100, "at most 100 values of a claim")
-	assert.Equal(t, "g099", g.Claims["groups"][99])
+	assert.Equal(t, map[string][]string{"groups": {"search"}, "dept": {strings.Repeat("e", 300)}}, g.Claims,
+		"groups kept past 70 claims named before it, and a long value a budget names")
+}
+
+// Without budgets that match claims, a grant carries none.
+func TestVerifierKeepsNoClaimsWithoutBudgets(t *testing.T) {
+	t.Parallel()
+	idp := testidp.Start(t, audience)
+	idp.AddClient(testidp.Client{ID: "erin", Secret: "s", Scopes: []string{oauth.DefaultCallScope}, Claims: map[string]any{"groups": []any{"search"}}})
+	v := newVerifier(t, idp, nil)
+	g, err := v.VerifyToken(context.Background(), idp.Token(t, "erin"))
+	require.NoError(t, err)
+	assert.Equal(t, "erin", g.Principal)
+	assert.Nil(t, g.Claims)
 }

@@ -77,6 +77,13 @@ type Config struct {
 	// Approvers reports whether id, the value of a token's ApproverClaim,
 	// is an approver. Nil accepts any value.
 	Approvers func(id string) bool
+	// BudgetClaims are the (claim name, values) pairs that budgets match
+	// tokens by (BudgetClaims builds them from the budgets' definitions):
+	// a grant's Claims hold those of a token's claims among them, and
+	// nothing else. Nil keeps no claims, and no budget matches a token by
+	// its claims. Envelope claims (iss, aud, exp, nbf, iat, jti) are
+	// never kept.
+	BudgetClaims map[string][]string
 	// HTTPClient fetches the discovery document and keys; nil means a
 	// client with a 10 s timeout. It talks to the identity provider only.
 	HTTPClient *http.Client

@@ -41,6 +41,8 @@ type Verifier struct {
 	oidc     *oidc.IDTokenVerifier
 	verified *verified
 	metadata string // the URL of the resource metadata
+	// budgetClaims is Config.BudgetClaims, copied for lookups.
+	budgetClaims budgetClaimSet
 }
 
 var _ apikey.TokenVerifier = (*Verifier)(nil)
@@ -56,7 +58,7 @@ func New(cfg *Config) (*Verifier, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	v := &Verifier{cfg: c, verified: newVerified(), metadata: MetadataURL(c.Audience)}
+	v := &Verifier{cfg: c, verified: newVerified(), metadata: MetadataURL(c.Audience), budgetClaims: newBudgetClaimSet(c.BudgetClaims)}
 	v.keys = &keySet{
 		issuer:    c.Issuer,
 		client:    c.HTTPClient,
@@ -212,7 +214,7 @@ func (v *Verifier) grant(c claims) (apikey.TokenGrant, error) {
 	if g.Principal == "" && g.Approver == "" && len(refused) > 0 {
 		return g, invalid("%s", strings.Join(refused, "; "))
 	}
-	g.Claims = c.budgetClaims()
+	g.Claims = c.budgetClaims(v.budgetClaims)
 	return g, nil
 }
 

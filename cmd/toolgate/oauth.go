@@ -181,6 +181,8 @@ func newVerifier(ctx context.Context, cfg *Config, log *slog.Logger) (*oauth.Ver
 		approvers[a.ID] = true
 	}
 	vc.Approvers = func(id string) bool { return approvers[id] }
+	// Tokens keep only the claims the budgets match people by.
+	vc.BudgetClaims = oauth.BudgetClaims(cfg.Budgets)
 	v, err := oauth.New(vc)
 	if err != nil {
 		return nil, fmt.Errorf("oauth: %w", err)
