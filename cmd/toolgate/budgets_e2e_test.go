@@ -45,6 +45,8 @@ func TestServerRefusesBadBudgets(t *testing.T) {
 			"budgets[0].alerts[0]", nil},
 		{"unknown field", `[{"id": "acme", "monthlyLimitUSD": "1000"}]`,
 			"budgets[0]", []string{`unknown field "monthlyLimitUSD"`}},
+		{"a claim tokens never carry", `[{"id": "acme", "monthlyLimitUsd": "1000", "claims": {"groups": "staff", "iss": "https://idp.example.com"}}]`,
+			"budgets[0].claims[\"iss\"]", []string{"never matched"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -59,6 +61,9 @@ func TestServerRefusesBadBudgets(t *testing.T) {
 				},
 				"approvers": []any{map[string]any{"id": "pat", "keys": []string{randomKey(t, "tg_test_pat_")}}},
 				"budgets":   budgets,
+				// Claims match access tokens only, so the tokens' section is
+				// there for every case.
+				"oauth": map[string]any{"issuer": "https://idp.example.com", "audience": "https://gateway.example.com/mcp"},
 			})
 			srv := startProcess(t, []string{"-offline", "-config", path})
 			assert.Equal(t, exitUsage, srv.wait(exitTimeout), "stderr: %s", srv.stderr.String())

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/shopspring/decimal"
+
+	"github.com/toolgate/toolgate/apikey"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
@@ -51,8 +53,10 @@ func node(i int, d toolgatetype.BudgetDefinition) (*Node, error) {
 		return nil, err
 	}
 	if r := d.RateLimitPerMinute; r != nil {
-		if *r < 0 {
-			return nil, fieldError(i, "rateLimitPerMinute", "%d must not be negative", *r)
+		if *r < 1 {
+			// Zero would refuse every call of every member: a budget that
+			// blocks is said with a tool's "allowed": false, not a rate.
+			return nil, fieldError(i, "rateLimitPerMinute", "%d must be at least 1: calls per minute shared by the members", *r)
 		}
 		v := *r
 		n.RatePerMinute = &v
@@ -67,10 +71,17 @@ func node(i int, d toolgatetype.BudgetDefinition) (*Node, error) {
 			return nil, fieldError(i, "approvers", "an empty approver id")
 		}
 	}
-	for name, value := range d.Claims {
-		switch {
+	// Sorted, so that of several bad claims the same one is named on
+	// every start.
+	for _, name := range slices.Sorted(maps.Keys(d.Claims)) {
+		switch value := d.Claims[name]; {
 		case strings.TrimSpace(name) == "":
 			return nil, fieldError(i, "claims", "a claim needs a name")
+		case apikey.IsEnvelopeClaim(name):
+			// A budget that can never match would be accepted and count
+			// no one, silently.
+			return nil, fieldError(i, fmt.Sprintf("claims[%q]", name),
+				"%q is about the token, not its bearer, and is never matched: use a claim that names the person's team, such as groups", name)
 		case value == "":
 			return nil, fieldError(i, fmt.Sprintf("claims[%q]", name), "a claim needs a value")
 		}

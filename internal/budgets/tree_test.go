@@ -72,7 +72,10 @@ func TestNewRefusesNamingTheField(t *testing.T) {
 		}, `budgets[0].tools["goal-data"].dailyLimitUsd: 0.00001 must have at most 4 digits after the point`},
 		{"negative rate", []toolgatetype.BudgetDefinition{
 			with(ok("a"), func(d *toolgatetype.BudgetDefinition) { d.RateLimitPerMinute = intp(-1) }),
-		}, `budgets[0].rateLimitPerMinute: -1 must not be negative`},
+		}, `budgets[0].rateLimitPerMinute: -1 must be at least 1`},
+		{"zero rate blocks every call", []toolgatetype.BudgetDefinition{
+			with(ok("a"), func(d *toolgatetype.BudgetDefinition) { d.RateLimitPerMinute = intp(0) }),
+		}, `budgets[0].rateLimitPerMinute: 0 must be at least 1`},
 		{"duplicate id", []toolgatetype.BudgetDefinition{
 			ok("acme"), ok("a"), ok("b"), ok("acme"),
 		}, `budgets[3].id: duplicate id "acme"`},
@@ -98,6 +101,14 @@ func TestNewRefusesNamingTheField(t *testing.T) {
 		{"empty claim value", []toolgatetype.BudgetDefinition{
 			with(ok("a"), func(d *toolgatetype.BudgetDefinition) { d.Claims = map[string]string{"groups": ""} }),
 		}, `budgets[0].claims["groups"]: a claim needs a value`},
+		{"a claim tokens never pass", []toolgatetype.BudgetDefinition{
+			with(ok("a"), func(d *toolgatetype.BudgetDefinition) {
+				d.Claims = map[string]string{"groups": "search", "iss": "https://idp.example"}
+			}),
+		}, `budgets[0].claims["iss"]: "iss" is about the token, not its bearer, and is never matched`},
+		{"the token's audience", []toolgatetype.BudgetDefinition{
+			ok("a"), with(ok("b"), func(d *toolgatetype.BudgetDefinition) { d.Claims = map[string]string{"aud": "x"} }),
+		}, `budgets[1].claims["aud"]: "aud" is about the token`},
 		{"empty member", []toolgatetype.BudgetDefinition{
 			with(ok("a"), func(d *toolgatetype.BudgetDefinition) { d.Members = []string{"alice", ""} }),
 		}, `budgets[0].members: an empty principal id`},
@@ -163,5 +174,21 @@ func TestNewBuildsTheTree(t *testing.T) {
 	}
 	if tree.Get("nope") != nil {
 		t.Error("Get of an unknown id is not nil")
+	}
+}
+
+// A claim named with dots is a top-level claim of that name, as the
+// namespaced claims some identity providers require ("https://example.com/
+// groups"), so it can match and is accepted.
+func TestNewAcceptsNamespacedClaims(t *testing.T) {
+	t.Parallel()
+	tree, err := New([]toolgatetype.BudgetDefinition{{ID: "search", DailyLimitUSD: usd("10"),
+		Claims: map[string]string{"https://example.com/groups": "search"}}})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	got := tree.For("sam", map[string][]string{"https://example.com/groups": {"search"}})
+	if len(got) != 1 || got[0].ID != "search" {
+		t.Fatalf("For = %v, want the search budget", got)
 	}
 }
