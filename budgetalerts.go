@@ -21,6 +21,15 @@ const budgetCheckTimeout = 30 * time.Second
 
 // budgetAlerts watches the budgets' windows: it sends one budget.threshold
 // event per crossing across the fleet and exports the budget metrics.
+//
+// An alert is claimed in the store before it is given to the notifier, so
+// it is sent at most once, not at least once. When the notifier drops it
+// (a webhook.Sender whose queue is full drops the event with a warning),
+// the claim stands and the alert is lost for its period. When the process
+// dies between the claim and the delivery, the alert is lost the same way.
+// The way out of both is an outbox of claimed alerts not yet delivered,
+// which no store keeps yet. A shutdown loses none: Gateway.Close waits for
+// the checks running, so a caller closes the notifier only after them.
 type budgetAlerts struct {
 	g *Gateway
 	// ledger claims each alert once across every gateway on the store;
@@ -37,6 +46,15 @@ type budgetAlerts struct {
 	checks map[string]map[string]struct{}
 	// idle is signalled whenever a budget's check ends (waitBudgetAlerts).
 	idle *sync.Cond
+	// closed is set by Gateway.Close: no check starts after it.
+	closed bool
+	// running counts the checks' goroutines, for Close to wait on.
+	running sync.WaitGroup
+	// base is every check's context, cancelled when Close's deadline
+	// passes so that checks still running stop rather than use a store
+	// being closed.
+	base       context.Context
+	cancelBase context.CancelFunc
 	// claimed holds the alerts sent (by this gateway or, as the ledger
 	// said, another), each until its period ends, so that a window past a
 	// fraction costs no read to be told so again.
@@ -51,6 +69,7 @@ func (g *Gateway) newBudgetAlerts() (*budgetAlerts, error) {
 		claimed: map[string]time.Time{},
 	}
 	a.idle = sync.NewCond(&a.mu)
+	a.base, a.cancelBase = context.WithCancel(context.Background())
 	a.ledger, _ = g.store.(storage.AlertLedger)
 	var err error
 	if a.metrics, err = newBudgetMetrics(g); err != nil {
@@ -80,16 +99,22 @@ func (g *Gateway) budgetCharged(_ context.Context, charged []storage.BudgetDay) 
 func (a *budgetAlerts) charge(n *budgets.Node, day string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.closed {
+		// The gateway is closing: its notifier and store are about to be.
+		return
+	}
 	if days, running := a.checks[n.ID]; running {
 		days[day] = struct{}{}
 		return
 	}
 	a.checks[n.ID] = map[string]struct{}{day: {}}
+	a.running.Add(1)
 	go a.run(n)
 }
 
 // run checks n until no charge has come in since its last check.
 func (a *budgetAlerts) run(n *budgets.Node) {
+	defer a.running.Done()
 	for {
 		a.mu.Lock()
 		days := a.checks[n.ID]
@@ -102,7 +127,7 @@ func (a *budgetAlerts) run(n *budgets.Node) {
 		a.checks[n.ID] = map[string]struct{}{}
 		a.mu.Unlock()
 
-		ctx, cancel := context.WithTimeout(context.Background(), budgetCheckTimeout)
+		ctx, cancel := context.WithTimeout(a.base, budgetCheckTimeout)
 		for _, day := range slices.Sorted(maps.Keys(days)) {
 			a.check(ctx, n, day)
 		}

@@ -40,7 +40,7 @@ type app struct {
 	gw       *toolgate.Gateway
 	handler  http.Handler // the HTTP API, with MCP at /mcp
 	shutdown func()       // ends what a drain cannot wait for
-	close    func()       // stops the webhook sender and releases the store
+	close    func()       // waits for budget checks, stops the webhook sender, releases the store
 	// listening tells the app the address it serves at, once known.
 	listening func(baseURL string)
 	// sealing are the fleet's keys, for state handed out and trusted
@@ -58,6 +58,10 @@ const offlineTrusted = "goal-data"
 // webhookDrain bounds how long a stopping server keeps delivering the
 // approval webhooks still queued.
 const webhookDrain = 5 * time.Second
+
+// budgetChecksDrain bounds how long a stopping server waits for the budget
+// alert checks still running, before the sender and store they use close.
+const budgetChecksDrain = 5 * time.Second
 
 // newRegistry returns a registry of the built-in tools. The server keeps its
 // own rather than registry.Default, so nothing else in the process can
@@ -194,6 +198,17 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 		closeAll()
 		return nil, err
 	}
+	closeStoreAndSender := closeAll
+	closeAll = func() {
+		// Before the sender and the store: a budget check still running
+		// sends its alert through the one after reading the other.
+		wait, cancel := context.WithTimeout(context.Background(), budgetChecksDrain)
+		if err := gw.Close(wait); err != nil {
+			log.Warn("stopped before every budget alert check finished; an alert may be lost", "error", err)
+		}
+		cancel()
+		closeStoreAndSender()
+	}
 	// An interface holding a nil pointer would not be nil: set only when on.
 	var tokens apikey.TokenVerifier
 	var verifier *oauth.Verifier
@@ -216,12 +231,12 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 		return nil, err
 	}
 	if upstreams != nil {
-		closeStoreAndSender := closeAll
+		closeGateway := closeAll
 		closeAll = func() {
 			// First: the processes stop with the gateway, before the store
 			// it records their calls in.
 			_ = upstreams.Close()
-			closeStoreAndSender()
+			closeGateway()
 		}
 	}
 	api := toolgatehttp.NewHandler(gw, &toolgatehttp.Options{
