@@ -111,7 +111,10 @@ type Config struct {
 	// Budgets are the organization's budgets: ceilings that teams and the
 	// organization share, atomic across every gateway on the store (see
 	// toolgatetype.BudgetDefinition). New refuses a malformed tree with an
-	// error naming the field ("budgets[1].parent: ...").
+	// error naming the field ("budgets[1].parent: ..."). Budgets that
+	// match tokens by their Claims need the token verifier to keep those
+	// claims: with package oauth, set its Config.BudgetClaims to
+	// oauth.BudgetClaims(Budgets).
 	Budgets []toolgatetype.BudgetDefinition
 	// TracerProvider makes the gateway's OpenTelemetry spans: one per
 	// quote, one per call (execute_tool) and a client span per upstream
