@@ -566,8 +566,8 @@ type Prune struct {
 	// older than every window a limit looks at (the current UTC month).
 	// The budgets' history, kept by day of each budget's own calendar
 	// (BudgetDay), goes by day: the days before LedgerBefore's UTC date
-	// minus one, so that a day of a zone up to 14 hours off UTC that may
-	// still hold calls after LedgerBefore is kept whole. Budget alerts
+	// minus one, which in every zone (UTC-12 to UTC+14) ended before
+	// LedgerBefore: no day that may hold a later call is cut. Budget alerts
 	// claimed before it may be forgotten too (AlertLedger).
 	LedgerBefore time.Time
 	// ApprovalRequestsBefore: approval requests, whatever their state, that
