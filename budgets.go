@@ -158,6 +158,15 @@ func (g *Gateway) BudgetSpend(ctx context.Context, approver, budget string, f to
 	if !f.Since.Before(f.Until) {
 		return nil, paramError("since", "since must be earlier than until")
 	}
+	// Every day counted must be a date the stores can name, YYYY-MM-DD,
+	// whatever the zone's offset: Until's day is the one before the day
+	// it begins, so it ends within the year 9999.
+	if !inDateRange(f.Since) {
+		return nil, paramError("since", "since must fall in the years 0002 to 9998")
+	}
+	if !inDateRange(f.Until) {
+		return nil, paramError("until", "until must fall in the years 0002 to 9998")
+	}
 	from, _, fromDay := n.Window(toolgatetype.BudgetDaily, f.Since)
 	// The last instant in the range is Until less a nanosecond: the day
 	// holding it is the last day counted.
@@ -203,4 +212,11 @@ func dayBounds(n *budgets.Node, f *toolgatetype.SpendFilter) error {
 		return paramError("until", "until's day must not be before since's")
 	}
 	return nil
+}
+
+// inDateRange reports whether t lies in years whose days, in any zone and
+// with the day after, are dates of four digits.
+func inDateRange(t time.Time) bool {
+	y := t.UTC().Year()
+	return y >= 2 && y <= 9998
 }

@@ -101,6 +101,11 @@ func TestBudgetSpendTakesTheBudgetsDays(t *testing.T) {
 		{"a day and an instant for until", toolgatetype.SpendFilter{ToDay: "2030-03-01", Until: time.Now()}, "until"},
 		{"no date", toolgatetype.SpendFilter{FromDay: "2030-02-29"}, "since"},
 		{"until's day before since's", toolgatetype.SpendFilter{FromDay: "2030-03-02", ToDay: "2030-03-01"}, "until"},
+		// Days the stores cannot name: the day after 9999-12-31 is not a
+		// date, nor is one before the year 1.
+		{"until in the year 9999", toolgatetype.SpendFilter{Until: time.Date(9999, 12, 31, 12, 0, 0, 0, time.UTC)}, "until"},
+		{"until's day the last of 9999", toolgatetype.SpendFilter{ToDay: "9999-12-31"}, "until"},
+		{"since before the year 1", toolgatetype.SpendFilter{Since: time.Date(0, 12, 31, 0, 0, 0, 0, time.UTC)}, "since"},
 	} {
 		_, err := e.gw.BudgetSpend(ctx, "pat", "berlin", c.f)
 		requireCode(t, err, toolgatetype.CodeInvalidRequest)

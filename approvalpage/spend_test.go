@@ -234,7 +234,9 @@ func topsOf(p *testbrowser.Page) [][]string {
 	for _, ol := range p.Elements("ol") {
 		var keys []string
 		walkNodes(ol, func(n *html.Node) {
-			if n.Type == html.ElementNode && n.Data == "code" {
+			// Each id is isolated (bdi) so that a right-to-left id
+			// cannot reorder the amount beside it.
+			if n.Type == html.ElementNode && n.Data == "bdi" && n.Parent != nil && n.Parent.Data == "code" {
 				keys = append(keys, textOf(n))
 			}
 		})
