@@ -179,6 +179,14 @@ func (g *Gateway) ApproverSpend(ctx context.Context, approver string, f toolgate
 
 func (g *Gateway) spend(ctx context.Context, principals []string, f toolgatetype.SpendFilter) (*toolgatetype.SpendSummary, error) {
 	now := g.clock.Now().UTC()
+	// Days belong to a budget's calendar; a principal's spend has none, so
+	// they are refused rather than read as UTC's without saying so.
+	if f.FromDay != "" {
+		return nil, paramError("since", "since must be an instant: days are a budget's (BudgetSpend)")
+	}
+	if f.ToDay != "" {
+		return nil, paramError("until", "until must be an instant: days are a budget's (BudgetSpend)")
+	}
 	if f.GroupBy == "" {
 		f.GroupBy = toolgatetype.SpendByTool
 	}

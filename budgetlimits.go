@@ -139,7 +139,7 @@ func budgetWindow(max, used decimal.Decimal, resetsAt time.Time) toolgatetype.Bu
 // limits measured (used, one each) among which the budget's own windows
 // are; a limit of another budget or on a tool is skipped.
 func budgetState(n *budgets.Node, built []builtLimit, used []decimal.Decimal) toolgatetype.Budget {
-	b := toolgatetype.Budget{ID: n.ID, Name: n.Name, Windows: make(map[toolgatetype.BudgetWindowKind]toolgatetype.BudgetWindow, len(n.Limits))}
+	b := toolgatetype.Budget{ID: n.ID, Name: n.Name, TimeZone: n.Location.String(), Windows: make(map[toolgatetype.BudgetWindowKind]toolgatetype.BudgetWindow, len(n.Limits))}
 	if n.Parent != nil {
 		p := n.Parent.ID
 		b.Parent = &p

@@ -115,10 +115,14 @@ func (g *Gateway) budgetStates(ctx context.Context, nodes []*budgets.Node) ([]to
 //
 // It counts whole days of the budget's time zone: those [f.Since,
 // f.Until) touches, each call on the day it was admitted. Since defaults
-// to the start of the current month, Until to now; the summary's Since and
+// to the start of the current month, Until to now. f.FromDay and f.ToDay
+// name the first and the last day (included) as dates of the budget's
+// calendar instead, so that whoever asks for a month need not know the
+// budget's offset on its first and last day. The summary's Since and
 // Until are the bounds of the days counted. An approver the budget does
 // not name (directly or through an ancestor) gets not_found, as does an
-// unknown budget; a bad filter is invalid_request naming the parameter.
+// unknown budget; a bad filter is invalid_request naming the parameter
+// (since, until).
 func (g *Gateway) BudgetSpend(ctx context.Context, approver, budget string, f toolgatetype.SpendFilter) (*toolgatetype.SpendSummary, error) {
 	if err := validPrincipal(approver); err != nil {
 		return nil, err
@@ -138,6 +142,9 @@ func (g *Gateway) BudgetSpend(ctx context.Context, approver, budget string, f to
 	default:
 		return nil, paramError("groupBy", "groupBy must be %s, %s or %s", toolgatetype.SpendByDay, toolgatetype.SpendByPrincipal, toolgatetype.SpendByTool)
 	}
+	if err := dayBounds(n, &f); err != nil {
+		return nil, err
+	}
 	now := g.clock.Now().UTC()
 	if f.Until.IsZero() {
 		f.Until = now
@@ -150,6 +157,15 @@ func (g *Gateway) BudgetSpend(ctx context.Context, approver, budget string, f to
 	}
 	if !f.Since.Before(f.Until) {
 		return nil, paramError("since", "since must be earlier than until")
+	}
+	// Every day counted must be a date the stores can name, YYYY-MM-DD,
+	// whatever the zone's offset: Until's day is the one before the day
+	// it begins, so it ends within the year 9999.
+	if !inDateRange(f.Since) {
+		return nil, paramError("since", "since must fall in the years 0002 to 9998")
+	}
+	if !inDateRange(f.Until) {
+		return nil, paramError("until", "until must fall in the years 0002 to 9998")
 	}
 	from, _, fromDay := n.Window(toolgatetype.BudgetDaily, f.Since)
 	// The last instant in the range is Until less a nanosecond: the day
@@ -168,4 +184,39 @@ func (g *Gateway) BudgetSpend(ctx context.Context, approver, budget string, f to
 	}
 	out.TotalUSD = usd(total)
 	return out, nil
+}
+
+// dayBounds turns f's days into the instants they begin and end at in
+// n's time zone: FromDay's first instant becomes Since, and the instant
+// after ToDay's last becomes Until. A day given beside its instant, or not
+// a date, is invalid_request naming the bound.
+func dayBounds(n *budgets.Node, f *toolgatetype.SpendFilter) error {
+	for _, b := range []struct {
+		param, day string
+		at         *time.Time
+		after      int // days after the date that the bound is the start of
+	}{{"since", f.FromDay, &f.Since, 0}, {"until", f.ToDay, &f.Until, 1}} {
+		if b.day == "" {
+			continue
+		}
+		if !b.at.IsZero() {
+			return paramError(b.param, "%s is given both as an instant and as a day", b.param)
+		}
+		start, err := n.DayStart(b.day, b.after)
+		if err != nil {
+			return paramError(b.param, "%s must be a date YYYY-MM-DD, such as 2030-03-15", b.param)
+		}
+		*b.at = start
+	}
+	if f.FromDay != "" && f.ToDay != "" && f.ToDay < f.FromDay {
+		return paramError("until", "until's day must not be before since's")
+	}
+	return nil
+}
+
+// inDateRange reports whether t lies in years whose days, in any zone and
+// with the day after, are dates of four digits.
+func inDateRange(t time.Time) bool {
+	y := t.UTC().Year()
+	return y >= 2 && y <= 9998
 }

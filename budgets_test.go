@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -68,4 +69,50 @@ func TestABudgetRefusalBesideThePrincipalsOwn(t *testing.T) {
 	assert.Equal(t, "search", te.Budget.ID)
 	assert.Equal(t, "0.1100", te.Budget.UsedUSD)
 	assert.Equal(t, "0.1100", te.Budget.RequestedUSD)
+}
+
+// Days are a budget's: BudgetSpend takes them and places them in the
+// budget's zone (Europe/Berlin: March 2030 runs from 23:00 UTC on the last
+// day of February to 22:00 UTC on March 31, summer time having begun);
+// a day beside its instant, or a day that is no date, is refused naming
+// the bound; Spend, whose days would be UTC's, refuses days.
+func TestBudgetSpendTakesTheBudgetsDays(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, []toolSpec{paidCallable}, func(c *toolgate.Config) {
+		c.Budgets = []toolgatetype.BudgetDefinition{{ID: "berlin", TimeZone: "Europe/Berlin", MonthlyLimitUSD: dec("10"), Approvers: []string{"pat"}}}
+	})
+	ctx := context.Background()
+	budgets, err := e.gw.BudgetsFor(ctx, "pat")
+	require.NoError(t, err)
+	require.Len(t, budgets, 1)
+	assert.Equal(t, "Europe/Berlin", budgets[0].TimeZone)
+
+	sum, err := e.gw.BudgetSpend(ctx, "pat", "berlin", toolgatetype.SpendFilter{FromDay: "2030-03-01", ToDay: "2030-03-31"})
+	require.NoError(t, err)
+	assert.Equal(t, "2030-02-28T23:00:00Z", sum.Since.Format(time.RFC3339))
+	assert.Equal(t, "2030-03-31T22:00:00Z", sum.Until.Format(time.RFC3339))
+
+	for _, c := range []struct {
+		name      string
+		f         toolgatetype.SpendFilter
+		parameter string
+	}{
+		{"a day and an instant for since", toolgatetype.SpendFilter{FromDay: "2030-03-01", Since: time.Now()}, "since"},
+		{"a day and an instant for until", toolgatetype.SpendFilter{ToDay: "2030-03-01", Until: time.Now()}, "until"},
+		{"no date", toolgatetype.SpendFilter{FromDay: "2030-02-29"}, "since"},
+		{"until's day before since's", toolgatetype.SpendFilter{FromDay: "2030-03-02", ToDay: "2030-03-01"}, "until"},
+		// Days the stores cannot name: the day after 9999-12-31 is not a
+		// date, nor is one before the year 1.
+		{"until in the year 9999", toolgatetype.SpendFilter{Until: time.Date(9999, 12, 31, 12, 0, 0, 0, time.UTC)}, "until"},
+		{"until's day the last of 9999", toolgatetype.SpendFilter{ToDay: "9999-12-31"}, "until"},
+		{"since before the year 1", toolgatetype.SpendFilter{Since: time.Date(0, 12, 31, 0, 0, 0, 0, time.UTC)}, "since"},
+	} {
+		_, err := e.gw.BudgetSpend(ctx, "pat", "berlin", c.f)
+		requireCode(t, err, toolgatetype.CodeInvalidRequest)
+		var te *toolgatetype.Error
+		require.ErrorAs(t, err, &te)
+		assert.Equal(t, c.parameter, te.Parameter, c.name)
+	}
+	_, err = e.gw.Spend(ctx, "alice", toolgatetype.SpendFilter{FromDay: "2030-03-01"})
+	requireCode(t, err, toolgatetype.CodeInvalidRequest)
 }

@@ -85,7 +85,10 @@ type Config struct {
 	// caller mode, with no approvers.
 	Approvers ApproverDirectory
 	// ApprovalNotifier is told of each new approval request and each
-	// decision; nil tells no one.
+	// decision, of each call whose outcome is unknown, and of each
+	// budget.threshold event (a budget window's charged use crossing one
+	// of its alert fractions, sent by one gateway of the fleet); nil tells
+	// no one.
 	ApprovalNotifier ApprovalNotifier
 	// ApprovalRequestLimit caps the approval requests one principal may
 	// ask for in a window, so that an agent cannot flood the people who

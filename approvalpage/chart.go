@@ -7,6 +7,9 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/toolgate/toolgate/toolgatetype"
+
+	// A budget's zone loads wherever the page runs, zoneinfo or not.
+	_ "time/tzdata"
 )
 
 // The daily chart is drawn by the server as SVG, in a box of these units
@@ -43,14 +46,13 @@ type chartDay struct {
 	Count         int64
 }
 
-// dailyChart lays out the days of sum (grouped by day), oldest first,
-// each day a bar as tall as its share of the highest.
-func dailyChart(name string, sum *toolgatetype.SpendSummary) chartView {
+// dailyChart lays out keys, the dates sum (grouped by day) counted,
+// oldest first, each day a bar as tall as its share of the highest.
+func dailyChart(name string, keys []string, sum *toolgatetype.SpendSummary) chartView {
 	byDay := map[string]toolgatetype.SpendGroup{}
 	for _, g := range sum.Groups {
 		byDay[g.Key] = g
 	}
-	keys := dayKeys(sum)
 	c := chartView{Width: chartWidth, Height: chartHeight}
 	totals := make([]decimal.Decimal, len(keys))
 	var total, highest decimal.Decimal
@@ -99,30 +101,29 @@ func dailyChart(name string, sum *toolgatetype.SpendSummary) chartView {
 	return c
 }
 
-// dayKeys are the dates (YYYY-MM-DD) of the days sum counted, oldest
-// first. The summary gives their bounds as instants: each day begins at a
-// midnight of the budget's zone, which is a UTC instant within twelve
-// hours of the same date's UTC midnight (on the day before for zones east
-// of UTC), so half a day later is always on the budget's date. Zones more
-// than twelve hours east are rare; a group dated after the last day found
-// shifts the days to it.
-func dayKeys(sum *toolgatetype.SpendSummary) []string {
-	n := int(sum.Until.Sub(sum.Since).Round(24*time.Hour) / (24 * time.Hour))
-	if n <= 0 || n > 400 {
-		return nil
-	}
-	first := sum.Since.UTC().Add(12 * time.Hour)
-	first = time.Date(first.Year(), first.Month(), first.Day(), 0, 0, 0, 0, time.UTC)
-	last := first.AddDate(0, 0, n-1).Format(time.DateOnly)
-	for _, g := range sum.Groups {
-		if g.Key > last {
-			first = first.AddDate(0, 0, 1)
-			break
-		}
-	}
-	keys := make([]string, n)
+// chartDates are the chartDays dates (YYYY-MM-DD) of loc's calendar that
+// end with now's, oldest first. The dates are counted on a calendar of
+// their own (UTC's, which has no change of clocks), so a day of 23 or 25
+// hours where the budget is still takes one step.
+func chartDates(now time.Time, loc *time.Location) []string {
+	y, m, d := now.In(loc).Date()
+	keys := make([]string, chartDays)
 	for i := range keys {
-		keys[i] = first.AddDate(0, 0, i).Format(time.DateOnly)
+		keys[i] = time.Date(y, m, d-(chartDays-1)+i, 0, 0, 0, 0, time.UTC).Format(time.DateOnly)
 	}
 	return keys
+}
+
+// zoneOf is a budget's time zone by its IANA name; UTC for none, or for
+// one this program cannot load (the gateway, which checked the name at
+// start, loads the same embedded database, so that is not expected).
+func zoneOf(name string) *time.Location {
+	if name == "" {
+		return time.UTC
+	}
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		return time.UTC
+	}
+	return loc
 }

@@ -10,22 +10,35 @@ import (
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
-// The chart's days are the budget's dates whatever its zone: the summary
-// bounds them by instants, the budget's midnights.
-func TestDayKeysInTheBudgetsZone(t *testing.T) {
+// The chart's days are the budget's last thirty dates, today's its own:
+// an instant that is already tomorrow on Kiritimati (UTC+14) is still
+// yesterday on Pago Pago (UTC-11), across a month's end and Europe's and
+// America's changes of clocks alike.
+func TestChartDatesInTheBudgetsZone(t *testing.T) {
 	t.Parallel()
-	for _, zone := range []string{"UTC", "Europe/Berlin", "America/Los_Angeles", "Asia/Kolkata", "Pacific/Auckland", "America/Sao_Paulo"} {
-		t.Run(zone, func(t *testing.T) {
-			loc, err := time.LoadLocation(zone)
-			require.NoError(t, err)
-			// Thirty days across Europe's and America's change of clocks.
-			since := time.Date(2030, 3, 15, 0, 0, 0, 0, loc)
-			until := time.Date(2030, 4, 14, 0, 0, 0, 0, loc)
-			keys := dayKeys(&toolgatetype.SpendSummary{Since: since.UTC(), Until: until.UTC(),
-				Groups: []toolgatetype.SpendGroup{{Key: "2030-04-13", TotalUSD: "1.0000", Count: 1}}})
-			require.Len(t, keys, 30)
-			assert.Equal(t, "2030-03-15", keys[0])
-			assert.Equal(t, "2030-04-13", keys[29])
+	for _, c := range []struct {
+		zone        string
+		now         time.Time
+		first, last string
+	}{
+		{"Pacific/Kiritimati", time.Date(2030, 3, 31, 10, 0, 0, 0, time.UTC), "2030-03-03", "2030-04-01"},
+		{"Pacific/Kiritimati", time.Date(2030, 3, 31, 9, 59, 0, 0, time.UTC), "2030-03-02", "2030-03-31"},
+		{"Pacific/Pago_Pago", time.Date(2030, 4, 1, 10, 59, 0, 0, time.UTC), "2030-03-02", "2030-03-31"},
+		{"Pacific/Pago_Pago", time.Date(2030, 4, 1, 11, 0, 0, 0, time.UTC), "2030-03-03", "2030-04-01"},
+		{"UTC", time.Date(2030, 4, 1, 0, 0, 0, 0, time.UTC), "2030-03-03", "2030-04-01"},
+		{"", time.Date(2030, 3, 31, 23, 59, 0, 0, time.UTC), "2030-03-02", "2030-03-31"},
+		{"Europe/Berlin", time.Date(2030, 4, 13, 22, 30, 0, 0, time.UTC), "2030-03-16", "2030-04-14"},
+		{"America/Los_Angeles", time.Date(2030, 4, 14, 6, 59, 0, 0, time.UTC), "2030-03-15", "2030-04-13"},
+	} {
+		t.Run(c.zone+" "+c.now.Format(time.RFC3339), func(t *testing.T) {
+			keys := chartDates(c.now, zoneOf(c.zone))
+			require.Len(t, keys, chartDays)
+			assert.Equal(t, c.first, keys[0])
+			assert.Equal(t, c.last, keys[chartDays-1])
+			for i := 1; i < len(keys); i++ {
+				prev, _ := time.Parse(time.DateOnly, keys[i-1])
+				assert.Equal(t, prev.AddDate(0, 0, 1).Format(time.DateOnly), keys[i], "one date after another")
+			}
 		})
 	}
 }
@@ -33,7 +46,7 @@ func TestDayKeysInTheBudgetsZone(t *testing.T) {
 func TestDailyChartScalesToTheHighestDay(t *testing.T) {
 	t.Parallel()
 	since := time.Date(2030, 3, 1, 0, 0, 0, 0, time.UTC)
-	c := dailyChart("Team", &toolgatetype.SpendSummary{Since: since, Until: since.AddDate(0, 0, 3), Groups: []toolgatetype.SpendGroup{
+	c := dailyChart("Team", []string{"2030-03-01", "2030-03-02", "2030-03-03"}, &toolgatetype.SpendSummary{Since: since, Until: since.AddDate(0, 0, 3), Groups: []toolgatetype.SpendGroup{
 		{Key: "2030-03-01", TotalUSD: "2.0000", Count: 2}, {Key: "2030-03-03", TotalUSD: "0.0001", Count: 1},
 	}})
 	require.Len(t, c.Bars, 3)

@@ -69,15 +69,17 @@ func (h *Handler) budgetView(r *http.Request, approver string, b toolgatetype.Bu
 		v.Windows = append(v.Windows, windowOf(kind, w, now))
 	}
 
-	// The days of the budget's calendar that the last chartDays days touch,
-	// today's included; the gateway counts them in the budget's zone.
+	// The chart's days are the budget's last chartDays dates, today's
+	// included, asked for as dates: the gateway places them in the
+	// budget's zone, and the page names the same dates as it does.
+	keys := chartDates(now, zoneOf(b.TimeZone))
 	days, err := h.gw.BudgetSpend(r.Context(), approver, b.ID, toolgatetype.SpendFilter{
-		GroupBy: toolgatetype.SpendByDay, Since: now.AddDate(0, 0, 1-chartDays), Until: now,
+		GroupBy: toolgatetype.SpendByDay, FromDay: keys[0], ToDay: keys[len(keys)-1],
 	})
 	if err != nil {
 		return v, err
 	}
-	v.Chart = dailyChart(b.Name, days)
+	v.Chart = dailyChart(b.Name, keys, days)
 
 	// The month's tops: the gateway's default window is the budget's
 	// current month, until now.

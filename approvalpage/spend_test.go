@@ -34,12 +34,20 @@ func spendKey(p string) string { return "tg_test_spend_" + p }
 // budget of nobody. Its one tool is a priced echo.
 func newSpendAPI(t *testing.T) *api {
 	t.Helper()
-	usd := func(s string) *decimal.Decimal { d := decimal.RequireFromString(s); return &d }
-	cfg := &toolgate.Config{Budgets: []toolgatetype.BudgetDefinition{
-		{ID: "acme", Name: "Acme", MonthlyLimitUSD: usd("50"), Approvers: []string{"pat"}},
-		{ID: "search", Name: "Search <team>", Parent: "acme", Members: spendPrincipals, DailyLimitUSD: usd("1.0000"), WeeklyLimitUSD: usd("10")},
-		{ID: "lonely", Name: "Lonely", MonthlyLimitUSD: usd("1"), Approvers: []string{"sam"}},
-	}}
+	return newSpendAPIWith(t, []toolgatetype.BudgetDefinition{
+		{ID: "acme", Name: "Acme", MonthlyLimitUSD: spendUSD("50"), Approvers: []string{"pat"}},
+		{ID: "search", Name: "Search <team>", Parent: "acme", Members: spendPrincipals, DailyLimitUSD: spendUSD("1.0000"), WeeklyLimitUSD: spendUSD("10")},
+		{ID: "lonely", Name: "Lonely", MonthlyLimitUSD: spendUSD("1"), Approvers: []string{"sam"}},
+	})
+}
+
+func spendUSD(s string) *decimal.Decimal { d := decimal.RequireFromString(s); return &d }
+
+// newSpendAPIWith serves a gateway with budgets, the spend principals'
+// keys and pat's and sam's approver keys, and the priced echo.
+func newSpendAPIWith(t *testing.T, budgets []toolgatetype.BudgetDefinition) *api {
+	t.Helper()
+	cfg := &toolgate.Config{Budgets: budgets}
 	paid := toolgatetest.Priced(toolgatetest.EchoTool(), "0.2500")
 	paid.Slug, paid.Name = "paid", "Echo paid"
 	paid.Endpoint.Verified, paid.Provider.PaymentVerified = true, true
@@ -226,7 +234,9 @@ func topsOf(p *testbrowser.Page) [][]string {
 	for _, ol := range p.Elements("ol") {
 		var keys []string
 		walkNodes(ol, func(n *html.Node) {
-			if n.Type == html.ElementNode && n.Data == "code" {
+			// Each id is isolated (bdi) so that a right-to-left id
+			// cannot reorder the amount beside it.
+			if n.Type == html.ElementNode && n.Data == "bdi" && n.Parent != nil && n.Parent.Data == "code" {
 				keys = append(keys, textOf(n))
 			}
 		})
@@ -249,4 +259,43 @@ func attrOf(n *html.Node, key string) string {
 		}
 	}
 	return ""
+}
+
+// The chart's thirty days are each budget's own dates. At 10:30 UTC on
+// April 1 it is already April 2 on Kiritimati (UTC+14) and still March 31
+// on Pago Pago (UTC-11); a call made a day earlier fell on April 1 on the
+// one and March 30 on the other, and each chart shows it there.
+func TestSpendPageChartsTheBudgetsOwnDates(t *testing.T) {
+	t.Parallel()
+	a := newSpendAPIWith(t, []toolgatetype.BudgetDefinition{
+		{ID: "line", Name: "Line Islands", TimeZone: "Pacific/Kiritimati", Members: []string{"ana"}, MonthlyLimitUSD: spendUSD("50"), Approvers: []string{"pat"}},
+		{ID: "samoa", Name: "Samoa", TimeZone: "Pacific/Pago_Pago", Members: []string{"ana"}, MonthlyLimitUSD: spendUSD("50"), Approvers: []string{"pat"}},
+	})
+	a.clock.Set(time.Date(2030, 3, 31, 10, 30, 0, 0, time.UTC))
+	cost := a.paidCall("ana", 1).StringFixed(4)
+	a.clock.Set(time.Date(2030, 4, 1, 10, 30, 0, 0, time.UTC))
+
+	b := testbrowser.New(t)
+	page := b.Get(a.srv.URL+"/approvals/spend").Form("key").Set("key", patKey).Submit("Sign in")
+	require.Equal(t, http.StatusOK, page.Status, "%s", page.Body)
+	var titles, descs []string
+	for _, svg := range page.Elements("svg") {
+		if attrOf(svg, "aria-labelledby") == "" {
+			continue
+		}
+		walkNodes(svg, func(n *html.Node) {
+			switch {
+			case n.Type == html.ElementNode && n.Data == "title" && n.Parent == svg:
+				titles = append(titles, textOf(n))
+			case n.Type == html.ElementNode && n.Data == "desc":
+				descs = append(descs, textOf(n))
+			}
+		})
+	}
+	require.Len(t, titles, 2, "one chart per budget")
+	require.Len(t, descs, 2)
+	assert.Equal(t, "Daily spend of Line Islands, 2030-03-04 to 2030-04-02", titles[0])
+	assert.Equal(t, "One bar a day. "+cost+" USD in all; the highest day, 2030-04-01, "+cost+" USD.", descs[0])
+	assert.Equal(t, "Daily spend of Samoa, 2030-03-02 to 2030-03-31", titles[1])
+	assert.Equal(t, "One bar a day. "+cost+" USD in all; the highest day, 2030-03-30, "+cost+" USD.", descs[1])
 }

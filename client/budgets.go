@@ -28,7 +28,9 @@ func (c *Client) Budgets(ctx context.Context) ([]toolgatetype.Budget, error) {
 // calls were charged (its teams' included), grouped by day of the budget's
 // calendar, principal or tool, as toolgate.Gateway.BudgetSpend does: the
 // whole days of the budget's time zone that [f.Since, f.Until) touches,
-// from the start of the budget's month until now by default. A budget the
+// from the start of the budget's month until now by default; or from
+// f.FromDay to f.ToDay (the last day included), dates of the budget's
+// calendar, which the gateway places in its zone. A budget the
 // approver does not oversee is not_found, like one that does not exist; a
 // filter the gateway refuses is invalid_request, its Parameter naming the
 // query parameter (from, to, groupBy).
@@ -36,12 +38,22 @@ func (c *Client) BudgetSpend(ctx context.Context, id string, f toolgatetype.Spen
 	if id == "" {
 		return nil, &toolgatetype.Error{Code: toolgatetype.CodeInvalidRequest, Message: "a budget id is required"}
 	}
+	if (f.FromDay != "" && !f.Since.IsZero()) || (f.ToDay != "" && !f.Until.IsZero()) {
+		return nil, &toolgatetype.Error{Code: toolgatetype.CodeInvalidRequest, Message: "a bound is given both as an instant and as a day"}
+	}
 	q := url.Values{}
 	if f.GroupBy != "" {
 		q.Set("groupBy", string(f.GroupBy))
 	}
 	setTime(q, "from", f.Since)
 	setTime(q, "to", f.Until)
+	// A day goes as the date itself: the gateway knows the budget's zone.
+	if f.FromDay != "" {
+		q.Set("from", f.FromDay)
+	}
+	if f.ToDay != "" {
+		q.Set("to", f.ToDay)
+	}
 	path := budgetsPath + "/" + url.PathEscape(id) + "/spend"
 	return doJSON[toolgatetype.SpendSummary](ctx, c, request{method: http.MethodGet, path: path, query: q})
 }

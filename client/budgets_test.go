@@ -74,6 +74,12 @@ func TestClientBudgets(t *testing.T) {
 	sum, err = pat.BudgetSpend(ctx, "search", toolgatetype.SpendFilter{GroupBy: toolgatetype.SpendByDay, Since: now.AddDate(0, 0, -3), Until: now})
 	require.NoError(t, err)
 	assert.Equal(t, []toolgatetype.SpendGroup{{Key: now.UTC().Format(time.DateOnly), TotalUSD: total, Count: 1}}, sum.Groups)
+	today := now.UTC().Format(time.DateOnly)
+	sum, err = pat.BudgetSpend(ctx, "search", toolgatetype.SpendFilter{GroupBy: toolgatetype.SpendByDay, FromDay: today, ToDay: today})
+	require.NoError(t, err)
+	assert.Equal(t, []toolgatetype.SpendGroup{{Key: today, TotalUSD: total, Count: 1}}, sum.Groups, "a day, the last included, goes as a date")
+	assert.Equal(t, 24*time.Hour, sum.Until.Sub(sum.Since))
+	assert.Equal(t, "UTC", budgets[1].TimeZone)
 
 	// Refusals come back as the gateway's errors.
 	for _, c := range []struct {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/toolgate/toolgate/internal/httpx"
 	"github.com/toolgate/toolgate/toolgatetype"
@@ -34,8 +35,11 @@ func (h *Handler) listBudgets(w http.ResponseWriter, r *http.Request) {
 // the budget's calls were charged, in /v1/spend's shape. from and to are
 // RFC 3339 instants, and the whole days of the budget's calendar that
 // [from, to) touches are counted (the answer's since and until are those
-// days' bounds); a budget the approver may not see is not found, as an
-// unknown one is.
+// days' bounds); or dates YYYY-MM-DD of the budget's calendar, from the
+// first day counted and to the last, so from=2026-11-01&to=2026-11-30 is
+// November in the budget's zone. The gateway turns dates into instants,
+// as it alone knows the zone. A budget the approver may not see is not
+// found, as an unknown one is.
 func (h *Handler) budgetSpend(w http.ResponseWriter, r *http.Request) {
 	q, err := queryOf(r, "groupBy", "from", "to")
 	if err != nil {
@@ -49,11 +53,11 @@ func (h *Handler) budgetSpend(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, paramError("groupBy", "groupBy must be day, principal or tool"))
 		return
 	}
-	if f.Since, err = timeParam(q, "from"); err != nil {
+	if f.Since, f.FromDay, err = instantOrDay(q, "from"); err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	if f.Until, err = timeParam(q, "to"); err != nil {
+	if f.Until, f.ToDay, err = instantOrDay(q, "to"); err != nil {
 		h.writeError(w, r, err)
 		return
 	}
@@ -67,6 +71,26 @@ func (h *Handler) budgetSpend(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	httpx.WriteJSON(w, http.StatusOK, sum)
+}
+
+// instantOrDay reads query parameter name as an RFC 3339 instant or, when
+// it is just a date, as a day; both are zero when it is absent.
+func instantOrDay(q map[string]string, name string) (time.Time, string, error) {
+	s, ok := q[name]
+	if !ok {
+		return time.Time{}, "", nil
+	}
+	if len(s) == len(time.DateOnly) {
+		if _, err := time.Parse(time.DateOnly, s); err != nil {
+			return time.Time{}, "", paramError(name, "%s must be a date YYYY-MM-DD, such as 2030-03-15, or an RFC 3339 date and time, such as 2030-03-15T12:00:00Z", name)
+		}
+		return time.Time{}, s, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, "", paramError(name, "%s must be a date YYYY-MM-DD, such as 2030-03-15, or an RFC 3339 date and time, such as 2030-03-15T12:00:00Z", name)
+	}
+	return t, "", nil
 }
 
 // budgetSpendParameters are the names this route gives the gateway's

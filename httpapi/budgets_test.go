@@ -205,3 +205,67 @@ func mustJSON(t *testing.T, v any) string {
 	require.NoError(t, err)
 	return string(b)
 }
+
+// A budget's days are its zone's: on Kiritimati (UTC+14) a call made at
+// noon UTC on March 31 falls on April 1, and asking for the days of
+// April by date finds it, where March's days do not; the instants of
+// March's UTC bounds touch April 1 there, and so count it.
+func TestBudgetSpendByDaysOfTheBudgetsZone(t *testing.T) {
+	t.Parallel()
+	usd := func(s string) *decimal.Decimal { d := decimal.RequireFromString(s); return &d }
+	a := newAPI(t, nil, func(c *toolgate.Config) {
+		c.Budgets = []toolgatetype.BudgetDefinition{{ID: "line", Name: "Line Islands", TimeZone: "Pacific/Kiritimati",
+			Members: []string{"alice"}, MonthlyLimitUSD: usd("1000"), Approvers: []string{"pat"}}}
+	})
+	require.NoError(t, a.keys.AddApproverKey("pat", patKey))
+	a.clock.Set(time.Date(2030, 3, 31, 12, 0, 0, 0, time.UTC))
+	q, r := a.goalCall(aliceKey, "z1")
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	total := q.Quote.TotalUSD
+	a.clock.Set(time.Date(2030, 4, 10, 0, 0, 0, 0, time.UTC))
+
+	r = a.do("GET", "/v1/budgets", patKey, "")
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	assert.Equal(t, "Pacific/Kiritimati", r.json(t)["budgets"].([]any)[0].(map[string]any)["timeZone"])
+
+	for _, c := range []struct {
+		name, query  string
+		since, until string
+		groups       string
+	}{
+		{"April by date", "from=2030-04-01&to=2030-04-30", "2030-03-31T10:00:00Z", "2030-04-30T10:00:00Z",
+			`[{"key":"2030-04-01","totalUsd":"` + total + `","count":1}]`},
+		{"March by date", "from=2030-03-01&to=2030-03-31", "2030-02-28T10:00:00Z", "2030-03-31T10:00:00Z", `[]`},
+		{"one day", "from=2030-04-01&to=2030-04-01", "2030-03-31T10:00:00Z", "2030-04-01T10:00:00Z",
+			`[{"key":"2030-04-01","totalUsd":"` + total + `","count":1}]`},
+		{"March's UTC instants", "from=2030-03-01T00:00:00Z&to=2030-04-01T00:00:00Z", "2030-02-28T10:00:00Z", "2030-04-01T10:00:00Z",
+			`[{"key":"2030-04-01","totalUsd":"` + total + `","count":1}]`},
+		{"a date and an instant", "from=2030-04-01&to=2030-04-05T00:00:00Z", "2030-03-31T10:00:00Z", "2030-04-05T10:00:00Z",
+			`[{"key":"2030-04-01","totalUsd":"` + total + `","count":1}]`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := a.do("GET", "/v1/budgets/line/spend?groupBy=day&"+c.query, patKey, "")
+			require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+			m := r.json(t)
+			assert.Equal(t, c.since, m["since"])
+			assert.Equal(t, c.until, m["until"])
+			assert.JSONEq(t, c.groups, mustJSON(t, m["groups"]))
+		})
+	}
+
+	for _, c := range []struct{ name, query, parameter string }{
+		{"no such day", "from=2030-02-30", "from"},
+		{"a date unpadded", "to=2030-4-1", "to"},
+		{"a date not one", "to=2030-04-xx", "to"},
+		{"to's day before from's", "from=2030-04-02&to=2030-04-01", "to"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := a.do("GET", "/v1/budgets/line/spend?"+c.query, patKey, "")
+			require.Equal(t, http.StatusBadRequest, r.status, "%s", r.body)
+			assert.Equal(t, "invalid_request", r.errorCode(t))
+			e := r.json(t)["error"].(map[string]any)
+			assert.Equal(t, c.parameter, e["parameter"])
+			assert.Contains(t, e["message"], c.parameter)
+		})
+	}
+}

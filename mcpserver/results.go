@@ -110,7 +110,16 @@ func refused(err error) *mcp.CallToolResult {
 	} else {
 		b.WriteString(". Nothing was charged.")
 	}
-	return toolError(nil, b.String())
+	res := toolError(nil, b.String())
+	if te.Code == toolgatetype.CodeSpendLimitExceeded {
+		// A program, not only a model, acts on a spend refusal (waits for
+		// the window to reset, tells the team): it gets the HTTP API's
+		// error body, which names the budget that refused, beside the words.
+		res.StructuredContent = toolgatetype.ErrorBody{Error: toolgatetype.ErrorDetail{
+			Code: te.Code, Message: te.Message, Violations: te.Violations, Budget: te.Budget,
+		}}
+	}
+	return res
 }
 
 // schemaError lists the arguments failing a tool's input schema, one path a

@@ -564,6 +564,11 @@ type Prune struct {
 	QuotesBefore time.Time
 	// LedgerBefore: spend and call history created before this. It must be
 	// older than every window a limit looks at (the current UTC month).
+	// The budgets' history, kept by day of each budget's own calendar
+	// (BudgetDay), goes by day: the days before LedgerBefore's UTC date
+	// minus one, which in every zone (UTC-12 to UTC+14) ended before
+	// LedgerBefore: no day that may hold a later call is cut. Budget alerts
+	// claimed before it may be forgotten too (AlertLedger).
 	LedgerBefore time.Time
 	// ApprovalRequestsBefore: approval requests, whatever their state, that
 	// expired before this.

@@ -32,10 +32,12 @@ func budgetSchemas(prefix string) map[string]any {
 		"remainingUsd": amount("What is left before the limit"),
 		"resetsAt":     map[string]any{"type": "string", "format": "date-time", "description": "When the window ends and the next begins."},
 	})
-	defs["Budget"] = object([]string{"id", "name", "parent", "windows"}, map[string]any{
+	defs["Budget"] = object([]string{"id", "name", "parent", "timeZone", "windows"}, map[string]any{
 		"id":     map[string]any{"type": "string", "pattern": "^[a-z0-9_-]{1,64}$"},
 		"name":   map[string]any{"type": "string", "description": "What people call the budget."},
 		"parent": map[string]any{"type": []any{"string", "null"}, "description": "The budget this one counts in too; null for a root."},
+		"timeZone": map[string]any{"type": "string", "examples": []any{"Europe/Berlin", "UTC"},
+			"description": "The IANA time zone whose calendar the windows and the spend's days follow; UTC when the budget names none."},
 		"windows": map[string]any{"type": "object", "additionalProperties": false,
 			"description": "Only the windows that have a limit.",
 			"properties": map[string]any{
@@ -87,6 +89,12 @@ func budgetPaths(schemaRef func(string) map[string]any, errorResponse func(statu
 	}
 	forbidden := errorResponse(403, "A caller's key was given: the route needs an approver's; or the access token grants no approving.",
 		toolgatetype.CodeApproverRequired, httpx.CodeInsufficientScope)
+	// from and to take a day of the budget's calendar or an instant; the
+	// gateway works out where the day begins and ends in the budget's zone.
+	dateOrInstant := map[string]any{"anyOf": []any{
+		map[string]any{"type": "string", "format": "date"},
+		map[string]any{"type": "string", "format": "date-time"},
+	}}
 	return map[string]any{
 		httpapi.BudgetsPath: map[string]any{"get": map[string]any{
 			"operationId": "listBudgets",
@@ -108,14 +116,16 @@ func budgetPaths(schemaRef func(string) map[string]any, errorResponse func(statu
 				map[string]any{"name": "id", "in": "path", "required": true, "description": "The budget's id.", "schema": map[string]any{"type": "string"}},
 				map[string]any{"name": "groupBy", "in": "query", "required": false, "description": "What to group by.",
 					"schema": map[string]any{"type": "string", "enum": []any{toolgatetype.SpendByDay, toolgatetype.SpendByPrincipal, toolgatetype.SpendByTool}}},
-				map[string]any{"name": "from", "in": "query", "required": false, "description": "An RFC 3339 instant: its day, in the budget's time zone, is the first counted. The start of the budget's current month by default.",
-					"schema": map[string]any{"type": "string", "format": "date-time"}},
-				map[string]any{"name": "to", "in": "query", "required": false, "description": "An RFC 3339 instant after from: the day holding the instant just before it is the last counted. Now by default.",
-					"schema": map[string]any{"type": "string", "format": "date-time"}},
+				map[string]any{"name": "from", "in": "query", "required": false,
+					"description": "The first day counted: a date YYYY-MM-DD of the budget's calendar, or an RFC 3339 instant whose day, in the budget's time zone, is the first. The start of the budget's current month by default.",
+					"schema":      dateOrInstant},
+				map[string]any{"name": "to", "in": "query", "required": false,
+					"description": "The last day counted: a date YYYY-MM-DD of the budget's calendar, itself included (from=2026-11-01&to=2026-11-30 is November in the budget's zone), or an RFC 3339 instant after from, the day holding the instant just before it being the last. Now by default.",
+					"schema":      dateOrInstant},
 			},
 			"responses": map[string]any{
 				"200": map[string]any{"description": "The spend, in the shape of /v1/spend: since and until are the bounds of the days counted.", "content": jsonBody(schemaRef("SpendSummary"))},
-				"400": errorResponse(400, "groupBy is not day, principal or tool, from or to is not an RFC 3339 instant, to is not after from, or a parameter is given twice; error.parameter names it.",
+				"400": errorResponse(400, "groupBy is not day, principal or tool, from or to is neither a date YYYY-MM-DD nor an RFC 3339 instant, to is not after from (or its day before from's), or a parameter is given twice; error.parameter names it.",
 					toolgatetype.CodeInvalidRequest),
 				"401": errorRef(401),
 				"403": forbidden,

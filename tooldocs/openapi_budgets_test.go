@@ -122,6 +122,7 @@ func TestOpenAPIDescribesBudgets(t *testing.T) {
 	// The approver's routes and their refusals.
 	list := check(newReq(http.MethodGet, "/v1/budgets", patKey, ""), http.StatusOK)
 	assert.Len(t, list["budgets"], 2)
+	assert.Equal(t, "UTC", list["budgets"].([]any)[0].(map[string]any)["timeZone"], "a budget naming no zone follows UTC's calendar")
 	check(newReq(http.MethodGet, "/v1/budgets", docsKey, ""), http.StatusForbidden)
 	check(newReq(http.MethodGet, "/v1/budgets", "", ""), http.StatusUnauthorized)
 	for _, c := range []struct {
@@ -131,6 +132,8 @@ func TestOpenAPIDescribesBudgets(t *testing.T) {
 		{"?groupBy=day", http.StatusOK},
 		{"?groupBy=principal", http.StatusOK},
 		{"?groupBy=tool&from=2020-01-01T00:00:00Z", http.StatusOK},
+		{"?groupBy=day&from=2020-01-01&to=2020-01-31", http.StatusOK},
+		{"?from=2020-02-30", http.StatusBadRequest},
 		{"?groupBy=week", http.StatusBadRequest},
 		{"?from=yesterday", http.StatusBadRequest},
 	} {
@@ -144,8 +147,9 @@ func TestOpenAPIDescribesBudgets(t *testing.T) {
 		method, path, body string
 		status             int
 	}{
-		{http.MethodGet, "/v1/budgets", `{"budgets":[{"id":"acme","name":"Acme","parent":null,"windows":{"yearly":{}}}]}`, http.StatusOK},
-		{http.MethodGet, "/v1/budgets", `{"budgets":[{"id":"acme","name":"Acme","parent":null,"windows":{"daily":{"limitUsd":"1","usedUsd":"0.0000","remainingUsd":"1.0000","resetsAt":"2030-01-01T00:00:00Z"}}}]}`, http.StatusOK},
+		{http.MethodGet, "/v1/budgets", `{"budgets":[{"id":"acme","name":"Acme","parent":null,"timeZone":"UTC","windows":{"yearly":{}}}]}`, http.StatusOK},
+		{http.MethodGet, "/v1/budgets", `{"budgets":[{"id":"acme","name":"Acme","parent":null,"timeZone":"UTC","windows":{"daily":{"limitUsd":"1","usedUsd":"0.0000","remainingUsd":"1.0000","resetsAt":"2030-01-01T00:00:00Z"}}}]}`, http.StatusOK},
+		{http.MethodGet, "/v1/budgets", `{"budgets":[{"id":"acme","name":"Acme","parent":null,"windows":{}}]}`, http.StatusOK},
 		{http.MethodGet, "/v1/budgets/search/spend", `{"since":"2030-01-01T00:00:00Z","until":"2030-01-02T00:00:00Z","groupBy":"week","totalUsd":"0.0000","groups":[]}`, http.StatusOK},
 		{http.MethodPost, "/v1/tools/goal-data/call", `{"error":{"code":"spend_limit_exceeded","message":"m","budget":{"id":"search"}}}`, http.StatusForbidden},
 	} {

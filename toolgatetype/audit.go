@@ -85,6 +85,12 @@ type SpendFilter struct {
 	Since, Until time.Time
 	// GroupBy is SpendByTool (the default) or SpendByDay.
 	GroupBy SpendGrouping
+	// FromDay and ToDay bound a budget's spend (BudgetSpend) by days of
+	// the budget's calendar, YYYY-MM-DD: FromDay is the first day counted
+	// and ToDay the last, included, so 2026-11-01 to 2026-11-30 is
+	// November wherever the budget is. Each takes the place of Since or
+	// Until, not beside it. Spend, whose days are UTC's, refuses them.
+	FromDay, ToDay string
 }
 
 // SpendSummary is what a caller was charged over a window.

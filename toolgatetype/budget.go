@@ -71,10 +71,13 @@ const (
 // and when it resets. It is an element of GET /v1/budgets and of a quote's
 // controls.budgets.
 type Budget struct {
-	ID      string                            `json:"id"`
-	Name    string                            `json:"name"`
-	Parent  *string                           `json:"parent"`
-	Windows map[BudgetWindowKind]BudgetWindow `json:"windows"`
+	ID     string  `json:"id"`
+	Name   string  `json:"name"`
+	Parent *string `json:"parent"`
+	// TimeZone is the IANA zone whose calendar the windows and the spend's
+	// days follow: "UTC" when the budget names none.
+	TimeZone string                            `json:"timeZone"`
+	Windows  map[BudgetWindowKind]BudgetWindow `json:"windows"`
 }
 
 // BudgetWindow is one window of a Budget.

@@ -1,6 +1,7 @@
 package budgets
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/toolgate/toolgate/toolgatetype"
@@ -27,6 +28,17 @@ func (n *Node) Window(kind toolgatetype.BudgetWindowKind, now time.Time) (start,
 		end = midnight(y, m, d+1, n.Location)
 	}
 	return start, end, start.Format(time.DateOnly)
+}
+
+// DayStart returns the first instant of the day after days after date
+// (YYYY-MM-DD) in the budget's time zone: date's own start for 0, its end
+// for 1. It fails on anything but a valid date.
+func (n *Node) DayStart(date string, after int) (time.Time, error) {
+	d, err := time.Parse(time.DateOnly, date)
+	if err != nil || d.Format(time.DateOnly) != date {
+		return time.Time{}, fmt.Errorf("budgets: %q is not a date YYYY-MM-DD", date)
+	}
+	return midnight(d.Year(), d.Month(), d.Day()+after, n.Location), nil
 }
 
 // midnight is the first instant of a day in loc (d may be out of its
