@@ -213,14 +213,20 @@ func (g *Gateway) spend(ctx context.Context, principals []string, f toolgatetype
 			return nil, internalError(err)
 		}
 	}
-	out := &toolgatetype.SpendSummary{Since: f.Since.UTC(), Until: f.Until.UTC(), GroupBy: f.GroupBy, Groups: make([]toolgatetype.SpendGroup, len(groups))}
+	return spendSummary(f.Since, f.Until, f.GroupBy, groups), nil
+}
+
+// spendSummary is what callers are shown of the store's groups: each
+// group's sum and the total, as 4-decimal text.
+func spendSummary(since, until time.Time, by toolgatetype.SpendGrouping, groups []storage.SpendGroup) *toolgatetype.SpendSummary {
+	out := &toolgatetype.SpendSummary{Since: since.UTC(), Until: until.UTC(), GroupBy: by, Groups: make([]toolgatetype.SpendGroup, len(groups))}
 	total := decimal.Zero
 	for i, gr := range groups {
 		total = total.Add(gr.TotalUSD)
 		out.Groups[i] = toolgatetype.SpendGroup{Key: gr.Key, TotalUSD: usd(gr.TotalUSD), Count: gr.Count}
 	}
 	out.TotalUSD = usd(total)
-	return out, nil
+	return out
 }
 
 // paramError is invalid_request naming the parameter at fault.

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/shopspring/decimal"
 	"github.com/toolgate/toolgate/internal/budgets"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
@@ -176,14 +175,7 @@ func (g *Gateway) BudgetSpend(ctx context.Context, approver, budget string, f to
 	if err != nil {
 		return nil, internalError(err)
 	}
-	out := &toolgatetype.SpendSummary{Since: from.UTC(), Until: until.UTC(), GroupBy: f.GroupBy, Groups: make([]toolgatetype.SpendGroup, len(groups))}
-	total := decimal.Zero
-	for i, gr := range groups {
-		total = total.Add(gr.TotalUSD)
-		out.Groups[i] = toolgatetype.SpendGroup{Key: gr.Key, TotalUSD: usd(gr.TotalUSD), Count: gr.Count}
-	}
-	out.TotalUSD = usd(total)
-	return out, nil
+	return spendSummary(from, until, f.GroupBy, groups), nil
 }
 
 // dayBounds turns f's days into the instants they begin and end at in
