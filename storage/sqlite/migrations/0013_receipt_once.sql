@@ -6,4 +6,7 @@
 -- before this migration keep their whole response and a NULL receipt_seq,
 -- and read back as they were stored; so do executions finished without
 -- a receipt. A resolution names its own receipt, the chain's later one.
+-- A process of an earlier version that still has the file open reads the
+-- response column alone: a call finished by this version replays from it
+-- without its receipt until it is restarted on this version.
 ALTER TABLE executions ADD COLUMN receipt_seq INTEGER;
