@@ -101,7 +101,7 @@ func (c *call) Run(ctx context.Context, cl executor.Claim) (executor.Run, error)
 		Status:         c.exec.Status,
 		Response:       body,
 		Finished:       finished,
-		Seal:           g.receipts.Signer.Seal(receiptOf(c, c.adm, cl, &c.exec, finished), body, &c.sealed),
+		Seal:           g.receipts.Signer.Seal(receiptOf(c, c.adm, cl, &c.exec, finished), &c.sealed),
 		UpstreamStatus: c.upstreamStatus,
 	}
 	if c.exec.Error != nil {

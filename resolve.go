@@ -74,7 +74,7 @@ func (g *Gateway) ResolveExecution(ctx context.Context, approver, id string, r t
 	}
 	var sealed toolgatetype.SignedReceipt
 	var kept []byte
-	seal := g.receipts.Signer.Seal(resolutionReceipt(prior, e, &exec), body, &sealed)
+	seal := g.receipts.Signer.Seal(resolutionReceipt(prior, e, &exec), &sealed)
 	_, err = g.store.ResolveExecution(ctx, storage.Resolve{
 		ExecutionID: eid,
 		Outcome:     r.Outcome,
@@ -84,7 +84,7 @@ func (g *Gateway) ResolveExecution(ctx context.Context, approver, id string, r t
 		Now:         now,
 		Seal: func(seq int64, prev string) (storage.Sealed, error) {
 			out, err := seal(seq, prev)
-			kept = out.Response
+			kept = storage.WithReceipt(body, out.Receipt)
 			return out, err
 		},
 	})

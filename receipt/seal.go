@@ -1,18 +1,16 @@
 package receipt
 
 import (
-	"bytes"
-
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // Seal returns the storage.Seal of a finishing execution: r is its receipt
-// but for seq and prev, which the store supplies; response is the
-// execution's response body, a JSON object, which gets the signed receipt
-// as its "receipt" member. When sealed is not nil, the receipt the store
-// kept (the last sealed) is written there as well.
-func (s *Signer) Seal(r toolgatetype.Receipt, response []byte, sealed *toolgatetype.SignedReceipt) storage.Seal {
+// but for seq and prev, which the store supplies. The store keeps the
+// signed receipt apart from the execution's response, and its readers get
+// the two joined (storage.WithReceipt). When sealed is not nil, the
+// receipt the store kept (the last sealed) is written there as well.
+func (s *Signer) Seal(r toolgatetype.Receipt, sealed *toolgatetype.SignedReceipt) storage.Seal {
 	return func(seq int64, prev string) (storage.Sealed, error) {
 		r.Seq, r.Prev = seq, nil
 		if prev != "" {
@@ -22,23 +20,6 @@ func (s *Signer) Seal(r toolgatetype.Receipt, response []byte, sealed *toolgatet
 		if sealed != nil {
 			*sealed = toolgatetype.SignedReceipt{Receipt: r, Signature: sig}
 		}
-		return storage.Sealed{Receipt: signed, Hash: hash, Response: WithReceipt(response, signed)}, nil
+		return storage.Sealed{Receipt: signed, Hash: hash}, nil
 	}
-}
-
-// WithReceipt returns the JSON object response with signed as its last
-// member, "receipt". A response that is not an object is returned as it is.
-func WithReceipt(response, signed []byte) []byte {
-	end := bytes.LastIndexByte(response, '}')
-	if end < 0 {
-		return response
-	}
-	out := make([]byte, 0, len(response)+len(signed)+len(`,"receipt":`))
-	out = append(out, response[:end]...)
-	if len(bytes.TrimSpace(response[1:end])) > 0 { // an empty object takes no comma
-		out = append(out, ',')
-	}
-	out = append(out, `"receipt":`...)
-	out = append(out, signed...)
-	return append(out, response[end:]...)
 }

@@ -10,6 +10,10 @@ import "github.com/google/uuid"
 // receipt without its execution, and each principal's seqs gapless however
 // many instances finish its calls at once.
 //
+// The response stored is Finish.Response (or Resolve.Response) as it is:
+// the receipt is kept in its row only, and reads give the response with
+// it (see WithReceipt).
+//
 // A store may call Seal more than once for one finish (a shared store that
 // found another instance had taken the seq it tried calls it again with
 // the next); only what the last call returned is stored.
@@ -21,10 +25,6 @@ type Sealed struct {
 	Receipt []byte
 	// Hash is the receipt's hash, the next receipt's prev.
 	Hash string
-	// Response is the execution's response with this receipt in it, stored
-	// on the execution and its idempotency record in place of
-	// Finish.Response (or Resolve.Response).
-	Response []byte
 }
 
 // Receipt is one stored receipt: the seq-th of Principal's chain.

@@ -195,7 +195,7 @@ func (e *Executor) run(ctx context.Context, k Key, s Steps, h Hooks, cl Claim) (
 		Now:         r.Finished,
 		Seal: func(seq int64, prev string) (storage.Sealed, error) {
 			out, err := r.Seal(seq, prev)
-			stored = out.Response
+			stored = storage.WithReceipt(r.Response, out.Receipt)
 			return out, err
 		},
 	})

@@ -47,7 +47,7 @@ func (s *steps) Run(context.Context, executor.Claim) (executor.Run, error) {
 	s.runs++
 	body := []byte(`{"status":"completed"}`)
 	return executor.Run{Status: toolgatetype.StatusCompleted, Response: body, Finished: t0,
-		Seal: func(int64, string) (storage.Sealed, error) { return storage.Sealed{Response: body}, nil }}, nil
+		Seal: func(int64, string) (storage.Sealed, error) { return storage.Sealed{Receipt: []byte(`{"seq":1}`)}, nil }}, nil
 }
 
 func (s *steps) Result(_ context.Context, _ executor.Claim, r executor.Run, stored []byte) *toolgatetype.CallResult {

@@ -13,7 +13,8 @@ import (
 
 // Stored Response slices are set by FinishExecution (and replaced whole by
 // ResolveExecution) and never written in place, so readers copy the struct
-// under the lock and clone the bytes after releasing it. A Resolution is
+// under the lock and clone the bytes, joined with the execution's receipt
+// (see receiptOf), after releasing it. A Resolution is
 // set once and never written again, but callers get a copy of their own.
 
 // GetIdempotency implements storage.Store.
@@ -24,14 +25,16 @@ func (s *Store) GetIdempotency(ctx context.Context, principal, key string) (stor
 	s.mu.Lock()
 	rec, ok := s.records[idemKey{principal, key}]
 	var out storage.IdempotencyRecord
+	var signed []byte
 	if ok {
 		out = *rec
+		signed = s.receiptOf[rec.ExecutionID]
 	}
 	s.mu.Unlock()
 	if !ok {
 		return storage.IdempotencyRecord{}, storage.ErrNotFound
 	}
-	out.Response = bytes.Clone(out.Response)
+	out.Response = response(out.Response, signed)
 	return out, nil
 }
 
@@ -43,14 +46,16 @@ func (s *Store) GetExecution(ctx context.Context, id uuid.UUID) (storage.Executi
 	s.mu.Lock()
 	e, ok := s.executions[id]
 	var out storage.Execution
+	var signed []byte
 	if ok {
 		out = copyExecution(e)
+		signed = s.receiptOf[id]
 	}
 	s.mu.Unlock()
 	if !ok {
 		return storage.Execution{}, storage.ErrNotFound
 	}
-	out.Response = bytes.Clone(out.Response)
+	out.Response = response(out.Response, signed)
 	return out, nil
 }
 
@@ -183,8 +188,8 @@ func (s *Store) FinishExecution(ctx context.Context, f storage.Finish) error {
 		return err
 	}
 	// The response is shared by execution and record and never written
-	// again: the store's own copy, of the one with the receipt when sealed.
-	var resp []byte
+	// again: the store's own copy, without the receipt, kept apart.
+	resp := bytes.Clone(f.Response)
 	var receipt *sealed
 	if f.Seal != nil {
 		var err error
@@ -192,9 +197,6 @@ func (s *Store) FinishExecution(ctx context.Context, f storage.Finish) error {
 			return err
 		}
 		defer receipt.release()
-		resp = receipt.Response
-	} else {
-		resp = bytes.Clone(f.Response)
 	}
 
 	s.mu.Lock()
@@ -215,7 +217,7 @@ func (s *Store) FinishExecution(ctx context.Context, f storage.Finish) error {
 	e.Status, e.Charged, e.Response, e.FinishedAt = f.Status, f.Charged, resp, f.Now
 	rec.Finished, rec.Response = true, resp
 	if receipt != nil {
-		receipt.storeReceipt(e.Principal, e.ID)
+		s.storeReceipt(receipt, e.Principal, e.ID)
 	}
 	// Prune keeps the rows of running executions, so the row is there; the
 	// check only keeps a broken invariant from panicking the gateway.

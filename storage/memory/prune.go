@@ -62,6 +62,7 @@ func (s *Store) pruneRecords(before time.Time, limit int) int {
 // The caller holds s.mu.
 func (s *Store) forget(e *storage.Execution) {
 	delete(s.executions, e.ID)
+	delete(s.receiptOf, e.ID)
 	if h := s.histories[e.Principal].remove(e); len(h) > 0 {
 		s.histories[e.Principal] = h
 	} else {

@@ -54,18 +54,30 @@ func (s *Store) seal(principal string, seal storage.Seal) (*sealed, error) {
 		return nil, err
 	}
 	out.Receipt = bytes.Clone(out.Receipt)
-	out.Response = bytes.Clone(out.Response)
 	return &sealed{chain: c, Sealed: out}, nil
 }
 
-// storeReceipt appends the sealed receipt; the caller holds s.mu, so it is
-// stored in the same step as the execution it belongs to.
-func (r *sealed) storeReceipt(principal string, execution uuid.UUID) {
+// storeReceipt appends the sealed receipt and makes it the execution's
+// (see Store.receiptOf); the caller holds s.mu, so it is stored in the
+// same step as the execution it belongs to.
+func (s *Store) storeReceipt(r *sealed, principal string, execution uuid.UUID) {
+	s.receiptOf[execution] = r.Receipt
 	c := r.chain
 	seq := int64(len(c.receipts) + 1)
 	c.receipts = append(c.receipts, storage.Receipt{
 		Principal: principal, Seq: seq, ExecutionID: execution, Hash: r.Hash, Signed: r.Receipt,
 	})
+}
+
+// response is what a read of a finished execution's stored response
+// gives: a copy of its own, with the execution's receipt, if it has one,
+// joined in. The caller holds s.mu to read the receipt; resp is never
+// written in place, so joining it may wait until the lock is released.
+func response(resp, signed []byte) []byte {
+	if signed == nil {
+		return bytes.Clone(resp)
+	}
+	return storage.WithReceipt(resp, signed)
 }
 
 // release unlocks the chain seal locked. Safe on nil.

@@ -39,7 +39,6 @@ func (s *Store) ResolveExecution(ctx context.Context, r storage.Resolve) (storag
 			return storage.Execution{}, err
 		}
 		defer receipt.release()
-		resp = receipt.Response
 	}
 
 	s.mu.Lock()
@@ -77,10 +76,11 @@ func (s *Store) ResolveExecution(ctx context.Context, r storage.Resolve) (storag
 		s.countUse(e.ToolID, e.Principal)
 	}
 	if receipt != nil {
-		receipt.storeReceipt(e.Principal, e.ID)
+		s.storeReceipt(receipt, e.Principal, e.ID)
 	}
 	out := copyExecution(e)
+	signed := s.receiptOf[e.ID]
 	s.mu.Unlock()
-	out.Response = bytes.Clone(out.Response)
+	out.Response = response(out.Response, signed)
 	return out, nil
 }

@@ -37,7 +37,12 @@ type Store struct {
 	records     map[idemKey]*storage.IdempotencyRecord
 	recordQueue timeQueue[idemKey] // by CreatedAt
 	executions  map[uuid.UUID]*storage.Execution
-	histories   map[string]history // executions by principal, for listings
+	// receiptOf is each finished execution's latest signed receipt, the
+	// same bytes its chain holds: its stored Response is kept without it,
+	// and reads join the two (storage.WithReceipt), so a receipt is held
+	// once however often the call is replayed.
+	receiptOf map[uuid.UUID][]byte
+	histories map[string]history // executions by principal, for listings
 
 	// The ledger is indexed three ways: per principal for limits, which
 	// must not scan anyone else's history; in one queue for Prune, which
@@ -88,6 +93,7 @@ func New() *Store {
 		openQuotes:   make(map[string]map[uuid.UUID]struct{}),
 		records:      make(map[idemKey]*storage.IdempotencyRecord),
 		executions:   make(map[uuid.UUID]*storage.Execution),
+		receiptOf:    make(map[uuid.UUID][]byte),
 		histories:    make(map[string]history),
 		ledger:       make(map[string]*principalLedger),
 		ledgerByExec: make(map[uuid.UUID]*ledgerRow),

@@ -473,7 +473,7 @@ func (s *Store) takeOverLease(ctx context.Context, tx pgx.Tx, b storage.Begin) (
 		UPDATE {schema}.executions SET lease_token = $3, lease_until = $4
 		WHERE principal = $1 AND idempotency_key = $2 AND status = 'running' AND fingerprint = $5
 			AND lease_until < $6
-		RETURNING `+executionColumns),
+		RETURNING `+returnedColumns),
 		b.Principal, b.Key, bytesOf(b.LeaseToken), b.LeaseUntil, b.Fingerprint, b.Now))
 	if errors.Is(err, storage.ErrNotFound) {
 		return storage.Execution{}, storage.ErrIdempotencyConflict

@@ -21,9 +21,19 @@ const (
 	amount_usd::text, charged, created_at, finished_at, tool_slug, manifest_digest,
 	COALESCE(price_usd, amount_usd)::text, COALESCE(fee_usd, 0)::text, approval, grant_id,
 	resolution_outcome, resolved_by, resolved_at, resolution_note, budgets, budget_days`
-	executionColumns = auditColumns + `, response`
-	listedColumns    = auditColumns + `, NULL::bytea`
+	executionColumns = auditColumns + `, response, ` + receiptColumn
+	listedColumns    = auditColumns + `, NULL::bytea, NULL::bytea`
+	// returnedColumns are executionColumns as an UPDATE's RETURNING reads
+	// them, without the receipt: a receipt the same statement inserts is
+	// not visible to it, and a takeover's execution runs, so has none.
+	returnedColumns = auditColumns + `, response, NULL::bytea`
 )
+
+// receiptColumn is the signed receipt the execution's response is read
+// with (migration 0018), off the receipts primary key; NULL when it names
+// none.
+const receiptColumn = `(SELECT r.signed FROM {schema}.receipts r
+		WHERE r.principal = executions.principal AND r.seq = executions.receipt_seq)`
 
 func scanExecution(row pgx.Row) (storage.Execution, error) {
 	var (
@@ -35,12 +45,14 @@ func scanExecution(row pgx.Row) (storage.Execution, error) {
 		outcome, by, note  *string   // NULL unless resolved
 		budgets            []string  // NULL in no budget
 		days               []time.Time
+		signed             []byte // the receipt the response is read with
 	)
 	if err := row.Scan(bytesAt(&e.ID), &e.Principal, &e.ToolID, bytesAt(&e.QuoteID), &e.IdempotencyKey, &status,
 		&amount, &e.Charged, &e.CreatedAt, &finished, &e.ToolSlug, &e.ManifestDigest, &price, &fee,
-		&approval, &grant, &outcome, &by, &resolved, &note, &budgets, &days, &e.Response); err != nil {
+		&approval, &grant, &outcome, &by, &resolved, &note, &budgets, &days, &e.Response, &signed); err != nil {
 		return storage.Execution{}, translate(err)
 	}
+	e.Response = storage.WithReceipt(e.Response, signed)
 	if outcome != nil {
 		e.Resolution = &storage.ExecutionResolution{
 			Outcome:    storage.ExecutionStatus(*outcome),

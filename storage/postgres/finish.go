@@ -74,7 +74,8 @@ func usageShard(id uuid.UUID) int16 {
 // It returns chain's verdict (false: nothing written, the chain moved) and
 // how many receipts, so executions, it wrote. $11 chain key, $12 seq,
 // $13 prev, $14 hash, $15 signed receipt, $16 whether the chain's lock is
-// held; $7 is the response sealed with it.
+// held. The execution names the receipt by its seq (receipt_seq): the
+// response, $7, is stored without it, which its row keeps.
 //
 // Each comes in a form for an execution that may count in budgets
 // (finishBudgetSQL, finishSealedBudgetSQL), which also settles its amount
@@ -92,8 +93,8 @@ var (
 // finishStatement returns the finish statement, with or without a
 // receipt, and with or without budgets.
 func finishStatement(sealed, budgets bool) string {
-	chain, chainCheck, returning, receipt, result := "", "", "", "", `
-SELECT count(*) FROM execution`
+	chain, chainCheck, returning, receipt, result, receiptSeq := "", "", "", "", `
+SELECT count(*) FROM execution`, ""
 	budgetColumns, settle, settled := "", "", ""
 	if budgets {
 		budgetColumns = `, budgets, budget_days, tool_slug`
@@ -114,6 +115,7 @@ SELECT count(*) FROM execution`
 `
 		chainCheck = `
 		AND (SELECT ok FROM chain)`
+		receiptSeq = `, receipt_seq = $12::bigint`
 		returning = `
 	RETURNING 1`
 		receipt = `,
@@ -128,7 +130,7 @@ SELECT (SELECT ok FROM chain), (SELECT count(*) FROM receipt)`
 	}
 	return `
 WITH ` + chain + `execution AS (
-	UPDATE {schema}.executions SET status = $5, charged = $6, response = $7, finished_at = $8
+	UPDATE {schema}.executions SET status = $5, charged = $6, response = $7, finished_at = $8` + receiptSeq + `
 	WHERE id = $3 AND principal = $1 AND idempotency_key = $2 AND lease_token = $4
 		AND status = 'running'` + chainCheck + `
 	RETURNING tool_id, principal, created_at, amount_usd, counted` + budgetColumns + `
@@ -155,7 +157,7 @@ usage AS (
 // does not exist.
 //
 // With f.Seal, the execution's receipt is stored by the same statement,
-// and the response stored is the sealed one. When the Store remembers the
+// and the execution names it; the response is stored without it. When the Store remembers the
 // principal's chain head that is still one round trip; the principal's
 // first sealed finish in this process reads the head first (one more), and
 // a finish that finds the chain moved (another instance finished one of
@@ -175,12 +177,7 @@ func (s *Store) FinishExecution(ctx context.Context, f storage.Finish) error {
 	if budgets {
 		finish = finishBudgetSQL
 	}
-	response := f.Response
-	if response == nil {
-		// A finished execution always has a response, even an empty one;
-		// NULL is kept to mean "still running".
-		response = []byte{}
-	}
+	response := storedResponse(f.Response)
 	var n int
 	if err := s.pool.QueryRow(ctx, s.sql(finish),
 		f.Principal, f.Key, bytesOf(f.ExecutionID), bytesOf(f.LeaseToken), string(f.Status), f.Charged, response, f.Now,
@@ -203,7 +200,8 @@ func (s *Store) finishSealed(ctx context.Context, f storage.Finish, releases, bu
 	}
 	wrote, err := s.writeSealed(ctx, f.Principal, f.Seal, true,
 		func(ctx context.Context, q querier, locked bool, seq int64, prev string, sealed storage.Sealed) (bool, error) {
-			hash, signed, response := receiptArgs(sealed)
+			hash, signed := receiptArgs(sealed)
+			response := storedResponse(f.Response)
 			var (
 				ok bool
 				n  int

@@ -111,7 +111,9 @@ func TestOneRowMigrationKeepsEveryCall(t *testing.T) {
 			sealed, err := storagetest.TestSeal(c.id, `{"status":"`+string(c.status)+`"}`, nil)(seq, prev)
 			require.NoError(t, err)
 			prev = sealed.Hash
-			c.response = sealed.Response
+			// Stored as a store of this version did: the response with
+			// its receipt inside.
+			c.response = storage.WithReceipt([]byte(`{"status":"`+string(c.status)+`"}`), sealed.Receipt)
 			_, err = tx.Exec(ctx, `INSERT INTO receipts (principal, seq, execution_id, hash, signed)
 				VALUES ('alice', $1, $2, $3, $4)`, seq, c.id, sealed.Hash, sealed.Receipt)
 			require.NoError(t, err)
@@ -230,7 +232,7 @@ func TestOneRowMigrationKeepsEveryCall(t *testing.T) {
 	rec, err = s.GetIdempotency(ctx, "alice", expired.key)
 	require.NoError(t, err)
 	assert.True(t, rec.Finished)
-	assert.Equal(t, `{"expired":true} receipt 5`, string(rec.Response))
+	assert.Regexp(t, `^\{"expired":true,"receipt":\{"execution":"`+expired.id.String()+`","prev":"sha256:[0-9a-f]+","seq":5\}\}$`, string(rec.Response))
 	// Charged 1.10 + 0.11, the ambiguous 0.17 still reserved; the takeover
 	// counted no second call.
 	assertUsed(t, s, "alice", "1.38", "5")
@@ -254,6 +256,12 @@ func TestOneRowMigrationKeepsEveryCall(t *testing.T) {
 	chain := storagetest.Chain(t, s, "alice")
 	require.Len(t, chain, 6, "three receipts from before the upgrade, three after")
 	assert.Equal(t, amb.id, chain[5].ExecutionID)
+	// Its key replays the resolution with the resolution's receipt alone,
+	// not the one its response held from before the upgrade.
+	rec, err = s.GetIdempotency(ctx, "alice", amb.key)
+	require.NoError(t, err)
+	assert.Equal(t, `{"resolved":true,"receipt":`+string(chain[5].Signed)+`}`, string(rec.Response))
+	assert.Equal(t, string(rec.Response), string(resolved.Response))
 
 	// The old table's name still reads the keys, and refuses writes, which
 	// an instance of an earlier version left running would attempt.

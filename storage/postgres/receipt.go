@@ -289,17 +289,23 @@ func receiptConflict(err error) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == codeUniqueViolation && pgErr.ConstraintName == "receipts_pkey"
 }
 
-// receiptArgs are a receipt's hash and signed bytes as stored, and the
-// response stored with it: never NULL.
-func receiptArgs(sealed storage.Sealed) (hash string, signed, response []byte) {
-	signed, response = sealed.Receipt, sealed.Response
+// receiptArgs are a receipt's hash and signed bytes as stored: never NULL.
+func receiptArgs(sealed storage.Sealed) (hash string, signed []byte) {
+	signed = sealed.Receipt
 	if signed == nil {
 		signed = []byte{}
 	}
+	return sealed.Hash, signed
+}
+
+// storedResponse is response as a finish or a resolution stores it: never
+// NULL, which means "still running". It is stored without the receipt,
+// which its row keeps (migration 0018) and reads join back.
+func storedResponse(response []byte) []byte {
 	if response == nil {
-		response = []byte{}
+		return []byte{}
 	}
-	return sealed.Hash, signed, response
+	return response
 }
 
 // ListReceipts returns up to limit of the principal's receipts with seq

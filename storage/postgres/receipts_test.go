@@ -84,8 +84,8 @@ func TestReceiptsTwoInstancesOnePrincipal(t *testing.T) {
 		seen[r.ExecutionID] = true
 		e, err := stores[1].GetExecution(ctx, r.ExecutionID)
 		require.NoError(t, err)
-		want := fmt.Sprintf(`{"status":%q} receipt %d`, e.Status, r.Seq)
-		require.Equal(t, want, string(e.Response), "the response stored is the one sealed with its receipt")
+		want := fmt.Sprintf(`{"status":%q,"receipt":%s}`, e.Status, r.Signed)
+		require.Equal(t, want, string(e.Response), "the response is read with its own receipt")
 		rec, err := stores[0].GetIdempotency(ctx, "alice", e.IdempotencyKey)
 		require.NoError(t, err)
 		require.Equal(t, want, string(rec.Response))
@@ -146,15 +146,17 @@ func TestReceiptsRoundTrips(t *testing.T) {
 	// then BEGIN, the lock and the head, the statement, COMMIT.
 	amb := admitOn(t, s, "alice", "k7")
 	require.NoError(t, s.FinishExecution(ctx, sealedTestFinish(amb, storage.ExecutionAmbiguous, t0, nil)))
-	r := storage.Resolve{ExecutionID: amb.ExecutionID, Outcome: storage.ExecutionFailed, ResolvedBy: "approver", Now: t0}
+	r := storage.Resolve{ExecutionID: amb.ExecutionID, Outcome: storage.ExecutionFailed, ResolvedBy: "approver", Now: t0,
+		Response: []byte(`{"resolved":true}`)}
 	r.Seal = storagetest.TestSeal(amb.ExecutionID, "resolved", nil)
 	trips.n.Store(0)
 	e, err := s.ResolveExecution(ctx, r)
 	require.NoError(t, err)
 	assert.EqualValues(t, 5, trips.n.Load(), "a sealed resolution")
-	assert.Equal(t, "resolved receipt 8", string(e.Response))
 	assert.EqualValues(t, 1, finish(admitOn(t, s, "alice", "k8")), "the head the resolution committed")
-	assert.Len(t, storagetest.Chain(t, s, "alice"), 9)
+	chain := storagetest.Chain(t, s, "alice")
+	assert.Len(t, chain, 9)
+	assert.Equal(t, `{"resolved":true,"receipt":`+string(chain[7].Signed)+`}`, string(e.Response))
 }
 
 // TestReceiptsChainHeadLostByTheDatabase stands for a database that lost
@@ -179,7 +181,7 @@ func TestReceiptsChainHeadLostByTheDatabase(t *testing.T) {
 	assert.Equal(t, b.ExecutionID, chain[2].ExecutionID)
 	e, err := s.GetExecution(ctx, b.ExecutionID)
 	require.NoError(t, err)
-	assert.Equal(t, `{"status":"completed"} receipt 3`, string(e.Response))
+	assert.Equal(t, `{"status":"completed","receipt":`+string(chain[2].Signed)+`}`, string(e.Response))
 }
 
 // TestReceiptsChainLockExcludesFinishes holds a principal's chain lock as a
@@ -245,7 +247,7 @@ func TestReceiptsResolutionsAndFinishesAcrossInstances(t *testing.T) {
 		if i < n {
 			r := storage.Resolve{
 				ExecutionID: ambiguous[i].ExecutionID, Outcome: storage.ExecutionCompleted,
-				ResolvedBy: "approver", Now: t0.Add(time.Hour), Response: []byte("resolved"),
+				ResolvedBy: "approver", Now: t0.Add(time.Hour), Response: []byte(`{"resolved":true}`),
 			}
 			r.Seal = storagetest.TestSeal(r.ExecutionID, "resolved", nil)
 			_, errs[i] = stores[0].ResolveExecution(ctx, r)
@@ -261,7 +263,7 @@ func TestReceiptsResolutionsAndFinishesAcrossInstances(t *testing.T) {
 	for _, b := range ambiguous {
 		e, err := stores[1].GetExecution(ctx, b.ExecutionID)
 		require.NoError(t, err)
-		assert.Regexp(t, `^resolved receipt \d+$`, string(e.Response))
+		assert.Regexp(t, `^\{"resolved":true,"receipt":\{"execution":"`+b.ExecutionID.String()+`","prev":"sha256:[0-9a-f]+","seq":\d+\}\}$`, string(e.Response))
 	}
 }
 

@@ -35,8 +35,8 @@ import (
 // resolveSealedSQL is the same statement storing the resolution's receipt,
 // run under the chain's lock (see receipt.go), after every other row the
 // statement writes, as finishSealedSQL does. $10 principal (the one the
-// receipt was sealed for), $11 seq, $12 hash, $13 signed receipt; $4 is
-// the response sealed with it.
+// receipt was sealed for), $11 seq, $12 hash, $13 signed receipt, which
+// the execution names; $4, the response, is stored without it.
 var (
 	resolveSQL       = resolveStatement(false)
 	resolveSealedSQL = resolveStatement(true)
@@ -49,9 +49,12 @@ var (
 // after the principal's rollups and the usage counters: resolutions are
 // rare, and one statement serves an execution in budgets or in none.
 func resolveStatement(sealed bool) string {
-	principalCheck, receipt := "", ""
+	// A resolution names its own receipt in place of the finish's, or,
+	// without one, none: the finish's is not the resolved response's.
+	principalCheck, receipt, receiptSeq := "", "", "NULL"
 	if sealed {
 		principalCheck = ` AND principal = $10`
+		receiptSeq = "$11::bigint"
 		receipt = `,
 receipt AS (
 	INSERT INTO {schema}.receipts (principal, seq, execution_id, hash, signed)
@@ -62,10 +65,10 @@ receipt AS (
 	}
 	return `
 WITH resolved AS (
-	UPDATE {schema}.executions SET status = $2, charged = $3, response = $4,
+	UPDATE {schema}.executions SET status = $2, charged = $3, response = $4, receipt_seq = ` + receiptSeq + `,
 		resolution_outcome = $2, resolved_by = $5, resolved_at = $6, resolution_note = $7
 	WHERE id = $1 AND status = 'ambiguous'` + principalCheck + `
-	RETURNING ` + executionColumns + `
+	RETURNING ` + returnedColumns + `
 ),` + releaseRollups(`(SELECT e.principal, e.tool_id, e.created_at, e.amount_usd, e.counted
 		FROM {schema}.executions e WHERE e.id = $1 AND EXISTS (SELECT FROM resolved))`, "$8::boolean") + `,
 new_user AS (
@@ -93,8 +96,8 @@ SELECT * FROM resolved`
 // The commit waits for the disk, as a finish's does.
 //
 // With r.Seal, the resolution's receipt is stored by the same statement,
-// on the chain of the execution's principal, and the response stored is
-// the sealed one. Resolutions are rare (a person makes each), so this one
+// on the chain of the execution's principal, and the execution names it
+// (the response is stored without it). Resolutions are rare (a person makes each), so this one
 // takes the plain way: it reads the execution's principal, then resolves
 // in a transaction that holds the chain's lock (see lockedWrite).
 func (s *Store) ResolveExecution(ctx context.Context, r storage.Resolve) (storage.Execution, error) {
@@ -105,11 +108,7 @@ func (s *Store) ResolveExecution(ctx context.Context, r storage.Resolve) (storag
 	if r.Seal != nil {
 		return s.resolveSealed(ctx, r, charged)
 	}
-	response := r.Response
-	if response == nil {
-		// A finished execution always has a response; NULL means running.
-		response = []byte{}
-	}
+	response := storedResponse(r.Response)
 	e, err := scanExecution(s.pool.QueryRow(ctx, s.sql(resolveSQL),
 		bytesOf(r.ExecutionID), string(r.Outcome), charged, response, r.ResolvedBy, r.Now, r.Note,
 		!charged, usageShard(r.ExecutionID)))
@@ -135,11 +134,13 @@ func (s *Store) resolveSealed(ctx context.Context, r storage.Resolve, charged bo
 	var e storage.Execution
 	wrote, err := s.writeSealed(ctx, principal, r.Seal, false,
 		func(ctx context.Context, q querier, _ bool, seq int64, _ string, sealed storage.Sealed) (bool, error) {
-			hash, signed, response := receiptArgs(sealed)
+			hash, signed := receiptArgs(sealed)
 			var err error
 			e, err = scanExecution(q.QueryRow(ctx, s.sql(resolveSealedSQL),
-				bytesOf(r.ExecutionID), string(r.Outcome), charged, response, r.ResolvedBy, r.Now, r.Note,
+				bytesOf(r.ExecutionID), string(r.Outcome), charged, storedResponse(r.Response), r.ResolvedBy, r.Now, r.Note,
 				!charged, usageShard(r.ExecutionID), principal, seq, hash, signed))
+			// The statement's RETURNING cannot see the receipt it inserts.
+			e.Response = storage.WithReceipt(e.Response, sealed.Receipt)
 			switch {
 			case errors.Is(err, storage.ErrNotFound):
 				return false, nil

@@ -124,7 +124,7 @@ func useQuote(tx *writeTx, b storage.Begin) error {
 func takeOver(tx *writeTx, b storage.Begin, rowid int64) (storage.BeginResult, error) {
 	e, err := scanExecution(tx.queryRow(`
 		UPDATE executions SET lease_token = ?, lease_until = ? WHERE rowid = ?
-		RETURNING `+executionColumns,
+		RETURNING `+begunColumns,
 		idBytes(b.LeaseToken), nanos(b.LeaseUntil), rowid))
 	if err != nil {
 		return storage.BeginResult{}, err

@@ -20,9 +20,19 @@ const (
 	amount, charged, created_at, finished_at, tool_slug, manifest_digest,
 	COALESCE(price, amount), COALESCE(fee, 0), approval, grant_id,
 	resolution_outcome, resolved_by, resolved_at, resolution_note, budgets`
-	executionColumns = auditColumns + `, response`
-	listedColumns    = auditColumns + `, NULL`
+	executionColumns = auditColumns + `, response, ` + receiptColumn
+	listedColumns    = auditColumns + `, NULL, NULL`
+	// begunColumns are executionColumns as BeginExecution's RETURNING
+	// reads them: the execution it admitted or took over runs, so has no
+	// response and no receipt yet.
+	begunColumns = auditColumns + `, response, NULL`
 )
+
+// receiptColumn is the signed receipt the execution's response is read
+// with (0013_receipt_once.sql), off the receipts primary key; NULL when it
+// names none.
+const receiptColumn = `(SELECT signed FROM receipts
+		WHERE receipts.principal = executions.principal AND receipts.seq = executions.receipt_seq)`
 
 func scanExecution(row scanner) (storage.Execution, error) {
 	var (
@@ -34,12 +44,14 @@ func scanExecution(row scanner) (storage.Execution, error) {
 		grant                       []byte
 		outcome, resolvedBy, note   *string
 		budgets                     *string
+		signed                      []byte
 	)
 	if err := row.Scan(&id, &e.Principal, &e.ToolID, &quoteID, &e.IdempotencyKey, &status,
 		&amount, &e.Charged, &created, &finished, &e.ToolSlug, &e.ManifestDigest, &price, &fee,
-		&approval, &grant, &outcome, &resolvedBy, &resolvedAt, &note, &budgets, &e.Response); err != nil {
+		&approval, &grant, &outcome, &resolvedBy, &resolvedAt, &note, &budgets, &e.Response, &signed); err != nil {
 		return storage.Execution{}, translate(err)
 	}
+	e.Response = storage.WithReceipt(e.Response, signed)
 	var err error
 	if e.Budgets, err = parseBudgets(budgets); err != nil {
 		return storage.Execution{}, err

@@ -26,8 +26,8 @@ import (
 // a takeover of the same key wins, on any process.
 //
 // With f.Seal set, the same write seals the execution's receipt on the
-// principal's chain and keeps it (see sealReceipt), and the response
-// stored is the one Seal returned. The lease is checked first: a finish
+// principal's chain and keeps it (see sealReceipt), and the execution
+// names it; the response is stored without it (see storedResponse). The lease is checked first: a finish
 // that loses its lease, or finds no execution, keeps no receipt; one
 // whose Seal fails writes nothing and returns Seal's error.
 func (s *Store) FinishExecution(ctx context.Context, f storage.Finish) error {
@@ -39,13 +39,13 @@ func (s *Store) FinishExecution(ctx context.Context, f storage.Finish) error {
 		if err != nil {
 			return err
 		}
-		response, err := storedResponse(tx, f.Principal, f.ExecutionID, f.Response, f.Seal)
+		response, seq, err := storedResponse(tx, f.Principal, f.ExecutionID, f.Response, f.Seal)
 		if err != nil {
 			return err
 		}
 		if _, err := tx.exec(`
-			UPDATE executions SET status = ?, charged = ?, response = ?, finished_at = ? WHERE rowid = ?`,
-			string(f.Status), boolInt(f.Charged), response, nanos(f.Now), row.rowid); err != nil {
+			UPDATE executions SET status = ?, charged = ?, response = ?, receipt_seq = ?, finished_at = ? WHERE rowid = ?`,
+			string(f.Status), boolInt(f.Charged), response, seq, nanos(f.Now), row.rowid); err != nil {
 			return err
 		}
 		if f.Status == storage.ExecutionCompleted {

@@ -16,14 +16,15 @@ func (s *Store) GetIdempotency(ctx context.Context, principal, key string) (stor
 	var (
 		r              storage.IdempotencyRecord
 		execID, token  []byte
+		signed         []byte
 		leaseUntil, at int64
 		status         string
 	)
 	err := translate(s.pool(ctx).queryRow(`
 		SELECT principal, idempotency_key, fingerprint, id, lease_token, lease_until,
-			status, iif(status <> 'running', response, NULL), created_at
+			status, iif(status <> 'running', response, NULL), `+receiptColumn+`, created_at
 		FROM executions WHERE principal = ? AND idempotency_key = ?`, principal, key).Scan(
-		&r.Principal, &r.Key, &r.Fingerprint, &execID, &token, &leaseUntil, &status, &r.Response, &at))
+		&r.Principal, &r.Key, &r.Fingerprint, &execID, &token, &leaseUntil, &status, &r.Response, &signed, &at))
 	if err != nil {
 		return storage.IdempotencyRecord{}, err
 	}
@@ -34,6 +35,7 @@ func (s *Store) GetIdempotency(ctx context.Context, principal, key string) (stor
 		return storage.IdempotencyRecord{}, err
 	}
 	r.Finished = status != string(storage.ExecutionRunning)
+	r.Response = storage.WithReceipt(r.Response, signed)
 	r.LeaseUntil, r.CreatedAt = fromNanos(leaseUntil), fromNanos(at)
 	return r, nil
 }

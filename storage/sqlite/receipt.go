@@ -25,36 +25,39 @@ import (
 // BenchmarkQuoteCallSQLiteSealed could measure: a finish's page writes to
 // the log cost the writer far more than an Ed25519 signature.
 
-// storedResponse is the response a finish or a resolution stores: the
-// sealed one, with its receipt, when seal is set (the receipt stored too),
-// else response. Never nil: a finished execution always has a response,
-// even an empty one, and NULL means "still running".
-func storedResponse(tx *writeTx, principal string, execution uuid.UUID, response []byte, seal storage.Seal) ([]byte, error) {
+// storedResponse is the response a finish or a resolution stores, never
+// nil (a finished execution always has a response, even an empty one, and
+// NULL means "still running"), and, when seal is set, the seq of the
+// receipt it sealed and stored for it (nil when none). The response is
+// stored without the receipt, which stays in its row only, named by the
+// execution's receipt_seq (0013_receipt_once.sql); reads join the two.
+func storedResponse(tx *writeTx, principal string, execution uuid.UUID, response []byte, seal storage.Seal) ([]byte, *int64, error) {
+	var seq *int64
 	if seal != nil {
-		sealed, err := sealReceipt(tx, principal, execution, seal)
+		s, err := sealReceipt(tx, principal, execution, seal)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		response = sealed.Response
+		seq = &s
 	}
 	if response == nil {
 		response = []byte{}
 	}
-	return response, nil
+	return response, seq, nil
 }
 
 // sealReceipt reads principal's chain head, has seal make the next receipt
-// on it and stores the receipt for execution. It returns what seal made;
+// on it and stores the receipt for execution. It returns its seq;
 // an error from seal is returned as it is, and the caller's write then
 // rolls back with nothing kept.
-func sealReceipt(tx *writeTx, principal string, execution uuid.UUID, seal storage.Seal) (storage.Sealed, error) {
+func sealReceipt(tx *writeTx, principal string, execution uuid.UUID, seal storage.Seal) (int64, error) {
 	seq, prev, err := chainHead(tx, principal)
 	if err != nil {
-		return storage.Sealed{}, err
+		return 0, err
 	}
 	out, err := seal(seq+1, prev)
 	if err != nil {
-		return storage.Sealed{}, err
+		return 0, err
 	}
 	signed := out.Receipt
 	if signed == nil {
@@ -62,9 +65,9 @@ func sealReceipt(tx *writeTx, principal string, execution uuid.UUID, seal storag
 	}
 	if _, err := tx.exec(`INSERT INTO receipts (principal, seq, execution_id, hash, signed) VALUES (?, ?, ?, ?, ?)`,
 		principal, seq+1, idBytes(execution), out.Hash, signed); err != nil {
-		return storage.Sealed{}, err
+		return 0, err
 	}
-	return out, nil
+	return seq + 1, nil
 }
 
 // chainHead returns the seq and hash of principal's last receipt: 0 and ""

@@ -21,7 +21,7 @@ import (
 //
 // With r.Seal set, the same write seals the resolution's receipt on the
 // execution's principal's chain and keeps it (see sealReceipt), and the
-// response stored is the one Seal returned. A resolution refused keeps no
+// execution names it in place of its finish's. A resolution refused keeps no
 // receipt; one whose Seal fails writes nothing and returns Seal's error.
 func (s *Store) ResolveExecution(ctx context.Context, r storage.Resolve) (storage.Execution, error) {
 	if err := r.Check(); err != nil {
@@ -39,15 +39,17 @@ func (s *Store) ResolveExecution(ctx context.Context, r storage.Resolve) (storag
 		case e.Status != storage.ExecutionAmbiguous:
 			return storage.ErrNotAmbiguous
 		}
-		response, err := storedResponse(tx, e.Principal, r.ExecutionID, r.Response, r.Seal)
+		response, seq, err := storedResponse(tx, e.Principal, r.ExecutionID, r.Response, r.Seal)
 		if err != nil {
 			return err
 		}
+		// A resolution without a receipt leaves none named: the finish's
+		// is not the resolved response's.
 		if _, err := tx.exec(`
-			UPDATE executions SET status = ?, charged = ?, response = ?,
+			UPDATE executions SET status = ?, charged = ?, response = ?, receipt_seq = ?,
 				resolution_outcome = ?, resolved_by = ?, resolved_at = ?, resolution_note = ?
 			WHERE id = ?`,
-			string(r.Outcome), boolInt(charged), response,
+			string(r.Outcome), boolInt(charged), response, seq,
 			string(r.Outcome), r.ResolvedBy, nanos(r.Now), r.Note, idBytes(r.ExecutionID)); err != nil {
 			return err
 		}

@@ -20,11 +20,12 @@ import (
 )
 
 // TestSeal is a Seal for tests of a store's receipts: the receipt it
-// makes says which execution, seq and prev it was sealed with, and the
-// response it stores is resp followed by " receipt SEQ", so a test can
-// check what the store passed and kept. calls, when not nil, counts how
-// many times the store called it.
-func TestSeal(id uuid.UUID, resp string, calls *atomic.Int64) storage.Seal {
+// makes says which execution, seq and prev it was sealed with, so a test
+// can check what the store passed and kept; reads of the execution give
+// its response with that receipt joined in (storage.WithReceipt). resp,
+// the response finished with, plays no part in the receipt. calls, when
+// not nil, counts how many times the store called it.
+func TestSeal(id uuid.UUID, _ string, calls *atomic.Int64) storage.Seal {
 	return func(seq int64, prev string) (storage.Sealed, error) {
 		if calls != nil {
 			calls.Add(1)
@@ -32,9 +33,8 @@ func TestSeal(id uuid.UUID, resp string, calls *atomic.Int64) storage.Seal {
 		r := fmt.Sprintf(`{"execution":%q,"prev":%q,"seq":%d}`, id, prev, seq)
 		sum := sha256.Sum256([]byte(r))
 		return storage.Sealed{
-			Receipt:  []byte(r),
-			Hash:     "sha256:" + hex.EncodeToString(sum[:]),
-			Response: []byte(resp + " receipt " + strconv.FormatInt(seq, 10)),
+			Receipt: []byte(r),
+			Hash:    "sha256:" + hex.EncodeToString(sum[:]),
 		}, nil
 	}
 }
@@ -116,21 +116,22 @@ func testReceipts(t *testing.T, newStore newStoreFunc) {
 			require.NoError(t, h.s.FinishExecution(h.ctx, sealedFinish(b, status, t0.Add(time.Second))))
 			require.NoError(t, h.s.FinishExecution(h.ctx, sealedFinish(other, status, t0.Add(time.Second))))
 			mine = append(mine, b.ExecutionID)
-
-			// The response stored is the one with the receipt in it.
-			e, err := h.s.GetExecution(h.ctx, b.ExecutionID)
-			require.NoError(t, err)
-			want := `{"status":"` + string(status) + `"} receipt ` + strconv.Itoa(i+1)
-			assert.Equal(t, want, string(e.Response))
-			rec, err := h.s.GetIdempotency(h.ctx, "alice", b.Key)
-			require.NoError(t, err)
-			assert.Equal(t, want, string(rec.Response))
 		}
 		alice := h.receiptsOf("alice", 3)
 		require.Len(t, alice, 4)
 		assertChain(t, "alice", alice)
 		for i, r := range alice {
 			assert.Equal(t, mine[i], r.ExecutionID)
+
+			// What a read of the execution or its key gives is its
+			// response with its receipt as the last member.
+			e, err := h.s.GetExecution(h.ctx, r.ExecutionID)
+			require.NoError(t, err)
+			want := `{"status":"` + string(e.Status) + `","receipt":` + string(r.Signed) + `}`
+			assert.Equal(t, want, string(e.Response))
+			rec, err := h.s.GetIdempotency(h.ctx, "alice", e.IdempotencyKey)
+			require.NoError(t, err)
+			assert.Equal(t, want, string(rec.Response))
 		}
 		assertChain(t, "bob", h.receiptsOf("bob", 1000))
 
@@ -150,15 +151,25 @@ func testReceipts(t *testing.T, newStore newStoreFunc) {
 		r := resolveFor(b.ExecutionID, storage.ExecutionCompleted, "approver", t0.Add(time.Hour))
 		r.Seal = testSeal(b.ExecutionID, "resolved")
 		e := h.resolve(r)
-		assert.Equal(t, "resolved receipt 2", string(e.Response))
 		chain := h.receiptsOf("alice", 10)
 		require.Len(t, chain, 2)
 		assertChain(t, "alice", chain)
 		assert.Equal(t, b.ExecutionID, chain[1].ExecutionID)
 
+		// The resolved response carries the resolution's receipt, not the
+		// finish's, wherever it is read.
+		want := string(r.Response[:len(r.Response)-1]) + `,"receipt":` + string(chain[1].Signed) + `}`
+		assert.Equal(t, want, string(e.Response))
+		got, err := h.s.GetExecution(h.ctx, b.ExecutionID)
+		require.NoError(t, err)
+		assert.Equal(t, want, string(got.Response))
+		rec, err := h.s.GetIdempotency(h.ctx, "alice", b.Key)
+		require.NoError(t, err)
+		assert.Equal(t, want, string(rec.Response))
+
 		// A second resolution is refused and seals nothing.
 		r.Outcome = storage.ExecutionFailed
-		_, err := h.s.ResolveExecution(h.ctx, r)
+		_, err = h.s.ResolveExecution(h.ctx, r)
 		require.ErrorIs(t, err, storage.ErrAlreadyResolved)
 		assert.Len(t, h.receiptsOf("alice", 10), 2)
 	})
@@ -212,15 +223,15 @@ func testReceipts(t *testing.T, newStore newStoreFunc) {
 		chain := h.receiptsOf("alice", 7)
 		require.Len(t, chain, n)
 		assertChain(t, "alice", chain)
-		// Each execution has exactly one receipt, and its stored response
-		// names the seq its receipt took.
+		// Each execution has exactly one receipt, and its response is read
+		// with that one.
 		seen := map[uuid.UUID]bool{}
 		for _, r := range chain {
 			require.False(t, seen[r.ExecutionID], "one receipt per finished execution")
 			seen[r.ExecutionID] = true
 			e, err := h.s.GetExecution(h.ctx, r.ExecutionID)
 			require.NoError(t, err)
-			assert.Equal(t, `{"status":"completed"} receipt `+strconv.FormatInt(r.Seq, 10), string(e.Response))
+			assert.Equal(t, `{"status":"completed","receipt":`+string(r.Signed)+`}`, string(e.Response))
 		}
 	})
 }

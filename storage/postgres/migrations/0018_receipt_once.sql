@@ -1,0 +1,16 @@
+-- A finished execution's signed receipt is kept once, in its receipts row
+-- (0013_receipts.sql): receipt_seq names it on the principal's chain, and
+-- the response column holds the response without it, which reads join
+-- back (storage.WithReceipt). Before, the response held the receipt too: a
+-- second copy of near a KiB in every finish's row version and WAL record.
+--
+-- Rows finished before this migration keep their whole response and a
+-- NULL receipt_seq, and read back as they were stored; so do executions
+-- finished without a receipt. A resolution names its own receipt, the
+-- chain's later one. A constant-free nullable column is added without
+-- rewriting the table.
+--
+-- Instances of an earlier version running beside this one read the
+-- response column alone: a call finished by this version replays from
+-- them without its receipt until they are upgraded.
+ALTER TABLE executions ADD COLUMN IF NOT EXISTS receipt_seq bigint;
