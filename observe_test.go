@@ -40,8 +40,6 @@ const (
 func paidEcho() *registry.Tool {
 	t := toolgatetest.Priced(toolgatetest.EchoTool(), "0.1000")
 	t.Slug, t.Name = "paid-echo", "Paid Echo"
-	t.Endpoint.Verified = true
-	t.Provider.PaymentVerified = true
 	return t
 }
 

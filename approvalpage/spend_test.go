@@ -50,7 +50,6 @@ func newSpendAPIWith(t *testing.T, budgets []toolgatetype.BudgetDefinition) *api
 	cfg := &toolgate.Config{Budgets: budgets}
 	paid := toolgatetest.Priced(toolgatetest.EchoTool(), "0.2500")
 	paid.Slug, paid.Name = "paid", "Echo paid"
-	paid.Endpoint.Verified, paid.Provider.PaymentVerified = true, true
 	tg := toolgatetest.New(t, &toolgatetest.Options{Config: cfg, Tools: []*registry.Tool{paid}})
 	keys := apikey.NewKeyStore()
 	for _, p := range spendPrincipals {

@@ -23,7 +23,6 @@ import (
 func meteredTool() *registry.Tool {
 	t := toolgatetest.Priced(toolgatetest.EchoTool(), "0.1000")
 	t.Slug, t.Name = "metered", "Echo metered"
-	t.Endpoint.Verified, t.Provider.PaymentVerified = true, true
 	t.Capabilities.SendsMessages = registry.Bool(true)
 	return t
 }

@@ -46,14 +46,14 @@ var testApprovers = toolgate.StaticApprovers{
 
 // testTools are three echo tools: "echo" (free, its digest must be
 // approved), "paid" ($0.10 + fee, covered: no approval asked) and
-// "blocked" (paid, provider not payment-verified).
+// "blocked" (paid, neither its endpoint nor its provider's payment verified).
 func testTools() []*registry.Tool {
 	echo := toolgatetest.EchoTool()
 	paid := toolgatetest.Priced(toolgatetest.EchoTool(), "0.1000")
 	paid.Slug, paid.Name = "paid", "Echo paid"
-	paid.Endpoint.Verified, paid.Provider.PaymentVerified = true, true
 	blocked := toolgatetest.Priced(toolgatetest.EchoTool(), "0.1000")
 	blocked.Slug, blocked.Name = "blocked", "Echo blocked"
+	blocked.Endpoint.Verified, blocked.Provider.PaymentVerified = false, false
 	return []*registry.Tool{echo, paid, blocked}
 }
 

@@ -48,7 +48,6 @@ func coveredEcho() *registry.Tool {
 func paidEcho() *registry.Tool {
 	t := toolgatetest.Priced(toolgatetest.EchoTool(), "0.1000")
 	t.Slug, t.Name = "paid-echo", "Paid Echo"
-	t.Endpoint.Verified, t.Provider.PaymentVerified = true, true
 	t.Capabilities.OpenWorld = registry.Bool(true)
 	return t
 }

@@ -62,9 +62,14 @@ func LowRiskCapabilities() *registry.Capabilities {
 	}
 }
 
-// Priced sets t's price per call (4 decimals at most), making it a paid tool.
+// Priced sets t's price per call (4 decimals at most), making it a paid
+// tool, and marks its endpoint and its provider's payment verified: a paid
+// tool is blocked without both, and a test that prices a tool means to call
+// it. A test of an unverified paid tool clears t.Endpoint.Verified or
+// t.Provider.PaymentVerified afterwards.
 func Priced(t *registry.Tool, amount string) *registry.Tool {
 	t.Pricing = registry.Pricing{Type: registry.PricingPerCall, Amount: decimal.RequireFromString(amount), Currency: "USD"}
+	t.Endpoint.Verified, t.Provider.PaymentVerified = true, true
 	return t
 }
 

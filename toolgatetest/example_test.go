@@ -49,8 +49,7 @@ func Example() {
 // next day: the budget holds within the day and starts over the next.
 func Example_spendControls() {
 	t := exampleT{}
-	paid := toolgatetest.Priced(toolgatetest.EchoTool(), "0.1000")
-	paid.Endpoint.Verified, paid.Provider.PaymentVerified = true, true // covered: no approval asked
+	paid := toolgatetest.Priced(toolgatetest.EchoTool(), "0.1000") // verified, low risk: no approval asked
 	budget := toolgate.StaticSpendControls{"alice": {DailyLimitUSD: decimalPtr("0.2500")}}
 	gw := toolgatetest.New(t, &toolgatetest.Options{
 		Tools:  []*registry.Tool{paid},

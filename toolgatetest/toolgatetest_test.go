@@ -177,3 +177,22 @@ func TestLowRiskCapabilitiesAreEchosAndEachCallsOwn(t *testing.T) {
 	c.OpenWorld = registry.Bool(true)
 	assert.False(t, *toolgatetest.LowRiskCapabilities().OpenWorld, "changing one leaves the next as it was")
 }
+
+// TestPricedToolIsCallable: a priced echo tool is what a test author
+// expects of a paid tool, quoted callable at its price and charged it,
+// with nothing but the price set.
+func TestPricedToolIsCallable(t *testing.T) {
+	t.Parallel()
+	gw := toolgatetest.New(t, &toolgatetest.Options{Tools: []*registry.Tool{toolgatetest.Priced(toolgatetest.EchoTool(), "0.0500")}})
+
+	q := gw.MustQuote(t, "alice", "echo")
+	assert.True(t, q.Policy.Callable, "reasons: %v", q.Policy.Reasons)
+	assert.Empty(t, q.Policy.Reasons)
+	assert.Equal(t, "0.0500", q.Quote.PriceUSD)
+
+	res, err := gw.CallApproved(t, "alice", "echo", `{"v":"paid"}`)
+	out := toolgatetest.RequireCompleted(t, res, err, "0.0550")
+	assert.JSONEq(t, `{"value":"paid"}`, string(out))
+	assert.Equal(t, "0.0500", res.Execution.Cost.PriceUSD)
+	gw.RequireSpent(t, "alice", "0.0550")
+}

@@ -96,7 +96,6 @@ func (generous) SpendControls(context.Context, string) (toolgatetype.SpendContro
 func paidTool(slug string) *registry.Tool {
 	t := toolgatetest.Priced(toolgatetest.EchoTool(), price)
 	t.Slug, t.Name = slug, "Echo "+slug
-	t.Endpoint.Verified, t.Provider.PaymentVerified = true, true
 	return t
 }
 
