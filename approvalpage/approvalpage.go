@@ -354,17 +354,25 @@ var resolutionWords = map[toolgatetype.Status]string{
 	toolgatetype.StatusFailed:    "not run: its amount is released",
 }
 
-// signIn starts a session for an approver key. A caller key, like any key
-// that is not an approver's, is refused with the same words; a client that
-// failed too often is refused every key until its window ends.
+// signIn starts a session for an approver key. A caller's key is refused
+// with words that say so, so that a person who pasted the wrong key knows
+// which one to use; any other key that is not an approver's is refused
+// with the same words whatever it is. A client that failed too often is
+// refused every key until its window ends.
 func (h *Handler) signIn(w http.ResponseWriter, r *http.Request, key string) {
-	approver, ok := "", false
+	approver, ok, caller := "", false, false
 	if key != "" && len(key) <= apikey.MaxLength {
 		approver, ok = h.approvers.AuthenticateApprover(r.Context(), key)
+		if !ok && h.callers != nil {
+			_, caller = h.callers.Authenticate(r.Context(), key)
+		}
 	}
 	// Asked before the key's own answer is given, so that a refusal tells
-	// a guesser nothing of the key.
-	v, err := h.limit.Check(r.Context(), r, authlimit.SurfaceApprovalPage, key, ok)
+	// a guesser nothing of the key. A caller's key is no guess, as an
+	// approver key sent to a caller's route of the API is none: the API
+	// would take it, so saying so here tells a guesser nothing the API
+	// does not.
+	v, err := h.limit.Check(r.Context(), r, authlimit.SurfaceApprovalPage, key, ok || caller)
 	if err != nil {
 		h.logError(r, err)
 		h.renderMessage(w, r, http.StatusInternalServerError, "The gateway could not sign you in. Try again.")
@@ -374,6 +382,10 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request, key string) {
 		secs := authlimit.RetryAfterSeconds(v.Wait)
 		w.Header().Set("Retry-After", strconv.Itoa(secs))
 		h.renderSignIn(w, r, http.StatusTooManyRequests, limitedWords(v, secs), "Sign in with your approver key.")
+		return
+	}
+	if caller {
+		h.renderSignIn(w, r, http.StatusUnauthorized, callerKeyWords, "Sign in with your approver key.")
 		return
 	}
 	if !ok {
@@ -389,6 +401,11 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request, key string) {
 	http.SetCookie(w, sessionCookieFor(r, token, int(sessionTTL/time.Second)))
 	seeOther(w, r)
 }
+
+// callerKeyWords answer a sign-in with a caller's API key: what it is,
+// and which key the pages take instead.
+const callerKeyWords = "That is a caller's API key; the approval pages take an approver key: " +
+	"sign in with yours, or ask the gateway's operator for one."
 
 // limitedWords tell the person refused by v which limit it was, so that
 // they know what waiting is for: their address, which no key gets past

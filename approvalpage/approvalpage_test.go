@@ -2,6 +2,7 @@ package approvalpage_test
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/approvalpage"
 	"github.com/toolgate/toolgate/internal/testbrowser"
 )
 
@@ -154,6 +156,68 @@ func TestApprovalPageRefusesWhatIsNotAnApprover(t *testing.T) {
 		assert.True(t, page.HasForm("key"))
 		assert.NotContains(t, page.Body, "Echo")
 	}
+}
+
+// TestApprovalPageNamesACallersKey: a person who signs in with a caller's
+// API key is told it is one and which key to use, on the pages served
+// beside the API and on the pages served alone over a KeyStore; any other
+// key that is not an approver's is refused with the same words as before,
+// whatever it is, and no page shows the key sent.
+func TestApprovalPageNamesACallersKey(t *testing.T) {
+	t.Parallel()
+	a := newApproverAPI(t)
+	_, req := a.askApproval(agentKey, "echo", `{"v":"hi"}`)
+	id := req["id"].(string)
+	alone := httptest.NewServer(approvalpage.NewHandler(a.gw, &approvalpage.Options{Approvers: a.keys}))
+	t.Cleanup(alone.Close)
+
+	const callersWords = "That is a caller's API key; the approval pages take an approver key: sign in with yours, or ask the gateway's operator for one."
+	for _, srv := range []*httptest.Server{a.srv, alone} {
+		for _, c := range []struct {
+			key, says string
+		}{
+			{agentKey, callersWords},
+			{aliceKey, callersWords},
+			{agentKey + "x", "That is not an approver key."}, // a caller's key and more
+			{"tg_guess", "That is not an approver key."},
+		} {
+			b := testbrowser.New(t)
+			page := b.Get(srv.URL+"/approvals/"+id).Form("key").Set("key", c.key).Submit("Sign in")
+			assert.Equal(t, http.StatusUnauthorized, page.Status, "key %q", c.key)
+			assert.Nil(t, b.Cookie(page.URL, "toolgate_approver_session"), "key %q signs no one in", c.key)
+			assert.True(t, page.HasForm("key"), "the sign-in form again")
+			alerts := page.Elements("p")
+			var said []string
+			for _, p := range alerts {
+				for _, at := range p.Attr {
+					if at.Key == "role" && at.Val == "alert" {
+						said = append(said, textOf(p))
+					}
+				}
+			}
+			assert.Equal(t, []string{c.says}, said, "key %q", c.key)
+			assert.NotContains(t, page.Body, c.key, "the key is never shown")
+			assert.NotContains(t, page.Body, "agent", "nothing about whose key it is")
+		}
+	}
+}
+
+// TestCallersKeyOnThePageIsNoGuess: a person who pasted a caller's key
+// again and again still signs in with the approver key from the same
+// address, as on the API an approver key sent to a caller's route is
+// no failed sign-in.
+func TestCallersKeyOnThePageIsNoGuess(t *testing.T) {
+	t.Parallel()
+	a := newApproverGateway(t)
+	a.serveBehindProxy()
+	person := browserAt(t, "203.0.113.10")
+	for i := range 11 {
+		page := person.Get(a.srv.URL+"/approvals").Form("key").Set("key", agentKey).Submit("Sign in")
+		require.Equal(t, http.StatusUnauthorized, page.Status, "try %d: %s", i+1, page.Body)
+	}
+	page := person.Get(a.srv.URL+"/approvals").Form("key").Set("key", patKey).Submit("Sign in")
+	require.Equal(t, http.StatusOK, page.Status, page.Body)
+	assert.True(t, page.HasForm("csrf"), "pat is signed in")
 }
 
 func TestApprovalPageResistsForgery(t *testing.T) {

@@ -32,7 +32,10 @@
 // window ends; a key prefix that failed too often, from any addresses,
 // refuses wrong keys with it, but never keeps its approver out from an
 // address that has not failed (package authlimit). The refusal says which
-// of the two limits it was.
+// of the two limits it was. A caller's API key is refused with words that
+// say it is one and which key to use, and is no failed guess: the API
+// would tell as much of it. Any other key is refused the same way,
+// whatever it is.
 //
 // The pages link to each other relative to where the handler is mounted,
 // and the HTTP API's approveUrl links to them: mount them beside the API,

@@ -15,6 +15,12 @@ type Options struct {
 	// Approvers maps approver keys to approvers, the people who sign in.
 	// Nil accepts no key: every sign-in is refused.
 	Approvers apikey.ApproverAuthenticator
+	// Callers maps caller (API) keys to principals, only so that a person
+	// who signs in with one is told it is a caller's key; it never signs
+	// anyone in. Nil means Approvers when it is an apikey.Authenticator
+	// too, as an apikey.KeyStore is; otherwise a caller's key is refused
+	// as any other key that is not an approver's.
+	Callers apikey.Authenticator
 	// Sessions keeps the signed-in approvers' sessions; nil means a
 	// MemorySessionStore on the gateway's clock.
 	Sessions SessionStore
@@ -36,6 +42,7 @@ type Options struct {
 type Handler struct {
 	gw        *toolgate.Gateway
 	approvers apikey.ApproverAuthenticator
+	callers   apikey.Authenticator
 	sessions  SessionStore
 	limit     *authlimit.Limiter
 	clock     toolgate.Clock
@@ -55,6 +62,9 @@ func NewHandler(gw *toolgate.Gateway, opts *Options) *Handler {
 	if o.Approvers == nil {
 		o.Approvers = apikey.NewKeyStore()
 	}
+	if o.Callers == nil {
+		o.Callers, _ = o.Approvers.(apikey.Authenticator)
+	}
 	if o.Sessions == nil {
 		o.Sessions = NewMemorySessionStore(gw.Clock())
 	}
@@ -70,6 +80,7 @@ func NewHandler(gw *toolgate.Gateway, opts *Options) *Handler {
 	h := &Handler{
 		gw:        gw,
 		approvers: o.Approvers,
+		callers:   o.Callers,
 		sessions:  o.Sessions,
 		limit:     o.AuthLimit,
 		clock:     gw.Clock(),

@@ -110,6 +110,7 @@ func NewHandler(gw *toolgate.Gateway, opts *Options) http.Handler {
 	}).Register(h.mux)
 	approvalpage.NewHandler(gw, &approvalpage.Options{
 		Approvers:    o.Approvers,
+		Callers:      o.Authenticator,
 		Sessions:     o.Sessions,
 		AuthLimit:    o.AuthLimit,
 		MaxBodyBytes: o.MaxBodyBytes,
