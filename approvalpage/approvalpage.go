@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shopspring/decimal"
+
 	"github.com/toolgate/toolgate/apikey"
 	"github.com/toolgate/toolgate/authlimit"
 	"github.com/toolgate/toolgate/internal/httpx"
@@ -61,11 +63,13 @@ type approvalPageData struct {
 	Budgets []budgetView
 }
 
-// pendingRow is one line of the list of pending requests.
+// pendingRow is one line of the list of pending requests; Free is set
+// when its call costs nothing.
 type pendingRow struct {
 	Tool      toolgatetype.ToolRef
 	Principal string
 	TotalUSD  string
+	Free      bool
 	Expires   timeView
 	URL       string
 }
@@ -85,11 +89,13 @@ const maxAmbiguousShown = 50
 
 // requestView is one request as its page shows it. State is its status
 // as of now (pending, approved, denied, expired or used), which the
-// heading, the line above it and the buttons follow.
+// heading, the line above it and the buttons follow. Free is set when the
+// call costs nothing: the page says so rather than add up three zeros.
 type requestView struct {
 	Principal, State, Heading, DecidedBy, Remember string
 	ToolName, ToolSlug                             string
 	PriceUSD, FeeUSD, TotalUSD                     string
+	Free                                           bool
 	ProviderName, TrustTier                        string
 	PaymentVerified                                bool
 	EndpointStatus, EndpointOrigin, VersionStatus  string
@@ -129,9 +135,19 @@ func must[T any](v T, err error) T {
 // pageTime shows a time to a person: UTC, to the second.
 func pageTime(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
 
+// isZero reports whether amount, a decimal in US dollars, is zero. An
+// amount that does not read as one is not: the page then shows it as it is.
+func isZero(amount string) bool {
+	d, err := decimal.NewFromString(amount)
+	return err == nil && d.IsZero()
+}
+
 // when shows t as of now: relative ("in 4 min", "12 min ago") beside the
 // UTC time. Pages are rendered by the server, so this is the time the
-// page was made; a reload brings it up to date.
+// page was made; a reload brings it up to date. The page's "when" template
+// puts the relative time first ("expires in 4 min (...)"), its "until"
+// template the UTC time, for words a relative time cannot follow ("may
+// run until 2030-03-15 12:04:00 UTC (in 4 min)").
 func when(t, now time.Time) timeView {
 	return timeView{Rel: relative(t.Sub(now)), UTC: pageTime(t), ISO: t.UTC().Format(time.RFC3339)}
 }
@@ -492,6 +508,7 @@ func (h *Handler) requestView(r *http.Request, req *toolgatetype.ApprovalRequest
 		PriceUSD:      req.PriceUSD,
 		FeeUSD:        req.FeeUSD,
 		TotalUSD:      req.TotalUSD,
+		Free:          isZero(req.TotalUSD),
 		Digest:        req.ManifestDigest,
 		Input:         prettyInput(req.Input),
 		InputSummary:  inputSummary(req.Input),
@@ -550,6 +567,7 @@ func (h *Handler) renderListWith(w http.ResponseWriter, r *http.Request, sess Se
 			Tool:      req.Tool,
 			Principal: req.Principal,
 			TotalUSD:  req.TotalUSD,
+			Free:      isZero(req.TotalUSD),
 			Expires:   when(req.ExpiresAt, now),
 			URL:       prefix + httpx.ApprovalPagePath(req.ID),
 		})

@@ -341,7 +341,7 @@ func TestRequestPageFollowsItsState(t *testing.T) {
 		says               []string
 	}{
 		{pending["id"].(string), "Approve a call of Echo?", "pending", true, []string{"expires in 26 min (2026-03-14 13:00:00 UTC)", `v: "pending"`}},
-		{approved["id"].(string), "Approved: a call of Echo", "approved", false, []string{"decided by pat 4 min ago"}},
+		{approved["id"].(string), "Approved: a call of Echo", "approved", false, []string{"decided by pat 4 min ago", "the call may run until 2026-03-14 13:00:00 UTC (in 26 min)"}},
 		{denied["id"].(string), "Denied: a call of Echo", "denied", false, []string{"decided by pat 4 min ago", "the call will not run"}},
 		{used["id"].(string), "Used: the approved call of Echo ran", "used", false, []string{"the call ran once"}},
 		{expired["id"].(string), "Expired: a call of Echo", "expired", false, []string{"nobody decided in time", "it expired 4 min ago (2026-03-14 12:30:00 UTC)"}},
@@ -363,6 +363,47 @@ func TestRequestPageFollowsItsState(t *testing.T) {
 	}
 	list := b.Get(a.srv.URL + "/approvals")
 	assert.Contains(t, strings.Join(strings.Fields(list.Text()), " "), "in 26 min (2026-03-14 13:00:00 UTC)")
+}
+
+// TestRequestPageTotalSaysFreeOrWhatItCosts: a free call's total says it
+// is free, not three zero amounts; a paid call's gives its price and fee.
+// The list of requests says the same.
+func TestRequestPageTotalSaysFreeOrWhatItCosts(t *testing.T) {
+	t.Parallel()
+	a := newApproverAPI(t)
+	_, free := a.askApproval(agentKey, "echo", `{"v":"free"}`)
+	_, paid := a.askApproval(agentKey, "goal-data", `{"goal":"reach the summit","step":1}`)
+
+	b, _ := a.signedIn(free["id"].(string), patKey)
+	for _, c := range []struct {
+		id, total, not string
+	}{
+		{free["id"].(string), "Total Free: no charge for this call", "for one call"},
+		{paid["id"].(string), "Total 0.1100 USD for one call: 0.1000 USD and a 0.0100 USD fee", "Free"},
+	} {
+		page := b.Get(a.srv.URL + "/approvals/" + c.id)
+		require.Equal(t, http.StatusOK, page.Status, page.Body)
+		var total string
+		for _, dd := range page.Elements("dd") {
+			if dd.PrevSibling != nil && textOf(dd.PrevSibling) == "Total" && total == "" {
+				total = "Total " + textOf(dd)
+			}
+		}
+		assert.Equal(t, c.total, total)
+		assert.NotContains(t, page.Text(), c.not)
+	}
+
+	list := b.Get(a.srv.URL + "/approvals")
+	require.Equal(t, http.StatusOK, list.Status, list.Body)
+	var totals []string
+	for _, td := range list.Elements("td") {
+		for _, at := range td.Attr {
+			if at.Key == "data-label" && at.Val == "Total" {
+				totals = append(totals, textOf(td))
+			}
+		}
+	}
+	assert.ElementsMatch(t, []string{"Free", "0.1100 USD"}, totals, "the list says so too")
 }
 
 // textOf is the text of an element, its spaces folded.
