@@ -19,7 +19,7 @@ import (
 //
 // A filter out of range, or a cursor that this caller's listing with these
 // filters did not give, is refused with invalid_request naming the
-// parameter (Error.Parameter).
+// parameter ([toolgatetype.Error.Parameter]).
 func (g *Gateway) ListExecutions(ctx context.Context, principal string, f toolgatetype.ExecutionFilter) (*toolgatetype.ExecutionPage, error) {
 	if err := validPrincipal(principal); err != nil {
 		return nil, err

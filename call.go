@@ -26,10 +26,10 @@ import (
 // limits; and then, in one atomic step of the store, the rate and spend
 // windows, the reservation of the amount and the claim of the key.
 //
-// Every refusal is an *Error and leaves nothing stored, so the same key can
-// be used again once the request is corrected. A retry with the same key
-// and request returns the stored result (Replayed) without calling the
-// provider again.
+// Every refusal is a *[toolgatetype.Error] and leaves nothing stored, so
+// the same key can be used again once the request is corrected. A retry
+// with the same key and request returns the stored result (Replayed)
+// without calling the provider again.
 //
 // ctx bounds the call until it is admitted. From then on the call runs to
 // its end even if ctx is cancelled: the upstream deadline still bounds it,

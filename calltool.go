@@ -40,7 +40,8 @@ import (
 // itself: the stored result is given when there is one.
 //
 // CallTool returns no error of its own: every refusal, a failing store's
-// among them, is the outcome's Refusal, an *Error as Call returns one.
+// among them, is the outcome's Refusal, a *[toolgatetype.Error] as Call
+// returns one.
 func (g *Gateway) CallTool(ctx context.Context, principal string, req toolgatetype.ToolCallRequest) *toolgatetype.ToolCallOutcome {
 	if err := validPrincipal(principal); err != nil {
 		return refusal(err)
@@ -389,8 +390,8 @@ func grantLapsed(err error) bool {
 	return false
 }
 
-// refusal is the outcome of a refused call: err as the *Error it is, or an
-// internal error standing for it.
+// refusal is the outcome of a refused call: err as the
+// *toolgatetype.Error it is, or an internal error standing for it.
 func refusal(err error) *toolgatetype.ToolCallOutcome {
 	var te *toolgatetype.Error
 	if !errors.As(err, &te) {

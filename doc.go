@@ -23,10 +23,11 @@
 // as an MCP server, asks CallTool instead: one question that quotes, finds
 // or asks for the approval, and calls, as the gateway's own pipeline.
 //
-// Every rejection is an *Error with a stable Code and leaves nothing in the
-// store, so a corrected request can reuse its key. A retry with the same key
-// and request gets the stored result back byte for byte, without reaching
-// the provider again; a key reused for another request is refused.
+// Every rejection is a *[toolgatetype.Error] with a stable Code and leaves
+// nothing in the store, so a corrected request can reuse its key. A retry
+// with the same key and request gets the stored result back byte for byte,
+// without reaching the provider again; a key reused for another request is
+// refused.
 //
 // The gateway keeps its state in a storage.Store (storage/memory in
 // process, storage/postgres for several instances) and takes its clock, its

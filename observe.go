@@ -419,7 +419,8 @@ func portOf(req *http.Request) int {
 	return 0
 }
 
-// codeOf is err's code; an error that is not an *Error is internal.
+// codeOf is err's code; an error that is not a *toolgatetype.Error is
+// internal.
 func codeOf(err error) toolgatetype.Code {
 	var te *toolgatetype.Error
 	if errors.As(err, &te) {
