@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -263,39 +261,71 @@ func TestServerOfflineDevelopmentSetupHasAnApprover(t *testing.T) {
 	assert.NotContains(t, srv.stderr.String(), approverKey)
 }
 
-// TestREADMEApproverWalkThrough runs the shell commands of the README's
-// approver-mode section against the development setup, as a developer
-// would paste them: the agent asks, the person approves, the call runs.
+// TestREADMEApproverWalkThrough runs the README's first approval against
+// the development setup, as a developer would paste it: the agent asks with
+// the getting started's commands, the person signs in on the page the
+// request links with the approver key and approves, and the agent's call
+// with the grant runs and is charged the quoted amount. Then the same with
+// the approver-mode section's commands that approve over the API.
 func TestREADMEApproverWalkThrough(t *testing.T) {
 	t.Parallel()
-	for _, tool := range []string{"sh", "curl", "sed"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed", tool)
-		}
-	}
-	readme, err := os.ReadFile("../../README.md")
-	require.NoError(t, err)
-	_, section, found := strings.Cut(string(readme), "\n## Approver mode: people approve, agents ask\n")
-	require.True(t, found, "the README has a section on approver mode")
-	section, _, _ = strings.Cut(section, "\n## ")
-	var script []string
-	for _, block := range strings.Split(section, "```sh\n")[1:] {
-		block, _, _ = strings.Cut(block, "```")
-		script = append(script, strings.TrimSpace(block))
-	}
-	require.Len(t, script, 3, "asking, approving, calling")
+	requireShellTools(t)
+	blocks := shellBlocks(readmeSection(t, "Getting started"))
+	require.Len(t, blocks, 5, "install, start, paid call, asking for approval, the call with the grant")
+	ask, callWithGrant := blocks[3], blocks[4]
+	approveWithAPI := shellBlocks(readmeSection(t, "Approver mode: people approve, agents ask"))
+	require.Len(t, approveWithAPI, 1, "approving with the API")
 
 	srv, base := startServer(t, []string{"-offline", "-listen", "127.0.0.1:0"})
 	agentKey := strings.TrimPrefix(srv.waitLine("export TOOLGATE_AGENT_KEY=", 10*time.Second), "export TOOLGATE_AGENT_KEY=")
 	approverKey := strings.TrimPrefix(srv.waitLine("export TOOLGATE_APPROVER_KEY=", 10*time.Second), "export TOOLGATE_APPROVER_KEY=")
-	cmd := exec.Command("sh", "-ec", strings.ReplaceAll(strings.Join(script, "\n"), "http://127.0.0.1:8080", base))
-	cmd.Env = append(os.Environ(), "TOOLGATE_AGENT_KEY="+agentKey, "TOOLGATE_APPROVER_KEY="+approverKey)
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	text := string(out)
-	assert.Contains(t, text, `"status":"pending"`, "the request waits")
-	assert.Contains(t, text, `"status":"approved"`, "the person approves")
-	assert.Contains(t, text, `"decidedBy":"you"`)
-	assert.Contains(t, text, `"status":"completed"`, "the call runs with the grant: %s", text)
+	keys := []string{"TOOLGATE_AGENT_KEY=" + agentKey, "TOOLGATE_APPROVER_KEY=" + approverKey}
+	here := func(script string) string { return strings.ReplaceAll(script, "http://127.0.0.1:8080", base) }
+
+	// asks runs the agent's commands and returns what the shell they ran in
+	// holds afterwards (QUOTE_ID, DIGEST, REQUEST_ID), and the request.
+	asks := func(t *testing.T) ([]string, map[string]any) {
+		t.Helper()
+		out := runScript(t, here(ask)+"\necho \"QUOTE_ID=$QUOTE_ID DIGEST=$DIGEST REQUEST_ID=$REQUEST_ID\"", keys...)
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		require.Len(t, lines, 2, "the request, then the shell's variables: %s", out)
+		var request map[string]any
+		require.NoError(t, json.Unmarshal([]byte(lines[0]), &request), "%s", out)
+		assert.Equal(t, "pending", request["status"], "the request waits")
+		return strings.Fields(lines[1]), request
+	}
+
+	t.Run("on the page", func(t *testing.T) {
+		vars, request := asks(t)
+		id := request["id"].(string)
+		approveURL := request["approveUrl"].(string)
+		require.Equal(t, base+"/approvals/"+id, approveURL, "the request links its page")
+
+		you := testbrowser.New(t)
+		page := you.Get(approveURL).Form("key").Set("key", approverKey).Submit("Sign in")
+		require.Equal(t, http.StatusOK, page.Status, page.Body)
+		require.True(t, page.HasForm("decision"), "signed in with the approver key, the request shows: %s", page.Body)
+		page = page.Form("decision").Submit("Approve")
+		require.Equal(t, http.StatusOK, page.Status, page.Body)
+		assert.Contains(t, page.Text(), "decided by you")
+
+		out := runScript(t, here(callWithGrant), append(keys, vars...)...)
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		require.Len(t, lines, 2, "the call, the spend: %s", out)
+		var call, spend map[string]any
+		require.NoError(t, json.Unmarshal([]byte(lines[0]), &call), "%s", out)
+		require.NoError(t, json.Unmarshal([]byte(lines[1]), &spend), "%s", out)
+		assert.Equal(t, "completed", call["status"], "the call runs with the grant: %s", out)
+		assert.Equal(t, "0.1100", call["cost"].(map[string]any)["totalUsd"], "%s", out)
+		assert.Equal(t, "0.1100", spend["totalUsd"], "charged the quoted amount: %s", out)
+	})
+
+	t.Run("with the API", func(t *testing.T) {
+		vars, _ := asks(t)
+		out := runScript(t, here(approveWithAPI[0]+"\n"+callWithGrant), append(keys, vars...)...)
+		assert.Contains(t, out, `"status":"approved"`, "the person approves")
+		assert.Contains(t, out, `"decidedBy":"you"`)
+		assert.Contains(t, out, `"status":"completed"`, "the call runs with the grant: %s", out)
+	})
 	assert.Equal(t, 0, srv.stop(exitTimeout))
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -354,39 +355,113 @@ func TestServerWithPostgres(t *testing.T) {
 	assert.Equal(t, 0, srv.stop(exitTimeout))
 }
 
-// TestREADMEQuickStartPaidCall runs the README's quick start against the
-// offline development setup, as a newcomer would paste it: a paid call of
-// goal-data, quoted, made and charged, and the spend that says so.
+// TestREADMEQuickStartPaidCall runs the README's getting started as a
+// newcomer would paste it: the server started with the command as written,
+// in the directory it is run from, where it keeps its keys in the file it
+// names; the first paid call, quoted, made and charged, and the spend that
+// says so. The lines that get the binary are checked, not run (go install
+// needs the network): they name this module's command, and a clone's build
+// writes where git ignores.
 func TestREADMEQuickStartPaidCall(t *testing.T) {
 	t.Parallel()
+	requireShellTools(t)
+	section := readmeSection(t, "Getting started")
+	blocks := shellBlocks(section)
+	require.Len(t, blocks, 5, "install, start, paid call, asking for approval, the call with the grant")
+	gomod, err := os.ReadFile("../../go.mod")
+	require.NoError(t, err)
+	module, _, _ := strings.Cut(strings.TrimPrefix(string(gomod), "module "), "\n")
+	require.Equal(t, "go install "+module+"/cmd/toolgate@latest", blocks[0], "how to get the binary")
+
+	build := regexp.MustCompile("`(go build [^`]*)`").FindStringSubmatch(section)
+	require.NotNil(t, build, "how to build the binary from a clone")
+	require.Equal(t, []string{"go", "build", "-o", "bin/toolgate", "./cmd/toolgate"}, strings.Fields(build[1]))
+	requireIgnoredByGit(t, "bin/toolgate")
+
+	// The server as the README starts it, in a directory of its own; only
+	// the port is the test's, so that tests can run side by side.
+	start := strings.Fields(blocks[1])
+	require.Equal(t, "toolgate", start[0], "the README runs the binary it said how to get")
+	dir := t.TempDir()
+	srv := startProcessIn(t, dir, append(start[1:], "-listen", "127.0.0.1:0"))
+	base := strings.TrimPrefix(srv.waitLine("toolgate listening on ", 60*time.Second), "toolgate listening on ")
+	key := strings.TrimPrefix(srv.waitLine("export TOOLGATE_KEY=", 10*time.Second), "export TOOLGATE_KEY=")
+	assert.Len(t, regexp.MustCompile(`(?m)^\s*export TOOLGATE_(\w+_)?KEY=`).FindAllString(srv.stdout.String(), -1), 3, "three export lines")
+	keys, err := os.Stat(filepath.Join(dir, "dev-keys.json"))
+	require.NoError(t, err, "the keys are kept in the file the command names")
+	assert.Equal(t, os.FileMode(0o600), keys.Mode().Perm(), "readable by the user alone")
+	requireIgnoredByGit(t, "dev-keys.json") // the command, run in a clone, writes it there
+
+	out := runScript(t, strings.ReplaceAll(blocks[2], "http://127.0.0.1:8080", base), "TOOLGATE_KEY="+key)
+	requirePaidCall(t, out)
+	assert.Equal(t, 0, srv.stop(exitTimeout))
+}
+
+// TestGitIgnoresWhatTryingTheServerLeaves: the files the README's commands
+// write into a clone, secrets among them, are never committed by mistake.
+func TestGitIgnoresWhatTryingTheServerLeaves(t *testing.T) {
+	t.Parallel()
+	for _, path := range []string{
+		"dev-keys.json",   // -dev-keys: the development keys
+		"receipts.pem",    // openssl genpkey: the receipt signing key
+		"receipts.jsonl",  // toolgate receipts export
+		"toolgate.db",     // "storage": "sqlite:toolgate.db", which keeps the sealing key
+		"toolgate.db-wal", // and its write-ahead log
+		"toolgate.db-shm", // and its shared memory
+		".pins-1234.json", // a pins update cut short
+		"examples/dev.db", // anywhere in the clone, not only at its root
+	} {
+		requireIgnoredByGit(t, path)
+	}
+}
+
+// requireShellTools skips a test of the README's shell commands where
+// they cannot run.
+func requireShellTools(t *testing.T) {
+	t.Helper()
 	for _, tool := range []string{"sh", "curl", "sed"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("%s is not installed", tool)
 		}
 	}
+}
+
+// readmeSection returns the README's section under "## heading", up to the
+// next one.
+func readmeSection(t *testing.T, heading string) string {
+	t.Helper()
 	readme, err := os.ReadFile("../../README.md")
 	require.NoError(t, err)
-	_, section, found := strings.Cut(string(readme), "\n## The server\n")
-	require.True(t, found, "the README has a section on the server")
-	_, start, found := strings.Cut(section, "```sh\n")
-	require.True(t, found)
-	start, _, _ = strings.Cut(start, "```")
-	require.Equal(t, "go run ./cmd/toolgate -offline -dev-keys dev-keys.json", strings.TrimSpace(start), "how the README starts the server")
-	_, script, found := strings.Cut(section[strings.Index(section, start)+len(start):], "```sh\n")
-	require.True(t, found, "the quick start's commands")
-	script, _, _ = strings.Cut(script, "```")
-	var lines []string
-	for _, line := range strings.Split(script, "\n") {
-		if !strings.HasPrefix(line, "export TOOLGATE_KEY=") && strings.TrimSpace(line) != "" {
-			lines = append(lines, line)
-		}
-	}
-	require.Len(t, lines, 4, "quote, extraction, call, spend")
+	_, section, found := strings.Cut(string(readme), "\n## "+heading+"\n")
+	require.True(t, found, "the README has a section %q", heading)
+	section, _, _ = strings.Cut(section, "\n## ")
+	return section
+}
 
-	keys := filepath.Join(t.TempDir(), "dev-keys.json")
-	srv, base := startServer(t, []string{"-offline", "-listen", "127.0.0.1:0", "-dev-keys", keys})
-	key := strings.TrimPrefix(srv.waitLine("export TOOLGATE_KEY=", 10*time.Second), "export TOOLGATE_KEY=")
-	out := runScript(t, strings.ReplaceAll(strings.Join(lines, "\n"), "http://127.0.0.1:8080", base), "TOOLGATE_KEY="+key)
-	requirePaidCall(t, out)
-	assert.Equal(t, 0, srv.stop(exitTimeout))
+// shellBlocks returns the sh code blocks of a README section, in order.
+func shellBlocks(section string) []string {
+	var blocks []string
+	for _, block := range strings.Split(section, "```sh\n")[1:] {
+		block, _, _ = strings.Cut(block, "```")
+		blocks = append(blocks, strings.TrimSpace(block))
+	}
+	return blocks
+}
+
+// requireIgnoredByGit checks that git ignores path, relative to the
+// repository's root, so that what the README's commands leave in a clone
+// is never committed by mistake. It skips outside a git checkout.
+func requireIgnoredByGit(t *testing.T, path string) {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	cmd := exec.Command("git", "rev-parse", "--is-inside-work-tree")
+	cmd.Dir = "../.."
+	if err := cmd.Run(); err != nil {
+		t.Skip("not in a git checkout")
+	}
+	cmd = exec.Command("git", "check-ignore", "--no-index", "-q", path)
+	cmd.Dir = "../.."
+	assert.NoError(t, cmd.Run(), "git ignores %s", path)
 }
