@@ -362,7 +362,7 @@ func TestParseConfigErrors(t *testing.T) {
 
 func TestLoadConfigMissingFile(t *testing.T) {
 	t.Parallel()
-	_, err := loadConfig(t.TempDir()+"/nope.json", testRegistry(t))
+	_, _, err := loadConfig(t.TempDir() + "/nope.json")
 	var ce *ConfigError
 	require.ErrorAs(t, err, &ce)
 	assert.Contains(t, err.Error(), "config: cannot read the config file: open ")
@@ -385,7 +385,7 @@ func TestLoadConfigSQLitePath(t *testing.T) {
 	for i, tc := range cases {
 		path := filepath.Join(dir, fmt.Sprintf("config-%d.json", i))
 		require.NoError(t, os.WriteFile(path, []byte(`{"storage": "`+tc.storage+`"}`), 0o600))
-		cfg, err := loadConfig(path, testRegistry(t))
+		_, cfg, err := loadConfig(path)
 		require.NoError(t, err, tc.storage)
 		assert.Equal(t, "sqlite:"+tc.want, cfg.Storage, tc.storage)
 	}
@@ -405,4 +405,34 @@ func TestREADMEConfigExample(t *testing.T) {
 	cfg, err := parseConfig([]byte(example), testRegistry(t))
 	require.NoError(t, err)
 	assert.Len(t, cfg.Principals, 1)
+}
+
+// TestLoadConfigBuiltinTools: the built-in tools are served unless
+// "builtinTools" is false; then the config may not name one.
+func TestLoadConfigBuiltinTools(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, doc string) string {
+		path := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(path, []byte(doc), 0o600))
+		return path
+	}
+	reg, cfg, err := loadConfig(write("default.json", `{}`))
+	require.NoError(t, err)
+	assert.True(t, cfg.BuiltinTools)
+	_, err = reg.Lookup("earthquake-search")
+	assert.NoError(t, err, "served by default")
+
+	reg, cfg, err = loadConfig(write("off.json", `{"builtinTools": false}`))
+	require.NoError(t, err)
+	assert.False(t, cfg.BuiltinTools)
+	_, total := reg.List("", 10, 0)
+	assert.Zero(t, total, "no built-in tool")
+
+	_, _, err = loadConfig(write("named.json", `{"builtinTools": false, "upstreams": {"earthquake-search": "https://quakes.example"}}`))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "earthquake-search")
+
+	_, _, err = loadConfig(write("bad.json", `{"builtinTools": "no"}`))
+	assert.EqualError(t, err, "config: builtinTools: must be true or false, not a string")
 }

@@ -160,17 +160,18 @@ flags only is "toolgate serve".`,
 	run: runServe,
 }
 
-// configure makes the registry and reads the config file at path into it,
-// or, with no path, makes the development setup and its keys (from
-// devKeysFile when given). A mistake is reported on stderr and comes back
-// as the exit code to stop with; exitOK means go on.
+// configure reads the config file at path and makes the registry it
+// describes or, with no path, makes the development setup, over the
+// built-in tools, and its keys (from devKeysFile when given). A mistake is
+// reported on stderr and comes back as the exit code to stop with; exitOK
+// means go on.
 func configure(path, devKeysFile string, stderr io.Writer) (*registry.Registry, *Config, *devSetup, int) {
-	reg, err := newRegistry()
-	if err != nil {
-		fmt.Fprintf(stderr, "toolgate: %v\n", err)
-		return nil, nil, nil, exitFailed
-	}
 	if path == "" {
+		reg, err := newRegistry()
+		if err != nil {
+			fmt.Fprintf(stderr, "toolgate: %v\n", err)
+			return nil, nil, nil, exitFailed
+		}
 		dev, err := newDevSetup(devKeysFile)
 		if err != nil {
 			fmt.Fprintf(stderr, "toolgate: %v\n", err)
@@ -178,7 +179,7 @@ func configure(path, devKeysFile string, stderr io.Writer) (*registry.Registry, 
 		}
 		return reg, dev.config(), dev, exitOK
 	}
-	cfg, err := loadConfig(path, reg)
+	reg, cfg, err := loadConfig(path)
 	if err != nil {
 		var me *registry.ManifestError
 		if errors.As(err, &me) {

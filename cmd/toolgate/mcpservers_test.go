@@ -75,7 +75,7 @@ func TestLoadConfigMCPPathsAreTheConfigFilesNeighbours(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte(`{"pins": "pins/toolgate.pins.json", "mcpServers": [
 		{"id": "a", "command": ["srv"], "env": {"T": {"file": "secrets/t"}, "U": {"file": "/abs/u"}}},
 		{"id": "b", "url": "https://x.example/mcp", "credential": {"header": "X-Key", "file": "k"}}]}`), 0o600))
-	cfg, err := loadConfig(path, testRegistry(t))
+	_, cfg, err := loadConfig(path)
 	require.NoError(t, err)
 	assert.Equal(t, filepath.Join(dir, "pins", "toolgate.pins.json"), cfg.PinsFile)
 	assert.Equal(t, filepath.Join(dir, "secrets", "t"), cfg.MCPServers[0].Env["T"].File)
@@ -94,7 +94,7 @@ func TestLoadConfigMCPCommandPathsAreTheConfigFilesNeighbours(t *testing.T) {
 		{"id": "b", "command": ["./server"]},
 		{"id": "c", "command": ["npx", "-y", "some-server"]},
 		{"id": "d", "command": ["/usr/local/bin/server"]}]}`), 0o600))
-	cfg, err := loadConfig(path, testRegistry(t))
+	_, cfg, err := loadConfig(path)
 	require.NoError(t, err)
 	assert.Equal(t, []string{filepath.Join(dir, "bin", "notes-server"), "data/notes"}, cfg.MCPServers[0].Command)
 	assert.Equal(t, []string{filepath.Join(dir, "server")}, cfg.MCPServers[1].Command)
