@@ -50,12 +50,12 @@ type Config struct {
 	// out of the registry when it is false.
 	BuiltinTools bool
 	Principals   []Principal
-	Upstreams         map[string]string         // tool slug -> origin
-	Trust             map[string]registry.Trust // tool slug -> override
-	Tools             []string                  // tool manifest globs, absolute
-	Approvers         []Approver                // the people who approve (approvers.go)
-	Approvals         Approvals
-	OAuth             *OAuth // nil: API keys only (oauth.go)
+	Upstreams    map[string]string         // tool slug -> origin
+	Trust        map[string]registry.Trust // tool slug -> override
+	Tools        []string                  // tool manifest globs, absolute
+	Approvers    []Approver                // the people who approve (approvers.go)
+	Approvals    Approvals
+	OAuth        *OAuth // nil: API keys only (oauth.go)
 
 	// IdempotencyLease and UpstreamTimeout are the gateway's; the lease is
 	// always longer, so that no call still waiting on its upstream is taken
