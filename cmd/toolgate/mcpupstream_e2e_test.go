@@ -274,6 +274,25 @@ func TestMCPPinBlocksUntilAccepted(t *testing.T) {
 		return q["policy"].(map[string]any)["callable"] == true
 	}, 10*time.Second, 50*time.Millisecond, "accepted: callable again")
 	assert.Equal(t, 0, srv.stop(exitTimeout))
+
+	// A digest edited by hand, with nothing else changed: pinning again
+	// says so, rather than listing no field.
+	pinsPath := filepath.Join(filepath.Dir(path), "toolgate.pins.json")
+	raw, err := os.ReadFile(pinsPath)
+	require.NoError(t, err)
+	var file map[string]any
+	require.NoError(t, json.Unmarshal(raw, &file))
+	echo := file["tools"].(map[string]any)["notes.echo"].(map[string]any)
+	served := echo["digest"].(string)
+	edited := "sha256:" + strings.Repeat("0", 64)
+	echo["digest"] = edited
+	raw, err = json.Marshal(file)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(pinsPath, raw, 0o600))
+	printed = pin()
+	assert.Contains(t, printed, "changed  notes.echo "+served+": no field differs from the pinned manifest, but the pinned digest "+edited+" was not its digest; the pin is rewritten\n")
+	assert.NotContains(t, printed, served+": \n", "never an empty list of fields")
+	assert.Contains(t, printed, "(0 added, 1 changed, 0 removed)")
 }
 
 // TestMCPServersBehindToolgateMCP serves an MCP server's tools over
