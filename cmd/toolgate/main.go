@@ -1,7 +1,8 @@
 // Command toolgate is the standalone toolgate server: the gateway's HTTP API,
-// MCP at /mcp and the approval pages, over the built-in tools and the tools
-// of the manifests its config names, configured by one JSON file; and the
-// commands around it.
+// MCP at /mcp and the approval pages, over the built-in tools (unless its
+// config's "builtinTools" is false) and the tools of the manifests and MCP
+// servers its config names, configured by one JSON file; and the commands
+// around it.
 //
 //	toolgate [serve] [-config FILE] [-listen ADDR] [-offline] [-dev-keys FILE]
 //	toolgate mcp [-config FILE -principal ID] [-offline]

@@ -125,6 +125,26 @@ func TestToolsCheckWithConfig(t *testing.T) {
 	assert.Equal(t, "air-quality 1 "+served+"\n", stdout)
 }
 
+// TestToolsCheckWithoutBuiltinTools: with a config whose "builtinTools"
+// is false, a manifest may take a built-in tool's slug, as on the server;
+// without it, that is a clash.
+func TestToolsCheckWithoutBuiltinTools(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	doc := exampleManifest(t, "air-quality.json")
+	doc["slug"] = "exchange-rates"
+	path := writeManifest(t, dir, "rates.json", doc)
+	config := writeManifest(t, dir, "toolgate.json", map[string]any{"builtinTools": false})
+
+	code, _, stderr := runCheck(path)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "exchange-rates version 1 is already registered")
+
+	code, stdout, stderr := runCheck("-config", config, path)
+	assert.Equal(t, 0, code, stderr)
+	assert.Regexp(t, `^exchange-rates 1 sha256:[0-9a-f]{64}\n$`, stdout)
+}
+
 func TestToolsCheckUsage(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
