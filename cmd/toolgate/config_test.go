@@ -193,20 +193,20 @@ func TestParseConfigErrors(t *testing.T) {
 		want string // the whole message, or its start when it ends in "..."
 	}{
 		{"unknown top-level field", `{"listn": "127.0.0.1:8080"}`,
-			`config: unknown field "listn"`},
+			`config: unknown field "listn": did you mean "listen"?`},
 		{"unknown field in a principal", `{"principals": [{"id": "a", "apikeys": ["k"]}]}`,
-			`config: principals[0]: unknown field "apikeys"`},
+			`config: principals[0]: unknown field "apikeys": did you mean "apiKeys"?`},
 		{"unknown field in spend controls", principal(`, "spendControls": {"maxPerCall": "1"}`),
-			`config: principals[0].spendControls: unknown field "maxPerCall"`},
+			`config: principals[0].spendControls: unknown field "maxPerCall": did you mean "maxPerCallUsd"?`},
 		{"unknown field in tool controls", principal(`, "spendControls": {"tools": {"goal-data": {"allow": true}}}`),
-			`config: principals[0].spendControls.tools.goal-data: unknown field "allow"`},
+			`config: principals[0].spendControls.tools.goal-data: unknown field "allow": did you mean "allowed"?`},
 		{"unknown field in trust", `{"trust": {"goal-data": {"paid": true}}}`,
 			`config: trust.goal-data: unknown field "paid"`},
 
 		{"receipts without a key", `{"receipts": {"keyId": "k"}}`,
 			`config: receipts: needs "signingKeyFile": without it, leave "receipts" out and a development key is generated at start`},
 		{"unknown field in receipts", `{"receipts": {"signingKeyFile": "k.pem", "key": "x"}}`,
-			`config: receipts: unknown field "key"`},
+			`config: receipts: unknown field "key": did you mean "keyId"?`},
 		{"a retired key without its file", `{"receipts": {"signingKeyFile": "k.pem", "retiredKeys": [{"keyId": "old"}]}}`,
 			`config: receipts.retiredKeys[0]: needs "publicKeyFile": the retired key's public half in PEM`},
 
