@@ -70,6 +70,46 @@ func TestCheckManifestListsEveryMisfit(t *testing.T) {
 	}
 }
 
+// A manifest that does not fit the format and has mistakes the format
+// cannot see gets all of them in one check: the misfits first, then the
+// rest. What a misfit already covers is not said twice.
+func TestCheckManifestListsMisfitsAndMistakesTogether(t *testing.T) {
+	t.Parallel()
+	doc := manifestDoc(t)
+	doc["owner"] = "me"
+	setPath(doc, "pricing", map[string]any{"type": "per_call", "amount": "ten cents"})
+	setPath(doc, "endpoint.query.units", "{unit}")
+	setPath(doc, "endpoint.origin", "http://api.acme.test")
+	c := registry.CheckManifest("tool.json", encode(t, doc), parseOpts(nil))
+	assert.Equal(t, []string{
+		"owner: is not a field of toolgate.tool/v1",
+		`pricing.amount: must be a decimal amount in USD with at most 4 decimals, such as "0.0100"`,
+		"endpoint.origin: must use https; plain http is allowed only when the operator's config names an origin for station-readings (upstreams.station-readings)",
+		"endpoint.query.units: {unit} names no property of inputSchema (it has limit, stationId, units)",
+	}, reasons(c.Errors))
+	assert.Nil(t, c.Tool)
+
+	// A value of the wrong kind is a misfit, and the checks still look at
+	// the rest.
+	doc = manifestDoc(t)
+	doc["version"] = "1"
+	setPath(doc, "endpoint.query.units", "{unit}")
+	c = registry.CheckManifest("tool.json", encode(t, doc), parseOpts(nil))
+	assert.Equal(t, []string{
+		"version: must be an integer, not a string",
+		"endpoint.query.units: {unit} names no property of inputSchema (it has limit, stationId, units)",
+	}, reasons(c.Errors))
+
+	// The server reports the first, and reads no credential for a manifest
+	// it refuses.
+	read := false
+	_, err := registry.ParseManifest("tool.json", encode(t, doc), &registry.ParseOptions{
+		LookupEnv: func(string) (string, bool) { read = true; return testSecret, true },
+	})
+	assert.Equal(t, c.Errors[0], manifestError(t, err))
+	assert.False(t, read, "the credential of a refused manifest is not read")
+}
+
 // Checking needs no secret: a credential that cannot be read is told apart
 // from the manifest's mistakes, and the tool is still described.
 func TestCheckManifestWithoutTheSecret(t *testing.T) {

@@ -63,6 +63,17 @@ func (p jsonPath) index(i int) jsonPath {
 	return p + jsonPath("["+strconv.Itoa(i)+"]")
 }
 
+// within reports whether p is outer or a path inside it: "endpoint.query.q"
+// and "endpoint" itself are within "endpoint", "endpointX" is not. Every
+// path is within the document's, "".
+func (p jsonPath) within(outer jsonPath) bool {
+	if outer == "" || p == outer {
+		return true
+	}
+	rest, ok := strings.CutPrefix(string(p), string(outer))
+	return ok && (rest[0] == '.' || rest[0] == '[')
+}
+
 // manifestErrorf builds a *ManifestError at path.
 func manifestErrorf(file string, path jsonPath, format string, args ...any) *ManifestError {
 	return &ManifestError{File: file, Path: string(path), Reason: fmt.Sprintf(format, args...)}

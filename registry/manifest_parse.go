@@ -132,9 +132,11 @@ type ManifestCheck struct {
 	// (its entry, its digest), never for serving calls.
 	Tool *Tool
 	// Errors is every mistake in the manifest, in the order ParseManifest
-	// meets them (it reports the first). A manifest that does not fit the
-	// format's schema gets only those errors, one per JSON path: the rest
-	// of its checks need a manifest of the right shape.
+	// meets them (it reports the first): where it does not fit the
+	// format's schema first, one per JSON path, then what the other checks
+	// find elsewhere (a placeholder naming no input field, an origin
+	// without HTTPS). A value that is not JSON of the right kind for its
+	// field is left out of those checks.
 	Errors []*ManifestError
 	// Credential says why the credential could not be read from where the
 	// manifest says (an environment variable not set or empty, a file
@@ -164,17 +166,27 @@ func checkManifest(file string, data []byte, opts *ParseOptions, readAnyway bool
 	if err != nil {
 		return ManifestCheck{Errors: []*ManifestError{asManifestError(file, err)}}
 	}
-	if fs := formatFailures(file, data, doc); len(fs) > 0 {
-		return ManifestCheck{Errors: fs}
-	}
+	misfits := formatFailures(file, data, doc)
 	var m manifestFile
 	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&m); err != nil {
-		// The format's schema admits only what decodes; this is a bug.
-		return ManifestCheck{Errors: []*ManifestError{manifestErrorf(file, "", "does not decode: %v", err)}}
+	if len(misfits) == 0 {
+		dec.DisallowUnknownFields()
 	}
-	p := manifestParser{file: file, m: &m, opts: o, readAnyway: readAnyway}
+	if err := dec.Decode(&m); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if len(misfits) == 0 {
+			// The format's schema admits only what decodes; this is a bug.
+			return ManifestCheck{Errors: []*ManifestError{manifestErrorf(file, "", "does not decode: %v", err)}}
+		}
+		if !errors.As(err, &typeErr) {
+			return ManifestCheck{Errors: misfits}
+		}
+		// A value of the wrong type, already a misfit, is left at its zero
+		// value and the rest decoded: the other checks can still run.
+	}
+	// The checks go on past the misfits, so that one run finds every
+	// mistake: a misspelt field and a bad template are fixed together.
+	p := manifestParser{file: file, m: &m, opts: o, readAnyway: readAnyway, errs: misfits, misfits: misfits}
 	t := p.tool()
 	return ManifestCheck{Tool: t, Errors: p.errs, Credential: p.credErr}
 }
@@ -201,15 +213,34 @@ type manifestParser struct {
 	readAnyway bool
 	errs       []*ManifestError
 	credErr    *ManifestError
+	// misfits are where the manifest does not fit the format's schema. A
+	// check's finding at, in or around one of them is dropped: the misfit
+	// already says what is wrong there, and better.
+	misfits []*ManifestError
 }
 
 func (p *manifestParser) errorf(path jsonPath, format string, args ...any) error {
 	return manifestErrorf(p.file, path, format, args...)
 }
 
-// fail records a mistake.
+// fail records a mistake, unless a misfit covers it.
 func (p *manifestParser) fail(err error) {
-	p.errs = append(p.errs, asManifestError(p.file, err))
+	me := asManifestError(p.file, err)
+	if p.misfit(jsonPath(me.Path)) {
+		return
+	}
+	p.errs = append(p.errs, me)
+}
+
+// misfit reports whether path is, is inside or holds a value that does
+// not fit the format.
+func (p *manifestParser) misfit(path jsonPath) bool {
+	for _, m := range p.misfits {
+		if path.within(jsonPath(m.Path)) || jsonPath(m.Path).within(path) {
+			return true
+		}
+	}
+	return false
 }
 
 // tool runs every check and, when none failed, builds the tool.
@@ -253,6 +284,8 @@ func (p *manifestParser) tool() *Tool {
 			p.fail(p.errorf("credential.header", "is set by the gateway's HTTP client; use the header the provider names for its key"))
 		case mc.File != "" && !filepath.IsAbs(mc.File):
 			p.fail(p.errorf(jsonPath("credential").key("file"), "must be an absolute path"))
+		case p.misfit("credential"):
+			// Where to read it from is itself wrong.
 		case len(p.errs) == 0 || p.readAnyway:
 			c, err := readCredential(p.file, "credential", mc, p.opts)
 			if err != nil {

@@ -78,7 +78,7 @@ func TestParseConfigApproverErrors(t *testing.T) {
 		{"an approver of an unknown principal", doc(agent, `{"id": "pat", "keys": ["tg_pat"], "principals": ["agent", "bob"]}`, ""),
 			`config: approvers[0].principals[1]: no principal "bob" is configured`},
 		{"unknown field in an approver", doc(agent, `{"id": "pat", "key": ["tg_pat"]}`, ""),
-			`config: approvers[0]: unknown field "key"`},
+			`config: approvers[0]: unknown field "key": did you mean "keys"?`},
 		{"a bad approver digest", doc(agent, `{"id": "pat", "keySha256": ["tg_pat_pasted_here"]}`, ""),
 			`config: approvers[0].keySha256[0]: must be the SHA-256 of a key as 64 hex digits`},
 		{"approver mode without an approver", doc(agent, `{"id": "pat", "keys": ["tg_pat"]}`, ""),
@@ -99,7 +99,7 @@ func TestParseConfigApproverErrors(t *testing.T) {
 		{"a public URL with a query", doc(agent, pat, `, "approvals": {"publicUrl": "https://gateway.example/?to=elsewhere"}`),
 			`config: approvals.publicUrl: must be an http or https URL without query or fragment, the address people reach this server at`},
 		{"unknown field in approvals", doc(agent, pat, `, "approvals": {"webhook": "https://hooks.example"}`),
-			`config: approvals: unknown field "webhook"`},
+			`config: approvals: unknown field "webhook": did you mean "webhookUrl"?`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

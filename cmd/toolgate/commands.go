@@ -69,13 +69,57 @@ func (c *cli) run(ctx context.Context, args []string) int {
 	}
 	cmd, rest := c.find(args)
 	if cmd != nil {
+		if code, mistyped := c.mistypedSubcommand(cmd, rest); mistyped {
+			return code
+		}
 		return cmd.run(ctx, c, cmd, rest)
 	}
 	if group := c.group(args[0]); len(group) > 0 {
 		return c.runGroup(args[0], group, args[1:])
 	}
-	fmt.Fprintf(c.stderr, "toolgate: unknown command %q (see toolgate help)\n", args[0])
+	fmt.Fprintf(c.stderr, "toolgate: unknown command %q%s (see toolgate help)\n", args[0], c.didYouMeanCommand("", args[0]))
 	return exitUsage
+}
+
+// words are the words that can follow name ("" for toolgate itself) in
+// a command's name: "mcp" and "tools" after "", "pin" after "mcp".
+func (c *cli) words(name string) []string {
+	var out []string
+	for _, cmd := range c.commands {
+		rest, ok := strings.CutPrefix(cmd.name, name)
+		if name != "" && !strings.HasPrefix(rest, " ") || !ok {
+			continue
+		}
+		if word := strings.Fields(rest); len(word) > 0 && !slices.Contains(out, word[0]) {
+			out = append(out, word[0])
+		}
+	}
+	return out
+}
+
+// didYouMeanCommand is didYouMean for a word after name ("" for toolgate
+// itself), suggesting the whole command: "mcp pin" for "mcp pn".
+func (c *cli) didYouMeanCommand(name, word string) string {
+	meant := nearest(word, c.words(name))
+	if meant == "" {
+		return ""
+	}
+	return fmt.Sprintf(": did you mean %q?", strings.TrimSpace(name+" "+meant))
+}
+
+// mistypedSubcommand answers "toolgate mcp pn": an argument after a
+// command that others extend, and near enough one of their words to be
+// meant as it, is a mistyped command rather than the command's argument.
+func (c *cli) mistypedSubcommand(cmd *command, rest []string) (int, bool) {
+	if len(rest) == 0 || strings.HasPrefix(rest[0], "-") {
+		return 0, false
+	}
+	hint := c.didYouMeanCommand(cmd.name, rest[0])
+	if hint == "" {
+		return 0, false
+	}
+	fmt.Fprintf(c.stderr, "toolgate: unknown command \"%s %s\"%s (see toolgate help %s)\n", cmd.name, rest[0], hint, cmd.name)
+	return exitUsage, true
 }
 
 // find returns the command with the longest name that starts args, and
@@ -115,7 +159,7 @@ func (c *cli) runGroup(word string, group []*command, args []string) int {
 		fmt.Fprintf(c.stderr, "toolgate %s: name a command (see toolgate help %s)\n", word, word)
 		return exitUsage
 	}
-	fmt.Fprintf(c.stderr, "toolgate: unknown command \"%s %s\" (see toolgate help %s)\n", word, args[0], word)
+	fmt.Fprintf(c.stderr, "toolgate: unknown command \"%s %s\"%s (see toolgate help %s)\n", word, args[0], c.didYouMeanCommand(word, args[0]), word)
 	return exitUsage
 }
 

@@ -45,13 +45,17 @@ type Config struct {
 	ApprovalTTL       time.Duration // how long an approval request waits; 0: the gateway's 30 min
 	FeeRate           *decimal.Decimal
 	ExposeUsageCounts bool
-	Principals        []Principal
-	Upstreams         map[string]string         // tool slug -> origin
-	Trust             map[string]registry.Trust // tool slug -> override
-	Tools             []string                  // tool manifest globs, absolute
-	Approvers         []Approver                // the people who approve (approvers.go)
-	Approvals         Approvals
-	OAuth             *OAuth // nil: API keys only (oauth.go)
+	// BuiltinTools is whether the five built-in tools are served beside
+	// the manifests' and the MCP servers' tools; loadConfig leaves them
+	// out of the registry when it is false.
+	BuiltinTools bool
+	Principals   []Principal
+	Upstreams    map[string]string         // tool slug -> origin
+	Trust        map[string]registry.Trust // tool slug -> override
+	Tools        []string                  // tool manifest globs, absolute
+	Approvers    []Approver                // the people who approve (approvers.go)
+	Approvals    Approvals
+	OAuth        *OAuth // nil: API keys only (oauth.go)
 
 	// IdempotencyLease and UpstreamTimeout are the gateway's; the lease is
 	// always longer, so that no call still waiting on its upstream is taken
@@ -118,30 +122,35 @@ func (c *Config) postgres() bool { return c.storageKind() == "postgres" }
 // sqlitePath is the SQLite file's path, when the config stores in one.
 func (c *Config) sqlitePath() string { return strings.TrimPrefix(c.Storage, sqlitePrefix) }
 
-// loadConfig reads and parses the config file at path, registering the
-// tool manifests its "tools" globs name into reg first. Every relative path
+// loadConfig reads and parses the config file at path, and makes the
+// registry it describes: the built-in tools unless its "builtinTools" is
+// false, then the tool manifests its "tools" globs name. Every relative path
 // in the file (the globs, a SQLite file, the pins file, the MCP servers'
 // and the receipts' key files) is taken from the config file's directory,
 // made absolute here once, so that every command finds the same files
 // whatever directory it was started from and however path was given
 // (absolute, or relative to that directory). Absolute paths stay as they
 // are.
-func loadConfig(path string, reg *registry.Registry) (*Config, error) {
+func loadConfig(path string) (*registry.Registry, *Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, &ConfigError{Msg: "cannot read the config file: " + err.Error()}
+		return nil, nil, &ConfigError{Msg: "cannot read the config file: " + err.Error()}
 	}
 	dir, err := filepath.Abs(filepath.Dir(path))
 	if err != nil {
-		return nil, &ConfigError{Msg: "cannot find the config file's directory: " + err.Error()}
+		return nil, nil, &ConfigError{Msg: "cannot find the config file's directory: " + err.Error()}
+	}
+	reg, err := configRegistry(data)
+	if err != nil {
+		return nil, nil, err
 	}
 	tools, err := loadToolManifests(data, dir, reg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cfg, err := parseConfig(data, reg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cfg.Tools = tools
 	resolveMCPPaths(cfg, dir)
@@ -149,7 +158,35 @@ func loadConfig(path string, reg *registry.Registry) (*Config, error) {
 	if cfg.storageKind() == "sqlite" && !filepath.IsAbs(cfg.sqlitePath()) {
 		cfg.Storage = sqlitePrefix + filepath.Join(dir, cfg.sqlitePath())
 	}
-	return cfg, nil
+	return reg, cfg, nil
+}
+
+// configRegistry is the registry a config starts from, before its
+// manifests: the built-in tools, or none when its "builtinTools" is false.
+// It is read first, since the rest of the file may name a built-in tool
+// only when it is served.
+func configRegistry(data []byte) (*registry.Registry, error) {
+	root, err := parseDocument(data)
+	if err != nil {
+		return nil, err
+	}
+	fields, err := root.members()
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range fields {
+		if f.name != "builtinTools" {
+			continue
+		}
+		builtins, err := f.boolean()
+		if err != nil {
+			return nil, err
+		}
+		if !builtins {
+			return registry.New(), nil
+		}
+	}
+	return newRegistry()
 }
 
 // parseConfig parses a config file. Every tool it names must be in reg,
@@ -162,13 +199,13 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 		return nil, err
 	}
 	fs, err := root.fields("listen", "storage", "quoteTTL", "maxOpenQuotes", "approvalTTL", "idempotencyLease", "upstreamTimeout", "feeRate",
-		"exposeUsageCounts", "principals", "upstreams", "trust", "tools", "approvers", "approvals",
+		"exposeUsageCounts", "builtinTools", "principals", "upstreams", "trust", "tools", "approvers", "approvals",
 		"metricsListen", "retention", "synchronousAdmission", "oauth", "sealingKeys", "limits", "allowedHosts", "mcpServers", "pins", "receipts", "budgets")
 	if err != nil {
 		return nil, err
 	}
 	p := configParser{reg: reg, callerKeys: map[[sha256.Size]byte]string{}, mcpIDs: mcpServerIDs(root)}
-	cfg := &Config{Listen: defaultListen, Storage: storageMemory}
+	cfg := &Config{Listen: defaultListen, Storage: storageMemory, BuiltinTools: true}
 	var leaseField, upstreamField *field // for the check across the two
 	var syncAdmissionField *field        // checked against the storage
 	var mcpField, pinsField *field       // checked against each other and the lease
@@ -196,6 +233,8 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 			cfg.FeeRate, err = p.feeRate(f.node)
 		case "exposeUsageCounts":
 			cfg.ExposeUsageCounts, err = f.boolean()
+		case "builtinTools":
+			cfg.BuiltinTools, err = f.boolean() // applied by configRegistry, before the rest
 		case "principals":
 			cfg.Principals, err = p.principals(f.node)
 		case "upstreams":

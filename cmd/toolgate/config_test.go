@@ -193,20 +193,20 @@ func TestParseConfigErrors(t *testing.T) {
 		want string // the whole message, or its start when it ends in "..."
 	}{
 		{"unknown top-level field", `{"listn": "127.0.0.1:8080"}`,
-			`config: unknown field "listn"`},
+			`config: unknown field "listn": did you mean "listen"?`},
 		{"unknown field in a principal", `{"principals": [{"id": "a", "apikeys": ["k"]}]}`,
-			`config: principals[0]: unknown field "apikeys"`},
+			`config: principals[0]: unknown field "apikeys": did you mean "apiKeys"?`},
 		{"unknown field in spend controls", principal(`, "spendControls": {"maxPerCall": "1"}`),
-			`config: principals[0].spendControls: unknown field "maxPerCall"`},
+			`config: principals[0].spendControls: unknown field "maxPerCall": did you mean "maxPerCallUsd"?`},
 		{"unknown field in tool controls", principal(`, "spendControls": {"tools": {"goal-data": {"allow": true}}}`),
-			`config: principals[0].spendControls.tools.goal-data: unknown field "allow"`},
+			`config: principals[0].spendControls.tools.goal-data: unknown field "allow": did you mean "allowed"?`},
 		{"unknown field in trust", `{"trust": {"goal-data": {"paid": true}}}`,
 			`config: trust.goal-data: unknown field "paid"`},
 
 		{"receipts without a key", `{"receipts": {"keyId": "k"}}`,
 			`config: receipts: needs "signingKeyFile": without it, leave "receipts" out and a development key is generated at start`},
 		{"unknown field in receipts", `{"receipts": {"signingKeyFile": "k.pem", "key": "x"}}`,
-			`config: receipts: unknown field "key"`},
+			`config: receipts: unknown field "key": did you mean "keyId"?`},
 		{"a retired key without its file", `{"receipts": {"signingKeyFile": "k.pem", "retiredKeys": [{"keyId": "old"}]}}`,
 			`config: receipts.retiredKeys[0]: needs "publicKeyFile": the retired key's public half in PEM`},
 
@@ -362,7 +362,7 @@ func TestParseConfigErrors(t *testing.T) {
 
 func TestLoadConfigMissingFile(t *testing.T) {
 	t.Parallel()
-	_, err := loadConfig(t.TempDir()+"/nope.json", testRegistry(t))
+	_, _, err := loadConfig(t.TempDir() + "/nope.json")
 	var ce *ConfigError
 	require.ErrorAs(t, err, &ce)
 	assert.Contains(t, err.Error(), "config: cannot read the config file: open ")
@@ -385,7 +385,7 @@ func TestLoadConfigSQLitePath(t *testing.T) {
 	for i, tc := range cases {
 		path := filepath.Join(dir, fmt.Sprintf("config-%d.json", i))
 		require.NoError(t, os.WriteFile(path, []byte(`{"storage": "`+tc.storage+`"}`), 0o600))
-		cfg, err := loadConfig(path, testRegistry(t))
+		_, cfg, err := loadConfig(path)
 		require.NoError(t, err, tc.storage)
 		assert.Equal(t, "sqlite:"+tc.want, cfg.Storage, tc.storage)
 	}
@@ -405,4 +405,34 @@ func TestREADMEConfigExample(t *testing.T) {
 	cfg, err := parseConfig([]byte(example), testRegistry(t))
 	require.NoError(t, err)
 	assert.Len(t, cfg.Principals, 1)
+}
+
+// TestLoadConfigBuiltinTools: the built-in tools are served unless
+// "builtinTools" is false; then the config may not name one.
+func TestLoadConfigBuiltinTools(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, doc string) string {
+		path := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(path, []byte(doc), 0o600))
+		return path
+	}
+	reg, cfg, err := loadConfig(write("default.json", `{}`))
+	require.NoError(t, err)
+	assert.True(t, cfg.BuiltinTools)
+	_, err = reg.Lookup("earthquake-search")
+	assert.NoError(t, err, "served by default")
+
+	reg, cfg, err = loadConfig(write("off.json", `{"builtinTools": false}`))
+	require.NoError(t, err)
+	assert.False(t, cfg.BuiltinTools)
+	_, total := reg.List("", 10, 0)
+	assert.Zero(t, total, "no built-in tool")
+
+	_, _, err = loadConfig(write("named.json", `{"builtinTools": false, "upstreams": {"earthquake-search": "https://quakes.example"}}`))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "earthquake-search")
+
+	_, _, err = loadConfig(write("bad.json", `{"builtinTools": "no"}`))
+	assert.EqualError(t, err, "config: builtinTools: must be true or false, not a string")
 }

@@ -179,7 +179,7 @@ func TestServerRefusesBadConfig(t *testing.T) {
 	srv := startProcess(t, nil, "TOOLGATE_CONFIG="+path) // named by the environment, not the flag
 	assert.Equal(t, 2, srv.wait(exitTimeout))
 	stderr := srv.stderr.String()
-	assert.Equal(t, "toolgate: "+path+`: config: unknown field "listn"`+"\n", stderr)
+	assert.Equal(t, "toolgate: "+path+`: config: unknown field "listn": did you mean "listen"?`+"\n", stderr)
 	assert.NotContains(t, stderr, "goroutine")
 	assert.NotContains(t, stderr, "panic")
 	assert.Empty(t, srv.stdout.String(), "nothing listens, so nothing is printed")

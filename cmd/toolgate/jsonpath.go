@@ -165,7 +165,7 @@ func (n node) fields(allowed ...string) ([]field, error) {
 			}
 		}
 		if !found {
-			return nil, n.errorf("unknown field %q", f.name)
+			return nil, n.errorf("unknown field %q%s", f.name, didYouMean(f.name, allowed))
 		}
 	}
 	return fs, nil

@@ -1,7 +1,8 @@
 // Command toolgate is the standalone toolgate server: the gateway's HTTP API,
-// MCP at /mcp and the approval pages, over the built-in tools and the tools
-// of the manifests its config names, configured by one JSON file; and the
-// commands around it.
+// MCP at /mcp and the approval pages, over the built-in tools (unless its
+// config's "builtinTools" is false) and the tools of the manifests and MCP
+// servers its config names, configured by one JSON file; and the commands
+// around it.
 //
 //	toolgate [serve] [-config FILE] [-listen ADDR] [-offline] [-dev-keys FILE]
 //	toolgate mcp [-config FILE -principal ID] [-offline]
@@ -160,17 +161,18 @@ flags only is "toolgate serve".`,
 	run: runServe,
 }
 
-// configure makes the registry and reads the config file at path into it,
-// or, with no path, makes the development setup and its keys (from
-// devKeysFile when given). A mistake is reported on stderr and comes back
-// as the exit code to stop with; exitOK means go on.
+// configure reads the config file at path and makes the registry it
+// describes or, with no path, makes the development setup, over the
+// built-in tools, and its keys (from devKeysFile when given). A mistake is
+// reported on stderr and comes back as the exit code to stop with; exitOK
+// means go on.
 func configure(path, devKeysFile string, stderr io.Writer) (*registry.Registry, *Config, *devSetup, int) {
-	reg, err := newRegistry()
-	if err != nil {
-		fmt.Fprintf(stderr, "toolgate: %v\n", err)
-		return nil, nil, nil, exitFailed
-	}
 	if path == "" {
+		reg, err := newRegistry()
+		if err != nil {
+			fmt.Fprintf(stderr, "toolgate: %v\n", err)
+			return nil, nil, nil, exitFailed
+		}
 		dev, err := newDevSetup(devKeysFile)
 		if err != nil {
 			fmt.Fprintf(stderr, "toolgate: %v\n", err)
@@ -178,7 +180,7 @@ func configure(path, devKeysFile string, stderr io.Writer) (*registry.Registry, 
 		}
 		return reg, dev.config(), dev, exitOK
 	}
-	cfg, err := loadConfig(path, reg)
+	reg, cfg, err := loadConfig(path)
 	if err != nil {
 		var me *registry.ManifestError
 		if errors.As(err, &me) {

@@ -29,7 +29,7 @@ func TestRunRefusesBadUsage(t *testing.T) {
 	}{
 		{"unknown flag", []string{"-nope"}, "toolgate: flag provided but not defined: -nope (see toolgate help serve)\n"},
 		{"unknown double-dash flag", []string{"--nope"}, "toolgate: flag provided but not defined: -nope (see toolgate help serve)\n"},
-		{"unknown command", []string{"srve"}, "toolgate: unknown command \"srve\" (see toolgate help)\n"},
+		{"unknown command", []string{"srve"}, "toolgate: unknown command \"srve\": did you mean \"serve\"? (see toolgate help)\n"},
 		{"stray argument", []string{"serve", "now"}, "toolgate: unexpected argument \"now\" (see toolgate help serve)\n"},
 		{"bad -listen", []string{"-listen", "8080"}, "toolgate: -listen: \"8080\" is not a host:port address (see toolgate help serve)\n"},
 		{"-dev-keys with a config", []string{"-config", "toolgate.json", "-dev-keys", "keys.json"},

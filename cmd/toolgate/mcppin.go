@@ -88,6 +88,14 @@ func runPin(ctx context.Context, c *cli, cmd *command, args []string) int {
 		case mcpupstream.Removed:
 			fmt.Fprintf(stdout, "removed  %s\n", c.Slug)
 		case mcpupstream.Changed:
+			if len(c.Fields) == 0 {
+				// The file's digest was edited, or its manifest: what the
+				// server serves is what was pinned, and an empty list of
+				// fields would say nothing.
+				fmt.Fprintf(stdout, "changed  %s %s: no field differs from the pinned manifest, but the pinned digest %s was not its digest; the pin is rewritten\n",
+					c.Slug, pins.Tools[c.Slug].Digest, old.Tools[c.Slug].Digest)
+				continue
+			}
 			fmt.Fprintf(stdout, "changed  %s %s: %s\n", c.Slug, pins.Tools[c.Slug].Digest, strings.Join(c.Fields, ", "))
 		}
 	}

@@ -75,7 +75,7 @@ func TestLoadConfigMCPPathsAreTheConfigFilesNeighbours(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte(`{"pins": "pins/toolgate.pins.json", "mcpServers": [
 		{"id": "a", "command": ["srv"], "env": {"T": {"file": "secrets/t"}, "U": {"file": "/abs/u"}}},
 		{"id": "b", "url": "https://x.example/mcp", "credential": {"header": "X-Key", "file": "k"}}]}`), 0o600))
-	cfg, err := loadConfig(path, testRegistry(t))
+	_, cfg, err := loadConfig(path)
 	require.NoError(t, err)
 	assert.Equal(t, filepath.Join(dir, "pins", "toolgate.pins.json"), cfg.PinsFile)
 	assert.Equal(t, filepath.Join(dir, "secrets", "t"), cfg.MCPServers[0].Env["T"].File)
@@ -94,7 +94,7 @@ func TestLoadConfigMCPCommandPathsAreTheConfigFilesNeighbours(t *testing.T) {
 		{"id": "b", "command": ["./server"]},
 		{"id": "c", "command": ["npx", "-y", "some-server"]},
 		{"id": "d", "command": ["/usr/local/bin/server"]}]}`), 0o600))
-	cfg, err := loadConfig(path, testRegistry(t))
+	_, cfg, err := loadConfig(path)
 	require.NoError(t, err)
 	assert.Equal(t, []string{filepath.Join(dir, "bin", "notes-server"), "data/notes"}, cfg.MCPServers[0].Command)
 	assert.Equal(t, []string{filepath.Join(dir, "server")}, cfg.MCPServers[1].Command)
@@ -130,7 +130,7 @@ func TestParseConfigMCPServersErrors(t *testing.T) {
 		{"free with a price", server(`, "command": ["x"], "defaults": {"pricing": {"type": "free", "amount": "1"}}`), `config: mcpServers[0].defaults.pricing.amount: a free tool has no amount`},
 		{"enabled in defaults", server(`, "command": ["x"], "defaults": {"enabled": false}`), `config: mcpServers[0].defaults: unknown field "enabled"`},
 		{"bad capability", server(`, "command": ["x"], "defaults": {"capabilities": {"readOnly": "yes"}}`), `config: mcpServers[0].defaults.capabilities.readOnly: must be true or false, not a string`},
-		{"unknown capability", server(`, "command": ["x"], "defaults": {"capabilities": {"readonly": true}}`), `config: mcpServers[0].defaults.capabilities: unknown field "readonly"`},
+		{"unknown capability", server(`, "command": ["x"], "defaults": {"capabilities": {"readonly": true}}`), `config: mcpServers[0].defaults.capabilities: unknown field "readonly": did you mean "readOnly"?`},
 		{"call timeout past the lease", server(`, "command": ["x"], "callTimeout": "90s"`), `config: mcpServers[0].callTimeout: 1m30s must be shorter than idempotencyLease (1m0s), ...`},
 		{"default call timeout past a short lease", `{"idempotencyLease": "20s", "upstreamTimeout": "5s", "mcpServers": [{"id": "a", "command": ["x"]}]}`, `config: mcpServers[0].callTimeout: 30s must be shorter than idempotencyLease (20s), ...`},
 		{"pins without servers", `{"pins": "toolgate.pins.json"}`, `config: pins: pins the tools of mcpServers, and there are none`},

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -273,6 +274,25 @@ func TestMCPPinBlocksUntilAccepted(t *testing.T) {
 		return q["policy"].(map[string]any)["callable"] == true
 	}, 10*time.Second, 50*time.Millisecond, "accepted: callable again")
 	assert.Equal(t, 0, srv.stop(exitTimeout))
+
+	// A digest edited by hand, with nothing else changed: pinning again
+	// says so, rather than listing no field.
+	pinsPath := filepath.Join(filepath.Dir(path), "toolgate.pins.json")
+	raw, err := os.ReadFile(pinsPath)
+	require.NoError(t, err)
+	var file map[string]any
+	require.NoError(t, json.Unmarshal(raw, &file))
+	echo := file["tools"].(map[string]any)["notes.echo"].(map[string]any)
+	served := echo["digest"].(string)
+	edited := "sha256:" + strings.Repeat("0", 64)
+	echo["digest"] = edited
+	raw, err = json.Marshal(file)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(pinsPath, raw, 0o600))
+	printed = pin()
+	assert.Contains(t, printed, "changed  notes.echo "+served+": no field differs from the pinned manifest, but the pinned digest "+edited+" was not its digest; the pin is rewritten\n")
+	assert.NotContains(t, printed, served+": \n", "never an empty list of fields")
+	assert.Contains(t, printed, "(0 added, 1 changed, 0 removed)")
 }
 
 // TestMCPServersBehindToolgateMCP serves an MCP server's tools over
@@ -304,4 +324,72 @@ func TestMCPServersBehindToolgateMCP(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	assert.True(t, gone(serverPID) && gone(childPID), "no process left behind")
+}
+
+// TestREADMEGatingFirstTool runs the README's first step of gating, as a
+// newcomer on a fresh clone would: the example config, with the MCP server
+// it names built where the README builds it, serves that server's tools
+// and no built-in one, and the quote and call it shows complete.
+func TestREADMEGatingFirstTool(t *testing.T) {
+	t.Parallel()
+	for _, tool := range []string{"sh", "curl", "sed"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed", tool)
+		}
+	}
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	_, section, found := strings.Cut(string(readme), "\n## Gating your MCP servers\n")
+	require.True(t, found, "the README has a section on gating MCP servers")
+	_, step, found := strings.Cut(section, "\nTo reach a gated MCP tool on a fresh clone")
+	require.True(t, found, "the section has a first step")
+	_, start, found := strings.Cut(step, "```sh\n")
+	require.True(t, found)
+	start, step, _ = strings.Cut(start, "```")
+	require.Equal(t, "go build -o bin/notes-server ./internal/upstreamtest/cmd/upstreamtest-server\n"+
+		"go run ./cmd/toolgate -config examples/gating/toolgate.json\n", start, "how the README builds and starts them")
+	_, script, found := strings.Cut(step, "```sh\n")
+	require.True(t, found, "the step's commands")
+	script, _, _ = strings.Cut(script, "```")
+
+	// A fresh clone's layout: the example config, and the MCP server built
+	// where the README's first command puts it.
+	clone := t.TempDir()
+	example, err := os.ReadFile("../../examples/gating/toolgate.json")
+	require.NoError(t, err)
+	config := filepath.Join(clone, "examples", "gating", "toolgate.json")
+	require.NoError(t, os.MkdirAll(filepath.Dir(config), 0o755))
+	require.NoError(t, os.WriteFile(config, example, 0o600))
+	require.NoError(t, os.MkdirAll(filepath.Join(clone, "bin"), 0o755))
+	require.NoError(t, os.Symlink(upstreamServerPath(t), filepath.Join(clone, "bin", "notes-server")))
+
+	srv, base := startServer(t, []string{"-config", config, "-listen", "127.0.0.1:0"})
+	out := runScript(t, strings.ReplaceAll(script, "http://127.0.0.1:8080", base))
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 3, "the list, the quote, the call: %s", out)
+
+	var slugs []string
+	for _, m := range regexp.MustCompile(`"slug":"([^"]+)"`).FindAllStringSubmatch(lines[0], -1) {
+		slugs = append(slugs, m[1])
+	}
+	assert.ElementsMatch(t, []string{"notes.echo", "notes.write-note"}, slugs, "the MCP server's tools, no built-in one")
+	var quote, call map[string]any
+	require.NoError(t, json.Unmarshal([]byte(lines[1]), &quote), "%s", out)
+	assert.Equal(t, true, quote["policy"].(map[string]any)["callable"], "%s", out)
+	require.NoError(t, json.Unmarshal([]byte(lines[2]), &call), "%s", out)
+	assert.Equal(t, "completed", call["status"], "%s", out)
+	assert.Equal(t, "hello", call["output"].(map[string]any)["text"], "%s", out)
+
+	// toolgate's own MCP server lists them alone too.
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).
+		Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: base + "/mcp", HTTPClient: &http.Client{Transport: withKey{"tg_dev_alice"}}}, nil)
+	require.NoError(t, err)
+	listed := mcpTools(t, cs)
+	require.NoError(t, cs.Close())
+	var names []string
+	for name := range listed {
+		names = append(names, name)
+	}
+	assert.ElementsMatch(t, slugs, names)
+	assert.Equal(t, 0, srv.stop(exitTimeout))
 }

@@ -83,7 +83,7 @@ func newRegistry() (*registry.Registry, error) {
 // endpoint-verified, so that a paid call can be tried; the config's
 // "trust" still has the last word.
 func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline bool, tel *telemetry, log *slog.Logger) (*app, error) {
-	if offline {
+	if _, err := reg.Lookup(offlineTrusted); offline && err == nil { // not served without the built-in tools
 		if err := reg.SetTrust(offlineTrusted, registry.Trust{PaymentVerified: registry.Bool(true), EndpointVerified: registry.Bool(true)}); err != nil {
 			return nil, fmt.Errorf("trust %s offline: %w", offlineTrusted, err)
 		}

@@ -42,9 +42,10 @@ func runToolsCheck(_ context.Context, c *cli, cmd *command, args []string) int {
 		return exitUsage
 	}
 	origins := map[string]string{}
+	base := newRegistry
 	if *configPath != "" {
 		var err error
-		if origins, err = configOrigins(*configPath); err != nil {
+		if origins, base, err = configForCheck(*configPath); err != nil {
 			fmt.Fprintf(c.stderr, "toolgate: %s: %v\n", *configPath, err)
 			return exitUsage
 		}
@@ -56,7 +57,7 @@ func runToolsCheck(_ context.Context, c *cli, cmd *command, args []string) int {
 
 	code := exitOK
 	for _, file := range fs.Args() {
-		res := checkManifest(file, origins, lookupEnv)
+		res := checkManifest(file, base, origins, lookupEnv)
 		for _, err := range res.errors {
 			fmt.Fprintf(c.stderr, "toolgate: %v\n", err)
 		}
@@ -87,10 +88,10 @@ type manifestCheck struct {
 }
 
 // checkManifest checks one manifest as the server would load it, into a
-// registry of the built-in tools, without needing its credential, and
-// describes the version it would register. Errors name the file as the
-// operator typed it.
-func checkManifest(file string, origins map[string]string, lookupEnv func(string) (string, bool)) manifestCheck {
+// new registry from base (the built-in tools, unless the config leaves
+// them out), without needing its credential, and describes the version it
+// would register. Errors name the file as the operator typed it.
+func checkManifest(file string, base func() (*registry.Registry, error), origins map[string]string, lookupEnv func(string) (string, bool)) manifestCheck {
 	fail := func(err error) manifestCheck { return manifestCheck{errors: []error{err}} }
 	data, err := os.ReadFile(file)
 	if err != nil {
@@ -107,7 +108,7 @@ func checkManifest(file string, origins map[string]string, lookupEnv func(string
 	if c.Tool == nil {
 		return out
 	}
-	reg, err := newRegistry()
+	reg, err := base()
 	if err != nil {
 		return fail(err)
 	}
@@ -139,15 +140,23 @@ func statProblem(err error) string {
 	return "read error"
 }
 
-// configOrigins reads the "upstreams" of a config file.
-func configOrigins(path string) (map[string]string, error) {
+// configForCheck reads what checking a manifest needs of a config file:
+// its "upstreams", and the registry its manifests join ("builtinTools").
+func configForCheck(path string) (map[string]string, func() (*registry.Registry, error), error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, &ConfigError{Msg: "cannot read the config file: " + err.Error()}
+		return nil, nil, &ConfigError{Msg: "cannot read the config file: " + err.Error()}
 	}
 	root, err := parseDocument(data)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return operatorOrigins(root)
+	origins, err := operatorOrigins(root)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := configRegistry(data); err != nil {
+		return nil, nil, err
+	}
+	return origins, func() (*registry.Registry, error) { return configRegistry(data) }, nil
 }

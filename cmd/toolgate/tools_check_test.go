@@ -125,6 +125,26 @@ func TestToolsCheckWithConfig(t *testing.T) {
 	assert.Equal(t, "air-quality 1 "+served+"\n", stdout)
 }
 
+// TestToolsCheckWithoutBuiltinTools: with a config whose "builtinTools"
+// is false, a manifest may take a built-in tool's slug, as on the server;
+// without it, that is a clash.
+func TestToolsCheckWithoutBuiltinTools(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	doc := exampleManifest(t, "air-quality.json")
+	doc["slug"] = "exchange-rates"
+	path := writeManifest(t, dir, "rates.json", doc)
+	config := writeManifest(t, dir, "toolgate.json", map[string]any{"builtinTools": false})
+
+	code, _, stderr := runCheck(path)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "exchange-rates version 1 is already registered")
+
+	code, stdout, stderr := runCheck("-config", config, path)
+	assert.Equal(t, 0, code, stderr)
+	assert.Regexp(t, `^exchange-rates 1 sha256:[0-9a-f]{64}\n$`, stdout)
+}
+
 func TestToolsCheckUsage(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -216,6 +236,31 @@ func TestToolsCheckListsEveryMistake(t *testing.T) {
 	assert.Equal(t, "toolgate: "+path+": endpoint.origin: must use https; plain http is allowed only when the operator's config names an origin for air-quality (upstreams.air-quality)", lines[0])
 	assert.True(t, strings.HasPrefix(lines[1], "toolgate: "+path+": endpoint.query."+first+": {nowhere} names no property of inputSchema"), lines[1])
 	assert.Equal(t, "toolgate: "+path+": pricing.amount: must be more than 0 for a per_call tool", lines[2])
+}
+
+// TestToolsCheckListsMisfitsAndMistakesInOneRun: a manifest with an
+// unknown field, an amount that is no amount, a placeholder naming no
+// input field and a plain-HTTP origin gets four lines in one run, each
+// with its path, not two now and two once those are fixed.
+func TestToolsCheckListsMisfitsAndMistakesInOneRun(t *testing.T) {
+	t.Parallel()
+	doc := exampleManifest(t, "air-quality.json")
+	doc["owner"] = "me"
+	doc["pricing"] = map[string]any{"type": "per_call", "amount": "ten cents"}
+	endpoint := doc["endpoint"].(map[string]any)
+	endpoint["origin"] = "http://air-quality.example"
+	endpoint["query"].(map[string]any)["latitude"] = "{lat}"
+	path := writeManifest(t, t.TempDir(), "four.json", doc)
+
+	code, stdout, stderr := runCheck(path)
+	assert.Equal(t, 1, code)
+	assert.Empty(t, stdout)
+	lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+	require.Len(t, lines, 4, "%s", stderr)
+	assert.Equal(t, "toolgate: "+path+": owner: is not a field of toolgate.tool/v1", lines[0])
+	assert.Equal(t, "toolgate: "+path+`: pricing.amount: must be a decimal amount in USD with at most 4 decimals, such as "0.0100"`, lines[1])
+	assert.Equal(t, "toolgate: "+path+": endpoint.origin: must use https; plain http is allowed only when the operator's config names an origin for air-quality (upstreams.air-quality)", lines[2])
+	assert.True(t, strings.HasPrefix(lines[3], "toolgate: "+path+": endpoint.query.latitude: {lat} names no property of inputSchema"), lines[3])
 }
 
 // TestREADMEManifestExample keeps the README's manifest example valid, and
