@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package check
 
 import (
 	"encoding/json"
@@ -26,9 +26,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// The files the docs ship, relative to this directory.
 const (
-	dashboardFile = "../../docs/grafana/toolgate-dashboard.json"
-	alertsFile    = "../../docs/prometheus/toolgate-alerts.yml"
+	dashboardFile = "../grafana/toolgate-dashboard.json"
+	alertsFile    = "../prometheus/toolgate-alerts.yml"
 )
 
 // promQL parses the expressions of the rules and panels as Prometheus
@@ -328,6 +329,7 @@ func unknownMetrics(exported map[string]string, names []string) []string {
 // been touched.
 func scrapeAfterEveryEvent(t *testing.T) string {
 	t.Helper()
+	bin := buildBinaries(t)
 	aliceKey := randomKey(t, "tg_test_alice_")
 	carolKey := randomKey(t, "tg_test_carol_")
 	patKey := randomKey(t, "tg_test_pat_")
@@ -341,9 +343,9 @@ func scrapeAfterEveryEvent(t *testing.T) string {
 		"approvers":  []any{map[string]any{"id": "pat", "keys": []string{patKey}, "principals": []string{"carol"}}},
 		"budgets":    []any{map[string]any{"id": "acme", "members": []string{"alice", "carol"}, "dailyLimitUsd": "10.0000"}},
 		"trust":      map[string]any{"notes.write-note": map[string]any{"paymentVerified": true, "endpointVerified": true}},
-		"mcpServers": []any{notesServer(t, t.TempDir())},
+		"mcpServers": []any{notesServer(bin.upstream, t.TempDir())},
 	})
-	srv, base := startServer(t, []string{"-config", path}, "TG_E2E_NOTES_TOKEN=not-a-real-token")
+	srv, base := startServer(t, bin.toolgate, []string{"-config", path}, "TG_E2E_NOTES_TOKEN=not-a-real-token")
 	metricsURL := strings.TrimPrefix(srv.waitLine("toolgate metrics on ", 10*time.Second), "toolgate metrics on ")
 
 	// A call charged, counting in the budget.
