@@ -30,7 +30,7 @@ func (s *Store) MeasureLimitsSQL(principal string, limits []storage.Limit) (stri
 // batch form.
 func (s *Store) PendingAdmissions() (inflight, queued int) { return s.admissions.Pending() }
 func (s *Store) PendingFinishes() (inflight, queued int)   { return s.finishes.Pending() }
-func (s *Store) BatchRetries() int64                        { return s.batchRetries.Load() }
+func (s *Store) BatchRetries() int64                       { return s.batchRetries.Load() }
 
 // BatchesInFlight is how many batches of each kind a Store sends at once.
 func BatchesInFlight() int { return batchesInFlight }
