@@ -166,8 +166,7 @@ func (s *Store) ObserveBatches(observe func(operation string, size int)) {
 	s.finishes.Observe(func(n int) { observe("finish", n) })
 }
 
-// batchesInFlight is how many batches of admissions, and of finishes, a
-// Store sends at once. One would batch the most, but a batch waiting for a
+// batchesInFlight is how many batches of admissions a Store sends at once. One would batch the most, but a batch waiting for a
 // lock held elsewhere (another instance's admission of one of its
 // principals) would then hold up every call of this Store behind it; with
 // two, the next calls go on beside it.

@@ -32,5 +32,7 @@ func (s *Store) PendingAdmissions() (inflight, queued int) { return s.admissions
 func (s *Store) PendingFinishes() (inflight, queued int)   { return s.finishes.Pending() }
 func (s *Store) BatchRetries() int64                       { return s.batchRetries.Load() }
 
-// BatchesInFlight is how many batches of each kind a Store sends at once.
-func BatchesInFlight() int { return batchesInFlight }
+// AdmissionBatchesInFlight and FinishBatchesInFlight are how many
+// batches of each kind a Store sends at once.
+func AdmissionBatchesInFlight() int { return batchesInFlight }
+func FinishBatchesInFlight() int    { return finishBatchesInFlight }

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"maps"
 	"slices"
@@ -13,6 +14,14 @@ import (
 
 // maxFinishBatch is the most finishes one batch holds.
 const maxFinishBatch = 32
+
+// finishBatchesInFlight is how many finish batches a Store sends at once:
+// one. A finish waits for no lock another process holds for long (only
+// for rows other finishes and admissions hold until their commits), so a
+// second batch would not keep finishes moving; it would halve the batches
+// and meet the first on the same hot rows (usage shards, budget days) in
+// orders that can deadlock.
+const finishBatchesInFlight = 1
 
 // runFinishes is the finishes' batcher.Run: one finish alone as
 // finishAlone sends it, several as finishBatch does.
@@ -37,10 +46,13 @@ type sealedItem struct {
 
 // finishBatch finishes several executions in one round trip and one
 // transaction, which waits for the disk once for all of them: each
-// finish's own statement, the one finishAlone would send, in the order
-// of the principals (which keeps two batches that release spend of the
-// same principals from meeting on their rollup rows in opposite orders).
-// Each finish's answer is its own, as if it had run alone:
+// finish's own statement, the one finishAlone would send, in the order of
+// their usage shards, then of their principals. A batch holds every row
+// it updates until it commits, and the shards are the rows finishes of
+// one tool meet on: in that order, two batches of one tool's finishes
+// (on two instances) take their shards in the same order, and cannot
+// deadlock on them. (A Store sends one finish batch at a time.) Each
+// finish's answer is its own, as if it had run alone:
 //
 //   - a finish whose lease was lost, or whose execution is gone, wrote
 //     nothing and is explained as finishAlone explains it;
@@ -64,7 +76,10 @@ func (s *Store) finishBatch(ctx context.Context, xs []finishing) []error {
 	for i := range order {
 		order[i] = i
 	}
-	slices.SortStableFunc(order, func(a, b int) int { return strings.Compare(xs[a].f.Principal, xs[b].f.Principal) })
+	slices.SortStableFunc(order, func(a, b int) int {
+		return cmp.Or(cmp.Compare(usageShard(xs[a].f.ExecutionID), usageShard(xs[b].f.ExecutionID)),
+			strings.Compare(xs[a].f.Principal, xs[b].f.Principal))
+	})
 
 	var sealers []string
 	for _, x := range xs {

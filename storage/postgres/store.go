@@ -68,7 +68,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Store, error) {
 	s := &Store{pool: pool, schema: pgx.Identifier{cfg.Schema}.Sanitize(), syncAdmission: cfg.SynchronousAdmission,
 		memo: newMemo(), chains: newChains(), budgets: newKnownLocks(), principals: newKnownLocks(), plain: newPlainCalls()}
 	s.admissions = batcher.New(maxAdmitBatch, batchesInFlight, admissionKey, s.runAdmissions)
-	s.finishes = batcher.New(maxFinishBatch, batchesInFlight, nil, s.runFinishes)
+	s.finishes = batcher.New(maxFinishBatch, finishBatchesInFlight, nil, s.runFinishes)
 	if err := s.migrate(ctx, cfg.Schema); err != nil {
 		return nil, err
 	}
