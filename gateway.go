@@ -200,6 +200,9 @@ func New(store storage.Store, cfg *Config) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := observeStoreBatches(c.Metrics, store); err != nil {
+		return nil, err
+	}
 	obs := newObserver(m, c.TracerProvider, c.Logger)
 	if obs.watchesUpstream() {
 		obs.next, c.Upstream.Observer = c.Upstream.Observer, obs

@@ -26,10 +26,17 @@ import (
 // A new key, the usual case, costs one round trip: the lock and one
 // statement that decides and writes, pipelined in one implicit transaction
 // (see admitSQL). A key that is already claimed is left to takeOver.
+//
+// Admissions that arrive while another is in flight on this Store go
+// together, in one round trip and one transaction (see admitbatch.go); a
+// lone one is sent at once.
 func (s *Store) BeginExecution(ctx context.Context, b storage.Begin) (storage.BeginResult, error) {
-	res, claimed, err := s.admit(ctx, b)
-	if err != nil || !claimed {
-		return res, err
+	out, err := s.admissions.Do(ctx, b)
+	if err != nil {
+		return storage.BeginResult{}, err
+	}
+	if out.err != nil || !out.claimed {
+		return out.res, out.err
 	}
 	return s.takeOver(ctx, b)
 }
@@ -257,41 +264,86 @@ const principalOldestSQL = `least((
 			AND (l.measure = 'calls' OR s.state <> 'released')
 	))`
 
-// admit runs the new-key path. claimed reports that the key already has an
-// execution, in which case nothing was written.
-func (s *Store) admit(ctx context.Context, b storage.Begin) (res storage.BeginResult, claimed bool, err error) {
+// admission is one call's admission statement, ready to send alone or in
+// a batch (see admitbatch.go).
+type admission struct {
+	b    storage.Begin
+	sql  string
+	args []any
+	// budgets tells whether the statement counts the call in budgets, and
+	// locks are their lock rows, in byte order of their ids.
+	budgets bool
+	locks   []string
+}
+
+// prepareAdmission builds b's admission statement: the form for its grant,
+// its remembered reads and its budgets (see admitSQL), and its arguments.
+func (s *Store) prepareAdmission(b storage.Begin) (admission, error) {
+	a := admission{b: b}
 	own, budgetLimits, budgets, err := splitLimits(b.Limits)
 	if err != nil {
-		return res, false, err
+		return a, err
 	}
-	budgets = budgets || len(b.Budgets) > 0
-	var budgetIDs, budgetDayList, locks []string
-	if budgets {
-		if budgetIDs, budgetDayList, locks, err = budgetDayArgs(b.Budgets, budgetLimits); err != nil {
-			return res, false, err
+	a.budgets = budgets || len(b.Budgets) > 0
+	var budgetIDs, budgetDayList []string
+	if a.budgets {
+		if budgetIDs, budgetDayList, a.locks, err = budgetDayArgs(b.Budgets, budgetLimits); err != nil {
+			return a, err
 		}
 	} else {
 		own = b.Limits
 	}
 	limits, err := newLimitArgs(own)
 	if err != nil {
-		return res, false, err
+		return a, err
 	}
-	args := append([]any{b.Principal}, limits.params()...)
-	args = append(args, b.Key, b.Fingerprint, bytesOf(b.QuoteID), bytesOf(b.ExecutionID), b.ToolID,
+	a.args = append([]any{b.Principal}, limits.params()...)
+	a.args = append(a.args, b.Key, b.Fingerprint, bytesOf(b.QuoteID), bytesOf(b.ExecutionID), b.ToolID,
 		b.AmountUSD.String(), bytesOf(b.LeaseToken), b.LeaseUntil, b.Now, nullID(b.GrantID),
 		b.ToolSlug, b.ManifestDigest, b.PriceUSD.String(), b.FeeUSD.String(), string(b.Approval))
-	admit := admitForms[btoi(b.GrantID != uuid.Nil)][btoi(b.Decided.Remembered)][btoi(budgets)]
+	a.sql = s.sql(admitForms[btoi(b.GrantID != uuid.Nil)][btoi(b.Decided.Remembered)][btoi(a.budgets)])
 	if b.Decided.Remembered {
 		expected, err := rememberedArgs(&b.Decided)
 		if err != nil {
-			return res, false, err
+			return a, err
 		}
-		args = append(args, expected...)
+		a.args = append(a.args, expected...)
 	}
-	if budgets {
-		args = append(args, budgetLimits.params()...)
-		args = append(args, budgetIDs, budgetDayList)
+	if a.budgets {
+		a.args = append(a.args, budgetLimits.params()...)
+		a.args = append(a.args, budgetIDs, budgetDayList)
+	}
+	return a, nil
+}
+
+// admitOutcome is what an admission came to: claimed reports that the key
+// already has an execution, in which case nothing was written.
+type admitOutcome struct {
+	res     storage.BeginResult
+	claimed bool
+	err     error
+}
+
+// admitVerdict is an admission statement's answer (see admitSQL).
+type admitVerdict struct {
+	verdict    string
+	amount     *string
+	createdAt  *time.Time
+	failIndex  []int64
+	failUsed   []string
+	failOldest []*time.Time
+}
+
+func (v *admitVerdict) scan(row pgx.Row) error {
+	return row.Scan(&v.verdict, &v.amount, &v.createdAt, &v.failIndex, &v.failUsed, &v.failOldest)
+}
+
+// admit runs the new-key path for one call alone: its lock and statement
+// in one round trip.
+func (s *Store) admit(ctx context.Context, b storage.Begin) admitOutcome {
+	a, err := s.prepareAdmission(b)
+	if err != nil {
+		return admitOutcome{err: err}
 	}
 	// Used or refused, the quote is done with; a refusal is decided again
 	// on fresh reads.
@@ -307,80 +359,79 @@ func (s *Store) admit(ctx context.Context, b storage.Begin) (res storage.BeginRe
 		batch.Queue(asyncCommitSQL)
 	}
 	batch.Queue(s.sql(lockPrincipalSQL), b.Principal)
-	if budgets {
+	if a.budgets {
 		// After the principal's lock, in the order of the ids (see budget.go).
-		if !s.budgets.all(locks) {
-			batch.Queue(s.sql(ensureBudgetLocksSQL), locks)
+		if !s.budgets.all(a.locks) {
+			batch.Queue(s.sql(ensureBudgetLocksSQL), a.locks)
 		}
-		batch.Queue(s.sql(lockBudgetsSQL), locks)
+		batch.Queue(s.sql(lockBudgetsSQL), a.locks)
 	}
-	batch.Queue(s.sql(admit), args...)
+	batch.Queue(a.sql, a.args...)
 	br := s.pool.SendBatch(ctx, batch)
-	var (
-		verdict    string
-		amount     *string
-		createdAt  *time.Time
-		failIndex  []int64
-		failUsed   []string
-		failOldest []*time.Time
-	)
+	var v admitVerdict
 	for range batch.Len() - 1 {
 		if _, err = br.Exec(); err != nil {
 			break
 		}
 	}
 	if err == nil {
-		err = br.QueryRow().Scan(&verdict, &amount, &createdAt, &failIndex, &failUsed, &failOldest)
+		err = v.scan(br.QueryRow())
 	}
 	// Close reports the commit's outcome: nothing counts before it.
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return res, false, translate(err)
+		return admitOutcome{err: translate(err)}
 	}
-	if budgets {
-		s.budgets.add(locks)
-	}
+	return s.admitted(a, v)
+}
 
-	switch verdict {
+// admitted turns the committed answer v of a's statement into its outcome.
+func (s *Store) admitted(a admission, v admitVerdict) admitOutcome {
+	b := a.b
+	if a.budgets {
+		s.budgets.add(a.locks)
+	}
+	switch v.verdict {
 	case "admit":
 	case "stale":
 		// Forgotten, what was out of date is read afresh on the retry.
 		s.memo.forget(b.Principal, b.ToolID)
-		return res, false, storage.ErrRetry
+		return admitOutcome{err: storage.ErrRetry}
 	case "claimed":
-		return res, true, nil
+		return admitOutcome{claimed: true}
 	case "quote_not_found":
-		return res, false, storage.ErrQuoteNotFound
+		return admitOutcome{err: storage.ErrQuoteNotFound}
 	case "quote_used":
-		return res, false, storage.ErrQuoteUsed
+		return admitOutcome{err: storage.ErrQuoteUsed}
 	case "grant_unusable":
-		return res, false, storage.ErrGrantUnusable
+		return admitOutcome{err: storage.ErrGrantUnusable}
 	case "execution_exists":
-		return res, false, storage.ErrAlreadyExists
+		return admitOutcome{err: storage.ErrAlreadyExists}
 	case "over_limit":
-		return res, false, limitError(b.Limits, failIndex, failUsed, failOldest)
+		return admitOutcome{err: limitError(b.Limits, v.failIndex, v.failUsed, v.failOldest)}
 	default:
-		return res, false, errors.New("postgres: unexpected admission verdict " + verdict)
+		return admitOutcome{err: errors.New("postgres: unexpected admission verdict " + v.verdict)}
 	}
-	if amount == nil || createdAt == nil {
+	if v.amount == nil || v.createdAt == nil {
 		// The quote was pruned between the decision and its update.
-		return res, false, storage.ErrQuoteNotFound
+		return admitOutcome{err: storage.ErrQuoteNotFound}
 	}
-	d, err := parseDecimal(*amount)
+	d, err := parseDecimal(*v.amount)
 	if err != nil {
-		return res, false, err
+		return admitOutcome{err: err}
 	}
 	// The amount and time as stored, so the caller sees what a read would.
+	var res storage.BeginResult
 	res.Execution = b.NewExecution()
 	if len(b.Budgets) == 0 {
 		res.Execution.Budgets = nil
 		s.plain.add(b.ExecutionID)
 	}
 	res.Execution.AmountUSD = d
-	res.Execution.CreatedAt = utc(*createdAt)
-	return res, false, nil
+	res.Execution.CreatedAt = utc(*v.createdAt)
+	return admitOutcome{res: res}
 }
 
 // rememberedArgs are $23 to $29 of an admission statement that checks the

@@ -249,18 +249,19 @@ const lockBudgetsSQL = `
 		FOR NO KEY UPDATE
 	) AS held`
 
-// knownBudgets is the budgets whose lock rows a Store has seen committed,
-// so that their admissions need not ask for them to be created: the rows
-// are never deleted. Forgetting one only costs a statement.
-type knownBudgets struct {
+// knownLocks is the lock rows (of budgets, or of principals for batched
+// admissions) a Store has seen committed, so that their admissions need
+// not ask for them to be created: the rows are never deleted. Forgetting
+// one only costs a statement.
+type knownLocks struct {
 	mu  sync.Mutex
 	ids map[string]struct{}
 }
 
-func newKnownBudgets() *knownBudgets { return &knownBudgets{ids: map[string]struct{}{}} }
+func newKnownLocks() *knownLocks { return &knownLocks{ids: map[string]struct{}{}} }
 
 // all reports whether every one of ids is known.
-func (k *knownBudgets) all(ids []string) bool {
+func (k *knownLocks) all(ids []string) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	for _, id := range ids {
@@ -272,7 +273,7 @@ func (k *knownBudgets) all(ids []string) bool {
 }
 
 // add remembers ids as existing.
-func (k *knownBudgets) add(ids []string) {
+func (k *knownLocks) add(ids []string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	for _, id := range ids {

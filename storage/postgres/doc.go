@@ -50,7 +50,8 @@
 //
 // The hot path is short. BeginExecution admits a new key in one round trip
 // (the lock and one statement that decides and writes, pipelined in one
-// implicit transaction) and FinishExecution is one statement; the reads a
+// implicit transaction) and FinishExecution is one statement, each shared
+// with the calls in flight beside it (see Batches below); the reads a
 // quote or a call needs first go together in one batch (ReadBatch), with the
 // quote a quote stores. Limits are measured from rollups of every call's
 // reservation, whole UTC days (spend_daily) and whole minutes
@@ -120,6 +121,45 @@
 //   - Statements are prepared once per connection (pgx's statement cache,
 //     the default mode) and their plans are generic where that is cheaper
 //     (see limitsCTE).
+//
+// # Batches: concurrent calls share the database's work
+//
+// Admissions and finishes that arrive while others are in flight on the
+// same Store go to the database together (contract section 27; see
+// admitbatch.go and finishbatch.go): one round trip and one transaction
+// for the batch, each call's own statement in it, each call's answer its
+// own. A lone call is sent at once, never held back for company, and
+// costs what it cost before batches (TestGatewayRoundTrips). The batch
+// forms while the ones before it are in flight, as River's batch
+// completer does: the busier the Store, the larger the batches, and the
+// fewer the round trips, commits and waits for the disk per call (a
+// finish batch waits once for all its results). toolgate_store_batch_size
+// shows the sizes (storage.BatchObserver).
+//
+// Why each call keeps its own statement, rather than one statement over
+// arrays for the batch: a statement does not see its own writes, and a
+// call's limits must count the calls admitted before it in the batch (as
+// if admitted one by one, in order) and its receipt must follow the one
+// before it in its principal's chain. Each statement in the batch's
+// transaction sees the ones before it, so a batch decides exactly what its
+// calls alone would have, with the statements, checks and proofs they
+// already had. What a batch saves is the work around the statements: the
+// round trips, the commits and their waits for the disk, and the wake-ups
+// on both sides, which were most of the server's CPU per pair.
+//
+// A batch of admissions locks every principal of its calls, then every
+// budget, each set in byte order, before its first statement; an
+// admission alone takes its principal's lock and then its budgets', so no
+// two admissions, batched or not, on any instance, wait for each other in
+// a cycle. Finish batches order their finishes by usage shard, the rows
+// finishes of one tool meet on; a deadlock with another process's batch
+// on other rows (a budget's day, say) is detected by the server, which
+// rolls one batch back. A batch whose transaction fails for any reason
+// (that, an execution id or a receipt's seq taken meanwhile by another
+// instance, a broken connection) wrote nothing, and its calls are then
+// sent one by one, so that only a call at fault fails. A Store keeps two
+// admission batches in flight, so that one waiting for a principal's lock
+// held elsewhere does not hold up its other calls, and one finish batch.
 //
 // # Budgets
 //

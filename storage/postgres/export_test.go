@@ -23,3 +23,16 @@ func (s *Store) ChainLock(principal string) (class, key int32) {
 func (s *Store) MeasureLimitsSQL(principal string, limits []storage.Limit) (string, []any, error) {
 	return s.measureSQL(principal, limits)
 }
+
+// PendingAdmissions and PendingFinishes report the batches in flight and
+// the calls waiting for the next, and BatchRetries the batches that failed
+// as a whole and were sent again call by call, for the tests that make a
+// batch form.
+func (s *Store) PendingAdmissions() (inflight, queued int) { return s.admissions.Pending() }
+func (s *Store) PendingFinishes() (inflight, queued int)   { return s.finishes.Pending() }
+func (s *Store) BatchRetries() int64                       { return s.batchRetries.Load() }
+
+// AdmissionBatchesInFlight and FinishBatchesInFlight are how many
+// batches of each kind a Store sends at once.
+func AdmissionBatchesInFlight() int { return batchesInFlight }
+func FinishBatchesInFlight() int    { return finishBatchesInFlight }

@@ -163,52 +163,84 @@ usage AS (
 // a finish that finds the chain moved (another instance finished one of
 // the principal's calls since) retries under the chain's lock (four more).
 // See receipt.go.
+//
+// Finishes that arrive while another is in flight on this Store go
+// together, in one round trip and one transaction that waits for the disk
+// once (see finishbatch.go); a lone one is sent at once.
 func (s *Store) FinishExecution(ctx context.Context, f storage.Finish) error {
 	if err := f.Check(); err != nil {
 		return err
 	}
-	// Ambiguous keeps the amount reserved until a person resolves it.
-	releases := !f.Charged && f.Status != storage.ExecutionAmbiguous
-	budgets := !s.plain.take(f.ExecutionID)
-	if f.Seal != nil {
-		return s.finishSealed(ctx, f, releases, budgets)
+	err, derr := s.finishes.Do(ctx, f)
+	if derr != nil {
+		return derr
 	}
-	finish := finishSQL
-	if budgets {
-		finish = finishBudgetSQL
+	return err
+}
+
+// finishing is a finish with what its statement needs to know beside it.
+type finishing struct {
+	f storage.Finish
+	// releases tells whether the outcome releases the reservation: an
+	// ambiguous one keeps it reserved until a person resolves it.
+	releases bool
+	// budgets tells whether the execution may count in budgets: false
+	// only for a call this Store admitted in none (see plainCalls).
+	budgets bool
+}
+
+func (s *Store) finishing(f storage.Finish) finishing {
+	return finishing{
+		f:        f,
+		releases: !f.Charged && f.Status != storage.ExecutionAmbiguous,
+		budgets:  !s.plain.take(f.ExecutionID),
 	}
-	response := storedResponse(f.Response)
+}
+
+// statement is x's finish statement, with or without a receipt.
+func (x finishing) statement() string {
+	forms := [2][2]string{{finishSQL, finishBudgetSQL}, {finishSealedSQL, finishSealedBudgetSQL}}
+	return forms[btoi(x.f.Seal != nil)][btoi(x.budgets)]
+}
+
+// args are $1 to $10 of x's statement; a sealed one's follow.
+func (x finishing) args() []any {
+	f := x.f
+	return []any{f.Principal, f.Key, bytesOf(f.ExecutionID), bytesOf(f.LeaseToken), string(f.Status), f.Charged,
+		storedResponse(f.Response), f.Now, x.releases, usageShard(f.ExecutionID)}
+}
+
+// finishAlone sends one finish in its own round trip. A sealed one is
+// sealed on the chain head the Store remembers when remembered is set, and
+// otherwise under the chain's lock at once: a finish that a batch sealed
+// already is sealed only once more (see writeSealed).
+func (s *Store) finishAlone(ctx context.Context, x finishing, remembered bool) error {
+	if x.f.Seal != nil {
+		return s.finishSealed(ctx, x, remembered)
+	}
 	var n int
-	if err := s.pool.QueryRow(ctx, s.sql(finish),
-		f.Principal, f.Key, bytesOf(f.ExecutionID), bytesOf(f.LeaseToken), string(f.Status), f.Charged, response, f.Now,
-		releases, usageShard(f.ExecutionID)).Scan(&n); err != nil {
+	if err := s.pool.QueryRow(ctx, s.sql(x.statement()), x.args()...).Scan(&n); err != nil {
 		return translate(err)
 	}
 	if n == 1 {
 		return nil
 	}
-	return s.finishFailure(ctx, f)
+	return s.finishFailure(ctx, x.f)
 }
 
 // finishSealed is FinishExecution with a receipt: finishSealedSQL, run by
 // writeSealed on a sealed chain head.
-func (s *Store) finishSealed(ctx context.Context, f storage.Finish, releases, budgets bool) error {
+func (s *Store) finishSealed(ctx context.Context, x finishing, remembered bool) error {
+	f := x.f
 	key := s.chainKey(f.Principal)
-	finish := finishSealedSQL
-	if budgets {
-		finish = finishSealedBudgetSQL
-	}
-	wrote, err := s.writeSealed(ctx, f.Principal, f.Seal, true,
+	wrote, err := s.writeSealed(ctx, f.Principal, f.Seal, remembered,
 		func(ctx context.Context, q querier, locked bool, seq int64, prev string, sealed storage.Sealed) (bool, error) {
 			hash, signed := receiptArgs(sealed)
-			response := storedResponse(f.Response)
 			var (
 				ok bool
 				n  int
 			)
-			err := q.QueryRow(ctx, s.sql(finish),
-				f.Principal, f.Key, bytesOf(f.ExecutionID), bytesOf(f.LeaseToken), string(f.Status), f.Charged, response, f.Now,
-				releases, usageShard(f.ExecutionID), key, seq, prev, hash, signed, locked).Scan(&ok, &n)
+			err := q.QueryRow(ctx, s.sql(x.statement()), append(x.args(), key, seq, prev, hash, signed, locked)...).Scan(&ok, &n)
 			switch {
 			case receiptConflict(err):
 				return false, errChainMoved

@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/storage/internal/batcher"
 )
 
 // Interface guards.
@@ -36,8 +38,16 @@ type Store struct {
 	memo *memo
 	// chains is what the Store remembers of receipt chains (see chains).
 	chains *chains
-	// budgets is the budgets whose admission locks exist (see knownBudgets).
-	budgets *knownBudgets
+	// budgets is the budgets whose admission locks exist (see knownLocks),
+	// principals the principals' (see admitBatch).
+	budgets, principals *knownLocks
+	// admissions and finishes share round trips between concurrent calls
+	// (see admitbatch.go and finishbatch.go).
+	admissions *batcher.Batcher[storage.Begin, admitOutcome]
+	finishes   *batcher.Batcher[storage.Finish, error]
+	// batchRetries counts the batches that failed as a whole and were
+	// sent again call by call.
+	batchRetries atomic.Int64
 	// plain is the running executions this Store admitted in no budget,
 	// whose finish may leave the budgets' tables out (see plainCalls).
 	plain *plainCalls
@@ -56,7 +66,9 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{pool: pool, schema: pgx.Identifier{cfg.Schema}.Sanitize(), syncAdmission: cfg.SynchronousAdmission,
-		memo: newMemo(), chains: newChains(), budgets: newKnownBudgets(), plain: newPlainCalls()}
+		memo: newMemo(), chains: newChains(), budgets: newKnownLocks(), principals: newKnownLocks(), plain: newPlainCalls()}
+	s.admissions = batcher.New(maxAdmitBatch, batchesInFlight, admissionKey, s.runAdmissions)
+	s.finishes = batcher.New(maxFinishBatch, finishBatchesInFlight, nil, s.runFinishes)
 	if err := s.migrate(ctx, cfg.Schema); err != nil {
 		return nil, err
 	}

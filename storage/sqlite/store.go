@@ -219,3 +219,10 @@ func (s *Store) Path() string { return s.path }
 func (s *Store) write(ctx context.Context, fn func(tx *writeTx) error) error {
 	return s.w.do(ctx, fn)
 }
+
+// ObserveBatches makes observe hear, from now on, how many writes each of
+// the writer's transactions commits together ("write"; see writer).
+func (s *Store) ObserveBatches(observe func(operation string, size int)) {
+	f := func(n int) { observe("write", n) }
+	s.w.observe.Store(&f)
+}

@@ -40,7 +40,10 @@ type writer struct {
 
 	// ops is unbuffered: a write is handed over only to a writer that is
 	// there to take it, so none is stranded by Close.
-	ops       chan *writeOp
+	ops chan *writeOp
+	// observe, when set, hears each transaction's number of writes (see
+	// Store.ObserveBatches).
+	observe   atomic.Pointer[func(int)]
 	closing   chan struct{}
 	closeOnce sync.Once
 	done      chan struct{} // closed when the goroutine has ended
@@ -154,6 +157,9 @@ func (w *writer) commit(batch []*writeOp) {
 	}
 	if len(live) == 0 {
 		return
+	}
+	if o := w.observe.Load(); o != nil {
+		(*o)(len(live))
 	}
 	results := make([]error, len(live))
 	tx := &writeTx{w: w}

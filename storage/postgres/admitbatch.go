@@ -1,0 +1,173 @@
+package postgres
+
+import (
+	"context"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/toolgate/toolgate/storage"
+)
+
+// maxAdmitBatch is the most admissions one batch holds. Every lock a batch
+// takes is held until its commit, so a larger batch makes an admission of
+// another instance that needs one of its principals or budgets wait
+// longer; past a few dozen the round trips and commits saved are few.
+const maxAdmitBatch = 32
+
+// admissionKey keeps two admissions of one key out of one batch: the
+// second goes in the next, and finds the first's execution (see
+// BeginExecution), as it would had it arrived a moment later.
+func admissionKey(b storage.Begin) string { return b.Principal + "\x00" + b.Key }
+
+// ensurePrincipalLocksSQL creates the admission lock rows of principals
+// $1 that do not exist yet, and waits for any being created by a
+// concurrent admission; it locks nothing, and lockPrincipalsSQL, the next
+// statement, locks them all (see ensureBudgetLocksSQL, its budgets' twin).
+const ensurePrincipalLocksSQL = `
+	INSERT INTO {schema}.principal_locks (principal)
+	SELECT p FROM unnest($1::text[]) AS p ORDER BY p COLLATE "C"
+	ON CONFLICT (principal) DO NOTHING`
+
+// lockPrincipalsSQL takes the admission locks of principals $1 until the
+// transaction ends, in byte order, writing nothing (FOR NO KEY UPDATE, as
+// lockPrincipalSQL does for one).
+const lockPrincipalsSQL = `
+	SELECT count(*) FROM (
+		SELECT FROM {schema}.principal_locks WHERE principal = ANY($1::text[])
+		ORDER BY principal COLLATE "C"
+		FOR NO KEY UPDATE
+	) AS held`
+
+// runAdmissions is the admissions' batcher.Run: one admission alone as
+// admit sends it, several as admitBatch does.
+func (s *Store) runAdmissions(ctx context.Context, bs []storage.Begin) []admitOutcome {
+	if len(bs) == 1 {
+		return []admitOutcome{s.admit(ctx, bs[0])}
+	}
+	return s.admitBatch(ctx, bs)
+}
+
+// admitBatch admits several calls in one round trip and one transaction,
+// with the outcome of each its own, exactly as if each had been admitted
+// alone, one after the other in their order:
+//
+//   - the batch first locks every principal of its calls, then every
+//     budget they count in, each set in byte order of its ids. Every
+//     admission, alone or batched, on any instance, locks principals
+//     before budgets and each in that order, so concurrent batches cannot
+//     deadlock on them, and each call's limits are measured with no
+//     admission of its principal or budgets in between but those of the
+//     batch before it;
+//   - then each call's own admission statement runs, the one admit would
+//     send, which sees the writes of the calls before it in the batch: a
+//     call over a limit is refused beside the calls within theirs, and a
+//     call after it is measured without it;
+//   - one admission's refusal (over a limit, quote used, stale reads) is
+//     its own answer and writes nothing; the batch commits the others;
+//   - a statement that fails (an execution id taken meanwhile by another
+//     instance, a broken connection) rolls the whole transaction back, and
+//     each call is then admitted alone, so that only the call at fault
+//     fails.
+//
+// Two calls with one key never share a batch (admissionKey). The batch
+// commits without waiting for the disk unless Config.SynchronousAdmission,
+// as an admission alone does: a kill of the gateway or a crash of the
+// database leaves each of its calls admitted or absent, together.
+func (s *Store) admitBatch(ctx context.Context, bs []storage.Begin) []admitOutcome {
+	out := make([]admitOutcome, len(bs))
+	var (
+		sent       []admission // the admissions sent, in order
+		at         []int       // where each one's outcome goes
+		principals []string
+		locks      []string
+	)
+	for i, b := range bs {
+		a, err := s.prepareAdmission(b)
+		if err != nil {
+			out[i].err = err
+			continue
+		}
+		sent = append(sent, a)
+		at = append(at, i)
+		principals = append(principals, b.Principal)
+		locks = append(locks, a.locks...)
+	}
+	for _, b := range bs {
+		// Used or refused, each quote is done with (see admit).
+		defer s.memo.forgetQuote(b.QuoteID)
+	}
+	if len(sent) == 0 {
+		return out
+	}
+	principals = sortedUnique(principals)
+	locks = sortedUnique(locks)
+
+	batch := &pgx.Batch{}
+	if !s.syncAdmission {
+		batch.Queue(asyncCommitSQL)
+	}
+	if !s.principals.all(principals) {
+		batch.Queue(s.sql(ensurePrincipalLocksSQL), principals)
+	}
+	batch.Queue(s.sql(lockPrincipalsSQL), principals)
+	if len(locks) > 0 {
+		if !s.budgets.all(locks) {
+			batch.Queue(s.sql(ensureBudgetLocksSQL), locks)
+		}
+		batch.Queue(s.sql(lockBudgetsSQL), locks)
+	}
+	for _, a := range sent {
+		batch.Queue(a.sql, a.args...)
+	}
+	verdicts := make([]admitVerdict, len(sent))
+	br := s.pool.SendBatch(ctx, batch)
+	var err error
+	for range batch.Len() - len(sent) {
+		if _, err = br.Exec(); err != nil {
+			break
+		}
+	}
+	for j := range sent {
+		if err != nil {
+			break
+		}
+		err = verdicts[j].scan(br.QueryRow())
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		// Nothing of the batch was written: each call alone, in order, so
+		// that only one at fault fails.
+		s.batchRetries.Add(1)
+		for j, a := range sent {
+			out[at[j]] = s.admit(ctx, a.b)
+		}
+		return out
+	}
+	s.principals.add(principals)
+	for j, a := range sent {
+		out[at[j]] = s.admitted(a, verdicts[j])
+	}
+	return out
+}
+
+// sortedUnique returns ids sorted in byte order, each once.
+func sortedUnique(ids []string) []string {
+	slices.Sort(ids)
+	return slices.Compact(ids)
+}
+
+// ObserveBatches makes observe hear the size of every batch of admissions
+// ("admit") and of finishes ("finish") this Store sends from now on.
+func (s *Store) ObserveBatches(observe func(operation string, size int)) {
+	s.admissions.Observe(func(n int) { observe("admit", n) })
+	s.finishes.Observe(func(n int) { observe("finish", n) })
+}
+
+// batchesInFlight is how many batches of admissions a Store sends at once. One would batch the most, but a batch waiting for a
+// lock held elsewhere (another instance's admission of one of its
+// principals) would then hold up every call of this Store behind it; with
+// two, the next calls go on beside it.
+var batchesInFlight = 2

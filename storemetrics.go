@@ -1,0 +1,45 @@
+package toolgate
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/toolgate/toolgate/internal/promshare"
+	"github.com/toolgate/toolgate/storage"
+)
+
+// batchSizeBuckets are the sizes a store batch is counted in: one (a lone
+// call, sent at once) up to the most a store sends together.
+var batchSizeBuckets = []float64{1, 2, 4, 8, 16, 32, 64}
+
+// observeStoreBatches exports toolgate_store_batch_size for a store that
+// shares its work between concurrent calls (storage.BatchObserver), so
+// that operators see how much is shared: a histogram of each batch's
+// number of calls, by operation. A store that batches nothing, or a
+// gateway without metrics, exports none.
+func observeStoreBatches(reg prometheus.Registerer, store storage.Store) error {
+	b, ok := store.(storage.BatchObserver)
+	if reg == nil || !ok {
+		return nil
+	}
+	var errs []error
+	sizes := promshare.Register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "toolgate_store_batch_size",
+		Help:    "Calls sent to the store together, per batch, by operation: admit and finish (PostgreSQL: one round trip and one transaction each), write (SQLite: one transaction of the writer). 1 is a call sent alone.",
+		Buckets: batchSizeBuckets,
+	}, []string{"operation"}), &errs)
+	if len(errs) > 0 {
+		return fmt.Errorf("toolgate: register metrics: %w", errs[0])
+	}
+	observers := map[string]prometheus.Observer{}
+	for _, op := range []string{"admit", "finish", "write"} {
+		observers[op] = sizes.WithLabelValues(op)
+	}
+	b.ObserveBatches(func(op string, n int) {
+		if o, ok := observers[op]; ok {
+			o.Observe(float64(n))
+		}
+	})
+	return nil
+}
