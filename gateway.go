@@ -244,6 +244,9 @@ func New(store storage.Store, cfg *Config) (*Gateway, error) {
 			return nil, fmt.Errorf("toolgate: %w", err)
 		}
 	}
+	if err := registerAmbiguousMetrics(gw); err != nil {
+		return nil, err
+	}
 	gw.executor = gw.newExecutor()
 	return gw, nil
 }

@@ -44,7 +44,8 @@ var scrapeSeries = map[string]bool{"up": true}
 // and the alerting rules the docs ship, and checks each metric their
 // expressions name against what the built server exports on /metrics once
 // every kind of event has happened: a call charged, an MCP server
-// connected, a budget counted, an approval requested and decided. A panel
+// connected, a budget counted, an approval requested and decided; and with
+// the calls waiting to be resolved, of which there are none. A panel
 // or rule naming a metric that does not exist, or a metric no panel shows,
 // fails it.
 func TestDashboardAndAlertsNameExportedMetrics(t *testing.T) {
@@ -378,6 +379,10 @@ func scrapeAfterEveryEvent(t *testing.T) string {
 		`toolgate_mcp_server_up{server="notes"} 1`,
 		`toolgate_approval_requests_total{decision="approved"} 1`,
 		`toolgate_budget_limit_usd{budget="acme",window="daily"} 10`,
+		// Exported whenever the store counts the calls waiting, none
+		// included: an alert on them needs no ambiguous call to have been.
+		`toolgate_ambiguous_calls_waiting 0`,
+		`toolgate_ambiguous_oldest_age_seconds 0`,
 	} {
 		require.Contains(t, exposition, want+"\n")
 	}

@@ -221,7 +221,9 @@ func (s *Store) FinishExecution(ctx context.Context, f storage.Finish) error {
 	}
 	// Prune keeps the rows of running executions, so the row is there; the
 	// check only keeps a broken invariant from panicking the gateway.
-	if f.Status != storage.ExecutionAmbiguous {
+	if f.Status == storage.ExecutionAmbiguous {
+		s.waiting[e.ID] = e.CreatedAt
+	} else {
 		if r, ok := s.ledgerByExec[e.ID]; ok {
 			settle(r, f.Charged)
 		}

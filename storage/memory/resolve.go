@@ -56,6 +56,7 @@ func (s *Store) ResolveExecution(ctx context.Context, r storage.Resolve) (storag
 	}
 
 	e.Status, e.Charged, e.Response = r.Outcome, charged, resp
+	delete(s.waiting, e.ID)
 	e.Resolution = &storage.ExecutionResolution{
 		Outcome:    r.Outcome,
 		ResolvedBy: r.ResolvedBy,

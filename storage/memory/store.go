@@ -2,6 +2,7 @@ package memory
 
 import (
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -18,6 +19,8 @@ var (
 	_ storage.WindowCounter = (*Store)(nil)
 	_ storage.SecretStore   = (*Store)(nil)
 	_ storage.AlertLedger   = (*Store)(nil)
+
+	_ storage.AmbiguousCounter = (*Store)(nil)
 )
 
 // Store is an in-memory storage.Store. The zero value is not usable; create
@@ -43,6 +46,10 @@ type Store struct {
 	// once however often the call is replayed.
 	receiptOf map[uuid.UUID][]byte
 	histories map[string]history // executions by principal, for listings
+	// waiting holds the executions finished ambiguous and not yet
+	// resolved, with their creation time, so that AmbiguousWaiting costs
+	// what waits rather than every execution kept.
+	waiting map[uuid.UUID]time.Time
 
 	// The ledger is indexed three ways: per principal for limits, which
 	// must not scan anyone else's history; in one queue for Prune, which
@@ -95,6 +102,7 @@ func New() *Store {
 		executions:   make(map[uuid.UUID]*storage.Execution),
 		receiptOf:    make(map[uuid.UUID][]byte),
 		histories:    make(map[string]history),
+		waiting:      make(map[uuid.UUID]time.Time),
 		ledger:       make(map[string]*principalLedger),
 		ledgerByExec: make(map[uuid.UUID]*ledgerRow),
 		budgets:      make(map[string]*budgetLedger),

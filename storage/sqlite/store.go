@@ -23,6 +23,8 @@ var (
 	_ storage.Store       = (*Store)(nil)
 	_ storage.UsageLister = (*Store)(nil)
 	_ storage.AlertLedger = (*Store)(nil)
+
+	_ storage.AmbiguousCounter = (*Store)(nil)
 )
 
 // walSizeLimit is the size the write-ahead log is cut back to once it has

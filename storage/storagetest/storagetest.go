@@ -12,9 +12,9 @@
 // once and grants used once, the same request pending once, retention,
 // copying, the audit trail's listings and spend sums, and budgets shared
 // by many principals, counted, refused and summed on their own days; and,
-// for a store that has them, sessions, windows of counted events, secrets
-// and alerts claimed once. Its concurrency tests are meant to run under
-// the race detector.
+// for a store that has them, sessions, windows of counted events, secrets,
+// alerts claimed once and the count of ambiguous executions that wait.
+// Its concurrency tests are meant to run under the race detector.
 package storagetest
 
 import (
@@ -44,6 +44,7 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 		{"ReadBatch", testReadBatch},
 		{"FinishExecution", testFinish},
 		{"Ambiguous", testAmbiguous},
+		{"AmbiguousWaiting", testAmbiguousWaiting},
 		{"Usage", testUsage},
 		{"Approval", testApproval},
 		{"ApprovalRequests", testApprovalRequests},

@@ -1,0 +1,113 @@
+package toolgate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/toolgate/toolgate/internal/promshare"
+	"github.com/toolgate/toolgate/storage"
+)
+
+// ambiguousMetricsMaxAge is the oldest reading a scrape is answered with,
+// for the reason budgetMetricsMaxAge gives: every instance exports the
+// fleet's number.
+const ambiguousMetricsMaxAge = 10 * time.Second
+
+// ambiguousMetricsTimeout bounds the store read behind one scrape.
+const ambiguousMetricsTimeout = 5 * time.Second
+
+// ambiguousMetrics exports how many ambiguous calls wait for a person to
+// resolve them (toolgate_ambiguous_calls_waiting) and how long the oldest
+// has waited (toolgate_ambiguous_oldest_age_seconds), read from the store
+// so that every instance shows the whole fleet's. No labels: which calls
+// they are is for a person to look up (README, "When nobody knows whether
+// a call ran"), and a label per principal or tool would make a series of
+// each.
+type ambiguousMetrics struct {
+	g         *Gateway
+	counter   storage.AmbiguousCounter
+	waiting   *prometheus.Desc
+	oldestAge *prometheus.Desc
+
+	// mu makes concurrent scrapes share one read.
+	mu     sync.Mutex
+	readAt time.Time
+	read   bool // whether the last read succeeded
+	n      int64
+	oldest time.Time // zero when none wait
+}
+
+// registerAmbiguousMetrics registers the ambiguous metrics with
+// Config.Metrics when there is one and the store counts what waits.
+// Gateways sharing a registerer share the first one's collector: each
+// reads the whole fleet's number from the store anyway.
+func registerAmbiguousMetrics(g *Gateway) error {
+	counter, ok := g.store.(storage.AmbiguousCounter)
+	if g.cfg.Metrics == nil || !ok {
+		return nil
+	}
+	m := &ambiguousMetrics{
+		g:       g,
+		counter: counter,
+		waiting: prometheus.NewDesc("toolgate_ambiguous_calls_waiting",
+			"Calls whose outcome nobody knows (status ambiguous) that no person has resolved yet, across every instance.",
+			nil, nil),
+		oldestAge: prometheus.NewDesc("toolgate_ambiguous_oldest_age_seconds",
+			"Seconds since the oldest unresolved ambiguous call was admitted, across every instance; 0 when none waits.",
+			nil, nil),
+	}
+	var errs []error
+	promshare.Register(g.cfg.Metrics, m, &errs)
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("toolgate: register ambiguous call metrics: %w", err)
+	}
+	return nil
+}
+
+// Describe sends the two metrics' descriptions.
+func (m *ambiguousMetrics) Describe(ch chan<- *prometheus.Desc) {
+	ch <- m.waiting
+	ch <- m.oldestAge
+}
+
+// Collect sends the number waiting, as read at most ambiguousMetricsMaxAge
+// ago, and the oldest's age now: the age keeps growing between reads.
+func (m *ambiguousMetrics) Collect(ch chan<- prometheus.Metric) {
+	n, oldest, now, ok := m.reading()
+	if !ok {
+		return
+	}
+	age := 0.0
+	if n > 0 && now.After(oldest) {
+		age = now.Sub(oldest).Seconds()
+	}
+	ch <- prometheus.MustNewConstMetric(m.waiting, prometheus.GaugeValue, float64(n))
+	ch <- prometheus.MustNewConstMetric(m.oldestAge, prometheus.GaugeValue, age)
+}
+
+// reading returns the last reading while it is fresh, and reads the store
+// again otherwise, with the time of the scrape. A failed read is logged
+// and exports nothing: a gap in the series says what is known better
+// than an old value would.
+func (m *ambiguousMetrics) reading() (n int64, oldest, now time.Time, ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now = m.g.clock.Now()
+	if m.read && !now.Before(m.readAt) && now.Sub(m.readAt) < ambiguousMetricsMaxAge {
+		return m.n, m.oldest, now, true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), ambiguousMetricsTimeout)
+	defer cancel()
+	n, oldest, err := m.counter.AmbiguousWaiting(ctx)
+	if err != nil {
+		m.g.log.WarnContext(ctx, "ambiguous call metrics: cannot count the calls waiting", "error", err)
+		m.read = false
+		return 0, time.Time{}, now, false
+	}
+	m.read, m.readAt, m.n, m.oldest = true, now, n, oldest
+	return n, oldest, now, true
+}
