@@ -2,6 +2,7 @@ package toolgate
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -32,14 +33,15 @@ func observeStoreBatches(reg prometheus.Registerer, store storage.Store) error {
 	if len(errs) > 0 {
 		return fmt.Errorf("toolgate: register metrics: %w", errs[0])
 	}
-	observers := map[string]prometheus.Observer{}
-	for _, op := range []string{"admit", "finish", "write"} {
-		observers[op] = sizes.WithLabelValues(op)
-	}
+	// Series are made as operations are first seen, so that a store shows
+	// only its own (SQLite's writes, PostgreSQL's admissions and finishes).
+	var observers sync.Map // operation: prometheus.Observer
 	b.ObserveBatches(func(op string, n int) {
-		if o, ok := observers[op]; ok {
-			o.Observe(float64(n))
+		o, ok := observers.Load(op)
+		if !ok {
+			o, _ = observers.LoadOrStore(op, sizes.WithLabelValues(op))
 		}
+		o.(prometheus.Observer).Observe(float64(n))
 	})
 	return nil
 }

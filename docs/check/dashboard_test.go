@@ -10,6 +10,7 @@ import (
 	"maps"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -337,6 +338,9 @@ func scrapeAfterEveryEvent(t *testing.T) string {
 	path := writeConfig(t, map[string]any{
 		"listen":        "127.0.0.1:0",
 		"metricsListen": "127.0.0.1:0",
+		// A store that batches, so that toolgate_store_batch_size is
+		// exported (the memory store sends nothing anywhere).
+		"storage": "sqlite:" + filepath.Join(t.TempDir(), "toolgate.db"),
 		"principals": []any{
 			map[string]any{"id": "alice", "apiKeys": []string{aliceKey}},
 			map[string]any{"id": "carol", "apiKeys": []string{carolKey}, "approvalMode": "approver"},
