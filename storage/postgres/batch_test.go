@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,10 +44,20 @@ func (z *sizes) of(op string) []int {
 // holdAdmissions fills every room s has for admission batches with
 // admissions that wait for principals' locks held by another session, so
 // that the calls made next wait and go together as one batch once release
-// is called. release waits for the held admissions to end.
+// is called. release waits for the held admissions to end. The Store's
+// batches then wait for locks as long as it takes: the held admissions
+// hold their rooms until release.
 func holdAdmissions(t *testing.T, s *postgres.Store, schema string) (release func()) {
 	t.Helper()
+	return holdAdmissionsFor(t, s, schema, time.Minute)
+}
+
+// holdAdmissionsFor is holdAdmissions with the Store's batches waiting
+// for locks as long as wait.
+func holdAdmissionsFor(t *testing.T, s *postgres.Store, schema string, wait time.Duration) (release func()) {
+	t.Helper()
 	ctx := t.Context()
+	s.SetLockWait(wait)
 	tx, err := sharedPool(t).Begin(ctx)
 	require.NoError(t, err)
 	var wg sync.WaitGroup
@@ -64,7 +75,9 @@ func holdAdmissions(t *testing.T, s *postgres.Store, schema string) (release fun
 			_, err := s.BeginExecution(ctx, testBegin(q, "held", t0))
 			assert.NoError(t, err)
 		}()
-		require.Eventually(t, func() bool { n, _ := s.PendingAdmissions(); return n == i+1 }, 5*time.Second, time.Millisecond)
+		if wait >= time.Minute {
+			require.Eventually(t, func() bool { n, _ := s.PendingAdmissions(); return n == i+1 }, 5*time.Second, time.Millisecond)
+		}
 	}
 	return func() {
 		require.NoError(t, tx.Rollback(ctx))
@@ -78,6 +91,7 @@ func holdAdmissions(t *testing.T, s *postgres.Store, schema string) (release fun
 func holdFinishes(t *testing.T, s *postgres.Store, schema string) (release func()) {
 	t.Helper()
 	ctx := t.Context()
+	s.SetLockWait(time.Minute)
 	tx, err := sharedPool(t).Begin(ctx)
 	require.NoError(t, err)
 	var wg sync.WaitGroup
@@ -362,29 +376,30 @@ func TestBatchFailingWholeIsRetriedCallByCall(t *testing.T) {
 	assertUsed(t, s, "frank", "0.2", "2")
 }
 
-// A finish batch that fails as a whole (a receipt's seq taken meanwhile
-// by another instance) is sent again finish by finish: every finish is
-// recorded, and the chain stays gapless.
-func TestFinishBatchFailingWholeIsRetriedOneByOne(t *testing.T) {
+// A finish batch sealed on a chain head another instance has moved on
+// from commits its other finishes, and only that principal's go again
+// alone: every finish is recorded, and the chain stays gapless.
+func TestFinishBatchOnAMovedChainRetriesOnlyThatChain(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	schema := newSchema(t)
 	s := openInstance(t, schema)
 	other := openInstance(t, schema)
 
-	// s learns gina's head (empty); then another instance finishes one of
-	// her calls, so the seq s would seal next is taken.
+	// s learns gina's head; then another instance finishes one of her
+	// calls, so the seq s would seal next is taken.
 	b0 := admitOn(t, s, "gina", "g0")
 	require.NoError(t, s.FinishExecution(ctx, sealedTestFinish(b0, storage.ExecutionCompleted, t0, nil)))
 	bo := admitOn(t, other, "gina", "g-other")
 	require.NoError(t, other.FinishExecution(ctx, sealedTestFinish(bo, storage.ExecutionCompleted, t0, nil)))
 
 	begins := []storage.Begin{admitOn(t, s, "gina", "g1"), admitOn(t, s, "henry", "h1"), admitOn(t, s, "gina", "g2")}
+	var sealed atomic.Int64
 	errs := make([]error, len(begins))
 	calls := make([]func(), len(begins))
 	for i := range begins {
 		calls[i] = func() {
-			errs[i] = s.FinishExecution(ctx, sealedTestFinish(begins[i], storage.ExecutionCompleted, t0, nil))
+			errs[i] = s.FinishExecution(ctx, sealedTestFinish(begins[i], storage.ExecutionCompleted, t0, &sealed))
 		}
 	}
 	retries := s.BatchRetries()
@@ -392,20 +407,141 @@ func TestFinishBatchFailingWholeIsRetriedOneByOne(t *testing.T) {
 	for i, err := range errs {
 		require.NoError(t, err, "finish %d", i)
 	}
-	assert.Equal(t, retries+1, s.BatchRetries(), "the batch failed as a whole once")
-	for _, p := range []string{"gina", "henry"} {
+	assert.Equal(t, retries, s.BatchRetries(), "the batch committed henry's finish")
+	assert.Equal(t, int64(5), sealed.Load(), "henry's sealed once; gina's twice each, in the batch and under her chain's lock")
+	for p, n := range map[string]int{"gina": 4, "henry": 1} {
 		receipts, err := s.ListReceipts(ctx, p, 0, 100)
 		require.NoError(t, err)
+		require.Len(t, receipts, n)
 		for i, r := range receipts {
 			assert.Equal(t, int64(i+1), r.Seq, "%s's chain has no gap", p)
 		}
 	}
-	receipts, err := s.ListReceipts(ctx, "gina", 0, 100)
-	require.NoError(t, err)
-	assert.Len(t, receipts, 4)
 	for _, b := range begins {
 		e, err := s.GetExecution(ctx, b.ExecutionID)
 		require.NoError(t, err)
 		assert.Equal(t, storage.ExecutionCompleted, e.Status)
 	}
+}
+
+// A finish batch that waits too long for a lock fails as a whole, and its
+// finishes go again one by one: the one whose row is held waits for it,
+// alone, and the others are recorded meanwhile.
+func TestFinishBatchWaitingTooLongGoesOneByOne(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	schema := newSchema(t)
+	s := openInstance(t, schema)
+	ivan, judy := admitOn(t, s, "ivan", "i1"), admitOn(t, s, "judy", "j1")
+	release := holdFinishes(t, s, schema)
+
+	// Another session holds judy's execution row past the batch's wait.
+	tx, err := sharedPool(t).Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	_, err = tx.Exec(ctx, fmtSchema(`SELECT FROM {schema}.executions WHERE id = $1 FOR UPDATE`, schema), judy.ExecutionID)
+	require.NoError(t, err)
+
+	ivanDone, judyDone := make(chan error, 1), make(chan error, 1)
+	go func() { ivanDone <- s.FinishExecution(ctx, testFinish(ivan, storage.ExecutionCompleted, t0)) }()
+	require.Eventually(t, func() bool { return queuedFinishes(s)() == 1 }, 5*time.Second, time.Millisecond)
+	go func() { judyDone <- s.FinishExecution(ctx, testFinish(judy, storage.ExecutionCompleted, t0)) }()
+	require.Eventually(t, func() bool { return queuedFinishes(s)() == 2 }, 5*time.Second, time.Millisecond)
+	retries := s.BatchRetries()
+	s.SetLockWait(100 * time.Millisecond)
+	release()
+
+	select {
+	case err := <-ivanDone:
+		require.NoError(t, err, "ivan's finish is recorded while judy's row is held")
+	case <-time.After(10 * time.Second):
+		t.Fatal("ivan's finish waited for judy's row")
+	}
+	assert.Equal(t, retries+1, s.BatchRetries(), "the batch gave up waiting once")
+	select {
+	case err := <-judyDone:
+		t.Fatalf("judy's finish ended while her row was held: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	require.NoError(t, tx.Rollback(ctx))
+	require.NoError(t, <-judyDone)
+	e, err := s.GetExecution(ctx, judy.ExecutionID)
+	require.NoError(t, err)
+	assert.Equal(t, storage.ExecutionCompleted, e.Status)
+}
+
+// An admission of one principal does not wait for the locks of others
+// that its Store's batches in flight are waiting for: they give up after a
+// moment and wait on their own.
+func TestAdmissionNotHeldUpByOtherPrincipalsLocks(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	schema := newSchema(t)
+	s := openInstance(t, schema)
+	q := testQuote("zed", "tool-a", "0.10", t0)
+	require.NoError(t, s.CreateQuote(ctx, q))
+	release := holdAdmissionsFor(t, s, schema, 100*time.Millisecond)
+	defer release()
+	short, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, err := s.BeginExecution(short, testBegin(q, "z", t0))
+	assert.NoError(t, err, "zed's admission waited for locks of principals it has nothing to do with")
+}
+
+// An admission batch and a finish batch of one Store update the same
+// principals' rollup rows in one order, so they do not deadlock.
+func TestAdmissionAndFinishBatchesDoNotDeadlock(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	schema := newSchema(t)
+	s := openInstance(t, schema)
+	pool := sharedPool(t)
+	e1, e2 := admitOn(t, s, "pa", "e1"), admitOn(t, s, "pb", "e2")
+	qb := testQuote("pb", "tool-a", "0.10", t0)
+	require.NoError(t, s.CreateQuote(ctx, qb))
+	qa := testQuote("pa", "tool-a", "0.10", t0)
+	require.NoError(t, s.CreateQuote(ctx, qa))
+
+	// A third session holds pb's day row: both batches come to wait.
+	x, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = x.Rollback(ctx) }()
+	_, err = x.Exec(ctx, fmtSchema(`SELECT FROM {schema}.spend_daily WHERE principal = 'pb' FOR UPDATE`, schema))
+	require.NoError(t, err)
+	waiting := func() int {
+		var n int
+		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND position($1 in query) > 0`, schema).Scan(&n))
+		return n
+	}
+	retries := s.BatchRetries()
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	releaseA := holdAdmissions(t, s, schema) // pb's call arrives first, then pa's
+	for i, b := range []storage.Begin{testBegin(qb, "nb", t0), testBegin(qa, "na", t0)} {
+		wg.Add(1)
+		go func() { defer wg.Done(); _, errs[i] = s.BeginExecution(ctx, b) }()
+		require.Eventually(t, func() bool { return queuedAdmissions(s)() == i+1 }, 5*time.Second, time.Millisecond)
+	}
+	releaseA()
+	require.Eventually(t, func() bool { return waiting() >= 1 }, 5*time.Second, time.Millisecond)
+	releaseF := holdFinishes(t, s, schema) // failed, so both release their amounts
+	for i, b := range []storage.Begin{e1, e2} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[2+i] = s.FinishExecution(ctx, testFinish(b, storage.ExecutionFailed, t0))
+		}()
+		require.Eventually(t, func() bool { return queuedFinishes(s)() == i+1 }, 5*time.Second, time.Millisecond)
+	}
+	releaseF()
+	require.Eventually(t, func() bool { return waiting() >= 2 }, 5*time.Second, time.Millisecond)
+	start := time.Now()
+	require.NoError(t, x.Rollback(ctx))
+	wg.Wait()
+	for i, err := range errs {
+		assert.NoError(t, err, "call %d", i)
+	}
+	assert.Equal(t, retries, s.BatchRetries(), "neither batch failed")
+	assert.Less(t, time.Since(start), 500*time.Millisecond, "the batches waited for the server's deadlock detection")
 }

@@ -35,6 +35,11 @@ func (s *Store) BeginExecution(ctx context.Context, b storage.Begin) (storage.Be
 	if err != nil {
 		return storage.BeginResult{}, err
 	}
+	if out.alone {
+		// Its batch waited too long for a lock, or failed: on its own,
+		// waiting as long as it takes, and holding up no other call.
+		out = s.admit(ctx, b, false)
+	}
 	if out.err != nil || !out.claimed {
 		return out.res, out.err
 	}
@@ -317,10 +322,13 @@ func (s *Store) prepareAdmission(b storage.Begin) (admission, error) {
 }
 
 // admitOutcome is what an admission came to: claimed reports that the key
-// already has an execution, in which case nothing was written.
+// already has an execution, in which case nothing was written; alone,
+// that nothing was written and the call is to be admitted again on its
+// own (see admitBatch).
 type admitOutcome struct {
 	res     storage.BeginResult
 	claimed bool
+	alone   bool
 	err     error
 }
 
@@ -339,8 +347,9 @@ func (v *admitVerdict) scan(row pgx.Row) error {
 }
 
 // admit runs the new-key path for one call alone: its lock and statement
-// in one round trip.
-func (s *Store) admit(ctx context.Context, b storage.Begin) admitOutcome {
+// in one round trip. With timed, as a batch of one, it gives up waiting
+// for a lock after lockWait and answers alone (see batchSettings).
+func (s *Store) admit(ctx context.Context, b storage.Begin, timed bool) admitOutcome {
 	a, err := s.prepareAdmission(b)
 	if err != nil {
 		return admitOutcome{err: err}
@@ -352,11 +361,11 @@ func (s *Store) admit(ctx context.Context, b storage.Begin) admitOutcome {
 	// No BEGIN: a batch runs as one implicit transaction, committed when
 	// the server reaches its end and rolled back on any error.
 	batch := &pgx.Batch{}
-	if !s.syncAdmission {
-		// Unless Config.SynchronousAdmission, the admission's commit does
-		// not wait for the disk: visible to every session at once, durable
-		// with the result's commit (see Durability in doc.go).
-		batch.Queue(asyncCommitSQL)
+	// Unless Config.SynchronousAdmission, the admission's commit does not
+	// wait for the disk: visible to every session at once, durable with
+	// the result's commit (see Durability in doc.go).
+	if set := s.batchSettings(!s.syncAdmission, timed); set != "" {
+		batch.Queue(set)
 	}
 	batch.Queue(s.sql(lockPrincipalSQL), b.Principal)
 	if a.budgets {
@@ -380,6 +389,9 @@ func (s *Store) admit(ctx context.Context, b storage.Begin) admitOutcome {
 	// Close reports the commit's outcome: nothing counts before it.
 	if cerr := br.Close(); err == nil {
 		err = cerr
+	}
+	if timed && waitedTooLong(err) {
+		return admitOutcome{alone: true}
 	}
 	if err != nil {
 		return admitOutcome{err: translate(err)}

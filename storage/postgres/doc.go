@@ -151,15 +151,23 @@
 // budget, each set in byte order, before its first statement; an
 // admission alone takes its principal's lock and then its budgets', so no
 // two admissions, batched or not, on any instance, wait for each other in
-// a cycle. Finish batches order their finishes by usage shard, the rows
-// finishes of one tool meet on; a deadlock with another process's batch
-// on other rows (a budget's day, say) is detected by the server, which
-// rolls one batch back. A batch whose transaction fails for any reason
-// (that, an execution id or a receipt's seq taken meanwhile by another
-// instance, a broken connection) wrote nothing, and its calls are then
-// sent one by one, so that only a call at fault fails. A Store keeps two
-// admission batches in flight, so that one waiting for a principal's lock
-// held elsewhere does not hold up its other calls, and one finish batch.
+// a cycle. Admission and finish batches both run their calls in their
+// principals' byte order, so that they update the principals' rollup rows
+// in one order, and a finish batch counts all its completed calls in one
+// usage shard (a tool's finishes meet on its shard rows). Rows a batch
+// cannot order against every other writer's (a budget's day row, updated
+// by admissions and by finishes that release) could still close a cycle
+// between two batches; so could a lock held elsewhere keep a batch, and
+// the calls behind it, waiting. A batch therefore waits for no lock
+// longer than 200 ms (lock_timeout, set for its transaction only), a
+// fifth of the server's default deadlock detection. A batch whose
+// transaction fails for any reason (that, an execution id or a receipt's
+// seq taken meanwhile by another instance, a broken connection) wrote
+// nothing, and each of its calls is then sent alone, by its own caller,
+// waiting as long as it takes: only a call at fault fails, and only a
+// call that must wait waits. A Store keeps two batches of each kind in
+// flight, so that one waiting does not hold up the calls arriving behind
+// it.
 //
 // # Budgets
 //

@@ -13,6 +13,8 @@ import (
 // SQLSTATE codes the Store branches on.
 const (
 	codeUniqueViolation     = "23505"
+	codeLockNotAvailable    = "55P03" // lock_timeout ran out
+	codeDeadlockDetected    = "40P01"
 	codeForeignKeyViolation = "23503"
 )
 

@@ -1,6 +1,10 @@
 package postgres
 
-import "github.com/toolgate/toolgate/storage"
+import (
+	"time"
+
+	"github.com/toolgate/toolgate/storage"
+)
 
 // ListSQL and SpendSQL let the plan tests explain the very statements the
 // audit queries run.
@@ -35,4 +39,8 @@ func (s *Store) BatchRetries() int64                       { return s.batchRetri
 // AdmissionBatchesInFlight and FinishBatchesInFlight are how many
 // batches of each kind a Store sends at once.
 func AdmissionBatchesInFlight() int { return batchesInFlight }
-func FinishBatchesInFlight() int    { return finishBatchesInFlight }
+func FinishBatchesInFlight() int    { return batchesInFlight }
+
+// SetLockWait changes how long the Store's batches wait for a lock, for
+// tests that hold batches on purpose longer than the default.
+func (s *Store) SetLockWait(d time.Duration) { s.lockWait = d }

@@ -57,8 +57,12 @@ func usageShard(id uuid.UUID) int16 {
 //
 //   - chain, first: the chain's lock taken shared if no retry holds it or
 //     waits for it (pg_try_advisory_xact_lock_shared, which never waits),
-//     and receipt $12-1 there with hash $13, the one the receipt was sealed
-//     on (seq 1 needs none: the primary key refuses a second). execution
+//     receipt $12-1 there with hash $13, the one the receipt was sealed
+//     on (seq 1 needs none), and seq $12 not taken yet: a finish sealed on
+//     a head another instance has moved on from writes nothing, rather
+//     than failing on the primary key, which would fail a whole batch
+//     with it (see finishBatch). The primary key still refuses a seq
+//     taken by a finish not committed yet. execution
 //     writes only when both hold. A retry runs the statement with the lock
 //     held exclusive ($16): it skips the try, which would fail whenever
 //     another session waits for the lock, even in the session that holds it.
@@ -110,7 +114,8 @@ SELECT count(*) FROM execution`, ""
 	SELECT CASE WHEN $16::boolean THEN true
 			ELSE pg_try_advisory_xact_lock_shared(` + fmt.Sprint(receiptLockClass) + `, $11::int4) END
 		AND ($12::bigint = 1 OR EXISTS (SELECT FROM {schema}.receipts
-			WHERE principal = $1 AND seq = $12::bigint - 1 AND hash = $13::text)) AS ok
+			WHERE principal = $1 AND seq = $12::bigint - 1 AND hash = $13::text))
+		AND NOT EXISTS (SELECT FROM {schema}.receipts WHERE principal = $1 AND seq = $12::bigint) AS ok
 ),
 `
 		chainCheck = `
@@ -171,12 +176,40 @@ func (s *Store) FinishExecution(ctx context.Context, f storage.Finish) error {
 	if err := f.Check(); err != nil {
 		return err
 	}
-	err, derr := s.finishes.Do(ctx, f)
-	if derr != nil {
-		return derr
+	out, err := s.finishes.Do(ctx, f)
+	if err != nil {
+		return err
 	}
-	return err
+	switch out.then {
+	case finishAgainAlone:
+		// Its batch wrote nothing of it: on its own, on this goroutine
+		// (see finishBatch).
+		return s.finishAlone(ctx, out.x, false)
+	case explainFinish:
+		return s.finishFailure(ctx, f)
+	}
+	return out.err
 }
+
+// finishOutcome is what a finish in a batch came to: done with err, or
+// something for its caller to do next, on its own goroutine.
+type finishOutcome struct {
+	err  error
+	then finishNext
+	x    finishing
+}
+
+type finishNext int
+
+const (
+	finishDone finishNext = iota
+	// finishAgainAlone: nothing was written; the finish is sent again
+	// alone, sealed under its chain's lock.
+	finishAgainAlone
+	// explainFinish: the finish matched no running execution under its
+	// lease; finishFailure says why.
+	explainFinish
+)
 
 // finishing is a finish with what its statement needs to know beside it.
 type finishing struct {

@@ -1,9 +1,7 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
-	"maps"
 	"slices"
 	"strings"
 
@@ -15,23 +13,15 @@ import (
 // maxFinishBatch is the most finishes one batch holds.
 const maxFinishBatch = 32
 
-// finishBatchesInFlight is how many finish batches a Store sends at once:
-// one. A finish waits for no lock another process holds for long (only
-// for rows other finishes and admissions hold until their commits), so a
-// second batch would not keep finishes moving; it would halve the batches
-// and meet the first on the same hot rows (usage shards, budget days) in
-// orders that can deadlock.
-const finishBatchesInFlight = 1
-
 // runFinishes is the finishes' batcher.Run: one finish alone as
 // finishAlone sends it, several as finishBatch does.
-func (s *Store) runFinishes(ctx context.Context, fs []storage.Finish) []error {
+func (s *Store) runFinishes(ctx context.Context, fs []storage.Finish) []finishOutcome {
 	xs := make([]finishing, len(fs))
 	for i, f := range fs {
 		xs[i] = s.finishing(f)
 	}
 	if len(xs) == 1 {
-		return []error{s.finishAlone(ctx, xs[0], true)}
+		return []finishOutcome{{err: s.finishAlone(ctx, xs[0], true)}}
 	}
 	return s.finishBatch(ctx, xs)
 }
@@ -46,13 +36,12 @@ type sealedItem struct {
 
 // finishBatch finishes several executions in one round trip and one
 // transaction, which waits for the disk once for all of them: each
-// finish's own statement, the one finishAlone would send, in the order of
-// their usage shards, then of their principals. A batch holds every row
-// it updates until it commits, and the shards are the rows finishes of
-// one tool meet on: in that order, two batches of one tool's finishes
-// (on two instances) take their shards in the same order, and cannot
-// deadlock on them. (A Store sends one finish batch at a time.) Each
-// finish's answer is its own, as if it had run alone:
+// finish's own statement, the one finishAlone would send, in the byte
+// order of their principals (the order admission batches update the same
+// principals' rollup rows in), all counting completed calls in one usage
+// shard, so that a batch holds one shard row of each tool and two batches
+// rarely meet on two. Each finish's answer is its own, as if it had run
+// alone:
 //
 //   - a finish whose lease was lost, or whose execution is gone, wrote
 //     nothing and is explained as finishAlone explains it;
@@ -61,25 +50,37 @@ type sealedItem struct {
 //     one after the other on the chain head, each on the hash of the one
 //     before, so that they commit together with no gap. Each statement
 //     still checks that the seq before its own is there with the hash it
-//     was sealed on: when the chain had moved (another instance), that
-//     finish and the principal's later ones in the batch wrote nothing,
-//     and are finished again alone, under the chain's lock (which reads
-//     its head), so that each is sealed at most twice, as a finish sent
-//     alone is;
-//   - a statement that fails (a receipt's seq taken meanwhile by another
-//     instance, a deadlock with another batch on rows they both update, a
-//     broken connection) rolls the whole transaction back, and each finish
-//     is then sent alone, so that only one at fault fails.
-func (s *Store) finishBatch(ctx context.Context, xs []finishing) []error {
-	out := make([]error, len(xs))
+//     was sealed on and its own is free: when the chain had moved
+//     (another instance), that finish and the principal's later ones in
+//     the batch wrote nothing, and are finished again alone, under the
+//     chain's lock (which reads its head), so that each is sealed at most
+//     twice, as a finish sent alone is;
+//   - a statement that fails (a lock waited for longer than lockWait, a
+//     deadlock with another batch on rows they both update, a receipt's
+//     seq taken meanwhile, a broken connection) rolls the whole
+//     transaction back, and each finish is then sent alone, so that only
+//     one at fault fails.
+//
+// What is sent again alone, or explained, is done by the finish's caller
+// on its own goroutine (see FinishExecution), not holding up the batches
+// behind.
+func (s *Store) finishBatch(ctx context.Context, xs []finishing) []finishOutcome {
+	out := make([]finishOutcome, len(xs))
+	for i, x := range xs {
+		out[i].x = x
+	}
+	failAll := func(err error) []finishOutcome {
+		for i := range out {
+			out[i].err = err
+		}
+		return out
+	}
 	order := make([]int, len(xs))
 	for i := range order {
 		order[i] = i
 	}
-	slices.SortStableFunc(order, func(a, b int) int {
-		return cmp.Or(cmp.Compare(usageShard(xs[a].f.ExecutionID), usageShard(xs[b].f.ExecutionID)),
-			strings.Compare(xs[a].f.Principal, xs[b].f.Principal))
-	})
+	slices.SortStableFunc(order, func(a, b int) int { return strings.Compare(xs[a].f.Principal, xs[b].f.Principal) })
+	shard := usageShard(xs[order[0]].f.ExecutionID)
 
 	var sealers []string
 	for _, x := range xs {
@@ -88,40 +89,31 @@ func (s *Store) finishBatch(ctx context.Context, xs []finishing) []error {
 		}
 	}
 	sealers = sortedUnique(sealers)
-	releases := make([]func(), 0, len(sealers))
-	releaseTurns := func() {
-		for _, r := range releases {
-			r()
+	var releases []func()
+	defer func() {
+		for _, release := range releases {
+			release()
 		}
-		releases = releases[:0]
-	}
-	defer releaseTurns()
-	heads := make(map[string]chainHead, len(sealers))
+	}()
+	tip := make(map[string]chainHead, len(sealers))
 	for _, p := range sealers {
 		release, err := s.chains.wait(ctx, p)
 		if err != nil {
-			for i := range out {
-				out[i] = err
-			}
-			return out
+			return failAll(err)
 		}
 		releases = append(releases, release)
 		head, ok := s.chains.head(p)
 		if !ok {
 			if head, err = s.readHead(ctx, s.pool, p); err != nil {
-				for i := range out {
-					out[i] = err
-				}
-				return out
+				return failAll(err)
 			}
 			s.chains.setHead(p, head)
 		}
-		heads[p] = head
+		tip[p] = head
 	}
 
 	// Seal each finish on the one before it of its principal.
 	seals := make([]*sealedItem, len(xs))
-	tip := maps.Clone(heads)
 	var sent []int
 	for _, i := range order {
 		x := xs[i]
@@ -130,7 +122,7 @@ func (s *Store) finishBatch(ctx context.Context, xs []finishing) []error {
 			next := h.seq + 1
 			sealed, err := x.f.Seal(next, h.hash)
 			if err != nil {
-				out[i] = err
+				out[i].err = err
 				continue
 			}
 			seals[i] = &sealedItem{seq: next, prev: h.hash, sealed: sealed}
@@ -143,9 +135,11 @@ func (s *Store) finishBatch(ctx context.Context, xs []finishing) []error {
 	}
 
 	batch := &pgx.Batch{}
+	batch.Queue(s.batchSettings(false, true))
 	for _, i := range sent {
 		x := xs[i]
 		args := x.args()
+		args[9] = shard
 		if si := seals[i]; si != nil {
 			hash, signed := receiptArgs(si.sealed)
 			args = append(args, s.chainKey(x.f.Principal), si.seq, si.prev, hash, signed, false)
@@ -158,35 +152,32 @@ func (s *Store) finishBatch(ctx context.Context, xs []finishing) []error {
 	}
 	answers := make([]answer, len(sent))
 	br := s.pool.SendBatch(ctx, batch)
-	var err error
+	_, err := br.Exec()
 	for j, i := range sent {
+		if err != nil {
+			break
+		}
 		if seals[i] != nil {
 			err = br.QueryRow().Scan(&answers[j].ok, &answers[j].n)
 		} else {
 			answers[j].ok = true
 			err = br.QueryRow().Scan(&answers[j].n)
 		}
-		if err != nil {
-			break
-		}
 	}
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		// Nothing of the batch was written: each finish alone, in order,
-		// once the turns are given back (the sealed ones take them again).
+		// Nothing of the batch was written: each finish alone.
 		s.batchRetries.Add(1)
-		releaseTurns()
 		for _, i := range sent {
-			out[i] = s.finishAlone(ctx, xs[i], false)
+			out[i].then = finishAgainAlone
 		}
 		return out
 	}
 
 	// Committed: each principal's head is its last receipt written, and
 	// every finish that wrote nothing is explained, or finished alone.
-	var again, explain []int
 	for j, i := range sent {
 		a, si := answers[j], seals[i]
 		switch {
@@ -195,17 +186,10 @@ func (s *Store) finishBatch(ctx context.Context, xs []finishing) []error {
 				s.chains.setHead(xs[i].f.Principal, chainHead{si.seq, si.sealed.Hash})
 			}
 		case !a.ok:
-			again = append(again, i)
+			out[i].then = finishAgainAlone
 		default:
-			explain = append(explain, i)
+			out[i].then = explainFinish
 		}
-	}
-	releaseTurns()
-	for _, i := range explain {
-		out[i] = s.finishFailure(ctx, xs[i].f)
-	}
-	for _, i := range again {
-		out[i] = s.finishAlone(ctx, xs[i], false)
 	}
 	return out
 }

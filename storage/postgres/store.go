@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -44,7 +45,9 @@ type Store struct {
 	// admissions and finishes share round trips between concurrent calls
 	// (see admitbatch.go and finishbatch.go).
 	admissions *batcher.Batcher[storage.Begin, admitOutcome]
-	finishes   *batcher.Batcher[storage.Finish, error]
+	finishes   *batcher.Batcher[storage.Finish, finishOutcome]
+	// lockWait is how long a batch waits for a lock (see batchSettings).
+	lockWait time.Duration
 	// batchRetries counts the batches that failed as a whole and were
 	// sent again call by call.
 	batchRetries atomic.Int64
@@ -66,9 +69,12 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{pool: pool, schema: pgx.Identifier{cfg.Schema}.Sanitize(), syncAdmission: cfg.SynchronousAdmission,
-		memo: newMemo(), chains: newChains(), budgets: newKnownLocks(), principals: newKnownLocks(), plain: newPlainCalls()}
-	s.admissions = batcher.New(maxAdmitBatch, batchesInFlight, admissionKey, s.runAdmissions)
-	s.finishes = batcher.New(maxFinishBatch, finishBatchesInFlight, nil, s.runFinishes)
+		memo: newMemo(), chains: newChains(), budgets: newKnownLocks(), principals: newKnownLocks(), plain: newPlainCalls(),
+		lockWait: lockWait}
+	s.admissions = batcher.New(maxAdmitBatch, batchesInFlight, admissionKey, s.runAdmissions,
+		func(err error) admitOutcome { return admitOutcome{err: err} })
+	s.finishes = batcher.New(maxFinishBatch, batchesInFlight, nil, s.runFinishes,
+		func(err error) finishOutcome { return finishOutcome{err: err} })
 	if err := s.migrate(ctx, cfg.Schema); err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ package batcher
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 )
@@ -19,9 +20,15 @@ import (
 // order. ctx ends only when every caller of the batch has given up.
 type Run[T, R any] func(ctx context.Context, items []T) []R
 
+// Failed is the result each item of a batch gets when Run panics or
+// returns a result count other than the items': the batch's other callers
+// are answered, and the Batcher goes on sending.
+type Failed[R any] func(err error) R
+
 // Batcher sends the items given to Do in batches.
 type Batcher[T, R any] struct {
-	run Run[T, R]
+	run    Run[T, R]
+	failed Failed[R]
 	// max is the most items one batch holds; the rest wait for the next.
 	max int
 	// inflight is the most batches sent at once. More than one keeps a
@@ -50,9 +57,10 @@ type call[T, R any] struct {
 
 // New returns a Batcher that sends batches of at most size items with run,
 // at most inflight at once. key, when not nil, names an item's key: items
-// with one key never share a batch.
-func New[T, R any](size, inflight int, key func(T) string, run Run[T, R]) *Batcher[T, R] {
-	return &Batcher[T, R]{run: run, max: max(size, 1), inflight: max(inflight, 1), key: key}
+// with one key never share a batch. failed makes the result of an item
+// whose batch went wrong (see Failed).
+func New[T, R any](size, inflight int, key func(T) string, run Run[T, R], failed Failed[R]) *Batcher[T, R] {
+	return &Batcher[T, R]{run: run, failed: failed, max: max(size, 1), inflight: max(inflight, 1), key: key}
 }
 
 // Observe makes observe hear the size of every batch sent from now on.
@@ -122,9 +130,7 @@ func (b *Batcher[T, R]) send(batch []*call[T, R]) {
 	for i, c := range batch {
 		items[i] = c.item
 	}
-	ctx, cancel := batchContext(batch)
-	results := b.run(ctx, items)
-	cancel()
+	results := b.runSafely(batch, items)
 	for i, c := range batch {
 		c.result = results[i]
 		close(c.done)
@@ -132,6 +138,33 @@ func (b *Batcher[T, R]) send(batch []*call[T, R]) {
 	if next := b.next(); next != nil {
 		go b.send(next)
 	}
+}
+
+// runSafely runs items, and answers every one with failed when run
+// panics or miscounts: a panic on the goroutine that sends the next batch
+// would end the process, and one on a caller's would leave the Batcher
+// counting a batch in flight forever.
+func (b *Batcher[T, R]) runSafely(batch []*call[T, R], items []T) (results []R) {
+	ctx, cancel := batchContext(batch)
+	defer cancel()
+	defer func() {
+		if p := recover(); p != nil {
+			results = b.failAll(len(items), fmt.Errorf("batcher: a batch of %d panicked: %v", len(items), p))
+		}
+	}()
+	results = b.run(ctx, items)
+	if len(results) != len(items) {
+		return b.failAll(len(items), fmt.Errorf("batcher: a batch of %d gave %d results", len(items), len(results)))
+	}
+	return results
+}
+
+func (b *Batcher[T, R]) failAll(n int, err error) []R {
+	out := make([]R, n)
+	for i := range out {
+		out[i] = b.failed(err)
+	}
+	return out
 }
 
 // next takes the next batch off the queue, or marks one batch fewer in

@@ -57,7 +57,7 @@ func waitQueued[T, R any](t *testing.T, b *Batcher[T, R], n int) {
 // go together as the next batch, each with its own result, in order.
 func TestLoneItemGoesAtOnceAndWaitingItemsTogether(t *testing.T) {
 	g := newGate()
-	b := New(10, 1, nil, g.run)
+	b := New(10, 1, nil, g.run, failedString)
 	var sizes []int
 	var mu sync.Mutex
 	b.Observe(func(n int) { mu.Lock(); sizes = append(sizes, n); mu.Unlock() })
@@ -84,7 +84,7 @@ func TestLoneItemGoesAtOnceAndWaitingItemsTogether(t *testing.T) {
 // Two items with one key never share a batch: the second waits for the next.
 func TestOneKeyNeverTwiceInABatch(t *testing.T) {
 	g := newGate()
-	b := New(10, 1, func(s string) string { return s[:1] }, g.run)
+	b := New(10, 1, func(s string) string { return s[:1] }, g.run, failedString)
 	done := make(chan struct{}, 4)
 	for i, it := range []string{"x0", "k1", "k2", "y3"} {
 		go func() { _, _ = b.Do(t.Context(), it); done <- struct{}{} }()
@@ -108,7 +108,7 @@ func TestOneKeyNeverTwiceInABatch(t *testing.T) {
 // A batch holds at most its size; the rest go in the next.
 func TestBatchHoldsAtMostItsSize(t *testing.T) {
 	g := newGate()
-	b := New(2, 1, nil, g.run)
+	b := New(2, 1, nil, g.run, failedString)
 	done := make(chan struct{}, 4)
 	for i, it := range []string{"a", "b", "c", "d"} {
 		go func() { _, _ = b.Do(t.Context(), it); done <- struct{}{} }()
@@ -134,7 +134,7 @@ func TestBatchHoldsAtMostItsSize(t *testing.T) {
 // beside a first that waits.
 func TestSecondBatchGoesBesideAWaitingOne(t *testing.T) {
 	g := newGate()
-	b := New(10, 2, nil, g.run)
+	b := New(10, 2, nil, g.run, failedString)
 	go func() { _, _ = b.Do(t.Context(), "slow") }()
 	<-g.started
 	second := make(chan string, 1)
@@ -148,7 +148,7 @@ func TestSecondBatchGoesBesideAWaitingOne(t *testing.T) {
 // An item whose caller gives up while it waits is never sent.
 func TestGivenUpWhileWaitingIsNeverSent(t *testing.T) {
 	g := newGate()
-	b := New(10, 1, nil, g.run)
+	b := New(10, 1, nil, g.run, failedString)
 	go func() { _, _ = b.Do(t.Context(), "a") }()
 	<-g.started
 	ctx, cancel := context.WithCancel(t.Context())
@@ -165,4 +165,34 @@ func TestGivenUpWhileWaitingIsNeverSent(t *testing.T) {
 	<-g.started
 	g.release <- struct{}{}
 	assert.Equal(t, [][]string{{"a"}, {"b"}}, g.sent())
+}
+
+func failedString(err error) string { return "failed: " + err.Error() }
+
+// A batch that panics answers each of its callers with a failure, and the
+// Batcher goes on: the next item is sent.
+func TestPanicFailsItsBatchOnly(t *testing.T) {
+	b := New(4, 1, nil, func(_ context.Context, items []int) []string {
+		if items[0] == 0 {
+			panic("boom")
+		}
+		return []string{"ok"}
+	}, failedString)
+	got, err := b.Do(t.Context(), 0)
+	require.NoError(t, err)
+	assert.Contains(t, got, "panicked: boom")
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	got, err = b.Do(ctx, 1)
+	require.NoError(t, err, "a later item is sent once the panicking batch has ended")
+	assert.Equal(t, "ok", got)
+}
+
+// A batch that answers for fewer items than it held fails them all rather
+// than leaving one without an answer.
+func TestMiscountFailsTheBatch(t *testing.T) {
+	b := New(4, 1, nil, func(_ context.Context, items []int) []string { return nil }, failedString)
+	got, err := b.Do(t.Context(), 7)
+	require.NoError(t, err)
+	assert.Contains(t, got, "gave 0 results")
 }
