@@ -215,6 +215,9 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		fmt.Fprintf(out, "pairs/s %s ÷ memory: %.3f%s   (by CPU per op, this process only: %.3f)\n",
 			kind, r, target, cpuRatio(memory, other))
 	}
+	if otherGW != nil && otherGW.batches != nil {
+		otherGW.batches.report(out)
+	}
 	if otherGW != nil && otherGW.work != nil {
 		// The counts are complete once the pool's connections are gone.
 		otherGW.close()

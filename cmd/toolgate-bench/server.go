@@ -71,6 +71,8 @@ type gatewayServer struct {
 	// work counts the database's work on PostgreSQL, nil otherwise; it is
 	// complete once close has run.
 	work *dbWork
+	// batches adds up the store's batches, nil for a store that has none.
+	batches *batchSizes
 }
 
 // startGateway serves a gateway over the named store ("memory" or a
@@ -115,6 +117,7 @@ func startGateway(ctx context.Context, stubURL, store string, clients int) (*gat
 	}
 	g.url = srv.url
 	g.work = work
+	g.batches = observeBatches(st)
 	g.close = sync.OnceFunc(func() {
 		srv.close()
 		transport.CloseIdleConnections()

@@ -84,3 +84,11 @@ func (s *timedStore) report(out io.Writer, pairs float64) {
 		fmt.Fprintf(out, "  %-26s %9.2f %10s\n", stepNames[i], float64(n)/pairs, round(time.Duration(s.steps[i].nanos.Load()/n)))
 	}
 }
+
+// ObserveBatches passes observe on to the store, which batches (it is
+// PostgreSQL's): the report shows how much its calls shared.
+func (s *timedStore) ObserveBatches(observe func(operation string, size int)) {
+	if o, ok := s.Store.(storage.BatchObserver); ok {
+		o.ObserveBatches(observe)
+	}
+}
