@@ -48,3 +48,25 @@ func TestWriterReportsItsBatches(t *testing.T) {
 	assert.Less(t, batches.Load(), int64(n), "some writes shared a transaction")
 	t.Logf("%d writes in %d transactions, at most %d in one", writes.Load(), batches.Load(), largest.Load())
 }
+
+// largestBatches records the largest transaction each store's writer
+// commits from now on, for tests that show their racers' writes were
+// shared.
+type largestBatches struct{ n atomic.Int64 }
+
+func watchBatches(stores ...interface {
+	ObserveBatches(func(string, int))
+}) *largestBatches {
+	l := &largestBatches{}
+	for _, s := range stores {
+		s.ObserveBatches(func(_ string, n int) {
+			for {
+				m := l.n.Load()
+				if int64(n) <= m || l.n.CompareAndSwap(m, int64(n)) {
+					return
+				}
+			}
+		})
+	}
+	return l
+}

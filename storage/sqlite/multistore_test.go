@@ -100,9 +100,16 @@ func TestTwoStoresOnOneFile(t *testing.T) {
 				begins[i] = beginFor(q, tc.key(i), t0, limits...)
 			}
 			errs := make([]error, tc.racers)
+			batches := watchBatches(stores[0], stores[1])
 			race(tc.racers, func(i int) {
 				_, errs[i] = stores[i%2].BeginExecution(ctx, begins[i])
 			})
+			if tc.winners > 1 {
+				// The racers' admissions shared the writers' transactions
+				// (a refused one rolled back alone), and the limit held
+				// across them as across the two Stores' writers.
+				assert.Greater(t, batches.n.Load(), int64(1), "some admissions shared a transaction")
+			}
 
 			winners := 0
 			for _, err := range errs {

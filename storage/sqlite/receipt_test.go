@@ -54,6 +54,7 @@ func TestTwoStoresOneChain(t *testing.T) {
 		require.NoError(t, err)
 	}
 	errs := make([]error, n)
+	batches := watchBatches(stores[0], stores[1])
 	race(n, func(i int) {
 		f := finishFor(begins[i], storage.ExecutionCompleted, `{"done":true}`, t0.Add(time.Second))
 		f.Seal = storagetest.TestSeal(begins[i].ExecutionID, "done", nil)
@@ -63,6 +64,7 @@ func TestTwoStoresOneChain(t *testing.T) {
 		require.NoError(t, err)
 	}
 
+	assert.Greater(t, batches.n.Load(), int64(1), "finishes of one principal shared a transaction")
 	chain := receiptsOf(t, stores[0], "alice", 64)
 	require.Len(t, chain, n)
 	storagetest.AssertChain(t, "alice", chain)
