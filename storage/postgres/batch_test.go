@@ -536,12 +536,13 @@ func TestAdmissionAndFinishBatchesDoNotDeadlock(t *testing.T) {
 	}
 	releaseF()
 	require.Eventually(t, func() bool { return waiting() >= 2 }, 5*time.Second, time.Millisecond)
-	start := time.Now()
 	require.NoError(t, x.Rollback(ctx))
 	wg.Wait()
 	for i, err := range errs {
 		assert.NoError(t, err, "call %d", i)
 	}
+	// The batches wait a minute for a lock here (holdAdmissions): a cycle
+	// between them would have been broken by the server's deadlock
+	// detection, failing one of them.
 	assert.Equal(t, retries, s.BatchRetries(), "neither batch failed")
-	assert.Less(t, time.Since(start), 500*time.Millisecond, "the batches waited for the server's deadlock detection")
 }
