@@ -1,13 +1,10 @@
 package postgres_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toolgate/toolgate/internal/testproc"
 	"github.com/toolgate/toolgate/storage/postgres"
 )
 
@@ -42,13 +40,8 @@ func TestKillBatchChild(t *testing.T) {
 	ctx := context.Background()
 	s, err := postgres.Open(ctx, testURL(t), &postgres.Config{Schema: schema})
 	require.NoError(t, err)
-	var mu sync.Mutex
-	out := json.NewEncoder(os.Stdout)
-	say := func(l killLine) {
-		mu.Lock()
-		defer mu.Unlock()
-		_ = out.Encode(l)
-	}
+	report := testproc.JSONLines(os.Stdout)
+	say := func(l killLine) { report(l) }
 	s.ObserveBatches(func(op string, n int) {
 		if op == "admit" && n > 1 {
 			say(killLine{Event: "batch", Size: n})
@@ -89,21 +82,11 @@ func TestKillWithABatchInFlight(t *testing.T) {
 	schema := newSchema(t)
 	s := openInstance(t, schema) // migrates before the child starts
 
-	child := exec.Command(os.Args[0], "-test.run", "^TestKillBatchChild$", "-test.count", "1")
-	child.Env = append(os.Environ(), killSchemaEnv+"="+schema)
-	stdout, err := child.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, child.Start())
-
 	var lines []killLine
 	admitted, batches := 0, 0
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		if !strings.HasPrefix(sc.Text(), "{") {
-			continue
-		}
+	testproc.KillChild(t, "TestKillBatchChild", []string{killSchemaEnv + "=" + schema}, func(line []byte) bool {
 		var l killLine
-		require.NoError(t, json.Unmarshal(sc.Bytes(), &l))
+		require.NoError(t, json.Unmarshal(line, &l))
 		lines = append(lines, l)
 		switch l.Event {
 		case "admitted":
@@ -111,12 +94,8 @@ func TestKillWithABatchInFlight(t *testing.T) {
 		case "batch":
 			batches++
 		}
-		if admitted >= 600 && batches >= 20 {
-			break
-		}
-	}
-	require.NoError(t, child.Process.Kill())
-	_ = child.Wait()
+		return admitted >= 600 && batches >= 20
+	})
 	require.GreaterOrEqual(t, batches, 20, "the child batched its admissions")
 
 	quotes := map[string]string{} // key -> quote

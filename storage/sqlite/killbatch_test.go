@@ -1,14 +1,11 @@
 package sqlite_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toolgate/toolgate/internal/testproc"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/storage/sqlite"
 )
@@ -44,13 +42,8 @@ func TestKillSQLiteChild(t *testing.T) {
 	ctx := context.Background()
 	s, err := sqlite.Open(ctx, path, nil)
 	require.NoError(t, err)
-	var mu sync.Mutex
-	out := json.NewEncoder(os.Stdout)
-	say := func(l killLine) {
-		mu.Lock()
-		defer mu.Unlock()
-		_ = out.Encode(l)
-	}
+	report := testproc.JSONLines(os.Stdout)
+	say := func(l killLine) { report(l) }
 	s.ObserveBatches(func(_ string, n int) {
 		if n > 1 {
 			say(killLine{Event: "batch", Size: n})
@@ -94,21 +87,11 @@ func TestKillWithWritesInOneTransaction(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "killed.db")
 	openStore(t, path) // creates and migrates the file before the child starts
 
-	child := exec.Command(os.Args[0], "-test.run", "^TestKillSQLiteChild$", "-test.count", "1")
-	child.Env = append(os.Environ(), killFileEnv+"="+path)
-	stdout, err := child.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, child.Start())
-
 	var lines []killLine
 	finished, batches := 0, 0
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		if !strings.HasPrefix(sc.Text(), "{") {
-			continue
-		}
+	testproc.KillChild(t, "TestKillSQLiteChild", []string{killFileEnv + "=" + path}, func(line []byte) bool {
 		var l killLine
-		require.NoError(t, json.Unmarshal(sc.Bytes(), &l))
+		require.NoError(t, json.Unmarshal(line, &l))
 		lines = append(lines, l)
 		switch l.Event {
 		case "finished":
@@ -116,12 +99,8 @@ func TestKillWithWritesInOneTransaction(t *testing.T) {
 		case "batch":
 			batches++
 		}
-		if finished >= 400 && batches >= 20 {
-			break
-		}
-	}
-	require.NoError(t, child.Process.Kill())
-	_ = child.Wait()
+		return finished >= 400 && batches >= 20
+	})
 	require.GreaterOrEqual(t, batches, 20, "the child's writes shared transactions")
 
 	s := openStore(t, path)
