@@ -56,7 +56,7 @@ func (g *Gateway) countApprovalRequest(ctx context.Context, principal string, no
 	if limit.Max < 0 {
 		return nil
 	}
-	w, err := g.counter.CountEvent(ctx, storage.Event{Keys: []string{"approval-requests/" + principal}, Window: limit.Window, Now: now})
+	w, err := g.counter.CountEvent(ctx, storage.WindowEvent{Keys: []string{"approval-requests/" + principal}, Window: limit.Window, Now: now})
 	if err != nil {
 		return internalError(err)
 	}

@@ -169,7 +169,7 @@ func (l *Limiter) Check(ctx context.Context, r *http.Request, surface Surface, c
 		windows, err = l.counter.Windows(ctx, keys, now)
 		over = l.failures - 1
 	} else {
-		windows, err = l.counter.CountEvent(ctx, storage.Event{Keys: keys, Window: l.window, Now: now})
+		windows, err = l.counter.CountEvent(ctx, storage.WindowEvent{Keys: keys, Window: l.window, Now: now})
 		over = l.failures
 		l.metrics.failed(surface)
 	}

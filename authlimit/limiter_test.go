@@ -38,7 +38,7 @@ type recorder struct {
 	keys []string
 }
 
-func (r *recorder) CountEvent(ctx context.Context, e storage.Event) ([]storage.Window, error) {
+func (r *recorder) CountEvent(ctx context.Context, e storage.WindowEvent) ([]storage.Window, error) {
 	r.mu.Lock()
 	r.keys = append(r.keys, e.Keys...)
 	r.mu.Unlock()

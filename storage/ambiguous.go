@@ -34,6 +34,9 @@ type Resolve struct {
 	// Seal, when set, makes the receipt of the resolution, kept in the same
 	// step (see Seal); nil keeps none.
 	Seal Seal
+	// Alerts are written in the same step when a resolution as completed
+	// (a charge) makes their thresholds reached (see BudgetAlert).
+	Alerts []BudgetAlert
 }
 
 // Check reports what makes f unusable by FinishExecution: a status

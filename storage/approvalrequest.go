@@ -107,6 +107,12 @@ type ApprovalRequest struct {
 	// decided nor used. Its quote lives at least as long (see
 	// Store.CreateApprovalRequest).
 	ExpiresAt time.Time
+
+	// Event, when set, is written by CreateApprovalRequest with the
+	// request, in the same step (as Outbox.AddEvent writes it), and only
+	// when the request is stored. It is not kept on the request: reads
+	// give nil.
+	Event *NewEvent
 }
 
 // ApprovalDecision is the input of DecideApprovalRequest.
@@ -123,6 +129,9 @@ type ApprovalDecision struct {
 	// store none. Ignored on a deny.
 	Remember toolgatetype.StandingMode
 	Now      time.Time
+	// Event, when set, is written with the decision, in the same step (as
+	// Outbox.AddEvent writes it); on any error it is not written.
+	Event *NewEvent
 }
 
 // Standing reports whether the decision stores a standing approval: an

@@ -273,6 +273,9 @@ type Store interface {
 	// other, so an ambiguous execution nobody resolves holds up no later
 	// day or month. Once resolved it is pruned like any finished execution.
 	Prune(ctx context.Context, p Prune) (PruneResult, error)
+
+	// Outbox keeps the events to deliver (event.go).
+	Outbox
 }
 
 // QuoteState is the lifecycle state of a stored quote. Expiry is not a
@@ -530,6 +533,13 @@ type Finish struct {
 	// Seal, when set, makes the execution's receipt, which the store keeps
 	// in the same step (see Seal); nil keeps none.
 	Seal Seal
+	// Events are written in the same step, as Outbox.AddEvent writes
+	// them (an id already written is kept): an execution finished
+	// ambiguous, for a person to hear of the money it holds.
+	Events []NewEvent
+	// Alerts are written in the same step when a charged finish makes
+	// their thresholds reached (see BudgetAlert); ignored unless Charged.
+	Alerts []BudgetAlert
 }
 
 // Usage is a tool's usage counters. It is not toolgatetype.Usage, what
@@ -567,12 +577,14 @@ type Prune struct {
 	// The budgets' history, kept by day of each budget's own calendar
 	// (BudgetDay), goes by day: the days before LedgerBefore's UTC date
 	// minus one, which in every zone (UTC-12 to UTC+14) ended before
-	// LedgerBefore: no day that may hold a later call is cut. Budget alerts
-	// claimed before it may be forgotten too (AlertLedger).
+	// LedgerBefore: no day that may hold a later call is cut.
 	LedgerBefore time.Time
 	// ApprovalRequestsBefore: approval requests, whatever their state, that
 	// expired before this.
 	ApprovalRequestsBefore time.Time
+	// EventsBefore: delivered events delivered before this. Pending and
+	// failed events are never pruned, nor the counts of EventStats.
+	EventsBefore time.Time
 	// Limit caps the rows of each kind one call deletes: 1 or more. The
 	// gateway always sets it, so a backend need not default it.
 	Limit int
@@ -584,4 +596,5 @@ type PruneResult struct {
 	Quotes           int
 	Ledger           int
 	ApprovalRequests int
+	Events           int
 }

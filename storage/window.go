@@ -20,15 +20,15 @@ type WindowCounter interface {
 	// key's window after it, in the order of e.Keys. Concurrent events
 	// under one key, from any number of processes, are each counted once.
 	// It may forget windows that have ended.
-	CountEvent(ctx context.Context, e Event) ([]Window, error)
+	CountEvent(ctx context.Context, e WindowEvent) ([]Window, error)
 	// Windows returns the window each of keys is in at now, in order: the
 	// zero Window for a key whose window has ended or that has none. It
 	// writes nothing, and reflects every event counted before it began.
 	Windows(ctx context.Context, keys []string, now time.Time) ([]Window, error)
 }
 
-// Event is the input of WindowCounter.CountEvent.
-type Event struct {
+// WindowEvent is the input of WindowCounter.CountEvent.
+type WindowEvent struct {
 	// Keys name the windows the event counts in; each at most
 	// MaxWindowKeyLength bytes.
 	Keys []string

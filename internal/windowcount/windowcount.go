@@ -28,7 +28,7 @@ type Memory struct {
 var _ storage.WindowCounter = (*Memory)(nil)
 
 // CountEvent implements storage.WindowCounter.
-func (m *Memory) CountEvent(ctx context.Context, e storage.Event) ([]storage.Window, error) {
+func (m *Memory) CountEvent(ctx context.Context, e storage.WindowEvent) ([]storage.Window, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -24,6 +24,13 @@ func (s *Store) CreateApprovalRequest(ctx context.Context, r storage.ApprovalReq
 		return err
 	}
 	r.Input = bytes.Clone(r.Input)
+	event := r.Event
+	r.Event = nil
+	if event != nil {
+		if err := event.Check(); err != nil {
+			return err
+		}
+	}
 	if r.Status == "" {
 		r.Status = storage.ApprovalPending
 	}
@@ -65,6 +72,9 @@ func (s *Store) CreateApprovalRequest(ctx context.Context, r storage.ApprovalReq
 		s.requestsBy[r.Principal] = q
 	}
 	q.items = insert(q.items, timed[uuid.UUID]{at: r.CreatedAt, key: r.ID}, queuedRequestPos)
+	if event != nil {
+		s.addEvent(*event)
+	}
 	return nil
 }
 
@@ -128,6 +138,11 @@ func (s *Store) DecideApprovalRequest(ctx context.Context, d storage.ApprovalDec
 	if err := ctx.Err(); err != nil {
 		return storage.ApprovalRequest{}, err
 	}
+	if d.Event != nil {
+		if err := d.Event.Check(); err != nil {
+			return storage.ApprovalRequest{}, err
+		}
+	}
 	s.mu.Lock()
 	r, ok := s.requests[d.ID]
 	if !ok {
@@ -156,6 +171,9 @@ func (s *Store) DecideApprovalRequest(ctx context.Context, d storage.ApprovalDec
 				UpdatedAt:      d.Now,
 			})
 		}
+	}
+	if d.Event != nil {
+		s.addEvent(*d.Event)
 	}
 	out := *r
 	s.mu.Unlock()

@@ -55,16 +55,12 @@ func (s *Store) budgetSizes() map[string]int {
 		}
 		calls += bl.calls.len()
 	}
-	s.alerts.mu.Lock()
-	defer s.alerts.mu.Unlock()
 	return map[string]int{
 		"budgets":      len(s.budgets),
 		"days":         days,
 		"dayRows":      rows,
 		"callRows":     calls,
 		"budgetByExec": len(s.budgetByExec),
-		"alerts":       len(s.alerts.claimed),
-		"alertQueue":   s.alerts.queue.len(),
 	}
 }
 
@@ -87,8 +83,6 @@ func TestBudgetPruneKeepsMemoryBounded(t *testing.T) {
 			status = storage.ExecutionFailed
 		}
 		finish(t, s, b, status)
-		_, err := s.ClaimAlert(t.Context(), fmt.Sprint("alert-", i), at)
-		require.NoError(t, err)
 	}
 	for name, size := range s.budgetSizes() {
 		if name != "budgetByExec" { // every call settled, so none waits
@@ -285,11 +279,11 @@ func TestBudgetMistakesAreRefused(t *testing.T) {
 	}
 }
 
-func TestAlertIDsOutOfRangeAreRefused(t *testing.T) {
+func TestEventIDsOutOfRangeAreRefused(t *testing.T) {
 	t.Parallel()
 	s := New()
-	for _, id := range []string{"", strings.Repeat("x", storage.MaxAlertIDLength+1)} {
-		_, err := s.ClaimAlert(t.Context(), id, t0)
+	for _, id := range []string{"", strings.Repeat("x", storage.MaxEventIDLength+1)} {
+		_, err := s.AddEvent(t.Context(), storage.NewEvent{ID: id, Type: "budget.threshold", Payload: []byte(`{}`), CreatedAt: t0})
 		require.Error(t, err, "%d bytes", len(id))
 	}
 }

@@ -187,6 +187,9 @@ func (s *Store) FinishExecution(ctx context.Context, f storage.Finish) error {
 	if err := f.Check(); err != nil {
 		return err
 	}
+	if err := checkEvents(f.Events, f.Alerts); err != nil {
+		return err
+	}
 	// The response is shared by execution and record and never written
 	// again: the store's own copy, without the receipt, kept apart.
 	resp := bytes.Clone(f.Response)
@@ -231,6 +234,12 @@ func (s *Store) FinishExecution(ctx context.Context, f storage.Finish) error {
 	}
 	if f.Status == storage.ExecutionCompleted {
 		s.countUse(e.ToolID, e.Principal)
+	}
+	for _, ev := range f.Events {
+		s.addEvent(ev)
+	}
+	if f.Charged {
+		s.addAlerts(f.Alerts)
 	}
 	return nil
 }

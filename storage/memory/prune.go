@@ -17,7 +17,6 @@ func (s *Store) Prune(ctx context.Context, p storage.Prune) (storage.PruneResult
 		return storage.PruneResult{}, err
 	}
 	limit := p.Limit
-	s.alerts.prune(p.LedgerBefore, limit)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	res := storage.PruneResult{
@@ -25,6 +24,7 @@ func (s *Store) Prune(ctx context.Context, p storage.Prune) (storage.PruneResult
 		Quotes:           s.pruneQuotes(p.QuotesBefore, limit),
 		Ledger:           s.pruneLedger(p.LedgerBefore, limit),
 		ApprovalRequests: s.pruneApprovalRequests(p.ApprovalRequestsBefore, limit),
+		Events:           s.pruneEvents(p.EventsBefore, limit),
 	}
 	// Budgets' history is ledger too, and shares its cap, so that a caller
 	// pruning until a batch comes back short also empties it.

@@ -17,6 +17,9 @@ func (s *Store) ResolveExecution(ctx context.Context, r storage.Resolve) (storag
 	if err := r.Check(); err != nil {
 		return storage.Execution{}, err
 	}
+	if err := checkEvents(nil, r.Alerts); err != nil {
+		return storage.Execution{}, err
+	}
 	resp := bytes.Clone(r.Response) // shared by execution and record; never written again
 	charged := r.Outcome == storage.ExecutionCompleted
 
@@ -75,6 +78,7 @@ func (s *Store) ResolveExecution(ctx context.Context, r storage.Resolve) (storag
 	s.settleBudgets(e.ID, charged)
 	if charged {
 		s.countUse(e.ToolID, e.Principal)
+		s.addAlerts(r.Alerts)
 	}
 	if receipt != nil {
 		s.storeReceipt(receipt, e.Principal, e.ID)

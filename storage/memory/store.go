@@ -18,7 +18,6 @@ var (
 	_ storage.SessionStore  = (*Store)(nil)
 	_ storage.WindowCounter = (*Store)(nil)
 	_ storage.SecretStore   = (*Store)(nil)
-	_ storage.AlertLedger   = (*Store)(nil)
 
 	_ storage.AmbiguousCounter = (*Store)(nil)
 )
@@ -89,8 +88,8 @@ type Store struct {
 	// The windows of storage.WindowCounter, under their own lock.
 	windowcount.Memory
 
-	// alerts are the claimed alert ids (alert.go), under their own lock.
-	alerts alertLedger
+	// outbox is the events to deliver (outbox.go), under mu.
+	outbox outbox
 }
 
 // New returns an empty Store.
@@ -114,6 +113,7 @@ func New() *Store {
 		chains:       make(map[string]*chain),
 		requestsBy:   make(map[string]*timeQueue[uuid.UUID]),
 		pending:      make(map[pendingKey]uuid.UUID),
+		outbox:       newOutbox(),
 	}
 }
 

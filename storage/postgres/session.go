@@ -77,7 +77,7 @@ const forgetWindowsSQL = `
 // CountEvent counts one event under each key. Concurrent upserts of one
 // key wait for each other's row lock, so none is lost. A window begun
 // anew also forgets some windows that have ended.
-func (s *Store) CountEvent(ctx context.Context, e storage.Event) ([]storage.Window, error) {
+func (s *Store) CountEvent(ctx context.Context, e storage.WindowEvent) ([]storage.Window, error) {
 	keys := slices.Clone(e.Keys)
 	slices.Sort(keys)
 	keys = slices.Compact(keys) // a row may be upserted once per statement

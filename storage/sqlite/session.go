@@ -66,7 +66,7 @@ const countEventSQL = `
 // CountEvent counts one event under each key in one write; the writes of
 // every process on the file take turns, so none is lost. A window begun
 // anew also forgets the windows that have ended.
-func (s *Store) CountEvent(ctx context.Context, e storage.Event) ([]storage.Window, error) {
+func (s *Store) CountEvent(ctx context.Context, e storage.WindowEvent) ([]storage.Window, error) {
 	out := make([]storage.Window, len(e.Keys))
 	now, end := nanos(e.Now), nanos(e.Now.Add(e.Window))
 	err := s.write(ctx, func(tx *writeTx) error {

@@ -117,7 +117,7 @@ func testWindows(t *testing.T, newStore newStoreFunc) {
 		wc := countersOf(t, h.s)
 		count := func(at time.Time, keys ...string) []storage.Window {
 			t.Helper()
-			got, err := wc.CountEvent(h.ctx, storage.Event{Keys: keys, Window: time.Minute, Now: at})
+			got, err := wc.CountEvent(h.ctx, storage.WindowEvent{Keys: keys, Window: time.Minute, Now: at})
 			require.NoError(t, err)
 			require.Len(t, got, len(keys))
 			return got
@@ -155,7 +155,7 @@ func testWindows(t *testing.T, newStore newStoreFunc) {
 			if i%2 == 1 {
 				keys = []string{"prefix/shared", "addr/shared"} // another order: no deadlock
 			}
-			_, errs[i] = wc.CountEvent(h.ctx, storage.Event{Keys: keys, Window: time.Minute, Now: t0.Add(time.Duration(i) * time.Millisecond)})
+			_, errs[i] = wc.CountEvent(h.ctx, storage.WindowEvent{Keys: keys, Window: time.Minute, Now: t0.Add(time.Duration(i) * time.Millisecond)})
 		})
 		for i, err := range errs {
 			require.NoError(t, err, "racer %d", i)

@@ -61,7 +61,7 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 		{"Receipts", testReceipts},
 		{"Budgets", testBudgets},
 		{"BudgetSpend", testBudgetSpend},
-		{"Alerts", testAlerts},
+		{"Outbox", testOutbox},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) { g.run(t, newStore) })
