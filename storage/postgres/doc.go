@@ -183,6 +183,59 @@
 // call in no budget runs the statements it ran before budgets, naming
 // none of their tables. See budget.go.
 //
+// # The outbox
+//
+// Every event the gateway sends (storage.Outbox, migration 0020) is a row
+// of events, written in the transaction of the change that caused it, so
+// that no event is lost between a cause and its delivery and none is
+// written for a change that did not happen:
+//
+//   - An approval request's event (ApprovalRequest.Event) and a decision's
+//     (ApprovalDecision.Event) are WITH items of the statement that
+//     inserts the request or decides it, selected from its row: no row,
+//     no event. AddEvent, for causes that change nothing else, is one
+//     insert.
+//   - A finish's events (Finish.Events) and, when it charges, its budget
+//     alerts (Finish.Alerts) are statements after the finish's own, sent
+//     in its round trip: a finish with events is a batch of the finish
+//     statement and one to three more, pipelined as one implicit
+//     transaction; one without is the one statement it was. A resolution
+//     as completed does the same with its alerts. Each of these statements
+//     writes only the events of a cause that changed its execution's row
+//     in the same transaction, under the lease it finished under (the
+//     row's xmin is the transaction's id): a finish whose lease was lost
+//     wrote nothing, and writes no event. A failure of any statement rolls
+//     back the finish with them.
+//   - In a finish batch, the events and alerts of all its finishes follow
+//     all its finish statements, in the batch's transaction and round
+//     trip, with the same rule per finish; a batch that fails wrote none
+//     of them, and each finish sent again alone writes its own.
+//   - An alert sums its budget's charged spend over its days after the
+//     charge (budget_spend, as SpendSummary sums it) and writes its event
+//     when the sum reaches its threshold, with data.usedUsd set to it, in
+//     SQL between the bytes storage.WithUsed would put around it, unless
+//     an event of its id exists. The sum is a statement after one that
+//     takes each budget's alert lock (a transaction-scoped advisory lock):
+//     two charges made at once on two instances would each sum without the
+//     other's uncommitted one and both miss a threshold they reach
+//     together; under the lock, the second to weigh waits for the first to
+//     commit and sees its charge. The lock is taken after every row lock
+//     of the transaction, by these statements only, so it closes no cycle.
+//
+// Payloads are stored as their bytes (bytea), the bytes a deliverer
+// signs, never respelled: a caller's input may carry an escaped NUL or
+// bytes that are not UTF-8 into a payload, which jsonb or text would
+// refuse. Ids and types, text, are checked for what PostgreSQL's text
+// cannot hold before anything is sent.
+//
+// A deliverer's claim (ClaimEvents) locks the due events FOR UPDATE SKIP
+// LOCKED and leases them in one statement: claims on any number of
+// instances pass over each other's events, and one that meets a lease
+// just committed re-checks it and passes too. EventAttempted checks the
+// lease token and bumps event_counts, the counts EventStats reports and
+// pruning never lowers, in the same statement. Prune deletes delivered
+// events only.
+//
 // # Durability
 //
 // A commit that does not wait for the disk is visible to every session at
