@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/storage/postgres"
+	"github.com/toolgate/toolgate/storage/storagetest"
 )
 
 // outboxEvent is an event of type typ and id id caused at t0.
@@ -350,4 +352,62 @@ func TestOutboxAlertSeesAChargeMadeAtTheSameTime(t *testing.T) {
 	}
 	require.NotNil(t, alert, "0.10 + 0.10 reach 0.2")
 	assert.Equal(t, "0.2000", usedUSD(t, alert.Payload))
+}
+
+// Sealed finishes and resolutions write their events too, on each way a
+// receipt is written: on the chain head the Store remembers, and under
+// the chain's lock in a transaction of its own when another instance
+// moved the chain meanwhile.
+func TestOutboxSealedCausesWriteTheirEvents(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	schema := newSchema(t)
+	a, b := openInstance(t, schema), openInstance(t, schema)
+	var sealed atomic.Int64
+	sealedIn := func(s *postgres.Store, key string, status storage.ExecutionStatus) (storage.Begin, storage.Finish) {
+		q := testQuote("alice", "tool-a", "0.60", t0)
+		require.NoError(t, s.CreateQuote(ctx, q))
+		bg := budgetCall(q, key, t0, []string{"team"})
+		_, err := s.BeginExecution(ctx, bg)
+		require.NoError(t, err)
+		sealed.Store(0)
+		f := sealedTestFinish(bg, status, t0.Add(time.Second), &sealed)
+		f.Events = []storage.NewEvent{outboxEvent("execution.finished", "ev:"+key)}
+		f.Alerts = []storage.BudgetAlert{teamAlert("0.5"), teamAlert("1"), teamAlert("1.5")}
+		return bg, f
+	}
+	_, f1 := sealedIn(a, "k1", storage.ExecutionCompleted)
+	require.NoError(t, a.FinishExecution(ctx, f1)) // a remembers the head
+	_, f2 := sealedIn(b, "k2", storage.ExecutionCompleted)
+	require.NoError(t, b.FinishExecution(ctx, f2)) // the chain moves on b
+	b3, f3 := sealedIn(a, "k3", storage.ExecutionAmbiguous)
+	require.NoError(t, a.FinishExecution(ctx, f3))
+	assert.EqualValues(t, 2, sealed.Load(), "a's head was behind: sealed again under the chain's lock")
+
+	ids := map[string]string{}
+	for _, e := range allEvents(t, a) {
+		ids[e.ID] = ""
+		if e.Type == "budget.threshold" {
+			ids[e.ID] = usedUSD(t, e.Payload)
+		}
+	}
+	assert.Equal(t, map[string]string{"ev:k1": "", "ev:k2": "", "ev:k3": "",
+		teamAlert("0.5").Event.ID: "0.6000", teamAlert("1").Event.ID: "1.2000"}, ids)
+
+	_, err := b.ResolveExecution(ctx, storage.Resolve{ExecutionID: b3.ExecutionID, Outcome: storage.ExecutionCompleted,
+		ResolvedBy: "pat", Response: []byte(`{"status":"completed"}`), Now: t0.Add(time.Minute),
+		Seal:   storagetest.TestSeal(b3.ExecutionID, `{"status":"completed"}`, nil),
+		Alerts: []storage.BudgetAlert{teamAlert("1.5")}})
+	require.NoError(t, err)
+	var resolved *storage.Event
+	for _, e := range allEvents(t, b) {
+		if e.ID == teamAlert("1.5").Event.ID {
+			resolved = &e
+		}
+	}
+	require.NotNil(t, resolved, "the resolution's charge reaches 1.5")
+	assert.Equal(t, "1.8000", usedUSD(t, resolved.Payload))
+	chain, err := a.ListReceipts(ctx, "alice", 0, 10)
+	require.NoError(t, err)
+	assert.Len(t, chain, 4, "three finishes and a resolution, each with its receipt")
 }
