@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -12,12 +13,22 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/toolgate/toolgate/internal/promshare"
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // metricsMaxAge is the oldest reading a scrape is answered with: every
 // instance exports the whole fleet's outbox, read from the store, so a
 // scrape of each costs the store at most one read per 10 s.
 const metricsMaxAge = 10 * time.Second
+
+// eventTypes are the types whose counts are exported from the start, at
+// 0 until one is counted: an alert on their increase needs the series to
+// exist before the first event fails.
+var eventTypes = []string{
+	string(toolgatetype.ApprovalRequestCreated), string(toolgatetype.ApprovalRequestDecided),
+	string(toolgatetype.ExecutionAmbiguous), string(toolgatetype.BudgetThresholdCrossed),
+	string(toolgatetype.BudgetLimitReachedEvent),
+}
 
 // metricsTimeout bounds the store read behind one scrape.
 const metricsTimeout = 5 * time.Second
@@ -101,9 +112,11 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		desc   *prometheus.Desc
 		counts map[string]int64
 	}{{m.delivered, st.Delivered}, {m.failed, st.Failed}} {
-		types := make([]string, 0, len(c.counts))
+		types := append([]string(nil), eventTypes...)
 		for typ := range c.counts {
-			types = append(types, typ)
+			if !slices.Contains(types, typ) {
+				types = append(types, typ)
+			}
 		}
 		sort.Strings(types)
 		for _, typ := range types {

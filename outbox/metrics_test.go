@@ -38,12 +38,17 @@ func TestMetricsShowTheOutboxAsTheStoreHasIt(t *testing.T) {
 			values[name] = m.GetGauge().GetValue() + m.GetCounter().GetValue()
 		}
 	}
-	assert.Equal(t, map[string]float64{
-		"toolgate_events_pending":                                  1,
-		"toolgate_events_oldest_pending_age_seconds":               90,
-		"toolgate_events_delivered_total/approval_request.created": 1,
-		"toolgate_events_failed_total/approval_request.created":    1,
-	}, values)
+	want := map[string]float64{
+		"toolgate_events_pending":                    1,
+		"toolgate_events_oldest_pending_age_seconds": 90,
+	}
+	for _, typ := range []string{"approval_request.created", "approval_request.decided", "execution.ambiguous", "budget.threshold", "budget.limit_reached"} {
+		want["toolgate_events_delivered_total/"+typ] = 0
+		want["toolgate_events_failed_total/"+typ] = 0
+	}
+	want["toolgate_events_delivered_total/approval_request.created"] = 1
+	want["toolgate_events_failed_total/approval_request.created"] = 1
+	assert.Equal(t, want, values, "every type from the start, at 0 until counted")
 
 	// A second registration on the same registerer shares the first.
 	require.NoError(t, outbox.RegisterMetrics(reg, s, nil, nil))

@@ -116,7 +116,7 @@ func TestAlertRulesSayWhatAndHowBad(t *testing.T) {
 		assert.NotEmpty(t, r.Annotations["summary"], "%s: summary", r.Alert)
 		assert.NotEmpty(t, r.Annotations["description"], "%s: description", r.Alert)
 	}
-	for _, want := range []string{"ToolgateDown", "ToolgateMCPServerDown", "ToolgateAmbiguousCalls", "ToolgateBudgetNearLimit"} {
+	for _, want := range []string{"ToolgateDown", "ToolgateMCPServerDown", "ToolgateAmbiguousCalls", "ToolgateBudgetNearLimit", "ToolgateEventsWaiting", "ToolgateEventsFailed"} {
 		assert.Contains(t, names, want)
 	}
 }
@@ -387,6 +387,11 @@ func scrapeAfterEveryEvent(t *testing.T) string {
 		// included: an alert on them needs no ambiguous call to have been.
 		`toolgate_ambiguous_calls_waiting 0`,
 		`toolgate_ambiguous_oldest_age_seconds 0`,
+		// Every event goes through the store's outbox, to the log alone
+		// with no webhook: the request and its decision, delivered.
+		`toolgate_events_delivered_total{type="approval_request.created"} 1`,
+		`toolgate_events_delivered_total{type="approval_request.decided"} 1`,
+		`toolgate_events_failed_total{type="budget.threshold"} 0`,
 	} {
 		require.Contains(t, exposition, want+"\n")
 	}
