@@ -369,16 +369,10 @@ func scrapeAfterEveryEvent(t *testing.T) string {
 	r = pat.do(http.MethodPost, "/v1/approval-requests/"+r.json(t)["id"].(string)+"/approve", nil)
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
 
-	resp, err := http.Get(metricsURL)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	exposition := string(body)
-	// The events above did reach the metrics: the test checks the names
-	// against a scrape that has them.
-	for _, want := range []string{
+	// The events are delivered in the background, and the outbox's
+	// metrics read at most 10 s before: scrape until they show.
+	var exposition string
+	wants := []string{
 		`toolgate_calls_total{outcome="completed",tool="notes.write-note"} 1`,
 		`toolgate_mcp_server_up{server="notes"} 1`,
 		`toolgate_approval_requests_total{decision="approved"} 1`,
@@ -392,9 +386,26 @@ func scrapeAfterEveryEvent(t *testing.T) string {
 		`toolgate_events_delivered_total{type="approval_request.created"} 1`,
 		`toolgate_events_delivered_total{type="approval_request.decided"} 1`,
 		`toolgate_events_failed_total{type="budget.threshold"} 0`,
-	} {
-		require.Contains(t, exposition, want+"\n")
 	}
+	missing := wants
+	for deadline := time.Now().Add(20 * time.Second); len(missing) > 0 && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		resp, err := http.Get(metricsURL)
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		exposition = string(body)
+		missing = nil
+		for _, want := range wants {
+			if !strings.Contains(exposition, want+"\n") {
+				missing = append(missing, want)
+			}
+		}
+	}
+	// The events above did reach the metrics: the test checks the names
+	// against a scrape that has them.
+	require.Empty(t, missing, "%s", exposition)
 	require.Equal(t, 0, srv.stop(exitTimeout))
 	return exposition
 }
