@@ -36,7 +36,7 @@ import (
 // Defaults of Config fields left zero.
 const (
 	DefaultRetryFor = 24 * time.Hour
-	DefaultLease    = 2 * time.Minute
+	DefaultLease    = 30 * time.Second
 	DefaultParallel = 8
 	DefaultPoll     = time.Second
 	// MaxBackoff is the longest wait between two attempts of an event.
@@ -64,7 +64,7 @@ type Config struct {
 	// receiver that comes back hears within minutes.
 	Backoff func(n int) time.Duration
 	// Lease is how long a claim holds an event: longer than a Send can
-	// take (webhook's sender gives up after 15 s). Default 2 minutes.
+	// take (webhook's sender gives up after 15 s). Default 30 s.
 	Lease time.Duration
 	// Parallel bounds the events sent at once by this Deliverer. Default 8.
 	Parallel int
