@@ -158,9 +158,11 @@ func (s *Store) AddEvent(ctx context.Context, e storage.NewEvent) (bool, error) 
 }
 
 // claimDueSQL finds the ids of up to ?2 pending events due at ?1 whose
-// lease, if any, ended by then, oldest due first, from events_due.
+// lease, if any, ended by then, oldest due first. It walks events_due,
+// named, since the planner would otherwise take events_listed's equality
+// on status, and read and sort every pending event for each claim.
 const claimDueSQL = `
-	SELECT id FROM events
+	SELECT id FROM events INDEXED BY events_due
 	WHERE status = 'pending' AND next_attempt_at <= ?1 AND lease_until <= ?1
 	ORDER BY next_attempt_at, created_at, id
 	LIMIT ?2`
@@ -380,13 +382,16 @@ func (s *Store) EventStats(ctx context.Context) (storage.EventStats, error) {
 // delivered after it is created, so each of them was created before the
 // cutoff too. Their counts stay in event_counts.
 func pruneEvents(tx *writeTx, before int64, n int) (int, error) {
-	deleted, err := tx.exec(`
-		DELETE FROM events WHERE rowid IN (
-			SELECT rowid FROM events
-			WHERE status = 'delivered' AND created_at < ?1 AND finished_at < ?1
-			ORDER BY created_at LIMIT ?2)`, before, n)
+	deleted, err := tx.exec(pruneEventsSQL, before, n)
 	return int(deleted), err
 }
+
+// pruneEventsSQL deletes up to ?2 events delivered before ?1.
+const pruneEventsSQL = `
+	DELETE FROM events WHERE rowid IN (
+		SELECT rowid FROM events
+		WHERE status = 'delivered' AND created_at < ?1 AND finished_at < ?1
+		ORDER BY created_at LIMIT ?2)`
 
 // truncate cuts s to at most n bytes, on a character's boundary.
 func truncate(s string, n int) string {
