@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -125,4 +126,41 @@ func TestEventInputRefused(t *testing.T) {
 		Response: []byte("{}"), Now: t0.Add(time.Minute), Alerts: []storage.BudgetAlert{alert}})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"alert"}, listed(), "the resolution's charge reached the alert")
+}
+
+// TestDeliveredEventsPrunedUpToTheLimit: retention deletes delivered
+// events at most its limit per Prune, so a backlog
+// drains over several runs without a long write; what EventStats counts
+// stays.
+func TestDeliveredEventsPrunedUpToTheLimit(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := t.Context()
+	const events, limit = 250, 120
+	for i := range events {
+		_, err := s.AddEvent(ctx, storage.NewEvent{ID: fmt.Sprintf("ev-%03d", i), Type: "budget.threshold",
+			Payload: []byte(`{"data":{}}`), CreatedAt: t0.Add(time.Duration(i) * time.Millisecond)})
+		require.NoError(t, err)
+	}
+	claimed, err := s.ClaimEvents(ctx, storage.ClaimEvents{Now: t0.Add(time.Second), Lease: time.Minute, Limit: events})
+	require.NoError(t, err)
+	require.Len(t, claimed, events)
+	for _, e := range claimed {
+		require.NoError(t, s.EventAttempted(ctx, storage.EventAttempt{ID: e.ID, LeaseToken: e.LeaseToken,
+			Now: t0.Add(2 * time.Second), Status: storage.EventDelivered}))
+	}
+	before := t0.Add(24 * time.Hour)
+	var pruned []int
+	for range 3 {
+		res, err := s.Prune(ctx, storage.Prune{EventsBefore: before, Limit: limit})
+		require.NoError(t, err)
+		pruned = append(pruned, res.Events)
+	}
+	assert.Equal(t, []int{limit, limit, events - 2*limit}, pruned)
+	left, err := s.ListEvents(ctx, storage.EventFilter{Limit: events})
+	require.NoError(t, err)
+	assert.Empty(t, left)
+	stats, err := s.EventStats(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]int64{"budget.threshold": events}, stats.Delivered)
 }
