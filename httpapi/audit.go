@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/internal/httpx"
+	"github.com/toolgate/toolgate/internal/textcheck"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
@@ -88,6 +89,9 @@ func queryOf(r *http.Request, names ...string) (map[string]string, error) {
 		switch vs := values[name]; len(vs) {
 		case 0:
 		case 1:
+			if p := textcheck.Problem(vs[0]); p != "" {
+				return nil, paramError(name, "%s %s", name, p)
+			}
 			out[name] = vs[0]
 		default:
 			return nil, paramError(name, "%s is given more than once", name)

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+
+	"github.com/toolgate/toolgate/tools/goalprovider"
+)
+
+// durableStores are the stores a server keeps its state in for real:
+// SQLite always, PostgreSQL when the tests are pointed at one.
+func durableStores(t *testing.T) map[string]string {
+	stores := map[string]string{"sqlite": "sqlite:" + filepath.Join(t.TempDir(), "toolgate.db")}
+	if url := os.Getenv("TOOLGATE_TEST_POSTGRES_URL"); url != "" {
+		stores["postgres"] = url
+	}
+	return stores
+}
+
+// TestServerTextNoStoreCanKeep: on each durable store, a NUL or another
+// C0 control character in what a caller or an approver sends (a resolve
+// note, a decision, a query filter, a path's id, an input's string) is
+// never a 500: text fields are 400 invalid_request naming the field, and
+// an input's string holding U+0000 is refused, naming where it is, or
+// kept exactly as sent.
+func TestServerTextNoStoreCanKeep(t *testing.T) {
+	t.Parallel()
+	for name, storage := range durableStores(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			goal := httptest.NewServer(goalprovider.New())
+			t.Cleanup(goal.Close)
+			callerKey, approverKey := randomKey(t, "tg_test_text_"), randomKey(t, "tg_test_text_pat_")
+			// Ids of their own, so that runs sharing the database never meet.
+			principal, budget := randomKey(t, "text-e2e-"), randomKey(t, "text-e2e-budget-")
+			path := writeConfig(t, map[string]any{
+				"listen":     "127.0.0.1:0",
+				"storage":    storage,
+				"principals": []any{map[string]any{"id": principal, "apiKeys": []string{callerKey}}},
+				"approvers":  []any{map[string]any{"id": "pat", "keys": []string{approverKey}, "principals": []string{principal}}},
+				"budgets": []any{map[string]any{"id": budget, "name": "Text team", "members": []string{principal},
+					"monthlyLimitUsd": "100.0000", "approvers": []string{"pat"}}},
+				"upstreams": map[string]string{"goal-data": goal.URL},
+				"trust":     map[string]any{"goal-data": map[string]any{"paymentVerified": true, "endpointVerified": true}},
+			})
+			srv, base := startServer(t, []string{"-config", path})
+			caller := client{t: t, base: base, key: callerKey}
+			pat := client{t: t, base: base, key: approverKey}
+
+			refusedNaming := func(r response, field, what string) {
+				t.Helper()
+				if !assert.Equal(t, http.StatusBadRequest, r.status, "%s naming %s: %s", what, field, r.body) {
+					return
+				}
+				e := r.json(t)["error"].(map[string]any)
+				assert.Equal(t, "invalid_request", e["code"], what)
+				assert.Contains(t, e["message"], field, what)
+			}
+			for _, bad := range []string{"a\x00b", "a\x07b", "\x1b[31m"} {
+				what := "control " + bad
+				refusedNaming(pat.do(http.MethodPost, "/v1/executions/"+uuid.NewString()+"/resolve",
+					map[string]any{"outcome": "completed", "note": bad}), "note", what)
+				refusedNaming(pat.do(http.MethodPost, "/v1/approval-requests/"+uuid.NewString()+"/approve",
+					map[string]any{"remember": "once" + bad}), "remember", what)
+				refusedNaming(caller.do(http.MethodGet, "/v1/executions?tool="+urlEscape(bad), nil), "tool", what)
+				refusedNaming(pat.do(http.MethodGet, "/v1/receipts?principal="+urlEscape(bad), nil), "principal", what)
+				refusedNaming(caller.do(http.MethodGet, "/v1/executions/"+urlEscape(bad), nil), "id", what)
+				refusedNaming(caller.do(http.MethodGet, "/v1/approval-requests/"+urlEscape(bad), nil), "id", what)
+				refusedNaming(caller.do(http.MethodPut, "/v1/approvals/"+urlEscape(bad), map[string]any{"mode": "never_ask"}), "tool", what)
+				refusedNaming(pat.do(http.MethodGet, "/v1/budgets/"+urlEscape(bad)+"/spend", nil), "id", what)
+				refusedNaming(caller.do(http.MethodPut, "/v1/spend-controls", map[string]any{
+					"tools": map[string]any{bad: map[string]any{"dailyLimitUsd": "1.0000"}}}), "tools has a member whose name holds the control character", what)
+				refusedNaming(caller.do(http.MethodPut, "/v1/spend-controls/tools/"+urlEscape(bad), map[string]any{"dailyLimitUsd": "1.0000"}), "tool", what)
+			}
+			// Tab, line feed and carriage return are text.
+			r := pat.do(http.MethodPost, "/v1/executions/"+uuid.NewString()+"/resolve", map[string]any{"outcome": "completed", "note": "checked\twith\r\nthe provider"})
+			assert.Equal(t, http.StatusNotFound, r.status, "%s", r.body)
+
+			// An input's string holding U+0000: refused naming where, or kept exactly.
+			input := map[string]any{"goal": "before\x00after", "step": 2}
+			quoteID, digest, _ := caller.quote("goal-data")
+			r = caller.do(http.MethodPost, "/v1/approval-requests", map[string]any{"quoteId": quoteID, "input": input})
+			assertKeptOrRefused(t, r, http.StatusCreated, "input.goal")
+			r = caller.call("goal-data", quoteID, digest, "text-e2e-1", input)
+			assertKeptOrRefused(t, r, http.StatusOK, "input.goal")
+
+			assert.Equal(t, 0, srv.stop(exitTimeout))
+			for _, line := range srv.logLines() {
+				assert.NotEqual(t, "ERROR", line["level"], "%v", line)
+			}
+		})
+	}
+}
+
+// assertKeptOrRefused: r is 400 invalid_request naming field, or ok with
+// the input as it was sent.
+func assertKeptOrRefused(t *testing.T, r response, ok int, field string) {
+	t.Helper()
+	switch r.status {
+	case http.StatusBadRequest:
+		e := r.json(t)["error"].(map[string]any)
+		assert.Equal(t, "invalid_request", e["code"])
+		assert.Contains(t, e["message"], field)
+	case ok:
+		assert.Contains(t, string(r.body), `before\u0000after`)
+	default:
+		t.Errorf("status %d: %s", r.status, r.body)
+	}
+}
+
+func urlEscape(s string) string { return url.QueryEscape(s) }
