@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -10,7 +12,10 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
+	"github.com/toolgate/toolgate/internal/testidp"
+	"github.com/toolgate/toolgate/oauth"
 	"github.com/toolgate/toolgate/tools/goalprovider"
 )
 
@@ -116,3 +121,50 @@ func assertKeptOrRefused(t *testing.T, r response, ok int, field string) {
 }
 
 func urlEscape(s string) string { return url.QueryEscape(s) }
+
+// TestServerRefusesTokenSubjectsNoStoreCanKeep: on each durable store, a
+// token whose subject holds a NUL or another C0 control character, under
+// the "*" template that would take any subject as a principal, is 401
+// invalid_token naming the claim, on the API and on /mcp, and is never a
+// 500.
+func TestServerRefusesTokenSubjectsNoStoreCanKeep(t *testing.T) {
+	t.Parallel()
+	for name, storage := range durableStores(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			require.NoError(t, err)
+			addr := ln.Addr().String()
+			require.NoError(t, ln.Close())
+			base := "http://" + addr
+			idp := testidp.Start(t, base+"/mcp")
+			subjects := map[string]string{"nul": "agent\x00one", "escape": "\x1b[2Jagent", "bell": "agent\x07"}
+			for id, sub := range subjects {
+				idp.AddClient(testidp.Client{ID: id, Secret: "secret-" + id, Subject: sub, Scopes: []string{oauth.DefaultCallScope}})
+			}
+			path := writeConfig(t, map[string]any{
+				"listen":     addr,
+				"storage":    storage,
+				"oauth":      map[string]any{"issuer": idp.Issuer, "audience": base + "/mcp"},
+				"principals": []any{map[string]any{"id": "*"}},
+			})
+			srv, got := startServer(t, []string{"-config", path, "-offline"})
+			require.Equal(t, base, got)
+			for id := range subjects {
+				c := client{t: t, base: base, key: idp.Token(t, id)}
+				r := c.do(http.MethodPost, "/v1/tools/earthquake-search/quote", nil)
+				require.Equal(t, http.StatusUnauthorized, r.status, "%s: %s", id, r.body)
+				assert.Contains(t, r.header.Get("WWW-Authenticate"), `error="invalid_token"`, id)
+				assert.Contains(t, r.header.Get("WWW-Authenticate"), "its sub claim holds the control character", id)
+				r = c.do(http.MethodPost, "/mcp",
+					json.RawMessage(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`),
+					"Accept", "application/json, text/event-stream")
+				assert.Equal(t, http.StatusUnauthorized, r.status, "%s: %s", id, r.body)
+			}
+			assert.Equal(t, 0, srv.stop(exitTimeout))
+			for _, line := range srv.logLines() {
+				assert.NotEqual(t, "ERROR", line["level"], "%v", line)
+			}
+		})
+	}
+}
