@@ -168,3 +168,36 @@ func TestServerRefusesTokenSubjectsNoStoreCanKeep(t *testing.T) {
 		})
 	}
 }
+
+// TestServerRefusesConfigTextNoStoreCanKeep: a budget's or an approver's
+// name or id holding a NUL or another C0 control character stops the
+// server at start with one line naming the field, and exit 2.
+func TestServerRefusesConfigTextNoStoreCanKeep(t *testing.T) {
+	t.Parallel()
+	principals := []any{map[string]any{"id": "alice", "apiKeys": []string{randomKey(t, "tg_test_cfgtext_")}}}
+	approver := func(id string) []any {
+		return []any{map[string]any{"id": id, "keys": []string{randomKey(t, "tg_test_cfgtext_pat_")}, "principals": []string{"alice"}}}
+	}
+	budget := func(id, name string) []any {
+		return []any{map[string]any{"id": id, "name": name, "members": []string{"alice"}, "dailyLimitUsd": "1.0000"}}
+	}
+	for _, tt := range []struct {
+		name string
+		cfg  map[string]any
+		want string
+	}{
+		{"budget name", map[string]any{"budgets": budget("team", "Search\x00team")}, `budgets[0].name: holds the control character U+0000`},
+		{"budget id", map[string]any{"budgets": budget("team\x1b", "Search team")}, `budgets[0].id: holds the control character U+001B`},
+		{"approver id", map[string]any{"approvers": approver("p\x00at")}, `approvers[0].id: holds the control character U+0000`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tt.cfg["listen"] = "127.0.0.1:0"
+			tt.cfg["principals"] = principals
+			path := writeConfig(t, tt.cfg)
+			srv := startProcess(t, []string{"-config", path, "-offline"})
+			assert.Equal(t, 2, srv.wait(exitTimeout))
+			assert.Equal(t, "toolgate: "+path+": config: "+tt.want+"\n", srv.stderr.String())
+		})
+	}
+}
