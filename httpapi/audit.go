@@ -119,7 +119,24 @@ func timeParam(q map[string]string, name string) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, paramError(name, "%s must be an RFC 3339 date and time, such as 2030-03-15T12:00:00Z", name)
 	}
-	return t, nil
+	return t, dateInRange(name, t)
+}
+
+// The dates a query may name. The gateway reads the zero time (year 1) as
+// no date at all, so an earlier bound than 1970 would be silently dropped
+// rather than used; nothing toolgate keeps is older anyway.
+var (
+	earliestDate = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
+	latestDate   = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
+// dateInRange refuses an instant, or a day's start, outside 1970-01-01 to
+// 9999-12-31 (UTC), naming the parameter.
+func dateInRange(name string, t time.Time) error {
+	if t.Before(earliestDate) || !t.Before(latestDate) {
+		return paramError(name, "%s must be a date from 1970-01-01 to 9999-12-31", name)
+	}
+	return nil
 }
 
 // paramError is invalid_request naming the query parameter at fault.

@@ -84,8 +84,14 @@ func TestServerTextNoStoreCanKeep(t *testing.T) {
 					"tools": map[string]any{bad: map[string]any{"dailyLimitUsd": "1.0000"}}}), "tools has a member whose name holds the control character", what)
 				refusedNaming(caller.do(http.MethodPut, "/v1/spend-controls/tools/"+urlEscape(bad), map[string]any{"dailyLimitUsd": "1.0000"}), "tool", what)
 			}
+			// A date out of 1970-01-01..9999-12-31 is no date the stores are asked about.
+			r := pat.do(http.MethodGet, "/v1/budgets/"+budget+"/spend?from=0001-01-01", nil)
+			refusedNaming(r, "from", "from=0001-01-01")
+			assert.Equal(t, "from", r.json(t)["error"].(map[string]any)["parameter"])
+			refusedNaming(caller.do(http.MethodGet, "/v1/spend?since=0001-01-01T00:00:00Z", nil), "since", "since in the year 1")
+
 			// Tab, line feed and carriage return are text.
-			r := pat.do(http.MethodPost, "/v1/executions/"+uuid.NewString()+"/resolve", map[string]any{"outcome": "completed", "note": "checked\twith\r\nthe provider"})
+			r = pat.do(http.MethodPost, "/v1/executions/"+uuid.NewString()+"/resolve", map[string]any{"outcome": "completed", "note": "checked\twith\r\nthe provider"})
 			assert.Equal(t, http.StatusNotFound, r.status, "%s", r.body)
 
 			// An input's string holding U+0000: refused naming where, or kept exactly.
