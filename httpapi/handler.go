@@ -233,6 +233,12 @@ func (h *Handler) pathText(pattern string, next http.HandlerFunc) http.HandlerFu
 
 // writeError answers with err; see httpx.WriteError.
 func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	// The server's log line for the request names who was refused.
+	if who := principalOf(r); who != "" {
+		httpx.NoteWho(r, who)
+	} else {
+		httpx.NoteWho(r, approverOf(r))
+	}
 	// With access tokens accepted, every 401 says where to get one.
 	var te *toolgatetype.Error
 	if h.tokens != nil && errors.As(err, &te) && te.Code == toolgatetype.CodeUnauthorized && w.Header().Get("WWW-Authenticate") == "" {
