@@ -12,6 +12,7 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/toolgate/toolgate/internal/budgets"
 	"github.com/toolgate/toolgate/internal/executor"
+	"github.com/toolgate/toolgate/internal/textcheck"
 	"github.com/toolgate/toolgate/outbox"
 	"github.com/toolgate/toolgate/receipt"
 	"github.com/toolgate/toolgate/registry"
@@ -360,6 +361,11 @@ func (g *Gateway) lookup(slugOrID string) (*registry.Version, error) {
 func validPrincipal(principal string) error {
 	if principal == "" || len(principal) > 255 {
 		return newError(toolgatetype.CodeUnauthorized, "a principal is required")
+	}
+	// A principal is kept with everything it does: one no store can keep
+	// is refused here, before any store is asked.
+	if p := textcheck.Problem(principal); p != "" {
+		return newError(toolgatetype.CodeUnauthorized, "the principal %s", p)
 	}
 	return nil
 }

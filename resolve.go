@@ -38,6 +38,9 @@ func (g *Gateway) ResolveExecution(ctx context.Context, approver, id string, r t
 		e.Parameter = "note"
 		return nil, e
 	}
+	if err := textError("note", r.Note); err != nil {
+		return nil, err
+	}
 	notFound := newError(toolgatetype.CodeExecutionNotFound, "no execution %q exists for you", id)
 	eid, err := uuid.Parse(id)
 	if err != nil {

@@ -445,7 +445,7 @@ func (p configParser) principal(n node, owner map[[sha256.Size]byte]string) (Pri
 	for _, f := range fs {
 		switch f.name {
 		case "id":
-			if pr.ID, err = f.str(); err == nil && (pr.ID == "" || len(pr.ID) > maxPrincipalID) {
+			if pr.ID, err = f.text(); err == nil && (pr.ID == "" || len(pr.ID) > maxPrincipalID) {
 				err = f.errorf("must be 1 to %d characters", maxPrincipalID)
 			}
 		case "apiKeys":

@@ -24,6 +24,7 @@ func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 		te = &toolgatetype.Error{Code: toolgatetype.CodeInternal, Err: err}
 	}
 	status := StatusOf(te.Code)
+	noteRefusal(r, te)
 	if te.Code == toolgatetype.CodeInternal {
 		log.ErrorContext(r.Context(), "internal error", "method", r.Method, "path", r.URL.Path, "error", te.Err)
 	}
