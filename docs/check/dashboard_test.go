@@ -335,6 +335,7 @@ func scrapeAfterEveryEvent(t *testing.T) string {
 	aliceKey := randomKey(t, "tg_test_alice_")
 	carolKey := randomKey(t, "tg_test_carol_")
 	patKey := randomKey(t, "tg_test_pat_")
+	daveKey := randomKey(t, "tg_test_dave_")
 	path := writeConfig(t, map[string]any{
 		"listen":        "127.0.0.1:0",
 		"metricsListen": "127.0.0.1:0",
@@ -344,9 +345,13 @@ func scrapeAfterEveryEvent(t *testing.T) string {
 		"principals": []any{
 			map[string]any{"id": "alice", "apiKeys": []string{aliceKey}},
 			map[string]any{"id": "carol", "apiKeys": []string{carolKey}, "approvalMode": "approver"},
+			map[string]any{"id": "dave", "apiKeys": []string{daveKey}},
 		},
-		"approvers":  []any{map[string]any{"id": "pat", "keys": []string{patKey}, "principals": []string{"carol"}}},
-		"budgets":    []any{map[string]any{"id": "acme", "members": []string{"alice", "carol"}, "dailyLimitUsd": "10.0000"}},
+		"approvers": []any{map[string]any{"id": "pat", "keys": []string{patKey}, "principals": []string{"carol"}}},
+		"budgets": []any{
+			map[string]any{"id": "acme", "members": []string{"alice", "carol"}, "dailyLimitUsd": "10.0000"},
+			map[string]any{"id": "tiny", "members": []string{"dave"}, "dailyLimitUsd": "0.0001"},
+		},
 		"trust":      map[string]any{"notes.write-note": map[string]any{"paymentVerified": true, "endpointVerified": true}},
 		"mcpServers": []any{notesServer(bin.upstream, t.TempDir())},
 	})
@@ -359,6 +364,12 @@ func scrapeAfterEveryEvent(t *testing.T) string {
 	r := alice.call("notes.write-note", quoteID, digest, "dash-1", map[string]any{"note": "for the dashboard"})
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
 	require.Equal(t, "completed", r.json(t)["status"], "%s", r.body)
+
+	// A call refused by a budget.
+	dave := client{t: t, base: base, key: daveKey}
+	quoteID, digest, _ = dave.quote("notes.write-note")
+	r = dave.call("notes.write-note", quoteID, digest, "dash-2", map[string]any{"note": "over the budget"})
+	require.Equal(t, http.StatusForbidden, r.status, "%s", r.body)
 
 	// An approval requested and decided.
 	carol := client{t: t, base: base, key: carolKey}
@@ -386,6 +397,8 @@ func scrapeAfterEveryEvent(t *testing.T) string {
 		`toolgate_events_delivered_total{type="approval_request.created"} 1`,
 		`toolgate_events_delivered_total{type="approval_request.decided"} 1`,
 		`toolgate_events_failed_total{type="budget.threshold"} 0`,
+		`toolgate_budget_refusals_total{budget="tiny",window="daily"} 1`,
+		`toolgate_events_delivered_total{type="budget.limit_reached"} 1`,
 	}
 	missing := wants
 	for deadline := time.Now().Add(20 * time.Second); len(missing) > 0 && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
