@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/toolgate/toolgate/internal/events"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
@@ -95,6 +96,13 @@ func (g *Gateway) requestApproval(ctx context.Context, p *PreparedCall, quoteID 
 	if err := g.countApprovalRequest(ctx, principal, now); err != nil {
 		return nil, err
 	}
+	if g.events != nil {
+		ev, err := events.ApprovalRequest(toolgatetype.ApprovalRequestCreated, g.approvalView(rec, now), now)
+		if err != nil {
+			return nil, internalError(err)
+		}
+		rec.Event = &ev
+	}
 	err = g.store.CreateApprovalRequest(ctx, rec)
 	var same *storage.PendingRequestError
 	switch {
@@ -112,7 +120,11 @@ func (g *Gateway) requestApproval(ctx context.Context, p *PreparedCall, quoteID 
 	case err != nil:
 		return nil, internalError(err)
 	}
+	rec.Event = nil
 	out := g.approvalView(rec, now)
+	if g.events != nil {
+		g.events.Wake()
+	}
 	g.notify(ctx, toolgatetype.ApprovalRequestCreated, &out)
 	g.obs.approvalRequest(approvalCreated)
 	return &out, nil
@@ -224,9 +236,16 @@ func (g *Gateway) DecideApproval(ctx context.Context, approver, id string, d too
 		}
 	}
 	now := g.clock.Now().UTC()
-	decided, err := g.store.DecideApprovalRequest(ctx, storage.ApprovalDecision{
-		ID: r.ID, Approve: d.Approve, DecidedBy: approver, Remember: remember, Now: now,
-	})
+	decision := storage.ApprovalDecision{ID: r.ID, Approve: d.Approve, DecidedBy: approver, Remember: remember, Now: now}
+	if g.events != nil {
+		// The request as the decision leaves it, written with the decision.
+		ev, err := events.ApprovalRequest(toolgatetype.ApprovalRequestDecided, g.approvalView(decidedAs(r, decision), now), now)
+		if err != nil {
+			return nil, internalError(err)
+		}
+		decision.Event = &ev
+	}
+	decided, err := g.store.DecideApprovalRequest(ctx, decision)
 	switch {
 	case errors.Is(err, storage.ErrAlreadyDecided):
 		return nil, newError(toolgatetype.CodeApprovalAlreadyDecided, "approval request %s was already decided; a decision is final", r.ID)
@@ -238,6 +257,9 @@ func (g *Gateway) DecideApproval(ctx context.Context, approver, id string, d too
 		return nil, internalError(err)
 	}
 	out := g.approvalView(decided, now)
+	if g.events != nil {
+		g.events.Wake()
+	}
 	g.notify(ctx, toolgatetype.ApprovalRequestDecided, &out)
 	if d.Approve {
 		g.obs.approvalRequest(approvalApproved)
@@ -245,6 +267,15 @@ func (g *Gateway) DecideApproval(ctx context.Context, approver, id string, d too
 		g.obs.approvalRequest(approvalDenied)
 	}
 	return &out, nil
+}
+
+// decidedAs is r as the store records d on it (storage.DecideApprovalRequest).
+func decidedAs(r storage.ApprovalRequest, d storage.ApprovalDecision) storage.ApprovalRequest {
+	r.Status, r.DecidedBy, r.DecidedAt = storage.ApprovalDenied, d.DecidedBy, d.Now
+	if d.Approve {
+		r.Status, r.Remember = storage.ApprovalApproved, d.Remember
+	}
+	return r
 }
 
 // errRememberChoice refuses a remember that is not one of the choices.

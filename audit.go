@@ -63,6 +63,9 @@ func (g *Gateway) listExecutions(ctx context.Context, scope string, principals [
 	default:
 		return nil, paramError("status", "status must be %s, %s or %s", toolgatetype.StatusCompleted, toolgatetype.StatusFailed, toolgatetype.StatusAmbiguous)
 	}
+	if err := textError("tool", f.Tool); err != nil {
+		return nil, err
+	}
 	if f.Tool != "" {
 		q.ToolSlug = g.slugFilter(f.Tool)
 	}

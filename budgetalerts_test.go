@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/internal/testproc"
+	"github.com/toolgate/toolgate/outbox"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/storage/memory"
@@ -44,7 +45,15 @@ type hookReceiver struct {
 	srv      *httptest.Server
 	mu       sync.Mutex
 	got      []thresholdHook
+	limits   []string // the ids of budget.limit_reached deliveries
 	unsigned int
+}
+
+// limitIDs are the ids of the budget.limit_reached deliveries so far.
+func (r *hookReceiver) limitIDs() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.limits...)
 }
 
 func newHookReceiver(t *testing.T) *hookReceiver {
@@ -64,6 +73,10 @@ func newHookReceiver(t *testing.T) *hookReceiver {
 			w.WriteHeader(http.StatusBadRequest)
 			return
 		}
+		if h.Type == toolgatetype.BudgetLimitReachedEvent {
+			r.limits = append(r.limits, id)
+			return
+		}
 		if h.Type != toolgatetype.BudgetThresholdCrossed {
 			return // another event: an ambiguous call's, say
 		}
@@ -78,9 +91,8 @@ func newHookReceiver(t *testing.T) *hookReceiver {
 // fleet has its own; closed when the test ends.
 func (r *hookReceiver) sender(t *testing.T) *webhook.Sender {
 	t.Helper()
-	s, err := webhook.New(r.srv.URL, hookSecret, &webhook.Config{Backoff: func(int) time.Duration { return 0 }})
+	s, err := webhook.New(r.srv.URL, hookSecret, nil)
 	require.NoError(t, err)
-	t.Cleanup(func() { s.Close(context.Background()) })
 	return s
 }
 
@@ -101,14 +113,12 @@ func (r *hookReceiver) await(t *testing.T, n int) []thresholdHook {
 	}
 }
 
-// settled closes the senders, which delivers everything queued, and
-// returns every delivery the receiver got.
-func (r *hookReceiver) settled(t *testing.T, senders ...*webhook.Sender) []thresholdHook {
+// settled waits until the gateways have delivered every event of their
+// store, and returns every delivery the receiver got.
+func (r *hookReceiver) settled(t *testing.T, gws ...*toolgate.Gateway) []thresholdHook {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	for _, s := range senders {
-		s.Close(ctx)
+	for _, gw := range gws {
+		gw.WaitBudgetAlerts()
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -144,11 +154,12 @@ func pricedAt(price string) toolSpec {
 	return s
 }
 
-// withBudgets configures budgets, the notifier and no fee.
-func withBudgets(n toolgate.ApprovalNotifier, defs ...toolgatetype.BudgetDefinition) envOption {
+// withBudgets configures budgets, the events' sender and no fee.
+func withBudgets(n outbox.Sender, defs ...toolgatetype.BudgetDefinition) envOption {
 	return func(c *toolgate.Config) {
 		c.Budgets = defs
-		c.ApprovalNotifier = n
+		c.Events = n
+		c.EventDelivery = &outbox.Config{Poll: 10 * time.Millisecond}
 		c.FeeRate = dec("0")
 	}
 }
@@ -208,7 +219,7 @@ func TestBudgetAlertsSendEachFractionOncePerPeriod(t *testing.T) {
 		e.charge("alice", "2.0000")
 	}
 	e.gw.WaitBudgetAlerts()
-	got = hooks.settled(t, sender)
+	got = hooks.settled(t, e.gw)
 	require.Len(t, got, 4, "a fraction passed already sends nothing more in its period")
 	assert.Equal(t, thresholdHook{
 		ID: "budget.threshold:search-team:daily:0.5:2026-03-15", Type: toolgatetype.BudgetThresholdCrossed,
@@ -242,7 +253,7 @@ func TestBudgetAlertsOneChargeSendsEveryFractionItPasses(t *testing.T) {
 	// $100, which passes nothing.
 	e.charge("alice", "9.0000")
 	e.gw.WaitBudgetAlerts()
-	got := hooks.settled(t, sender)
+	got := hooks.settled(t, e.gw)
 	today := t0.In(berlin)
 	assert.Equal(t, []thresholdHook{
 		{ID: "budget.threshold:search-team:daily:0.5:2026-03-14", Type: toolgatetype.BudgetThresholdCrossed, Data: threshold(0.5, "9.0000", today)},
@@ -264,74 +275,37 @@ func TestBudgetAlertsNotForAFailedCall(t *testing.T) {
 	// A completed call after it passes half with its own $6 only.
 	e.charge("alice", "6.0000")
 	e.gw.WaitBudgetAlerts()
-	got := hooks.settled(t, sender)
+	got := hooks.settled(t, e.gw)
 	require.Len(t, got, 1)
 	assert.Equal(t, threshold(0.5, "6.0000", t0.In(berlin)), got[0].Data)
 }
 
-// summaryStore is a memory store that counts the spend summaries asked of
-// it and, while gate is set, holds each until gate is closed, telling of
-// each on entered.
-type summaryStore struct {
-	*memory.Store
-	summaries atomic.Int64
-	gate      chan struct{}
-	entered   chan struct{}
-}
-
-func (s *summaryStore) SpendSummary(ctx context.Context, q storage.SpendQuery) ([]storage.SpendGroup, error) {
-	s.summaries.Add(1)
-	if s.gate != nil {
-		s.entered <- struct{}{}
-		<-s.gate
-	}
-	return s.Store.SpendSummary(ctx, q)
-}
-
-func TestBudgetAlertsReadNothingOncePassed(t *testing.T) {
+// A window that refuses calls short of its limit is as full as it gets:
+// the organization stopped at $9.60 of $10 hears of it, by the window's
+// 100% alert and by budget.limit_reached, each once in the period.
+func TestBudgetRefusalShortOfTheLimitSendsTheFullAlertAndLimitReached(t *testing.T) {
 	t.Parallel()
 	hooks := newHookReceiver(t)
 	sender := hooks.sender(t)
-	store := &summaryStore{Store: memory.New()}
 	team := searchTeam()
-	team.Alerts = []float64{0.5}
-	e := newEnvWithStore(t, store, []toolSpec{pricedAt("1.0000")}, withBudgets(sender, team))
-
-	for range 5 {
-		e.charge("alice", "1.0000")
-		e.gw.WaitBudgetAlerts()
-	}
-	hooks.await(t, 1)
-	read := store.summaries.Load()
-	require.Equal(t, int64(5), read, "each charge under half reads the day's spend")
+	team.Alerts = []float64{1.0}
+	e := newEnv(t, []toolSpec{pricedAt("2.4000")}, withBudgets(sender, team))
 	for range 4 {
-		e.charge("alice", "1.0000")
-		e.gw.WaitBudgetAlerts()
+		e.charge("alice", "2.4000")
 	}
-	assert.Equal(t, read, store.summaries.Load(), "a day past its only fraction costs no read")
-	assert.Len(t, hooks.settled(t, sender), 1)
-}
-
-func TestBudgetAlertsCheckOnceMoreForChargesDuringACheck(t *testing.T) {
-	t.Parallel()
-	hooks := newHookReceiver(t)
-	sender := hooks.sender(t)
-	store := &summaryStore{Store: memory.New(), gate: make(chan struct{}), entered: make(chan struct{}, 10)}
-	e := newEnvWithStore(t, store, []toolSpec{pricedAt("1.0000")}, withBudgets(sender, searchTeam()))
-
-	// The first charge's check is held in the store; the calls after it
-	// finish all the same, and ask for one more check between them.
-	e.charge("alice", "1.0000")
-	<-store.entered
-	for range 5 {
-		e.charge("bob", "1.0000")
-	}
-	close(store.gate)
 	e.gw.WaitBudgetAlerts()
-	assert.Equal(t, int64(2), store.summaries.Load(), "the check in flight, and one more")
-	got := hooks.settled(t, sender)
-	require.Len(t, got, 1, "the second check sees the $6 and passes half")
-	assert.Equal(t, threshold(0.5, "6.0000", t0.In(berlin)), got[0].Data)
+	for range 3 {
+		_, err := e.tg.CallApproved(t, "bob", "paid", `{"v":"x"}`)
+		toolgatetest.RequireCode(t, err, toolgatetype.CodeSpendLimitExceeded)
+	}
+	e.gw.WaitBudgetAlerts()
+	got := hooks.settled(t, e.gw)
+	require.Len(t, got, 1, "the 100% alert, once")
+	today := t0.In(berlin)
+	want := threshold(1.0, "9.6000", today)
+	assert.Equal(t, "budget.threshold:search-team:daily:1:2026-03-14", got[0].ID)
+	assert.Equal(t, want, got[0].Data)
+	assert.Equal(t, []string{"budget.limit_reached:search-team:daily:2026-03-14"}, hooks.limitIDs(), "once, for three refusals")
 }
 
 // An ambiguous call's amount is held, not charged: it sends nothing until
@@ -343,7 +317,8 @@ func TestBudgetAlertsForAnAmbiguousCallOnceResolvedCompleted(t *testing.T) {
 	p := newTicketProvider(t, 1000, false)
 	gw := ticketGatewayWith(t, p.srv.URL, false, func(c *toolgate.Config) {
 		c.Approvers = toolgate.StaticApprovers{Approvers: map[string][]string{"dana": {"alice"}}}
-		c.ApprovalNotifier = sender
+		c.Events = sender
+		c.EventDelivery = &outbox.Config{Poll: 10 * time.Millisecond}
 		c.Budgets = []toolgatetype.BudgetDefinition{{
 			ID: "support", Name: "Support", Members: []string{"alice"},
 			DailyLimitUSD: dec("0.2000"), Alerts: []float64{0.25},
@@ -364,7 +339,7 @@ func TestBudgetAlertsForAnAmbiguousCallOnceResolvedCompleted(t *testing.T) {
 	_, err = gw.ResolveExecution(t.Context(), "dana", held.Execution.ID, toolgatetype.ResolveRequest{Outcome: toolgatetype.StatusCompleted})
 	require.NoError(t, err)
 	gw.WaitBudgetAlerts()
-	got := hooks.settled(t, sender)
+	got := hooks.settled(t, gw)
 	require.Len(t, got, 1)
 	assert.Equal(t, "budget.threshold:support:daily:0.25:2026-03-14", got[0].ID)
 	assert.Equal(t, "0.0550", got[0].Data.UsedUSD, "the resolved call's charge, not the released one's")

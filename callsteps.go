@@ -2,9 +2,11 @@ package toolgate
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/toolgate/toolgate/internal/events"
 	"github.com/toolgate/toolgate/internal/executor"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
@@ -30,6 +32,7 @@ func (g *Gateway) newExecutor() *executor.Executor {
 // Admit implements executor.Steps: the checks of admit.
 func (c *call) Admit(ctx context.Context, now time.Time) (storage.Begin, error) {
 	if err := c.g.admit(ctx, c, now); err != nil {
+		c.g.refusedBy(ctx, err, now)
 		return storage.Begin{}, err
 	}
 	return c.begin(now), nil
@@ -43,6 +46,14 @@ func (c *call) Resume(ctx context.Context, now time.Time) (storage.Begin, error)
 	}
 	c.adm = adm
 	return c.begin(now), nil
+}
+
+// refusedBy writes the events of a refusal by a budget (budgetRefused).
+func (g *Gateway) refusedBy(ctx context.Context, err error, now time.Time) {
+	var te *toolgatetype.Error
+	if g.events != nil && errors.As(err, &te) && te.Budget != nil {
+		g.budgetRefused(ctx, te.Budget, now)
+	}
 }
 
 // begin is what the store is to admit for the call as admitted: the rate
@@ -77,7 +88,9 @@ func (c *call) begin(now time.Time) storage.Begin {
 
 // Refused implements executor.Steps (see refusedByStore).
 func (c *call) Refused(err error, now time.Time) error {
-	return refusedByStore(err, c.limits, c.adm.quote.TotalUSD, now)
+	err = refusedByStore(err, c.limits, c.adm.quote.TotalUSD, now)
+	c.g.refusedBy(context.Background(), err, now)
+	return err
 }
 
 // Run implements executor.Steps: it calls the provider, unless a run that
@@ -107,6 +120,21 @@ func (c *call) Run(ctx context.Context, cl executor.Claim) (executor.Run, error)
 	if c.exec.Error != nil {
 		r.ErrorCode = c.exec.Error.Code
 	}
+	switch {
+	case g.events == nil:
+	case c.exec.Status == toolgatetype.StatusAmbiguous:
+		e := cl.Execution
+		e.Status, e.FinishedAt = c.exec.Status, finished
+		ev, err := events.Ambiguous(g.summarize(e), finished)
+		if err != nil {
+			return executor.Run{}, internalError(err)
+		}
+		r.Events = []storage.NewEvent{ev}
+	case c.exec.Status == toolgatetype.StatusCompleted:
+		// The budgets the execution was admitted in, which for a takeover
+		// are those of the run that began it.
+		r.Alerts = g.budgetAlerts(cl.Execution.Budgets, finished)
+	}
 	return r, nil
 }
 
@@ -127,10 +155,8 @@ func (c *call) Result(ctx context.Context, cl executor.Claim, r executor.Run, st
 		// to remember, which DecideApproval recorded already.
 		g.rememberFirstUse(ctx, c.principal, c.tool)
 	}
-	if exec.Status == toolgatetype.StatusCompleted && len(cl.Execution.Budgets) > 0 {
-		// The budgets the execution was admitted in, which for a takeover
-		// are those of the run that began it.
-		g.budgetCharged(ctx, cl.Execution.Budgets)
+	if len(r.Events) > 0 || len(r.Alerts) > 0 {
+		g.events.Wake()
 	}
 	exec.Receipt = &c.sealed
 	return &toolgatetype.CallResult{Execution: exec, Body: stored}

@@ -12,6 +12,8 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/toolgate/toolgate/internal/budgets"
 	"github.com/toolgate/toolgate/internal/executor"
+	"github.com/toolgate/toolgate/internal/textcheck"
+	"github.com/toolgate/toolgate/outbox"
 	"github.com/toolgate/toolgate/receipt"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
@@ -84,11 +86,20 @@ type Config struct {
 	// approves for; nil puts every principal in
 	// caller mode, with no approvers.
 	Approvers ApproverDirectory
-	// ApprovalNotifier is told of each new approval request and each
-	// decision, of each call whose outcome is unknown, and of each
-	// budget.threshold event (a budget window's charged use crossing one
-	// of its alert fractions, sent by one gateway of the fleet); nil tells
-	// no one.
+	// Events, when set, sends every event (section 28: approval requests
+	// made and decided, calls ended ambiguous, budget alerts and limits
+	// reached) through it: the gateway writes each to the store's outbox
+	// in the same step as its cause, and runs an outbox.Deliverer, from
+	// New to Close, that sends them and those any other gateway on the
+	// store wrote, at least once, retrying for EventDelivery.RetryFor.
+	// Package webhook's Sender signs and POSTs them. Nil writes no event.
+	Events outbox.Sender
+	// EventDelivery tunes that deliverer; nil means its defaults.
+	EventDelivery *outbox.Config
+	// ApprovalNotifier is told, in process, of each new approval request
+	// and each decision, and of each call whose outcome is unknown, after
+	// the store has it; nil tells no one. It is no delivery: a process
+	// that dies loses what it was told. Events does not lose them.
 	ApprovalNotifier ApprovalNotifier
 	// ApprovalRequestLimit caps the approval requests one principal may
 	// ask for in a window, so that an agent cannot flood the people who
@@ -176,9 +187,9 @@ type Gateway struct {
 	// budgets is the checked Config.Budgets; nil when none are configured,
 	// which costs a call nothing.
 	budgets *budgets.Tree
-	// alerts sends budget.threshold events and keeps the budget metrics
-	// (budgetalerts.go); nil without budgets.
-	alerts *budgetAlerts
+	// events delivers the store's events (Config.Events); nil when the
+	// gateway writes none.
+	events *outbox.Deliverer
 	// counter counts requests in windows (ApprovalRequestLimit).
 	counter storage.WindowCounter
 }
@@ -240,14 +251,32 @@ func New(store storage.Store, cfg *Config) (*Gateway, error) {
 		if gw.budgets, err = budgets.New(c.Budgets); err != nil {
 			return nil, fmt.Errorf("toolgate: %w", err)
 		}
-		if gw.alerts, err = gw.newBudgetAlerts(); err != nil {
+		if _, err = newBudgetMetrics(gw); err != nil {
 			return nil, fmt.Errorf("toolgate: %w", err)
 		}
 	}
 	if err := registerAmbiguousMetrics(gw); err != nil {
 		return nil, err
 	}
+	if err := outbox.RegisterMetrics(c.Metrics, store, c.Clock.Now, c.Logger); err != nil {
+		return nil, fmt.Errorf("toolgate: %w", err)
+	}
 	gw.executor = gw.newExecutor()
+	if c.Events != nil {
+		dc := outbox.Config{}
+		if c.EventDelivery != nil {
+			dc = *c.EventDelivery
+		}
+		if dc.Logger == nil {
+			dc.Logger = c.Logger
+		}
+		if dc.Now == nil {
+			// Events are due by the gateway's clock, which caused them.
+			dc.Now = c.Clock.Now
+		}
+		gw.events = outbox.New(store, c.Events, &dc)
+		gw.events.Start()
+	}
 	return gw, nil
 }
 
@@ -332,6 +361,11 @@ func (g *Gateway) lookup(slugOrID string) (*registry.Version, error) {
 func validPrincipal(principal string) error {
 	if principal == "" || len(principal) > 255 {
 		return newError(toolgatetype.CodeUnauthorized, "a principal is required")
+	}
+	// A principal is kept with everything it does: one no store can keep
+	// is refused here, before any store is asked.
+	if p := textcheck.Problem(principal); p != "" {
+		return newError(toolgatetype.CodeUnauthorized, "the principal %s", p)
 	}
 	return nil
 }

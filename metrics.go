@@ -44,6 +44,7 @@ type metrics struct {
 	charged          *prometheus.CounterVec
 	circuitOpen      *prometheus.GaugeVec
 	approvalRequests *prometheus.CounterVec
+	budgetRefusals   *prometheus.CounterVec
 }
 
 // durationBuckets are histogram buckets for a tool call: from a few
@@ -104,6 +105,10 @@ func newMetrics(reg prometheus.Registerer, deadline time.Duration) (*metrics, er
 			Name: "toolgate_approval_requests_total",
 			Help: "Approval requests by what became of them: created, approved, denied, used (by the call it approved); and those asked but not created: limited (the principal asked too often), same_pending (the same request was pending, and answered instead).",
 		}, []string{"decision"}), &errs),
+		budgetRefusals: promshare.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolgate_budget_refusals_total",
+			Help: "Calls refused because a budget's window was short (403 spend_limit_exceeded naming it), by the budget's id and the window: daily, weekly, monthly.",
+		}, []string{"budget", "window"}), &errs),
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("toolgate: register metrics: %w", err)

@@ -134,6 +134,12 @@ func (g *Gateway) endCall(ctx context.Context, rec *callRecord, res *toolgatetyp
 		if rec.ran && rec.status == toolgatetype.StatusCompleted && rec.hasQuote {
 			series.charged.Add(rec.quote.TotalUSD.InexactFloat64())
 		}
+		// Labels from the configuration's budget ids and three windows:
+		// no caller can add a series.
+		var te *toolgatetype.Error
+		if outcome == outcomeRefused && errors.As(err, &te) && te.Budget != nil {
+			m.budgetRefusals.WithLabelValues(te.Budget.ID, string(te.Budget.Window)).Inc()
+		}
 	}
 	if rec.span != nil {
 		g.endCallSpan(rec, slug, outcome, code)

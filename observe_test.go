@@ -215,7 +215,10 @@ func TestMetricsOfAFailingProvider(t *testing.T) {
 	o := newObserved(t)
 	ctx := context.Background()
 	healthy := o.Upstream.Handler()
-	o.Upstream.Handle(toolgatetest.Reply(http.StatusServiceUnavailable, `{}`))
+	// A 503 with no body is the provider's failure, whoever met it: it
+	// opens the circuit for everyone (one with a body would hold back only
+	// the caller who met it).
+	o.Upstream.Handle(toolgatetest.Reply(http.StatusServiceUnavailable, ``))
 
 	res, err := o.call(t, ctx, "echo", `{"v":"hi"}`, "down-1", true)
 	toolgatetest.RequireFailed(t, res, err, registry.CodeUpstreamError)

@@ -38,6 +38,9 @@ func (g *Gateway) ResolveExecution(ctx context.Context, approver, id string, r t
 		e.Parameter = "note"
 		return nil, e
 	}
+	if err := textError("note", r.Note); err != nil {
+		return nil, err
+	}
 	notFound := newError(toolgatetype.CodeExecutionNotFound, "no execution %q exists for you", id)
 	eid, err := uuid.Parse(id)
 	if err != nil {
@@ -72,6 +75,10 @@ func (g *Gateway) ResolveExecution(ctx context.Context, approver, id string, r t
 	if err != nil {
 		return nil, internalError(err)
 	}
+	var alerts []storage.BudgetAlert
+	if r.Outcome == toolgatetype.StatusCompleted {
+		alerts = g.budgetAlerts(e.Budgets, now)
+	}
 	var sealed toolgatetype.SignedReceipt
 	var kept []byte
 	seal := g.receipts.Signer.Seal(resolutionReceipt(prior, e, &exec), &sealed)
@@ -82,6 +89,7 @@ func (g *Gateway) ResolveExecution(ctx context.Context, approver, id string, r t
 		Note:        r.Note,
 		Response:    body,
 		Now:         now,
+		Alerts:      alerts,
 		Seal: func(seq int64, prev string) (storage.Sealed, error) {
 			out, err := seal(seq, prev)
 			kept = storage.WithReceipt(body, out.Receipt)
@@ -98,8 +106,8 @@ func (g *Gateway) ResolveExecution(ctx context.Context, approver, id string, r t
 	case err != nil:
 		return nil, internalError(err)
 	}
-	if r.Outcome == toolgatetype.StatusCompleted && len(e.Budgets) > 0 {
-		g.budgetCharged(ctx, e.Budgets)
+	if len(alerts) > 0 {
+		g.events.Wake()
 	}
 	g.log.InfoContext(ctx, "ambiguous call resolved", "execution", id, "principal", e.Principal, "outcome", string(r.Outcome), "resolvedBy", approver)
 	exec.Receipt = &sealed

@@ -26,6 +26,7 @@ func (g *Gateway) Prune(ctx context.Context) (storage.PruneResult, error) {
 		QuotesBefore:           now.Add(-g.cfg.IdempotencyRetention),
 		LedgerBefore:           prevMonth,
 		ApprovalRequestsBefore: now.Add(-g.cfg.IdempotencyRetention),
+		EventsBefore:           now.Add(-g.cfg.IdempotencyRetention),
 		Limit:                  pruneBatch,
 	})
 }

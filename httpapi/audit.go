@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/internal/httpx"
+	"github.com/toolgate/toolgate/internal/textcheck"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
@@ -88,6 +89,9 @@ func queryOf(r *http.Request, names ...string) (map[string]string, error) {
 		switch vs := values[name]; len(vs) {
 		case 0:
 		case 1:
+			if p := textcheck.Problem(vs[0]); p != "" {
+				return nil, paramError(name, "%s %s", name, p)
+			}
 			out[name] = vs[0]
 		default:
 			return nil, paramError(name, "%s is given more than once", name)
@@ -115,7 +119,24 @@ func timeParam(q map[string]string, name string) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, paramError(name, "%s must be an RFC 3339 date and time, such as 2030-03-15T12:00:00Z", name)
 	}
-	return t, nil
+	return t, dateInRange(name, t)
+}
+
+// The dates a query may name. The gateway reads the zero time (year 1) as
+// no date at all, so an earlier bound than 1970 would be silently dropped
+// rather than used; nothing toolgate keeps is older anyway.
+var (
+	earliestDate = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
+	latestDate   = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
+// dateInRange refuses an instant, or a day's start, outside 1970-01-01 to
+// 9999-12-31 (UTC), naming the parameter.
+func dateInRange(name string, t time.Time) error {
+	if t.Before(earliestDate) || !t.Before(latestDate) {
+		return paramError(name, "%s must be a date from 1970-01-01 to 9999-12-31", name)
+	}
+	return nil
 }
 
 // paramError is invalid_request naming the query parameter at fault.

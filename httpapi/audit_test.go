@@ -100,6 +100,10 @@ func TestAuditRefusesBadQueries(t *testing.T) {
 		{"spend groupBy", aliceKey, "/v1/spend?groupBy=week", "groupBy"},
 		{"spend empty groupBy", aliceKey, "/v1/spend?groupBy=", "groupBy"},
 		{"spend since", aliceKey, "/v1/spend?since=last-month", "since"},
+		{"since in the year 1", aliceKey, "/v1/executions?since=0001-01-01T00:00:00Z", "since"},
+		{"until before 1970", aliceKey, "/v1/executions?until=1969-12-31T23:59:59Z", "until"},
+		{"spend since in the year 1", aliceKey, "/v1/spend?since=0001-01-01T00:00:00Z", "since"},
+		{"spend until past 9999", aliceKey, "/v1/spend?until=9999-12-31T23:00:00-05:00", "until"},
 		{"spend window", aliceKey, "/v1/spend?since=2030-03-15T00:00:00Z&until=2030-03-14T00:00:00Z", "since"},
 	}
 	for _, c := range cases {

@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/internal/httpx"
 	"github.com/toolgate/toolgate/internal/readsized"
 	"github.com/toolgate/toolgate/internal/strictjson"
+	"github.com/toolgate/toolgate/internal/textcheck"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
@@ -67,6 +68,15 @@ func decodeStrict(body []byte, dst any) error {
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return httpx.Errorf(toolgatetype.CodeInvalidRequest, "the request body has data after its JSON value")
+	}
+	// Text a store keeps must be text it can keep: a field holding a NUL
+	// or another control character is the caller's fault, never a 500
+	// from the store that refused it. Raw JSON (a call's input) is not
+	// looked into: it is kept as sent.
+	if path, p := textcheck.Fields(dst); p != "" {
+		e := httpx.Errorf(toolgatetype.CodeInvalidRequest, "%s %s", path, p)
+		e.Parameter = path
+		return e
 	}
 	return nil
 }

@@ -81,16 +81,17 @@ func instantOrDay(q map[string]string, name string) (time.Time, string, error) {
 		return time.Time{}, "", nil
 	}
 	if len(s) == len(time.DateOnly) {
-		if _, err := time.Parse(time.DateOnly, s); err != nil {
+		day, err := time.Parse(time.DateOnly, s)
+		if err != nil {
 			return time.Time{}, "", paramError(name, "%s must be a date YYYY-MM-DD, such as 2030-03-15, or an RFC 3339 date and time, such as 2030-03-15T12:00:00Z", name)
 		}
-		return time.Time{}, s, nil
+		return time.Time{}, s, dateInRange(name, day)
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
 		return time.Time{}, "", paramError(name, "%s must be a date YYYY-MM-DD, such as 2030-03-15, or an RFC 3339 date and time, such as 2030-03-15T12:00:00Z", name)
 	}
-	return t, "", nil
+	return t, "", dateInRange(name, t)
 }
 
 // budgetSpendParameters are the names this route gives the gateway's

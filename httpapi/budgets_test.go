@@ -182,6 +182,11 @@ func TestBudgetSpend(t *testing.T) {
 		{"to before from", "/v1/budgets/search/spend?from=2030-03-15T00:00:00Z&to=2030-03-14T00:00:00Z", patKey, http.StatusBadRequest, "invalid_request", "to"},
 		{"from twice", "/v1/budgets/search/spend?from=2030-03-15T00:00:00Z&from=2030-03-16T00:00:00Z", patKey, http.StatusBadRequest, "invalid_request", "from"},
 		{"to before the month began", "/v1/budgets/search/spend?to=2000-01-01T00:00:00Z", patKey, http.StatusBadRequest, "invalid_request", "to"},
+		// The zero time is no date to the gateway: year 1 must not pass for none.
+		{"from in the year 1", "/v1/budgets/search/spend?from=0001-01-01", patKey, http.StatusBadRequest, "invalid_request", "from"},
+		{"from before 1970", "/v1/budgets/search/spend?from=1969-12-31T23:59:59Z", patKey, http.StatusBadRequest, "invalid_request", "from"},
+		{"to in the year 1", "/v1/budgets/search/spend?to=0001-01-01T00:00:00Z", patKey, http.StatusBadRequest, "invalid_request", "to"},
+		{"to past 9999", "/v1/budgets/search/spend?to=9999-12-31T23:00:00-05:00", patKey, http.StatusBadRequest, "invalid_request", "to"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := a.do("GET", c.path, c.key, "")

@@ -36,6 +36,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"go.opentelemetry.io/otel/propagation"
 
@@ -43,6 +44,7 @@ import (
 	"github.com/toolgate/toolgate/apikey"
 	"github.com/toolgate/toolgate/authlimit"
 	"github.com/toolgate/toolgate/internal/httpx"
+	"github.com/toolgate/toolgate/internal/textcheck"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
@@ -137,7 +139,9 @@ func NewHandler(gw *toolgate.Gateway, opts *Options) *Handler {
 // the approval pages and the documentation together this way.
 func (h *Handler) Register(mux *http.ServeMux) {
 	r := httpx.NewRouter(mux, h.log)
-	m := func(pattern string, next http.HandlerFunc) { r.Handle(pattern, h.continueTrace(next)) }
+	m := func(pattern string, next http.HandlerFunc) {
+		r.Handle(pattern, h.continueTrace(h.pathText(pattern, next)))
+	}
 	// The call flow, for authenticated callers.
 	m("POST /v1/tools/{tool}/quote", h.authed(h.quote))
 	m("POST /v1/tools/{tool}/call", h.authed(h.call))
@@ -199,8 +203,42 @@ func (h *Handler) continueTrace(next http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
+// pathText refuses a request whose path names, in a wildcard of pattern
+// ({id}, {tool}), text no store can keep: 400 invalid_request naming the
+// wildcard, before anything looks it up.
+func (h *Handler) pathText(pattern string, next http.HandlerFunc) http.HandlerFunc {
+	var names []string
+	for rest := pattern; ; {
+		_, after, ok := strings.Cut(rest, "{")
+		if !ok {
+			break
+		}
+		name, tail, _ := strings.Cut(after, "}")
+		names = append(names, strings.TrimSuffix(name, "..."))
+		rest = tail
+	}
+	if len(names) == 0 {
+		return next
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		for _, name := range names {
+			if p := textcheck.Problem(r.PathValue(name)); p != "" {
+				h.writeError(w, r, paramError(name, "the path's %s %s", name, p))
+				return
+			}
+		}
+		next(w, r)
+	}
+}
+
 // writeError answers with err; see httpx.WriteError.
 func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	// The server's log line for the request names who was refused.
+	if who := principalOf(r); who != "" {
+		httpx.NoteWho(r, who)
+	} else {
+		httpx.NoteWho(r, approverOf(r))
+	}
 	// With access tokens accepted, every 401 says where to get one.
 	var te *toolgatetype.Error
 	if h.tokens != nil && errors.As(err, &te) && te.Code == toolgatetype.CodeUnauthorized && w.Header().Get("WWW-Authenticate") == "" {

@@ -370,7 +370,8 @@ func TestApproverModeRetryTakesOverAnAbandonedGrantedCall(t *testing.T) {
 
 	meta := mcp.Meta{"toolgate/idempotencyKey": "order-7"}
 	store.Dying.Store(true)
-	requireToolError(t, call(t, cs, "paid-sender", `{"v":"x"}`, meta), toolgatetype.CodeInternal)
+	body := requireRefusal(t, call(t, cs, "paid-sender", `{"v":"x"}`, meta), toolgatetype.CodeInternal)
+	assert.Equal(t, "the gateway could not complete the request", body.Error.Message, "the cause is for the log")
 	store.Dying.Store(false)
 	assert.Equal(t, toolgatetype.ApprovalStatusUsed, requestOf(t, gw, "agent", e.ElicitationID).Status)
 

@@ -146,21 +146,26 @@ func unprepared(name string, args []byte, err error) (*mcp.CallToolResult, error
 	return refused(err), nil
 }
 
-// refusal explains the gateway's refusal of call c. A key busy or used
-// means the call was raced by a retry of itself (the gateway gives the
-// stored answer when there is one); a grant that lapsed is said so, and
-// how to ask again.
+// refusal explains the gateway's refusal of call c, as every refusal is
+// said (refused): the HTTP error body. A key busy or used means the call
+// was raced by a retry of itself (the gateway gives the stored answer when
+// there is one); a grant that lapsed is said so, and how to ask again.
 func (g *gateway) refusal(ctx context.Context, c *toolCall, out *toolgatetype.ToolCallOutcome) *mcp.CallToolResult {
 	te := out.Refusal
 	switch {
 	case te.Code == toolgatetype.CodeIdempotencyKeyInUse || te.Code == toolgatetype.CodeIdempotencyKeyReused:
-		return toolError(nil, fmt.Sprintf("%s: this call of %s is already running; call again shortly for its result. Nothing more was charged.",
-			toolgatetype.CodeIdempotencyKeyInUse, c.tool.Tool.Slug))
+		return refusal(toolgatetype.ErrorBody{Error: toolgatetype.ErrorDetail{
+			Code: toolgatetype.CodeIdempotencyKeyInUse,
+			Message: fmt.Sprintf("this call of %s is already running; call again shortly for its result. Nothing more was charged.",
+				c.tool.Tool.Slug),
+		}})
 	case out.LapsedGrant != "":
 		// A grant serves one call: a new call asks again.
-		return toolError(nil, fmt.Sprintf("%s: the approval of this call of %s (approval request %s) can no longer be used: %s. "+
+		body := toolgatetype.BodyOf(te)
+		body.Error.Message = fmt.Sprintf("the approval of this call of %s (approval request %s) can no longer be used: %s. "+
 			"Call %s again with the same arguments to ask an approver again. Nothing was run or charged.",
-			te.Code, c.tool.Tool.Slug, out.LapsedGrant, strings.TrimSuffix(te.Message, "."), c.tool.Tool.Slug))
+			c.tool.Tool.Slug, out.LapsedGrant, strings.TrimSuffix(te.Message, "."), c.tool.Tool.Slug)
+		return refusal(body)
 	case te.Code == toolgatetype.CodeInternal:
 		g.log.ErrorContext(ctx, "mcp call failed", "tool", c.tool.Tool.Slug, "error", te)
 	}

@@ -176,7 +176,7 @@ func TestCallWithoutElicitationSaysHowToApprove(t *testing.T) {
 
 	// Another digest is not this version's approval.
 	res = call(t, cs, "paid-echo", `{"v":"x"}`, mcp.Meta{"toolgate/approval": "sha256:" + strings.Repeat("0", 64)})
-	requireToolError(t, res, toolgatetype.CodeApprovalMismatch)
+	requireRefusal(t, res, toolgatetype.CodeApprovalMismatch)
 	gw.Upstream.RequireCalls(t, 0)
 	gw.RequireSpent(t, "alice", "0.0000")
 
@@ -217,7 +217,7 @@ func TestCallRunsOncePerIdempotencyKey(t *testing.T) {
 
 	// A key that is not one is refused before anything runs.
 	res := call(t, cs, "paid-echo", `{"v":"once"}`, mcp.Meta{"toolgate/approval": digest, "toolgate/idempotencyKey": 42})
-	requireToolError(t, res, toolgatetype.CodeIdempotencyKeyInvalid)
+	requireRefusal(t, res, toolgatetype.CodeIdempotencyKeyInvalid)
 	gw.Upstream.RequireCalls(t, 3)
 }
 
@@ -300,12 +300,11 @@ func TestSpendControlsRefuseBeforeAnythingRuns(t *testing.T) {
 
 	requireCompleted(t, call(t, cs, "paid-echo", `{"v":"a"}`, approved))
 	res := call(t, cs, "paid-echo", `{"v":"b"}`, approved)
-	msg := requireToolError(t, res, toolgatetype.CodeSpendLimitExceeded)
-	assert.Contains(t, msg, "Call would exceed global daily limit of $0.2000")
-	assert.Contains(t, msg, "Nothing was charged.")
+	body := requireRefusal(t, res, toolgatetype.CodeSpendLimitExceeded)
+	assert.Equal(t, []string{"Call would exceed global daily limit of $0.2000"}, body.Error.Violations)
 
 	res = call(t, cs, "echo", `{"v":"a"}`, nil)
-	assert.Contains(t, requireToolError(t, res, toolgatetype.CodeSpendLimitExceeded), "This tool is blocked by its spend control")
+	assert.Equal(t, []string{"This tool is blocked by its spend control"}, requireRefusal(t, res, toolgatetype.CodeSpendLimitExceeded).Error.Violations)
 	gw.Upstream.RequireCalls(t, 1)
 	gw.RequireSpent(t, "alice", "0.1100")
 }
@@ -319,8 +318,9 @@ func TestRateLimitedCallSaysHowLongToWait(t *testing.T) {
 	cs := connect(t, gw, "alice", client{})
 	requireCompleted(t, call(t, cs, "echo", `{"v":"a"}`, nil))
 	gw.Clock.Advance(20e9) // 20 s into the minute
-	msg := requireToolError(t, call(t, cs, "echo", `{"v":"b"}`, nil), toolgatetype.CodeRateLimited)
-	assert.Contains(t, msg, "Wait 41 seconds before calling again")
+	body := requireRefusal(t, call(t, cs, "echo", `{"v":"b"}`, nil), toolgatetype.CodeRateLimited)
+	assert.Equal(t, 41, body.Error.RetryAfterSeconds)
+	assert.Contains(t, body.Error.Message, "retry in 41 seconds")
 	gw.Upstream.RequireCalls(t, 1)
 }
 
@@ -359,7 +359,7 @@ func TestBlockedToolIsAToolError(t *testing.T) {
 	gw := toolgatetest.New(t, nil)
 	cs := connect(t, gw, "alice", client{})
 	res := call(t, cs, "goal-data", `{"goal":"g","step":1}`, nil)
-	assert.Contains(t, requireToolError(t, res, toolgatetype.CodeToolBlocked), toolgatetype.ReasonPaymentNotVerified)
+	assert.Contains(t, requireRefusal(t, res, toolgatetype.CodeToolBlocked).Error.Message, toolgatetype.ReasonPaymentNotVerified)
 	gw.Upstream.RequireCalls(t, 0)
 }
 

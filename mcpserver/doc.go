@@ -42,6 +42,23 @@
 // sealing keys takes up an answer. Before 2026-07-28 the server asks
 // within the call, as a request of its own.
 //
+// A completed call's result is its output as structuredContent (an array
+// output as {"items": [...]}) and the same JSON as text, with the execution
+// id, cost and receipt in _meta. A refusal of the gateway's (spend limits
+// and budgets, rate limits, a blocked tool, a wrong approval digest, a bad
+// idempotency key...) is a tool error (isError) whose one text is the HTTP
+// API's error body as JSON, {"error": {"code", "message", ...}} with the
+// details the HTTP API gives (violations, budget, retryAfterSeconds), and
+// the same body in _meta["toolgate/error"], so a program reads the code
+// and details where a model reads the words. A refusal never has
+// structuredContent, on any tool: a client checks structuredContent
+// against the tool's outputSchema, on errors too (the TypeScript SDK's 1.x
+// client does), and would answer a refusal there with a protocol error.
+// On a tool without an outputSchema it would do no harm, but one shape on
+// every tool is one a client can rely on. Tool errors the server words
+// itself (arguments that fail the input schema, an approval asked for or
+// declined, a failed or ambiguous call) are text beginning with their code.
+//
 // A call runs once per _meta["toolgate/idempotencyKey"] or, without one,
 // per JSON-RPC request id within the session, so a re-sent request gets the
 // first answer back. Both are combined with the tool and its arguments: the

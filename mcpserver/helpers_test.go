@@ -52,6 +52,14 @@ func paidEcho() *registry.Tool {
 	return t
 }
 
+// paidNote is paidEcho without an output schema.
+func paidNote() *registry.Tool {
+	t := paidEcho()
+	t.Slug, t.Name = "paid-note", "Paid Note"
+	t.OutputSchema = nil
+	return t
+}
+
 // user stands in for the person at the client: it answers every approval
 // form as told and remembers the questions.
 type user struct {
@@ -166,8 +174,28 @@ func requireCompleted(t *testing.T, res *mcp.CallToolResult) string {
 	return string(out)
 }
 
+// requireRefusal fails t unless res is the gateway's refusal with code,
+// in the shape every client accepts: a tool error whose one text is the
+// HTTP error body as JSON, that body again in _meta["toolgate/error"], and
+// no structuredContent (which a client checks against the tool's output
+// schema). It returns the body.
+func requireRefusal(t *testing.T, res *mcp.CallToolResult, code toolgatetype.Code) toolgatetype.ErrorBody {
+	t.Helper()
+	require.True(t, res.IsError, "want a tool error, got %s", text(res))
+	require.Nil(t, res.StructuredContent, "a refusal has no structured content")
+	require.Len(t, res.Content, 1, "one text")
+	var body toolgatetype.ErrorBody
+	require.NoError(t, json.Unmarshal([]byte(text(res)), &body), "the text is the error body: %s", text(res))
+	require.Equal(t, code, body.Error.Code, "%s", text(res))
+	meta, err := json.Marshal(res.Meta["toolgate/error"])
+	require.NoError(t, err)
+	require.JSONEq(t, text(res), string(meta), "_meta[toolgate/error] is the same body")
+	return body
+}
+
 // requireToolError fails t unless res is a tool error (not a protocol
-// error) whose text starts with code, and returns the text.
+// error) whose text starts with code, and returns the text: a tool error
+// the server words itself (arguments, approval, a failed call).
 func requireToolError(t *testing.T, res *mcp.CallToolResult, code toolgatetype.Code) string {
 	t.Helper()
 	require.True(t, res.IsError, "want a tool error, got %s", text(res))

@@ -95,7 +95,7 @@ func TestHTTPServesEachPrincipalItsOwnTools(t *testing.T) {
 	assert.JSONEq(t, `{"value":"over http"}`, requireCompleted(t, res))
 	assert.Equal(t, []string{"Approve Echo for $0.0000? version " + digestOf(t, gw, "echo")}, u.asked())
 	res = call(t, bob, "echo", `{"v":"x"}`, nil)
-	requireToolError(t, res, "spend_limit_exceeded")
+	requireRefusal(t, res, "spend_limit_exceeded")
 	gw.Upstream.RequireCalls(t, 1)
 
 	for _, key := range []string{aliceKey, bobKey} {

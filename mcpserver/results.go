@@ -1,7 +1,8 @@
 package mcpserver
 
 import (
-	"errors"
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -11,11 +12,14 @@ import (
 
 // The _meta entries of a call's result. Nothing the provider returned ever
 // reaches _meta: only the gateway's execution id, cost and signed receipt
-// (which holds hashes of the input and output, never the data).
+// (which holds hashes of the input and output, never the data), or the
+// gateway's own refusal.
 const (
 	metaExecutionID = "toolgate/executionId"
 	metaCost        = "toolgate/cost"
 	metaReceipt     = "toolgate/receipt"
+	// metaError is a refusal's HTTP error body, the same JSON as its text.
+	metaError = "toolgate/error"
 )
 
 // resultOf is an execution as a tool result: a completed one's output as
@@ -82,44 +86,35 @@ func toolError(meta mcp.Meta, text string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Meta: meta, IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
 }
 
-// refused explains a refusal of the gateway's (a *toolgatetype.Error) as a tool
-// error starting with its code. Nothing was run or charged.
+// refused is a refusal of the gateway's (a *toolgatetype.Error, anything
+// else an internal error) as a tool error a program and a model both read:
+// its text is the HTTP API's error body as JSON ({"error": {"code",
+// "message", "violations", "budget", "retryAfterSeconds"...}}), the same
+// body is _meta["toolgate/error"], and there is no structuredContent.
+// Nothing was run or charged.
+//
+// Not structuredContent, on any tool: a client validates structuredContent
+// against the tool's outputSchema, on errors too (the TypeScript SDK's 1.x
+// client does), so an error body there is a protocol error instead of the
+// refusal on every tool that declares one; on a tool that declares none it
+// would be harmless, but one shape for every tool is one a client can
+// rely on.
 func refused(err error) *mcp.CallToolResult {
-	var te *toolgatetype.Error
-	if !errors.As(err, &te) {
-		te = &toolgatetype.Error{Code: toolgatetype.CodeInternal, Message: "the gateway could not complete the request"}
+	return refusal(toolgatetype.BodyOf(err))
+}
+
+// refusal is body as a tool error: its JSON the text and _meta's
+// toolgate/error.
+func refusal(body toolgatetype.ErrorBody) *mcp.CallToolResult {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // "<" reads as itself to a model
+	if err := enc.Encode(body); err != nil {
+		// Strings, numbers and decimals: it cannot fail.
+		panic(fmt.Sprintf("mcpserver: encoding an error body: %v", err))
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %s", te.Code, strings.TrimSuffix(te.Message, "."))
-	switch {
-	case te.Code == toolgatetype.CodeInputInvalid:
-		b.WriteString(":")
-		writeFieldErrors(&b, te.Details)
-	case len(te.Violations) > 0:
-		b.WriteString(": " + strings.Join(te.Violations, "; "))
-	case len(te.Reasons) > 0 && te.Code == toolgatetype.CodeToolBlocked:
-		// The message names the reasons already.
-	case te.ManifestDigest != nil:
-		fmt.Fprintf(&b, " (requirement %s, version %s)", te.ApprovalRequirement, *te.ManifestDigest)
-	}
-	if te.Code == toolgatetype.CodeRateLimited {
-		fmt.Fprintf(&b, ". Wait %d seconds before calling again", int(te.RetryAfter.Seconds()))
-	}
-	if len(te.Details) > 0 {
-		b.WriteString("\nNothing was charged.")
-	} else {
-		b.WriteString(". Nothing was charged.")
-	}
-	res := toolError(nil, b.String())
-	if te.Code == toolgatetype.CodeSpendLimitExceeded {
-		// A program, not only a model, acts on a spend refusal (waits for
-		// the window to reset, tells the team): it gets the HTTP API's
-		// error body, which names the budget that refused, beside the words.
-		res.StructuredContent = toolgatetype.ErrorBody{Error: toolgatetype.ErrorDetail{
-			Code: te.Code, Message: te.Message, Violations: te.Violations, Budget: te.Budget,
-		}}
-	}
-	return res
+	text := bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	return toolError(mcp.Meta{metaError: json.RawMessage(text)}, string(text))
 }
 
 // schemaError lists the arguments failing a tool's input schema, one path a

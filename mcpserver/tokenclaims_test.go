@@ -27,7 +27,7 @@ func TestHTTPTokenGroupsCountInTheTeamsBudget(t *testing.T) {
 
 	sam := connectHTTP(t, url, idp.Token(t, "sam"), approves("once"))
 	requireCompleted(t, call(t, sam, "echo", `{"v":"first"}`, nil))
-	requireToolError(t, call(t, sam, "echo", `{"v":"second"}`, nil), toolgatetype.CodeRateLimited)
+	requireRefusal(t, call(t, sam, "echo", `{"v":"second"}`, nil), toolgatetype.CodeRateLimited)
 
 	olga := connectHTTP(t, url, idp.Token(t, "olga"), approves("once"))
 	requireCompleted(t, call(t, olga, "echo", `{"v":"first"}`, nil))

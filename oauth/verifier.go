@@ -13,6 +13,7 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 
 	"github.com/toolgate/toolgate/apikey"
+	"github.com/toolgate/toolgate/internal/textcheck"
 )
 
 // maxPrincipalLength is the longest principal or approver id a token may
@@ -192,6 +193,10 @@ func (v *Verifier) grant(c claims) (apikey.TokenGrant, error) {
 	if scopes[v.cfg.CallScope] {
 		id, ok := c.str(v.cfg.PrincipalClaim)
 		switch {
+		case ok && textcheck.Problem(id) != "":
+			// Kept with every call the token makes: a subject no store
+			// can keep is the token's fault, never a 500 from the store.
+			refused = append(refused, fmt.Sprintf("its %s claim %s", v.cfg.PrincipalClaim, textcheck.Problem(id)))
 		case !ok || !validID(id):
 			refused = append(refused, fmt.Sprintf("its %s claim names no principal", v.cfg.PrincipalClaim))
 		case v.cfg.Principals != nil && !v.cfg.Principals(id):
@@ -203,6 +208,8 @@ func (v *Verifier) grant(c claims) (apikey.TokenGrant, error) {
 	if scopes[v.cfg.ApproveScope] && v.cfg.ApproverClaim != "" {
 		id, ok := c.str(v.cfg.ApproverClaim)
 		switch {
+		case ok && textcheck.Problem(id) != "":
+			refused = append(refused, fmt.Sprintf("its %s claim %s", v.cfg.ApproverClaim, textcheck.Problem(id)))
 		case !ok || !validID(id):
 			refused = append(refused, fmt.Sprintf("its %s claim names no approver", v.cfg.ApproverClaim))
 		case v.cfg.Approvers != nil && !v.cfg.Approvers(id):

@@ -114,6 +114,8 @@ func TestVerifierRefusesBadTokens(t *testing.T) {
 		{Name: "NoExp", Token: testidp.SignedBy(t, signing, without(claims, "exp")), Reason: "no exp"},
 		{Name: "NoSubject", Token: testidp.SignedBy(t, signing, without(claims, "sub")), Reason: "names no principal"},
 		{Name: "TemplateAsSubject", Token: testidp.SignedBy(t, signing, with(claims, "sub", "*")), Reason: "names no principal"},
+		{Name: "NulInSubject", Token: testidp.SignedBy(t, signing, with(claims, "sub", "agent\x00-1")), Reason: "its sub claim holds the control character U+0000"},
+		{Name: "EscapeInSubject", Token: testidp.SignedBy(t, signing, with(claims, "sub", "\x1b[31magent")), Reason: "its sub claim holds the control character U+001B"},
 		{Name: "NotAJWT", Token: "eyJhbGciOiJSUzI1NiJ9.bm90IGpzb24", Reason: "not a JWT"},
 	}...)
 	for _, c := range bad {

@@ -36,7 +36,7 @@ import (
 // Defaults of Config fields left zero.
 const (
 	DefaultRetryFor = 24 * time.Hour
-	DefaultLease    = 2 * time.Minute
+	DefaultLease    = 30 * time.Second
 	DefaultParallel = 8
 	DefaultPoll     = time.Second
 	// MaxBackoff is the longest wait between two attempts of an event.
@@ -64,7 +64,7 @@ type Config struct {
 	// receiver that comes back hears within minutes.
 	Backoff func(n int) time.Duration
 	// Lease is how long a claim holds an event: longer than a Send can
-	// take (webhook's sender gives up after 15 s). Default 2 minutes.
+	// take (webhook's sender gives up after 15 s). Default 30 s.
 	Lease time.Duration
 	// Parallel bounds the events sent at once by this Deliverer. Default 8.
 	Parallel int
@@ -264,18 +264,22 @@ func (d *Deliverer) attempt(ctx context.Context, e storage.Event) {
 	}
 }
 
-// firstSeen logs an event on its first attempt: a budget alert at WARN, so
-// that the log says what the webhook says, once per event.
+// firstSeen logs an event on its first attempt, once per event across
+// the fleet: a budget's at WARN, naming the budget and window (from its id,
+// "budget.threshold:<budget>:<window>:..."), so that the log says what the
+// webhook says; any other at INFO.
 func (d *Deliverer) firstSeen(e storage.Event) {
-	level := slog.LevelInfo
-	if isBudgetEvent(e.Type) {
-		level = slog.LevelWarn
+	kind, rest, _ := strings.Cut(e.ID, ":")
+	budget, rest, _ := strings.Cut(rest, ":")
+	window, _, _ := strings.Cut(rest, ":")
+	switch kind {
+	case "budget.threshold":
+		d.cfg.Logger.Warn("budget threshold crossed", "budget", budget, "window", window, "event", e.ID)
+	case "budget.limit_reached":
+		d.cfg.Logger.Warn("budget limit reached: calls are refused", "budget", budget, "window", window, "event", e.ID)
+	default:
+		d.cfg.Logger.Info("event", "event", e.ID, "type", e.Type)
 	}
-	d.cfg.Logger.Log(context.Background(), level, "event", "event", e.ID, "type", e.Type)
-}
-
-func isBudgetEvent(typ string) bool {
-	return len(typ) > 7 && typ[:7] == "budget."
 }
 
 // retryAt is when a failed event is tried next: after the backoff of its
@@ -350,3 +354,12 @@ func errText(err error) string {
 	}
 	return s
 }
+
+// LogOnly is a Sender that delivers every event to the log alone: for a
+// gateway with no receiver, so that its budget alerts are still WARN lines
+// (the Deliverer logs each event on its first attempt) and its outbox
+// does not grow.
+type LogOnly struct{}
+
+// Send delivers e at once.
+func (LogOnly) Send(context.Context, storage.Event) error { return nil }

@@ -16,6 +16,9 @@ const (
 	// its alert fractions. Sent once per budget, window, fraction and
 	// period across every gateway sharing the store.
 	BudgetThresholdCrossed ApprovalEventType = "budget.threshold"
+	// BudgetLimitReachedEvent: a call was refused because a budget's window was
+	// short. Sent once per budget, window and period.
+	BudgetLimitReachedEvent ApprovalEventType = "budget.limit_reached"
 )
 
 // ApprovalEvent is something the people who approve a principal's calls
@@ -33,5 +36,9 @@ type ApprovalEvent struct {
 	// Threshold is the crossing, for BudgetThresholdCrossed; nil otherwise.
 	// ID is then its stable webhook-id.
 	Threshold *BudgetThreshold
-	ID        string
+	// LimitReached is the refusal's window, for BudgetLimitReached; nil
+	// otherwise.
+	LimitReached *BudgetLimitReached
+	// ID is the event's stable id, its webhook-id.
+	ID string
 }

@@ -114,6 +114,20 @@ type BudgetThreshold struct {
 	ResetsAt    time.Time        `json:"resetsAt"`
 }
 
+// BudgetLimitReached is the data of a budget.limit_reached event: a call
+// was first refused because a window of the budget was short.
+type BudgetLimitReached struct {
+	Budget       BudgetRef        `json:"budget"`
+	Window       BudgetWindowKind `json:"window"`
+	UsedUSD      string           `json:"usedUsd"`
+	LimitUSD     string           `json:"limitUsd"`
+	RequestedUSD string           `json:"requestedUsd"`
+	// PeriodStart is the first day of the window's period, YYYY-MM-DD in
+	// the budget's time zone, as in the event's id.
+	PeriodStart string    `json:"periodStart"`
+	ResetsAt    time.Time `json:"resetsAt"`
+}
+
 // BudgetRef names a budget.
 type BudgetRef struct {
 	ID   string `json:"id"`

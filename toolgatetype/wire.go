@@ -2,12 +2,13 @@ package toolgatetype
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"time"
 )
 
-// errorBody is the body of every non-success response:
+// ErrorBody is the body of every non-success response:
 // {"error": {"code", "message", ...details}}.
 type ErrorBody struct {
 	Error ErrorDetail `json:"error"`
@@ -25,6 +26,34 @@ type ErrorDetail struct {
 	Reasons             []string       `json:"reasons,omitempty"`
 	Parameter           string         `json:"parameter,omitempty"`
 	ApprovalRequestsURL string         `json:"approvalRequestsUrl,omitempty"`
+}
+
+// BodyOf is the body the HTTP API answers err with, and the one a refusal
+// carries over MCP: its code, message and every detail. Anything that is not
+// an *Error, and an internal error, is the internal error's fixed words: a
+// cause is for logs, never shown. retryAfterSeconds is at least 1 when
+// rate limited. approvalRequestsUrl names an address of the server's, which
+// only the door that answers knows; it sets it.
+func BodyOf(err error) ErrorBody {
+	var te *Error
+	if !errors.As(err, &te) || te.Code == CodeInternal {
+		return ErrorBody{Error: ErrorDetail{Code: CodeInternal, Message: "the gateway could not complete the request"}}
+	}
+	d := ErrorDetail{
+		Code:                te.Code,
+		Message:             te.Message,
+		Details:             te.Details,
+		Violations:          te.Violations,
+		Budget:              te.Budget,
+		ApprovalRequirement: te.ApprovalRequirement,
+		ManifestDigest:      te.ManifestDigest,
+		Reasons:             te.Reasons,
+		Parameter:           te.Parameter,
+	}
+	if te.Code == CodeRateLimited {
+		d.RetryAfterSeconds = max(int(te.RetryAfter.Seconds()), 1)
+	}
+	return ErrorBody{Error: d}
 }
 
 // DecodeError reads an error answer of the API back into the

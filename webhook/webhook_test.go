@@ -1,12 +1,9 @@
 package webhook_test
 
 import (
-	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -17,7 +14,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/toolgate/toolgate/internal/testproc"
+	"github.com/toolgate/toolgate/internal/events"
+	"github.com/toolgate/toolgate/outbox"
+	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/storage/memory"
 	"github.com/toolgate/toolgate/toolgatetype"
 	"github.com/toolgate/toolgate/webhook"
 )
@@ -121,201 +121,108 @@ func (rc *receiver) await(t *testing.T, n int) []received {
 	return append([]received(nil), rc.got...)
 }
 
-func testEvent() toolgatetype.ApprovalEvent {
-	return toolgatetype.ApprovalEvent{
-		Type:      toolgatetype.ApprovalRequestCreated,
-		Timestamp: time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC),
-		Request: toolgatetype.ApprovalRequest{
-			ID: "0b6f3a52-9c1e-4a4e-9c2a-6e1f0d3c2b1a", Status: toolgatetype.ApprovalStatusPending, Principal: "agent",
-			Tool:       toolgatetype.ToolRef{ID: "t1", Slug: "echo", Name: "Echo"},
-			Input:      json.RawMessage(`{"v":"hi"}`),
-			ApproveURL: "https://caller-controlled.example/phish",
-		},
-	}
+// testEvent is an approval request's event as the outbox hands it to a
+// sender, its data carrying an approveUrl a caller could have chosen.
+func testEvent(t *testing.T) storage.Event {
+	t.Helper()
+	ev, err := events.ApprovalRequest(toolgatetype.ApprovalRequestCreated, toolgatetype.ApprovalRequest{
+		ID: "0b6f3a52-9c1e-4a4e-9c2a-6e1f0d3c2b1a", Status: toolgatetype.ApprovalStatusPending, Principal: "agent",
+		Tool:       toolgatetype.ToolRef{ID: "t1", Slug: "echo", Name: "Echo"},
+		Input:      json.RawMessage(`{"v":"hi"}`),
+		ApproveURL: "https://caller-controlled.example/phish",
+	}, time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC))
+	require.NoError(t, err)
+	return storage.Event{ID: ev.ID, Type: ev.Type, Payload: ev.Payload, CreatedAt: ev.CreatedAt, Attempts: 1}
 }
-
-func noWait(int) time.Duration { return 0 }
 
 func TestSenderDeliversSignedEvents(t *testing.T) {
 	t.Parallel()
 	rc, srv := newReceiver()
 	defer srv.Close()
-	s, err := webhook.New(srv.URL+"/hook", distinctiveSecret, &webhook.Config{
-		ApproveURL: func(id string) string { return "https://gateway.example/approvals/" + id },
+	s, err := webhook.New(srv.URL+"/hooks/toolgate", distinctiveSecret, &webhook.Config{
+		ApproveURL: func(id string) string { return "https://gate.example/approvals/" + id },
 	})
 	require.NoError(t, err)
-	defer s.Close(context.Background())
-
-	s.NotifyApproval(context.Background(), testEvent())
-	got := rc.await(t, 1)[0]
-
-	assert.Equal(t, "application/json", got.header.Get("Content-Type"))
-	id := got.header.Get("webhook-id")
-	assert.Regexp(t, `^msg_[0-9a-f]{32}$`, id)
-	secs, err := strconv.ParseInt(got.header.Get("webhook-timestamp"), 10, 64)
-	require.NoError(t, err)
+	ev := testEvent(t)
+	require.NoError(t, s.Send(t.Context(), ev))
+	got := rc.await(t, 1)
+	require.Len(t, got, 1)
+	h := got[0].header
+	assert.Equal(t, "approval_request.created:0b6f3a52-9c1e-4a4e-9c2a-6e1f0d3c2b1a", h.Get("webhook-id"), "the event's stable id")
 	key, err := webhook.ParseSecret(distinctiveSecret)
 	require.NoError(t, err)
-	assert.True(t, webhook.Verify(key, id, time.Unix(secs, 0), got.body, got.header.Get("webhook-signature")), "signed as the specification says")
-	assert.Regexp(t, `^v1,[A-Za-z0-9+/]+=*$`, got.header.Get("webhook-signature"))
+	secs, err := strconv.ParseInt(h.Get("webhook-timestamp"), 10, 64)
+	require.NoError(t, err)
+	assert.True(t, webhook.Verify(key, h.Get("webhook-id"), time.Unix(secs, 0), got[0].body, h.Get("webhook-signature")))
+	var body struct {
+		Type string `json:"type"`
+		Data struct {
+			ID         string `json:"id"`
+			ApproveURL string `json:"approveUrl"`
+		} `json:"data"`
+	}
+	require.NoError(t, json.Unmarshal(got[0].body, &body))
+	assert.Equal(t, "approval_request.created", body.Type)
+	assert.Equal(t, "https://gate.example/approvals/0b6f3a52-9c1e-4a4e-9c2a-6e1f0d3c2b1a", body.Data.ApproveURL, "the operator's page, never the caller's")
+	assert.NotContains(t, string(got[0].body), "caller-controlled")
 
-	var body map[string]any
-	require.NoError(t, json.Unmarshal(got.body, &body))
-	assert.Equal(t, "approval_request.created", body["type"])
-	assert.Equal(t, "2026-03-14T12:00:00Z", body["timestamp"])
-	data := body["data"].(map[string]any)
-	assert.Equal(t, "0b6f3a52-9c1e-4a4e-9c2a-6e1f0d3c2b1a", data["id"])
-	assert.Equal(t, "pending", data["status"])
-	assert.Equal(t, "https://gateway.example/approvals/0b6f3a52-9c1e-4a4e-9c2a-6e1f0d3c2b1a", data["approveUrl"],
-		"the operator's address, never one a caller's request supplied")
-	assert.NotContains(t, string(got.body), "ZGlzdGluY3")
+	// A retry is the same id, signed anew.
+	require.NoError(t, s.Send(t.Context(), ev))
+	got = rc.await(t, 1)
+	assert.Equal(t, got[0].header.Get("webhook-id"), got[1].header.Get("webhook-id"))
 }
 
-func TestSenderRetriesWithTheSameID(t *testing.T) {
+func TestSenderSaysHowADeliveryFailed(t *testing.T) {
 	t.Parallel()
-	rc, srv := newReceiver(http.StatusInternalServerError, http.StatusServiceUnavailable)
+	rc, srv := newReceiver(http.StatusGone, http.StatusServiceUnavailable)
 	defer srv.Close()
-	s, err := webhook.New(srv.URL, distinctiveSecret, &webhook.Config{Backoff: noWait})
+	s, err := webhook.New(srv.URL+"/secret-path", distinctiveSecret, nil)
 	require.NoError(t, err)
-	defer s.Close(context.Background())
+	ev := testEvent(t)
+	err = s.Send(t.Context(), ev)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "410", "gone: failed for good")
+	err = s.Send(t.Context(), ev)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "503")
+	rc.await(t, 2)
 
-	s.NotifyApproval(context.Background(), testEvent())
-	got := rc.await(t, 3)
-	require.Len(t, got, 3, "two failures, then delivered")
-	key, _ := webhook.ParseSecret(distinctiveSecret)
-	for _, g := range got {
-		assert.Equal(t, got[0].header.Get("webhook-id"), g.header.Get("webhook-id"), "a retry keeps its id")
-		assert.Equal(t, got[0].body, g.body)
-		secs, _ := strconv.ParseInt(g.header.Get("webhook-timestamp"), 10, 64)
-		assert.True(t, webhook.Verify(key, g.header.Get("webhook-id"), time.Unix(secs, 0), g.body, g.header.Get("webhook-signature")))
+	srv.Close()
+	err = s.Send(t.Context(), ev)
+	require.Error(t, err, "nobody listens")
+	for _, leak := range []string{"secret-path", "ZGlzdGluY3"} {
+		assert.NotContains(t, err.Error(), leak, "an error, which the outbox keeps and logs, names no path nor secret")
 	}
 }
 
-func TestSenderStops(t *testing.T) {
+// The outbox retries what the sender could not deliver: a receiver down
+// for a while hears of the event, under its one id, once it is back.
+func TestDeliveredThroughTheOutboxAfterTheReceiverWasDown(t *testing.T) {
 	t.Parallel()
-	cases := []struct {
-		name     string
-		statuses []int
-		attempts int
-	}{
-		{"AfterMaxAttempts", []int{500, 500, 500, 500}, 3},
-		{"OnGone", []int{410, 500, 500}, 1},
-		{"OnARedirect", []int{302, 302, 302}, 3},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			rc, srv := newReceiver(c.statuses...)
-			defer srv.Close()
-			s, err := webhook.New(srv.URL, distinctiveSecret, &webhook.Config{Backoff: noWait, MaxAttempts: 3})
-			require.NoError(t, err)
-			s.NotifyApproval(context.Background(), testEvent())
-			rc.await(t, c.attempts)
-			// Close waits for the delivery to end: nothing more comes after.
-			s.Close(context.Background())
-			rc.mu.Lock()
-			defer rc.mu.Unlock()
-			assert.Len(t, rc.got, c.attempts)
-		})
-	}
-}
-
-func TestNotifyNeverWaitsForTheReceiver(t *testing.T) {
-	t.Parallel()
-	release := make(chan struct{})
-	var calls sync.WaitGroup
-	calls.Add(1)
-	var once sync.Once
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		once.Do(calls.Done)
-		<-release
-	}))
+	rc, srv := newReceiver(http.StatusServiceUnavailable, http.StatusBadGateway)
 	defer srv.Close()
-	logs := &testproc.SyncBuffer{}
-	s, err := webhook.New(srv.URL, distinctiveSecret, &webhook.Config{
-		QueueSize: 1, Logger: slog.New(slog.NewTextHandler(logs, nil)),
-	})
+	s, err := webhook.New(srv.URL, distinctiveSecret, nil)
 	require.NoError(t, err)
-
-	// The receiver holds the first delivery; the queue takes one more;
-	// the rest are dropped. Every notification returns at once all the same.
-	for range 5 {
-		s.NotifyApproval(context.Background(), testEvent())
-	}
-	calls.Wait()
-	close(release)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	s.Close(ctx)
-	assert.Contains(t, logs.String(), "queue full")
-}
-
-func TestSecretAndURLPathNeverLogged(t *testing.T) {
-	t.Parallel()
-	_, srv := newReceiver(500, 500, 500)
-	defer srv.Close()
-	logs := &testproc.SyncBuffer{}
-	s, err := webhook.New(srv.URL+"/hooks/path-token-that-is-a-secret-too", distinctiveSecret, &webhook.Config{
-		Backoff: noWait, MaxAttempts: 3, Logger: slog.New(slog.NewJSONHandler(logs, nil)),
-	})
+	store := memory.New()
+	ev := testEvent(t)
+	_, err = store.AddEvent(t.Context(), storage.NewEvent{ID: ev.ID, Type: ev.Type, Payload: ev.Payload, CreatedAt: ev.CreatedAt})
 	require.NoError(t, err)
-	s.NotifyApproval(context.Background(), testEvent())
-	s.Close(context.Background())
-
-	out := logs.String()
-	assert.Contains(t, out, "giving up", "the failure is logged")
-	for _, leak := range []string{"ZGlzdGluY3", "whsec_", "path-token-that-is-a-secret-too"} {
-		assert.NotContains(t, out, leak)
-	}
-	assert.False(t, bytes.Contains([]byte(out), []byte("distinctive-secret")))
-}
-
-func TestSenderSendsABudgetThresholdWithItsOwnID(t *testing.T) {
-	t.Parallel()
-	rc, srv := newReceiver(http.StatusInternalServerError)
-	defer srv.Close()
-	s, err := webhook.New(srv.URL, distinctiveSecret, &webhook.Config{Backoff: noWait})
-	require.NoError(t, err)
-	defer s.Close(context.Background())
-
-	berlin, err := time.LoadLocation("Europe/Berlin")
-	require.NoError(t, err)
-	const id = "budget.threshold:search-team:daily:0.8:2026-11-28"
-	s.NotifyApproval(context.Background(), toolgatetype.ApprovalEvent{
-		Type:      toolgatetype.BudgetThresholdCrossed,
-		Timestamp: time.Date(2026, 11, 28, 15, 4, 5, 0, berlin),
-		ID:        id,
-		Threshold: &toolgatetype.BudgetThreshold{
-			Budget:      toolgatetype.BudgetRef{ID: "search-team", Name: "Search team"},
-			Window:      toolgatetype.BudgetDaily,
-			Fraction:    0.8,
-			UsedUSD:     "40.5000",
-			LimitUSD:    "50.0000",
-			PeriodStart: time.Date(2026, 11, 28, 0, 0, 0, 0, berlin),
-			ResetsAt:    time.Date(2026, 11, 29, 0, 0, 0, 0, berlin),
-		},
-	})
-	got := rc.await(t, 2)
-	require.Len(t, got, 2, "one failure, then delivered")
-	key, err := webhook.ParseSecret(distinctiveSecret)
-	require.NoError(t, err)
-	for _, g := range got {
-		assert.Equal(t, id, g.header.Get("webhook-id"), "the crossing's stable id, on every attempt")
-		secs, err := strconv.ParseInt(g.header.Get("webhook-timestamp"), 10, 64)
+	now := ev.CreatedAt
+	d := outbox.New(store, s, &outbox.Config{Now: func() time.Time { return now }})
+	for range 3 {
+		n, err := d.DeliverDue(t.Context())
 		require.NoError(t, err)
-		assert.True(t, webhook.Verify(key, id, time.Unix(secs, 0), g.body, g.header.Get("webhook-signature")))
+		require.Equal(t, 1, n)
+		now = now.Add(10 * time.Minute)
 	}
-	assert.JSONEq(t, `{
-		"type": "budget.threshold",
-		"timestamp": "2026-11-28T14:04:05Z",
-		"data": {
-			"budget": {"id": "search-team", "name": "Search team"},
-			"window": "daily",
-			"fraction": 0.8,
-			"usedUsd": "40.5000",
-			"limitUsd": "50.0000",
-			"periodStart": "2026-11-28T00:00:00+01:00",
-			"resetsAt": "2026-11-29T00:00:00+01:00"
-		}
-	}`, string(got[0].body))
+	got := rc.await(t, 3)
+	for _, g := range got {
+		assert.Equal(t, ev.ID, g.header.Get("webhook-id"))
+	}
+	st, err := store.EventStats(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, map[string]int64{"approval_request.created": 1}, st.Delivered)
+	listed, err := store.ListEvents(t.Context(), storage.EventFilter{Limit: 10})
+	require.NoError(t, err)
+	assert.Equal(t, 3, listed[0].Attempts)
 }

@@ -81,7 +81,7 @@ func (p configParser) approver(n node, owner map[[sha256.Size]byte]string) (Appr
 	for _, f := range fs {
 		switch f.name {
 		case "id":
-			if a.ID, err = f.str(); err == nil && (a.ID == "" || len(a.ID) > maxPrincipalID) {
+			if a.ID, err = f.text(); err == nil && (a.ID == "" || len(a.ID) > maxPrincipalID) {
 				err = f.errorf("must be 1 to %d characters", maxPrincipalID)
 			}
 		case "keys":
@@ -137,7 +137,7 @@ func (p configParser) approver(n node, owner map[[sha256.Size]byte]string) (Appr
 	// An approver without keys approves with access tokens alone, which
 	// checkPrincipals checks once the whole file is read.
 	for _, pn := range principals {
-		id, err := pn.str()
+		id, err := pn.text()
 		if err != nil {
 			return Approver{}, err
 		}

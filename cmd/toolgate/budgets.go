@@ -49,15 +49,15 @@ func (p configParser) budget(n node) (toolgatetype.BudgetDefinition, error) {
 	for _, f := range fs {
 		switch f.name {
 		case "id":
-			b.ID, err = f.str()
+			b.ID, err = f.text()
 		case "name":
-			b.Name, err = f.str()
+			b.Name, err = f.text()
 		case "parent":
-			b.Parent, err = f.str()
+			b.Parent, err = f.text()
 		case "members":
-			b.Members, err = f.strings()
+			b.Members, err = f.texts()
 		case "approvers":
-			b.Approvers, err = f.strings()
+			b.Approvers, err = f.texts()
 		case "claims":
 			b.Claims, err = budgetClaims(f.node)
 		case "dailyLimitUsd", "weeklyLimitUsd", "monthlyLimitUsd":

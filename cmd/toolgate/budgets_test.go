@@ -115,6 +115,18 @@ func TestParseConfigBudgetErrors(t *testing.T) {
 			`config: budgets[0].claims.groups: must be the string the claim equals or holds`, nil},
 		{"rate of 0", `[{"id": "a", "rateLimitPerMinute": 0}]`,
 			`config: budgets[0].rateLimitPerMinute: must be at least 1`, nil},
+		{"id with a NUL", `[{"id": "a\u0000", "dailyLimitUsd": "1"}]`,
+			`config: budgets[0].id: holds the control character U+0000`, nil},
+		{"name with a NUL", `[{"id": "a", "name": "Search\u0000team", "dailyLimitUsd": "1"}]`,
+			`config: budgets[0].name: holds the control character U+0000`, nil},
+		{"name with an escape", `[{"id": "a", "name": "\u001b[31mSearch", "dailyLimitUsd": "1"}]`,
+			`config: budgets[0].name: holds the control character U+001B`, nil},
+		{"member with a control character", `[{"id": "a", "dailyLimitUsd": "1", "members": ["alice", "bo\u0007b"]}]`,
+			`config: budgets[0].members[1]: holds the control character U+0007`, nil},
+		{"approver with a NUL", `[{"id": "a", "dailyLimitUsd": "1", "approvers": ["p\u0000at"]}]`,
+			`config: budgets[0].approvers[0]: holds the control character U+0000`, nil},
+		{"parent with a NUL", `[{"id": "a", "dailyLimitUsd": "1", "parent": "acme\u0000"}]`,
+			`config: budgets[0].parent: holds the control character U+0000`, nil},
 
 		// Found by the gateway's check of the tree, named the same way.
 		{"duplicate id", `[{"id": "a", "dailyLimitUsd": "1"}, {"id": "a", "dailyLimitUsd": "2"}]`,

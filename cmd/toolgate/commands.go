@@ -38,6 +38,8 @@ var commands = []*command{
 	toolsCheckCommand,
 	receiptsExportCommand,
 	receiptsVerifyCommand,
+	eventsListCommand,
+	eventsRetryCommand,
 	helpCommand,
 	versionCommand,
 }

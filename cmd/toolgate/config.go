@@ -86,6 +86,8 @@ type Config struct {
 	// Budgets are the team and organization budgets (budgets.go), in the
 	// file's order.
 	Budgets []toolgatetype.BudgetDefinition
+	// Webhooks tunes the delivery of events (section 28).
+	Webhooks Webhooks
 }
 
 // minRetention is the shortest retention: every finished call stays
@@ -200,7 +202,7 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 	}
 	fs, err := root.fields("listen", "storage", "quoteTTL", "maxOpenQuotes", "approvalTTL", "idempotencyLease", "upstreamTimeout", "feeRate",
 		"exposeUsageCounts", "builtinTools", "principals", "upstreams", "trust", "tools", "approvers", "approvals",
-		"metricsListen", "retention", "synchronousAdmission", "oauth", "sealingKeys", "limits", "allowedHosts", "mcpServers", "pins", "receipts", "budgets")
+		"metricsListen", "retention", "synchronousAdmission", "oauth", "sealingKeys", "limits", "allowedHosts", "mcpServers", "pins", "receipts", "budgets", "webhooks")
 	if err != nil {
 		return nil, err
 	}
@@ -267,6 +269,8 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 			cfg.Receipts, err = p.receipts(f.node)
 		case "budgets":
 			cfg.Budgets, err = p.budgets(f.node)
+		case "webhooks":
+			cfg.Webhooks, err = p.webhooks(f.node)
 		case "pins":
 			if cfg.PinsFile, err = f.str(); err == nil && strings.TrimSpace(cfg.PinsFile) == "" {
 				err = f.errorf(`must be a file path such as "toolgate.pins.json" (relative to the config file)`)
@@ -441,7 +445,7 @@ func (p configParser) principal(n node, owner map[[sha256.Size]byte]string) (Pri
 	for _, f := range fs {
 		switch f.name {
 		case "id":
-			if pr.ID, err = f.str(); err == nil && (pr.ID == "" || len(pr.ID) > maxPrincipalID) {
+			if pr.ID, err = f.text(); err == nil && (pr.ID == "" || len(pr.ID) > maxPrincipalID) {
 				err = f.errorf("must be 1 to %d characters", maxPrincipalID)
 			}
 		case "apiKeys":

@@ -12,6 +12,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/toolgate/toolgate/internal/textcheck"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
@@ -193,6 +194,38 @@ func (n node) str() (string, error) {
 		return "", n.errorf("must be a string, not %s", n.kind())
 	}
 	return s, nil
+}
+
+// text is a string that names or describes something the server keeps or
+// shows (an id, a name): one holding a NUL or another C0 control
+// character (tab, line feed and carriage return aside) is refused at
+// start, as no store could keep it.
+func (n node) text() (string, error) {
+	s, err := n.str()
+	if err != nil {
+		return "", err
+	}
+	if p := textcheck.Problem(s); p != "" {
+		return "", n.errorf("%s", p)
+	}
+	return s, nil
+}
+
+// texts is an array of text.
+func (n node) texts() ([]string, error) {
+	items, err := n.items()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(items))
+	for _, item := range items {
+		s, err := item.text()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }
 
 func (n node) boolean() (bool, error) {

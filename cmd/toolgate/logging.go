@@ -4,6 +4,8 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/toolgate/toolgate/internal/httpx"
 )
 
 // logRequests logs one line per request: method, path, status, size and
@@ -13,18 +15,32 @@ func logRequests(log *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		r, refusal := httpx.WithRefusalLog(r)
 		next.ServeHTTP(rec, r)
 		level := slog.LevelInfo
 		if rec.status >= 500 {
 			level = slog.LevelError
 		}
-		log.LogAttrs(r.Context(), level, "request",
+		attrs := []slog.Attr{
 			slog.String("method", r.Method),
 			slog.String("path", r.URL.Path),
 			slog.Int("status", rec.status),
 			slog.Int64("bytes", rec.bytes),
 			slog.Float64("durationMs", float64(time.Since(start).Microseconds())/1000),
-		)
+		}
+		// A refusal says who was refused and why, as the gateway named
+		// them: an operator asked why a call failed finds it by principal
+		// and budget without reading any key.
+		if rec.status >= 400 && rec.status < 500 && refusal.Code != "" {
+			if refusal.Principal != "" {
+				attrs = append(attrs, slog.String("principal", refusal.Principal))
+			}
+			attrs = append(attrs, slog.String("code", string(refusal.Code)))
+			if refusal.Budget != "" {
+				attrs = append(attrs, slog.String("budget", refusal.Budget), slog.String("window", refusal.Window))
+			}
+		}
+		log.LogAttrs(r.Context(), level, "request", attrs...)
 	})
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/httpapi"
 	"github.com/toolgate/toolgate/mcpserver"
 	"github.com/toolgate/toolgate/oauth"
+	"github.com/toolgate/toolgate/outbox"
 	"github.com/toolgate/toolgate/receipt"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/sealing"
@@ -55,13 +56,9 @@ type app struct {
 // so trusts: goal-data's demo provider.
 const offlineTrusted = "goal-data"
 
-// webhookDrain bounds how long a stopping server keeps delivering the
-// approval webhooks still queued.
+// webhookDrain bounds how long a stopping server waits for the event
+// deliveries in progress to be recorded.
 const webhookDrain = 5 * time.Second
-
-// budgetChecksDrain bounds how long a stopping server waits for the budget
-// alert checks still running, before the sender and store they use close.
-const budgetChecksDrain = 5 * time.Second
 
 // newRegistry returns a registry of the built-in tools. The server keeps its
 // own rather than registry.Default, so nothing else in the process can
@@ -156,14 +153,7 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 	if err != nil {
 		return nil, err
 	}
-	closeAll := func() {
-		if sender != nil {
-			drain, cancel := context.WithTimeout(context.Background(), webhookDrain)
-			sender.Close(drain)
-			cancel()
-		}
-		closeStore()
-	}
+	closeAll := closeStore
 	gcfg := &toolgate.Config{
 		Registry:             reg,
 		FeeRate:              cfg.FeeRate,
@@ -187,9 +177,14 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 	if tel.tracing != nil {
 		gcfg.TracerProvider = tel.tracing
 	}
+	// Every event is written to the store's outbox and delivered from
+	// there: to the webhook, or, with none, to the log alone (a budget
+	// alert is a WARN line either way).
+	gcfg.Events = outbox.LogOnly{}
 	if sender != nil {
-		gcfg.ApprovalNotifier = sender
+		gcfg.Events = sender
 	}
+	gcfg.EventDelivery = &outbox.Config{RetryFor: cfg.Webhooks.RetryFor}
 	if offline {
 		gcfg.Transport = recorded.Transport()
 	}
@@ -198,16 +193,16 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 		closeAll()
 		return nil, err
 	}
-	closeStoreAndSender := closeAll
+	closeStoreOnly := closeAll
 	closeAll = func() {
-		// Before the sender and the store: a budget check still running
-		// sends its alert through the one after reading the other.
-		wait, cancel := context.WithTimeout(context.Background(), budgetChecksDrain)
+		// Before the store, which the deliverer uses. An event not yet
+		// delivered stays in the store for the next instance to send.
+		wait, cancel := context.WithTimeout(context.Background(), webhookDrain)
 		if err := gw.Close(wait); err != nil {
-			log.Warn("stopped before every budget alert check finished; an alert may be lost", "error", err)
+			log.Info("stopped with event deliveries in progress; they are sent again by the next instance", "error", err)
 		}
 		cancel()
-		closeStoreAndSender()
+		closeStoreOnly()
 	}
 	// An interface holding a nil pointer would not be nil: set only when on.
 	var tokens apikey.TokenVerifier
@@ -292,7 +287,6 @@ func newWebhook(a Approvals, log *slog.Logger) (*webhook.Sender, func(string), e
 			}
 			return ""
 		},
-		Logger: log,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("approvals.webhookUrl: %w", err)

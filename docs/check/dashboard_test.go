@@ -116,7 +116,7 @@ func TestAlertRulesSayWhatAndHowBad(t *testing.T) {
 		assert.NotEmpty(t, r.Annotations["summary"], "%s: summary", r.Alert)
 		assert.NotEmpty(t, r.Annotations["description"], "%s: description", r.Alert)
 	}
-	for _, want := range []string{"ToolgateDown", "ToolgateMCPServerDown", "ToolgateAmbiguousCalls", "ToolgateBudgetNearLimit"} {
+	for _, want := range []string{"ToolgateDown", "ToolgateMCPServerDown", "ToolgateAmbiguousCalls", "ToolgateBudgetNearLimit", "ToolgateEventsWaiting", "ToolgateEventsFailed"} {
 		assert.Contains(t, names, want)
 	}
 }
@@ -335,6 +335,7 @@ func scrapeAfterEveryEvent(t *testing.T) string {
 	aliceKey := randomKey(t, "tg_test_alice_")
 	carolKey := randomKey(t, "tg_test_carol_")
 	patKey := randomKey(t, "tg_test_pat_")
+	daveKey := randomKey(t, "tg_test_dave_")
 	path := writeConfig(t, map[string]any{
 		"listen":        "127.0.0.1:0",
 		"metricsListen": "127.0.0.1:0",
@@ -344,9 +345,13 @@ func scrapeAfterEveryEvent(t *testing.T) string {
 		"principals": []any{
 			map[string]any{"id": "alice", "apiKeys": []string{aliceKey}},
 			map[string]any{"id": "carol", "apiKeys": []string{carolKey}, "approvalMode": "approver"},
+			map[string]any{"id": "dave", "apiKeys": []string{daveKey}},
 		},
-		"approvers":  []any{map[string]any{"id": "pat", "keys": []string{patKey}, "principals": []string{"carol"}}},
-		"budgets":    []any{map[string]any{"id": "acme", "members": []string{"alice", "carol"}, "dailyLimitUsd": "10.0000"}},
+		"approvers": []any{map[string]any{"id": "pat", "keys": []string{patKey}, "principals": []string{"carol"}}},
+		"budgets": []any{
+			map[string]any{"id": "acme", "members": []string{"alice", "carol"}, "dailyLimitUsd": "10.0000"},
+			map[string]any{"id": "tiny", "members": []string{"dave"}, "dailyLimitUsd": "0.0001"},
+		},
 		"trust":      map[string]any{"notes.write-note": map[string]any{"paymentVerified": true, "endpointVerified": true}},
 		"mcpServers": []any{notesServer(bin.upstream, t.TempDir())},
 	})
@@ -360,6 +365,12 @@ func scrapeAfterEveryEvent(t *testing.T) string {
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
 	require.Equal(t, "completed", r.json(t)["status"], "%s", r.body)
 
+	// A call refused by a budget.
+	dave := client{t: t, base: base, key: daveKey}
+	quoteID, digest, _ = dave.quote("notes.write-note")
+	r = dave.call("notes.write-note", quoteID, digest, "dash-2", map[string]any{"note": "over the budget"})
+	require.Equal(t, http.StatusForbidden, r.status, "%s", r.body)
+
 	// An approval requested and decided.
 	carol := client{t: t, base: base, key: carolKey}
 	quoteID, _, _ = carol.quote("notes.write-note")
@@ -369,16 +380,10 @@ func scrapeAfterEveryEvent(t *testing.T) string {
 	r = pat.do(http.MethodPost, "/v1/approval-requests/"+r.json(t)["id"].(string)+"/approve", nil)
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
 
-	resp, err := http.Get(metricsURL)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	exposition := string(body)
-	// The events above did reach the metrics: the test checks the names
-	// against a scrape that has them.
-	for _, want := range []string{
+	// The events are delivered in the background, and the outbox's
+	// metrics read at most 10 s before: scrape until they show.
+	var exposition string
+	wants := []string{
 		`toolgate_calls_total{outcome="completed",tool="notes.write-note"} 1`,
 		`toolgate_mcp_server_up{server="notes"} 1`,
 		`toolgate_approval_requests_total{decision="approved"} 1`,
@@ -387,9 +392,33 @@ func scrapeAfterEveryEvent(t *testing.T) string {
 		// included: an alert on them needs no ambiguous call to have been.
 		`toolgate_ambiguous_calls_waiting 0`,
 		`toolgate_ambiguous_oldest_age_seconds 0`,
-	} {
-		require.Contains(t, exposition, want+"\n")
+		// Every event goes through the store's outbox, to the log alone
+		// with no webhook: the request and its decision, delivered.
+		`toolgate_events_delivered_total{type="approval_request.created"} 1`,
+		`toolgate_events_delivered_total{type="approval_request.decided"} 1`,
+		`toolgate_events_failed_total{type="budget.threshold"} 0`,
+		`toolgate_budget_refusals_total{budget="tiny",window="daily"} 1`,
+		`toolgate_events_delivered_total{type="budget.limit_reached"} 1`,
 	}
+	missing := wants
+	for deadline := time.Now().Add(20 * time.Second); len(missing) > 0 && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		resp, err := http.Get(metricsURL)
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		exposition = string(body)
+		missing = nil
+		for _, want := range wants {
+			if !strings.Contains(exposition, want+"\n") {
+				missing = append(missing, want)
+			}
+		}
+	}
+	// The events above did reach the metrics: the test checks the names
+	// against a scrape that has them.
+	require.Empty(t, missing, "%s", exposition)
 	require.Equal(t, 0, srv.stop(exitTimeout))
 	return exposition
 }

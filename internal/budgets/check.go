@@ -11,6 +11,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/toolgate/toolgate/apikey"
+	"github.com/toolgate/toolgate/internal/textcheck"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
@@ -32,6 +33,9 @@ func fieldError(i int, field, format string, args ...any) error {
 func node(i int, d toolgatetype.BudgetDefinition) (*Node, error) {
 	if !idPattern.MatchString(d.ID) {
 		return nil, fieldError(i, "id", "%q must be 1 to 64 characters of a-z, 0-9, \"-\" and \"_\"", d.ID)
+	}
+	if err := textFields(i, d); err != nil {
+		return nil, err
 	}
 	n := &Node{
 		ID: d.ID, Name: d.Name, Location: time.UTC,
@@ -199,4 +203,34 @@ func cycleError(n *Node) error {
 	}
 	ids = append(ids, first.ID)
 	return fieldError(last.index, "parent", "%q and %q make a cycle: %s", last.ID, last.Parent.ID, strings.Join(ids, " -> "))
+}
+
+// textFields refuses a budget whose name, members, approvers or claims
+// hold text no store can keep or page can show as sent (see textcheck):
+// its name is in every refusal's violation and event, its members are
+// principals kept with their calls.
+func textFields(i int, d toolgatetype.BudgetDefinition) error {
+	if p := textcheck.Problem(d.Name); p != "" {
+		return fieldError(i, "name", "%s", p)
+	}
+	for _, list := range []struct {
+		field string
+		ids   []string
+	}{{"members", d.Members}, {"approvers", d.Approvers}} {
+		for j, id := range list.ids {
+			if p := textcheck.Problem(id); p != "" {
+				return fieldError(i, fmt.Sprintf("%s[%d]", list.field, j), "%s", p)
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(d.Claims)) {
+		value := d.Claims[name]
+		if p := textcheck.Problem(name); p != "" {
+			return fieldError(i, "claims", "a claim's name %s", p)
+		}
+		if p := textcheck.Problem(value); p != "" {
+			return fieldError(i, "claims."+name, "%s", p)
+		}
+	}
+	return nil
 }

@@ -112,6 +112,18 @@ func TestNewRefusesNamingTheField(t *testing.T) {
 		{"empty member", []toolgatetype.BudgetDefinition{
 			with(ok("a"), func(d *toolgatetype.BudgetDefinition) { d.Members = []string{"alice", ""} }),
 		}, `budgets[0].members: an empty principal id`},
+		{"name with a NUL", []toolgatetype.BudgetDefinition{
+			with(ok("a"), func(d *toolgatetype.BudgetDefinition) { d.Name = "Search\x00team" }),
+		}, `budgets[0].name: holds the control character U+0000`},
+		{"member with an escape", []toolgatetype.BudgetDefinition{
+			with(ok("a"), func(d *toolgatetype.BudgetDefinition) { d.Members = []string{"alice", "\x1bbob"} }),
+		}, `budgets[0].members[1]: holds the control character U+001B`},
+		{"approver with a control character", []toolgatetype.BudgetDefinition{
+			with(ok("a"), func(d *toolgatetype.BudgetDefinition) { d.Approvers = []string{"pat\x07"} }),
+		}, `budgets[0].approvers[0]: holds the control character U+0007`},
+		{"claim value with a NUL", []toolgatetype.BudgetDefinition{
+			with(ok("a"), func(d *toolgatetype.BudgetDefinition) { d.Claims = map[string]string{"groups": "search\x00"} }),
+		}, `budgets[0].claims.groups: holds the control character U+0000`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

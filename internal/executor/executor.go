@@ -83,6 +83,10 @@ type Run struct {
 	Finished time.Time
 	// Seal is storage.Finish.Seal.
 	Seal func(seq int64, prev string) (storage.Sealed, error)
+	// Events and Alerts are storage.Finish's: the events written with
+	// the run's result.
+	Events []storage.NewEvent
+	Alerts []storage.BudgetAlert
 	// For Hooks: the provider's HTTP status (0: no answer) and the error
 	// code of a run that did not complete.
 	UpstreamStatus int
@@ -193,6 +197,8 @@ func (e *Executor) run(ctx context.Context, k Key, s Steps, h Hooks, cl Claim) (
 		Charged:     r.Status == toolgatetype.StatusCompleted,
 		Response:    r.Response,
 		Now:         r.Finished,
+		Events:      r.Events,
+		Alerts:      r.Alerts,
 		Seal: func(seq int64, prev string) (storage.Sealed, error) {
 			out, err := r.Seal(seq, prev)
 			stored = storage.WithReceipt(r.Response, out.Receipt)

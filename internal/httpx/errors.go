@@ -24,24 +24,14 @@ func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 		te = &toolgatetype.Error{Code: toolgatetype.CodeInternal, Err: err}
 	}
 	status := StatusOf(te.Code)
+	noteRefusal(r, te)
 	if te.Code == toolgatetype.CodeInternal {
 		log.ErrorContext(r.Context(), "internal error", "method", r.Method, "path", r.URL.Path, "error", te.Err)
-		te = &toolgatetype.Error{Code: toolgatetype.CodeInternal, Message: "the gateway could not complete the request"}
 	}
-	d := toolgatetype.ErrorDetail{
-		Code:                te.Code,
-		Message:             te.Message,
-		Details:             te.Details,
-		Violations:          te.Violations,
-		Budget:              te.Budget,
-		ApprovalRequirement: te.ApprovalRequirement,
-		ManifestDigest:      te.ManifestDigest,
-		Reasons:             te.Reasons,
-		Parameter:           te.Parameter,
-	}
+	body := toolgatetype.BodyOf(te)
 	if te.GrantRequired {
 		// The caller's calls need an approver's grant: say where to ask.
-		d.ApprovalRequestsURL = BaseURL(r) + ApprovalRequestsPath
+		body.Error.ApprovalRequestsURL = BaseURL(r) + ApprovalRequestsPath
 		VaryOnForwarded(w)
 	}
 	switch te.Code {
@@ -51,12 +41,7 @@ func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 			w.Header().Set("WWW-Authenticate", `Bearer realm="toolgate"`)
 		}
 	case toolgatetype.CodeRateLimited:
-		secs := int(te.RetryAfter.Seconds())
-		if secs < 1 {
-			secs = 1
-		}
-		d.RetryAfterSeconds = secs
-		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		w.Header().Set("Retry-After", strconv.Itoa(body.Error.RetryAfterSeconds))
 	}
-	WriteJSON(w, status, toolgatetype.ErrorBody{Error: d})
+	WriteJSON(w, status, body)
 }

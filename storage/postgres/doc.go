@@ -169,6 +169,42 @@
 // flight, so that one waiting does not hold up the calls arriving behind
 // it.
 //
+// # One caller cannot hold up another
+//
+// A call that must wait for a lock (its batch gave up on one; its
+// principal's row held by another instance, or by any transaction outside
+// toolgate) waits as long as it takes, but not on a connection that other
+// principals' quotes and calls need (contract section 28; see waiting.go):
+//
+//   - the waiting calls of one principal take turns in the Store, on no
+//     connection: each needs the principal's admission lock, which only
+//     one can hold at a time, so the others lose nothing by waiting in
+//     the process; while one waits, the principal's new calls join the
+//     turns rather than a batch they would hold up;
+//   - at most half the pool's connections (at least one) are held by
+//     waiting calls at once, whatever their principals: the other half
+//     serves quotes, reads and the batches;
+//   - each try waits for no lock longer than lockWait (lock_timeout), then
+//     lets go of its connection and goes to the back of the queue for one,
+//     so that calls of several principals stuck behind held locks share
+//     them and a call that is not stuck soon has its turn.
+//
+// A try that gave up wrote nothing (its transaction rolled back), and the
+// try that succeeds runs the statements a call alone always ran, under the
+// same locks, so no limit is overspent and no key runs twice. A waiting
+// call gives up only when its caller does (its context ends), with nothing
+// written. Chosen over a reserve of connections kept for fresh work alone,
+// which pgxpool cannot set aside, and over lock_timeout alone, which would
+// still let six waiting calls take turns holding every connection. Measured
+// (TestWaitingCallsDoNotHoldUpOtherPrincipals, a pool of four): with six
+// calls of one principal waiting ten seconds on its row locked outside
+// toolgate, another principal's quote and call took what they take
+// without them, where the quote had waited nine seconds. Finishes sent
+// alone after their batch failed wait the same way (a principal's in turns
+// of their own, as they need no admission lock), except those storing a
+// receipt, whose principal's sealed writes already take turns (see
+// receipt.go).
+//
 // # Budgets
 //
 // A call in budgets (storage.Begin.Budgets, migration 0017) is admitted in

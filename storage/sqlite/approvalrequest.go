@@ -74,7 +74,8 @@ func nullableNanos(n int64, zero bool) any {
 // another, is admitted before or after it, never between the check and the
 // change. ErrAlreadyExists when the id is taken; a
 // *storage.PendingRequestError when the same request is pending already,
-// which leaves the quote as it was.
+// which leaves the quote as it was. r.Event is inserted in the same write,
+// only when the request is stored.
 func (s *Store) CreateApprovalRequest(ctx context.Context, r storage.ApprovalRequest) error {
 	status := r.Status
 	if status == "" {
@@ -91,6 +92,11 @@ func (s *Store) CreateApprovalRequest(ctx context.Context, r storage.ApprovalReq
 	input := r.Input
 	if input == nil {
 		input = []byte{} // the column is NOT NULL; an empty input is still an input
+	}
+	if r.Event != nil {
+		if err := r.Event.Check(); err != nil {
+			return err
+		}
 	}
 	return s.write(ctx, func(tx *writeTx) error {
 		if err := extendQuote(tx, r); err != nil {
@@ -116,6 +122,10 @@ func (s *Store) CreateApprovalRequest(ctx context.Context, r storage.ApprovalReq
 			amounts[0], amounts[1], amounts[2], input, r.InputSHA256, string(status), r.DecidedBy,
 			nullableNanos(nanos(r.DecidedAt), r.DecidedAt.IsZero()), string(r.Remember), nullableID(r.ExecutionID),
 			nanos(r.CreatedAt), nanos(r.ExpiresAt))
+		if err != nil || r.Event == nil {
+			return err
+		}
+		_, err = addEvent(tx, *r.Event)
 		return err
 	})
 }
@@ -232,8 +242,13 @@ func jsonStrings(ss []string) string {
 // its check and its change run in the file's write transaction, so of
 // racing decisions, in this process or another, exactly one finds the
 // request pending. A remembered standing approval is written in the same
-// write.
+// write, and so is d.Event, only when the decision is.
 func (s *Store) DecideApprovalRequest(ctx context.Context, d storage.ApprovalDecision) (storage.ApprovalRequest, error) {
+	if d.Event != nil {
+		if err := d.Event.Check(); err != nil {
+			return storage.ApprovalRequest{}, err
+		}
+	}
 	var out storage.ApprovalRequest
 	err := s.write(ctx, func(tx *writeTx) error {
 		r, err := scanApprovalRequest(tx.queryRow(getApprovalRequestSQL, idBytes(d.ID)))
@@ -258,6 +273,11 @@ func (s *Store) DecideApprovalRequest(ctx context.Context, d storage.ApprovalDec
 				Principal: r.Principal, ToolID: r.ToolID, ManifestDigest: r.ManifestDigest,
 				Mode: r.Remember, ApprovedBy: d.DecidedBy, UpdatedAt: d.Now,
 			}); err != nil {
+				return err
+			}
+		}
+		if d.Event != nil {
+			if _, err := addEvent(tx, *d.Event); err != nil {
 				return err
 			}
 		}

@@ -17,8 +17,7 @@ import (
 // step at a time, never more rows of it per call than its limit, until
 // what is left is exactly the days from the one before the cutoff's UTC
 // date (in any zone's days) and the calls one by one that may be on those
-// days in the zone furthest ahead; the alerts claimed before the cutoff
-// are forgotten, the later ones kept.
+// days in the zone furthest ahead.
 func TestBudgetHistoryPrunedByDay(t *testing.T) {
 	t.Parallel()
 	s := openInternal(t)
@@ -48,11 +47,6 @@ func TestBudgetHistoryPrunedByDay(t *testing.T) {
 		require.NoError(t, s.FinishExecution(ctx, storage.Finish{Principal: b.Principal, Key: b.Key, ExecutionID: b.ExecutionID,
 			LeaseToken: b.LeaseToken, Status: storage.ExecutionCompleted, Charged: true, Response: []byte("{}"), Now: at}))
 		n++
-	}
-	for _, at := range []time.Time{cutoff.Add(-time.Hour), cutoff, cutoff.Add(time.Hour)} {
-		ok, err := s.ClaimAlert(ctx, "alert at "+at.Format(time.RFC3339), at)
-		require.NoError(t, err)
-		require.True(t, ok)
 	}
 	total := func() int {
 		rows := budgetRows(t, db)
@@ -87,11 +81,4 @@ func TestBudgetHistoryPrunedByDay(t *testing.T) {
 	require.NoError(t, db.QueryRow(`SELECT count(*) FROM budget_calls`).Scan(&keptCalls))
 	require.NoError(t, db.QueryRow(`SELECT 3 * count(*) FROM executions WHERE created_at >= ?`, nanos(callsFrom)).Scan(&wantCalls))
 	assert.Equal(t, wantCalls, keptCalls, "the calls created from the first kept day's start in the zone furthest ahead")
-
-	var alerts int
-	require.NoError(t, db.QueryRow(`SELECT count(*) FROM alerts_sent`).Scan(&alerts))
-	assert.Equal(t, 2, alerts, "the claims from the cutoff on")
-	ok, err := s.ClaimAlert(ctx, "alert at "+cutoff.Add(-time.Hour).Format(time.RFC3339), cutoff.Add(2*time.Hour))
-	require.NoError(t, err)
-	assert.True(t, ok, "a claim forgotten can be made again")
 }

@@ -73,8 +73,24 @@
 // per tool and day of its window, its rate per minute counts a minute of
 // its calls, and every budget limit of a call is checked in the write
 // that admits it: on one file, however many processes share it, no
-// budget is ever passed. A call in no budget runs none of this. Alerts are
-// claimed once per file (alerts_sent, see Store.ClaimAlert).
+// budget is ever passed. A call in no budget runs none of this.
+//
+// # Events
+//
+// Every event the gateway sends is a row of events (0015_events.sql),
+// inserted by the write of its cause, so the two commit together or not at
+// all: an approval request and its approval_request.created, a decision
+// and its approval_request.decided, an ambiguous finish and its
+// execution.ambiguous. A charged finish (or a resolution as completed)
+// sums, after its charge and in the same write, each alert's budget window
+// from budget_spend, as SpendSummary does, and inserts the alert's event
+// when the sum has reached its threshold. An insert that finds its id
+// keeps the row as it is, so an event written from two processes is one
+// row, sent once. ClaimEvents leases the due events in one write: claims,
+// from any process on the file, take turns on the write lock, and none
+// leases an event whose lease runs. Delivered and failed events are
+// counted in event_counts as their attempts are recorded, so Prune, which
+// deletes events delivered before Prune.EventsBefore, lowers no count.
 //
 // Reads (GetQuote, GetIdempotency, MeasureLimits, Usage, ...) use a small
 // pool of read-only connections (Config.ReadConnections) and see every
@@ -132,6 +148,13 @@
 //
 // Either way a call the earlier process had begun is taken over by a
 // retry once its lease ends.
+//
+// 0015_events.sql may have an earlier process open across it: that process
+// still claims its budget alerts in alerts_sent and sends them itself,
+// while this version writes them as events, so an alert reached during the
+// upgrade may be sent twice, under the same webhook-id
+// ("budget.threshold:<budget>:<window>:<fraction>:<first day>"), which
+// receivers deduplicate on.
 //
 // Back the file up with SQLite's online backup (the sqlite3 shell's .backup
 // command) or by copying it while no process has it open: a copy of the

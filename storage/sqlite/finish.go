@@ -30,8 +30,15 @@ import (
 // names it; the response is stored without it (see storedResponse). The lease is checked first: a finish
 // that loses its lease, or finds no execution, keeps no receipt; one
 // whose Seal fails writes nothing and returns Seal's error.
+//
+// f.Events, and when f.Charged the events of the f.Alerts whose thresholds
+// this charge reaches (see addAlerts), are inserted in the same write, so a
+// finish refused writes none, and one that lands always has them.
 func (s *Store) FinishExecution(ctx context.Context, f storage.Finish) error {
 	if err := f.Check(); err != nil {
+		return err
+	}
+	if err := checkEvents(f.Events, f.Alerts); err != nil {
 		return err
 	}
 	return s.write(ctx, func(tx *writeTx) error {
@@ -49,7 +56,15 @@ func (s *Store) FinishExecution(ctx context.Context, f storage.Finish) error {
 			return err
 		}
 		if f.Status == storage.ExecutionCompleted {
-			return countUse(tx, row.toolID, f.Principal)
+			if err := countUse(tx, row.toolID, f.Principal); err != nil {
+				return err
+			}
+		}
+		if err := addEvents(tx, f.Events); err != nil {
+			return err
+		}
+		if f.Charged {
+			return addAlerts(tx, f.Alerts)
 		}
 		return nil
 	})

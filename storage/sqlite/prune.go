@@ -41,18 +41,20 @@ func (s *Store) Prune(ctx context.Context, p storage.Prune) (storage.PruneResult
 		if res.Ledger, err = s.pruneSteps(ctx, limit, p.LedgerBefore, pruneLedger); err != nil {
 			return res, err
 		}
-		// The budgets' history and the alerts sent go with the ledger's
-		// cutoff, each kind up to the limit too. PruneResult.Ledger counts
-		// calls, as every store's does, so these rows are not in it.
+		// The budgets' history goes with the ledger's cutoff, up to the
+		// limit too. PruneResult.Ledger counts calls, as every store's
+		// does, so these rows are not in it.
 		if _, err = s.pruneSteps(ctx, limit, p.LedgerBefore, pruneBudgets); err != nil {
-			return res, err
-		}
-		if _, err = s.pruneSteps(ctx, limit, p.LedgerBefore, pruneAlerts); err != nil {
 			return res, err
 		}
 	}
 	if !p.ApprovalRequestsBefore.IsZero() {
 		if res.ApprovalRequests, err = s.pruneSteps(ctx, limit, p.ApprovalRequestsBefore, pruneApprovalRequests); err != nil {
+			return res, err
+		}
+	}
+	if !p.EventsBefore.IsZero() {
+		if res.Events, err = s.pruneSteps(ctx, limit, p.EventsBefore, pruneEvents); err != nil {
 			return res, err
 		}
 	}
@@ -212,14 +214,4 @@ func pruneBudgets(tx *writeTx, before int64, n int) (int, error) {
 		}
 	}
 	return deleted, nil
-}
-
-// pruneAlerts forgets up to n alerts claimed before the cutoff: an alert
-// is claimed in the period it is about, and a period the ledger no longer
-// holds is over.
-func pruneAlerts(tx *writeTx, before int64, n int) (int, error) {
-	deleted, err := tx.exec(`
-		DELETE FROM alerts_sent WHERE id IN (
-			SELECT id FROM alerts_sent WHERE claimed_at < ?1 ORDER BY claimed_at LIMIT ?2)`, before, n)
-	return int(deleted), err
 }

@@ -23,8 +23,13 @@ import (
 // execution's principal's chain and keeps it (see sealReceipt), and the
 // execution names it in place of its finish's. A resolution refused keeps no
 // receipt; one whose Seal fails writes nothing and returns Seal's error.
+// A resolution as completed writes, in the same write, the events of the
+// r.Alerts whose thresholds its charge reaches (see addAlerts).
 func (s *Store) ResolveExecution(ctx context.Context, r storage.Resolve) (storage.Execution, error) {
 	if err := r.Check(); err != nil {
+		return storage.Execution{}, err
+	}
+	if err := checkEvents(nil, r.Alerts); err != nil {
 		return storage.Execution{}, err
 	}
 	charged := r.Outcome == storage.ExecutionCompleted
@@ -55,6 +60,9 @@ func (s *Store) ResolveExecution(ctx context.Context, r storage.Resolve) (storag
 		}
 		if charged {
 			if err := countUse(tx, e.ToolID, e.Principal); err != nil {
+				return err
+			}
+			if err := addAlerts(tx, r.Alerts); err != nil {
 				return err
 			}
 		}

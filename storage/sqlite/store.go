@@ -22,7 +22,6 @@ import (
 var (
 	_ storage.Store       = (*Store)(nil)
 	_ storage.UsageLister = (*Store)(nil)
-	_ storage.AlertLedger = (*Store)(nil)
 
 	_ storage.AmbiguousCounter = (*Store)(nil)
 )
