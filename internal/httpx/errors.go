@@ -50,7 +50,10 @@ func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 		if w.Header().Get("WWW-Authenticate") == "" {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="toolgate"`)
 		}
-	case toolgatetype.CodeRateLimited:
+	case toolgatetype.CodeRateLimited, toolgatetype.CodeIdempotencyKeyInUse:
+		if te.Code == toolgatetype.CodeIdempotencyKeyInUse && te.RetryAfter <= 0 {
+			break // the lease of the run holding the key is not known
+		}
 		secs := int(te.RetryAfter.Seconds())
 		if secs < 1 {
 			secs = 1
