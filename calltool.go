@@ -241,8 +241,7 @@ func (g *Gateway) quoteToolCall(ctx context.Context, c *toolCall) (*toolgatetype
 		return nil, nil, blockedError(c.tool, q.Policy)
 	}
 	if !q.Controls.Approved {
-		return nil, nil, &toolgatetype.Error{Code: toolgatetype.CodeSpendLimitExceeded,
-			Message: "the call would break your spend controls", Violations: q.Controls.Violations, Budget: short}
+		return nil, nil, spendRefusal(q.Controls.Violations, short)
 	}
 	return q, nil, nil
 }
