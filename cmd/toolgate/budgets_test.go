@@ -231,7 +231,8 @@ func TestREADMEBudgetRefusalExample(t *testing.T) {
 	defer cancel()
 	stdout, stderr := &testproc.SyncBuffer{}, &testproc.SyncBuffer{}
 	exited := make(chan int, 1)
-	go func() { exited <- run(ctx, []string{"-config", writeConfig(t, cfg), "-offline"}, noEnv, stdout, stderr) }()
+	path := writeConfig(t, cfg)
+	go func() { exited <- run(ctx, []string{"-config", path, "-offline"}, noEnv, stdout, stderr) }()
 	p := &process{t: t, stdout: stdout, stderr: stderr, exited: make(chan struct{})}
 	defer func() {
 		if t.Failed() {
