@@ -67,6 +67,20 @@ func TestParseConfigBudgets(t *testing.T) {
 	assert.Equal(t, []string{"pat"}, team.Approvers)
 }
 
+// TestParseConfigBudgetOfEveryone: "everyone": true needs no members,
+// claims or identity provider: it counts every principal.
+func TestParseConfigBudgetOfEveryone(t *testing.T) {
+	t.Parallel()
+	doc := `{
+  "principals": [{"id": "alice", "apiKeys": ["tg_alice"]}],
+  "budgets": [{"id": "acme", "everyone": true, "monthlyLimitUsd": "1000"}, {"id": "team", "parent": "acme", "members": ["alice"], "dailyLimitUsd": "5"}]
+}`
+	cfg, err := parseConfig([]byte(doc), testRegistry(t))
+	require.NoError(t, err)
+	assert.True(t, cfg.Budgets[0].Everyone)
+	assert.False(t, cfg.Budgets[1].Everyone)
+}
+
 // TestParseConfigBudgetsOfTokenSubjects: with the "*" template, token
 // subjects are principals nobody listed, so a budget may name any.
 func TestParseConfigBudgetsOfTokenSubjects(t *testing.T) {
@@ -123,6 +137,8 @@ func TestParseConfigBudgetErrors(t *testing.T) {
 			`config: budgets[0].claims.groups: must be the string the claim equals or holds`, nil},
 		{"rate of 0", `[{"id": "a", "rateLimitPerMinute": 0}]`,
 			`config: budgets[0].rateLimitPerMinute: must be at least 1`, nil},
+		{"everyone not a boolean", `[{"id": "a", "dailyLimitUsd": "1", "everyone": "yes"}]`,
+			`config: budgets[0].everyone: `, nil},
 
 		// Found by the gateway's check of the tree, named the same way.
 		{"duplicate id", `[{"id": "a", "dailyLimitUsd": "1"}, {"id": "a", "dailyLimitUsd": "2"}]`,
@@ -137,6 +153,10 @@ func TestParseConfigBudgetErrors(t *testing.T) {
 			`config: budgets[0].timeZone: `, []string{`"Europe/Berlinn"`}},
 		{"id that is no label", `[{"id": "Search Team", "dailyLimitUsd": "1"}]`,
 			`config: budgets[0].id: `, []string{`"Search Team"`}},
+		{"everyone with members", `[{"id": "a", "dailyLimitUsd": "1", "everyone": true, "members": ["alice"]}]`,
+			`config: budgets[0].members: a budget of everyone names no members`, nil},
+		{"everyone with claims", `[{"id": "a", "dailyLimitUsd": "1", "everyone": true, "claims": {"groups": "staff"}}]`,
+			`config: budgets[0].claims: a budget of everyone names no claims`, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -182,6 +202,7 @@ func TestREADMEBudgetsConfigExample(t *testing.T) {
 	acme, team := cfg.Budgets[0], cfg.Budgets[1]
 	assert.Equal(t, "acme", acme.ID)
 	assert.NotNil(t, acme.MonthlyLimitUSD)
+	assert.True(t, acme.Everyone, "the organization's ceiling holds every caller")
 	assert.Equal(t, "acme", team.Parent)
 	assert.Equal(t, []string{"alice", "bob"}, team.Members)
 	assert.Equal(t, map[string]string{"groups": "search"}, team.Claims)
