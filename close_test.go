@@ -21,8 +21,8 @@ import (
 func TestCloseLeavesWhatItCouldNotDeliverForTheNext(t *testing.T) {
 	t.Parallel()
 	hooks := newHookReceiver(t)
-	release := make(chan struct{})
-	hanging := newHangingReceiver(t, release)
+	release, entered := make(chan struct{}), make(chan struct{}, 10)
+	hanging := newHangingReceiver(t, release, entered)
 	stuck, err := webhook.New(hanging, hookSecret, nil)
 	require.NoError(t, err)
 	store := memory.New()
@@ -32,6 +32,7 @@ func TestCloseLeavesWhatItCouldNotDeliverForTheNext(t *testing.T) {
 	e := newEnvWithStore(t, store, []toolSpec{pricedAt("1.0000")}, withBudgets(stuck, team), lease)
 
 	e.charge("alice", "1.0000")
+	<-entered // the alert's delivery hangs at the receiver
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -60,11 +61,12 @@ func TestCloseWithoutEvents(t *testing.T) {
 	require.NoError(t, e.gw.Close(context.Background()))
 }
 
-// newHangingReceiver is a webhook endpoint that answers nothing until
-// release is closed; its URL.
-func newHangingReceiver(t *testing.T, release chan struct{}) string {
+// newHangingReceiver is a webhook endpoint that tells entered of each
+// request and answers nothing until release is closed; its URL.
+func newHangingReceiver(t *testing.T, release, entered chan struct{}) string {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		entered <- struct{}{}
 		select {
 		case <-release:
 		case <-r.Context().Done():
