@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
@@ -107,13 +109,16 @@ type NewEvent struct {
 }
 
 // Check reports what makes e unstorable: an empty or over-long id or type,
-// or a payload that is not a JSON object. Backends call it first.
+// one that is not UTF-8 or holds a NUL (which no text column keeps), or a
+// payload that is not a JSON object. Backends call it first.
 func (e NewEvent) Check() error {
 	switch {
 	case e.ID == "" || len(e.ID) > MaxEventIDLength:
 		return fmt.Errorf("storage: an event id must have 1 to %d bytes", MaxEventIDLength)
 	case e.Type == "" || len(e.Type) > MaxEventTypeLength:
 		return fmt.Errorf("storage: an event type must have 1 to %d bytes", MaxEventTypeLength)
+	case !utf8.ValidString(e.ID) || !utf8.ValidString(e.Type) || strings.IndexByte(e.ID, 0) >= 0 || strings.IndexByte(e.Type, 0) >= 0:
+		return fmt.Errorf("storage: an event's id and type must be UTF-8 without NUL (event %q)", e.ID)
 	case len(e.Payload) == 0 || e.Payload[0] != '{' || !json.Valid(e.Payload):
 		return errors.New("storage: an event's payload must be a JSON object")
 	case e.CreatedAt.IsZero():
@@ -219,6 +224,47 @@ type BudgetAlert struct {
 	UntilDay  string // YYYY-MM-DD, the day after the last one counted
 	Threshold decimal.Decimal
 	Event     NewEvent
+}
+
+// Check reports what makes a unstorable: its event's (NewEvent.Check), a
+// payload without a data object to take the used amount, no budget, or a
+// day that is not YYYY-MM-DD (stores compare days as text).
+func (a BudgetAlert) Check() error {
+	if err := a.Event.Check(); err != nil {
+		return err
+	}
+	if _, err := WithUsed(a.Event.Payload, decimal.Zero); err != nil {
+		return err
+	}
+	if a.Budget == "" {
+		return fmt.Errorf("storage: budget alert %q names no budget", a.Event.ID)
+	}
+	for _, day := range []string{a.FromDay, a.UntilDay} {
+		if t, err := time.Parse(time.DateOnly, day); day != "" && (err != nil || t.Format(time.DateOnly) != day) {
+			return fmt.Errorf("storage: budget alert %q: day %q is not a date as YYYY-MM-DD", a.Event.ID, day)
+		}
+	}
+	if a.FromDay == "" {
+		return fmt.Errorf("storage: budget alert %q has no first day", a.Event.ID)
+	}
+	return nil
+}
+
+// CheckEvents checks, before anything is written, the events and alerts a
+// step would write: backends call it first, so that a bad one refuses the
+// step rather than failing it halfway.
+func CheckEvents(events []NewEvent, alerts []BudgetAlert) error {
+	for _, e := range events {
+		if err := e.Check(); err != nil {
+			return err
+		}
+	}
+	for _, a := range alerts {
+		if err := a.Check(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // WithUsed returns payload with "data.usedUsd" set to used, four decimals,

@@ -187,7 +187,7 @@ func (s *Store) FinishExecution(ctx context.Context, f storage.Finish) error {
 	if err := f.Check(); err != nil {
 		return err
 	}
-	if err := checkEvents(f.Events, f.Alerts); err != nil {
+	if err := storage.CheckEvents(f.Events, f.Alerts); err != nil {
 		return err
 	}
 	// The response is shared by execution and record and never written

@@ -29,26 +29,6 @@ func newOutbox() outbox {
 	return outbox{events: map[string]*storage.Event{}, delivered: map[string]int64{}, failed: map[string]int64{}}
 }
 
-// checkEvents checks, before anything is written, the events a step would
-// write: events as given, and alerts' events, whose payloads must take a
-// used amount.
-func checkEvents(events []storage.NewEvent, alerts []storage.BudgetAlert) error {
-	for _, e := range events {
-		if err := e.Check(); err != nil {
-			return err
-		}
-	}
-	for _, a := range alerts {
-		if err := a.Event.Check(); err != nil {
-			return err
-		}
-		if _, err := storage.WithUsed(a.Event.Payload, decimal.Zero); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // addEvent writes e unless its id is taken, and reports whether it did.
 // The caller holds s.mu and has checked e.
 func (s *Store) addEvent(e storage.NewEvent) bool {

@@ -17,7 +17,7 @@ func (s *Store) ResolveExecution(ctx context.Context, r storage.Resolve) (storag
 	if err := r.Check(); err != nil {
 		return storage.Execution{}, err
 	}
-	if err := checkEvents(nil, r.Alerts); err != nil {
+	if err := storage.CheckEvents(nil, r.Alerts); err != nil {
 		return storage.Execution{}, err
 	}
 	resp := bytes.Clone(r.Response) // shared by execution and record; never written again

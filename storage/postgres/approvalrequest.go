@@ -79,7 +79,7 @@ func nullID(id uuid.UUID) any {
 // inserted, unless its id exists.
 func (s *Store) CreateApprovalRequest(ctx context.Context, r storage.ApprovalRequest) error {
 	if r.Event != nil {
-		if err := checkEvent(*r.Event); err != nil {
+		if err := r.Event.Check(); err != nil {
 			return err
 		}
 	}
@@ -247,7 +247,7 @@ func (s *Store) ListApprovalRequests(ctx context.Context, f storage.ApprovalRequ
 // decision that beat this one, says why.
 func (s *Store) DecideApprovalRequest(ctx context.Context, d storage.ApprovalDecision) (storage.ApprovalRequest, error) {
 	if d.Event != nil {
-		if err := checkEvent(*d.Event); err != nil {
+		if err := d.Event.Check(); err != nil {
 			return storage.ApprovalRequest{}, err
 		}
 	}

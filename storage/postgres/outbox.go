@@ -65,47 +65,15 @@ func collectEvents(rows pgx.Rows, err error) ([]storage.Event, error) {
 	return out, nil
 }
 
-// checkEvent is e.Check, and what the database would refuse besides: an
-// id or a type (text) that is not UTF-8 or holds a NUL. The payload is
-// kept as bytes (bytea), so any JSON e.Check accepts goes in.
-func checkEvent(e storage.NewEvent) error {
-	if err := e.Check(); err != nil {
+// checkEvents is storage.CheckEvents, and that each alert's payload has
+// the slot its used amount is written in.
+func checkEvents(events []storage.NewEvent, alerts []storage.BudgetAlert) error {
+	if err := storage.CheckEvents(events, alerts); err != nil {
 		return err
 	}
-	for _, s := range []string{e.ID, e.Type} {
-		if !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0 {
-			return fmt.Errorf("postgres: an event's id and type must be UTF-8 without NUL (event %q)", e.ID)
-		}
-	}
-	return nil
-}
-
-// checkEvents checks, before anything is sent, the events a cause writes
-// and its alerts, whose payloads must take a used amount and whose days
-// must be days.
-func checkEvents(events []storage.NewEvent, alerts []storage.BudgetAlert) error {
-	for _, e := range events {
-		if err := checkEvent(e); err != nil {
-			return err
-		}
-	}
 	for _, a := range alerts {
-		if err := checkEvent(a.Event); err != nil {
-			return err
-		}
 		if _, _, err := usedSlot(a.Event.Payload); err != nil {
 			return err
-		}
-		if a.Budget == "" {
-			return fmt.Errorf("postgres: budget alert %q names no budget", a.Event.ID)
-		}
-		for _, day := range []string{a.FromDay, a.UntilDay} {
-			if day == "" {
-				continue
-			}
-			if err := checkDay(day); err != nil {
-				return fmt.Errorf("postgres: budget alert %q: %w", a.Event.ID, err)
-			}
 		}
 	}
 	return nil
@@ -361,7 +329,7 @@ func addEventCTE(source string, p int) string {
 
 // AddEvent writes e unless its id exists, in one statement.
 func (s *Store) AddEvent(ctx context.Context, e storage.NewEvent) (bool, error) {
-	if err := checkEvent(e); err != nil {
+	if err := e.Check(); err != nil {
 		return false, err
 	}
 	tag, err := s.pool.Exec(ctx, s.sql(`

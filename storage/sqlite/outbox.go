@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/shopspring/decimal"
 
 	"github.com/toolgate/toolgate/storage"
 )
@@ -46,37 +45,6 @@ func scanEvent(row scanner) (storage.Event, error) {
 		e.Payload = []byte{}
 	}
 	return e, nil
-}
-
-// checkEvents checks, before anything is written, the events a write
-// would add: events as given, and alerts' events, whose payloads must take
-// a used amount, and whose days must be days (they are compared as text).
-func checkEvents(events []storage.NewEvent, alerts []storage.BudgetAlert) error {
-	for _, e := range events {
-		if err := e.Check(); err != nil {
-			return err
-		}
-	}
-	for _, a := range alerts {
-		if err := a.Event.Check(); err != nil {
-			return err
-		}
-		if _, err := storage.WithUsed(a.Event.Payload, decimal.Zero); err != nil {
-			return err
-		}
-		if a.Budget == "" {
-			return fmt.Errorf("sqlite: budget alert %q names no budget", a.Event.ID)
-		}
-		if err := checkDay(a.FromDay); err != nil {
-			return fmt.Errorf("sqlite: budget alert %q: %w", a.Event.ID, err)
-		}
-		if a.UntilDay != "" {
-			if err := checkDay(a.UntilDay); err != nil {
-				return fmt.Errorf("sqlite: budget alert %q: %w", a.Event.ID, err)
-			}
-		}
-	}
-	return nil
 }
 
 // addEvent inserts e, pending and due at its creation, unless its id is
