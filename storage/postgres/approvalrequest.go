@@ -9,7 +9,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
@@ -75,7 +74,15 @@ func nullID(id uuid.UUID) any {
 // same request at once, the second waits for the first to commit, and its
 // look for a pending request, a statement begun after that, finds the
 // first's.
+//
+// r.Event is written by the same statement, only when the request is
+// inserted, unless its id exists.
 func (s *Store) CreateApprovalRequest(ctx context.Context, r storage.ApprovalRequest) error {
+	if r.Event != nil {
+		if err := checkEvent(*r.Event); err != nil {
+			return err
+		}
+	}
 	status := r.Status
 	if status == "" {
 		status = storage.ApprovalPending
@@ -87,22 +94,28 @@ func (s *Store) CreateApprovalRequest(ctx context.Context, r storage.ApprovalReq
 	args := []any{bytesOf(r.ID), r.Principal, bytesOf(r.QuoteID), r.ToolID, r.ToolSlug, r.ManifestDigest,
 		r.PriceUSD.String(), r.FeeUSD.String(), r.TotalUSD.String(), input, r.InputSHA256, string(status),
 		r.DecidedBy, timeOrNull(r.DecidedAt), string(r.Remember), nullID(r.ExecutionID), r.CreatedAt, r.ExpiresAt}
+	args = append(args, newEventParams(r.Event)...)
 	insert := s.sql(`
 		WITH extended AS (
 			UPDATE {schema}.quotes SET expires_at = GREATEST(expires_at, $18)
 			WHERE id = $3 AND principal = $2 AND state = 'open' AND expires_at > $17
 			RETURNING id
-		)
-		INSERT INTO {schema}.approval_requests (id, principal, quote_id, tool_id, tool_slug, manifest_digest,
-			price_usd, fee_usd, total_usd, input, input_sha256, status, decided_by, decided_at, remember,
-			execution_id, created_at, expires_at)
-		SELECT $1, $2, $3, $4, $5, $6, $7::numeric, $8::numeric, $9::numeric, $10, $11, $12, $13, $14, $15,
-			$16, $17, $18
-		FROM extended`)
-	var tag pgconn.CommandTag
-	var err error
+		), request AS (
+			INSERT INTO {schema}.approval_requests (id, principal, quote_id, tool_id, tool_slug, manifest_digest,
+				price_usd, fee_usd, total_usd, input, input_sha256, status, decided_by, decided_at, remember,
+				execution_id, created_at, expires_at)
+			SELECT $1, $2, $3, $4, $5, $6, $7::numeric, $8::numeric, $9::numeric, $10, $11, $12, $13, $14, $15,
+				$16, $17, $18
+			FROM extended
+			RETURNING 1
+		), ` + addEventCTE("request", 19) + `
+		SELECT count(*) FROM request`)
+	var (
+		n   int
+		err error
+	)
 	if status != storage.ApprovalPending {
-		tag, err = s.pool.Exec(ctx, insert, args...)
+		err = s.pool.QueryRow(ctx, insert, args...).Scan(&n)
 	} else {
 		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, approvalRequestLockClass,
@@ -117,8 +130,7 @@ func (s *Store) CreateApprovalRequest(ctx context.Context, r storage.ApprovalReq
 			case !errors.Is(err, storage.ErrNotFound):
 				return err
 			}
-			tag, err = tx.Exec(ctx, insert, args...)
-			return err
+			return tx.QueryRow(ctx, insert, args...).Scan(&n)
 		})
 	}
 	var pending *storage.PendingRequestError
@@ -130,7 +142,7 @@ func (s *Store) CreateApprovalRequest(ctx context.Context, r storage.ApprovalReq
 	}
 	// What this instance remembers of the quote ends sooner now.
 	s.memo.forgetQuote(r.QuoteID)
-	if tag.RowsAffected() == 1 {
+	if n == 1 {
 		return nil
 	}
 	q, err := s.GetQuote(ctx, r.QuoteID)
@@ -228,11 +240,17 @@ func (s *Store) ListApprovalRequests(ctx context.Context, f storage.ApprovalRequ
 // commits, and each later one re-reads the row, finds it no longer pending
 // and changes nothing (READ COMMITTED re-checks an UPDATE's WHERE on the
 // newest version of a row it waited for). A remembered standing approval is
-// written by the same statement, only when the update matched.
+// written by the same statement, only when the update matched, and so is
+// d.Event, unless its id exists.
 //
 // When nothing matched, a second statement, with a snapshot taken after any
 // decision that beat this one, says why.
 func (s *Store) DecideApprovalRequest(ctx context.Context, d storage.ApprovalDecision) (storage.ApprovalRequest, error) {
+	if d.Event != nil {
+		if err := checkEvent(*d.Event); err != nil {
+			return storage.ApprovalRequest{}, err
+		}
+	}
 	status, remember := storage.ApprovalDenied, toolgatetype.StandingMode("")
 	if d.Approve {
 		status, remember = storage.ApprovalApproved, d.Remember
@@ -246,9 +264,10 @@ func (s *Store) DecideApprovalRequest(ctx context.Context, d storage.ApprovalDec
 		), remembered AS (
 			INSERT INTO {schema}.approvals (principal, tool_id, manifest_digest, mode, approved_by, updated_at)
 			SELECT principal, tool_id, manifest_digest, $5, $3, $4 FROM decided WHERE $6::boolean`+upsertApprovalSQL+`
-		)
+		), `+addEventCTE("decided", 7)+`
 		SELECT `+approvalRequestColumns+` FROM decided`),
-		bytesOf(d.ID), string(status), d.DecidedBy, d.Now, string(remember), d.Standing()))
+		append([]any{bytesOf(d.ID), string(status), d.DecidedBy, d.Now, string(remember), d.Standing()},
+			newEventParams(d.Event)...)...))
 	if err == nil && d.Standing() {
 		s.memo.forget(r.Principal, r.ToolID)
 	}

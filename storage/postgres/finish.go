@@ -1,11 +1,13 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/toolgate/toolgate/storage"
 )
@@ -176,6 +178,9 @@ func (s *Store) FinishExecution(ctx context.Context, f storage.Finish) error {
 	if err := f.Check(); err != nil {
 		return err
 	}
+	if err := checkEvents(f.Events, f.Alerts); err != nil {
+		return err
+	}
 	out, err := s.finishes.Do(ctx, f)
 	if err != nil {
 		return err
@@ -220,14 +225,19 @@ type finishing struct {
 	// budgets tells whether the execution may count in budgets: false
 	// only for a call this Store admitted in none (see plainCalls).
 	budgets bool
+	// outbox is the finish's events and, when charged, its alerts,
+	// written after it in its transaction (see sendWithOutbox).
+	outbox outboxWrites
 }
 
 func (s *Store) finishing(f storage.Finish) finishing {
-	return finishing{
+	x := finishing{
 		f:        f,
 		releases: !f.Charged && f.Status != storage.ExecutionAmbiguous,
 		budgets:  !s.plain.take(f.ExecutionID),
 	}
+	x.outbox.add(f.ExecutionID, f.LeaseToken, f.Events, f.Alerts, f.Charged)
+	return x
 }
 
 // statement is x's finish statement, with or without a receipt.
@@ -252,7 +262,9 @@ func (s *Store) finishAlone(ctx context.Context, x finishing, remembered bool) e
 		return s.finishSealed(ctx, x, remembered)
 	}
 	var n int
-	if err := s.pool.QueryRow(ctx, s.sql(x.statement()), x.args()...).Scan(&n); err != nil {
+	answer, err := s.sendWithOutbox(ctx, s.pool, s.sql(x.statement()), x.args(), &x.outbox,
+		func(row pgx.Row) error { return row.Scan(&n) })
+	if err = cmp.Or(answer, err); err != nil {
 		return translate(err)
 	}
 	if n == 1 {
@@ -273,7 +285,9 @@ func (s *Store) finishSealed(ctx context.Context, x finishing, remembered bool) 
 				ok bool
 				n  int
 			)
-			err := q.QueryRow(ctx, s.sql(x.statement()), append(x.args(), key, seq, prev, hash, signed, locked)...).Scan(&ok, &n)
+			answer, err := s.sendWithOutbox(ctx, q, s.sql(x.statement()), append(x.args(), key, seq, prev, hash, signed, locked),
+				&x.outbox, func(row pgx.Row) error { return row.Scan(&ok, &n) })
+			err = cmp.Or(answer, err)
 			switch {
 			case receiptConflict(err):
 				return false, errChainMoved

@@ -55,6 +55,9 @@ type sealedItem struct {
 //     the batch wrote nothing, and are finished again alone, under the
 //     chain's lock (which reads its head), so that each is sealed at most
 //     twice, as a finish sent alone is;
+//   - events and alerts: after the finishes, in the same transaction,
+//     the statements that write each finish's events and weigh its
+//     alerts (see outboxWrites), for the finishes that wrote only;
 //   - a statement that fails (a lock waited for longer than lockWait, a
 //     deadlock with another batch on rows they both update, a receipt's
 //     seq taken meanwhile, a broken connection) rolls the whole
@@ -146,6 +149,14 @@ func (s *Store) finishBatch(ctx context.Context, xs []finishing) []finishOutcome
 		}
 		batch.Queue(s.sql(x.statement()), args...)
 	}
+	// The finishes' events and alerts, after all of them: each written
+	// only if its finish was (see outboxWrites), and the alerts' locks
+	// taken after every row lock of the batch (see lockAlertBudgetsSQL).
+	var events outboxWrites
+	for _, i := range sent {
+		events.merge(xs[i].outbox)
+	}
+	outboxStatements := s.queueOutbox(batch, &events)
 	type answer struct {
 		ok bool // a sealed statement's chain check
 		n  int  // executions finished
@@ -163,6 +174,12 @@ func (s *Store) finishBatch(ctx context.Context, xs []finishing) []finishOutcome
 			answers[j].ok = true
 			err = br.QueryRow().Scan(&answers[j].n)
 		}
+	}
+	for range outboxStatements {
+		if err != nil {
+			break
+		}
+		_, err = br.Exec()
 	}
 	if cerr := br.Close(); err == nil {
 		err = cerr

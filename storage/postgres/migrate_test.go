@@ -19,7 +19,7 @@ import (
 
 // wantTables is every table the migrations create.
 var wantTables = []string{
-	"alerts_sent", "ambiguous_waiting", "approval_requests", "approvals", "approver_sessions", "budget_daily", "budget_locks", "budget_minute", "budget_spend", "event_windows", "executions", "idempotency_records", "principal_locks", "quotes",
+	"alerts_sent", "ambiguous_waiting", "approval_requests", "approvals", "approver_sessions", "budget_daily", "budget_locks", "budget_minute", "budget_spend", "event_counts", "event_windows", "events", "executions", "idempotency_records", "principal_locks", "quotes",
 	"receipts", "schema_migrations", "secrets", "spend_controls", "spend_daily", "spend_ledger", "spend_minute", "tool_usage", "tool_usage_shards", "tool_users",
 }
 

@@ -58,6 +58,13 @@ func (s *Store) Prune(ctx context.Context, p storage.Prune) (storage.PruneResult
 			return res, err
 		}
 	}
+	if !p.EventsBefore.IsZero() {
+		// Delivered events only: pending and failed ones, and the counts
+		// of EventStats, are kept.
+		if res.Events, err = s.pruneCount(ctx, pruneEventsSQL, p.EventsBefore, limit); err != nil {
+			return res, err
+		}
+	}
 	if !p.LedgerBefore.IsZero() {
 		if res.Ledger, err = s.pruneLedger(ctx, p.LedgerBefore, limit); err != nil {
 			return res, err
@@ -72,7 +79,8 @@ func (s *Store) Prune(ctx context.Context, p storage.Prune) (storage.PruneResult
 // pruneBudgetHistorySQL deletes the budgets' history from before $1, a
 // day: at most $3 day rows (budget_daily), as many spend rows
 // (budget_spend), and as many minute rows (budget_minute, UTC minutes) and
-// alert claims from before $2. A budget's day
+// alert claims from before $2 (alerts_sent, which only instances of a
+// version before the outbox, migration 0020, still write). A budget's day
 // is its own time zone's, which may start up to a day before the UTC day
 // of the same date, so the caller keeps one day more than the ledger's
 // cutoff: no day a limit of the ledger's span could count goes. Rows a

@@ -160,9 +160,11 @@ func (s *Store) chainKey(principal string) int32 {
 }
 
 // querier is what a sealed write runs its statement on: the pool, or the
-// transaction that holds the chain's lock.
+// transaction that holds the chain's lock. A statement with events after
+// it goes as a batch (see sendWithOutbox).
 type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
 // sealedWrite is one attempt at a write that stores a receipt: on q, in a

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
 	"github.com/toolgate/toolgate/storage"
 )
 
@@ -100,30 +103,42 @@ SELECT * FROM resolved`
 // (the response is stored without it). Resolutions are rare (a person makes each), so this one
 // takes the plain way: it reads the execution's principal, then resolves
 // in a transaction that holds the chain's lock (see lockedWrite).
+//
+// A resolution as completed weighs r.Alerts after it, in its transaction
+// and its round trip (see outboxWrites).
 func (s *Store) ResolveExecution(ctx context.Context, r storage.Resolve) (storage.Execution, error) {
 	if err := r.Check(); err != nil {
 		return storage.Execution{}, err
 	}
+	if err := checkEvents(nil, r.Alerts); err != nil {
+		return storage.Execution{}, err
+	}
 	charged := r.Outcome == storage.ExecutionCompleted
+	var alerts outboxWrites
+	alerts.add(r.ExecutionID, uuid.Nil, nil, r.Alerts, charged)
 	if r.Seal != nil {
-		return s.resolveSealed(ctx, r, charged)
+		return s.resolveSealed(ctx, r, charged, &alerts)
 	}
 	response := storedResponse(r.Response)
-	e, err := scanExecution(s.pool.QueryRow(ctx, s.sql(resolveSQL),
+	var e storage.Execution
+	answer, err := s.sendWithOutbox(ctx, s.pool, s.sql(resolveSQL), []any{
 		bytesOf(r.ExecutionID), string(r.Outcome), charged, response, r.ResolvedBy, r.Now, r.Note,
-		!charged, usageShard(r.ExecutionID)))
-	if errors.Is(err, storage.ErrNotFound) {
+		!charged, usageShard(r.ExecutionID),
+	}, &alerts, func(row pgx.Row) (err error) { e, err = scanExecution(row); return err })
+	switch {
+	case err != nil:
+		return storage.Execution{}, translate(err)
+	case errors.Is(answer, storage.ErrNotFound):
 		return storage.Execution{}, s.resolveFailure(ctx, r)
-	}
-	if err != nil {
-		return storage.Execution{}, err
+	case answer != nil:
+		return storage.Execution{}, answer
 	}
 	return e, nil
 }
 
 // resolveSealed is ResolveExecution with a receipt: resolveSealedSQL, run
 // by writeSealed under the chain's lock.
-func (s *Store) resolveSealed(ctx context.Context, r storage.Resolve, charged bool) (storage.Execution, error) {
+func (s *Store) resolveSealed(ctx context.Context, r storage.Resolve, charged bool, alerts *outboxWrites) (storage.Execution, error) {
 	// An execution's principal never changes; the statement checks it all
 	// the same.
 	var principal string
@@ -135,10 +150,14 @@ func (s *Store) resolveSealed(ctx context.Context, r storage.Resolve, charged bo
 	wrote, err := s.writeSealed(ctx, principal, r.Seal, false,
 		func(ctx context.Context, q querier, _ bool, seq int64, _ string, sealed storage.Sealed) (bool, error) {
 			hash, signed := receiptArgs(sealed)
-			var err error
-			e, err = scanExecution(q.QueryRow(ctx, s.sql(resolveSealedSQL),
+			answer, err := s.sendWithOutbox(ctx, q, s.sql(resolveSealedSQL), []any{
 				bytesOf(r.ExecutionID), string(r.Outcome), charged, storedResponse(r.Response), r.ResolvedBy, r.Now, r.Note,
-				!charged, usageShard(r.ExecutionID), principal, seq, hash, signed))
+				!charged, usageShard(r.ExecutionID), principal, seq, hash, signed,
+			}, alerts, func(row pgx.Row) (err error) { e, err = scanExecution(row); return err })
+			if err != nil {
+				return false, translate(err)
+			}
+			err = answer
 			// The statement's RETURNING cannot see the receipt it inserts.
 			e.Response = storage.WithReceipt(e.Response, sealed.Receipt)
 			switch {
