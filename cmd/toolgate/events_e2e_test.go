@@ -462,7 +462,7 @@ func testEventsAfterDown(t *testing.T, storage string) {
 
 	// What the store records as the events' causes, through the API.
 	pat.base = baseA
-	r = pat.do(http.MethodGet, "/v1/approval-requests?limit=100", nil)
+	r = pat.do(http.MethodGet, "/v1/approval-requests?status=all&limit=100", nil)
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
 	var requests struct {
 		ApprovalRequests []struct {
@@ -521,7 +521,7 @@ func testEventsAfterDown(t *testing.T, storage string) {
 	assert.Empty(t, got.bad, "every delivery is signed with the config's secret")
 	assert.Equal(t, want, sortedKeys(got.ids), "no event the store has no cause for")
 	last := lastArrival(got.ids, want)
-	t.Logf("%d events arrived %s after the receiver came back (%s after the first cause); %d deliveries, %d repeats",
+	t.Logf("%d events arrived %s after the receiver came back (%s after it went down); %d deliveries, %d repeats",
 		len(want), last.Sub(up).Round(100*time.Millisecond), last.Sub(downSince).Round(time.Second), got.delivered, got.delivered-len(want))
 
 	// What arrived is what happened.
