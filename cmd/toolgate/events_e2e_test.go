@@ -178,8 +178,11 @@ func eachDurableStore(t *testing.T, test func(t *testing.T, storage string)) {
 }
 
 // outboxEvents runs toolgate events list -json on the config at path, with
-// -status status unless it is "", and returns the events by id.
-func outboxEvents(t *testing.T, path, status string) map[string]eventJSON {
+// -status status unless it is "", and returns the events by id: those
+// whose line holds mine, the run's own suffix, which every event of its
+// causes does (in its budget's id or its principal's). A database shared
+// with other runs holds theirs too.
+func outboxEvents(t *testing.T, path, status, mine string) map[string]eventJSON {
 	t.Helper()
 	args := []string{"events", "list", "-json", "-config", path}
 	if status != "" {
@@ -189,7 +192,7 @@ func outboxEvents(t *testing.T, path, status string) map[string]eventJSON {
 	require.Equal(t, 0, code, "toolgate events list: %s", out)
 	events := map[string]eventJSON{}
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		if line == "" {
+		if !strings.Contains(line, mine) {
 			continue
 		}
 		var e eventJSON
@@ -499,7 +502,7 @@ func testEventsAfterDown(t *testing.T, storage string) {
 	slices.Sort(want)
 
 	// The outbox holds exactly those, waiting; the receiver has had none.
-	pending := outboxEvents(t, path, "")
+	pending := outboxEvents(t, path, "", suffix)
 	assert.Equal(t, want, sortedKeys(pending), "the outbox holds one event per cause")
 	for id, e := range pending {
 		assert.Equal(t, "pending", e.Status, "%s", id)
@@ -548,7 +551,7 @@ func testEventsAfterDown(t *testing.T, storage string) {
 	// recorded a moment after the receiver's answer.
 	var delivered map[string]eventJSON
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(500 * time.Millisecond) {
-		delivered = outboxEvents(t, path, "")
+		delivered = outboxEvents(t, path, "", suffix)
 		done := true
 		for _, e := range delivered {
 			done = done && e.Status == "delivered"
@@ -694,12 +697,12 @@ func testEventsFlood(t *testing.T, storage string) {
 	// attempts are recorded.
 	var pending map[string]eventJSON
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(500 * time.Millisecond) {
-		if pending = outboxEvents(t, path, "pending"); len(pending) == 0 || time.Now().After(deadline) {
+		if pending = outboxEvents(t, path, "pending", suffix); len(pending) == 0 || time.Now().After(deadline) {
 			break
 		}
 	}
 	assert.Empty(t, sortedKeys(pending), "no event still pending")
-	assert.Empty(t, sortedKeys(outboxEvents(t, path, "failed")), "no event failed")
+	assert.Empty(t, sortedKeys(outboxEvents(t, path, "failed", suffix)), "no event failed")
 
 	assert.Equal(t, 0, a.stop(exitTimeout))
 	assert.Equal(t, 0, b.stop(exitTimeout))
@@ -742,7 +745,7 @@ func testEventAfterKill9(t *testing.T, storage string) {
 	// for the lease (30 s) to lapse: slower, but delivered all the same.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		e, ok := outboxEvents(t, path, "")[eventID]
+		e, ok := outboxEvents(t, path, "", suffix)[eventID]
 		require.True(t, ok, "the request's event is in the outbox")
 		require.Equal(t, "pending", e.Status)
 		if e.Attempts >= 1 && e.NextAttemptAt != nil && time.Until(*e.NextAttemptAt) > time.Second {
@@ -766,7 +769,7 @@ func testEventAfterKill9(t *testing.T, storage string) {
 	assert.Equal(t, id, sink.event(eventID)["data"].(map[string]any)["id"])
 
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(500 * time.Millisecond) {
-		e := outboxEvents(t, path, "")[eventID]
+		e := outboxEvents(t, path, "", suffix)[eventID]
 		if e.Status == "delivered" || time.Now().After(deadline) {
 			assert.Equal(t, "delivered", e.Status, "%+v", e)
 			break
