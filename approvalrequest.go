@@ -72,7 +72,7 @@ func (g *Gateway) requestApproval(ctx context.Context, p *PreparedCall, quoteID 
 		return nil, err
 	}
 	if policy := EvaluatePolicy(v); !policy.Callable {
-		return nil, explain(policy, newError(toolgatetype.CodeToolBlocked, "%s cannot be called: %s", v.Tool.Slug, strings.Join(policy.Reasons, "; ")))
+		return nil, blockedError(v, policy)
 	}
 	if err := p.inputError(); err != nil {
 		return nil, err

@@ -1,16 +1,16 @@
 package toolgate_test
 
 import (
-	"context"
+	"cmp"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,8 +20,6 @@ import (
 	"github.com/toolgate/toolgate/internal/testproc"
 	"github.com/toolgate/toolgate/outbox"
 	"github.com/toolgate/toolgate/registry"
-	"github.com/toolgate/toolgate/storage"
-	"github.com/toolgate/toolgate/storage/memory"
 	"github.com/toolgate/toolgate/toolgatetest"
 	"github.com/toolgate/toolgate/toolgatetype"
 	"github.com/toolgate/toolgate/webhook"
@@ -65,20 +63,29 @@ func newHookReceiver(t *testing.T) *hookReceiver {
 		body, _ := io.ReadAll(req.Body)
 		id := req.Header.Get("webhook-id")
 		secs, _ := strconv.ParseInt(req.Header.Get("webhook-timestamp"), 10, 64)
-		var h thresholdHook
+		var kind struct {
+			Type toolgatetype.ApprovalEventType `json:"type"`
+		}
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		if !webhook.Verify(key, id, time.Unix(secs, 0), body, req.Header.Get("webhook-signature")) || json.Unmarshal(body, &h) != nil {
+		if !webhook.Verify(key, id, time.Unix(secs, 0), body, req.Header.Get("webhook-signature")) || json.Unmarshal(body, &kind) != nil {
 			r.unsigned++
 			w.WriteHeader(http.StatusBadRequest)
 			return
 		}
-		if h.Type == toolgatetype.BudgetLimitReachedEvent {
+		switch kind.Type {
+		case toolgatetype.BudgetLimitReachedEvent:
 			r.limits = append(r.limits, id)
 			return
-		}
-		if h.Type != toolgatetype.BudgetThresholdCrossed {
+		case toolgatetype.BudgetThresholdCrossed:
+		default:
 			return // another event: an ambiguous call's, say
+		}
+		var h thresholdHook
+		if json.Unmarshal(body, &h) != nil {
+			r.unsigned++
+			w.WriteHeader(http.StatusBadRequest)
+			return
 		}
 		h.ID = id
 		r.got = append(r.got, h)
@@ -107,6 +114,7 @@ func (r *hookReceiver) await(t *testing.T, n int) []thresholdHook {
 		r.mu.Unlock()
 		if len(got) >= n || time.Now().After(deadline) {
 			require.Len(t, got, n)
+			sortHooks(got)
 			return got
 		}
 		time.Sleep(5 * time.Millisecond)
@@ -123,7 +131,17 @@ func (r *hookReceiver) settled(t *testing.T, gws ...*toolgate.Gateway) []thresho
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	assert.Zero(t, r.unsigned, "every delivery is signed")
-	return append([]thresholdHook(nil), r.got...)
+	got := append([]thresholdHook(nil), r.got...)
+	sortHooks(got)
+	return got
+}
+
+// sortHooks orders crossings by period, then fraction: events are sent in
+// parallel, and arrive in any order.
+func sortHooks(hs []thresholdHook) {
+	slices.SortStableFunc(hs, func(a, b thresholdHook) int {
+		return cmp.Or(a.Data.PeriodStart.Compare(b.Data.PeriodStart), cmp.Compare(a.Data.Fraction, b.Data.Fraction))
+	})
 }
 
 // berlin is the search team's time zone: its days start at 23:00 UTC in

@@ -114,7 +114,9 @@ func (g *Gateway) budgetStates(ctx context.Context, nodes []*budgets.Node) ([]to
 //
 // It counts whole days of the budget's time zone: those [f.Since,
 // f.Until) touches, each call on the day it was admitted. Since defaults
-// to the start of the current month, Until to now. f.FromDay and f.ToDay
+// to the start of the budget's current window when it has limits of one
+// window only (a weekly budget's ISO week, a daily one's day: the spend
+// its limit counts), else of the current month; Until to now. f.FromDay and f.ToDay
 // name the first and the last day (included) as dates of the budget's
 // calendar instead, so that whoever asks for a month need not know the
 // budget's offset on its first and last day. The summary's Since and
@@ -149,9 +151,10 @@ func (g *Gateway) BudgetSpend(ctx context.Context, approver, budget string, f to
 		f.Until = now
 	}
 	if f.Since.IsZero() {
-		f.Since, _, _ = n.Window(toolgatetype.BudgetMonthly, now)
+		window := n.SpendWindow()
+		f.Since, _, _ = n.Window(window, now)
 		if !f.Since.Before(f.Until) {
-			return nil, paramError("until", "until must be later than the start of the budget's current month, since's default")
+			return nil, paramError("until", "until must be later than the start of the budget's current %s window, since's default", window)
 		}
 	}
 	if !f.Since.Before(f.Until) {

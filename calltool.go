@@ -3,8 +3,6 @@ package toolgate
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strings"
 
 	"github.com/google/uuid"
 	"github.com/toolgate/toolgate/storage"
@@ -240,12 +238,10 @@ func (g *Gateway) quoteToolCall(ctx context.Context, c *toolCall) (*toolgatetype
 		return nil, prior, err
 	}
 	if !q.Policy.Callable || q.Quote.ManifestDigest == nil {
-		return nil, nil, &toolgatetype.Error{Code: toolgatetype.CodeToolBlocked,
-			Message: fmt.Sprintf("%s cannot be called: %s", c.tool.Tool.Slug, strings.Join(q.Policy.Reasons, "; "))}
+		return nil, nil, blockedError(c.tool, q.Policy)
 	}
 	if !q.Controls.Approved {
-		return nil, nil, &toolgatetype.Error{Code: toolgatetype.CodeSpendLimitExceeded,
-			Message: "the call would break your spend controls", Violations: q.Controls.Violations, Budget: short}
+		return nil, nil, spendRefusal(q.Controls.Violations, short)
 	}
 	return q, nil, nil
 }

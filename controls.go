@@ -223,9 +223,16 @@ func limitError(built []builtLimit, le *storage.LimitError, requested decimal.De
 		wait := retryAt.Sub(now).Truncate(time.Second) + time.Second
 		return &toolgatetype.Error{Code: toolgatetype.CodeRateLimited, Message: fmt.Sprintf("too many calls; retry in %d seconds", int(wait.Seconds())), RetryAfter: wait}
 	}
+	return spendRefusal(violations, refusal)
+}
+
+// spendRefusal refuses a call that would break spend controls, naming in
+// error.budget the first budget short, when one is (nil otherwise). The
+// HTTP call and MCP's tools/call word it alike.
+func spendRefusal(violations []string, budget *toolgatetype.BudgetRefusal) *toolgatetype.Error {
 	e := spendLimitError(violations)
-	if refusal != nil {
-		e.Budget = refusal
+	if budget != nil {
+		e.Budget = budget
 		if len(violations) == 1 {
 			// Only a budget is short: say which, as its violation does.
 			e.Message = "the call would exceed a budget: " + violations[0]

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -15,6 +16,7 @@ import (
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
+	"github.com/toolgate/toolgate/upstream"
 )
 
 // callProvider calls the provider and turns whatever comes back into an
@@ -33,6 +35,9 @@ func (g *Gateway) callProvider(ctx context.Context, v *registry.Version, q stora
 			return ambiguous(exec, v, ue.Message), status
 		}
 		exec.Error = &toolgatetype.ExecutionError{Code: ue.Code, Message: ue.Message}
+		if ue.RetryAfter > 0 {
+			exec.Error.RetryAfterSeconds = int((ue.RetryAfter + time.Second - 1) / time.Second)
+		}
 		return exec, status
 	}
 	if abandon != nil {
@@ -53,7 +58,9 @@ func (g *Gateway) callProvider(ctx context.Context, v *registry.Version, q stora
 	if err != nil {
 		return fail(registry.Upstreamf(registry.CodeUpstreamUnavailable, "the upstream request could not be built"))
 	}
-	resp, err := g.upstream.Do(ctx, v, upReq)
+	// The breaker holds back only this principal for failures only it
+	// sees (see upstream.WithPrincipal).
+	resp, err := g.upstream.Do(upstream.WithPrincipal(ctx, q.Principal), v, upReq)
 	status = resp.StatusCode
 	if err != nil {
 		return fail(err)

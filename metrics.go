@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/toolgate/toolgate/internal/promdecimal"
 	"github.com/toolgate/toolgate/internal/promshare"
 	"github.com/toolgate/toolgate/upstream"
 )
@@ -41,7 +42,7 @@ type metrics struct {
 	callDuration     *prometheus.HistogramVec
 	upstreamDuration *prometheus.HistogramVec
 	upstreamAttempts *prometheus.CounterVec
-	charged          *prometheus.CounterVec
+	charged          *promdecimal.CounterVec
 	circuitOpen      *prometheus.GaugeVec
 	approvalRequests *prometheus.CounterVec
 	budgetRefusals   *prometheus.CounterVec
@@ -93,10 +94,10 @@ func newMetrics(reg prometheus.Registerer, deadline time.Duration) (*metrics, er
 			Name: "toolgate_upstream_attempts_total",
 			Help: "Requests sent to providers, retries included, by tool and result: ok, client_error, throttled, server_error, timeout, network_error, refused.",
 		}, []string{"tool", "result"}), &errs),
-		charged: promshare.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "toolgate_charged_usd_total",
-			Help: "US dollars charged for completed calls (price plus fee), by tool.",
-		}, []string{"tool"}), &errs),
+		// Summed as decimals, so that the amounts read exactly as charged.
+		charged: promshare.Register(reg, promdecimal.NewCounterVec("toolgate_charged_usd_total",
+			"US dollars charged for completed calls (price plus fee), by tool.",
+			[]string{"tool"}), &errs),
 		circuitOpen: promshare.Register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "toolgate_circuit_open",
 			Help: "1 while the circuit breaker fails a tool's calls fast after consecutive provider failures, 0 once a call succeeds again.",
@@ -125,7 +126,7 @@ type toolSeries struct {
 	callDuration     prometheus.Observer
 	upstreamDuration prometheus.Observer
 	attempts         map[upstream.AttemptResult]prometheus.Counter
-	charged          prometheus.Counter
+	charged          *promdecimal.Counter
 	circuitOpen      prometheus.Gauge
 }
 

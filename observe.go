@@ -132,7 +132,7 @@ func (g *Gateway) endCall(ctx context.Context, rec *callRecord, res *toolgatetyp
 			series.callDuration.Observe(elapsed.Seconds())
 		}
 		if rec.ran && rec.status == toolgatetype.StatusCompleted && rec.hasQuote {
-			series.charged.Add(rec.quote.TotalUSD.InexactFloat64())
+			series.charged.Add(rec.quote.TotalUSD)
 		}
 		// Labels from the configuration's budget ids and three windows:
 		// no caller can add a series.

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
@@ -215,7 +216,10 @@ func TestMetricsOfAFailingProvider(t *testing.T) {
 	o := newObserved(t)
 	ctx := context.Background()
 	healthy := o.Upstream.Handler()
-	o.Upstream.Handle(toolgatetest.Reply(http.StatusServiceUnavailable, `{}`))
+	// A 503 with no body is the provider's failure, whoever met it: it
+	// opens the circuit for everyone (one with a body would hold back only
+	// the caller who met it).
+	o.Upstream.Handle(toolgatetest.Reply(http.StatusServiceUnavailable, ``))
 
 	res, err := o.call(t, ctx, "echo", `{"v":"hi"}`, "down-1", true)
 	toolgatetest.RequireFailed(t, res, err, registry.CodeUpstreamError)
@@ -498,4 +502,26 @@ func TestMetricsOfApprovalRequests(t *testing.T) {
 	}
 	call := spanNamed(t, spans.GetSpans(), "execute_tool echo")
 	assert.Equal(t, "grant", attrs(call)["toolgate.approval.kind"].AsString())
+}
+
+// TestChargedMetricIsExact: 55 charges of $0.1000 read exactly 5.5 in
+// toolgate_charged_usd_total, as the spend does, not the 5.499999999999999
+// that adding floats gives.
+func TestChargedMetricIsExact(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	noFee := decimal.Zero
+	g := toolgatetest.New(t, &toolgatetest.Options{
+		Tools:  []*registry.Tool{paidEcho()},
+		Config: &toolgate.Config{Metrics: reg, FeeRate: &noFee},
+	})
+	ctx := context.Background()
+	for i := range 55 {
+		q, err := g.Quote(ctx, secretPrincipal, "paid-echo")
+		require.NoError(t, err)
+		res, err := g.Call(ctx, secretPrincipal, toolgatetype.CallRequest{Tool: "paid-echo", QuoteID: q.Quote.ID,
+			Input: json.RawMessage(`{"v":"hi"}`), IdempotencyKey: fmt.Sprintf("tenth-%d", i)})
+		toolgatetest.RequireCompleted(t, res, err, "0.1000")
+	}
+	assert.Equal(t, 5.5, gathered(t, reg, "toolgate_charged_usd_total", "tool", "paid-echo"))
 }

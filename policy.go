@@ -2,6 +2,7 @@ package toolgate
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"strings"
 	"time"
@@ -139,6 +140,38 @@ func needsApproval(p toolgatetype.Policy) bool {
 }
 
 // explain adds to e what the policy required and why.
+// blockedError refuses a call of a tool its policy blocks. The message
+// names the reasons and, when the operator can lift them by vouching for
+// the provider, the config's trust field that does it and the value
+// (a manifest cannot vouch for itself).
+func blockedError(v *registry.Version, p toolgatetype.Policy) *toolgatetype.Error {
+	return explain(p, newError(toolgatetype.CodeToolBlocked, "%s cannot be called: %s%s",
+		v.Tool.Slug, strings.Join(p.Reasons, "; "), trustHint(v)))
+}
+
+// trustHint is what unblocks a paid tool whose provider or endpoint the
+// operator has not verified: `"trust": {"<slug>": {"paymentVerified":
+// true, ...}}` in the server's config, Registry.SetTrust in Go. "" when
+// trust is not what blocks it.
+func trustHint(v *registry.Version) string {
+	t := v.Tool
+	if !t.Pricing.Paid() {
+		return ""
+	}
+	var fields []string
+	if !t.Provider.PaymentVerified {
+		fields = append(fields, `"paymentVerified": true`)
+	}
+	if !t.Endpoint.Verified {
+		fields = append(fields, `"endpointVerified": true`)
+	}
+	if len(fields) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(`. The operator unblocks it by vouching for the provider in the config's trust field: "trust": {%q: {%s}} (Registry.SetTrust in Go)`,
+		t.Slug, strings.Join(fields, ", "))
+}
+
 func explain(p toolgatetype.Policy, e *toolgatetype.Error) *toolgatetype.Error {
 	e.ApprovalRequirement = p.Approval.Requirement
 	e.ManifestDigest = p.Approval.ManifestDigest
@@ -178,7 +211,7 @@ func (g *Gateway) checkPolicy(ctx context.Context, c *call, q storage.Quote, rea
 		policy = forCaller(policy, standingFor(external, mode), q.TotalUSD.IsZero())
 	}
 	if !policy.Callable {
-		return policy, explain(policy, newError(toolgatetype.CodeToolBlocked, "%s cannot be called: %s", v.Tool.Slug, strings.Join(policy.Reasons, "; ")))
+		return policy, blockedError(v, policy)
 	}
 	switch {
 	case approval != "" && approval != v.Digest:

@@ -81,13 +81,16 @@ func (h *Handler) budgetView(r *http.Request, approver string, b toolgatetype.Bu
 	}
 	v.Chart = dailyChart(b.Name, keys, days)
 
-	// The month's tops: the gateway's default window is the budget's
-	// current month, until now.
+	// The month's tops: from the first day of the budget's current month,
+	// until now (the gateway's default window follows the budget's limit,
+	// a week for a weekly budget).
+	local := now.In(zoneOf(b.TimeZone))
+	monthStart := time.Date(local.Year(), local.Month(), 1, 0, 0, 0, 0, time.UTC).Format(time.DateOnly)
 	for _, t := range []struct {
 		by   toolgatetype.SpendGrouping
 		into *[]topRow
 	}{{toolgatetype.SpendByPrincipal, &v.TopPrincipals}, {toolgatetype.SpendByTool, &v.TopTools}} {
-		sum, err := h.gw.BudgetSpend(r.Context(), approver, b.ID, toolgatetype.SpendFilter{GroupBy: t.by})
+		sum, err := h.gw.BudgetSpend(r.Context(), approver, b.ID, toolgatetype.SpendFilter{GroupBy: t.by, FromDay: monthStart})
 		if err != nil {
 			return v, err
 		}

@@ -28,7 +28,9 @@ func (c *Client) Budgets(ctx context.Context) ([]toolgatetype.Budget, error) {
 // calls were charged (its teams' included), grouped by day of the budget's
 // calendar, principal or tool, as toolgate.Gateway.BudgetSpend does: the
 // whole days of the budget's time zone that [f.Since, f.Until) touches,
-// from the start of the budget's month until now by default; or from
+// by default from the start of the budget's current window until now
+// (its week for a weekly budget, its day for a daily one, else its
+// month); or from
 // f.FromDay to f.ToDay (the last day included), dates of the budget's
 // calendar, which the gateway places in its zone. A budget the
 // approver does not oversee is not_found, like one that does not exist; a

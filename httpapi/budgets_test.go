@@ -274,3 +274,51 @@ func TestBudgetSpendByDaysOfTheBudgetsZone(t *testing.T) {
 		})
 	}
 }
+
+// TestBudgetSpendDefaultsToTheWindowOfItsLimit: with no from, a budget's
+// spend is counted over the window its limit counts: a weekly budget's
+// ISO week in its time zone, a daily one's day; a budget with limits of
+// several windows, the month.
+func TestBudgetSpendDefaultsToTheWindowOfItsLimit(t *testing.T) {
+	t.Parallel()
+	usd := func(s string) *decimal.Decimal { d := decimal.RequireFromString(s); return &d }
+	a := newAPI(t, nil, func(c *toolgate.Config) {
+		c.Budgets = []toolgatetype.BudgetDefinition{
+			{ID: "weekly", Name: "Weekly", TimeZone: "Europe/Berlin", Members: []string{"alice"}, WeeklyLimitUSD: usd("100"), Approvers: []string{"pat"}},
+			{ID: "daily", Name: "Daily", TimeZone: "Europe/Berlin", Members: []string{"alice"}, DailyLimitUSD: usd("100"), Approvers: []string{"pat"}},
+			{ID: "both", Name: "Both", TimeZone: "Europe/Berlin", Members: []string{"alice"}, DailyLimitUSD: usd("100"), WeeklyLimitUSD: usd("100"), Approvers: []string{"pat"}},
+			{ID: "tool-weekly", Name: "Tool weekly", Members: []string{"alice"}, Approvers: []string{"pat"},
+				Tools: map[string]toolgatetype.BudgetToolLimits{"goal-data": {WeeklyLimitUSD: usd("100")}}},
+		}
+	})
+	require.NoError(t, a.keys.AddApproverKey("pat", patKey))
+	// Calls on Sunday 2030-03-03 and Monday 2030-03-04, Berlin time
+	// (UTC+1), and on Wednesday 2030-03-06 at 10:00 Berlin, when asked.
+	for i, at := range []time.Time{
+		time.Date(2030, 3, 3, 12, 0, 0, 0, time.UTC),
+		time.Date(2030, 3, 4, 8, 0, 0, 0, time.UTC),
+		time.Date(2030, 3, 6, 9, 0, 0, 0, time.UTC),
+	} {
+		a.clock.Set(at)
+		_, r := a.goalCall(aliceKey, "w"+string(rune('0'+i)))
+		require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	}
+
+	for _, c := range []struct {
+		budget, since string
+		count         float64
+	}{
+		{"weekly", "2030-03-03T23:00:00Z", 2},      // Monday 00:00 Berlin: Monday's and Wednesday's calls
+		{"daily", "2030-03-05T23:00:00Z", 1},       // Wednesday 00:00 Berlin
+		{"both", "2030-02-28T23:00:00Z", 3},        // the month: March 1, 00:00 Berlin
+		{"tool-weekly", "2030-03-04T00:00:00Z", 2}, // a tool's weekly limit: the week, in UTC
+	} {
+		r := a.do("GET", "/v1/budgets/"+c.budget+"/spend?groupBy=principal", patKey, "")
+		require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+		m := r.json(t)
+		assert.Equal(t, c.since, m["since"], c.budget)
+		groups := m["groups"].([]any)
+		require.Len(t, groups, 1, c.budget)
+		assert.Equal(t, c.count, groups[0].(map[string]any)["count"], c.budget)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"strconv"
 
 	"github.com/toolgate/toolgate/internal/httpx"
 	"github.com/toolgate/toolgate/toolgatetype"
@@ -98,6 +99,9 @@ func (h *Handler) call(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Toolgate-Execution-Id", res.Execution.ID)
 	if res.Replayed {
 		w.Header().Set("Idempotent-Replayed", "true")
+	} else if e := res.Execution.Error; e != nil && e.RetryAfterSeconds > 0 {
+		// The circuit breaker held the call back: when to call again.
+		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfterSeconds))
 	}
 	httpx.WriteRaw(w, http.StatusOK, res.Body)
 }

@@ -588,3 +588,36 @@ func TestConcurrentToolControlPutsAllSurvive(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyInUseAfterACrashSaysWhenTheLeaseEnds: a call whose process died
+// mid-call holds its key until its lease ends; a retry before then is 409
+// idempotency_key_in_use with Retry-After the seconds left of the lease,
+// and a retry after it takes the call over.
+func TestKeyInUseAfterACrashSaysWhenTheLeaseEnds(t *testing.T) {
+	t.Parallel()
+	store := toolgatetest.NewDyingStore(memory.New())
+	a := newAPI(t, store)
+	q := a.quote(aliceKey, "earthquake-search")
+	crashed := a.call(aliceKey, "earthquake-search", "k1", callBody(q, quakeInput))
+	require.Equal(t, http.StatusInternalServerError, crashed.status, "the finish was never recorded: %s", crashed.body)
+	store.Dying.Store(false)
+
+	for _, c := range []struct {
+		after time.Duration
+		want  string
+	}{
+		{0, "60"},
+		{20*time.Second + 300*time.Millisecond, "40"}, // 39.7 s left: rounded up
+		{59*time.Second + 900*time.Millisecond, "1"},  // 0.1 s left: at least a second
+	} {
+		a.clock.Set(t0.Add(c.after))
+		busy := a.call(aliceKey, "earthquake-search", "k1", callBody(q, quakeInput))
+		assert.Equal(t, http.StatusConflict, busy.status, "%s", busy.body)
+		assert.Equal(t, "idempotency_key_in_use", busy.errorCode(t))
+		assert.Equal(t, c.want, busy.header.Get("Retry-After"), "after %s", c.after)
+	}
+
+	a.clock.Set(t0.Add(toolgate.DefaultIdempotencyLease + time.Second))
+	r := a.call(aliceKey, "earthquake-search", "k1", callBody(q, quakeInput))
+	assert.Equal(t, http.StatusOK, r.status, "the retry takes the call over once the lease ended: %s", r.body)
+}

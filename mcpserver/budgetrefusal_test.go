@@ -68,7 +68,7 @@ func TestBudgetRefusalNamesTheBudget(t *testing.T) {
 			for _, tool := range []string{"paid-echo", "paid-note"} {
 				res := call(t, cs, tool, `{"v":"b"}`, mcp.Meta{"toolgate/approval": digestOf(t, gw, tool)})
 				body := requireRefusal(t, res, toolgatetype.CodeSpendLimitExceeded)
-				assert.Equal(t, "the call would break your spend controls", body.Error.Message)
+				assert.Equal(t, "the call would exceed a budget: Call would exceed the Search team budget's daily limit of $0.2000", body.Error.Message)
 				assert.Equal(t, []string{"Call would exceed the Search team budget's daily limit of $0.2000"}, body.Error.Violations)
 				require.NotNil(t, body.Error.Budget, "%s", text(res))
 				assert.Equal(t, "search", body.Error.Budget.ID, "the nearest budget short")

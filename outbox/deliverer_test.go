@@ -178,3 +178,42 @@ func TestCloseCutsAnAttemptShortWithoutLosingTheEvent(t *testing.T) {
 	assert.Equal(t, 1, n, "the lease lapsed: another deliverer sends it")
 	assert.Equal(t, storage.EventDelivered, only(t, s).Status)
 }
+
+// A receiver that never answers 2xx: the deliverer tries at the backoff's
+// times, the last attempt at the end of the retry period, and then fails
+// the event for good, kept and counted.
+func TestRetriedForItsPeriodThenFailed(t *testing.T) {
+	t.Parallel()
+	s := memory.New()
+	addEvents(t, s, 1)
+	now := t0
+	var sends []time.Time
+	d := outbox.New(s, senderFunc(func(context.Context, storage.Event) error {
+		sends = append(sends, now)
+		return errors.New("503 Service Unavailable")
+	}), &outbox.Config{Now: func() time.Time { return now }, RetryFor: time.Hour})
+	for range 100 {
+		if _, err := d.DeliverDue(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		e := only(t, s)
+		if e.Status == storage.EventFailed {
+			break
+		}
+		now = e.NextAttemptAt
+	}
+	e := only(t, s)
+	require.Equal(t, storage.EventFailed, e.Status)
+	assert.Equal(t, t0.Add(time.Hour), e.FinishedAt, "the last attempt at the period's end")
+	assert.Equal(t, len(sends), e.Attempts)
+	require.Greater(t, len(sends), 10)
+	for i := 1; i < len(sends); i++ {
+		wait := sends[i].Sub(sends[i-1])
+		assert.Greater(t, wait, time.Duration(0))
+		assert.LessOrEqual(t, wait, outbox.MaxBackoff, "attempt %d", i)
+	}
+	assert.LessOrEqual(t, sends[1].Sub(sends[0]), 2*time.Second, "the first retry within seconds")
+	st, err := s.EventStats(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, map[string]int64{"approval_request.created": 1}, st.Failed)
+}

@@ -3,6 +3,7 @@ package registry
 import (
 	"fmt"
 	"strings"
+	"time"
 	"unicode"
 )
 
@@ -36,6 +37,10 @@ type UpstreamError struct {
 	// never left (the connection was refused, the name did not resolve, the
 	// TLS handshake failed, the destination was refused) or an answer came.
 	Sent bool
+	// RetryAfter, when set, is how long until a call may succeed: the
+	// gateway's circuit breaker holds calls to the provider back until
+	// then, for everyone or for this caller.
+	RetryAfter time.Duration
 }
 
 func (e *UpstreamError) Error() string { return e.Message }

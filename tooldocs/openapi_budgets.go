@@ -117,7 +117,7 @@ func budgetPaths(schemaRef func(string) map[string]any, errorResponse func(statu
 				map[string]any{"name": "groupBy", "in": "query", "required": false, "description": "What to group by.",
 					"schema": map[string]any{"type": "string", "enum": []any{toolgatetype.SpendByDay, toolgatetype.SpendByPrincipal, toolgatetype.SpendByTool}}},
 				map[string]any{"name": "from", "in": "query", "required": false,
-					"description": "The first day counted: a date YYYY-MM-DD of the budget's calendar, or an RFC 3339 instant whose day, in the budget's time zone, is the first. The start of the budget's current month by default.",
+					"description": "The first day counted: a date YYYY-MM-DD of the budget's calendar, or an RFC 3339 instant whose day, in the budget's time zone, is the first. By default the start of the budget's current window when its limits are of one window only (a weekly budget's ISO week, a daily budget's day, in its time zone), else of its current month.",
 					"schema":      dateOrInstant},
 				map[string]any{"name": "to", "in": "query", "required": false,
 					"description": "The last day counted: a date YYYY-MM-DD of the budget's calendar, itself included (from=2026-11-01&to=2026-11-30 is November in the budget's zone), or an RFC 3339 instant after from, the day holding the instant just before it being the last. Now by default.",

@@ -189,6 +189,9 @@ func (d *toolDoc) schemas(prefix string) (map[string]any, error) {
 			toolgatetype.CodeToolChangedDuringCall + "; " + toolgatetype.CodeOutcomeUnknown + " when it is ambiguous (the request may have reached the provider and no answer came back: do not call again; an approver resolves it); " +
 			toolgatetype.CodeResolvedFailed + " when an approver resolved it as not run."),
 		"message": str("A sentence of the gateway's."),
+		"retryAfterSeconds": map[string]any{"type": "integer", "minimum": 1, "description": "upstream_unavailable from the circuit " +
+			"breaker: seconds until the provider is called again, for everyone or, when only this caller's calls failed, for this caller; " +
+			"also in Retry-After."},
 	})
 	defs["ExecutionResult"] = object([]string{"id", "tool", "status", "cost", "output", "error"}, map[string]any{
 		"id":   withDescription(uuid, "The execution identifier, also in the Toolgate-Execution-Id header."),

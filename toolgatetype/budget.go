@@ -26,6 +26,11 @@ type BudgetDefinition struct {
 	// it, exactly. Several claims must all match. API keys join by Members
 	// only.
 	Claims map[string]string `json:"claims,omitempty"`
+	// Everyone makes the budget count every principal, API keys and
+	// tokens alike, so that an organization's ceiling has no hole for a
+	// token whose claims match no team. It names no Members or Claims (a
+	// budget with them is refused: everyone is already in it).
+	Everyone bool `json:"everyone,omitempty"`
 	// Limits per calendar day, ISO week (from Monday) and month in TimeZone;
 	// nil means none. At least one of them, RateLimitPerMinute or a tool's
 	// limit must be set.

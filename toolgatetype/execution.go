@@ -73,6 +73,11 @@ type Cost struct {
 type ExecutionError struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// RetryAfterSeconds, on an upstream_unavailable failure of a call the
+	// circuit breaker held back, is when the provider may be called again,
+	// for everyone or for this caller; the HTTP answer says it in
+	// Retry-After too.
+	RetryAfterSeconds int `json:"retryAfterSeconds,omitempty"`
 }
 
 // CodeOutcomeUnknown is the error code of an ambiguous execution.

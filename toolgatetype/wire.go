@@ -50,7 +50,7 @@ func BodyOf(err error) ErrorBody {
 		Reasons:             te.Reasons,
 		Parameter:           te.Parameter,
 	}
-	if te.Code == CodeRateLimited {
+	if te.Code == CodeRateLimited || te.Code == CodeIdempotencyKeyInUse && te.RetryAfter > 0 {
 		d.RetryAfterSeconds = max(int(te.RetryAfter.Seconds()), 1)
 	}
 	return ErrorBody{Error: d}

@@ -61,6 +61,9 @@ type Config struct {
 	Backoff retryablehttp.Backoff
 	// BreakerThreshold is how many consecutive failures of an origin open
 	// its circuit (default 5); BreakerCooldown how long it stays open (30 s).
+	// Failures that one principal alone sees hold back only that principal
+	// (see WithPrincipal): the circuit opens for everyone when they come
+	// from two principals or are clearly the provider's.
 	BreakerThreshold int
 	BreakerCooldown  time.Duration
 	// Clock drives the breaker's cool-down; nil means the system clock.
@@ -126,6 +129,7 @@ type Client struct {
 	timeout  time.Duration
 	maxBytes int64
 	breaker  *breaker
+	clock    Clock
 	origins  origins
 	observer Observer // nil: none
 }
@@ -165,6 +169,7 @@ func New(transport http.RoundTripper, cfg *Config) (*Client, error) {
 		timeout:  c.Timeout,
 		maxBytes: c.MaxBodyBytes,
 		breaker:  newBreaker(c.Clock, c.BreakerThreshold, c.BreakerCooldown),
+		clock:    c.Clock,
 		observer: c.Observer,
 	}, nil
 }
@@ -177,12 +182,19 @@ func (u *Client) Do(ctx context.Context, v *registry.Version, req *http.Request)
 		return registry.UpstreamResponse{}, err
 	}
 	origin := req.URL.Scheme + "://" + req.URL.Host
-	if ok, until := u.breaker.allow(origin); !ok {
-		if u.observer != nil {
-			u.observer.Circuit(v, true)
+	principal := principalOf(ctx)
+	if ok, until, everyone := u.breaker.allow(origin, principal); !ok {
+		wait := until.Sub(u.clock.Now())
+		if everyone {
+			if u.observer != nil {
+				u.observer.Circuit(v, true)
+			}
+			return registry.UpstreamResponse{}, circuitOpen(wait,
+				"the provider has been failing; calls resume after %s", until.UTC().Format(time.RFC3339))
 		}
-		return registry.UpstreamResponse{}, registry.Upstreamf(registry.CodeUpstreamUnavailable,
-			"the provider has been failing; calls resume after %s", until.UTC().Format(time.RFC3339))
+		return registry.UpstreamResponse{}, circuitOpen(wait,
+			"the provider has been failing for this caller's calls; this caller's calls resume after %s",
+			until.UTC().Format(time.RFC3339))
 	}
 	var start time.Time
 	if u.observer != nil {
@@ -190,16 +202,40 @@ func (u *Client) Do(ctx context.Context, v *registry.Version, req *http.Request)
 		ctx = context.WithValue(ctx, observedKey{}, &observedRequest{v: v})
 	}
 	resp, err := u.send(ctx, v, req)
-	failed := err != nil && !isCallerSide(err)
-	if err == nil && (resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests) {
-		failed = true
-	}
-	open := u.breaker.record(origin, !failed)
+	open := u.breaker.record(origin, principal, outcomeOf(resp, err))
 	if u.observer != nil {
 		u.observer.Finished(ctx, v, time.Since(start))
 		u.observer.Circuit(v, open)
 	}
 	return resp, err
+}
+
+// circuitOpen is the failure of a call the breaker holds back: the
+// provider is not called, and the caller is told when to try again.
+func circuitOpen(wait time.Duration, format string, args ...any) *registry.UpstreamError {
+	ue := registry.Upstreamf(registry.CodeUpstreamUnavailable, format, args...)
+	ue.RetryAfter = max(wait, time.Second)
+	return ue
+}
+
+// outcomeOf tells the breaker what a call came to. A failure is clearly
+// the provider's when no answer came (the connection refused or broken,
+// the deadline passed) or the answer is a 5xx with no body. One with a
+// body, or a 429, may be the caller's doing: a provider that explains
+// itself is usually refusing this input, and one caller's burst can use
+// up a provider's rate.
+func outcomeOf(resp registry.UpstreamResponse, err error) outcome {
+	switch {
+	case err != nil && !isCallerSide(err):
+		return providerFailed
+	case err != nil:
+		return succeeded
+	case resp.StatusCode >= 500 && len(resp.Body) == 0:
+		return providerFailed
+	case resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests:
+		return callerFailed
+	}
+	return succeeded
 }
 
 // isCallerSide tells failures that say nothing about the provider's health.

@@ -13,7 +13,7 @@ import (
 
 // budgetFields are the members of one entry of "budgets", as
 // toolgatetype.BudgetDefinition spells them in JSON.
-var budgetFields = []string{"id", "name", "parent", "members", "claims", "dailyLimitUsd", "weeklyLimitUsd",
+var budgetFields = []string{"id", "name", "parent", "members", "claims", "everyone", "dailyLimitUsd", "weeklyLimitUsd",
 	"monthlyLimitUsd", "rateLimitPerMinute", "tools", "alerts", "timeZone", "approvers"}
 
 // budgetWindowFields are the limits of a budget's window, for the budget
@@ -60,6 +60,8 @@ func (p configParser) budget(n node) (toolgatetype.BudgetDefinition, error) {
 			b.Approvers, err = f.texts()
 		case "claims":
 			b.Claims, err = budgetClaims(f.node)
+		case "everyone":
+			b.Everyone, err = f.boolean()
 		case "dailyLimitUsd", "weeklyLimitUsd", "monthlyLimitUsd":
 			err = setWindowLimit(f, &b.DailyLimitUSD, &b.WeeklyLimitUSD, &b.MonthlyLimitUSD)
 		case "rateLimitPerMinute":

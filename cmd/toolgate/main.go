@@ -23,11 +23,12 @@
 // request from recorded provider responses, so the whole flow works with no
 // network, and counts goal-data's demo provider, answered in process, as
 // payment- and endpoint-verified, so that a paid call can be tried.
-// -listen overrides the config's address.
+// -listen overrides the config's address, and -metrics-listen its
+// metricsListen, so that instances on one host can share a config file.
 //
 // Once listening, the server prints "toolgate listening on http://ADDR" on
 // stdout (and "toolgate metrics on http://ADDR/metrics" when the config's
-// metricsListen serves Prometheus metrics), and logs JSON to stderr (never
+// metricsListen, or -metrics-listen, serves Prometheus metrics), and logs JSON to stderr (never
 // an API key). With OTEL_EXPORTER_OTLP_ENDPOINT set it exports traces over
 // OTLP/HTTP. SIGINT or SIGTERM stops accepting connections, lets the calls
 // in flight finish, stops the MCP servers the config starts (SIGTERM, then
@@ -119,8 +120,9 @@ func (s *setupFlags) finish(fs *flag.FlagSet, getenv func(string) string) error 
 // serveOptions are the server's flags.
 type serveOptions struct {
 	setupFlags
-	listen  string
-	devKeys string
+	listen        string
+	metricsListen string
+	devKeys       string
 }
 
 // newServeOptions adds the server's flags to fs.
@@ -128,6 +130,7 @@ func newServeOptions(fs *flag.FlagSet) *serveOptions {
 	o := &serveOptions{}
 	o.add(fs)
 	fs.StringVar(&o.listen, "listen", "", "listen on `host:port`, overriding the config (\"127.0.0.1:0\" picks a free port)")
+	fs.StringVar(&o.metricsListen, "metrics-listen", "", "serve Prometheus metrics at /metrics on `host:port`, overriding the config's metricsListen")
 	fs.StringVar(&o.devKeys, "dev-keys", "", "keep the development setup's keys in `file` across restarts (made on first use, mode 0600)")
 	return o
 }
@@ -142,6 +145,11 @@ func (o *serveOptions) check(fs *flag.FlagSet, getenv func(string) string) error
 			return fmt.Errorf("-listen: %w", err)
 		}
 	}
+	if o.metricsListen != "" {
+		if err := checkListen(o.metricsListen); err != nil {
+			return fmt.Errorf("-metrics-listen: %w", err)
+		}
+	}
 	if o.devKeys != "" && o.configPath != "" {
 		return errors.New("-dev-keys keeps the development setup's keys, and a config has its own")
 	}
@@ -151,7 +159,7 @@ func (o *serveOptions) check(fs *flag.FlagSet, getenv func(string) string) error
 // serveCommand is the server, which toolgate runs without a command too.
 var serveCommand = &command{
 	name:     "serve",
-	synopsis: "[-config FILE] [-listen ADDR] [-offline] [-dev-keys FILE]",
+	synopsis: "[-config FILE] [-listen ADDR] [-metrics-listen ADDR] [-offline] [-dev-keys FILE]",
 	summary:  "run the gateway: its HTTP API, MCP at /mcp and the approval pages (the default)",
 	about: `Serves the gateway's HTTP API, MCP over streamable HTTP at /mcp, and the
 approval pages at /approvals, configured by one JSON file (-config, or
@@ -219,8 +227,16 @@ func runServe(ctx context.Context, c *cli, cmd *command, args []string) int {
 	if opts.listen != "" {
 		cfg.Listen = opts.listen
 	}
+	metricsFlag := ""
+	if opts.metricsListen != "" {
+		cfg.MetricsListen, metricsFlag = opts.metricsListen, "-metrics-listen"
+	}
 	if cfg.MetricsListen != "" && cfg.MetricsListen == cfg.Listen && !strings.HasSuffix(cfg.Listen, ":0") {
-		fmt.Fprintf(stderr, "toolgate: config: metricsListen: %q is the API's address too; metrics are served on an address of their own\n", cfg.MetricsListen)
+		what := "config: metricsListen"
+		if metricsFlag != "" {
+			what = metricsFlag
+		}
+		fmt.Fprintf(stderr, "toolgate: %s: %q is the API's address too; metrics are served on an address of their own\n", what, cfg.MetricsListen)
 		return exitUsage
 	}
 
@@ -247,7 +263,7 @@ func runServe(ctx context.Context, c *cli, cmd *command, args []string) int {
 		if metricsLn, err = net.Listen("tcp", cfg.MetricsListen); err != nil {
 			ln.Close()
 			a.close()
-			fmt.Fprintf(stderr, "toolgate: %s\n", listenProblem(cfg.MetricsListen, err, ""))
+			fmt.Fprintf(stderr, "toolgate: %s\n", listenProblem(cfg.MetricsListen, err, metricsFlag))
 			return exitFailed
 		}
 	}
@@ -293,11 +309,11 @@ func runServe(ctx context.Context, c *cli, cmd *command, args []string) int {
 }
 
 // listenProblem says why the server cannot listen on addr, and how to
-// choose another address: with the flag -listen, or with the config's
-// field metricsListen when flag is "".
+// choose another address: with flag (-listen, -metrics-listen), or with
+// the config's field metricsListen when flag is "".
 func listenProblem(addr string, err error, flag string) string {
-	how := "choose another address with -listen"
-	example := func(a string) string { return "-listen " + a }
+	how := "choose another address with " + flag
+	example := func(a string) string { return flag + " " + a }
 	if flag == "" {
 		how = "choose another address for the config's metricsListen"
 		example = func(a string) string { return a }

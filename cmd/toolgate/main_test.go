@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
+	"net/http"
 	"regexp"
 	"slices"
 	"strings"
@@ -32,6 +34,7 @@ func TestRunRefusesBadUsage(t *testing.T) {
 		{"unknown command", []string{"srve"}, "toolgate: unknown command \"srve\": did you mean \"serve\"? (see toolgate help)\n"},
 		{"stray argument", []string{"serve", "now"}, "toolgate: unexpected argument \"now\" (see toolgate help serve)\n"},
 		{"bad -listen", []string{"-listen", "8080"}, "toolgate: -listen: \"8080\" is not a host:port address (see toolgate help serve)\n"},
+		{"bad -metrics-listen", []string{"-metrics-listen", "9464"}, "toolgate: -metrics-listen: \"9464\" is not a host:port address (see toolgate help serve)\n"},
 		{"-dev-keys with a config", []string{"-config", "toolgate.json", "-dev-keys", "keys.json"},
 			"toolgate: -dev-keys keeps the development setup's keys, and a config has its own (see toolgate help serve)\n"},
 		{"missing config file", []string{"-config", "/nonexistent/toolgate.json"},
@@ -146,6 +149,45 @@ func TestRunCannotListen(t *testing.T) {
 	assert.Contains(t, lines[0], "choose another address with -listen")
 	assert.Contains(t, lines[0], "-listen 127.0.0.1:0 for any free port")
 	assert.Empty(t, stdout.String(), "no development key is printed for a server that is not running")
+}
+
+// TestRunMetricsListenFlag: two instances on one host share one config
+// file, each given its own metrics address with -metrics-listen, which
+// overrides the config's metricsListen (here an address already taken, so
+// the server could not start if the flag were ignored).
+func TestRunMetricsListenFlag(t *testing.T) {
+	t.Parallel()
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer taken.Close()
+	path := writeConfig(t, map[string]any{
+		"listen":        "127.0.0.1:0",
+		"metricsListen": taken.Addr().String(),
+		"principals":    []any{map[string]any{"id": "alice", "apiKeys": []string{randomKey(t, "tg_test_metricsflag_")}}},
+	})
+
+	for range 2 {
+		ctx, cancel := context.WithCancel(context.Background())
+		stdout, stderr := &testproc.SyncBuffer{}, &testproc.SyncBuffer{}
+		exited := make(chan int, 1)
+		go func() {
+			exited <- run(ctx, []string{"-config", path, "-offline", "-metrics-listen", "127.0.0.1:0"}, noEnv, stdout, stderr)
+		}()
+		p := &process{t: t, stdout: stdout, stderr: stderr, exited: make(chan struct{})}
+		metricsURL := strings.TrimPrefix(p.waitLine("toolgate metrics on http://127.0.0.1:", 10*time.Second), "toolgate metrics on ")
+		assert.NotContains(t, metricsURL, taken.Addr().String(), "the flag overrides the config")
+
+		resp, err := http.Get(metricsURL)
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+		assert.Contains(t, string(body), "go_goroutines")
+
+		cancel()
+		assert.Equal(t, 0, <-exited, "%s", stderr.String())
+	}
 }
 
 // TestRunStopsWhenCancelled runs the server in process: it listens, prints

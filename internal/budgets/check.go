@@ -39,8 +39,16 @@ func node(i int, d toolgatetype.BudgetDefinition) (*Node, error) {
 	}
 	n := &Node{
 		ID: d.ID, Name: d.Name, Location: time.UTC,
-		Members: d.Members, Approvers: d.Approvers, Claims: d.Claims,
+		Members: d.Members, Approvers: d.Approvers, Claims: d.Claims, Everyone: d.Everyone,
 		index: i,
+	}
+	if d.Everyone && len(d.Members) > 0 {
+		// Everyone is in it already: a list beside it would read as if
+		// only they were.
+		return nil, fieldError(i, "members", "a budget of everyone names no members: every principal counts in it")
+	}
+	if d.Everyone && len(d.Claims) > 0 {
+		return nil, fieldError(i, "claims", "a budget of everyone names no claims: every principal counts in it")
 	}
 	if n.Name == "" {
 		n.Name = d.ID

@@ -4,9 +4,11 @@ import "slices"
 
 // For returns the budgets a caller counts in: those naming the principal
 // among Members or whose Claims all match claims, and all their ancestors,
-// each once, nearest the principal first. Budgets at the same distance
-// come in configuration order: a principal in two teams under one
-// organization gets both teams, then the organization once.
+// each once, nearest the principal first; then the budgets of everyone
+// not among them, and their ancestors, as the farthest: an
+// organization's ceiling comes after its teams. Budgets at the same
+// distance come in configuration order: a principal in two teams under
+// one organization gets both teams, then the organization once.
 func (t *Tree) For(principal string, claims map[string][]string) []*Node {
 	// Clipped, so that appending a claimed budget copies rather than
 	// writes into the Tree's slice.
@@ -18,10 +20,22 @@ func (t *Tree) For(principal string, claims map[string][]string) []*Node {
 			}
 		}
 	}
-	if len(level) == 0 {
+	if len(level) == 0 && len(t.everyone) == 0 {
 		return nil
 	}
-	out := make([]*Node, 0, len(level)+2)
+	out := withAncestors(make([]*Node, 0, len(level)+len(t.everyone)+2), level)
+	var everyone []*Node
+	for _, n := range t.everyone {
+		if !slices.Contains(out, n) {
+			everyone = append(everyone, n)
+		}
+	}
+	return withAncestors(out, everyone)
+}
+
+// withAncestors appends level and then, level by level, their ancestors
+// to out, each node once.
+func withAncestors(out, level []*Node) []*Node {
 	for len(level) > 0 {
 		start := len(out)
 		for _, n := range sortedByIndex(level) {

@@ -64,3 +64,41 @@ func TestFor(t *testing.T) {
 		t.Errorf("after a claimed call, For(alice) = %s", got)
 	}
 }
+
+// TestForEveryone: a budget of everyone holds every caller, a key or a
+// token, in a team or in none, after the caller's own budgets; one that
+// is a team's ancestor is listed once, where the team puts it.
+func TestForEveryone(t *testing.T) {
+	t.Parallel()
+	lim := usd("10")
+	tree, err := New([]toolgatetype.BudgetDefinition{
+		{ID: "acme", MonthlyLimitUSD: lim, Everyone: true},
+		{ID: "search", Parent: "acme", DailyLimitUSD: lim, Members: []string{"alice"}, Claims: map[string]string{"groups": "search"}},
+		{ID: "side", DailyLimitUSD: lim, Members: []string{"zoe"}},
+		{ID: "holding", MonthlyLimitUSD: lim},
+		{ID: "all-tools", Parent: "holding", MonthlyLimitUSD: lim, Everyone: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name      string
+		principal string
+		claims    map[string][]string
+		want      string
+	}{
+		{"a key in no budget", "mallory", nil, "acme,all-tools,holding"},
+		{"a token whose groups match no team", "carol", map[string][]string{"groups": {"ops"}}, "acme,all-tools,holding"},
+		{"a member", "alice", nil, "search,acme,all-tools,holding"},
+		{"a claimed member", "carol", map[string][]string{"groups": {"search"}}, "search,acme,all-tools,holding"},
+		{"a member of a root", "zoe", nil, "side,acme,all-tools,holding"},
+	} {
+		var ids []string
+		for _, n := range tree.For(tt.principal, tt.claims) {
+			ids = append(ids, n.ID)
+		}
+		if got := strings.Join(ids, ","); got != tt.want {
+			t.Errorf("%s: For(%q, %v) = %s, want %s", tt.name, tt.principal, tt.claims, got, tt.want)
+		}
+	}
+}

@@ -22,9 +22,11 @@ type Tree struct {
 	// byMember are the budgets naming each principal among their Members,
 	// in configuration order; claimed are the budgets with Claims. For
 	// looks a principal up in the first and walks the second, which is
-	// short: the budgets an identity provider's groups join.
+	// short: the budgets an identity provider's groups join. everyone
+	// are the budgets that count every principal.
 	byMember map[string][]*Node
 	claimed  []*Node
+	everyone []*Node
 }
 
 // Node is one budget of a Tree.
@@ -39,6 +41,7 @@ type Node struct {
 	Alerts        []float64             // ascending
 	Members       []string
 	Claims        map[string]string
+	Everyone      bool // counts every principal
 	Approvers     []string
 
 	// index is the budget's place in the configuration, which orders
@@ -94,6 +97,9 @@ func New(defs []toolgatetype.BudgetDefinition) (*Tree, error) {
 		}
 		if len(n.Claims) > 0 {
 			t.claimed = append(t.claimed, n)
+		}
+		if n.Everyone {
+			t.everyone = append(t.everyone, n)
 		}
 	}
 	return t, nil

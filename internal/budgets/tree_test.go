@@ -49,6 +49,14 @@ func TestNewRefusesNamingTheField(t *testing.T) {
 			ok("acme"),
 			with(ok("search"), func(d *toolgatetype.BudgetDefinition) { d.Parent = "acm" }),
 		}, `budgets[1].parent: unknown budget "acm"`},
+		{"everyone with members", []toolgatetype.BudgetDefinition{
+			with(ok("acme"), func(d *toolgatetype.BudgetDefinition) { d.Everyone, d.Members = true, []string{"alice"} }),
+		}, `budgets[0].members: a budget of everyone names no members: every principal counts in it`},
+		{"everyone with claims", []toolgatetype.BudgetDefinition{
+			with(ok("acme"), func(d *toolgatetype.BudgetDefinition) {
+				d.Everyone, d.Claims = true, map[string]string{"groups": "staff"}
+			}),
+		}, `budgets[0].claims: a budget of everyone names no claims: every principal counts in it`},
 		{"unknown zone", []toolgatetype.BudgetDefinition{
 			with(ok("acme"), func(d *toolgatetype.BudgetDefinition) { d.TimeZone = "Mars/Base" }),
 		}, `budgets[0].timeZone: unknown time zone "Mars/Base"`},

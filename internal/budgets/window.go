@@ -55,3 +55,25 @@ func midnight(y int, m time.Month, d int, loc *time.Location) time.Time {
 	}
 	return t
 }
+
+// SpendWindow is the window a budget's spend is shown over when nobody
+// says which: the one window its limits have (a weekly budget's week, a
+// daily one's day), its own limits and its tools' together; the month
+// when they have several, or none (a budget of rate limits only).
+func (n *Node) SpendWindow() toolgatetype.BudgetWindowKind {
+	kinds := map[toolgatetype.BudgetWindowKind]bool{}
+	for k := range n.Limits {
+		kinds[k] = true
+	}
+	for _, t := range n.Tools {
+		for k := range t.Limits {
+			kinds[k] = true
+		}
+	}
+	if len(kinds) == 1 {
+		for k := range kinds {
+			return k
+		}
+	}
+	return toolgatetype.BudgetMonthly
+}

@@ -34,6 +34,7 @@ import (
 // Run runs every case on stores newStore makes, a fresh one per case.
 func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 	t.Run("Members", func(t *testing.T) { testMembers(t, newStore) })
+	t.Run("Everyone", func(t *testing.T) { testEveryone(t, newStore) })
 	t.Run("Nested", func(t *testing.T) { testNested(t, newStore) })
 	t.Run("Windows", func(t *testing.T) { testWindows(t, newStore) })
 	t.Run("Settle", func(t *testing.T) { testSettle(t, newStore) })

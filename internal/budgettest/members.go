@@ -48,3 +48,37 @@ func testMembers(t *testing.T, newStore func(*testing.T) storage.Store) {
 	require.NotNil(t, out.Refusal.Budget)
 	assert.Equal(t, "search", out.Refusal.Budget.ID)
 }
+
+// A budget of everyone counts every principal, API keys and tokens alike:
+// a token whose groups match no team, and a key in no budget, are held to
+// the organization's ceiling, which comes after a member's team.
+func testEveryone(t *testing.T, newStore func(*testing.T) storage.Store) {
+	h := setup(t, newStore, at("2026-03-14T12:00:00Z"), []toolgatetype.BudgetDefinition{
+		{ID: "acme", Name: "Acme", Everyone: true, DailyLimitUSD: usd("3")},
+		{ID: "search", Name: "Search team", Parent: "acme", Claims: map[string]string{"groups": "search"}, DailyLimitUSD: usd("2")},
+	})
+	bg := context.Background()
+	h.mustCall(claims("nobody-s-team"), "carol", "paid") // a token whose groups match no team
+	h.mustCall(bg, "dave", "paid")                       // an API key in no budget
+	h.mustCall(claims("search"), "erin", "paid")         // a team member
+	assert.Equal(t, "3.0000", h.used("acme", toolgatetype.BudgetDaily), "every caller counts in it")
+	assert.Equal(t, "1.0000", h.used("search", toolgatetype.BudgetDaily))
+
+	for _, who := range []struct {
+		name string
+		ctx  context.Context
+	}{{"carol", claims("nobody-s-team")}, {"dave", bg}, {"frank", claims()}, {"erin", claims("search")}} {
+		e := h.refused(who.ctx, who.name, "paid")
+		assert.Equal(t, []string{"Call would exceed the Acme budget's daily limit of $3.0000"}, e.Violations, who.name)
+		require.NotNil(t, e.Budget, who.name)
+		assert.Equal(t, "acme", e.Budget.ID, who.name)
+	}
+
+	q, err := h.gw.Quote(claims("search"), "erin", "paid")
+	require.NoError(t, err)
+	var ids []string
+	for _, b := range q.Controls.Budgets {
+		ids = append(ids, b.ID)
+	}
+	assert.Equal(t, []string{"search", "acme"}, ids, "the team first, then everyone's")
+}

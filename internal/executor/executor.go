@@ -168,9 +168,26 @@ func (e *Executor) answerRefusal(ctx context.Context, k Key, s Steps, h Hooks, r
 	}
 	cl, err := e.claim(ctx, k, s, h, b, now)
 	if err != nil {
-		return nil, err
+		return nil, untilLeaseEnds(err, rec.LeaseUntil, now)
 	}
 	return e.run(ctx, k, s, h, cl)
+}
+
+// untilLeaseEnds gives a key_in_use refusal the wait until the run that
+// holds the key loses its lease, when a retry takes the call over if that
+// run is gone (a process killed mid-call): at least a second, so that a
+// client never retries in a busy loop.
+func untilLeaseEnds(err error, leaseUntil, now time.Time) error {
+	var te *toolgatetype.Error
+	if !errors.As(err, &te) || te.Code != toolgatetype.CodeIdempotencyKeyInUse || leaseUntil.IsZero() {
+		return err
+	}
+	wait := leaseUntil.Sub(now)
+	if rounded := wait.Truncate(time.Second); rounded < wait {
+		wait = rounded + time.Second
+	}
+	te.RetryAfter = max(wait, time.Second)
+	return te
 }
 
 // run runs an admitted call and records its outcome, charging a completed
@@ -210,6 +227,9 @@ func (e *Executor) run(ctx context.Context, k Key, s Steps, h Hooks, cl Claim) (
 		rec, err := e.Store.GetIdempotency(ctx, k.Principal, k.Key)
 		if err == nil && rec.Finished {
 			return Replay(rec.Response)
+		}
+		if err == nil {
+			return nil, untilLeaseEnds(KeyInUse(), rec.LeaseUntil, e.Now().UTC())
 		}
 		return nil, KeyInUse()
 	}

@@ -40,8 +40,12 @@ func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 		if w.Header().Get("WWW-Authenticate") == "" {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="toolgate"`)
 		}
-	case toolgatetype.CodeRateLimited:
-		w.Header().Set("Retry-After", strconv.Itoa(body.Error.RetryAfterSeconds))
+	case toolgatetype.CodeRateLimited, toolgatetype.CodeIdempotencyKeyInUse:
+		// A key in use says when the lease of the run holding it ends,
+		// when that is known.
+		if body.Error.RetryAfterSeconds > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(body.Error.RetryAfterSeconds))
+		}
 	}
 	WriteJSON(w, status, body)
 }

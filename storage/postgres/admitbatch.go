@@ -91,7 +91,7 @@ func waitedTooLong(err error) bool {
 // admit sends it, several as admitBatch does.
 func (s *Store) runAdmissions(ctx context.Context, bs []storage.Begin) []admitOutcome {
 	if len(bs) == 1 {
-		return []admitOutcome{s.admit(ctx, bs[0], true)}
+		return []admitOutcome{s.admit(ctx, bs[0])}
 	}
 	return s.admitBatch(ctx, bs)
 }

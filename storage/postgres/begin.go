@@ -30,20 +30,55 @@ import (
 // Admissions that arrive while another is in flight on this Store go
 // together, in one round trip and one transaction (see admitbatch.go); a
 // lone one is sent at once.
+//
+// A call that must wait for a lock (its batch gave up on one, or failed)
+// waits as long as it takes, but holding up no other principal's calls:
+// see waiting. While one does, the principal's next calls go the same way
+// rather than into a batch, which they would hold up.
 func (s *Store) BeginExecution(ctx context.Context, b storage.Begin) (storage.BeginResult, error) {
-	out, err := s.admissions.Do(ctx, b)
-	if err != nil {
-		return storage.BeginResult{}, err
+	out := admitOutcome{alone: true}
+	if !s.waiting.busy(admitTurn(b.Principal)) {
+		var err error
+		if out, err = s.admissions.Do(ctx, b); err != nil {
+			return storage.BeginResult{}, err
+		}
 	}
 	if out.alone {
-		// Its batch waited too long for a lock, or failed: on its own,
-		// waiting as long as it takes, and holding up no other call.
-		out = s.admit(ctx, b, false)
+		out = s.admitWaiting(ctx, b)
 	}
 	if out.err != nil || !out.claimed {
 		return out.res, out.err
 	}
-	return s.takeOver(ctx, b)
+	return s.takeOverWaiting(ctx, b)
+}
+
+// admitTurn is the key of the turn that a principal's admissions waiting
+// for a lock take (see waiting): each needs the principal's admission
+// lock, which only one holds at a time.
+func admitTurn(principal string) string { return "admit\x00" + principal }
+
+// admitWaiting admits b alone, in tries that each wait for no lock longer
+// than lockWait, until one is not refused a lock or ctx ends (see waiting).
+func (s *Store) admitWaiting(ctx context.Context, b storage.Begin) admitOutcome {
+	var out admitOutcome
+	if err := s.waiting.wait(ctx, admitTurn(b.Principal), func(ctx context.Context) bool {
+		out = s.admit(ctx, b)
+		return out.alone
+	}); err != nil {
+		return admitOutcome{err: err}
+	}
+	return out
+}
+
+// takeOverWaiting is takeOver in tries, as admitWaiting admits.
+func (s *Store) takeOverWaiting(ctx context.Context, b storage.Begin) (res storage.BeginResult, err error) {
+	if werr := s.waiting.wait(ctx, admitTurn(b.Principal), func(ctx context.Context) bool {
+		res, err = s.takeOver(ctx, b)
+		return waitedTooLong(err)
+	}); werr != nil {
+		return storage.BeginResult{}, werr
+	}
+	return res, err
 }
 
 // lockPrincipalSQL takes the principal's admission lock until the
@@ -347,9 +382,11 @@ func (v *admitVerdict) scan(row pgx.Row) error {
 }
 
 // admit runs the new-key path for one call alone: its lock and statement
-// in one round trip. With timed, as a batch of one, it gives up waiting
-// for a lock after lockWait and answers alone (see batchSettings).
-func (s *Store) admit(ctx context.Context, b storage.Begin, timed bool) admitOutcome {
+// in one round trip. It gives up waiting for a lock after lockWait and
+// answers alone, having written nothing: a batch of one then goes on as
+// every call of a failed batch does, and a call already alone tries again
+// (see waiting).
+func (s *Store) admit(ctx context.Context, b storage.Begin) admitOutcome {
 	a, err := s.prepareAdmission(b)
 	if err != nil {
 		return admitOutcome{err: err}
@@ -364,9 +401,7 @@ func (s *Store) admit(ctx context.Context, b storage.Begin, timed bool) admitOut
 	// Unless Config.SynchronousAdmission, the admission's commit does not
 	// wait for the disk: visible to every session at once, durable with
 	// the result's commit (see Durability in doc.go).
-	if set := s.batchSettings(!s.syncAdmission, timed); set != "" {
-		batch.Queue(set)
-	}
+	batch.Queue(s.batchSettings(!s.syncAdmission, true))
 	batch.Queue(s.sql(lockPrincipalSQL), b.Principal)
 	if a.budgets {
 		// After the principal's lock, in the order of the ids (see budget.go).
@@ -390,7 +425,7 @@ func (s *Store) admit(ctx context.Context, b storage.Begin, timed bool) admitOut
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
-	if timed && waitedTooLong(err) {
+	if waitedTooLong(err) {
 		return admitOutcome{alone: true}
 	}
 	if err != nil {
@@ -491,7 +526,8 @@ func limitError(limits []storage.Limit, index []int64, used []string, oldest []*
 // returned (its reservation is kept as it is, limits are not measured again
 // and nothing is reserved twice); any other execution under the key is
 // ErrIdempotencyConflict. Taking over is rare (a retry after a crash), so it
-// keeps the plain statement-by-statement form.
+// keeps the plain statement-by-statement form. It waits for no lock longer
+// than lockWait; takeOverWaiting tries again.
 func (s *Store) takeOver(ctx context.Context, b storage.Begin) (storage.BeginResult, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
@@ -500,6 +536,10 @@ func (s *Store) takeOver(ctx context.Context, b storage.Begin) (storage.BeginRes
 	// A no-op after Commit; on every error path it discards all writes.
 	defer func() { _ = tx.Rollback(ctx) }()
 
+	// It waits for no lock longer than lockWait: see takeOverWaiting.
+	if _, err := tx.Exec(ctx, s.batchSettings(false, true)); err != nil {
+		return storage.BeginResult{}, translate(err)
+	}
 	if _, err := tx.Exec(ctx, s.sql(lockPrincipalSQL), b.Principal); err != nil {
 		return storage.BeginResult{}, translate(err)
 	}

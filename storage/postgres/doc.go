@@ -169,6 +169,42 @@
 // flight, so that one waiting does not hold up the calls arriving behind
 // it.
 //
+// # One caller cannot hold up another
+//
+// A call that must wait for a lock (its batch gave up on one; its
+// principal's row held by another instance, or by any transaction outside
+// toolgate) waits as long as it takes, but not on a connection that other
+// principals' quotes and calls need (contract section 28; see waiting.go):
+//
+//   - the waiting calls of one principal take turns in the Store, on no
+//     connection: each needs the principal's admission lock, which only
+//     one can hold at a time, so the others lose nothing by waiting in
+//     the process; while one waits, the principal's new calls join the
+//     turns rather than a batch they would hold up;
+//   - at most half the pool's connections (at least one) are held by
+//     waiting calls at once, whatever their principals: the other half
+//     serves quotes, reads and the batches;
+//   - each try waits for no lock longer than lockWait (lock_timeout), then
+//     lets go of its connection and goes to the back of the queue for one,
+//     so that calls of several principals stuck behind held locks share
+//     them and a call that is not stuck soon has its turn.
+//
+// A try that gave up wrote nothing (its transaction rolled back), and the
+// try that succeeds runs the statements a call alone always ran, under the
+// same locks, so no limit is overspent and no key runs twice. A waiting
+// call gives up only when its caller does (its context ends), with nothing
+// written. Chosen over a reserve of connections kept for fresh work alone,
+// which pgxpool cannot set aside, and over lock_timeout alone, which would
+// still let six waiting calls take turns holding every connection. Measured
+// (TestWaitingCallsDoNotHoldUpOtherPrincipals, a pool of four): with six
+// calls of one principal waiting ten seconds on its row locked outside
+// toolgate, another principal's quote and call took what they take
+// without them, where the quote had waited nine seconds. Finishes sent
+// alone after their batch failed wait the same way (a principal's in turns
+// of their own, as they need no admission lock), except those storing a
+// receipt, whose principal's sealed writes already take turns (see
+// receipt.go).
+//
 // # Budgets
 //
 // A call in budgets (storage.Begin.Budgets, migration 0017) is admitted in
@@ -182,6 +218,59 @@
 // The finish settles the amount on each budget in its one statement. A
 // call in no budget runs the statements it ran before budgets, naming
 // none of their tables. See budget.go.
+//
+// # The outbox
+//
+// Every event the gateway sends (storage.Outbox, migration 0020) is a row
+// of events, written in the transaction of the change that caused it, so
+// that no event is lost between a cause and its delivery and none is
+// written for a change that did not happen:
+//
+//   - An approval request's event (ApprovalRequest.Event) and a decision's
+//     (ApprovalDecision.Event) are WITH items of the statement that
+//     inserts the request or decides it, selected from its row: no row,
+//     no event. AddEvent, for causes that change nothing else, is one
+//     insert.
+//   - A finish's events (Finish.Events) and, when it charges, its budget
+//     alerts (Finish.Alerts) are statements after the finish's own, sent
+//     in its round trip: a finish with events is a batch of the finish
+//     statement and one to three more, pipelined as one implicit
+//     transaction; one without is the one statement it was. A resolution
+//     as completed does the same with its alerts. Each of these statements
+//     writes only the events of a cause that changed its execution's row
+//     in the same transaction, under the lease it finished under (the
+//     row's xmin is the transaction's id): a finish whose lease was lost
+//     wrote nothing, and writes no event. A failure of any statement rolls
+//     back the finish with them.
+//   - In a finish batch, the events and alerts of all its finishes follow
+//     all its finish statements, in the batch's transaction and round
+//     trip, with the same rule per finish; a batch that fails wrote none
+//     of them, and each finish sent again alone writes its own.
+//   - An alert sums its budget's charged spend over its days after the
+//     charge (budget_spend, as SpendSummary sums it) and writes its event
+//     when the sum reaches its threshold, with data.usedUsd set to it, in
+//     SQL between the bytes storage.WithUsed would put around it, unless
+//     an event of its id exists. The sum is a statement after one that
+//     takes each budget's alert lock (a transaction-scoped advisory lock):
+//     two charges made at once on two instances would each sum without the
+//     other's uncommitted one and both miss a threshold they reach
+//     together; under the lock, the second to weigh waits for the first to
+//     commit and sees its charge. The lock is taken after every row lock
+//     of the transaction, by these statements only, so it closes no cycle.
+//
+// Payloads are stored as their bytes (bytea), the bytes a deliverer
+// signs, never respelled: a caller's input may carry an escaped NUL or
+// bytes that are not UTF-8 into a payload, which jsonb or text would
+// refuse. Ids and types, text, are checked for what PostgreSQL's text
+// cannot hold before anything is sent.
+//
+// A deliverer's claim (ClaimEvents) locks the due events FOR UPDATE SKIP
+// LOCKED and leases them in one statement: claims on any number of
+// instances pass over each other's events, and one that meets a lease
+// just committed re-checks it and passes too. EventAttempted checks the
+// lease token and bumps event_counts, the counts EventStats reports and
+// pruning never lowers, in the same statement. Prune deletes delivered
+// events only.
 //
 // # Durability
 //

@@ -188,7 +188,11 @@ func (s *Store) FinishExecution(ctx context.Context, f storage.Finish) error {
 	switch out.then {
 	case finishAgainAlone:
 		// Its batch wrote nothing of it: on its own, on this goroutine
-		// (see finishBatch).
+		// (see finishBatch), waiting for any lock as long as it takes
+		// without holding up other principals' calls (see waiting).
+		if out.x.f.Seal == nil {
+			return s.finishWaiting(ctx, out.x)
+		}
 		return s.finishAlone(ctx, out.x, false)
 	case explainFinish:
 		return s.finishFailure(ctx, f)
@@ -271,6 +275,47 @@ func (s *Store) finishAlone(ctx context.Context, x finishing, remembered bool) e
 		return nil
 	}
 	return s.finishFailure(ctx, x.f)
+}
+
+// finishTimed sends a finish without a receipt in its own round trip, as
+// finishAlone does, but waits for no lock longer than lockWait, and then
+// returns the database's error, having written nothing: finishWaiting
+// tries again.
+func (s *Store) finishTimed(ctx context.Context, x finishing) error {
+	// One implicit transaction: the setting lasts until the statement ends.
+	batch := &pgx.Batch{}
+	batch.Queue(s.batchSettings(false, true))
+	batch.Queue(s.sql(x.statement()), x.args()...)
+	br := s.pool.SendBatch(ctx, batch)
+	var n int
+	_, err := br.Exec()
+	if err == nil {
+		err = br.QueryRow().Scan(&n)
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return translate(err)
+	}
+	if n == 1 {
+		return nil
+	}
+	return s.finishFailure(ctx, x.f)
+}
+
+// finishWaiting is finishTimed in tries, until one is not refused a lock
+// or ctx ends (see waiting). A principal's finishes that wait take turns,
+// apart from its admissions: a finish needs no admission lock.
+func (s *Store) finishWaiting(ctx context.Context, x finishing) error {
+	var err error
+	if werr := s.waiting.wait(ctx, "finish\x00"+x.f.Principal, func(ctx context.Context) bool {
+		err = s.finishTimed(ctx, x)
+		return waitedTooLong(err)
+	}); werr != nil {
+		return werr
+	}
+	return err
 }
 
 // finishSealed is FinishExecution with a receipt: finishSealedSQL, run by

@@ -84,52 +84,19 @@ type chainHead struct {
 // read. Heads are bounded as memo's maps are: forgetting one costs its
 // principal's next finish a read.
 type chains struct {
+	turns turns // principals with a sealed write in flight or waiting
 	mu    sync.Mutex
-	turns map[string]*turn     // principals with a sealed write in flight or waiting
 	heads map[string]chainHead // at most maxRemembered
 }
 
-// turn is one principal's turn: a one-slot channel, so that a caller can
-// stop waiting when its context ends. refs counts its holder and waiters;
-// the last one out deletes it.
-type turn struct {
-	slot chan struct{}
-	refs int
-}
-
 func newChains() *chains {
-	return &chains{turns: map[string]*turn{}, heads: map[string]chainHead{}}
+	return &chains{turns: turns{m: map[string]*turn{}}, heads: map[string]chainHead{}}
 }
 
 // wait takes the principal's turn, waiting for the caller before it, and
 // returns the function that gives it back.
 func (c *chains) wait(ctx context.Context, principal string) (release func(), err error) {
-	c.mu.Lock()
-	t, ok := c.turns[principal]
-	if !ok {
-		t = &turn{slot: make(chan struct{}, 1)}
-		c.turns[principal] = t
-	}
-	t.refs++
-	c.mu.Unlock()
-	select {
-	case t.slot <- struct{}{}:
-		return func() {
-			<-t.slot
-			c.leave(principal, t)
-		}, nil
-	case <-ctx.Done():
-		c.leave(principal, t)
-		return nil, ctx.Err()
-	}
-}
-
-func (c *chains) leave(principal string, t *turn) {
-	c.mu.Lock()
-	if t.refs--; t.refs == 0 {
-		delete(c.turns, principal)
-	}
-	c.mu.Unlock()
+	return c.turns.wait(ctx, principal)
 }
 
 // head returns the principal's chain head as last committed or read.

@@ -51,6 +51,9 @@ type Store struct {
 	// batchRetries counts the batches that failed as a whole and were
 	// sent again call by call.
 	batchRetries atomic.Int64
+	// waiting keeps calls that wait for a lock off the connections that
+	// other principals need (see waiting).
+	waiting *waiting
 	// plain is the running executions this Store admitted in no budget,
 	// whose finish may leave the budgets' tables out (see plainCalls).
 	plain *plainCalls
@@ -70,7 +73,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Store, error) {
 	}
 	s := &Store{pool: pool, schema: pgx.Identifier{cfg.Schema}.Sanitize(), syncAdmission: cfg.SynchronousAdmission,
 		memo: newMemo(), chains: newChains(), budgets: newKnownLocks(), principals: newKnownLocks(), plain: newPlainCalls(),
-		lockWait: lockWait}
+		lockWait: lockWait, waiting: newWaiting(int(pool.Config().MaxConns))}
 	s.admissions = batcher.New(maxAdmitBatch, batchesInFlight, admissionKey, s.runAdmissions,
 		func(err error) admitOutcome { return admitOutcome{err: err} })
 	s.finishes = batcher.New(maxFinishBatch, batchesInFlight, nil, s.runFinishes,

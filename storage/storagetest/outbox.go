@@ -1,9 +1,7 @@
 package storagetest
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -14,7 +12,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/outbox"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
@@ -83,19 +80,9 @@ func usedIn(t *testing.T, payload []byte) string {
 	return body.Data.UsedUSD
 }
 
-// failingSender fails every send, counting them.
-type failingSender struct {
-	mu    sync.Mutex
-	sends []time.Time
-	now   func() time.Time
-}
-
-func (f *failingSender) Send(ctx context.Context, e storage.Event) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.sends = append(f.sends, f.now())
-	return errors.New("503")
-}
+// outboxMaxWait is the longest wait between two attempts of an event, as
+// package outbox's deliverer schedules them.
+const outboxMaxWait = 5 * time.Minute
 
 func testOutbox(t *testing.T, newStore newStoreFunc) {
 	t.Run("AddedOnceByID", func(t *testing.T) {
@@ -307,43 +294,45 @@ func testOutbox(t *testing.T, newStore newStoreFunc) {
 		t.Parallel()
 		h := newHarness(t, newStore)
 		h.add(newEvent("approval_request.created", "ev-1", t0))
-		now := t0
-		clock := func() time.Time { return now }
-		sender := &failingSender{now: clock}
-		d := outbox.New(h.s, sender, &outbox.Config{
-			Now:      clock,
-			RetryFor: 24 * time.Hour,
-			Backoff: func(n int) time.Duration {
-				if n > 10 {
-					return outbox.MaxBackoff
-				}
-				return min(2*time.Second<<(n-1), outbox.MaxBackoff)
-			},
-		})
-		// Walk the clock to each due time the store gives, as a poll would.
+		// A deliverer's schedule (package outbox's, without its jitter):
+		// waits of 2 s doubling to 5 minutes, for a retry period of 24
+		// hours from the event's creation, the last attempt at its end.
+		end := t0.Add(24 * time.Hour)
+		now, attempts := t0, 0
 		var waits []time.Duration
 		for range 400 {
-			n, err := d.DeliverDue(h.ctx)
-			require.NoError(t, err)
-			got := h.events("")
-			require.Len(t, got, 1)
-			if got[0].Status == storage.EventFailed {
+			got := h.claim(now, 1)
+			require.Len(t, got, 1, "due at %s", now)
+			attempts++
+			assert.Equal(t, attempts, got[0].Attempts)
+			assertTime(t, t0, got[0].RetryingSince)
+			a := storage.EventAttempt{ID: got[0].ID, LeaseToken: got[0].LeaseToken, Now: now, LastError: "503 Service Unavailable"}
+			if !now.Before(end) {
+				a.Status = storage.EventFailed
+				require.NoError(t, h.s.EventAttempted(h.ctx, a))
 				break
 			}
-			if n == 1 {
-				waits = append(waits, got[0].NextAttemptAt.Sub(now))
-				assert.Empty(t, h.claim(got[0].NextAttemptAt.Add(-time.Millisecond), 1), "not due before its time")
+			wait := outboxMaxWait
+			if attempts < 10 {
+				wait = min(2*time.Second<<(attempts-1), outboxMaxWait)
 			}
-			now = got[0].NextAttemptAt
+			a.Status, a.RetryAt = storage.EventPending, now.Add(wait)
+			if a.RetryAt.After(end) {
+				a.RetryAt = end
+			}
+			require.NoError(t, h.s.EventAttempted(h.ctx, a))
+			waits = append(waits, a.RetryAt.Sub(now))
+			assert.Empty(t, h.claim(a.RetryAt.Add(-time.Millisecond), 1), "not due before its time")
+			now = a.RetryAt
 		}
 		require.GreaterOrEqual(t, len(waits), 10)
 		want := []time.Duration{2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 32 * time.Second, 64 * time.Second, 128 * time.Second, 256 * time.Second, 5 * time.Minute, 5 * time.Minute}
 		assert.Equal(t, want, waits[:10], "doubling from 2 s to at most 5 minutes")
 		got := h.events("")[0]
 		assert.Equal(t, storage.EventFailed, got.Status, "failed after its retry period")
-		assertTime(t, t0.Add(24*time.Hour), got.FinishedAt, "the last attempt at the period's end")
-		assert.Equal(t, "503", got.LastError)
-		assert.Equal(t, len(sender.sends), got.Attempts)
+		assertTime(t, end, got.FinishedAt, "the last attempt at the period's end")
+		assert.Equal(t, "503 Service Unavailable", got.LastError)
+		assert.Equal(t, attempts, got.Attempts)
 		stats, err := h.s.EventStats(h.ctx)
 		require.NoError(t, err)
 		assert.Equal(t, map[string]int64{"approval_request.created": 1}, stats.Failed)
