@@ -139,12 +139,24 @@ func runEventsRetry(ctx context.Context, c *cli, cmd *command, args []string) in
 	fs := c.flagSet(cmd)
 	configPath := fs.String("config", "", "the server's config `file`")
 	allFailed := fs.Bool("failed", false, "every failed event")
-	if code, ok := c.parse(cmd, fs, args); !ok {
-		return code
+	// The id may come before the flags, as the README writes it: the
+	// flags after it are parsed too.
+	var ids []string
+	for {
+		if code, ok := c.parse(cmd, fs, args); !ok {
+			return code
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		ids, args = append(ids, fs.Arg(0)), fs.Args()[1:]
 	}
-	id := fs.Arg(0)
+	id := ""
+	if len(ids) > 0 {
+		id = ids[0]
+	}
 	switch {
-	case fs.NArg() > 1 || *allFailed && id != "":
+	case len(ids) > 1 || *allFailed && id != "":
 		c.mistake(cmd, errors.New("name one event, or -failed for every failed one"))
 		return exitUsage
 	case !*allFailed && id == "":

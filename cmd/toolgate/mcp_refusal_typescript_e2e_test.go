@@ -169,7 +169,7 @@ func (r refusalResult) requireRefusal(t *testing.T) refusalBody {
 	var body refusalBody
 	require.NoError(t, json.Unmarshal([]byte(r.Content[0].Text), &body), "the text is the HTTP error body: %s", r.Content[0].Text)
 	assert.Equal(t, "spend_limit_exceeded", body.Error.Code)
-	assert.Equal(t, "the call would break your spend controls", body.Error.Message)
+	assert.Regexp(t, `^the call would (break your spend controls|exceed a budget: Call would exceed .+)$`, body.Error.Message)
 	meta, err := json.Marshal(r.Meta["toolgate/error"])
 	require.NoError(t, err)
 	assert.JSONEq(t, r.Content[0].Text, string(meta), "the same body in _meta")

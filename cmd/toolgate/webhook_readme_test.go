@@ -33,7 +33,7 @@ func TestREADMEWebhookReceiver(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a program with the go tool")
 	}
-	section := readmeSection(t, "Approver mode: people approve, agents ask")
+	section := readmeSection(t, "Events that arrive")
 	_, recipe, found := strings.Cut(section, "\n### Receiving webhooks\n")
 	require.True(t, found, "the README says how to receive webhooks")
 	blocks := shellBlocks(recipe)
