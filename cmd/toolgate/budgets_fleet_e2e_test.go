@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -330,22 +331,26 @@ func ownDatabase(t *testing.T, base string) string {
 		return base
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			t.Errorf("drop database %s: %v", name, err)
-			return
-		}
-		defer conn.Close(ctx)
 		// The servers have exited and closed their pools, so the plain
 		// form works too where WITH (FORCE) (PostgreSQL 13) is not known.
+		// Each try has a connection of its own: a failed statement may
+		// close the one it ran on. A loaded machine may take a while.
 		drop := "DROP DATABASE IF EXISTS " + pgx.Identifier{name}.Sanitize()
-		if _, err := conn.Exec(ctx, drop+" WITH (FORCE)"); err != nil {
-			if _, err := conn.Exec(ctx, drop); err != nil {
-				t.Errorf("drop database %s: %v", name, err)
+		var errs []error
+		for _, stmt := range []string{drop + " WITH (FORCE)", drop, drop + " WITH (FORCE)"} {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			conn, err := pgx.Connect(ctx, base)
+			if err == nil {
+				_, err = conn.Exec(ctx, stmt)
+				conn.Close(ctx)
 			}
+			cancel()
+			if err == nil {
+				return
+			}
+			errs = append(errs, err)
 		}
+		t.Errorf("drop database %s: %v", name, errors.Join(errs...))
 	})
 	u, err := url.Parse(base)
 	require.NoError(t, err)
