@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/toolgate/toolgate/internal/suggest"
 )
 
 // command is one of toolgate's commands. Each parses its own flags with
@@ -102,7 +104,7 @@ func (c *cli) words(name string) []string {
 // didYouMeanCommand is didYouMean for a word after name ("" for toolgate
 // itself), suggesting the whole command: "mcp pin" for "mcp pn".
 func (c *cli) didYouMeanCommand(name, word string) string {
-	meant := nearest(word, c.words(name))
+	meant := suggest.Nearest(word, c.words(name))
 	if meant == "" {
 		return ""
 	}

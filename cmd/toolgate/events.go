@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/toolgate/toolgate/server"
 	"github.com/toolgate/toolgate/storage"
 )
 
@@ -47,16 +48,16 @@ func openConfigStore(ctx context.Context, c *cli, path string) (storage.Store, f
 		fmt.Fprintln(c.stderr, "toolgate: -config must name the server's config file, whose store holds the events")
 		return nil, nil, exitUsage
 	}
-	_, cfg, err := loadConfig(path)
+	cfg, err := server.LoadConfig(path)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "toolgate: %s: %v\n", path, err)
 		return nil, nil, exitUsage
 	}
-	if cfg.storageKind() == "memory" {
+	if cfg.StorageKind() == "memory" {
 		fmt.Fprintf(c.stderr, "toolgate: %s: its storage is memory, which only the running server sees: nothing to read\n", path)
 		return nil, nil, exitUsage
 	}
-	store, closeStore, err := openStore(ctx, cfg, slog.New(slog.DiscardHandler))
+	store, closeStore, err := server.OpenStore(ctx, cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		fmt.Fprintf(c.stderr, "toolgate: %v\n", err)
 		return nil, nil, exitFailed

@@ -68,9 +68,9 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/server"
 )
 
 // Exit codes.
@@ -79,9 +79,6 @@ const (
 	exitFailed = 1
 	exitUsage  = 2
 )
-
-// retentionInterval is how often expired records are pruned.
-const retentionInterval = time.Minute
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -141,12 +138,12 @@ func (o *serveOptions) check(fs *flag.FlagSet, getenv func(string) string) error
 		return err
 	}
 	if o.listen != "" {
-		if err := checkListen(o.listen); err != nil {
+		if err := server.CheckListen(o.listen); err != nil {
 			return fmt.Errorf("-listen: %w", err)
 		}
 	}
 	if o.metricsListen != "" {
-		if err := checkListen(o.metricsListen); err != nil {
+		if err := server.CheckListen(o.metricsListen); err != nil {
 			return fmt.Errorf("-metrics-listen: %w", err)
 		}
 	}
@@ -169,26 +166,20 @@ flags only is "toolgate serve".`,
 	run: runServe,
 }
 
-// configure reads the config file at path and makes the registry it
-// describes or, with no path, makes the development setup, over the
-// built-in tools, and its keys (from devKeysFile when given). A mistake is
-// reported on stderr and comes back as the exit code to stop with; exitOK
-// means go on.
-func configure(path, devKeysFile string, stderr io.Writer) (*registry.Registry, *Config, *devSetup, int) {
+// configure reads the config file at path or, with no path, makes the
+// development setup and its keys (from devKeysFile when given). A mistake
+// is reported on stderr and comes back as the exit code to stop with;
+// exitOK means go on.
+func configure(path, devKeysFile string, stderr io.Writer) (*server.Config, *devSetup, int) {
 	if path == "" {
-		reg, err := newRegistry()
-		if err != nil {
-			fmt.Fprintf(stderr, "toolgate: %v\n", err)
-			return nil, nil, nil, exitFailed
-		}
 		dev, err := newDevSetup(devKeysFile)
 		if err != nil {
 			fmt.Fprintf(stderr, "toolgate: %v\n", err)
-			return nil, nil, nil, exitUsage
+			return nil, nil, exitUsage
 		}
-		return reg, dev.config(), dev, exitOK
+		return server.DevConfig(dev.keys), dev, exitOK
 	}
-	reg, cfg, err := loadConfig(path)
+	cfg, err := server.LoadConfig(path)
 	if err != nil {
 		var me *registry.ManifestError
 		if errors.As(err, &me) {
@@ -196,9 +187,9 @@ func configure(path, devKeysFile string, stderr io.Writer) (*registry.Registry, 
 		} else {
 			fmt.Fprintf(stderr, "toolgate: %s: %v\n", path, err)
 		}
-		return nil, nil, nil, exitUsage
+		return nil, nil, exitUsage
 	}
-	return reg, cfg, nil, exitOK
+	return cfg, nil, exitOK
 }
 
 // run is the whole program; ctx is done when it should stop. It returns
@@ -220,7 +211,7 @@ func runServe(ctx context.Context, c *cli, cmd *command, args []string) int {
 		return exitUsage
 	}
 	stdout, stderr := c.stdout, c.stderr
-	reg, cfg, dev, code := configure(opts.configPath, opts.devKeys, stderr)
+	cfg, dev, code := configure(opts.configPath, opts.devKeys, stderr)
 	if code != exitOK {
 		return code
 	}
@@ -241,66 +232,39 @@ func runServe(ctx context.Context, c *cli, cmd *command, args []string) int {
 	}
 
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	tel, err := newTelemetry(ctx, cfg, c.getenv)
-	if err != nil {
-		log.Error("cannot start tracing", "error", err)
-		return exitFailed
-	}
-	defer tel.close(log)
-	a, err := build(ctx, cfg, reg, opts.offline, tel, log)
+	srv, err := server.New(ctx, cfg, &server.Options{Logger: log, Offline: opts.offline, Getenv: c.getenv})
 	if err != nil {
 		log.Error("cannot start", "error", err)
 		return exitFailed
 	}
+	defer srv.Close() // after the drain: calls in flight still write to the store
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		a.close()
 		fmt.Fprintf(stderr, "toolgate: %s\n", listenProblem(cfg.Listen, err, "-listen"))
 		return exitFailed
 	}
 	var metricsLn net.Listener
+	metricsAddr := ""
 	if cfg.MetricsListen != "" {
 		if metricsLn, err = net.Listen("tcp", cfg.MetricsListen); err != nil {
 			ln.Close()
-			a.close()
 			fmt.Fprintf(stderr, "toolgate: %s\n", listenProblem(cfg.MetricsListen, err, metricsFlag))
 			return exitFailed
 		}
+		metricsAddr = metricsLn.Addr().String()
 	}
 	baseURL := "http://" + ln.Addr().String()
-	a.listening(baseURL)
 	fmt.Fprintf(stdout, "toolgate listening on %s\n", baseURL)
 	if metricsLn != nil {
-		fmt.Fprintf(stdout, "toolgate metrics on http://%s/metrics\n", metricsLn.Addr())
+		fmt.Fprintf(stdout, "toolgate metrics on http://%s/metrics\n", metricsAddr)
 	}
 	if dev != nil {
 		dev.printHelp(stdout, baseURL, opts.offline)
 	}
-	metricsAddr := ""
-	if metricsLn != nil {
-		metricsAddr = metricsLn.Addr().String()
-	}
-	log.Info("started", "address", ln.Addr().String(), "storage", cfg.storageKind(), "offline", opts.offline,
+	log.Info("started", "address", ln.Addr().String(), "storage", cfg.StorageKind(), "offline", opts.offline,
 		"principals", len(cfg.Principals), "development", dev != nil,
-		"metrics", metricsAddr, "tracing", tel.tracing != nil)
-	logGeneratedReceiptKey(log, a.generatedReceiptKey)
-
-	background, stopBackground := context.WithCancel(context.Background())
-	go a.gw.RunRetention(background, retentionInterval)
-	metricsDone := make(chan struct{})
-	if metricsLn != nil {
-		go func() {
-			defer close(metricsDone)
-			tel.serveMetrics(background, metricsLn, log)
-		}()
-	} else {
-		close(metricsDone)
-	}
-	err = serve(ctx, ln, logRequests(log, a.handler), cfg.upstreamTimeout(), log, a.shutdown)
-	stopBackground()
-	<-metricsDone
-	a.close() // after the drain: calls in flight still write to the store
-	if err != nil {
+		"metrics", metricsAddr, "tracing", c.getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || c.getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "")
+	if err := srv.ServeListeners(ctx, ln, metricsLn); err != nil {
 		log.Error("stopped with an error", "error", err)
 		return exitFailed
 	}

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate/mcpupstream"
-	"github.com/toolgate/toolgate/registry"
 )
 
 // mcpPinCommand is "toolgate mcp pin".
@@ -45,7 +44,7 @@ func runPin(ctx context.Context, c *cli, cmd *command, args []string) int {
 		c.mistake(cmd, errors.New("-config FILE is required"))
 		return exitUsage
 	}
-	_, cfg, _, code := configure(flags.configPath, "", stderr)
+	cfg, _, code := configure(flags.configPath, "", stderr)
 	if code != exitOK {
 		return code
 	}
@@ -63,7 +62,7 @@ func runPin(ctx context.Context, c *cli, cmd *command, args []string) int {
 		return exitFailed
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	pins, failed, err := mcpupstream.Inspect(ctx, mcpServersOf(cfg), &mcpupstream.Options{Logger: log})
+	pins, failed, err := mcpupstream.Inspect(ctx, cfg.MCPUpstreams(), &mcpupstream.Options{Logger: log})
 	if err != nil {
 		fmt.Fprintf(stderr, "toolgate mcp pin: %v\n", err)
 		return exitUsage
@@ -115,20 +114,4 @@ func count(changes []mcpupstream.Change, kind string) int {
 		}
 	}
 	return n
-}
-
-// mcpServersOf is the config's MCP servers with the config's "trust" of
-// their tools, by slug.
-func mcpServersOf(cfg *Config) []mcpupstream.Server {
-	servers := slices.Clone(cfg.MCPServers)
-	for slug, t := range cfg.Trust {
-		if i, ok := cfg.mcpServerOf(slug); ok {
-			servers[i].Trust = maps.Clone(servers[i].Trust)
-			if servers[i].Trust == nil {
-				servers[i].Trust = map[string]registry.Trust{}
-			}
-			servers[i].Trust[slug] = t
-		}
-	}
-	return servers
 }
