@@ -1,17 +1,14 @@
-// Command toolgate is the standalone toolgate server: the gateway's HTTP API,
-// MCP at /mcp and the approval pages, over the built-in tools (unless its
-// config's "builtinTools" is false) and the tools of the manifests and MCP
-// servers its config names, configured by one JSON file; and the commands
-// around it.
+// Command toolgate is the standalone toolgate server, package
+// github.com/toolgate/toolgate/server run from one JSON config file: the
+// gateway's HTTP API, MCP at /mcp and the approval pages, over the built-in
+// tools (unless the config's "builtinTools" is false) and the tools of the
+// manifests and MCP servers it names; and the commands around it.
 //
-//	toolgate [serve] [-config FILE] [-listen ADDR] [-offline] [-dev-keys FILE]
-//	toolgate mcp [-config FILE -principal ID] [-offline]
-//	toolgate mcp pin -config FILE
-//	toolgate tools check [-config FILE] [-strict] MANIFEST...
-//	toolgate help [COMMAND]
-//	toolgate version
+//	toolgate [serve] [-config FILE] [-listen ADDR] [-metrics-listen ADDR] [-offline] [-dev-keys FILE]
+//	toolgate COMMAND [arguments]
 //
-// "toolgate help" lists every command, one line each; each command
+// "toolgate help" lists every command (mcp, mcp pin, tools check, receipts
+// export and verify, events list and retry, version), one line each; each
 // answers -h with its usage on stdout and exit 0, and a mistake in its
 // arguments with one line on stderr and exit 2.
 //
@@ -27,32 +24,17 @@
 // metricsListen, so that instances on one host can share a config file.
 //
 // Once listening, the server prints "toolgate listening on http://ADDR" on
-// stdout (and "toolgate metrics on http://ADDR/metrics" when the config's
-// metricsListen, or -metrics-listen, serves Prometheus metrics), and logs JSON to stderr (never
-// an API key). With OTEL_EXPORTER_OTLP_ENDPOINT set it exports traces over
-// OTLP/HTTP. SIGINT or SIGTERM stops accepting connections, lets the calls
-// in flight finish, stops the MCP servers the config starts (SIGTERM, then
-// SIGKILL after 5 s, with whatever they started), and exits 0.
+// stdout (and "toolgate metrics on http://ADDR/metrics" when it serves
+// Prometheus metrics), and logs JSON to stderr (never an API key). With
+// OTEL_EXPORTER_OTLP_ENDPOINT set it exports traces over OTLP/HTTP. SIGINT
+// or SIGTERM stops accepting connections, lets the calls in flight finish,
+// stops the MCP servers the config starts (SIGTERM, then SIGKILL after 5 s,
+// with whatever they started), and exits 0.
 //
 // Exit codes: 0 after a clean stop, 1 when the server cannot start or stop
 // cleanly (an address in use says which, and how to choose another), 2 for
 // a mistake in the flags, the config file or a tool manifest it names (one
 // line: the manifest's file, the JSON path and the reason).
-//
-// "toolgate mcp" serves MCP over stdin and stdout to one principal of the
-// config (the development principal without one), with the gateway in
-// process: stdout carries protocol messages only, logs go to stderr.
-//
-// "toolgate mcp pin" connects to every MCP server of the config
-// ("mcpServers"), writes the digest of each tool it serves to the config's
-// pins file, and prints what changed since its last version, tool by tool
-// and field by field. With pins, a tool whose definition is not the one
-// pinned is served but blocked; a running gateway reads the file again
-// when it changes.
-//
-// "toolgate tools check" validates tool manifests as the server would load
-// them, without needing their credentials, and prints "SLUG VERSION DIGEST"
-// for each good one and every mistake of each bad one.
 package main
 
 import (
@@ -69,15 +51,9 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/toolgate/toolgate/internal/cli"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/server"
-)
-
-// Exit codes.
-const (
-	exitOK     = 0
-	exitFailed = 1
-	exitUsage  = 2
 )
 
 func main() {
@@ -105,7 +81,7 @@ func (s *setupFlags) add(fs *flag.FlagSet) {
 // finish refuses stray arguments once fs is parsed; the config file falls
 // back to $TOOLGATE_CONFIG.
 func (s *setupFlags) finish(fs *flag.FlagSet, getenv func(string) string) error {
-	if err := noArgs(fs); err != nil {
+	if err := cli.NoArgs(fs); err != nil {
 		return err
 	}
 	if s.configPath == "" {
@@ -154,16 +130,17 @@ func (o *serveOptions) check(fs *flag.FlagSet, getenv func(string) string) error
 }
 
 // serveCommand is the server, which toolgate runs without a command too.
-var serveCommand = &command{
-	name:     "serve",
-	synopsis: "[-config FILE] [-listen ADDR] [-metrics-listen ADDR] [-offline] [-dev-keys FILE]",
-	summary:  "run the gateway: its HTTP API, MCP at /mcp and the approval pages (the default)",
-	about: `Serves the gateway's HTTP API, MCP over streamable HTTP at /mcp, and the
+var serveCommand = &cli.Command{
+	Name:     "serve",
+	Synopsis: "[-config FILE] [-listen ADDR] [-metrics-listen ADDR] [-offline] [-dev-keys FILE]",
+	Summary:  "run the gateway: its HTTP API, MCP at /mcp and the approval pages (the default)",
+	About: `Serves the gateway's HTTP API, MCP over streamable HTTP at /mcp, and the
 approval pages at /approvals, configured by one JSON file (-config, or
 $TOOLGATE_CONFIG). With neither, a development setup on 127.0.0.1:8080:
 memory store, fresh keys printed with example commands. "toolgate" with
 flags only is "toolgate serve".`,
-	run: runServe,
+	Flags: func(fs *flag.FlagSet) { newServeOptions(fs) },
+	Run:   runServe,
 }
 
 // configure reads the config file at path or, with no path, makes the
@@ -192,25 +169,18 @@ func configure(path, devKeysFile string, stderr io.Writer) (*server.Config, *dev
 	return cfg, nil, exitOK
 }
 
-// run is the whole program; ctx is done when it should stop. It returns
-// the exit code.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	c := &cli{commands: commands, getenv: getenv, stdin: os.Stdin, stdout: stdout, stderr: stderr}
-	return c.run(ctx, args)
-}
-
 // runServe is the server.
-func runServe(ctx context.Context, c *cli, cmd *command, args []string) int {
-	fs := c.flagSet(cmd)
+func runServe(ctx context.Context, c *cli.CLI, cmd *cli.Command, args []string) int {
+	fs := c.FlagSet(cmd)
 	opts := newServeOptions(fs)
-	if code, ok := c.parse(cmd, fs, args); !ok {
+	if code, ok := c.Parse(cmd, fs, args); !ok {
 		return code
 	}
-	if err := opts.check(fs, c.getenv); err != nil {
-		c.mistake(cmd, err)
+	if err := opts.check(fs, c.Getenv); err != nil {
+		c.Mistake(cmd, err)
 		return exitUsage
 	}
-	stdout, stderr := c.stdout, c.stderr
+	stdout, stderr := c.Stdout, c.Stderr
 	cfg, dev, code := configure(opts.configPath, opts.devKeys, stderr)
 	if code != exitOK {
 		return code
@@ -232,7 +202,7 @@ func runServe(ctx context.Context, c *cli, cmd *command, args []string) int {
 	}
 
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	srv, err := server.New(ctx, cfg, &server.Options{Logger: log, Offline: opts.offline, Getenv: c.getenv})
+	srv, err := server.New(ctx, cfg, &server.Options{Logger: log, Offline: opts.offline, Getenv: c.Getenv})
 	if err != nil {
 		log.Error("cannot start", "error", err)
 		return exitFailed
@@ -263,7 +233,7 @@ func runServe(ctx context.Context, c *cli, cmd *command, args []string) int {
 	}
 	log.Info("started", "address", ln.Addr().String(), "storage", cfg.StorageKind(), "offline", opts.offline,
 		"principals", len(cfg.Principals), "development", dev != nil,
-		"metrics", metricsAddr, "tracing", c.getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || c.getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "")
+		"metrics", metricsAddr, "tracing", c.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || c.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "")
 	if err := srv.ServeListeners(ctx, ln, metricsLn); err != nil {
 		log.Error("stopped with an error", "error", err)
 		return exitFailed

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 
+	"github.com/toolgate/toolgate/internal/cli"
 	"github.com/toolgate/toolgate/server"
 )
 
@@ -17,32 +18,32 @@ type mcpOptions struct {
 }
 
 // mcpCommand is "toolgate mcp".
-var mcpCommand = &command{
-	name:     "mcp",
-	synopsis: "[-config FILE -principal ID] [-offline]",
-	summary:  "speak MCP over stdio (stdin and stdout) to one principal, the gateway in process",
-	about: `Speaks the Model Context Protocol over stdio: an MCP client starts
+var mcpCommand = &cli.Command{
+	Name:     "mcp",
+	Synopsis: "[-config FILE -principal ID] [-offline]",
+	Summary:  "speak MCP over stdio (stdin and stdout) to one principal, the gateway in process",
+	About: `Speaks the Model Context Protocol over stdio: an MCP client starts
 "toolgate mcp" as a subprocess and talks to it on its stdin and stdout.
 The gateway runs in this process, for one principal of the config
 (-principal), or for the development setup's principal without a config.
 stdout carries protocol messages only; logs go to stderr.`,
-	run: runMCP,
+	Run: runMCP,
 }
 
 // runMCP is "toolgate mcp": the gateway in process, speaking MCP over stdin
 // and stdout for one principal. stdout carries protocol messages only;
 // everything else, logs and mistakes, goes to stderr.
-func runMCP(ctx context.Context, c *cli, cmd *command, args []string) int {
-	fs := c.flagSet(cmd)
+func runMCP(ctx context.Context, c *cli.CLI, cmd *cli.Command, args []string) int {
+	fs := c.FlagSet(cmd)
 	var opts mcpOptions
 	opts.add(fs)
 	fs.StringVar(&opts.principal, "principal", "", "call as the config's principal `id` (required with a config)")
-	if code, ok := c.parse(cmd, fs, args); !ok {
+	if code, ok := c.Parse(cmd, fs, args); !ok {
 		return code
 	}
-	stdin, stdout, stderr := c.stdin, c.stdout, c.stderr
-	if err := opts.finish(fs, c.getenv); err != nil {
-		c.mistake(cmd, err)
+	stdin, stdout, stderr := c.Stdin, c.Stdout, c.Stderr
+	if err := opts.finish(fs, c.Getenv); err != nil {
+		c.Mistake(cmd, err)
 		return exitUsage
 	}
 	cfg, _, code := configure(opts.configPath, "", stderr)
@@ -59,7 +60,7 @@ func runMCP(ctx context.Context, c *cli, cmd *command, args []string) int {
 	// Over stdio there is no address to serve metrics on; traces are
 	// exported as the server's are, when OTEL_EXPORTER_OTLP_ENDPOINT is set.
 	cfg.MetricsListen = ""
-	srv, err := server.New(ctx, cfg, &server.Options{Logger: log, Offline: opts.offline, Getenv: c.getenv})
+	srv, err := server.New(ctx, cfg, &server.Options{Logger: log, Offline: opts.offline, Getenv: c.Getenv})
 	if err != nil {
 		log.Error("cannot start", "error", err)
 		return exitFailed

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,27 +13,28 @@ import (
 	"time"
 
 	gatewayclient "github.com/toolgate/toolgate/client"
+	"github.com/toolgate/toolgate/internal/cli"
 	"github.com/toolgate/toolgate/receipt"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
-var receiptsExportCommand = &command{
-	name:     "receipts export",
-	synopsis: "-url URL [-key KEY] [-principal ID] [-o FILE]",
-	summary:  "write a principal's receipts from a gateway as JSON lines",
-	about: `Reads the chain of receipts of the key's principal (or, with an approver's
+var receiptsExportCommand = &cli.Command{
+	Name:     "receipts export",
+	Synopsis: "-url URL [-key KEY] [-principal ID] [-o FILE]",
+	Summary:  "write a principal's receipts from a gateway as JSON lines",
+	About: `Reads the chain of receipts of the key's principal (or, with an approver's
 key, of -principal) from a running gateway, page by page, and writes each
 signed receipt on a line of its own, exactly as the gateway signed it: the
 file "toolgate receipts verify -file" checks, anywhere, with the published
 keys. The API key is -key, or $TOOLGATE_API_KEY.`,
-	run: runReceiptsExport,
+	Run: runReceiptsExport,
 }
 
-var receiptsVerifyCommand = &command{
-	name:     "receipts verify",
-	synopsis: "(-url URL [-key KEY] [-principal ID] | -file FILE) [-keys FILE|URL]",
-	summary:  "check that a chain of receipts is whole, in order and signed by the gateway's keys",
-	about: `Checks every receipt's signature against the published keys, and that each
+var receiptsVerifyCommand = &cli.Command{
+	Name:     "receipts verify",
+	Synopsis: "(-url URL [-key KEY] [-principal ID] | -file FILE) [-keys FILE|URL]",
+	Summary:  "check that a chain of receipts is whole, in order and signed by the gateway's keys",
+	About: `Checks every receipt's signature against the published keys, and that each
 principal's receipts run from seq 1 with no gap, each linked to the one
 before. The chain comes from a running gateway (-url, with the API key in
 -key or $TOOLGATE_API_KEY) or from a file "toolgate receipts export" wrote
@@ -43,7 +43,7 @@ The keys come from -keys, a file or URL of the gateway's key document
 (/.well-known/toolgate-receipt-keys); with -url and no -keys, from that
 gateway. Prints how many receipts verified, exit 0; or the first break, with
 its seq and the check that failed, exit 1.`,
-	run: runReceiptsVerify,
+	Run: runReceiptsVerify,
 }
 
 // receiptSourceFlags are the flags that say where a chain comes from.
@@ -61,10 +61,10 @@ func (f *receiptSourceFlags) register(fs interface {
 
 // receiptPages calls each with every receipt of the chain at the gateway,
 // in seq order.
-func receiptPages(ctx context.Context, c *cli, f receiptSourceFlags, each func([]byte) error) error {
+func receiptPages(ctx context.Context, c *cli.CLI, f receiptSourceFlags, each func([]byte) error) error {
 	key := f.key
 	if key == "" {
-		key = c.getenv("TOOLGATE_API_KEY")
+		key = c.Getenv("TOOLGATE_API_KEY")
 	}
 	if key == "" {
 		return errors.New("-key or $TOOLGATE_API_KEY must give the API key to read receipts with")
@@ -73,47 +73,27 @@ func receiptPages(ctx context.Context, c *cli, f receiptSourceFlags, each func([
 	if err != nil {
 		return err
 	}
-	after := int64(0)
-	for {
-		var page toolgatetype.ReceiptPage
-		if f.principal != "" {
-			page, err = cl.PrincipalReceipts(ctx, f.principal, after, 1000)
-		} else {
-			page, err = cl.Receipts(ctx, after, 1000)
-		}
-		if err != nil {
-			return err
-		}
-		for _, r := range page.Receipts {
-			if err := each(r); err != nil {
-				return err
-			}
-		}
-		if page.Next == nil {
-			return nil
-		}
-		after = *page.Next
-	}
+	return cl.EachReceipt(ctx, f.principal, each)
 }
 
-func runReceiptsExport(ctx context.Context, c *cli, cmd *command, args []string) int {
-	fs := c.flagSet(cmd)
+func runReceiptsExport(ctx context.Context, c *cli.CLI, cmd *cli.Command, args []string) int {
+	fs := c.FlagSet(cmd)
 	var src receiptSourceFlags
 	src.register(fs)
 	out := fs.String("o", "", "write to `file` instead of standard output")
-	if code, ok := c.parse(cmd, fs, args); !ok {
+	if code, ok := c.Parse(cmd, fs, args); !ok {
 		return code
 	}
 	if src.url == "" {
-		c.mistake(cmd, errors.New("-url URL is required"))
+		c.Mistake(cmd, errors.New("-url URL is required"))
 		return exitUsage
 	}
-	w := c.stdout
+	w := c.Stdout
 	var file *os.File
 	if *out != "" {
 		var err error
 		if file, err = os.Create(*out); err != nil {
-			fmt.Fprintf(c.stderr, "toolgate receipts export: %v\n", err)
+			fmt.Fprintf(c.Stderr, "toolgate receipts export: %v\n", err)
 			return exitFailed
 		}
 		w = file
@@ -134,32 +114,32 @@ func runReceiptsExport(ctx context.Context, c *cli, cmd *command, args []string)
 		}
 	}
 	if err != nil {
-		fmt.Fprintf(c.stderr, "toolgate receipts export: %v\n", err)
+		fmt.Fprintf(c.Stderr, "toolgate receipts export: %v\n", err)
 		return exitFailed
 	}
-	fmt.Fprintf(c.stderr, "toolgate receipts export: %d receipts\n", n)
+	fmt.Fprintf(c.Stderr, "toolgate receipts export: %d receipts\n", n)
 	return exitOK
 }
 
-func runReceiptsVerify(ctx context.Context, c *cli, cmd *command, args []string) int {
-	fs := c.flagSet(cmd)
+func runReceiptsVerify(ctx context.Context, c *cli.CLI, cmd *cli.Command, args []string) int {
+	fs := c.FlagSet(cmd)
 	var src receiptSourceFlags
 	src.register(fs)
 	file := fs.String("file", "", "verify the JSON lines `file` receipts export wrote")
 	keysFrom := fs.String("keys", "", "the key document: a `file` or URL (default: the -url gateway's)")
-	if code, ok := c.parse(cmd, fs, args); !ok {
+	if code, ok := c.Parse(cmd, fs, args); !ok {
 		return code
 	}
 	switch {
 	case (src.url == "") == (*file == ""):
-		c.mistake(cmd, errors.New("give one of -url URL and -file FILE"))
+		c.Mistake(cmd, errors.New("give one of -url URL and -file FILE"))
 		return exitUsage
 	case *file != "" && *keysFrom == "":
-		c.mistake(cmd, errors.New("-file needs -keys: the key document, a file or the gateway's /.well-known/toolgate-receipt-keys"))
+		c.Mistake(cmd, errors.New("-file needs -keys: the key document, a file or the gateway's /.well-known/toolgate-receipt-keys"))
 		return exitUsage
 	}
 	fail := func(err error) int {
-		fmt.Fprintf(c.stderr, "toolgate receipts verify: %v\n", err)
+		fmt.Fprintf(c.Stderr, "toolgate receipts verify: %v\n", err)
 		return exitFailed
 	}
 	if *keysFrom == "" {
@@ -173,62 +153,29 @@ func runReceiptsVerify(ctx context.Context, c *cli, cmd *command, args []string)
 	if err != nil {
 		return fail(err)
 	}
-	var broke *receipt.Break
-	add := func(r []byte) error {
-		if err := v.Add(r); err != nil {
-			if errors.As(err, &broke) {
-				return errBroken
-			}
-			return err
-		}
-		return nil
-	}
 	line := 0
 	if *file != "" {
-		line, err = verifyFile(*file, add)
+		var f *os.File
+		if f, err = os.Open(*file); err == nil {
+			line, err = v.AddLines(f)
+			f.Close()
+		}
 	} else {
-		err = receiptPages(ctx, c, src, add)
+		err = receiptPages(ctx, c, src, v.Add)
 	}
+	var broke *receipt.Break
 	switch {
-	case broke != nil && line > 0:
-		// A receipt's position is not its line when the file has blank
-		// lines, and a line that is no receipt has no seq to find it by.
-		fmt.Fprintf(c.stdout, "BROKEN at %v (line %d of %s)\n", broke, line, *file)
+	case errors.As(err, &broke) && line > 0:
+		fmt.Fprintf(c.Stdout, "BROKEN at %v (line %d of %s)\n", broke, line, *file)
 		return exitFailed
 	case broke != nil:
-		fmt.Fprintf(c.stdout, "BROKEN at %v\n", broke)
+		fmt.Fprintf(c.Stdout, "BROKEN at %v\n", broke)
 		return exitFailed
 	case err != nil:
 		return fail(err)
 	}
-	fmt.Fprintf(c.stdout, "ok: %d receipts of %d principals verified: every signature, every link, no gap\n", v.Count(), v.Principals())
+	fmt.Fprintf(c.Stdout, "ok: %d receipts of %d principals verified: every signature, every link, no gap\n", v.Count(), v.Principals())
 	return exitOK
-}
-
-// errBroken stops reading a chain at its first break.
-var errBroken = errors.New("the chain is broken")
-
-// verifyFile feeds each line of a JSON lines file to add; when add fails,
-// it returns the number of the line, from 1, so a break can name it.
-func verifyFile(path string, add func([]byte) error) (line int, err error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	lines := bufio.NewScanner(f)
-	lines.Buffer(make([]byte, 64<<10), 16<<20)
-	for lines.Scan() {
-		line++
-		text := lines.Bytes()
-		if len(bytes.TrimSpace(text)) == 0 {
-			continue
-		}
-		if err := add(text); err != nil {
-			return line, err
-		}
-	}
-	return 0, lines.Err()
 }
 
 // readReceiptKeys reads a key document from a file or an http(s) URL.

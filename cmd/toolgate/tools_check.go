@@ -4,15 +4,16 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/toolgate/toolgate/internal/cli"
 	"github.com/toolgate/toolgate/server"
 )
 
 // toolsCheckCommand is "toolgate tools check".
-var toolsCheckCommand = &command{
-	name:     "tools check",
-	synopsis: "[-config FILE] [-strict] MANIFEST...",
-	summary:  "check tool manifests as the server would load them, listing every mistake",
-	about: `Checks each manifest as the server would load it, beside the built-in tools,
+var toolsCheckCommand = &cli.Command{
+	Name:     "tools check",
+	Synopsis: "[-config FILE] [-strict] MANIFEST...",
+	Summary:  "check tool manifests as the server would load them, listing every mistake",
+	About: `Checks each manifest as the server would load it, beside the built-in tools,
 and prints "SLUG VERSION DIGEST" for each good one on stdout, and each
 mistake of each bad one as "toolgate: FILE: PATH: REASON" on stderr.
 
@@ -25,28 +26,28 @@ With -config, the config's "upstreams" apply, as on the server: a
 plain-HTTP origin it names is accepted, and the digest is the one the
 server serves. Exit 0 when every manifest is good, 1 when any is not,
 2 for a mistake in the command line.`,
-	run: runToolsCheck,
+	Run: runToolsCheck,
 }
 
 // runToolsCheck is "toolgate tools check".
-func runToolsCheck(_ context.Context, c *cli, cmd *command, args []string) int {
-	fs := c.flagSet(cmd)
+func runToolsCheck(_ context.Context, c *cli.CLI, cmd *cli.Command, args []string) int {
+	fs := c.FlagSet(cmd)
 	configPath := fs.String("config", "", "apply the `file`'s upstreams, as the server would")
 	strict := fs.Bool("strict", false, "count a credential that cannot be read as a mistake, not a warning")
-	if code, ok := c.parse(cmd, fs, args); !ok {
+	if code, ok := c.Parse(cmd, fs, args); !ok {
 		return code
 	}
 	if fs.NArg() == 0 {
-		c.mistake(cmd, fmt.Errorf("name at least one manifest file"))
+		c.Mistake(cmd, fmt.Errorf("name at least one manifest file"))
 		return exitUsage
 	}
 	checker, err := server.NewManifestChecker(*configPath)
 	if err != nil {
-		fmt.Fprintf(c.stderr, "toolgate: %s: %v\n", *configPath, err)
+		fmt.Fprintf(c.Stderr, "toolgate: %s: %v\n", *configPath, err)
 		return exitUsage
 	}
 	lookupEnv := func(name string) (string, bool) {
-		v := c.getenv(name)
+		v := c.Getenv(name)
 		return v, v != ""
 	}
 
@@ -54,21 +55,21 @@ func runToolsCheck(_ context.Context, c *cli, cmd *command, args []string) int {
 	for _, file := range fs.Args() {
 		res := checker.Check(file, lookupEnv)
 		for _, err := range res.Errors {
-			fmt.Fprintf(c.stderr, "toolgate: %v\n", err)
+			fmt.Fprintf(c.Stderr, "toolgate: %v\n", err)
 		}
 		if res.Credential != nil {
 			if *strict {
-				fmt.Fprintf(c.stderr, "toolgate: %v\n", res.Credential)
+				fmt.Fprintf(c.Stderr, "toolgate: %v\n", res.Credential)
 				res.Errors = append(res.Errors, res.Credential)
 			} else {
-				fmt.Fprintf(c.stderr, "toolgate: warning: %v (the server refuses this manifest until it can read its credential)\n", res.Credential)
+				fmt.Fprintf(c.Stderr, "toolgate: warning: %v (the server refuses this manifest until it can read its credential)\n", res.Credential)
 			}
 		}
 		if len(res.Errors) > 0 {
 			code = exitFailed
 			continue
 		}
-		fmt.Fprintln(c.stdout, res.Line)
+		fmt.Fprintln(c.Stdout, res.Line)
 	}
 	return code
 }
