@@ -17,13 +17,6 @@ import (
 	"github.com/toolgate/toolgate/registry"
 )
 
-func testRegistry(t *testing.T) *registry.Registry {
-	t.Helper()
-	reg, err := newRegistry()
-	require.NoError(t, err)
-	return reg
-}
-
 func sha256Hex(s string) string {
 	d := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(d[:])
