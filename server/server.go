@@ -155,11 +155,15 @@ func (s *Server) ServeMetrics(ctx context.Context, ln net.Listener) error {
 	return s.tel.serveMetrics(ctx, ln, s.log)
 }
 
-// ListenAndServe listens on the config's listen address, and on its
-// metricsListen when it has one, and serves there (Serve, ServeMetrics)
+// ListenAndServe listens on the config's listen address (127.0.0.1:8080
+// when it has none), and on its metricsListen when it has one, and serves there (Serve, ServeMetrics)
 // until ctx is done and the requests in flight have finished.
 func (s *Server) ListenAndServe(ctx context.Context) error {
-	ln, err := net.Listen("tcp", s.cfg.Listen)
+	addr := s.cfg.Listen
+	if addr == "" {
+		addr = defaultListen
+	}
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
