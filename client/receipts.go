@@ -104,3 +104,33 @@ func (c *Client) ReceiptKeys(ctx context.Context) (toolgatetype.ReceiptKeys, err
 	}
 	return *keys, nil
 }
+
+// EachReceipt calls each with every receipt of a chain, in seq order,
+// exactly as the gateway signed it, reading it page by page: this client's
+// principal's chain (Receipts) when principal is "", else principal's
+// (PrincipalReceipts). It stops at the first error, each's included, and
+// returns it.
+func (c *Client) EachReceipt(ctx context.Context, principal string, each func(signed []byte) error) error {
+	var after int64
+	for {
+		var page toolgatetype.ReceiptPage
+		var err error
+		if principal != "" {
+			page, err = c.PrincipalReceipts(ctx, principal, after, 1000)
+		} else {
+			page, err = c.Receipts(ctx, after, 1000)
+		}
+		if err != nil {
+			return err
+		}
+		for _, r := range page.Receipts {
+			if err := each(r); err != nil {
+				return err
+			}
+		}
+		if page.Next == nil {
+			return nil
+		}
+		after = *page.Next
+	}
+}

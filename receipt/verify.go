@@ -1,11 +1,14 @@
 package receipt
 
 import (
+	"bufio"
+	"bytes"
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"reflect"
 
 	"github.com/toolgate/toolgate/internal/jcs"
@@ -97,6 +100,25 @@ func (v *Verifier) Count() int { return v.count }
 
 // Principals is how many principals' chains were seen.
 func (v *Verifier) Principals() int { return len(v.chains) }
+
+// AddLines verifies the signed receipts of r, a JSON lines file such as
+// "toolgate receipts export" writes: one a line, blank lines skipped. It
+// stops at the first receipt Add refuses, and returns its line, from 1,
+// with Add's error; a line's position is not its receipt's when the file
+// has blank lines, and a line that is no receipt has no seq to find it by.
+func (v *Verifier) AddLines(r io.Reader) (line int, err error) {
+	lines := bufio.NewScanner(r)
+	lines.Buffer(make([]byte, 64<<10), 16<<20)
+	for lines.Scan() {
+		line++
+		if text := lines.Bytes(); len(bytes.TrimSpace(text)) > 0 {
+			if err := v.Add(text); err != nil {
+				return line, err
+			}
+		}
+	}
+	return 0, lines.Err()
+}
 
 // Add verifies the next signed receipt, as served or exported. It returns
 // a *Break when the receipt or its place in the chain is wrong; after a

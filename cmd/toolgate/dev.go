@@ -1,161 +1,29 @@
 package main
 
 import (
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"strings"
 
-	"github.com/toolgate/toolgate/toolgatetype"
+	"github.com/toolgate/toolgate/server"
 )
-
-// The development setup's identities: devPrincipal approves its own calls;
-// devAgent is an agent in approver mode, whose calls devApprover approves.
-const (
-	devPrincipal = "dev"
-	devAgent     = "agent"
-	devApprover  = "you"
-)
-
-// devKeys are the development setup's keys, as a -dev-keys file keeps them.
-type devKeys struct {
-	Principal string `json:"principalKey"`
-	Agent     string `json:"agentKey"`
-	Approver  string `json:"approverKey"`
-}
 
 // devSetup is the setup used when no config file is given: its keys, and
 // the file that keeps them, if any.
 type devSetup struct {
-	keys devKeys
+	keys server.DevKeys
 	file string // "" when the keys are new on every start
 }
 
 // newDevSetup makes the development setup's keys: fresh ones, or, with
-// file, the ones it keeps, made and written there on first use. Errors
-// name the file, never a key.
+// file, the ones it keeps (server.LoadDevKeys). Errors name the file,
+// never a key.
 func newDevSetup(file string) (*devSetup, error) {
-	if file == "" {
-		keys, err := freshDevKeys()
-		return &devSetup{keys: keys}, err
-	}
-	keys, err := readDevKeys(file)
-	if errors.Is(err, fs.ErrNotExist) {
-		keys, err = createDevKeys(file)
-		if errors.Is(err, fs.ErrExist) {
-			// Another start made it meanwhile: use its keys.
-			keys, err = readDevKeys(file)
-		}
-	}
-	if err != nil {
+	keys, err := server.LoadDevKeys(file)
+	if err != nil && file != "" {
 		return nil, fmt.Errorf("-dev-keys %s: %w", file, err)
 	}
-	return &devSetup{keys: keys, file: file}, nil
-}
-
-// freshDevKeys makes three random keys.
-func freshDevKeys() (devKeys, error) {
-	var keys [3]string
-	for i, prefix := range []string{"tg_dev_", "tg_dev_agent_", "tg_dev_approver_"} {
-		b := make([]byte, 16)
-		if _, err := rand.Read(b); err != nil {
-			return devKeys{}, fmt.Errorf("generate a development key: %w", err)
-		}
-		keys[i] = prefix + hex.EncodeToString(b)
-	}
-	return devKeys{Principal: keys[0], Agent: keys[1], Approver: keys[2]}, nil
-}
-
-// createDevKeys writes fresh keys to a new file only its owner can read:
-// fs.ErrExist when the file is there already.
-func createDevKeys(file string) (devKeys, error) {
-	keys, err := freshDevKeys()
-	if err != nil {
-		return devKeys{}, err
-	}
-	data, err := json.MarshalIndent(keys, "", "  ")
-	if err != nil {
-		return devKeys{}, err
-	}
-	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return devKeys{}, fileError(err)
-	}
-	_, werr := f.Write(append(data, '\n'))
-	if err := errors.Join(werr, f.Sync(), f.Close()); err != nil {
-		os.Remove(file) // a half-written file would fail every later start
-		return devKeys{}, fmt.Errorf("cannot write the keys: %w", fileError(err))
-	}
-	return keys, nil
-}
-
-// readDevKeys reads the keys a -dev-keys file keeps. The file must be
-// readable by its owner only, as createDevKeys makes it: the keys spend
-// and approve.
-func readDevKeys(file string) (devKeys, error) {
-	info, err := os.Stat(file)
-	if err != nil {
-		return devKeys{}, fileError(err)
-	}
-	if perm := info.Mode().Perm(); perm&0o077 != 0 {
-		return devKeys{}, fmt.Errorf("others can read or change it (mode %04o); make it yours alone with chmod 600", perm)
-	}
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return devKeys{}, fileError(err)
-	}
-	var keys devKeys
-	// The decoder's errors may quote the file's text, keys and all.
-	if json.Unmarshal(data, &keys) != nil || !keys.valid() {
-		return devKeys{}, errors.New(`is not a development keys file: a JSON object with "principalKey", "agentKey" and "approverKey", three different keys; remove it to make a new one`)
-	}
-	return keys, nil
-}
-
-// valid reports whether the keys are three different keys the server
-// accepts: visible ASCII, no spaces, at most maxKeyLen bytes.
-func (k devKeys) valid() bool {
-	all := []string{k.Principal, k.Agent, k.Approver}
-	for i, key := range all {
-		if key == "" || len(key) > maxKeyLen || strings.ContainsFunc(key, func(r rune) bool { return r <= ' ' || r > '~' }) {
-			return false
-		}
-		for _, other := range all[:i] {
-			if other == key {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// fileError is err without the path, which the caller's message names.
-func fileError(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
-
-// config is the development setup's config: the default address, the
-// memory store, devPrincipal in caller mode, and devAgent in approver mode
-// with devApprover approving its calls.
-func (d *devSetup) config() *Config {
-	return &Config{
-		Listen:  defaultListen,
-		Storage: storageMemory,
-		Principals: []Principal{
-			{ID: devPrincipal, APIKeys: []string{d.keys.Principal}},
-			{ID: devAgent, APIKeys: []string{d.keys.Agent}, ApprovalMode: toolgatetype.ApprovalModeApprover},
-		},
-		Approvers: []Approver{{ID: devApprover, Keys: []string{d.keys.Approver}, Principals: []string{devAgent}}},
-	}
+	return &devSetup{keys: keys, file: file}, err
 }
 
 // printHelp tells a developer the keys and how to use them, on stdout:
@@ -174,7 +42,7 @@ func (d *devSetup) printHelp(w io.Writer, baseURL string, offline bool) {
 	}
 	lines := []string{
 		"",
-		"Development setup: in-memory store, " + upstreams + ", one API key for principal \"" + devPrincipal + "\" (" + kept + "):",
+		"Development setup: in-memory store, " + upstreams + ", one API key for principal \"" + server.DevPrincipal + "\" (" + kept + "):",
 		"",
 		"  export TOOLGATE_KEY=" + d.keys.Principal,
 		"",
@@ -206,7 +74,7 @@ func (d *devSetup) printHelp(w io.Writer, baseURL string, offline bool) {
 		"The tools: "+baseURL+"/v1/registry/tools",
 		"Agents over MCP: "+baseURL+"/mcp, with the header Authorization: Bearer $TOOLGATE_KEY",
 		"",
-		"Approver mode: principal \""+devAgent+"\" asks, you approve as approver \""+devApprover+"\" ("+kept+"):",
+		"Approver mode: principal \""+server.DevAgent+"\" asks, you approve as approver \""+server.DevApprover+"\" ("+kept+"):",
 		"",
 		"  export TOOLGATE_AGENT_KEY="+d.keys.Agent,
 		"  export TOOLGATE_APPROVER_KEY="+d.keys.Approver,

@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/server"
 )
 
 // exportedKey is the key an "export NAME=" line of the server's stdout gives.
@@ -39,11 +41,11 @@ func TestDevKeysAreKeptAcrossRestarts(t *testing.T) {
 	info, err := os.Stat(file)
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "only its owner reads it")
-	var kept devKeys
+	var kept server.DevKeys
 	data, err := os.ReadFile(file)
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(data, &kept))
-	assert.Equal(t, devKeys{Principal: keys["TOOLGATE_KEY"], Agent: keys["TOOLGATE_AGENT_KEY"], Approver: keys["TOOLGATE_APPROVER_KEY"]}, kept)
+	assert.Equal(t, server.DevKeys{Principal: keys["TOOLGATE_KEY"], Agent: keys["TOOLGATE_AGENT_KEY"], Approver: keys["TOOLGATE_APPROVER_KEY"]}, kept)
 
 	second, base := startServer(t, args)
 	for name, key := range keys {
@@ -68,7 +70,7 @@ func TestDevKeysAreKeptAcrossRestarts(t *testing.T) {
 func TestDevKeysFromAFile(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	mine := devKeys{Principal: "tg_devkeys_principal_8c41f0", Agent: "tg_devkeys_agent_8c41f0", Approver: "tg_devkeys_approver_8c41f0"}
+	mine := server.DevKeys{Principal: "tg_devkeys_principal_8c41f0", Agent: "tg_devkeys_agent_8c41f0", Approver: "tg_devkeys_approver_8c41f0"}
 	data, err := json.Marshal(mine)
 	require.NoError(t, err)
 	file := filepath.Join(dir, "keys.json")

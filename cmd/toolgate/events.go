@@ -9,73 +9,75 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/cli"
+	"github.com/toolgate/toolgate/server"
 	"github.com/toolgate/toolgate/storage"
 )
 
 // eventsListLimit is how many events toolgate events list shows at most.
 const eventsListLimit = 1000
 
-var eventsListCommand = &command{
-	name:     "events list",
-	synopsis: "[-status pending|failed|delivered] [-json] -config FILE",
-	summary:  "list the events (webhooks) of the config's store, newest first",
-	about: `Reads the outbox of the store the config names: every event written with its
+var eventsListCommand = &cli.Command{
+	Name:     "events list",
+	Synopsis: "[-status pending|failed|delivered] [-json] -config FILE",
+	Summary:  "list the events (webhooks) of the config's store, newest first",
+	About: `Reads the outbox of the store the config names: every event written with its
 cause (an approval request made or decided, a budget alert or limit reached,
 a call ended ambiguous) and where its delivery stands: pending (with its
 attempts and when it is next tried), delivered, or failed (kept after its
 retry period, webhooks.retryFor, or a 410 from the receiver; "toolgate events
 retry" sends it again). At most 1,000, newest first. -json prints one JSON
 object a line, with the payload.`,
-	run: runEventsList,
+	Run: runEventsList,
 }
 
-var eventsRetryCommand = &command{
-	name:     "events retry",
-	synopsis: "(ID | -failed) -config FILE",
-	summary:  "send a failed event again, or every failed one",
-	about: `Makes the failed event ID (or, with -failed, every failed event) pending
+var eventsRetryCommand = &cli.Command{
+	Name:     "events retry",
+	Synopsis: "(ID | -failed) -config FILE",
+	Summary:  "send a failed event again, or every failed one",
+	About: `Makes the failed event ID (or, with -failed, every failed event) pending
 again, due now, with a new retry period: the running servers on the store
 deliver it within a second or so. A pending or delivered event is left as it
 is. Prints how many were made pending.`,
-	run: runEventsRetry,
+	Run: runEventsRetry,
 }
 
 // openConfigStore opens the store of the config at path, for a command
 // that works on it beside the running servers.
-func openConfigStore(ctx context.Context, c *cli, path string) (storage.Store, func(), int) {
+func openConfigStore(ctx context.Context, c *cli.CLI, path string) (storage.Store, func(), int) {
 	if path == "" {
-		fmt.Fprintln(c.stderr, "toolgate: -config must name the server's config file, whose store holds the events")
+		fmt.Fprintln(c.Stderr, "toolgate: -config must name the server's config file, whose store holds the events")
 		return nil, nil, exitUsage
 	}
-	_, cfg, err := loadConfig(path)
+	cfg, err := server.LoadConfig(path)
 	if err != nil {
-		fmt.Fprintf(c.stderr, "toolgate: %s: %v\n", path, err)
+		fmt.Fprintf(c.Stderr, "toolgate: %s: %v\n", path, err)
 		return nil, nil, exitUsage
 	}
-	if cfg.storageKind() == "memory" {
-		fmt.Fprintf(c.stderr, "toolgate: %s: its storage is memory, which only the running server sees: nothing to read\n", path)
+	if cfg.StorageKind() == "memory" {
+		fmt.Fprintf(c.Stderr, "toolgate: %s: its storage is memory, which only the running server sees: nothing to read\n", path)
 		return nil, nil, exitUsage
 	}
-	store, closeStore, err := openStore(ctx, cfg, slog.New(slog.DiscardHandler))
+	store, closeStore, err := server.OpenStore(ctx, cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
-		fmt.Fprintf(c.stderr, "toolgate: %v\n", err)
+		fmt.Fprintf(c.Stderr, "toolgate: %v\n", err)
 		return nil, nil, exitFailed
 	}
 	return store, closeStore, exitOK
 }
 
-func runEventsList(ctx context.Context, c *cli, cmd *command, args []string) int {
-	fs := c.flagSet(cmd)
+func runEventsList(ctx context.Context, c *cli.CLI, cmd *cli.Command, args []string) int {
+	fs := c.FlagSet(cmd)
 	configPath := fs.String("config", "", "the server's config `file`")
 	status := fs.String("status", "", "list only events `pending`, failed or delivered")
 	asJSON := fs.Bool("json", false, "print one JSON object a line, with each event's payload")
-	if code, ok := c.parse(cmd, fs, args); !ok {
+	if code, ok := c.Parse(cmd, fs, args); !ok {
 		return code
 	}
 	switch storage.EventStatus(*status) {
 	case "", storage.EventPending, storage.EventFailed, storage.EventDelivered:
 	default:
-		c.mistake(cmd, fmt.Errorf("-status must be pending, failed or delivered, not %q", *status))
+		c.Mistake(cmd, fmt.Errorf("-status must be pending, failed or delivered, not %q", *status))
 		return exitUsage
 	}
 	store, closeStore, code := openConfigStore(ctx, c, *configPath)
@@ -85,17 +87,17 @@ func runEventsList(ctx context.Context, c *cli, cmd *command, args []string) int
 	defer closeStore()
 	events, err := store.ListEvents(ctx, storage.EventFilter{Status: storage.EventStatus(*status), Limit: eventsListLimit})
 	if err != nil {
-		fmt.Fprintf(c.stderr, "toolgate: reading the events: %v\n", err)
+		fmt.Fprintf(c.Stderr, "toolgate: reading the events: %v\n", err)
 		return exitFailed
 	}
 	if *asJSON {
-		enc := json.NewEncoder(c.stdout)
+		enc := json.NewEncoder(c.Stdout)
 		for _, e := range events {
 			_ = enc.Encode(eventLine(e))
 		}
 		return exitOK
 	}
-	w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	w := tabwriter.NewWriter(c.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "ID\tTYPE\tSTATUS\tATTEMPTS\tCREATED\tNEXT OR DONE\tLAST ERROR")
 	for _, e := range events {
 		when := e.FinishedAt
@@ -135,15 +137,15 @@ func eventLine(e storage.Event) eventJSON {
 	return out
 }
 
-func runEventsRetry(ctx context.Context, c *cli, cmd *command, args []string) int {
-	fs := c.flagSet(cmd)
+func runEventsRetry(ctx context.Context, c *cli.CLI, cmd *cli.Command, args []string) int {
+	fs := c.FlagSet(cmd)
 	configPath := fs.String("config", "", "the server's config `file`")
 	allFailed := fs.Bool("failed", false, "every failed event")
 	// The id may come before the flags, as the README writes it: the
 	// flags after it are parsed too.
 	var ids []string
 	for {
-		if code, ok := c.parse(cmd, fs, args); !ok {
+		if code, ok := c.Parse(cmd, fs, args); !ok {
 			return code
 		}
 		if fs.NArg() == 0 {
@@ -157,10 +159,10 @@ func runEventsRetry(ctx context.Context, c *cli, cmd *command, args []string) in
 	}
 	switch {
 	case len(ids) > 1 || *allFailed && id != "":
-		c.mistake(cmd, errors.New("name one event, or -failed for every failed one"))
+		c.Mistake(cmd, errors.New("name one event, or -failed for every failed one"))
 		return exitUsage
 	case !*allFailed && id == "":
-		c.mistake(cmd, errors.New("name the event to retry (its id, as toolgate events list shows it), or -failed"))
+		c.Mistake(cmd, errors.New("name the event to retry (its id, as toolgate events list shows it), or -failed"))
 		return exitUsage
 	}
 	store, closeStore, code := openConfigStore(ctx, c, *configPath)
@@ -171,12 +173,12 @@ func runEventsRetry(ctx context.Context, c *cli, cmd *command, args []string) in
 	n, err := store.RetryEvents(ctx, storage.RetryEvents{ID: id, Now: time.Now()})
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
-		fmt.Fprintf(c.stderr, "toolgate: no event %q in the store\n", id)
+		fmt.Fprintf(c.Stderr, "toolgate: no event %q in the store\n", id)
 		return exitFailed
 	case err != nil:
-		fmt.Fprintf(c.stderr, "toolgate: retrying: %v\n", err)
+		fmt.Fprintf(c.Stderr, "toolgate: retrying: %v\n", err)
 		return exitFailed
 	}
-	fmt.Fprintf(c.stdout, "%d event(s) pending again\n", n)
+	fmt.Fprintf(c.Stdout, "%d event(s) pending again\n", n)
 	return exitOK
 }

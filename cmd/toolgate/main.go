@@ -1,17 +1,14 @@
-// Command toolgate is the standalone toolgate server: the gateway's HTTP API,
-// MCP at /mcp and the approval pages, over the built-in tools (unless its
-// config's "builtinTools" is false) and the tools of the manifests and MCP
-// servers its config names, configured by one JSON file; and the commands
-// around it.
+// Command toolgate is the standalone toolgate server, package
+// github.com/toolgate/toolgate/server run from one JSON config file: the
+// gateway's HTTP API, MCP at /mcp and the approval pages, over the built-in
+// tools (unless the config's "builtinTools" is false) and the tools of the
+// manifests and MCP servers it names; and the commands around it.
 //
-//	toolgate [serve] [-config FILE] [-listen ADDR] [-offline] [-dev-keys FILE]
-//	toolgate mcp [-config FILE -principal ID] [-offline]
-//	toolgate mcp pin -config FILE
-//	toolgate tools check [-config FILE] [-strict] MANIFEST...
-//	toolgate help [COMMAND]
-//	toolgate version
+//	toolgate [serve] [-config FILE] [-listen ADDR] [-metrics-listen ADDR] [-offline] [-dev-keys FILE]
+//	toolgate COMMAND [arguments]
 //
-// "toolgate help" lists every command, one line each; each command
+// "toolgate help" lists every command (mcp, mcp pin, tools check, receipts
+// export and verify, events list and retry, version), one line each; each
 // answers -h with its usage on stdout and exit 0, and a mistake in its
 // arguments with one line on stderr and exit 2.
 //
@@ -27,32 +24,17 @@
 // metricsListen, so that instances on one host can share a config file.
 //
 // Once listening, the server prints "toolgate listening on http://ADDR" on
-// stdout (and "toolgate metrics on http://ADDR/metrics" when the config's
-// metricsListen, or -metrics-listen, serves Prometheus metrics), and logs JSON to stderr (never
-// an API key). With OTEL_EXPORTER_OTLP_ENDPOINT set it exports traces over
-// OTLP/HTTP. SIGINT or SIGTERM stops accepting connections, lets the calls
-// in flight finish, stops the MCP servers the config starts (SIGTERM, then
-// SIGKILL after 5 s, with whatever they started), and exits 0.
+// stdout (and "toolgate metrics on http://ADDR/metrics" when it serves
+// Prometheus metrics), and logs JSON to stderr (never an API key). With
+// OTEL_EXPORTER_OTLP_ENDPOINT set it exports traces over OTLP/HTTP. SIGINT
+// or SIGTERM stops accepting connections, lets the calls in flight finish,
+// stops the MCP servers the config starts (SIGTERM, then SIGKILL after 5 s,
+// with whatever they started), and exits 0.
 //
 // Exit codes: 0 after a clean stop, 1 when the server cannot start or stop
 // cleanly (an address in use says which, and how to choose another), 2 for
 // a mistake in the flags, the config file or a tool manifest it names (one
 // line: the manifest's file, the JSON path and the reason).
-//
-// "toolgate mcp" serves MCP over stdin and stdout to one principal of the
-// config (the development principal without one), with the gateway in
-// process: stdout carries protocol messages only, logs go to stderr.
-//
-// "toolgate mcp pin" connects to every MCP server of the config
-// ("mcpServers"), writes the digest of each tool it serves to the config's
-// pins file, and prints what changed since its last version, tool by tool
-// and field by field. With pins, a tool whose definition is not the one
-// pinned is served but blocked; a running gateway reads the file again
-// when it changes.
-//
-// "toolgate tools check" validates tool manifests as the server would load
-// them, without needing their credentials, and prints "SLUG VERSION DIGEST"
-// for each good one and every mistake of each bad one.
 package main
 
 import (
@@ -68,20 +50,11 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
+	"github.com/toolgate/toolgate/internal/cli"
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/server"
 )
-
-// Exit codes.
-const (
-	exitOK     = 0
-	exitFailed = 1
-	exitUsage  = 2
-)
-
-// retentionInterval is how often expired records are pruned.
-const retentionInterval = time.Minute
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -108,7 +81,7 @@ func (s *setupFlags) add(fs *flag.FlagSet) {
 // finish refuses stray arguments once fs is parsed; the config file falls
 // back to $TOOLGATE_CONFIG.
 func (s *setupFlags) finish(fs *flag.FlagSet, getenv func(string) string) error {
-	if err := noArgs(fs); err != nil {
+	if err := cli.NoArgs(fs); err != nil {
 		return err
 	}
 	if s.configPath == "" {
@@ -141,12 +114,12 @@ func (o *serveOptions) check(fs *flag.FlagSet, getenv func(string) string) error
 		return err
 	}
 	if o.listen != "" {
-		if err := checkListen(o.listen); err != nil {
+		if err := server.CheckListen(o.listen); err != nil {
 			return fmt.Errorf("-listen: %w", err)
 		}
 	}
 	if o.metricsListen != "" {
-		if err := checkListen(o.metricsListen); err != nil {
+		if err := server.CheckListen(o.metricsListen); err != nil {
 			return fmt.Errorf("-metrics-listen: %w", err)
 		}
 	}
@@ -157,38 +130,33 @@ func (o *serveOptions) check(fs *flag.FlagSet, getenv func(string) string) error
 }
 
 // serveCommand is the server, which toolgate runs without a command too.
-var serveCommand = &command{
-	name:     "serve",
-	synopsis: "[-config FILE] [-listen ADDR] [-metrics-listen ADDR] [-offline] [-dev-keys FILE]",
-	summary:  "run the gateway: its HTTP API, MCP at /mcp and the approval pages (the default)",
-	about: `Serves the gateway's HTTP API, MCP over streamable HTTP at /mcp, and the
+var serveCommand = &cli.Command{
+	Name:     "serve",
+	Synopsis: "[-config FILE] [-listen ADDR] [-metrics-listen ADDR] [-offline] [-dev-keys FILE]",
+	Summary:  "run the gateway: its HTTP API, MCP at /mcp and the approval pages (the default)",
+	About: `Serves the gateway's HTTP API, MCP over streamable HTTP at /mcp, and the
 approval pages at /approvals, configured by one JSON file (-config, or
 $TOOLGATE_CONFIG). With neither, a development setup on 127.0.0.1:8080:
 memory store, fresh keys printed with example commands. "toolgate" with
 flags only is "toolgate serve".`,
-	run: runServe,
+	Flags: func(fs *flag.FlagSet) { newServeOptions(fs) },
+	Run:   runServe,
 }
 
-// configure reads the config file at path and makes the registry it
-// describes or, with no path, makes the development setup, over the
-// built-in tools, and its keys (from devKeysFile when given). A mistake is
-// reported on stderr and comes back as the exit code to stop with; exitOK
-// means go on.
-func configure(path, devKeysFile string, stderr io.Writer) (*registry.Registry, *Config, *devSetup, int) {
+// configure reads the config file at path or, with no path, makes the
+// development setup and its keys (from devKeysFile when given). A mistake
+// is reported on stderr and comes back as the exit code to stop with;
+// exitOK means go on.
+func configure(path, devKeysFile string, stderr io.Writer) (*server.Config, *devSetup, int) {
 	if path == "" {
-		reg, err := newRegistry()
-		if err != nil {
-			fmt.Fprintf(stderr, "toolgate: %v\n", err)
-			return nil, nil, nil, exitFailed
-		}
 		dev, err := newDevSetup(devKeysFile)
 		if err != nil {
 			fmt.Fprintf(stderr, "toolgate: %v\n", err)
-			return nil, nil, nil, exitUsage
+			return nil, nil, exitUsage
 		}
-		return reg, dev.config(), dev, exitOK
+		return server.DevConfig(dev.keys), dev, exitOK
 	}
-	reg, cfg, err := loadConfig(path)
+	cfg, err := server.LoadConfig(path)
 	if err != nil {
 		var me *registry.ManifestError
 		if errors.As(err, &me) {
@@ -196,31 +164,24 @@ func configure(path, devKeysFile string, stderr io.Writer) (*registry.Registry, 
 		} else {
 			fmt.Fprintf(stderr, "toolgate: %s: %v\n", path, err)
 		}
-		return nil, nil, nil, exitUsage
+		return nil, nil, exitUsage
 	}
-	return reg, cfg, nil, exitOK
-}
-
-// run is the whole program; ctx is done when it should stop. It returns
-// the exit code.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	c := &cli{commands: commands, getenv: getenv, stdin: os.Stdin, stdout: stdout, stderr: stderr}
-	return c.run(ctx, args)
+	return cfg, nil, exitOK
 }
 
 // runServe is the server.
-func runServe(ctx context.Context, c *cli, cmd *command, args []string) int {
-	fs := c.flagSet(cmd)
+func runServe(ctx context.Context, c *cli.CLI, cmd *cli.Command, args []string) int {
+	fs := c.FlagSet(cmd)
 	opts := newServeOptions(fs)
-	if code, ok := c.parse(cmd, fs, args); !ok {
+	if code, ok := c.Parse(cmd, fs, args); !ok {
 		return code
 	}
-	if err := opts.check(fs, c.getenv); err != nil {
-		c.mistake(cmd, err)
+	if err := opts.check(fs, c.Getenv); err != nil {
+		c.Mistake(cmd, err)
 		return exitUsage
 	}
-	stdout, stderr := c.stdout, c.stderr
-	reg, cfg, dev, code := configure(opts.configPath, opts.devKeys, stderr)
+	stdout, stderr := c.Stdout, c.Stderr
+	cfg, dev, code := configure(opts.configPath, opts.devKeys, stderr)
 	if code != exitOK {
 		return code
 	}
@@ -241,66 +202,39 @@ func runServe(ctx context.Context, c *cli, cmd *command, args []string) int {
 	}
 
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	tel, err := newTelemetry(ctx, cfg, c.getenv)
-	if err != nil {
-		log.Error("cannot start tracing", "error", err)
-		return exitFailed
-	}
-	defer tel.close(log)
-	a, err := build(ctx, cfg, reg, opts.offline, tel, log)
+	srv, err := server.New(ctx, cfg, &server.Options{Logger: log, Offline: opts.offline, Getenv: c.Getenv})
 	if err != nil {
 		log.Error("cannot start", "error", err)
 		return exitFailed
 	}
+	defer srv.Close() // after the drain: calls in flight still write to the store
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		a.close()
 		fmt.Fprintf(stderr, "toolgate: %s\n", listenProblem(cfg.Listen, err, "-listen"))
 		return exitFailed
 	}
 	var metricsLn net.Listener
+	metricsAddr := ""
 	if cfg.MetricsListen != "" {
 		if metricsLn, err = net.Listen("tcp", cfg.MetricsListen); err != nil {
 			ln.Close()
-			a.close()
 			fmt.Fprintf(stderr, "toolgate: %s\n", listenProblem(cfg.MetricsListen, err, metricsFlag))
 			return exitFailed
 		}
+		metricsAddr = metricsLn.Addr().String()
 	}
 	baseURL := "http://" + ln.Addr().String()
-	a.listening(baseURL)
 	fmt.Fprintf(stdout, "toolgate listening on %s\n", baseURL)
 	if metricsLn != nil {
-		fmt.Fprintf(stdout, "toolgate metrics on http://%s/metrics\n", metricsLn.Addr())
+		fmt.Fprintf(stdout, "toolgate metrics on http://%s/metrics\n", metricsAddr)
 	}
 	if dev != nil {
 		dev.printHelp(stdout, baseURL, opts.offline)
 	}
-	metricsAddr := ""
-	if metricsLn != nil {
-		metricsAddr = metricsLn.Addr().String()
-	}
-	log.Info("started", "address", ln.Addr().String(), "storage", cfg.storageKind(), "offline", opts.offline,
+	log.Info("started", "address", ln.Addr().String(), "storage", cfg.StorageKind(), "offline", opts.offline,
 		"principals", len(cfg.Principals), "development", dev != nil,
-		"metrics", metricsAddr, "tracing", tel.tracing != nil)
-	logGeneratedReceiptKey(log, a.generatedReceiptKey)
-
-	background, stopBackground := context.WithCancel(context.Background())
-	go a.gw.RunRetention(background, retentionInterval)
-	metricsDone := make(chan struct{})
-	if metricsLn != nil {
-		go func() {
-			defer close(metricsDone)
-			tel.serveMetrics(background, metricsLn, log)
-		}()
-	} else {
-		close(metricsDone)
-	}
-	err = serve(ctx, ln, logRequests(log, a.handler), cfg.upstreamTimeout(), log, a.shutdown)
-	stopBackground()
-	<-metricsDone
-	a.close() // after the drain: calls in flight still write to the store
-	if err != nil {
+		"metrics", metricsAddr, "tracing", c.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || c.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "")
+	if err := srv.ServeListeners(ctx, ln, metricsLn); err != nil {
 		log.Error("stopped with an error", "error", err)
 		return exitFailed
 	}

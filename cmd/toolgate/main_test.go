@@ -72,7 +72,7 @@ func TestRunHelp(t *testing.T) {
 	assert.Equal(t, 0, code)
 	assert.Empty(t, stderr)
 	for _, cmd := range commands {
-		assert.Regexp(t, `(?m)^  `+regexp.QuoteMeta(cmd.name)+` +\S.*$`, top, "%s has its line", cmd.name)
+		assert.Regexp(t, `(?m)^  `+regexp.QuoteMeta(cmd.Name)+` +\S.*$`, top, "%s has its line", cmd.Name)
 	}
 	for _, want := range []string{"  serve ", "  mcp ", "  tools check ", "  help ", "  version ", "-config", "-offline", "-listen", "-dev-keys"} {
 		assert.Contains(t, top, want)

@@ -9,43 +9,43 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/toolgate/toolgate/internal/cli"
 	"github.com/toolgate/toolgate/mcpupstream"
-	"github.com/toolgate/toolgate/registry"
 )
 
 // mcpPinCommand is "toolgate mcp pin".
-var mcpPinCommand = &command{
-	name:     "mcp pin",
-	synopsis: "-config FILE",
-	summary:  "review and accept what the config's MCP servers serve: pin each tool's digest",
-	about: `Connects to every MCP server of the config ("mcpServers"), lists its
+var mcpPinCommand = &cli.Command{
+	Name:     "mcp pin",
+	Synopsis: "-config FILE",
+	Summary:  "review and accept what the config's MCP servers serve: pin each tool's digest",
+	About: `Connects to every MCP server of the config ("mcpServers"), lists its
 tools, writes the digest of each tool served now to the config's pins file
 ("pins"), and prints what changed since the file's last version: tools
 added, removed, and changed with the fields that changed. With pins, a
 tool whose definition is not the one pinned is served but blocked; a
 running server reads the file again when it changes. A server that cannot
 be reached keeps the pins it had, and the exit code is 1.`,
-	run: runPin,
+	Run: runPin,
 }
 
 // runPin is "toolgate mcp pin".
-func runPin(ctx context.Context, c *cli, cmd *command, args []string) int {
-	fs := c.flagSet(cmd)
+func runPin(ctx context.Context, c *cli.CLI, cmd *cli.Command, args []string) int {
+	fs := c.FlagSet(cmd)
 	var flags setupFlags
 	fs.StringVar(&flags.configPath, "config", "", "read the JSON config `file` (default $TOOLGATE_CONFIG)")
-	if code, ok := c.parse(cmd, fs, args); !ok {
+	if code, ok := c.Parse(cmd, fs, args); !ok {
 		return code
 	}
-	if err := flags.finish(fs, c.getenv); err != nil {
-		c.mistake(cmd, err)
+	if err := flags.finish(fs, c.Getenv); err != nil {
+		c.Mistake(cmd, err)
 		return exitUsage
 	}
-	stdout, stderr := c.stdout, c.stderr
+	stdout, stderr := c.Stdout, c.Stderr
 	if flags.configPath == "" {
-		c.mistake(cmd, errors.New("-config FILE is required"))
+		c.Mistake(cmd, errors.New("-config FILE is required"))
 		return exitUsage
 	}
-	_, cfg, _, code := configure(flags.configPath, "", stderr)
+	cfg, _, code := configure(flags.configPath, "", stderr)
 	if code != exitOK {
 		return code
 	}
@@ -63,7 +63,7 @@ func runPin(ctx context.Context, c *cli, cmd *command, args []string) int {
 		return exitFailed
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	pins, failed, err := mcpupstream.Inspect(ctx, mcpServersOf(cfg), &mcpupstream.Options{Logger: log})
+	pins, failed, err := mcpupstream.Inspect(ctx, cfg.MCPUpstreams(), &mcpupstream.Options{Logger: log})
 	if err != nil {
 		fmt.Fprintf(stderr, "toolgate mcp pin: %v\n", err)
 		return exitUsage
@@ -115,20 +115,4 @@ func count(changes []mcpupstream.Change, kind string) int {
 		}
 	}
 	return n
-}
-
-// mcpServersOf is the config's MCP servers with the config's "trust" of
-// their tools, by slug.
-func mcpServersOf(cfg *Config) []mcpupstream.Server {
-	servers := slices.Clone(cfg.MCPServers)
-	for slug, t := range cfg.Trust {
-		if i, ok := cfg.mcpServerOf(slug); ok {
-			servers[i].Trust = maps.Clone(servers[i].Trust)
-			if servers[i].Trust == nil {
-				servers[i].Trust = map[string]registry.Trust{}
-			}
-			servers[i].Trust[slug] = t
-		}
-	}
-	return servers
 }

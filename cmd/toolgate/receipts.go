@@ -2,200 +2,39 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	gatewayclient "github.com/toolgate/toolgate/client"
+	"github.com/toolgate/toolgate/internal/cli"
 	"github.com/toolgate/toolgate/receipt"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
-// Receipts is the config's "receipts": the key receipts are signed with,
-// and the retired keys older receipts were signed with.
-type Receipts struct {
-	SigningKeyFile string // PKCS#8 PEM, absolute once loaded
-	KeyID          string // "" names the key by its JWK thumbprint
-	Retired        []RetiredReceiptKey
-}
-
-// RetiredReceiptKey is a key that signed receipts before a rotation: its
-// public half (or the whole key) in PEM, and its key id.
-type RetiredReceiptKey struct {
-	KeyID         string // "" names the key by its JWK thumbprint
-	PublicKeyFile string
-}
-
-// receipts parses "receipts".
-func (configParser) receipts(n node) (*Receipts, error) {
-	fs, err := n.fields("signingKeyFile", "keyId", "retiredKeys")
-	if err != nil {
-		return nil, err
-	}
-	r := &Receipts{}
-	for _, f := range fs {
-		switch f.name {
-		case "signingKeyFile":
-			if r.SigningKeyFile, err = f.str(); err == nil && strings.TrimSpace(r.SigningKeyFile) == "" {
-				err = f.errorf("must be the path of a PKCS#8 PEM Ed25519 key (openssl genpkey -algorithm ed25519 -out receipts.pem)")
-			}
-		case "keyId":
-			if r.KeyID, err = f.str(); err == nil && strings.TrimSpace(r.KeyID) == "" {
-				err = f.errorf("must not be empty: leave it out to name the key by its thumbprint")
-			}
-		case "retiredKeys":
-			r.Retired, err = retiredReceiptKeys(f.node)
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	if r.SigningKeyFile == "" {
-		return nil, n.errorf(`needs "signingKeyFile": without it, leave "receipts" out and a development key is generated at start`)
-	}
-	return r, nil
-}
-
-func retiredReceiptKeys(n node) ([]RetiredReceiptKey, error) {
-	items, err := n.items()
-	if err != nil {
-		return nil, err
-	}
-	out := make([]RetiredReceiptKey, 0, len(items))
-	for _, item := range items {
-		fs, err := item.fields("keyId", "publicKeyFile")
-		if err != nil {
-			return nil, err
-		}
-		var k RetiredReceiptKey
-		for _, f := range fs {
-			switch f.name {
-			case "keyId":
-				k.KeyID, err = f.str()
-			case "publicKeyFile":
-				k.PublicKeyFile, err = f.str()
-			}
-			if err != nil {
-				return nil, err
-			}
-		}
-		if strings.TrimSpace(k.PublicKeyFile) == "" {
-			return nil, item.errorf(`needs "publicKeyFile": the retired key's public half in PEM`)
-		}
-		out = append(out, k)
-	}
-	return out, nil
-}
-
-// resolveReceiptPaths makes the key files' paths absolute, from the config
-// file's directory dir.
-func resolveReceiptPaths(cfg *Config, dir string) {
-	if cfg.Receipts == nil {
-		return
-	}
-	abs := func(p string) string {
-		if filepath.IsAbs(p) {
-			return p
-		}
-		return filepath.Join(dir, p)
-	}
-	cfg.Receipts.SigningKeyFile = abs(cfg.Receipts.SigningKeyFile)
-	for i := range cfg.Receipts.Retired {
-		cfg.Receipts.Retired[i].PublicKeyFile = abs(cfg.Receipts.Retired[i].PublicKeyFile)
-	}
-}
-
-// receiptKeys loads the configured keys. With none configured it generates
-// a development key and returns it as generated too, for the server to log
-// once it has started (a server that cannot start has nothing to say about
-// its receipts). A signing key others can read is refused: whoever reads it
-// can sign receipts in the gateway's name.
-func receiptKeys(r *Receipts) (keys *receipt.Keys, generated *receipt.Signer, err error) {
-	if r == nil {
-		signer, err := receipt.GenerateSigner()
-		if err != nil {
-			return nil, nil, err
-		}
-		return &receipt.Keys{Signer: signer}, signer, nil
-	}
-	keys, err = loadReceiptKeys(r)
-	return keys, nil, err
-}
-
-// logGeneratedReceiptKey says, once the server runs, that its receipts are
-// signed with a development key, and which: its receipts verify only while
-// this public key is kept.
-func logGeneratedReceiptKey(log *slog.Logger, signer *receipt.Signer) {
-	if signer == nil {
-		return
-	}
-	log.Warn("receipts are signed with a key generated at start, for development only: configure \"receipts\" so that they verify after a restart",
-		"keyId", signer.KeyID(), "publicKey", base64.RawURLEncoding.EncodeToString(signer.PublicKey()))
-}
-
-// loadReceiptKeys reads the configured signing key and retired keys.
-func loadReceiptKeys(r *Receipts) (*receipt.Keys, error) {
-	info, err := os.Stat(r.SigningKeyFile)
-	if err != nil {
-		return nil, fmt.Errorf("receipts: signingKeyFile: %w", err)
-	}
-	if perm := info.Mode().Perm(); perm&0o077 != 0 {
-		return nil, fmt.Errorf("receipts: signingKeyFile %s can be read by others (mode %04o): chmod 600 it", r.SigningKeyFile, perm)
-	}
-	pemText, err := os.ReadFile(r.SigningKeyFile)
-	if err != nil {
-		return nil, fmt.Errorf("receipts: signingKeyFile: %w", err)
-	}
-	signer, err := receipt.LoadSigner(pemText, r.KeyID)
-	if err != nil {
-		return nil, fmt.Errorf("receipts: signingKeyFile %s: %w", r.SigningKeyFile, err)
-	}
-	keys := &receipt.Keys{Signer: signer}
-	for _, k := range r.Retired {
-		pemText, err := os.ReadFile(k.PublicKeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("receipts: retiredKeys: %w", err)
-		}
-		pub, err := receipt.PublicKeyFromPEM(pemText)
-		if err != nil {
-			return nil, fmt.Errorf("receipts: retiredKeys %s: %w", k.PublicKeyFile, err)
-		}
-		id := k.KeyID
-		if id == "" {
-			id = receipt.Thumbprint(pub)
-		}
-		keys.Retired = append(keys.Retired, receipt.JWK(pub, id, toolgatetype.ReceiptKeyRetired))
-	}
-	return keys, nil
-}
-
-var receiptsExportCommand = &command{
-	name:     "receipts export",
-	synopsis: "-url URL [-key KEY] [-principal ID] [-o FILE]",
-	summary:  "write a principal's receipts from a gateway as JSON lines",
-	about: `Reads the chain of receipts of the key's principal (or, with an approver's
+var receiptsExportCommand = &cli.Command{
+	Name:     "receipts export",
+	Synopsis: "-url URL [-key KEY] [-principal ID] [-o FILE]",
+	Summary:  "write a principal's receipts from a gateway as JSON lines",
+	About: `Reads the chain of receipts of the key's principal (or, with an approver's
 key, of -principal) from a running gateway, page by page, and writes each
 signed receipt on a line of its own, exactly as the gateway signed it: the
 file "toolgate receipts verify -file" checks, anywhere, with the published
 keys. The API key is -key, or $TOOLGATE_API_KEY.`,
-	run: runReceiptsExport,
+	Run: runReceiptsExport,
 }
 
-var receiptsVerifyCommand = &command{
-	name:     "receipts verify",
-	synopsis: "(-url URL [-key KEY] [-principal ID] | -file FILE) [-keys FILE|URL]",
-	summary:  "check that a chain of receipts is whole, in order and signed by the gateway's keys",
-	about: `Checks every receipt's signature against the published keys, and that each
+var receiptsVerifyCommand = &cli.Command{
+	Name:     "receipts verify",
+	Synopsis: "(-url URL [-key KEY] [-principal ID] | -file FILE) [-keys FILE|URL]",
+	Summary:  "check that a chain of receipts is whole, in order and signed by the gateway's keys",
+	About: `Checks every receipt's signature against the published keys, and that each
 principal's receipts run from seq 1 with no gap, each linked to the one
 before. The chain comes from a running gateway (-url, with the API key in
 -key or $TOOLGATE_API_KEY) or from a file "toolgate receipts export" wrote
@@ -204,7 +43,7 @@ The keys come from -keys, a file or URL of the gateway's key document
 (/.well-known/toolgate-receipt-keys); with -url and no -keys, from that
 gateway. Prints how many receipts verified, exit 0; or the first break, with
 its seq and the check that failed, exit 1.`,
-	run: runReceiptsVerify,
+	Run: runReceiptsVerify,
 }
 
 // receiptSourceFlags are the flags that say where a chain comes from.
@@ -222,10 +61,10 @@ func (f *receiptSourceFlags) register(fs interface {
 
 // receiptPages calls each with every receipt of the chain at the gateway,
 // in seq order.
-func receiptPages(ctx context.Context, c *cli, f receiptSourceFlags, each func([]byte) error) error {
+func receiptPages(ctx context.Context, c *cli.CLI, f receiptSourceFlags, each func([]byte) error) error {
 	key := f.key
 	if key == "" {
-		key = c.getenv("TOOLGATE_API_KEY")
+		key = c.Getenv("TOOLGATE_API_KEY")
 	}
 	if key == "" {
 		return errors.New("-key or $TOOLGATE_API_KEY must give the API key to read receipts with")
@@ -234,47 +73,27 @@ func receiptPages(ctx context.Context, c *cli, f receiptSourceFlags, each func([
 	if err != nil {
 		return err
 	}
-	after := int64(0)
-	for {
-		var page toolgatetype.ReceiptPage
-		if f.principal != "" {
-			page, err = cl.PrincipalReceipts(ctx, f.principal, after, 1000)
-		} else {
-			page, err = cl.Receipts(ctx, after, 1000)
-		}
-		if err != nil {
-			return err
-		}
-		for _, r := range page.Receipts {
-			if err := each(r); err != nil {
-				return err
-			}
-		}
-		if page.Next == nil {
-			return nil
-		}
-		after = *page.Next
-	}
+	return cl.EachReceipt(ctx, f.principal, each)
 }
 
-func runReceiptsExport(ctx context.Context, c *cli, cmd *command, args []string) int {
-	fs := c.flagSet(cmd)
+func runReceiptsExport(ctx context.Context, c *cli.CLI, cmd *cli.Command, args []string) int {
+	fs := c.FlagSet(cmd)
 	var src receiptSourceFlags
 	src.register(fs)
 	out := fs.String("o", "", "write to `file` instead of standard output")
-	if code, ok := c.parse(cmd, fs, args); !ok {
+	if code, ok := c.Parse(cmd, fs, args); !ok {
 		return code
 	}
 	if src.url == "" {
-		c.mistake(cmd, errors.New("-url URL is required"))
+		c.Mistake(cmd, errors.New("-url URL is required"))
 		return exitUsage
 	}
-	w := c.stdout
+	w := c.Stdout
 	var file *os.File
 	if *out != "" {
 		var err error
 		if file, err = os.Create(*out); err != nil {
-			fmt.Fprintf(c.stderr, "toolgate receipts export: %v\n", err)
+			fmt.Fprintf(c.Stderr, "toolgate receipts export: %v\n", err)
 			return exitFailed
 		}
 		w = file
@@ -295,32 +114,32 @@ func runReceiptsExport(ctx context.Context, c *cli, cmd *command, args []string)
 		}
 	}
 	if err != nil {
-		fmt.Fprintf(c.stderr, "toolgate receipts export: %v\n", err)
+		fmt.Fprintf(c.Stderr, "toolgate receipts export: %v\n", err)
 		return exitFailed
 	}
-	fmt.Fprintf(c.stderr, "toolgate receipts export: %d receipts\n", n)
+	fmt.Fprintf(c.Stderr, "toolgate receipts export: %d receipts\n", n)
 	return exitOK
 }
 
-func runReceiptsVerify(ctx context.Context, c *cli, cmd *command, args []string) int {
-	fs := c.flagSet(cmd)
+func runReceiptsVerify(ctx context.Context, c *cli.CLI, cmd *cli.Command, args []string) int {
+	fs := c.FlagSet(cmd)
 	var src receiptSourceFlags
 	src.register(fs)
 	file := fs.String("file", "", "verify the JSON lines `file` receipts export wrote")
 	keysFrom := fs.String("keys", "", "the key document: a `file` or URL (default: the -url gateway's)")
-	if code, ok := c.parse(cmd, fs, args); !ok {
+	if code, ok := c.Parse(cmd, fs, args); !ok {
 		return code
 	}
 	switch {
 	case (src.url == "") == (*file == ""):
-		c.mistake(cmd, errors.New("give one of -url URL and -file FILE"))
+		c.Mistake(cmd, errors.New("give one of -url URL and -file FILE"))
 		return exitUsage
 	case *file != "" && *keysFrom == "":
-		c.mistake(cmd, errors.New("-file needs -keys: the key document, a file or the gateway's /.well-known/toolgate-receipt-keys"))
+		c.Mistake(cmd, errors.New("-file needs -keys: the key document, a file or the gateway's /.well-known/toolgate-receipt-keys"))
 		return exitUsage
 	}
 	fail := func(err error) int {
-		fmt.Fprintf(c.stderr, "toolgate receipts verify: %v\n", err)
+		fmt.Fprintf(c.Stderr, "toolgate receipts verify: %v\n", err)
 		return exitFailed
 	}
 	if *keysFrom == "" {
@@ -334,62 +153,29 @@ func runReceiptsVerify(ctx context.Context, c *cli, cmd *command, args []string)
 	if err != nil {
 		return fail(err)
 	}
-	var broke *receipt.Break
-	add := func(r []byte) error {
-		if err := v.Add(r); err != nil {
-			if errors.As(err, &broke) {
-				return errBroken
-			}
-			return err
-		}
-		return nil
-	}
 	line := 0
 	if *file != "" {
-		line, err = verifyFile(*file, add)
+		var f *os.File
+		if f, err = os.Open(*file); err == nil {
+			line, err = v.AddLines(f)
+			f.Close()
+		}
 	} else {
-		err = receiptPages(ctx, c, src, add)
+		err = receiptPages(ctx, c, src, v.Add)
 	}
+	var broke *receipt.Break
 	switch {
-	case broke != nil && line > 0:
-		// A receipt's position is not its line when the file has blank
-		// lines, and a line that is no receipt has no seq to find it by.
-		fmt.Fprintf(c.stdout, "BROKEN at %v (line %d of %s)\n", broke, line, *file)
+	case errors.As(err, &broke) && line > 0:
+		fmt.Fprintf(c.Stdout, "BROKEN at %v (line %d of %s)\n", broke, line, *file)
 		return exitFailed
 	case broke != nil:
-		fmt.Fprintf(c.stdout, "BROKEN at %v\n", broke)
+		fmt.Fprintf(c.Stdout, "BROKEN at %v\n", broke)
 		return exitFailed
 	case err != nil:
 		return fail(err)
 	}
-	fmt.Fprintf(c.stdout, "ok: %d receipts of %d principals verified: every signature, every link, no gap\n", v.Count(), v.Principals())
+	fmt.Fprintf(c.Stdout, "ok: %d receipts of %d principals verified: every signature, every link, no gap\n", v.Count(), v.Principals())
 	return exitOK
-}
-
-// errBroken stops reading a chain at its first break.
-var errBroken = errors.New("the chain is broken")
-
-// verifyFile feeds each line of a JSON lines file to add; when add fails,
-// it returns the number of the line, from 1, so a break can name it.
-func verifyFile(path string, add func([]byte) error) (line int, err error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	lines := bufio.NewScanner(f)
-	lines.Buffer(make([]byte, 64<<10), 16<<20)
-	for lines.Scan() {
-		line++
-		text := lines.Bytes()
-		if len(bytes.TrimSpace(text)) == 0 {
-			continue
-		}
-		if err := add(text); err != nil {
-			return line, err
-		}
-	}
-	return 0, lines.Err()
 }
 
 // readReceiptKeys reads a key document from a file or an http(s) URL.

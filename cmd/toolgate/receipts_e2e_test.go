@@ -49,7 +49,7 @@ func (s receiptStore) q(query string) string {
 func receiptStores(t *testing.T) []receiptStore {
 	dir := t.TempDir()
 	dbPath := filepath.Join(dir, "receipts.db")
-	stores := []receiptStore{{name: "sqlite", storage: sqlitePrefix + dbPath}}
+	stores := []receiptStore{{name: "sqlite", storage: "sqlite:" + dbPath}}
 	if url := os.Getenv("TOOLGATE_TEST_POSTGRES_URL"); url != "" {
 		stores = append(stores, receiptStore{name: "postgres", storage: url, dollar: true})
 	} else if os.Getenv("CI") != "" {
@@ -65,7 +65,7 @@ func (s *receiptStore) open(t *testing.T) {
 	if s.dollar {
 		s.db, err = sql.Open("pgx", s.storage)
 	} else {
-		s.db, err = sql.Open("sqlite", strings.TrimPrefix(s.storage, sqlitePrefix)+"?_pragma=busy_timeout(5000)")
+		s.db, err = sql.Open("sqlite", strings.TrimPrefix(s.storage, "sqlite:")+"?_pragma=busy_timeout(5000)")
 	}
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.db.Close() })
@@ -350,7 +350,7 @@ func TestReceiptsVerifyReadsEachLineOneWay(t *testing.T) {
 	apiKey := randomKey(t, "tg_test_receipts_")
 	config := writeConfig(t, map[string]any{
 		"listen":     "127.0.0.1:0",
-		"storage":    sqlitePrefix + filepath.Join(dir, "receipts.db"),
+		"storage":    "sqlite:" + filepath.Join(dir, "receipts.db"),
 		"principals": []any{map[string]any{"id": "alice", "apiKeys": []string{apiKey}}},
 		"receipts":   map[string]any{"signingKeyFile": keyFile, "keyId": "k1"},
 	})

@@ -33,36 +33,3 @@ func TestMistypedCommandSuggestsTheNearest(t *testing.T) {
 		assert.Empty(t, stdout.String(), "%v", tt.args)
 	}
 }
-
-// TestMistypedConfigFieldSuggestsTheNearest: an unknown field near a field
-// of its object, at the top or nested, gets that field suggested.
-func TestMistypedConfigFieldSuggestsTheNearest(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		doc  string
-		want string
-	}{
-		{`{"listn": "127.0.0.1:8080"}`, `config: unknown field "listn": did you mean "listen"?`},
-		{`{"builtinTool": false}`, `config: unknown field "builtinTool": did you mean "builtinTools"?`},
-		{`{"principals": [{"id": "a", "apiKey": ["tg_test_a_0123456789"]}]}`, `config: principals[0]: unknown field "apiKey": did you mean "apiKeys"?`},
-		{`{"mcpServers": [{"id": "a", "comand": ["srv"]}]}`, `config: mcpServers[0]: unknown field "comand": did you mean "command"?`},
-		{`{"budgets": [{"id": "team", "dailyLimtUsd": "1.0000"}]}`, `config: budgets[0]: unknown field "dailyLimtUsd": did you mean "dailyLimitUsd"?`},
-		{`{"colour": "blue"}`, `config: unknown field "colour"`},
-	}
-	for _, tt := range tests {
-		_, err := parseConfig([]byte(tt.doc), testRegistry(t))
-		if assert.Error(t, err, tt.doc) {
-			assert.Equal(t, tt.want, err.Error(), tt.doc)
-		}
-	}
-}
-
-func TestNearest(t *testing.T) {
-	t.Parallel()
-	names := []string{"serve", "mcp", "tools", "help", "version"}
-	for word, want := range map[string]string{
-		"serv": "serve", "srve": "serve", "mpc": "mcp", "hlep": "help", "v": "", "x": "", "receipts": "", "": "",
-	} {
-		assert.Equal(t, want, nearest(word, names), word)
-	}
-}

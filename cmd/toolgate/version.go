@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strings"
+
+	"github.com/toolgate/toolgate/internal/cli"
 )
 
 // version is toolgate's version when the build sets it:
@@ -16,20 +18,20 @@ import (
 var version string
 
 // versionCommand is "toolgate version", also -version and --version.
-var versionCommand = &command{
-	name:     "version",
-	summary:  "print toolgate's version",
-	synopsis: "",
-	run: func(_ context.Context, c *cli, cmd *command, args []string) int {
-		fs := c.flagSet(cmd)
-		if code, ok := c.parse(cmd, fs, args); !ok {
+var versionCommand = &cli.Command{
+	Name:     "version",
+	Summary:  "print toolgate's version",
+	Synopsis: "",
+	Run: func(_ context.Context, c *cli.CLI, cmd *cli.Command, args []string) int {
+		fs := c.FlagSet(cmd)
+		if code, ok := c.Parse(cmd, fs, args); !ok {
 			return code
 		}
-		if err := noArgs(fs); err != nil {
-			c.mistake(cmd, err)
+		if err := cli.NoArgs(fs); err != nil {
+			c.Mistake(cmd, err)
 			return exitUsage
 		}
-		fmt.Fprintln(c.stdout, "toolgate "+versionString())
+		fmt.Fprintln(c.Stdout, "toolgate "+versionString())
 		return exitOK
 	},
 }

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"bytes"
@@ -156,7 +156,7 @@ type fleet struct {
 // sealing keys are the configured ones, or the one kept in the store.
 func newFleet(ctx context.Context, cfg *Config, store storage.Store, clock toolgate.Clock, tel *telemetry) (*fleet, error) {
 	f := &fleet{}
-	if ss, ok := store.(storage.SessionStore); ok && cfg.storageKind() != storageMemory {
+	if ss, ok := store.(storage.SessionStore); ok && cfg.StorageKind() != storageMemory {
 		f.sessions = toolgatehttp.NewStoreSessions(ss, clock)
 	}
 	lc := &authlimit.Config{

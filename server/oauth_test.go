@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"os"
@@ -17,14 +17,14 @@ const oauthSection = `"oauth": {"issuer": "https://idp.example", "audience": "ht
 
 func TestParseConfigOAuth(t *testing.T) {
 	t.Parallel()
-	cfg, err := parseConfig([]byte(`{`+oauthSection+`,
+	cfg, err := ParseConfig([]byte(`{` + oauthSection + `,
 		"principals": [
 			{"id": "*", "spendControls": {"dailyLimitUsd": "5", "rateLimitPerMinute": 10}, "approvalMode": "caller"},
 			{"id": "ci-bot", "spendControls": {"dailyLimitUsd": "50"}},
 			{"id": "alice", "apiKeys": ["tg_alice"], "approvalMode": "approver"}
 		],
 		"approvers": [{"id": "pat", "principals": ["alice", "ci-bot"]}]
-	}`), testRegistry(t))
+	}`))
 	require.NoError(t, err)
 	assert.Equal(t, &OAuth{Issuer: "https://idp.example", Audience: "https://toolgate.example/mcp", PrincipalClaim: "sub",
 		ApproverClaim: "toolgate_approver", CallScope: "toolgate:call", ApproveScope: "toolgate:approve"}, cfg.OAuth)
@@ -32,8 +32,8 @@ func TestParseConfigOAuth(t *testing.T) {
 	assert.Equal(t, 10, *cfg.template().SpendControls.RateLimitPerMinute)
 	assert.Empty(t, cfg.Approvers[0].Keys, "pat signs in with tokens alone")
 
-	local, err := parseConfig([]byte(`{"oauth": {"issuer": "http://127.0.0.1:9000/realms/x", "audience": "http://localhost:8080/mcp",
-		"jwksUrl": "http://127.0.0.1:9000/realms/x/certs"}, "principals": [{"id": "*"}]}`), testRegistry(t))
+	local, err := ParseConfig([]byte(`{"oauth": {"issuer": "http://127.0.0.1:9000/realms/x", "audience": "http://localhost:8080/mcp",
+		"jwksUrl": "http://127.0.0.1:9000/realms/x/certs"}, "principals": [{"id": "*"}]}`))
 	require.NoError(t, err, "http:// on a loopback address")
 	assert.Equal(t, "http://127.0.0.1:9000/realms/x/certs", local.OAuth.JWKSURL)
 }
@@ -70,7 +70,7 @@ func TestParseConfigOAuthErrors(t *testing.T) {
 			`config: approvers[0]: approver "pat" has no keys or keySha256, so it could never sign in`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := parseConfig([]byte(c.doc), testRegistry(t))
+			_, err := ParseConfig([]byte(c.doc))
 			require.Error(t, err)
 			assert.Equal(t, c.want, err.Error())
 		})
@@ -93,14 +93,14 @@ func TestTemplateControlsApplyToEverySubject(t *testing.T) {
 
 func TestREADMEIdentityProviderConfigExample(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../README.md")
 	require.NoError(t, err)
 	_, section, found := strings.Cut(string(readme), "\n## Signing in with your identity provider\n")
 	require.True(t, found)
 	_, example, found := strings.Cut(section, "```json\n")
 	require.True(t, found, "the section has a config example")
 	example, _, _ = strings.Cut(example, "```")
-	cfg, err := parseConfig([]byte(example), testRegistry(t))
+	cfg, err := ParseConfig([]byte(example))
 	require.NoError(t, err)
 	require.NotNil(t, cfg.OAuth)
 	assert.Equal(t, "toolgate_approver", cfg.OAuth.ApproverClaim)

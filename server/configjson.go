@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/toolgate/toolgate/internal/suggest"
 	"github.com/toolgate/toolgate/internal/textcheck"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
@@ -166,7 +167,7 @@ func (n node) fields(allowed ...string) ([]field, error) {
 			}
 		}
 		if !found {
-			return nil, n.errorf("unknown field %q%s", f.name, didYouMean(f.name, allowed))
+			return nil, n.errorf("unknown field %q%s", f.name, suggest.DidYouMean(f.name, allowed))
 		}
 	}
 	return fs, nil

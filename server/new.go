@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"context"
@@ -16,9 +16,7 @@ import (
 	"github.com/toolgate/toolgate/mcpserver"
 	"github.com/toolgate/toolgate/oauth"
 	"github.com/toolgate/toolgate/outbox"
-	"github.com/toolgate/toolgate/receipt"
 	"github.com/toolgate/toolgate/registry"
-	"github.com/toolgate/toolgate/sealing"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/storage/memory"
 	"github.com/toolgate/toolgate/storage/postgres"
@@ -35,22 +33,6 @@ import (
 // file another process may hold locked, and migrating the schema at start,
 // so a store that does not answer fails the start visibly.
 const storeOpenTimeout = 30 * time.Second
-
-// app is a configured gateway and its HTTP API, ready to serve.
-type app struct {
-	gw       *toolgate.Gateway
-	handler  http.Handler // the HTTP API, with MCP at /mcp
-	shutdown func()       // ends what a drain cannot wait for
-	close    func()       // waits for budget checks, stops the webhook sender, releases the store
-	// listening tells the app the address it serves at, once known.
-	listening func(baseURL string)
-	// sealing are the fleet's keys, for state handed out and trusted
-	// again by any instance.
-	sealing *sealing.Keys
-	// generatedReceiptKey signs receipts when none is configured; nil
-	// when one is.
-	generatedReceiptKey *receipt.Signer
-}
 
 // offlineTrusted is the tool whose provider -offline answers itself, and
 // so trusts: goal-data's demo provider.
@@ -71,15 +53,53 @@ func newRegistry() (*registry.Registry, error) {
 	return reg, nil
 }
 
-// build applies cfg to reg and assembles the gateway over the configured
-// store. With offline, every upstream request is answered from recorded
-// provider responses; tools pointed elsewhere by cfg.Upstreams keep their
-// origin (and so their manifest digest), and the recordings answer them by
-// path. Offline, goal-data's demo provider is answered in process, by the
-// gateway's own recordings, and is trusted as payment- and
-// endpoint-verified, so that a paid call can be tried; the config's
-// "trust" still has the last word.
-func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline bool, tel *telemetry, log *slog.Logger) (*app, error) {
+// New starts the server cfg describes (LoadConfig, ParseConfig, or one
+// made in Go): it opens the store (creating or migrating a database's
+// schema), sets up telemetry, the webhook sender and the fleet's shared
+// state, starts the config's MCP servers (each has up to 30 s; one that
+// cannot start is logged, its tools absent) and the pruning of expired
+// records, and assembles the handler. ctx bounds the start, and the
+// background fetch of the identity provider's keys. New applies the
+// config's upstreams and trust to cfg.Registry (made when nil), which it
+// shares: two servers of one Config share one registry. nil opts are the
+// zero Options. Close the server to release what it holds.
+func New(ctx context.Context, cfg *Config, opts *Options) (*Server, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Registry == nil {
+		reg, err := cfg.registry()
+		if err != nil {
+			return nil, err
+		}
+		cfg.Registry = reg
+	}
+	tel, err := newTelemetry(ctx, cfg, opts.getenv())
+	if err != nil {
+		return nil, fmt.Errorf("cannot start tracing: %w", err)
+	}
+	s, err := assemble(ctx, cfg, opts.Offline, tel, log)
+	if err != nil {
+		tel.close(log)
+		return nil, err
+	}
+	retention, stop := context.WithCancel(context.Background())
+	s.stopRetention, s.retentionDone = stop, make(chan struct{})
+	go func() {
+		defer close(s.retentionDone)
+		s.gw.RunRetention(retention, RetentionInterval)
+	}()
+	return s, nil
+}
+
+// assemble applies cfg to its registry and assembles the gateway over the
+// configured store, and the handler over the gateway.
+func assemble(ctx context.Context, cfg *Config, offline bool, tel *telemetry, log *slog.Logger) (*Server, error) {
+	reg := cfg.Registry
 	if _, err := reg.Lookup(offlineTrusted); offline && err == nil { // not served without the built-in tools
 		if err := reg.SetTrust(offlineTrusted, registry.Trust{PaymentVerified: registry.Bool(true), EndpointVerified: registry.Bool(true)}); err != nil {
 			return nil, fmt.Errorf("trust %s offline: %w", offlineTrusted, err)
@@ -93,7 +113,7 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 	}
 	for slug, t := range cfg.Trust {
 		if _, ok := cfg.mcpServerOf(slug); ok {
-			continue // its tools are registered once the server runs, with this (mcpServersOf)
+			continue // its tools are registered once the server runs, with this (MCPUpstreams)
 		}
 		if err := reg.SetTrust(slug, t); err != nil {
 			return nil, fmt.Errorf("trust.%s: %w", slug, err)
@@ -113,7 +133,7 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 				return nil, fmt.Errorf("principal %q: %w", p.ID, err)
 			}
 		}
-		if p.ID != templateID {
+		if p.ID != PrincipalTemplate {
 			controls[p.ID] = p.SpendControls
 		}
 	}
@@ -123,7 +143,7 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 	}
 	approvers := toolgate.StaticApprovers{Modes: map[string]toolgatetype.ApprovalMode{}, Approvers: map[string][]string{}}
 	for _, p := range cfg.Principals {
-		if p.ApprovalMode != "" && p.ID != templateID {
+		if p.ApprovalMode != "" && p.ID != PrincipalTemplate {
 			approvers.Modes[p.ID] = p.ApprovalMode
 		}
 	}
@@ -149,7 +169,7 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 	if err != nil {
 		return nil, err
 	}
-	store, closeStore, err := openStore(ctx, cfg, log)
+	store, closeStore, err := OpenStore(ctx, cfg, log)
 	if err != nil {
 		return nil, err
 	}
@@ -220,7 +240,7 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 		return nil, err
 	}
 	// Last, as the slowest to start: each server has up to 30 s.
-	upstreams, err := startMCPServers(ctx, reg, mcpServersOf(cfg), cfg.PinsFile, tel, log)
+	upstreams, err := startMCPServers(ctx, reg, cfg.MCPUpstreams(), cfg.PinsFile, tel, log)
 	if err != nil {
 		closeAll()
 		return nil, err
@@ -261,8 +281,8 @@ func build(ctx context.Context, cfg *Config, reg *registry.Registry, offline boo
 	if upstreams != nil {
 		mux.Handle("GET /healthz", healthz(upstreams))
 	}
-	return &app{gw: gw, handler: mux, shutdown: agents.Close, close: closeAll, listening: listening, sealing: fl.sealing,
-		generatedReceiptKey: generatedReceiptKey}, nil
+	return &Server{cfg: cfg, log: log, gw: gw, handler: logRequests(log, mux), tel: tel, endStreams: agents.Close,
+		release: closeAll, listening: listening, sealing: fl.sealing, generatedReceiptKey: generatedReceiptKey}, nil
 }
 
 // newWebhook makes the sender of approval webhooks, when the config asks
@@ -294,12 +314,14 @@ func newWebhook(a Approvals, log *slog.Logger) (*webhook.Sender, func(string), e
 	return s, listening, nil
 }
 
-// openStore opens the configured store; a database's schema is created or
-// migrated on the way.
-func openStore(ctx context.Context, cfg *Config, log *slog.Logger) (storage.Store, func(), error) {
+// OpenStore opens the store cfg names, for a program that works on it
+// beside the running servers (listing events, say); a database's schema is
+// created or migrated on the way. The function returned closes it, logging
+// a failure to log.
+func OpenStore(ctx context.Context, cfg *Config, log *slog.Logger) (storage.Store, func(), error) {
 	ctx, cancel := context.WithTimeout(ctx, storeOpenTimeout)
 	defer cancel()
-	switch cfg.storageKind() {
+	switch cfg.StorageKind() {
 	case "sqlite":
 		s, err := sqlite.Open(ctx, cfg.sqlitePath(), nil)
 		if err != nil {

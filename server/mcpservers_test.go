@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"os"
@@ -40,7 +40,7 @@ const mcpExample = `{
 
 func TestParseConfigMCPServers(t *testing.T) {
 	t.Parallel()
-	cfg, err := parseConfig([]byte(mcpExample), testRegistry(t))
+	cfg, err := ParseConfig([]byte(mcpExample))
 	require.NoError(t, err)
 	require.Len(t, cfg.MCPServers, 2)
 	files, tickets := cfg.MCPServers[0], cfg.MCPServers[1]
@@ -63,7 +63,7 @@ func TestParseConfigMCPServers(t *testing.T) {
 	assert.Equal(t, "1.0000", cfg.Principals[0].SpendControls.Tools["files.write-file"].DailyLimitUSD.StringFixed(4))
 
 	// The trust of a server's tool goes to the server, by slug.
-	servers := mcpServersOf(cfg)
+	servers := cfg.MCPUpstreams()
 	assert.True(t, *servers[0].Trust["files.write-file"].PaymentVerified)
 	assert.Nil(t, cfg.MCPServers[0].Trust, "the config itself is left as it was")
 }
@@ -75,7 +75,7 @@ func TestLoadConfigMCPPathsAreTheConfigFilesNeighbours(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte(`{"pins": "pins/toolgate.pins.json", "mcpServers": [
 		{"id": "a", "command": ["srv"], "env": {"T": {"file": "secrets/t"}, "U": {"file": "/abs/u"}}},
 		{"id": "b", "url": "https://x.example/mcp", "credential": {"header": "X-Key", "file": "k"}}]}`), 0o600))
-	_, cfg, err := loadConfig(path)
+	cfg, err := LoadConfig(path)
 	require.NoError(t, err)
 	assert.Equal(t, filepath.Join(dir, "pins", "toolgate.pins.json"), cfg.PinsFile)
 	assert.Equal(t, filepath.Join(dir, "secrets", "t"), cfg.MCPServers[0].Env["T"].File)
@@ -94,7 +94,7 @@ func TestLoadConfigMCPCommandPathsAreTheConfigFilesNeighbours(t *testing.T) {
 		{"id": "b", "command": ["./server"]},
 		{"id": "c", "command": ["npx", "-y", "some-server"]},
 		{"id": "d", "command": ["/usr/local/bin/server"]}]}`), 0o600))
-	_, cfg, err := loadConfig(path)
+	cfg, err := LoadConfig(path)
 	require.NoError(t, err)
 	assert.Equal(t, []string{filepath.Join(dir, "bin", "notes-server"), "data/notes"}, cfg.MCPServers[0].Command)
 	assert.Equal(t, []string{filepath.Join(dir, "server")}, cfg.MCPServers[1].Command)
@@ -140,7 +140,7 @@ func TestParseConfigMCPServersErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := parseConfig([]byte(tt.doc), testRegistry(t))
+			_, err := ParseConfig([]byte(tt.doc))
 			require.Error(t, err)
 			var ce *ConfigError
 			require.ErrorAs(t, err, &ce)
@@ -158,14 +158,14 @@ func TestParseConfigMCPServersErrors(t *testing.T) {
 // servers valid.
 func TestREADMEMCPServersExample(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../README.md")
 	require.NoError(t, err)
 	_, section, found := strings.Cut(string(readme), "\n## Gating your MCP servers\n")
 	require.True(t, found, "the README has a section on gating MCP servers")
 	_, example, found := strings.Cut(section, "```json\n")
 	require.True(t, found, "the section has a config example")
 	example, _, _ = strings.Cut(example, "```")
-	cfg, err := parseConfig([]byte(example), testRegistry(t))
+	cfg, err := ParseConfig([]byte(example))
 	require.NoError(t, err)
 	require.Len(t, cfg.MCPServers, 1)
 	assert.Equal(t, "files", cfg.MCPServers[0].ID)

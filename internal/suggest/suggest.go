@@ -1,4 +1,6 @@
-package main
+// Package suggest finds the name a mistyped word was meant as: a command
+// of toolgate's, a field of its config.
+package suggest
 
 import "fmt"
 
@@ -11,21 +13,21 @@ const (
 	shortWord                = 5 // letters
 )
 
-// didYouMean is `: did you mean "NAME"?` for the name of names nearest
+// DidYouMean is `: did you mean "NAME"?` for the name of names nearest
 // word, or "" when none is near enough to be what was meant.
-func didYouMean(word string, names []string) string {
-	if name := nearest(word, names); name != "" {
+func DidYouMean(word string, names []string) string {
+	if name := Nearest(word, names); name != "" {
 		return fmt.Sprintf(": did you mean %q?", name)
 	}
 	return ""
 }
 
-// nearest is the name of names nearest word: one that starts with it
+// Nearest is the name of names nearest word: one that starts with it
 // ("serv" for serve), else the first at the fewest edits, when that is at
 // most maxSuggestDistance (shortWordSuggestDistance for a short word) and
 // fewer than word's own length (so that "x" does not suggest everything of
 // two letters). "" when there is none.
-func nearest(word string, names []string) string {
+func Nearest(word string, names []string) string {
 	if word == "" {
 		return ""
 	}

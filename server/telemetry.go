@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"context"
@@ -115,8 +115,9 @@ func (t *telemetry) mcpOptions(o *mcpserver.Options) *mcpserver.Options {
 }
 
 // serveMetrics answers GET /metrics on ln until ctx is done. It is the
-// only thing served there, and the API's address never serves it.
-func (t *telemetry) serveMetrics(ctx context.Context, ln net.Listener, log *slog.Logger) {
+// only thing served there, and the API's address never serves it. A
+// failure is logged, and returned.
+func (t *telemetry) serveMetrics(ctx context.Context, ln net.Listener, log *slog.Logger) error {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(t.metrics, promhttp.HandlerOpts{
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
@@ -138,7 +139,9 @@ func (t *telemetry) serveMetrics(ctx context.Context, ln net.Listener, log *slog
 	}()
 	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		log.Error("metrics listener stopped", "error", err)
+		return err
 	}
+	return nil
 }
 
 // close sends the spans still buffered and stops the exporter.

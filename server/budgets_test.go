@@ -1,21 +1,13 @@
-package main
+package server
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
-	"net/http"
 	"os"
-	"regexp"
-	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/toolgate/toolgate/internal/testproc"
 )
 
 // budgetsConfig is a config with principals alice and bob, approver pat,
@@ -40,7 +32,7 @@ const teamAndOrganization = `[
 
 func TestParseConfigBudgets(t *testing.T) {
 	t.Parallel()
-	cfg, err := parseConfig([]byte(budgetsConfig(teamAndOrganization)), testRegistry(t))
+	cfg, err := ParseConfig([]byte(budgetsConfig(teamAndOrganization)))
 	require.NoError(t, err)
 	require.Len(t, cfg.Budgets, 2)
 
@@ -75,7 +67,7 @@ func TestParseConfigBudgetOfEveryone(t *testing.T) {
   "principals": [{"id": "alice", "apiKeys": ["tg_alice"]}],
   "budgets": [{"id": "acme", "everyone": true, "monthlyLimitUsd": "1000"}, {"id": "team", "parent": "acme", "members": ["alice"], "dailyLimitUsd": "5"}]
 }`
-	cfg, err := parseConfig([]byte(doc), testRegistry(t))
+	cfg, err := ParseConfig([]byte(doc))
 	require.NoError(t, err)
 	assert.True(t, cfg.Budgets[0].Everyone)
 	assert.False(t, cfg.Budgets[1].Everyone)
@@ -90,7 +82,7 @@ func TestParseConfigBudgetsOfTokenSubjects(t *testing.T) {
   "oauth": {"issuer": "https://idp.example.com", "audience": "https://gateway.example.com/mcp"},
   "budgets": [{"id": "team", "members": ["carol@example.com"], "monthlyLimitUsd": "100"}]
 }`
-	cfg, err := parseConfig([]byte(doc), testRegistry(t))
+	cfg, err := ParseConfig([]byte(doc))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"carol@example.com"}, cfg.Budgets[0].Members)
 }
@@ -173,7 +165,7 @@ func TestParseConfigBudgetErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := parseConfig([]byte(budgetsConfig(tt.budgets)), testRegistry(t))
+			_, err := ParseConfig([]byte(budgetsConfig(tt.budgets)))
 			require.Error(t, err)
 			var ce *ConfigError
 			require.True(t, errors.As(err, &ce), "a ConfigError: %v", err)
@@ -192,7 +184,7 @@ func TestParseConfigBudgetClaimsNeedTokens(t *testing.T) {
 	t.Parallel()
 	doc := `{"principals": [{"id": "alice", "apiKeys": ["tg_alice"]}],
 	         "budgets": [{"id": "a", "dailyLimitUsd": "1", "claims": {"groups": "search"}}]}`
-	_, err := parseConfig([]byte(doc), testRegistry(t))
+	_, err := ParseConfig([]byte(doc))
 	require.Error(t, err)
 	assert.Equal(t, `config: budgets[0].claims: claims match access tokens, which need an "oauth" section; API keys join a budget by members`, err.Error())
 }
@@ -201,14 +193,14 @@ func TestParseConfigBudgetClaimsNeedTokens(t *testing.T) {
 // and saying what the section says of it.
 func TestREADMEBudgetsConfigExample(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../README.md")
 	require.NoError(t, err)
 	_, section, found := strings.Cut(string(readme), "\n## Budgets for teams and the organization\n")
 	require.True(t, found, "the README has a section on budgets")
 	_, example, found := strings.Cut(section, "```json\n")
 	require.True(t, found, "the section has a config example")
 	example, _, _ = strings.Cut(example, "```")
-	cfg, err := parseConfig([]byte(example), testRegistry(t))
+	cfg, err := ParseConfig([]byte(example))
 	require.NoError(t, err)
 	require.Len(t, cfg.Budgets, 2)
 	acme, team := cfg.Budgets[0], cfg.Budgets[1]
@@ -225,102 +217,4 @@ func TestREADMEBudgetsConfigExample(t *testing.T) {
 	assert.Equal(t, "Europe/Berlin", team.TimeZone)
 	assert.Equal(t, []string{"pat"}, team.Approvers)
 	assert.NotEmpty(t, cfg.Approvals.WebhookURL, "alerts go to the approvals' webhook")
-}
-
-// TestREADMEBudgetRefusalExample runs the server on the README's budgets
-// example (in memory and offline, with no identity provider or webhook
-// to reach, and a daily limit the second call passes) and compares the
-// refusal it answers with the README's: the same members at every level,
-// the same code, and the same message and violation but for the amounts.
-func TestREADMEBudgetRefusalExample(t *testing.T) {
-	t.Parallel()
-	section := readmeSection(t, "Budgets for teams and the organization")
-	_, example, found := strings.Cut(section, "```json\n")
-	require.True(t, found, "the section has a config example")
-	example, rest, _ := strings.Cut(example, "```")
-	_, refusal, found := strings.Cut(rest, "A refused call is")
-	require.True(t, found, "the section shows a refused call")
-	_, refusal, found = strings.Cut(refusal, "```json\n")
-	require.True(t, found)
-	refusal, _, _ = strings.Cut(refusal, "```")
-
-	var cfg map[string]any
-	require.NoError(t, json.Unmarshal([]byte(example), &cfg))
-	for _, field := range []string{"storage", "oauth", "approvals"} {
-		require.Contains(t, cfg, field)
-		delete(cfg, field)
-	}
-	cfg["listen"] = "127.0.0.1:0"
-	team := cfg["budgets"].([]any)[1].(map[string]any)
-	require.Equal(t, "search-team", team["id"])
-	delete(team, "claims") // they need the identity provider, as the "*" template does
-	cfg["principals"] = slices.DeleteFunc(cfg["principals"].([]any), func(p any) bool { return p.(map[string]any)["id"] == "*" })
-	team["dailyLimitUsd"] = "0.2000"
-	alice := cfg["principals"].([]any)[0].(map[string]any)
-	require.Equal(t, "alice", alice["id"])
-	c := client{t: t, key: alice["apiKeys"].([]any)[0].(string)}
-
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	stdout, stderr := &testproc.SyncBuffer{}, &testproc.SyncBuffer{}
-	exited := make(chan int, 1)
-	path := writeConfig(t, cfg)
-	go func() { exited <- run(ctx, []string{"-config", path, "-offline"}, noEnv, stdout, stderr) }()
-	p := &process{t: t, stdout: stdout, stderr: stderr, exited: make(chan struct{})}
-	defer func() {
-		if t.Failed() {
-			t.Logf("stderr: %s", stderr.String())
-		}
-	}()
-	c.base = strings.TrimPrefix(p.waitLine("toolgate listening on ", 10*time.Second), "toolgate listening on ")
-
-	input := map[string]any{"goal": "reach the summit", "step": 1}
-	quoteID, digest, _ := c.quote("goal-data")
-	first := c.call("goal-data", quoteID, digest, "readme-refusal-1", input)
-	require.Equal(t, http.StatusOK, first.status, "%s", first.body)
-	quoteID, digest, _ = c.quote("goal-data")
-	second := c.call("goal-data", quoteID, digest, "readme-refusal-2", input)
-	require.Equal(t, http.StatusForbidden, second.status, "%s", second.body)
-
-	var want, got map[string]any
-	require.NoError(t, json.Unmarshal([]byte(refusal), &want), "the README's refusal is JSON")
-	require.NoError(t, json.Unmarshal(second.body, &got))
-	assert.Equal(t, memberPaths(want, ""), memberPaths(got, ""), "the same members: %s", second.body)
-	amounts := regexp.MustCompile(`\$\d+\.\d{4}`)
-	for _, field := range []string{"code", "message"} {
-		assert.Equal(t, amounts.ReplaceAllString(want["error"].(map[string]any)[field].(string), "$$X"),
-			amounts.ReplaceAllString(got["error"].(map[string]any)[field].(string), "$$X"), field)
-	}
-	assert.Equal(t, mustString(t, want["error"].(map[string]any)["violations"], amounts),
-		mustString(t, got["error"].(map[string]any)["violations"], amounts))
-	wb, gb := want["error"].(map[string]any)["budget"].(map[string]any), got["error"].(map[string]any)["budget"].(map[string]any)
-	for _, field := range []string{"id", "window"} {
-		assert.Equal(t, wb[field], gb[field], field)
-	}
-	cancel()
-	assert.Equal(t, 0, <-exited, "%s", stderr.String())
-}
-
-// memberPaths lists the member names of v at every level of objects, as
-// dotted paths.
-func memberPaths(v any, prefix string) []string {
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil
-	}
-	var out []string
-	for k, child := range m {
-		out = append(out, prefix+k)
-		out = append(out, memberPaths(child, prefix+k+".")...)
-	}
-	slices.Sort(out)
-	return out
-}
-
-// mustString is v as JSON with its amounts replaced.
-func mustString(t *testing.T, v any, amounts *regexp.Regexp) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	require.NoError(t, err)
-	return amounts.ReplaceAllString(string(b), "$$X")
 }

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"bytes"
@@ -20,14 +20,14 @@ var (
 
 func TestParseConfigFleet(t *testing.T) {
 	t.Parallel()
-	cfg, err := parseConfig([]byte(`{
-		"sealingKeys": ["`+sealingKeyA+`", "`+sealingKeyB+`"],
+	cfg, err := ParseConfig([]byte(`{
+		"sealingKeys": ["` + sealingKeyA + `", "` + sealingKeyB + `"],
 		"limits": {
 			"failedAuth": {"max": 5, "window": "2m", "keyPrefixLength": 0},
 			"approvalRequests": {"max": 100, "window": "1h"},
 			"trustedProxies": ["10.0.0.0/8", "192.0.2.7", "2001:db8::/32"]
 		}
-	}`), testRegistry(t))
+	}`))
 	require.NoError(t, err)
 	assert.Equal(t, [][]byte{bytes.Repeat([]byte("A"), 32), bytes.Repeat([]byte("B"), 32)}, cfg.SealingKeys, "in order: the first seals")
 	zero := 0
@@ -37,7 +37,7 @@ func TestParseConfigFleet(t *testing.T) {
 		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("192.0.2.7/32"), netip.MustParsePrefix("2001:db8::/32")},
 	}, cfg.Limits)
 
-	cfg, err = parseConfig([]byte(`{}`), testRegistry(t))
+	cfg, err = ParseConfig([]byte(`{}`))
 	require.NoError(t, err)
 	assert.Empty(t, cfg.SealingKeys, "none: the store keeps one")
 	assert.Equal(t, Limits{}, cfg.Limits, "zero: the defaults")
@@ -61,7 +61,7 @@ func TestParseConfigFleet(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := parseConfig([]byte(tt.doc), testRegistry(t))
+			_, err := ParseConfig([]byte(tt.doc))
 			require.Error(t, err)
 			if prefix, ok := strings.CutSuffix(tt.want, "..."); ok {
 				assert.True(t, strings.HasPrefix(err.Error(), prefix), "got %q", err)

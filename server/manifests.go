@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"errors"
@@ -124,4 +124,23 @@ func registerManifests(reg *registry.Registry, patterns []string, origins map[st
 		return nil, &located
 	}
 	return vs, err
+}
+
+// registry makes the registry of a config made in Go: the built-in tools
+// when BuiltinTools is set, then the manifests Tools names (absolute
+// globs), with the config's upstreams as the operator's origins.
+func (c *Config) registry() (*registry.Registry, error) {
+	reg := registry.New()
+	if c.BuiltinTools {
+		var err error
+		if reg, err = newRegistry(); err != nil {
+			return nil, err
+		}
+	}
+	if len(c.Tools) > 0 {
+		if _, err := registerManifests(reg, c.Tools, c.Upstreams); err != nil {
+			return nil, err
+		}
+	}
+	return reg, nil
 }

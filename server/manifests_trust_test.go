@@ -1,9 +1,8 @@
-package main
+package server
 
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -22,7 +21,7 @@ import (
 // unblocks it; pasting exactly that into the config makes it callable.
 func TestBlockedPaidManifestToolNamesTheTrustThatUnblocksIt(t *testing.T) {
 	t.Parallel()
-	b, err := os.ReadFile(filepath.Join(examplesDir, "air-quality.json"))
+	b, err := os.ReadFile(filepath.Join("../examples/tools", "air-quality.json"))
 	require.NoError(t, err)
 	var manifest map[string]any
 	require.NoError(t, json.Unmarshal(b, &manifest))
@@ -52,13 +51,13 @@ func TestBlockedPaidManifestToolNamesTheTrustThatUnblocksIt(t *testing.T) {
 // does not matter here).
 func callOf(t *testing.T, path, slug string) *toolgatetype.Error {
 	t.Helper()
-	reg, cfg, err := loadConfig(path)
+	cfg, err := LoadConfig(path)
 	require.NoError(t, err)
 	ctx := context.Background()
-	a, err := build(ctx, cfg, reg, false, &telemetry{}, slog.New(slog.DiscardHandler))
+	srv, err := New(ctx, cfg, nil)
 	require.NoError(t, err)
-	defer a.close()
-	gw := a.gw
+	defer srv.Close()
+	gw := srv.Gateway()
 	q, err := gw.Quote(ctx, "alice", slug)
 	require.NoError(t, err)
 	digest := ""
@@ -72,4 +71,15 @@ func callOf(t *testing.T, path, slug string) *toolgatetype.Error {
 		require.ErrorAs(t, err, &te)
 	}
 	return te
+}
+
+// writeManifest writes doc as JSON to dir/name.
+func writeManifest(t *testing.T, dir, name string, doc any) string {
+	t.Helper()
+	data, err := json.MarshalIndent(doc, "", "  ")
+	require.NoError(t, err)
+	path := filepath.Join(dir, name)
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	require.NoError(t, os.WriteFile(path, data, 0o600))
+	return path
 }

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"crypto/sha256"
@@ -35,9 +35,17 @@ const (
 // its path.
 const sqlitePrefix = "sqlite:"
 
-// Config is the server's configuration file, parsed
-// and checked. Zero fields mean the gateway's defaults.
+// Config is the server's configuration file, parsed and checked by
+// LoadConfig or ParseConfig. Zero fields mean the gateway's defaults.
 type Config struct {
+	// Registry holds the tools the config names: the built-in tools
+	// unless BuiltinTools is false, and the manifests of Tools.
+	// LoadConfig and ParseConfig fill it, checking every slug the config
+	// names against it; New adds the MCP servers' tools and the config's
+	// upstreams and trust to it. nil: New makes it from BuiltinTools and
+	// Tools.
+	Registry *registry.Registry
+
 	Listen            string
 	Storage           string // "memory", a PostgreSQL URL, or "sqlite:" and a file path
 	QuoteTTL          time.Duration
@@ -46,7 +54,7 @@ type Config struct {
 	FeeRate           *decimal.Decimal
 	ExposeUsageCounts bool
 	// BuiltinTools is whether the five built-in tools are served beside
-	// the manifests' and the MCP servers' tools; loadConfig leaves them
+	// the manifests' and the MCP servers' tools; LoadConfig leaves them
 	// out of the registry when it is false.
 	BuiltinTools bool
 	Principals   []Principal
@@ -106,11 +114,11 @@ type Principal struct {
 	ApprovalMode toolgatetype.ApprovalMode
 }
 
-// storageKind names the configured store, "memory", "postgres" or
+// StorageKind names the configured store, "memory", "postgres" or
 // "sqlite", for logs: never the URL (it may hold a password) or the path.
-func (c *Config) storageKind() string {
+func (c *Config) StorageKind() string {
 	switch {
-	case c.Storage == storageMemory:
+	case c.Storage == storageMemory || c.Storage == "":
 		return "memory"
 	case strings.HasPrefix(c.Storage, sqlitePrefix):
 		return "sqlite"
@@ -119,48 +127,75 @@ func (c *Config) storageKind() string {
 }
 
 // postgres reports whether the config stores in PostgreSQL.
-func (c *Config) postgres() bool { return c.storageKind() == "postgres" }
+func (c *Config) postgres() bool { return c.StorageKind() == "postgres" }
 
 // sqlitePath is the SQLite file's path, when the config stores in one.
 func (c *Config) sqlitePath() string { return strings.TrimPrefix(c.Storage, sqlitePrefix) }
 
-// loadConfig reads and parses the config file at path, and makes the
-// registry it describes: the built-in tools unless its "builtinTools" is
-// false, then the tool manifests its "tools" globs name. Every relative path
-// in the file (the globs, a SQLite file, the pins file, the MCP servers'
-// and the receipts' key files) is taken from the config file's directory,
-// made absolute here once, so that every command finds the same files
-// whatever directory it was started from and however path was given
-// (absolute, or relative to that directory). Absolute paths stay as they
-// are.
-func loadConfig(path string) (*registry.Registry, *Config, error) {
+// LoadConfig reads and parses the config file at path, and makes the
+// registry it describes (Config.Registry): the built-in tools unless its
+// "builtinTools" is false, then the tool manifests its "tools" globs name.
+// Every relative path in the file (the globs, a SQLite file, the pins
+// file, the MCP servers' and the receipts' key files) is taken from the
+// config file's directory, made absolute here once, so that every command
+// finds the same files whatever directory it was started from and however
+// path was given (absolute, or relative to that directory). Absolute paths
+// stay as they are.
+//
+// A mistake in the file is a *ConfigError naming the field; a bad tool
+// manifest a *registry.ManifestError naming its file. No error ever quotes
+// an API key or a database URL, since they end up in logs.
+func LoadConfig(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, nil, &ConfigError{Msg: "cannot read the config file: " + err.Error()}
+		return nil, &ConfigError{Msg: "cannot read the config file: " + err.Error()}
 	}
 	dir, err := filepath.Abs(filepath.Dir(path))
 	if err != nil {
-		return nil, nil, &ConfigError{Msg: "cannot find the config file's directory: " + err.Error()}
+		return nil, &ConfigError{Msg: "cannot find the config file's directory: " + err.Error()}
 	}
+	cfg, err := parse(data, dir)
+	if err != nil {
+		return nil, err
+	}
+	resolveMCPPaths(cfg, dir)
+	resolveReceiptPaths(cfg, dir)
+	if cfg.StorageKind() == "sqlite" && !filepath.IsAbs(cfg.sqlitePath()) {
+		cfg.Storage = sqlitePrefix + filepath.Join(dir, cfg.sqlitePath())
+	}
+	return cfg, nil
+}
+
+// ParseConfig parses a config that is not in a file, as LoadConfig does
+// one that is, but for relative paths: its "tools" globs are taken from
+// the working directory, and its other paths are left as they are, for
+// the process to open from wherever it runs.
+func ParseConfig(data []byte) (*Config, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return nil, &ConfigError{Msg: "cannot find the working directory: " + err.Error()}
+	}
+	return parse(data, dir)
+}
+
+// parse parses a config whose relative "tools" globs are taken from dir,
+// an absolute directory. The registry is made first, and the manifests
+// loaded into it, since the rest of the file may name their tools.
+func parse(data []byte, dir string) (*Config, error) {
 	reg, err := configRegistry(data)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	tools, err := loadToolManifests(data, dir, reg)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	cfg, err := parseConfig(data, reg)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	cfg.Tools = tools
-	resolveMCPPaths(cfg, dir)
-	resolveReceiptPaths(cfg, dir)
-	if cfg.storageKind() == "sqlite" && !filepath.IsAbs(cfg.sqlitePath()) {
-		cfg.Storage = sqlitePrefix + filepath.Join(dir, cfg.sqlitePath())
-	}
-	return reg, cfg, nil
+	cfg.Registry, cfg.Tools = reg, tools
+	return cfg, nil
 }
 
 // configRegistry is the registry a config starts from, before its
@@ -192,7 +227,7 @@ func configRegistry(data []byte) (*registry.Registry, error) {
 }
 
 // parseConfig parses a config file. Every tool it names must be in reg,
-// the tools of its manifests included (loadConfig loads them first).
+// the tools of its manifests included (parse loads them first).
 // Errors are *ConfigError naming the field; no error ever quotes an API
 // key or a database URL, since they end up in logs.
 func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
@@ -296,9 +331,9 @@ func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
 	if pinsField != nil && len(cfg.MCPServers) == 0 {
 		return nil, pinsField.errorf("pins the tools of mcpServers, and there are none")
 	}
-	if syncAdmissionField != nil && cfg.SynchronousAdmission && cfg.storageKind() != "postgres" {
+	if syncAdmissionField != nil && cfg.SynchronousAdmission && cfg.StorageKind() != "postgres" {
 		// Silently meaningless would let an operator believe in a guarantee.
-		return nil, syncAdmissionField.errorf("applies only to a PostgreSQL storage, not %s", cfg.storageKind())
+		return nil, syncAdmissionField.errorf("applies only to a PostgreSQL storage, not %s", cfg.StorageKind())
 	}
 	if err := checkPrincipals(cfg); err != nil {
 		return nil, err
@@ -349,9 +384,10 @@ type configParser struct {
 	mcpIDs map[string]bool
 }
 
-// checkListen accepts host:port with a numeric port; an empty host listens
+// CheckListen accepts host:port with a numeric port, as the config's
+// listen and metricsListen take them; an empty host listens
 // on every interface.
-func checkListen(addr string) error {
+func CheckListen(addr string) error {
 	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("%q is not a host:port address", addr)
@@ -367,7 +403,7 @@ func (configParser) listen(n node) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := checkListen(s); err != nil {
+	if err := CheckListen(s); err != nil {
 		return "", n.errorf("%v", err)
 	}
 	return s, nil

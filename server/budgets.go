@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"errors"
@@ -206,7 +206,7 @@ func checkBudgets(cfg *Config) error {
 		at := fmt.Sprintf("budgets[%d]", i)
 		for j, m := range b.Members {
 			switch {
-			case m == templateID:
+			case m == PrincipalTemplate:
 				return &ConfigError{Path: fmt.Sprintf("%s.members[%d]", at, j),
 					Msg: `"*" is the template for token subjects, not a member: name principals, or use claims for the people of an identity provider`}
 			case !principals[m] && !anyPrincipal:

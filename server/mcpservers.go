@@ -1,13 +1,15 @@
-package main
+package server
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -561,4 +563,21 @@ func healthz(u *mcpupstream.Upstreams) http.Handler {
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write(body)
 	})
+}
+
+// MCPUpstreams is the config's MCP servers with the config's "trust" of
+// their tools, by slug: what New starts, and what "toolgate mcp pin"
+// inspects. The config itself is left as it is.
+func (c *Config) MCPUpstreams() []mcpupstream.Server {
+	servers := slices.Clone(c.MCPServers)
+	for slug, t := range c.Trust {
+		if i, ok := c.mcpServerOf(slug); ok {
+			servers[i].Trust = maps.Clone(servers[i].Trust)
+			if servers[i].Trust == nil {
+				servers[i].Trust = map[string]registry.Trust{}
+			}
+			servers[i].Trust[slug] = t
+		}
+	}
+	return servers
 }

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"context"
@@ -13,10 +13,10 @@ import (
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
-// templateID is the id of the principal template: the entry of
+// PrincipalTemplate is the id of the principal template: the entry of
 // "principals" whose spend controls and approval mode every token subject
 // without an entry of its own gets, each as its own principal.
-const templateID = "*"
+const PrincipalTemplate = "*"
 
 // OAuth is the "oauth" section: the identity provider whose access tokens
 // the server accepts beside API keys.
@@ -117,7 +117,7 @@ func (o *OAuth) verifierConfig() *oauth.Config {
 // template is the principal template, when the config has one.
 func (c *Config) template() *Principal {
 	for i := range c.Principals {
-		if c.Principals[i].ID == templateID {
+		if c.Principals[i].ID == PrincipalTemplate {
 			return &c.Principals[i]
 		}
 	}
@@ -134,11 +134,11 @@ func checkPrincipals(cfg *Config) error {
 		at := fmt.Sprintf("principals[%d]", i)
 		keys := len(pr.APIKeys) + len(pr.APIKeyDigests)
 		switch {
-		case pr.ID == templateID && cfg.OAuth == nil:
+		case pr.ID == PrincipalTemplate && cfg.OAuth == nil:
 			return &ConfigError{Path: at + ".id", Msg: `"*" is the template for the subjects of access tokens, which need an "oauth" section`}
-		case pr.ID == templateID && keys > 0:
+		case pr.ID == PrincipalTemplate && keys > 0:
 			return &ConfigError{Path: at, Msg: `the "*" template stands for token subjects and has no API keys of its own`}
-		case pr.ID == templateID && pr.ApprovalMode == toolgatetype.ApprovalModeApprover:
+		case pr.ID == PrincipalTemplate && pr.ApprovalMode == toolgatetype.ApprovalModeApprover:
 			return &ConfigError{Path: at + ".approvalMode", Msg: `the "*" template cannot be in approver mode: an approver names the principals it approves for`}
 		case keys == 0 && cfg.OAuth == nil:
 			return &ConfigError{Path: at, Msg: fmt.Sprintf("principal %q has no apiKeys or apiKeySha256, so it could never call", pr.ID)}
@@ -149,7 +149,7 @@ func checkPrincipals(cfg *Config) error {
 		if len(a.Keys)+len(a.KeyDigests) == 0 && (cfg.OAuth == nil || cfg.OAuth.ApproverClaim == "") {
 			return &ConfigError{Path: at, Msg: fmt.Sprintf("approver %q has no keys or keySha256, so it could never sign in", a.ID)}
 		}
-		if j := slices.Index(a.Principals, templateID); j >= 0 {
+		if j := slices.Index(a.Principals, PrincipalTemplate); j >= 0 {
 			return &ConfigError{Path: fmt.Sprintf("%s.principals[%d]", at, j), Msg: `an approver approves for principals it names, not for the "*" template`}
 		}
 	}

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"crypto/sha256"
@@ -16,13 +16,6 @@ import (
 
 	"github.com/toolgate/toolgate/registry"
 )
-
-func testRegistry(t *testing.T) *registry.Registry {
-	t.Helper()
-	reg, err := newRegistry()
-	require.NoError(t, err)
-	return reg
-}
 
 func sha256Hex(s string) string {
 	d := sha256.Sum256([]byte(s))
@@ -53,7 +46,7 @@ func dec(s string) decimal.Decimal { return decimal.RequireFromString(s) }
 
 func TestParseConfigContractExample(t *testing.T) {
 	t.Parallel()
-	cfg, err := parseConfig([]byte(contractExample), testRegistry(t))
+	cfg, err := ParseConfig([]byte(contractExample))
 	require.NoError(t, err)
 
 	assert.Equal(t, "127.0.0.1:8080", cfg.Listen)
@@ -90,7 +83,7 @@ func TestParseConfigContractExample(t *testing.T) {
 func TestParseConfigDefaults(t *testing.T) {
 	t.Parallel()
 	for _, doc := range []string{`{}`, `{"listen": null, "principals": null}`} {
-		cfg, err := parseConfig([]byte(doc), testRegistry(t))
+		cfg, err := ParseConfig([]byte(doc))
 		require.NoError(t, err, doc)
 		assert.Equal(t, "127.0.0.1:8080", cfg.Listen, doc)
 		assert.Equal(t, "memory", cfg.Storage, doc)
@@ -149,7 +142,7 @@ func TestParseConfigAccepts(t *testing.T) {
 			func(t *testing.T, cfg *Config) { assert.True(t, cfg.FeeRate.IsZero()) }},
 		{"sqlite file", `{"storage": "sqlite:/var/lib/toolgate/toolgate.db"}`,
 			func(t *testing.T, cfg *Config) {
-				assert.Equal(t, "sqlite", cfg.storageKind())
+				assert.Equal(t, "sqlite", cfg.StorageKind())
 				assert.False(t, cfg.postgres())
 				assert.Equal(t, "/var/lib/toolgate/toolgate.db", cfg.sqlitePath())
 			}},
@@ -173,7 +166,7 @@ func TestParseConfigAccepts(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			cfg, err := parseConfig([]byte(tt.doc), testRegistry(t))
+			cfg, err := ParseConfig([]byte(tt.doc))
 			require.NoError(t, err)
 			tt.check(t, cfg)
 		})
@@ -342,7 +335,7 @@ func TestParseConfigErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			cfg, err := parseConfig([]byte(tt.doc), testRegistry(t))
+			cfg, err := ParseConfig([]byte(tt.doc))
 			require.Error(t, err)
 			assert.Nil(t, cfg)
 			var ce *ConfigError
@@ -362,7 +355,7 @@ func TestParseConfigErrors(t *testing.T) {
 
 func TestLoadConfigMissingFile(t *testing.T) {
 	t.Parallel()
-	_, _, err := loadConfig(t.TempDir() + "/nope.json")
+	_, err := LoadConfig(t.TempDir() + "/nope.json")
 	var ce *ConfigError
 	require.ErrorAs(t, err, &ce)
 	assert.Contains(t, err.Error(), "config: cannot read the config file: open ")
@@ -385,7 +378,7 @@ func TestLoadConfigSQLitePath(t *testing.T) {
 	for i, tc := range cases {
 		path := filepath.Join(dir, fmt.Sprintf("config-%d.json", i))
 		require.NoError(t, os.WriteFile(path, []byte(`{"storage": "`+tc.storage+`"}`), 0o600))
-		_, cfg, err := loadConfig(path)
+		cfg, err := LoadConfig(path)
 		require.NoError(t, err, tc.storage)
 		assert.Equal(t, "sqlite:"+tc.want, cfg.Storage, tc.storage)
 	}
@@ -394,7 +387,7 @@ func TestLoadConfigSQLitePath(t *testing.T) {
 // TestREADMEConfigExample keeps the README's config example valid.
 func TestREADMEConfigExample(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../README.md")
 	require.NoError(t, err)
 	_, section, found := strings.Cut(string(readme), "\n## The server\n")
 	require.True(t, found, "the README has a section on the server")
@@ -402,7 +395,7 @@ func TestREADMEConfigExample(t *testing.T) {
 	require.True(t, found, "the section has a config example")
 	example, _, _ = strings.Cut(example, "```")
 
-	cfg, err := parseConfig([]byte(example), testRegistry(t))
+	cfg, err := ParseConfig([]byte(example))
 	require.NoError(t, err)
 	assert.Len(t, cfg.Principals, 1)
 }
@@ -417,22 +410,24 @@ func TestLoadConfigBuiltinTools(t *testing.T) {
 		require.NoError(t, os.WriteFile(path, []byte(doc), 0o600))
 		return path
 	}
-	reg, cfg, err := loadConfig(write("default.json", `{}`))
+	cfg, err := LoadConfig(write("default.json", `{}`))
 	require.NoError(t, err)
+	reg := cfg.Registry
 	assert.True(t, cfg.BuiltinTools)
 	_, err = reg.Lookup("earthquake-search")
 	assert.NoError(t, err, "served by default")
 
-	reg, cfg, err = loadConfig(write("off.json", `{"builtinTools": false}`))
+	cfg, err = LoadConfig(write("off.json", `{"builtinTools": false}`))
 	require.NoError(t, err)
+	reg = cfg.Registry
 	assert.False(t, cfg.BuiltinTools)
 	_, total := reg.List("", 10, 0)
 	assert.Zero(t, total, "no built-in tool")
 
-	_, _, err = loadConfig(write("named.json", `{"builtinTools": false, "upstreams": {"earthquake-search": "https://quakes.example"}}`))
+	_, err = LoadConfig(write("named.json", `{"builtinTools": false, "upstreams": {"earthquake-search": "https://quakes.example"}}`))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "earthquake-search")
 
-	_, _, err = loadConfig(write("bad.json", `{"builtinTools": "no"}`))
+	_, err = LoadConfig(write("bad.json", `{"builtinTools": "no"}`))
 	assert.EqualError(t, err, "config: builtinTools: must be true or false, not a string")
 }

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"crypto/sha256"
@@ -29,7 +29,7 @@ func TestParseConfigApprovers(t *testing.T) {
 	  "approvals": {"webhookUrl": "https://hooks.example/toolgate", "webhookSecret": "` + webhookSecret + `",
 	                "publicUrl": "https://gateway.example"}
 	}`
-	cfg, err := parseConfig([]byte(doc), testRegistry(t))
+	cfg, err := ParseConfig([]byte(doc))
 	require.NoError(t, err)
 	require.Len(t, cfg.Approvers, 2)
 	assert.Equal(t, Approver{ID: "pat", Keys: []string{"tg_approver_pat"}, Principals: []string{"agent", "alice"}}, cfg.Approvers[0])
@@ -110,7 +110,7 @@ func TestParseConfigApproverErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := parseConfig([]byte(tt.doc), testRegistry(t))
+			_, err := ParseConfig([]byte(tt.doc))
 			require.Error(t, err)
 			var ce *ConfigError
 			require.ErrorAs(t, err, &ce)
@@ -126,14 +126,14 @@ func TestParseConfigApproverErrors(t *testing.T) {
 // example valid.
 func TestREADMEApproverConfigExample(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../README.md")
 	require.NoError(t, err)
 	_, section, found := strings.Cut(string(readme), "\n## Approver mode: people approve, agents ask\n")
 	require.True(t, found)
 	_, example, found := strings.Cut(section, "```json\n")
 	require.True(t, found, "the section has a config example")
 	example, _, _ = strings.Cut(example, "```")
-	cfg, err := parseConfig([]byte(example), testRegistry(t))
+	cfg, err := ParseConfig([]byte(example))
 	require.NoError(t, err)
 	assert.Equal(t, toolgatetype.ApprovalModeApprover, cfg.Principals[0].ApprovalMode)
 	assert.Equal(t, []string{"agent"}, cfg.Approvers[0].Principals)
