@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/toolgate/toolgate/internal/events"
+	"github.com/toolgate/toolgate/internal/toolrun"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
@@ -398,7 +399,7 @@ func decodeApprovalCursor(s string) (*storage.ApprovalCursor, error) {
 func (g *Gateway) approvalView(r storage.ApprovalRequest, now time.Time) toolgatetype.ApprovalRequest {
 	tool := toolgatetype.ToolRef{ID: r.ToolID, Slug: r.ToolSlug, Name: r.ToolSlug}
 	if v, err := g.registry.Lookup(r.ToolID); err == nil {
-		tool = toolRef(v.Tool)
+		tool = toolrun.Ref(v.Tool)
 	}
 	out := toolgatetype.ApprovalRequest{
 		ID:             r.ID.String(),
@@ -407,9 +408,9 @@ func (g *Gateway) approvalView(r storage.ApprovalRequest, now time.Time) toolgat
 		QuoteID:        r.QuoteID.String(),
 		Tool:           tool,
 		ManifestDigest: r.ManifestDigest,
-		PriceUSD:       usd(r.PriceUSD),
-		FeeUSD:         usd(r.FeeUSD),
-		TotalUSD:       usd(r.TotalUSD),
+		PriceUSD:       toolgatetype.FormatUSD(r.PriceUSD),
+		FeeUSD:         toolgatetype.FormatUSD(r.FeeUSD),
+		TotalUSD:       toolgatetype.FormatUSD(r.TotalUSD),
 		Input:          json.RawMessage(r.Input),
 		InputSHA256:    r.InputSHA256,
 		CreatedAt:      r.CreatedAt,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/toolgate/toolgate/internal/toolrun"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
@@ -129,7 +130,7 @@ func (g *Gateway) Approvals(ctx context.Context, principal string) ([]toolgatety
 			continue
 		}
 		out = append(out, toolgatetype.ToolApproval{
-			Tool:             toolRef(v.Tool),
+			Tool:             toolrun.Ref(v.Tool),
 			StandingApproval: toolgatetype.StandingApproval{Mode: a.Mode, ManifestDigest: a.ManifestDigest, Stale: a.ManifestDigest != v.Digest},
 		})
 	}

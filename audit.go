@@ -2,11 +2,15 @@ package toolgate
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
+	"github.com/toolgate/toolgate/internal/executor"
+	"github.com/toolgate/toolgate/internal/pagecursor"
+	"github.com/toolgate/toolgate/internal/toolrun"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
@@ -74,7 +78,7 @@ func (g *Gateway) listExecutions(ctx context.Context, scope string, principals [
 	}
 	binding := listingBinding(scope, q)
 	if f.Cursor != "" {
-		pos, ok := decodeCursor(f.Cursor, binding)
+		pos, ok := pagecursor.Decode(f.Cursor, binding)
 		if !ok {
 			return nil, paramError("cursor", "cursor is not one this listing gave: pass nextCursor from the previous page, with the same filters")
 		}
@@ -94,7 +98,7 @@ func (g *Gateway) listExecutions(ctx context.Context, scope string, principals [
 	for i, e := range list {
 		if i == want {
 			last := list[i-1]
-			next := encodeCursor(storage.ExecutionPosition{CreatedAt: last.CreatedAt, ID: last.ID}, binding)
+			next := pagecursor.Encode(storage.ExecutionPosition{CreatedAt: last.CreatedAt, ID: last.ID}, binding)
 			page.NextCursor = &next
 			break
 		}
@@ -136,7 +140,7 @@ func stamp(t time.Time) string {
 func (g *Gateway) summarize(e storage.Execution) toolgatetype.ExecutionSummary {
 	ref := toolgatetype.ToolRef{ID: e.ToolID, Slug: e.ToolSlug, Name: e.ToolSlug}
 	if v, err := g.registry.Lookup(e.ToolID); err == nil {
-		ref = toolRef(v.Tool)
+		ref = toolrun.Ref(v.Tool)
 	}
 	if ref.Slug == "" {
 		ref.Slug, ref.Name = e.ToolID, e.ToolID
@@ -147,7 +151,7 @@ func (g *Gateway) summarize(e storage.Execution) toolgatetype.ExecutionSummary {
 		Tool:           ref,
 		ManifestDigest: e.ManifestDigest,
 		Status:         e.Status,
-		Cost:           toolgatetype.Cost{PriceUSD: usd(e.PriceUSD), FeeUSD: usd(e.FeeUSD), TotalUSD: usd(e.AmountUSD), Currency: "USD"},
+		Cost:           toolgatetype.Cost{PriceUSD: toolgatetype.FormatUSD(e.PriceUSD), FeeUSD: toolgatetype.FormatUSD(e.FeeUSD), TotalUSD: toolgatetype.FormatUSD(e.AmountUSD), Currency: "USD"},
 		CreatedAt:      e.CreatedAt,
 		FinishedAt:     e.FinishedAt,
 	}
@@ -226,9 +230,9 @@ func spendSummary(since, until time.Time, by toolgatetype.SpendGrouping, groups 
 	total := decimal.Zero
 	for i, gr := range groups {
 		total = total.Add(gr.TotalUSD)
-		out.Groups[i] = toolgatetype.SpendGroup{Key: gr.Key, TotalUSD: usd(gr.TotalUSD), Count: gr.Count}
+		out.Groups[i] = toolgatetype.SpendGroup{Key: gr.Key, TotalUSD: toolgatetype.FormatUSD(gr.TotalUSD), Count: gr.Count}
 	}
-	out.TotalUSD = usd(total)
+	out.TotalUSD = toolgatetype.FormatUSD(total)
 	return out
 }
 
@@ -237,4 +241,29 @@ func paramError(param, format string, args ...any) *toolgatetype.Error {
 	e := newError(toolgatetype.CodeInvalidRequest, format, args...)
 	e.Parameter = param
 	return e
+}
+
+// GetExecution returns one of the caller's finished executions; another
+// caller's is reported as not found.
+func (g *Gateway) GetExecution(ctx context.Context, principal, id string) (*toolgatetype.CallResult, error) {
+	if err := validPrincipal(principal); err != nil {
+		return nil, err
+	}
+	eid, err := uuid.Parse(id)
+	if err != nil {
+		return nil, newError(toolgatetype.CodeExecutionNotFound, "no execution %q exists for this caller", id)
+	}
+	e, err := g.store.GetExecution(ctx, eid)
+	if errors.Is(err, storage.ErrNotFound) || (err == nil && (e.Principal != principal || e.Status == storage.ExecutionRunning)) {
+		return nil, newError(toolgatetype.CodeExecutionNotFound, "no finished execution %s exists for this caller", id)
+	}
+	if err != nil {
+		return nil, internalError(err)
+	}
+	res, err := executor.Replay(e.Response)
+	if err != nil {
+		return nil, err
+	}
+	res.Replayed = false
+	return res, nil
 }

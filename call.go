@@ -12,6 +12,7 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/toolgate/toolgate/internal/budgets"
 	"github.com/toolgate/toolgate/internal/executor"
+	"github.com/toolgate/toolgate/internal/fingerprint"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
@@ -150,7 +151,7 @@ func preparedCall(p *PreparedCall, req toolgatetype.CallRequest, quoteID, grant 
 		req:          req,
 		quoteID:      quoteID,
 		grant:        grant,
-		fingerprint:  grantFingerprint(p.tool.Tool.ID, quoteID.String(), p.input, req.ApprovalDigest, req.ApprovalGrant),
+		fingerprint:  fingerprint.WithGrant(p.tool.Tool.ID, quoteID.String(), p.input, req.ApprovalDigest, req.ApprovalGrant),
 	}
 }
 
@@ -281,7 +282,7 @@ func refusedByStore(err error, built []builtLimit, amount decimal.Decimal, now t
 	var limitErr *storage.LimitError
 	switch {
 	case errors.Is(err, storage.ErrIdempotencyConflict):
-		return errKeyInUse()
+		return executor.KeyInUse()
 	case errors.Is(err, storage.ErrQuoteUsed):
 		return newError(toolgatetype.CodeQuoteUsed, "the quote was already used by another call; request a new quote")
 	case errors.Is(err, storage.ErrQuoteNotFound):

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/toolgate/toolgate/internal/events"
 	"github.com/toolgate/toolgate/internal/executor"
+	"github.com/toolgate/toolgate/internal/toolrun"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
@@ -25,7 +26,7 @@ func (g *Gateway) newExecutor() *executor.Executor {
 		Store:  g.store,
 		Now:    g.clock.Now,
 		Lease:  g.cfg.IdempotencyLease,
-		Detach: withoutCancel,
+		Detach: toolrun.Detach,
 	}
 }
 
@@ -101,11 +102,11 @@ func (c *call) Run(ctx context.Context, cl executor.Claim) (executor.Run, error)
 	if cl.TookOver && !c.tool.RetrySafe() {
 		// The run that began this call died before it finished, perhaps
 		// after its request left: sending it again could run it twice.
-		c.exec = ambiguous(newExecution(c.tool, c.adm.quote, cl.Execution.ID), c.tool, "the gateway's run of it stopped before it finished")
+		c.exec = toolrun.Ambiguous(toolrun.NewExecution(c.tool, c.adm.quote, cl.Execution.ID), c.tool, "the gateway's run of it stopped before it finished")
 	} else {
-		c.exec, c.upstreamStatus = g.callProvider(ctx, c.tool, c.adm.quote, cl.Execution.ID, c.input, c.adm.abandon)
+		c.exec, c.upstreamStatus = g.runner.Call(ctx, c.tool, c.adm.quote, cl.Execution.ID, c.input, c.adm.abandon)
 	}
-	body, err := encodeExecution(c.exec)
+	body, err := toolrun.Encode(c.exec)
 	if err != nil {
 		return executor.Run{}, internalError(err)
 	}

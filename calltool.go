@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/google/uuid"
+	"github.com/toolgate/toolgate/internal/executor"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
@@ -180,7 +181,7 @@ func (g *Gateway) priorCall(ctx context.Context, c *toolCall) (*priorCall, error
 // priorOf is the call rec, the record of c's key, stands for.
 func (g *Gateway) priorOf(ctx context.Context, c *toolCall, rec *storage.IdempotencyRecord) (*priorCall, error) {
 	if rec.Finished {
-		res, err := replay(rec.Response)
+		res, err := executor.Replay(rec.Response)
 		if err != nil {
 			return nil, err
 		}

@@ -458,3 +458,6 @@ func validateSpendControls(c toolgatetype.SpendControls) *toolgatetype.Error {
 	}
 	return nil
 }
+
+// usd formats an amount the way it goes on the wire: exactly 4 decimals.
+func usd(d decimal.Decimal) string { return toolgatetype.FormatUSD(d) }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/toolgate/toolgate/internal/pricing"
+	"github.com/toolgate/toolgate/internal/usagelabel"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
@@ -108,14 +110,14 @@ func (g *Gateway) entryOf(v *registry.Version, u storage.Usage, opts toolgatetyp
 		Version:      toolgatetype.EntryVersion{Number: t.Version, ManifestDigest: digest, Immutable: digest != nil},
 		Risk:         toolgatetype.EntryRisk{Level: policy.RiskLevel, Capabilities: v.Capabilities},
 		Policy:       policy,
-		Usage:        usageOf(u, opts.ExposeUsageCounts),
-		Pricing:      toolgatetype.EntryPricing{Type: t.Pricing.Type, Currency: t.Pricing.Currency, Amount: usd(t.Pricing.Amount)},
+		Usage:        usagelabel.Of(u, opts.ExposeUsageCounts),
+		Pricing:      toolgatetype.EntryPricing{Type: t.Pricing.Type, Currency: t.Pricing.Currency, Amount: toolgatetype.FormatUSD(t.Pricing.Amount)},
 		InputSchema:  t.InputSchema,
 		OutputSchema: out,
 		UpdatedAt:    t.UpdatedAt,
 	}
-	amt := priceWithFee(t.Pricing.Amount, g.feeRate)
-	cost := toolgatetype.Cost{PriceUSD: usd(amt.Price), FeeUSD: usd(amt.Fee), TotalUSD: usd(amt.Total), Currency: "USD"}
+	amt := pricing.WithFee(t.Pricing.Amount, g.feeRate)
+	cost := toolgatetype.Cost{PriceUSD: toolgatetype.FormatUSD(amt.Price), FeeUSD: toolgatetype.FormatUSD(amt.Fee), TotalUSD: toolgatetype.FormatUSD(amt.Total), Currency: "USD"}
 	e.Trust.Provider.Tier = t.Provider.TrustTier
 	e.Trust.Provider.PaymentVerified = t.Provider.PaymentVerified
 	e.Trust.Endpoint.Status = "unverified"
@@ -129,7 +131,7 @@ func (g *Gateway) entryOf(v *registry.Version, u storage.Usage, opts toolgatetyp
 		e.Trust.Version.Status = "versioned"
 	}
 	e.Trust.Version.ManifestDigest = digest
-	e.Trust.Behavior.Status = behaviorStatus(u)
+	e.Trust.Behavior.Status = usagelabel.BehaviorStatus(u)
 	e.Trust.Behavior.Evidence = "gateway_calls"
 	e.Access.Mode = "gateway"
 	e.Upstream = upstreamOf(t.Upstream)

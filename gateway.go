@@ -12,7 +12,9 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/toolgate/toolgate/internal/budgets"
 	"github.com/toolgate/toolgate/internal/executor"
+	"github.com/toolgate/toolgate/internal/pricing"
 	"github.com/toolgate/toolgate/internal/textcheck"
+	"github.com/toolgate/toolgate/internal/toolrun"
 	"github.com/toolgate/toolgate/outbox"
 	"github.com/toolgate/toolgate/receipt"
 	"github.com/toolgate/toolgate/registry"
@@ -172,7 +174,7 @@ type Gateway struct {
 	clock     Clock
 	feeRate   decimal.Decimal
 	cfg       Config
-	upstream  *upstream.Client
+	runner    *toolrun.Runner
 	controls  SpendControlsSource
 	approvals ApprovalSource
 	// approvalsFromStore: standing approvals are the store's, read together
@@ -228,7 +230,7 @@ func New(store storage.Store, cfg *Config) (*Gateway, error) {
 		clock:     c.Clock,
 		feeRate:   *c.FeeRate,
 		cfg:       c,
-		upstream:  up,
+		runner:    &toolrun.Runner{Upstream: up},
 		controls:  c.SpendControls,
 		approvals: c.Approvals,
 		approvers: c.Approvers,
@@ -237,6 +239,9 @@ func New(store storage.Store, cfg *Config) (*Gateway, error) {
 		obs:       obs,
 		counter:   windowCounter(store),
 		receipts:  c.Receipts,
+	}
+	if obs.watchesUpstream() {
+		gw.runner.Finished = obs.Finished
 	}
 	if gw.approvals == nil {
 		gw.approvals = store
@@ -293,7 +298,7 @@ func (c Config) withDefaults() Config {
 	}
 	c.Upstream = &up
 	if c.FeeRate == nil {
-		rate := defaultFeeRate
+		rate := pricing.DefaultFeeRate
 		c.FeeRate = &rate
 	}
 	if c.QuoteTTL == 0 {
@@ -369,3 +374,28 @@ func validPrincipal(principal string) error {
 	}
 	return nil
 }
+
+// Close stops the gateway's background work: its delivery of events
+// (Config.Events), once the attempts in progress are recorded, or when
+// ctx is done, cutting them short. Events not yet delivered stay in the
+// store, for this gateway's next run or any other on the store: nothing
+// is lost. Call it after the last call has finished and before closing
+// the store. Close is safe to call more than once.
+func (g *Gateway) Close(ctx context.Context) error {
+	if g.events != nil {
+		g.events.Close(ctx)
+	}
+	return context.Cause(ctx)
+}
+
+// Clock tells the gateway the time. Quote expiry, idempotency leases, spend
+// windows and rate limits all read it, so tests can drive them with a fake
+// clock (toolgatetest.FakeClock) instead of sleeping.
+type Clock interface {
+	Now() time.Time
+}
+
+// systemClock is the real clock.
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }

@@ -7,14 +7,13 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/toolgate/toolgate/internal/executor"
+	"github.com/toolgate/toolgate/internal/pricing"
+	"github.com/toolgate/toolgate/internal/toolrun"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
-
-func toolRef(t *registry.Tool) toolgatetype.ToolRef {
-	return toolgatetype.ToolRef{ID: t.ID, Slug: t.Slug, Name: t.Name}
-}
 
 // Quote prices a call of the tool (by slug or id) for principal and returns
 // the policy and spend-control decisions. A quote is issued even when the
@@ -59,7 +58,7 @@ func (g *Gateway) quote(ctx context.Context, principal, tool string) (*toolgatet
 // short (see quoteVersion).
 func (g *Gateway) quoteOf(ctx context.Context, principal string, v *registry.Version, key string) (*toolgatetype.QuoteResult, *storage.IdempotencyRecord, *toolgatetype.BudgetRefusal, error) {
 	now := g.clock.Now().UTC()
-	amt := priceWithFee(v.Tool.Pricing.Amount, g.feeRate)
+	amt := pricing.WithFee(v.Tool.Pricing.Amount, g.feeRate)
 	approval, err := g.externalApproval(ctx, principal, v)
 	if err != nil {
 		return nil, nil, nil, internalError(err)
@@ -104,7 +103,7 @@ func (g *Gateway) quoteOf(ctx context.Context, principal string, v *registry.Ver
 	switch {
 	case errors.Is(err, storage.ErrIdempotencyConflict):
 		// A call under the key began between the store's read and the quote.
-		return nil, nil, nil, errKeyInUse()
+		return nil, nil, nil, executor.KeyInUse()
 	case errors.As(err, &open):
 		return nil, nil, nil, tooManyOpenQuotes(open, now)
 	case err != nil:
@@ -132,13 +131,13 @@ func (g *Gateway) quoteOf(ctx context.Context, principal string, v *registry.Ver
 	return &toolgatetype.QuoteResult{
 		Quote: toolgatetype.QuoteInfo{
 			ID:             q.ID.String(),
-			PriceUSD:       usd(q.PriceUSD),
-			FeeUSD:         usd(q.FeeUSD),
-			TotalUSD:       usd(q.TotalUSD),
+			PriceUSD:       toolgatetype.FormatUSD(q.PriceUSD),
+			FeeUSD:         toolgatetype.FormatUSD(q.FeeUSD),
+			TotalUSD:       toolgatetype.FormatUSD(q.TotalUSD),
 			ExpiresAt:      q.ExpiresAt,
 			ManifestDigest: policy.Approval.ManifestDigest,
 		},
-		Tool:     toolRef(v.Tool),
+		Tool:     toolrun.Ref(v.Tool),
 		Policy:   policy,
 		Controls: controls,
 	}, nil, short, nil

@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+	"github.com/toolgate/toolgate/internal/executor"
+	"github.com/toolgate/toolgate/internal/toolrun"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
@@ -63,7 +65,7 @@ func (g *Gateway) ResolveExecution(ctx context.Context, approver, id string, r t
 	if e.Status != storage.ExecutionAmbiguous {
 		return nil, notAmbiguous(e)
 	}
-	stored, err := replay(e.Response)
+	stored, err := executor.Replay(e.Response)
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +73,7 @@ func (g *Gateway) ResolveExecution(ctx context.Context, approver, id string, r t
 	prior := stored.Execution.Receipt
 	exec := resolved(stored.Execution, r, approver, now)
 	exec.Receipt = nil // the resolution's own is added below
-	body, err := encodeExecution(exec)
+	body, err := toolrun.Encode(exec)
 	if err != nil {
 		return nil, internalError(err)
 	}

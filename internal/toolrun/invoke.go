@@ -1,4 +1,4 @@
-package toolgate
+package toolrun
 
 import (
 	"context"
@@ -13,10 +13,10 @@ import (
 // otherwise take with it.
 type callerDeadlineKey struct{}
 
-// withoutCancel is ctx cut loose from its caller's cancellation, as an
-// admitted call is (see Call), keeping the caller's deadline where a tool
+// Detach is ctx cut loose from its caller's cancellation, as an
+// admitted call is (see toolgate.Gateway.Call), keeping the caller's deadline where a tool
 // run by Invoke can find it.
-func withoutCancel(ctx context.Context) context.Context {
+func Detach(ctx context.Context) context.Context {
 	d, ok := ctx.Deadline()
 	ctx = context.WithoutCancel(ctx)
 	if ok {
@@ -30,7 +30,7 @@ func withoutCancel(ctx context.Context) context.Context {
 // the tool's own: such a tool is an upstream MCP server's, whose calls are
 // bounded by both. A panic on hostile input is a failed call, not a crashed
 // gateway.
-func (g *Gateway) invoke(ctx context.Context, v *registry.Version, input []byte) (raw []byte, err error) {
+func (r *Runner) invoke(ctx context.Context, v *registry.Version, input []byte) (raw []byte, err error) {
 	if d, ok := ctx.Value(callerDeadlineKey{}).(time.Time); ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, d)
@@ -42,12 +42,12 @@ func (g *Gateway) invoke(ctx context.Context, v *registry.Version, input []byte)
 		}
 	}()
 	var start time.Time
-	if g.obs.watchesUpstream() {
+	if r.Finished != nil {
 		start = time.Now()
 	}
 	out, err := v.Tool.Invoke(ctx, input)
-	if !start.IsZero() {
-		g.obs.Finished(ctx, v, time.Since(start))
+	if r.Finished != nil {
+		r.Finished(ctx, v, time.Since(start))
 	}
 	if err != nil {
 		return nil, err

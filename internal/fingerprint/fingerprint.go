@@ -1,22 +1,16 @@
-package toolgate
+// Package fingerprint identifies what a call asks for, so that a retry
+// under an Idempotency-Key can be told from another request under it.
+package fingerprint
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 
-	"github.com/toolgate/toolgate/internal/executor"
 	"github.com/toolgate/toolgate/registry"
-	"github.com/toolgate/toolgate/toolgatetype"
 )
 
-// errKeyReused answers another request under a key already used.
-func errKeyReused() *toolgatetype.Error { return executor.KeyReused() }
-
-// errKeyInUse answers a request whose key another run still holds.
-func errKeyInUse() *toolgatetype.Error { return executor.KeyInUse() }
-
-// fingerprint identifies what a call asks for, so that a retry can be told
+// Of identifies what a call asks for, so that a retry can be told
 // from another request under the same key: the SHA-256 of the RFC 8785
 // document {"approval","grant","input","quoteId","tool"} of the approval
 // digest, the grant (a member left out when the call carries none, so a
@@ -24,12 +18,12 @@ func errKeyInUse() *toolgatetype.Error { return executor.KeyInUse() }
 // canonical form (so key order and spacing do not matter), the quote and
 // the tool. The document is written directly, members in their canonical
 // order around the input, which is canonical already.
-func fingerprint(toolID, quoteID string, canonicalInput []byte, approvalDigest string) string {
-	return grantFingerprint(toolID, quoteID, canonicalInput, approvalDigest, "")
+func Of(toolID, quoteID string, canonicalInput []byte, approvalDigest string) string {
+	return WithGrant(toolID, quoteID, canonicalInput, approvalDigest, "")
 }
 
-// grantFingerprint is fingerprint for a call that may carry a grant.
-func grantFingerprint(toolID, quoteID string, canonicalInput []byte, approvalDigest, grant string) string {
+// WithGrant is Of for a call that may carry a grant.
+func WithGrant(toolID, quoteID string, canonicalInput []byte, approvalDigest, grant string) string {
 	doc := make([]byte, 0, 80+len(toolID)+len(quoteID)+len(canonicalInput)+len(approvalDigest)+len(grant))
 	doc = append(doc, `{"approval":`...)
 	doc = appendCanonicalString(doc, approvalDigest)

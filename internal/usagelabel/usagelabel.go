@@ -1,4 +1,6 @@
-package toolgate
+// Package usagelabel says how much a tool is used, in the coarse words a
+// registry listing shows.
+package usagelabel
 
 import (
 	"strconv"
@@ -7,9 +9,9 @@ import (
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
-// usageOf turns counters into what callers see. Labels are coarse so that
+// Of turns counters into what callers see. Labels are coarse so that
 // a registry listing cannot be used to watch a competitor's traffic.
-func usageOf(u storage.Usage, exact bool) toolgatetype.Usage {
+func Of(u storage.Usage, exact bool) toolgatetype.Usage {
 	out := toolgatetype.Usage{
 		Tracked:          true,
 		Coverage:         "gateway_calls",
@@ -62,9 +64,9 @@ func compact(n int64) string {
 	return strconv.FormatInt(n, 10)
 }
 
-// behaviorStatus is "established" once a tool has enough distinct users for
+// BehaviorStatus is "established" once a tool has enough distinct users for
 // its behaviour to be known from the gateway's own calls.
-func behaviorStatus(u storage.Usage) string {
+func BehaviorStatus(u storage.Usage) string {
 	if u.UniqueUsers >= 100 {
 		return "established"
 	}

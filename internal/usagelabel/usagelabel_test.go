@@ -1,4 +1,4 @@
-package toolgate
+package usagelabel
 
 import (
 	"testing"

@@ -1,11 +1,10 @@
-package toolgate
+package fingerprint
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"math/rand/v2"
-	"strconv"
 	"testing"
 
 	"github.com/google/uuid"
@@ -13,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/registry"
-	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // The call path writes a few things faster than the general code would;
@@ -53,32 +51,6 @@ func TestFingerprintIsHashOfCanonicalDocument(t *testing.T) {
 			tool = "tool \"odd\" é"
 		}
 		approval := approvals[rng.IntN(len(approvals))]
-		assert.Equal(t, canonicalFingerprint(t, tool, quote, in, approval), fingerprint(tool, quote, in, approval), "%s %s %q", tool, in, approval)
-	}
-}
-
-func TestEncodeExecutionMatchesMarshal(t *testing.T) {
-	t.Parallel()
-	out, err := json.Marshal(map[string]any{"s": "<&>\u2028 \"q\" é", "n": 1.5e300, "a": []any{nil, true, "x"}})
-	require.NoError(t, err)
-	for _, e := range []toolgatetype.Execution{
-		{ID: uuid.NewString(), Tool: toolgatetype.ToolRef{ID: "t", Slug: "s", Name: `a ,"output":null,"error": name`}, Status: toolgatetype.StatusCompleted,
-			Cost: toolgatetype.Cost{PriceUSD: "0.0000", FeeUSD: "0.0000", TotalUSD: "0.0000", Currency: "USD"}, Output: out},
-		{ID: "x", Status: toolgatetype.StatusCompleted, Output: json.RawMessage(`null`)},
-		{ID: "y", Status: toolgatetype.StatusFailed, Output: json.RawMessage(`null`), Error: &toolgatetype.ExecutionError{Code: "c", Message: "<m>"}},
-	} {
-		want, err := json.Marshal(e)
-		require.NoError(t, err)
-		got, err := encodeExecution(e)
-		require.NoError(t, err)
-		assert.Equal(t, string(want), string(got))
-	}
-	for i := 0; i < 100; i++ {
-		n := strconv.Itoa(i)
-		e := toolgatetype.Execution{ID: n, Status: toolgatetype.StatusCompleted, Output: json.RawMessage(`{"i":` + n + `}`)}
-		want, _ := json.Marshal(e)
-		got, err := encodeExecution(e)
-		require.NoError(t, err)
-		assert.Equal(t, string(want), string(got))
+		assert.Equal(t, canonicalFingerprint(t, tool, quote, in, approval), Of(tool, quote, in, approval), "%s %s %q", tool, in, approval)
 	}
 }

@@ -1,4 +1,9 @@
-package toolgate
+// Package toolrun runs an admitted call of a tool against its provider and
+// turns whatever comes back into the call's execution: completed with an
+// output normalized and checked against the tool's output schema, failed,
+// or ambiguous when the request may have reached the provider without an
+// answer coming back.
+package toolrun
 
 import (
 	"bytes"
@@ -11,7 +16,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
-	"github.com/toolgate/toolgate/internal/executor"
 	"github.com/toolgate/toolgate/internal/jsonbuf"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
@@ -19,12 +23,25 @@ import (
 	"github.com/toolgate/toolgate/upstream"
 )
 
-// callProvider calls the provider and turns whatever comes back into an
+// Runner calls providers: over HTTP through Upstream, or by a tool's own
+// Invoke.
+type Runner struct {
+	Upstream *upstream.Client
+	// Finished, when set, is told how long each invoked tool took.
+	Finished func(ctx context.Context, v *registry.Version, d time.Duration)
+}
+
+// Ref is how an execution names its tool.
+func Ref(t *registry.Tool) toolgatetype.ToolRef {
+	return toolgatetype.ToolRef{ID: t.ID, Slug: t.Slug, Name: t.Name}
+}
+
+// Call calls the provider and turns whatever comes back into an
 // execution result, with the HTTP status of the provider's answer (0 when
 // none came). Nothing the provider returns reaches anything but the output
 // field, and only after normalization and validation.
-func (g *Gateway) callProvider(ctx context.Context, v *registry.Version, q storage.Quote, id uuid.UUID, input []byte, abandon *registry.UpstreamError) (toolgatetype.Execution, int) {
-	exec := newExecution(v, q, id)
+func (r *Runner) Call(ctx context.Context, v *registry.Version, q storage.Quote, id uuid.UUID, input []byte, abandon *registry.UpstreamError) (toolgatetype.Execution, int) {
+	exec := NewExecution(v, q, id)
 	status := 0
 	fail := func(err error) (toolgatetype.Execution, int) {
 		var ue *registry.UpstreamError
@@ -32,7 +49,7 @@ func (g *Gateway) callProvider(ctx context.Context, v *registry.Version, q stora
 			ue = registry.Upstreamf(registry.CodeUpstreamInvalidResponse, "the provider's answer could not be read as this tool's output")
 		}
 		if ue.Sent && !v.RetrySafe() {
-			return ambiguous(exec, v, ue.Message), status
+			return Ambiguous(exec, v, ue.Message), status
 		}
 		exec.Error = &toolgatetype.ExecutionError{Code: ue.Code, Message: ue.Message}
 		if ue.RetryAfter > 0 {
@@ -47,7 +64,7 @@ func (g *Gateway) callProvider(ctx context.Context, v *registry.Version, q stora
 		return fail(registry.Upstreamf(registry.CodeOutputInvalid, "%s declares no output schema, so its output cannot be checked", v.Tool.Slug))
 	}
 	if v.Tool.Invoke != nil {
-		raw, err := g.invoke(ctx, v, input)
+		raw, err := r.invoke(ctx, v, input)
 		if err != nil {
 			return fail(err)
 		}
@@ -60,7 +77,7 @@ func (g *Gateway) callProvider(ctx context.Context, v *registry.Version, q stora
 	}
 	// The breaker holds back only this principal for failures only it
 	// sees (see upstream.WithPrincipal).
-	resp, err := g.upstream.Do(upstream.WithPrincipal(ctx, q.Principal), v, upReq)
+	resp, err := r.Upstream.Do(upstream.WithPrincipal(ctx, q.Principal), v, upReq)
 	status = resp.StatusCode
 	if err != nil {
 		return fail(err)
@@ -86,24 +103,24 @@ func (g *Gateway) callProvider(ctx context.Context, v *registry.Version, q stora
 	return exec, status
 }
 
-// newExecution is the execution of a call under q before it has an
+// NewExecution is the execution of a call under q before it has an
 // outcome: failed, with the quoted amounts and no output.
-func newExecution(v *registry.Version, q storage.Quote, id uuid.UUID) toolgatetype.Execution {
+func NewExecution(v *registry.Version, q storage.Quote, id uuid.UUID) toolgatetype.Execution {
 	return toolgatetype.Execution{
 		ID:     id.String(),
-		Tool:   toolRef(v.Tool),
+		Tool:   Ref(v.Tool),
 		Status: toolgatetype.StatusFailed,
-		Cost:   toolgatetype.Cost{PriceUSD: usd(q.PriceUSD), FeeUSD: usd(q.FeeUSD), TotalUSD: usd(q.TotalUSD), Currency: "USD"},
+		Cost:   toolgatetype.Cost{PriceUSD: toolgatetype.FormatUSD(q.PriceUSD), FeeUSD: toolgatetype.FormatUSD(q.FeeUSD), TotalUSD: toolgatetype.FormatUSD(q.TotalUSD), Currency: "USD"},
 		Output: json.RawMessage("null"),
 	}
 }
 
-// ambiguous turns exec into the execution of a call whose request may have
+// Ambiguous turns exec into the execution of a call whose request may have
 // reached the provider without a complete answer coming back, for a tool
 // that is not retry-safe: whether it ran is unknown, so it is neither
 // failed (which would invite running it again) nor charged. why says what
 // happened, in the gateway's words.
-func ambiguous(exec toolgatetype.Execution, v *registry.Version, why string) toolgatetype.Execution {
+func Ambiguous(exec toolgatetype.Execution, v *registry.Version, why string) toolgatetype.Execution {
 	exec.Status = toolgatetype.StatusAmbiguous
 	exec.Output = json.RawMessage("null")
 	exec.Error = &toolgatetype.ExecutionError{
@@ -127,11 +144,11 @@ func normalize(v *registry.Version, resp registry.UpstreamResponse) (out any, er
 	return v.Tool.Normalize(resp)
 }
 
-// encodeExecution is json.Marshal(exec) without encoding/json going over a
+// Encode is json.Marshal(exec) without encoding/json going over a
 // completed execution's output a second time (json.RawMessage is re-checked
 // and re-compacted byte by byte). That output comes from json.Marshal, so it
 // is already exactly what Marshal would write, and is spliced in as it is.
-func encodeExecution(exec toolgatetype.Execution) ([]byte, error) {
+func Encode(exec toolgatetype.Execution) ([]byte, error) {
 	if exec.Status != toolgatetype.StatusCompleted {
 		return json.Marshal(exec)
 	}
@@ -156,32 +173,4 @@ func encodeExecution(exec toolgatetype.Execution) ([]byte, error) {
 	body = append(body, head[:cut]...)
 	body = append(body, out...)
 	return append(body, head[cut+len(null):]...), nil
-}
-
-// replay answers a retry with the stored result.
-func replay(body []byte) (*toolgatetype.CallResult, error) { return executor.Replay(body) }
-
-// GetExecution returns one of the caller's finished executions; another
-// caller's is reported as not found.
-func (g *Gateway) GetExecution(ctx context.Context, principal, id string) (*toolgatetype.CallResult, error) {
-	if err := validPrincipal(principal); err != nil {
-		return nil, err
-	}
-	eid, err := uuid.Parse(id)
-	if err != nil {
-		return nil, newError(toolgatetype.CodeExecutionNotFound, "no execution %q exists for this caller", id)
-	}
-	e, err := g.store.GetExecution(ctx, eid)
-	if errors.Is(err, storage.ErrNotFound) || (err == nil && (e.Principal != principal || e.Status == storage.ExecutionRunning)) {
-		return nil, newError(toolgatetype.CodeExecutionNotFound, "no finished execution %s exists for this caller", id)
-	}
-	if err != nil {
-		return nil, internalError(err)
-	}
-	res, err := replay(e.Response)
-	if err != nil {
-		return nil, err
-	}
-	res.Replayed = false
-	return res, nil
 }

@@ -1,4 +1,16 @@
-package toolgate
+// Package pagecursor makes and reads the cursors of execution listings.
+//
+// A listing cursor is the position of the last item of a page, with a
+// check binding it to the listing it came from: who listed (the caller's
+// principal, or later an approver's principals) and with which filters.
+//
+// It needs no secret. Every listing reads only its own caller's
+// executions, so no cursor, however made, can reach another's; the check
+// turns a cursor that was altered, cut short, or taken from another
+// caller's or another filter's listing into a clear 400 rather than a page
+// from somewhere unexpected. Gateways sharing a store read each other's
+// cursors, so a listing can be paged across instances.
+package pagecursor
 
 import (
 	"bytes"
@@ -11,25 +23,14 @@ import (
 	"github.com/toolgate/toolgate/storage"
 )
 
-// A listing cursor is the position of the last item of a page, with a
-// check binding it to the listing it came from: who listed (the caller's
-// principal, or later an approver's principals) and with which filters.
-//
-// It needs no secret. Every listing reads only its own caller's
-// executions, so no cursor, however made, can reach another's; the check
-// turns a cursor that was altered, cut short, or taken from another
-// caller's or another filter's listing into a clear 400 rather than a page
-// from somewhere unexpected. Gateways sharing a store read each other's
-// cursors, so a listing can be paged across instances.
-
 const (
 	cursorVersion = 1
 	cursorCheck   = 12 // bytes of SHA-256 kept as the check
 	cursorLen     = 1 + 8 + 16 + cursorCheck
 )
 
-// encodeCursor makes the cursor of position p in the listing bound to binding.
-func encodeCursor(p storage.ExecutionPosition, binding []byte) string {
+// Encode makes the cursor of position p in the listing bound to binding.
+func Encode(p storage.ExecutionPosition, binding []byte) string {
 	b := make([]byte, 0, cursorLen)
 	b = append(b, cursorVersion)
 	b = binary.BigEndian.AppendUint64(b, uint64(p.CreatedAt.UnixNano()))
@@ -38,8 +39,8 @@ func encodeCursor(p storage.ExecutionPosition, binding []byte) string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// decodeCursor reads a cursor made by encodeCursor for the same binding.
-func decodeCursor(s string, binding []byte) (storage.ExecutionPosition, bool) {
+// Decode reads a cursor made by Encode for the same binding.
+func Decode(s string, binding []byte) (storage.ExecutionPosition, bool) {
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil || len(b) != cursorLen || b[0] != cursorVersion {
 		return storage.ExecutionPosition{}, false
