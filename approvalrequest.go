@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/toolgate/toolgate/internal/events"
+	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/internal/toolrun"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
@@ -109,7 +110,7 @@ func (g *Gateway) requestApproval(ctx context.Context, p *PreparedCall, quoteID 
 	switch {
 	case errors.As(err, &same):
 		// Asked again, or twice at once: the person sees one request.
-		g.obs.approvalRequest(approvalSame)
+		g.obs.ApprovalRequest(telemetry.ApprovalSame)
 		out := g.approvalView(same.Pending, now)
 		return &out, nil
 	case errors.Is(err, storage.ErrQuoteNotFound):
@@ -127,7 +128,7 @@ func (g *Gateway) requestApproval(ctx context.Context, p *PreparedCall, quoteID 
 		g.events.Wake()
 	}
 	g.notify(ctx, toolgatetype.ApprovalRequestCreated, &out)
-	g.obs.approvalRequest(approvalCreated)
+	g.obs.ApprovalRequest(telemetry.ApprovalCreated)
 	return &out, nil
 }
 
@@ -263,9 +264,9 @@ func (g *Gateway) DecideApproval(ctx context.Context, approver, id string, d too
 	}
 	g.notify(ctx, toolgatetype.ApprovalRequestDecided, &out)
 	if d.Approve {
-		g.obs.approvalRequest(approvalApproved)
+		g.obs.ApprovalRequest(telemetry.ApprovalApproved)
 	} else {
-		g.obs.approvalRequest(approvalDenied)
+		g.obs.ApprovalRequest(telemetry.ApprovalDenied)
 	}
 	return &out, nil
 }

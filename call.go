@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/internal/budgets"
 	"github.com/toolgate/toolgate/internal/executor"
 	"github.com/toolgate/toolgate/internal/fingerprint"
+	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
@@ -42,8 +43,8 @@ import (
 // Each call is counted in the gateway's metrics, traced as an execute_tool
 // span and, once it has run, logged in one line (see Config).
 func (g *Gateway) Call(ctx context.Context, principal string, req toolgatetype.CallRequest) (*toolgatetype.CallResult, error) {
-	var rec callRecord
-	ctx = g.obs.startCall(ctx, &rec, principal, req.Tool)
+	var rec telemetry.CallRecord
+	ctx = g.obs.StartCall(ctx, &rec, principal, req.Tool)
 	c, err := g.newCall(principal, req)
 	var res *toolgatetype.CallResult
 	if err == nil {
@@ -54,26 +55,27 @@ func (g *Gateway) Call(ctx context.Context, principal string, req toolgatetype.C
 
 // callPrepared is Call for a call already prepared and checked.
 func (g *Gateway) callPrepared(ctx context.Context, c *call) (*toolgatetype.CallResult, error) {
-	var rec callRecord
-	ctx = g.obs.startCall(ctx, &rec, c.principal, c.tool.Tool.Slug)
+	var rec telemetry.CallRecord
+	ctx = g.obs.StartCall(ctx, &rec, c.principal, c.tool.Tool.Slug)
 	res, err := g.run(ctx, c, &rec)
 	return g.called(ctx, &rec, c.req.IdempotencyKey, res, err)
 }
 
 // called reports a call that is over and returns its answer.
-func (g *Gateway) called(ctx context.Context, rec *callRecord, key string, res *toolgatetype.CallResult, err error) (*toolgatetype.CallResult, error) {
+func (g *Gateway) called(ctx context.Context, rec *telemetry.CallRecord, key string, res *toolgatetype.CallResult, err error) (*toolgatetype.CallResult, error) {
 	// Every way to a result (run, replayed, taken over) names its key.
 	if res != nil {
 		res.IdempotencyKey = key
 	}
-	g.endCall(ctx, rec, res, err)
+	g.obs.EndCall(ctx, rec, res, err)
 	return res, err
 }
 
 // run is Call without its reporting: the pipeline itself, which the
 // executor runs on the call's steps (callsteps.go).
-func (g *Gateway) run(ctx context.Context, c *call, rec *callRecord) (*toolgatetype.CallResult, error) {
-	c.g, c.rec, rec.tool = g, rec, c.tool
+func (g *Gateway) run(ctx context.Context, c *call, rec *telemetry.CallRecord) (*toolgatetype.CallResult, error) {
+	c.g, c.rec = g, rec
+	rec.SetTool(c.tool)
 	return g.executor.Execute(ctx, executor.Key{Principal: c.principal, Key: c.req.IdempotencyKey, Fingerprint: c.fingerprint}, c, rec)
 }
 
@@ -89,7 +91,7 @@ type call struct {
 	fingerprint string
 	g           *Gateway
 	// rec collects what the call reports once it is over.
-	rec *callRecord
+	rec *telemetry.CallRecord
 	// budgets are the budgets the call counts in, nearest first (nil:
 	// none), as its caller's principal and token claims put it in them.
 	budgets []*budgets.Node
@@ -222,7 +224,7 @@ func (g *Gateway) decide(ctx context.Context, c *call, read storage.ReadResult, 
 	if err != nil {
 		return admission{}, err
 	}
-	c.rec.setQuote(q)
+	c.rec.SetQuote(q)
 	policy, err := g.checkPolicy(ctx, c, q, read, mode, now)
 	if err != nil {
 		return admission{}, err
@@ -311,7 +313,7 @@ func (g *Gateway) admitResumed(ctx context.Context, c *call, now time.Time) (adm
 	a := admission{resumed: true}
 	a.quote, err = g.checkQuote(&c.PreparedCall, c.quoteID, c.req.IdempotencyKey, read.Quote, now)
 	if read.Quote != nil {
-		c.rec.setQuote(a.quote)
+		c.rec.SetQuote(a.quote)
 	}
 	switch {
 	case toolgatetype.IsCode(err, toolgatetype.CodeQuoteNotFound):

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/toolgate/toolgate/internal/events"
 	"github.com/toolgate/toolgate/internal/executor"
 	"github.com/toolgate/toolgate/internal/toolrun"
@@ -15,10 +14,7 @@ import (
 
 // A call's steps, which the executor runs (see Gateway.run): what the
 // gateway decides and does for it, and the hooks that report it.
-var (
-	_ executor.Steps = (*call)(nil)
-	_ executor.Hooks = (*callRecord)(nil)
-)
+var _ executor.Steps = (*call)(nil)
 
 // newExecutor is the gateway's executor of calls.
 func (g *Gateway) newExecutor() *executor.Executor {
@@ -161,22 +157,4 @@ func (c *call) Result(ctx context.Context, cl executor.Claim, r executor.Run, st
 	}
 	exec.Receipt = &c.sealed
 	return &toolgatetype.CallResult{Execution: exec, Body: stored}
-}
-
-// Claimed implements executor.Hooks. A takeover runs the original
-// execution, approved as it was.
-func (rec *callRecord) Claimed(ctx context.Context, begun storage.BeginResult) {
-	e := begun.Execution
-	if e.GrantID != uuid.Nil && !begun.TookOver {
-		rec.obs.approvalRequest(approvalUsed)
-	}
-	rec.execution, rec.approval, rec.grantID = e.ID, e.Approval, e.GrantID
-	if begun.TookOver {
-		rec.obs.log.InfoContext(ctx, "took over an abandoned call", "execution", e.ID, "tool", rec.tool.Tool.Slug)
-	}
-}
-
-// Recorded implements executor.Hooks: the call ran, and is logged.
-func (rec *callRecord) Recorded(_ context.Context, _ executor.Claim, r executor.Run) {
-	rec.ran, rec.status, rec.upstreamStatus, rec.errorCode = true, r.Status, r.UpstreamStatus, r.ErrorCode
 }

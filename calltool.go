@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/toolgate/toolgate/internal/executor"
+	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
@@ -366,9 +367,9 @@ func (g *Gateway) callApproved(ctx context.Context, c *toolCall, a toolApproval)
 	quoteID, grant, err := parseApproval(a.quoteID, a.grant)
 	if err != nil {
 		// Reported as Call reports a refusal of the request itself.
-		var rec callRecord
-		ctx = g.obs.startCall(ctx, &rec, c.principal, req.Tool)
-		rec.tool = c.tool
+		var rec telemetry.CallRecord
+		ctx = g.obs.StartCall(ctx, &rec, c.principal, req.Tool)
+		rec.SetTool(c.tool)
 		return g.called(ctx, &rec, c.key, nil, err)
 	}
 	call := preparedCall(c.PreparedCall, req, quoteID, grant)

@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/internal/budgets"
 	"github.com/toolgate/toolgate/internal/executor"
 	"github.com/toolgate/toolgate/internal/pricing"
+	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/internal/textcheck"
 	"github.com/toolgate/toolgate/internal/toolrun"
 	"github.com/toolgate/toolgate/outbox"
@@ -185,7 +186,7 @@ type Gateway struct {
 	notifier           ApprovalNotifier
 	log                *slog.Logger
 	receipts           *receipt.Keys
-	obs                *observer
+	obs                *telemetry.Observer
 	// budgets is the checked Config.Budgets; nil when none are configured,
 	// which costs a call nothing.
 	budgets *budgets.Tree
@@ -209,16 +210,18 @@ func New(store storage.Store, cfg *Config) (*Gateway, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	m, err := newMetrics(c.Metrics, c.Upstream.Timeout)
+	obs, err := telemetry.New(telemetry.Config{
+		Metrics: c.Metrics, Deadline: c.Upstream.Timeout, TracerProvider: c.TracerProvider,
+		Logger: c.Logger, Registry: c.Registry,
+	})
 	if err != nil {
 		return nil, err
 	}
-	if err := observeStoreBatches(c.Metrics, store); err != nil {
+	if err := telemetry.ObserveStoreBatches(c.Metrics, store); err != nil {
 		return nil, err
 	}
-	obs := newObserver(m, c.TracerProvider, c.Logger)
-	if obs.watchesUpstream() {
-		obs.next, c.Upstream.Observer = c.Upstream.Observer, obs
+	if obs.WatchesUpstream() {
+		obs.Next, c.Upstream.Observer = c.Upstream.Observer, obs
 	}
 	up, err := upstream.New(c.Transport, c.Upstream)
 	if err != nil {
@@ -240,7 +243,7 @@ func New(store storage.Store, cfg *Config) (*Gateway, error) {
 		counter:   windowCounter(store),
 		receipts:  c.Receipts,
 	}
-	if obs.watchesUpstream() {
+	if obs.WatchesUpstream() {
 		gw.runner.Finished = obs.Finished
 	}
 	if gw.approvals == nil {

@@ -20,9 +20,9 @@ import (
 // tool is blocked or the controls deny, so the caller can read why; it stays
 // usable for one call until it expires.
 func (g *Gateway) Quote(ctx context.Context, principal, tool string) (*toolgatetype.QuoteResult, error) {
-	rec := g.obs.startQuote(tool)
+	rec := g.obs.StartQuote(tool)
 	res, err := g.quote(ctx, principal, tool)
-	g.endQuote(ctx, rec, res, err)
+	g.obs.EndQuote(ctx, rec, res, err)
 	return res, err
 }
 
@@ -31,11 +31,11 @@ func (g *Gateway) Quote(ctx context.Context, principal, tool string) (*toolgatet
 // instead, and no quote is made. short is the first budget the call would
 // take over a limit, nearest the principal (nil: none), for a refusal.
 func (g *Gateway) quoteVersion(ctx context.Context, principal string, v *registry.Version, key string) (res *toolgatetype.QuoteResult, prior *storage.IdempotencyRecord, short *toolgatetype.BudgetRefusal, err error) {
-	rec := g.obs.startQuote(v.Tool.Slug)
-	rec.tool = v
+	rec := g.obs.StartQuote(v.Tool.Slug)
+	rec.Tool = v
 	res, prior, short, err = g.quoteOf(ctx, principal, v, key)
 	if prior == nil { // else nothing was quoted
-		g.endQuote(ctx, rec, res, err)
+		g.obs.EndQuote(ctx, rec, res, err)
 	}
 	return res, prior, short, err
 }

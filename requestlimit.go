@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/internal/windowcount"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
@@ -63,7 +64,7 @@ func (g *Gateway) countApprovalRequest(ctx context.Context, principal string, no
 	if w[0].Count <= int64(limit.Max) {
 		return nil
 	}
-	g.obs.approvalRequest(approvalLimited)
+	g.obs.ApprovalRequest(telemetry.ApprovalLimited)
 	wait := w[0].End.Sub(now)
 	secs := max(1, int((wait+time.Second-1)/time.Second))
 	return &toolgatetype.Error{

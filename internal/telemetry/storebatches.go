@@ -1,4 +1,4 @@
-package toolgate
+package telemetry
 
 import (
 	"fmt"
@@ -14,12 +14,12 @@ import (
 // call, sent at once) up to the most a store sends together.
 var batchSizeBuckets = []float64{1, 2, 4, 8, 16, 32, 64}
 
-// observeStoreBatches exports toolgate_store_batch_size for a store that
+// ObserveStoreBatches exports toolgate_store_batch_size for a store that
 // shares its work between concurrent calls (storage.BatchObserver), so
 // that operators see how much is shared: a histogram of each batch's
 // number of calls, by operation. A store that batches nothing, or a
 // gateway without metrics, exports none.
-func observeStoreBatches(reg prometheus.Registerer, store storage.Store) error {
+func ObserveStoreBatches(reg prometheus.Registerer, store storage.Store) error {
 	b, ok := store.(storage.BatchObserver)
 	if reg == nil || !ok {
 		return nil

@@ -1,4 +1,4 @@
-package toolgate
+package telemetry
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/toolgate/toolgate/internal/executor"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
@@ -23,7 +25,7 @@ import (
 // instrumentationName names the gateway's tracer.
 const instrumentationName = "github.com/toolgate/toolgate"
 
-// observer turns what the gateway does into metrics, spans and one log
+// Observer turns what the gateway does into metrics, spans and one log
 // line per finished call. With neither metrics nor a tracer it does no more
 // than read the clock once per call: every other step checks a nil first.
 //
@@ -32,12 +34,13 @@ const instrumentationName = "github.com/toolgate/toolgate"
 // a label or a log field. Metric labels are registered tools' slugs and
 // fixed sets of words; spans also carry ids (execution, quote), the
 // manifest digest and the amounts.
-type observer struct {
-	metrics *metrics     // nil: no metrics
-	tracer  trace.Tracer // nil: no spans
-	log     *slog.Logger
-	// next is the operator's own upstream.Observer, told everything too.
-	next upstream.Observer
+type Observer struct {
+	metrics  *metrics     // nil: no metrics
+	tracer   trace.Tracer // nil: no spans
+	log      *slog.Logger
+	registry *registry.Registry
+	// Next is the operator's own upstream.Observer, told everything too.
+	Next upstream.Observer
 	// names holds each tool's span names (*spanNames by slug), made once.
 	names sync.Map
 }
@@ -46,7 +49,7 @@ type observer struct {
 type spanNames struct{ call, quote string }
 
 // spanNamesOf returns slug's span names.
-func (o *observer) spanNamesOf(slug string) *spanNames {
+func (o *Observer) spanNamesOf(slug string) *spanNames {
 	if n, ok := o.names.Load(slug); ok {
 		return n.(*spanNames)
 	}
@@ -54,34 +57,56 @@ func (o *observer) spanNamesOf(slug string) *spanNames {
 	return n.(*spanNames)
 }
 
-func newObserver(m *metrics, tp trace.TracerProvider, log *slog.Logger) *observer {
-	o := &observer{metrics: m, log: log}
-	if tp != nil {
-		o.tracer = tp.Tracer(instrumentationName)
-	}
-	return o
+// Config is what an Observer reports to, and what it reads.
+type Config struct {
+	// Metrics registers the metrics; nil means none.
+	Metrics prometheus.Registerer
+	// Deadline is the upstream deadline, the last bucket of the duration
+	// histograms.
+	Deadline time.Duration
+	// TracerProvider makes the spans; nil means none.
+	TracerProvider trace.TracerProvider
+	Logger         *slog.Logger
+	// Registry names the tools that calls and quotes ask for.
+	Registry *registry.Registry
 }
 
-// watchesUpstream reports whether the upstream client should tell o about
+// New returns the Observer of c, its metrics registered.
+func New(c Config) (*Observer, error) {
+	m, err := newMetrics(c.Metrics, c.Deadline)
+	if err != nil {
+		return nil, err
+	}
+	o := &Observer{metrics: m, log: c.Logger, registry: c.Registry}
+	if c.TracerProvider != nil {
+		o.tracer = c.TracerProvider.Tracer(instrumentationName)
+	}
+	return o, nil
+}
+
+// WatchesUpstream reports whether the upstream client should tell o about
 // its requests.
-func (o *observer) watchesUpstream() bool { return o.metrics != nil || o.tracer != nil }
+func (o *Observer) WatchesUpstream() bool { return o.metrics != nil || o.tracer != nil }
 
 // toolLabel is the label and span name part for a tool: its slug, or
 // unknownTool when none is registered under what the caller sent.
-func (g *Gateway) toolLabel(v *registry.Version, requested string) string {
+func (o *Observer) toolLabel(v *registry.Version, requested string) string {
 	if v != nil {
 		return v.Tool.Slug
 	}
-	if v, err := g.registry.Lookup(requested); err == nil {
+	if v, err := o.registry.Lookup(requested); err == nil {
 		return v.Tool.Slug
 	}
 	return unknownTool
 }
 
-// callRecord is what one call reports once it is over, filled in as the
+// A CallRecord is the executor's hooks of its call.
+var _ executor.Hooks = (*CallRecord)(nil)
+
+// CallRecord is what one call reports once it is over, filled in as the
 // pipeline learns it.
-type callRecord struct {
-	obs       *observer
+type CallRecord struct {
+	obs       *Observer
 	start     time.Time
 	span      trace.Span // nil when not tracing
 	principal string
@@ -100,10 +125,10 @@ type callRecord struct {
 	upstreamStatus int // 0: no answer from the provider
 }
 
-// startCall begins a call's record and, when tracing, its span, which the
+// StartCall begins a call's record and, when tracing, its span, which the
 // returned context carries to the upstream attempts.
-func (o *observer) startCall(ctx context.Context, rec *callRecord, principal, tool string) context.Context {
-	*rec = callRecord{obs: o, start: time.Now(), principal: principal, requested: tool}
+func (o *Observer) StartCall(ctx context.Context, rec *CallRecord, principal, tool string) context.Context {
+	*rec = CallRecord{obs: o, start: time.Now(), principal: principal, requested: tool}
 	if o.tracer != nil {
 		// Attributes are set once, at the end, when all are known: each
 		// SetAttributes on a recording span grows its attribute slice.
@@ -112,19 +137,21 @@ func (o *observer) startCall(ctx context.Context, rec *callRecord, principal, to
 	return ctx
 }
 
-// setQuote records the quote the call was made under.
-func (rec *callRecord) setQuote(q storage.Quote) { rec.quote, rec.hasQuote = q, true }
+// SetTool records the tool's version the call resolved to.
+func (rec *CallRecord) SetTool(v *registry.Version) { rec.tool = v }
 
-// endCall reports a call that is over: its metrics, its span and, for a
+// SetQuote records the quote the call was made under.
+func (rec *CallRecord) SetQuote(q storage.Quote) { rec.quote, rec.hasQuote = q, true }
+
+// EndCall reports a call that is over: its metrics, its span and, for a
 // call that ran, the log line.
-func (g *Gateway) endCall(ctx context.Context, rec *callRecord, res *toolgatetype.CallResult, err error) {
-	o := g.obs
+func (o *Observer) EndCall(ctx context.Context, rec *CallRecord, res *toolgatetype.CallResult, err error) {
 	outcome, code := outcomeOf(rec, res, err)
 	elapsed := time.Since(rec.start)
 	if o.metrics == nil && rec.span == nil && !rec.ran {
 		return // nothing to report: neither metrics nor a trace, and nothing ran
 	}
-	slug := g.toolLabel(rec.tool, rec.requested)
+	slug := o.toolLabel(rec.tool, rec.requested)
 	if m := o.metrics; m != nil {
 		series := m.tool(slug)
 		series.calls[outcome].Inc()
@@ -142,16 +169,16 @@ func (g *Gateway) endCall(ctx context.Context, rec *callRecord, res *toolgatetyp
 		}
 	}
 	if rec.span != nil {
-		g.endCallSpan(rec, slug, outcome, code)
+		o.endCallSpan(rec, slug, outcome, code)
 	}
 	if rec.ran && o.log.Enabled(ctx, slog.LevelInfo) {
-		g.logCall(ctx, rec, slug, elapsed)
+		o.logCall(ctx, rec, slug, elapsed)
 	}
 }
 
 // outcomeOf names how a call ended, and the error code when it did not
 // complete.
-func outcomeOf(rec *callRecord, res *toolgatetype.CallResult, err error) (outcome, code string) {
+func outcomeOf(rec *CallRecord, res *toolgatetype.CallResult, err error) (outcome, code string) {
 	switch {
 	case err != nil:
 		return outcomeRefused, string(codeOf(err))
@@ -176,7 +203,7 @@ func outcomeOf(rec *callRecord, res *toolgatetype.CallResult, err error) (outcom
 
 // endCallSpan finishes the execute_tool span, named and attributed as the
 // OpenTelemetry GenAI conventions ask, with toolgate's own beside them.
-func (g *Gateway) endCallSpan(rec *callRecord, slug, outcome, code string) {
+func (o *Observer) endCallSpan(rec *CallRecord, slug, outcome, code string) {
 	span := rec.span
 	if !span.IsRecording() {
 		// Sampled out: nothing to describe.
@@ -191,7 +218,7 @@ func (g *Gateway) endCallSpan(rec *callRecord, slug, outcome, code string) {
 		attribute.String("toolgate.call.outcome", outcome),
 	)
 	if slug != unknownTool {
-		span.SetName(g.obs.spanNamesOf(slug).call)
+		span.SetName(o.spanNamesOf(slug).call)
 		attrs = append(attrs, attribute.String("gen_ai.tool.name", slug))
 	}
 	if rec.execution != uuid.Nil {
@@ -202,7 +229,7 @@ func (g *Gateway) endCallSpan(rec *callRecord, slug, outcome, code string) {
 		attrs = append(attrs,
 			attribute.String("toolgate.quote.id", q.ID.String()),
 			attribute.String("toolgate.manifest_digest", q.ManifestDigest),
-			attribute.String("toolgate.cost.total_usd", usd(q.TotalUSD)),
+			attribute.String("toolgate.cost.total_usd", toolgatetype.FormatUSD(q.TotalUSD)),
 		)
 	}
 	if rec.approval != "" {
@@ -223,7 +250,7 @@ func (g *Gateway) endCallSpan(rec *callRecord, slug, outcome, code string) {
 // which tool version, what became of it and what it cost, how it was
 // approved, how long it took and what the provider answered. Never the
 // input, the output or a key.
-func (g *Gateway) logCall(ctx context.Context, rec *callRecord, slug string, elapsed time.Duration) {
+func (o *Observer) logCall(ctx context.Context, rec *CallRecord, slug string, elapsed time.Duration) {
 	attrs := make([]slog.Attr, 0, 12)
 	attrs = append(attrs,
 		slog.String("execution", rec.execution.String()),
@@ -234,7 +261,7 @@ func (g *Gateway) logCall(ctx context.Context, rec *callRecord, slug string, ela
 		q := &rec.quote
 		attrs = append(attrs,
 			slog.String("manifestDigest", q.ManifestDigest),
-			slog.Group("cost", slog.String("priceUsd", usd(q.PriceUSD)), slog.String("feeUsd", usd(q.FeeUSD)), slog.String("totalUsd", usd(q.TotalUSD))),
+			slog.Group("cost", slog.String("priceUsd", toolgatetype.FormatUSD(q.PriceUSD)), slog.String("feeUsd", toolgatetype.FormatUSD(q.FeeUSD)), slog.String("totalUsd", toolgatetype.FormatUSD(q.TotalUSD))),
 		)
 	}
 	// Not "status": the server's request lines use that for the HTTP
@@ -254,50 +281,51 @@ func (g *Gateway) logCall(ctx context.Context, rec *callRecord, slug string, ela
 	}
 	if rec.status == toolgatetype.StatusAmbiguous {
 		// Someone has to find out what the provider did, and resolve it.
-		g.log.LogAttrs(ctx, slog.LevelWarn, "call finished with an unknown outcome", attrs...)
+		o.log.LogAttrs(ctx, slog.LevelWarn, "call finished with an unknown outcome", attrs...)
 		return
 	}
-	g.log.LogAttrs(ctx, slog.LevelInfo, "call finished", attrs...)
+	o.log.LogAttrs(ctx, slog.LevelInfo, "call finished", attrs...)
 }
 
-// quoteRecord is what one quote reports once it is over.
-type quoteRecord struct {
+// QuoteRecord is what one quote reports once it is over.
+type QuoteRecord struct {
 	start     time.Time // zero when not tracing
 	requested string
-	tool      *registry.Version // nil: to be looked up from the result
+	// Tool is the version quoted; nil: to be looked up from the result.
+	Tool *registry.Version
 }
 
-// startQuote notes when a quote began, when tracing.
-func (o *observer) startQuote(tool string) quoteRecord {
-	rec := quoteRecord{requested: tool}
+// StartQuote notes when a quote began, when tracing.
+func (o *Observer) StartQuote(tool string) QuoteRecord {
+	rec := QuoteRecord{requested: tool}
 	if o.tracer != nil {
 		rec.start = time.Now()
 	}
 	return rec
 }
 
-// endQuote reports a quote: its count, by tool, and its span. The span has
+// EndQuote reports a quote: its count, by tool, and its span. The span has
 // no children, so it is made here, with its start time, and all its
 // attributes at once.
-func (g *Gateway) endQuote(ctx context.Context, rec quoteRecord, res *toolgatetype.QuoteResult, err error) {
-	if g.obs.metrics == nil && g.obs.tracer == nil {
+func (o *Observer) EndQuote(ctx context.Context, rec QuoteRecord, res *toolgatetype.QuoteResult, err error) {
+	if o.metrics == nil && o.tracer == nil {
 		return
 	}
-	v := rec.tool
+	v := rec.Tool
 	if v == nil && res != nil {
-		v, _ = g.registry.Lookup(res.Tool.ID)
+		v, _ = o.registry.Lookup(res.Tool.ID)
 	}
-	slug := g.toolLabel(v, rec.requested)
-	if m := g.obs.metrics; m != nil {
+	slug := o.toolLabel(v, rec.requested)
+	if m := o.metrics; m != nil {
 		m.tool(slug).quotes.Inc()
 	}
-	if g.obs.tracer == nil {
+	if o.tracer == nil {
 		return
 	}
 	name := "quote"
 	attrs := make([]attribute.KeyValue, 0, 7)
 	if slug != unknownTool {
-		name = g.obs.spanNamesOf(slug).quote
+		name = o.spanNamesOf(slug).quote
 		attrs = append(attrs, attribute.String("gen_ai.tool.name", slug))
 	}
 	if res != nil {
@@ -316,7 +344,7 @@ func (g *Gateway) endQuote(ctx context.Context, rec quoteRecord, res *toolgatety
 		code = string(codeOf(err))
 		attrs = append(attrs, attribute.String("error.type", code))
 	}
-	_, span := g.obs.tracer.Start(ctx, name, trace.WithTimestamp(rec.start), trace.WithAttributes(attrs...))
+	_, span := o.tracer.Start(ctx, name, trace.WithTimestamp(rec.start), trace.WithAttributes(attrs...))
 	if err != nil {
 		span.SetStatus(codes.Error, code)
 	}
@@ -328,7 +356,7 @@ func (g *Gateway) endQuote(ctx context.Context, rec quoteRecord, res *toolgatety
 // the attempt is over (it has no children) with all its attributes at
 // once. The span names the destination's host and port, never its path or
 // query, which may carry the tool's input.
-func (o *observer) Attempt(req *http.Request, v *registry.Version, n int) func(upstream.AttemptOutcome) {
+func (o *Observer) Attempt(req *http.Request, v *registry.Version, n int) func(upstream.AttemptOutcome) {
 	// The call's span is the parent: when it was sampled out, so is this.
 	traced := o.tracer != nil && trace.SpanFromContext(req.Context()).IsRecording()
 	var start time.Time
@@ -336,8 +364,8 @@ func (o *observer) Attempt(req *http.Request, v *registry.Version, n int) func(u
 		start = time.Now()
 	}
 	var next func(upstream.AttemptOutcome)
-	if o.next != nil {
-		next = o.next.Attempt(req, v, n)
+	if o.Next != nil {
+		next = o.Next.Attempt(req, v, n)
 	}
 	return func(out upstream.AttemptOutcome) {
 		if o.metrics != nil {
@@ -353,7 +381,7 @@ func (o *observer) Attempt(req *http.Request, v *registry.Version, n int) func(u
 }
 
 // attemptSpan records one attempt as an HTTP client span.
-func (o *observer) attemptSpan(req *http.Request, v *registry.Version, n int, out upstream.AttemptOutcome, start time.Time) {
+func (o *Observer) attemptSpan(req *http.Request, v *registry.Version, n int, out upstream.AttemptOutcome, start time.Time) {
 	attrs := make([]attribute.KeyValue, 0, 8)
 	attrs = append(attrs,
 		attribute.String("http.request.method", req.Method),
@@ -387,17 +415,17 @@ func (o *observer) attemptSpan(req *http.Request, v *registry.Version, n int, ou
 }
 
 // Finished implements upstream.Observer.
-func (o *observer) Finished(ctx context.Context, v *registry.Version, d time.Duration) {
+func (o *Observer) Finished(ctx context.Context, v *registry.Version, d time.Duration) {
 	if o.metrics != nil {
 		o.metrics.tool(v.Tool.Slug).upstreamDuration.Observe(d.Seconds())
 	}
-	if o.next != nil {
-		o.next.Finished(ctx, v, d)
+	if o.Next != nil {
+		o.Next.Finished(ctx, v, d)
 	}
 }
 
 // Circuit implements upstream.Observer.
-func (o *observer) Circuit(v *registry.Version, open bool) {
+func (o *Observer) Circuit(v *registry.Version, open bool) {
 	if o.metrics != nil {
 		value := 0.0
 		if open {
@@ -405,8 +433,8 @@ func (o *observer) Circuit(v *registry.Version, open bool) {
 		}
 		o.metrics.tool(v.Tool.Slug).circuitOpen.Set(value)
 	}
-	if o.next != nil {
-		o.next.Circuit(v, open)
+	if o.Next != nil {
+		o.Next.Circuit(v, open)
 	}
 }
 
@@ -438,19 +466,37 @@ func codeOf(err error) toolgatetype.Code {
 // What becomes of approval requests, the values of
 // toolgate_approval_requests_total's decision label.
 const (
-	approvalCreated  = "created"
-	approvalApproved = "approved"
-	approvalDenied   = "denied"
-	approvalUsed     = "used" // a call consumed the grant
-	// approvalLimited: refused, its principal having asked too often.
-	approvalLimited = "limited"
-	// approvalSame: the same request was pending, and answered instead.
-	approvalSame = "same_pending"
+	ApprovalCreated  = "created"
+	ApprovalApproved = "approved"
+	ApprovalDenied   = "denied"
+	ApprovalUsed     = "used" // a call consumed the grant
+	// ApprovalLimited: refused, its principal having asked too often.
+	ApprovalLimited = "limited"
+	// ApprovalSame: the same request was pending, and answered instead.
+	ApprovalSame = "same_pending"
 )
 
-// approvalRequest counts an approval request by what became of it.
-func (o *observer) approvalRequest(decision string) {
+// ApprovalRequest counts an approval request by what became of it.
+func (o *Observer) ApprovalRequest(decision string) {
 	if o.metrics != nil {
 		o.metrics.approvalRequests.WithLabelValues(decision).Inc()
 	}
+}
+
+// Claimed implements executor.Hooks. A takeover runs the original
+// execution, approved as it was.
+func (rec *CallRecord) Claimed(ctx context.Context, begun storage.BeginResult) {
+	e := begun.Execution
+	if e.GrantID != uuid.Nil && !begun.TookOver {
+		rec.obs.ApprovalRequest(ApprovalUsed)
+	}
+	rec.execution, rec.approval, rec.grantID = e.ID, e.Approval, e.GrantID
+	if begun.TookOver {
+		rec.obs.log.InfoContext(ctx, "took over an abandoned call", "execution", e.ID, "tool", rec.tool.Tool.Slug)
+	}
+}
+
+// Recorded implements executor.Hooks: the call ran, and is logged.
+func (rec *CallRecord) Recorded(_ context.Context, _ executor.Claim, r executor.Run) {
+	rec.ran, rec.status, rec.upstreamStatus, rec.errorCode = true, r.Status, r.UpstreamStatus, r.ErrorCode
 }

@@ -1,4 +1,6 @@
-package toolgate
+// Package telemetry reports what the gateway does: its Prometheus
+// metrics, its OpenTelemetry spans and the one log line per finished call.
+package telemetry
 
 import (
 	"errors"
