@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/internal/budgets"
+	"github.com/toolgate/toolgate/internal/spendlimits"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
@@ -89,11 +90,8 @@ func (g *Gateway) budgetStates(ctx context.Context, nodes []*budgets.Node) ([]to
 	if len(nodes) == 0 {
 		return out, nil
 	}
-	built := appendBudgetLimits(nil, nodes, nil, g.clock.Now().UTC(), false)
-	limits := make([]storage.Limit, len(built))
-	for i, b := range built {
-		limits[i] = b.limit
-	}
+	built := spendlimits.AppendBudgetLimits(nil, nodes, nil, g.clock.Now().UTC(), false)
+	limits := spendlimits.StoreLimits(built)
 	// A budget's limit counts every principal's calls: the principal
 	// MeasureLimits takes is not looked at for it.
 	used, err := g.store.MeasureLimits(ctx, "", limits)
@@ -101,7 +99,7 @@ func (g *Gateway) budgetStates(ctx context.Context, nodes []*budgets.Node) ([]to
 		return nil, internalError(err)
 	}
 	for i, n := range nodes {
-		out[i] = budgetState(n, built, used)
+		out[i] = spendlimits.BudgetState(n, built, used)
 	}
 	return out, nil
 }

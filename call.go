@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/internal/budgets"
 	"github.com/toolgate/toolgate/internal/executor"
 	"github.com/toolgate/toolgate/internal/fingerprint"
+	"github.com/toolgate/toolgate/internal/spendlimits"
 	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
@@ -99,7 +100,7 @@ type call struct {
 	// store counts them; exec, upstreamStatus and sealed are what its run
 	// found and signed.
 	adm            admission
-	limits         []builtLimit
+	limits         []spendlimits.Built
 	exec           toolgatetype.Execution
 	upstreamStatus int
 	sealed         toolgatetype.SignedReceipt
@@ -181,7 +182,7 @@ type admission struct {
 	// used by the execution.
 	mode   toolgatetype.ApprovalMode
 	grant  *storage.ApprovalRequest
-	limits effectiveLimits
+	limits spendlimits.Limits
 	// read is what the store answered the reads it was decided on.
 	read storage.ReadResult
 	// resumed: the call takes over an abandoned run of itself, which
@@ -236,12 +237,12 @@ func (g *Gateway) decide(ctx context.Context, c *call, read storage.ReadResult, 
 	if err != nil {
 		return admission{}, err
 	}
-	violations := limits.staticViolations(q.TotalUSD)
+	violations := limits.StaticViolations(q.TotalUSD)
 	if c.budgets != nil {
-		violations = append(violations, blockedByBudgets(c.budgets, c.tool.Tool.Slug)...)
+		violations = append(violations, spendlimits.BlockedByBudgets(c.budgets, c.tool.Tool.Slug)...)
 	}
 	if len(violations) > 0 {
-		return admission{}, spendLimitError(violations)
+		return admission{}, spendlimits.SpendLimitError(violations)
 	}
 	a := admission{quote: q, policy: policy, mode: mode, limits: limits, read: read}
 	if c.grant != uuid.Nil {
@@ -280,7 +281,7 @@ func (c *call) approvalKind() toolgatetype.ApprovalKind {
 }
 
 // refusedByStore explains why the store refused to admit a call.
-func refusedByStore(err error, built []builtLimit, amount decimal.Decimal, now time.Time) error {
+func refusedByStore(err error, built []spendlimits.Built, amount decimal.Decimal, now time.Time) error {
 	var limitErr *storage.LimitError
 	switch {
 	case errors.Is(err, storage.ErrIdempotencyConflict):
@@ -295,7 +296,7 @@ func refusedByStore(err error, built []builtLimit, amount decimal.Decimal, now t
 		// deletion long after expiry changes that.
 		return errGrantUsed()
 	case errors.As(err, &limitErr):
-		return limitError(built, limitErr, amount, now)
+		return spendlimits.Explain(built, limitErr, amount, now)
 	}
 	return internalError(err)
 }

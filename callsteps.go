@@ -7,6 +7,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/events"
 	"github.com/toolgate/toolgate/internal/executor"
+	"github.com/toolgate/toolgate/internal/spendlimits"
 	"github.com/toolgate/toolgate/internal/toolrun"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
@@ -58,20 +59,16 @@ func (g *Gateway) refusedBy(ctx context.Context, err error, now time.Time) {
 // the quote used and the key claimed.
 func (c *call) begin(now time.Time) storage.Begin {
 	adm := &c.adm
-	c.limits = adm.limits.storageLimits(c.tool.Tool.ID, now)
+	c.limits = adm.limits.Build(c.tool.Tool.ID, now)
 	if c.budgets != nil {
-		c.limits = appendBudgetLimits(c.limits, c.budgets, c.tool.Tool, now, true)
-	}
-	limits := make([]storage.Limit, len(c.limits))
-	for i, b := range c.limits {
-		limits[i] = b.limit
+		c.limits = spendlimits.AppendBudgetLimits(c.limits, c.budgets, c.tool.Tool, now, true)
 	}
 	return storage.Begin{
 		QuoteID:   adm.quote.ID,
 		ToolID:    c.tool.Tool.ID,
 		AmountUSD: adm.quote.TotalUSD,
-		Limits:    limits,
-		Budgets:   budgetDays(c.budgets, now),
+		Limits:    spendlimits.StoreLimits(c.limits),
+		Budgets:   spendlimits.BudgetDays(c.budgets, now),
 		GrantID:   c.grant,
 		Decided:   adm.read,
 

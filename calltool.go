@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/toolgate/toolgate/internal/executor"
+	"github.com/toolgate/toolgate/internal/spendlimits"
 	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
@@ -243,7 +244,7 @@ func (g *Gateway) quoteToolCall(ctx context.Context, c *toolCall) (*toolgatetype
 		return nil, nil, blockedError(c.tool, q.Policy)
 	}
 	if !q.Controls.Approved {
-		return nil, nil, spendRefusal(q.Controls.Violations, short)
+		return nil, nil, spendlimits.Refusal(q.Controls.Violations, short)
 	}
 	return q, nil, nil
 }

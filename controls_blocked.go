@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/toolgate/toolgate/internal/spendlimits"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
@@ -32,9 +33,9 @@ func (g *Gateway) BlockedTools(ctx context.Context, principal string) (map[strin
 		for slug := range c.Tools {
 			// The same layering as a call's limits: the operator's, then
 			// the caller's own, which only tighten.
-			var l effectiveLimits
-			l.apply(op, slug, false)
-			l.apply(own, slug, true)
+			var l spendlimits.Limits
+			l.Apply(op, slug, false)
+			l.Apply(own, slug, true)
 			if l.Tool != nil && !l.Tool.Allowed {
 				blocked[slug] = true
 			}

@@ -259,7 +259,7 @@ func New(store storage.Store, cfg *Config) (*Gateway, error) {
 		if gw.budgets, err = budgets.New(c.Budgets); err != nil {
 			return nil, fmt.Errorf("toolgate: %w", err)
 		}
-		if _, err = newBudgetMetrics(gw); err != nil {
+		if err = telemetry.RegisterBudgets(c.Metrics, store, gw.budgets.Nodes(), c.Clock.Now, c.Logger); err != nil {
 			return nil, fmt.Errorf("toolgate: %w", err)
 		}
 	}

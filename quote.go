@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/toolgate/toolgate/internal/executor"
 	"github.com/toolgate/toolgate/internal/pricing"
+	"github.com/toolgate/toolgate/internal/spendlimits"
 	"github.com/toolgate/toolgate/internal/toolrun"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
@@ -78,13 +79,13 @@ func (g *Gateway) quoteOf(ctx context.Context, principal string, v *registry.Ver
 		State:          storage.QuoteOpen,
 	}
 	// The caller's budgets' windows are measured with the caller's own.
-	windows := spendWindows(v.Tool.ID, now)
+	windows := spendlimits.Windows(v.Tool.ID, now)
 	nodes := g.callBudgets(ctx, principal)
-	var budgetLimits []builtLimit
+	var budgetLimits []spendlimits.Built
 	if nodes != nil {
-		budgetLimits = appendBudgetLimits(nil, nodes, v.Tool, now, false)
+		budgetLimits = spendlimits.AppendBudgetLimits(nil, nodes, v.Tool, now, false)
 		for _, b := range budgetLimits {
-			windows = append(windows, b.limit)
+			windows = append(windows, b.Limit)
 		}
 	}
 	// The quote is stored whatever the decisions, so it is stored in the
@@ -123,10 +124,10 @@ func (g *Gateway) quoteOf(ctx context.Context, principal string, v *registry.Ver
 		return nil, nil, nil, err
 	}
 	policy := forCaller(EvaluatePolicy(v), standingFor(approval, mode), amt.Total.IsZero())
-	controls := previewControls(limits, read.Used, amt.Total)
+	controls := spendlimits.PreviewControls(limits, read.Used, amt.Total)
 	var short *toolgatetype.BudgetRefusal
 	if nodes != nil {
-		short = previewBudgets(&controls, nodes, v.Tool.Slug, budgetLimits, read.Used[len(windows)-len(budgetLimits):], amt.Total)
+		short = spendlimits.PreviewBudgets(&controls, nodes, v.Tool.Slug, budgetLimits, read.Used[len(windows)-len(budgetLimits):], amt.Total)
 	}
 	return &toolgatetype.QuoteResult{
 		Quote: toolgatetype.QuoteInfo{

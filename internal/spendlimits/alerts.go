@@ -1,7 +1,7 @@
-package toolgate
+package spendlimits
 
 import (
-	"context"
+	"log/slog"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -11,23 +11,17 @@ import (
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
-// refusalEventTimeout bounds the writing of a refusal's events, which the
-// refused caller waits for.
-const refusalEventTimeout = 5 * time.Second
-
-// budgetAlerts are the budget.threshold events a charge in charged may
+// Alerts are the budget.threshold events a charge in charged may
 // cause: one per budget window with a limit and alert fraction, for the
 // store to write with the charge when the window's charged spend, the
 // charge included, reaches it (storage.BudgetAlert). The store writes an
 // id once, so a fraction reached earlier in the period is not sent again.
-// Nil when the gateway writes no events or no budget alerts.
-func (g *Gateway) budgetAlerts(charged []storage.BudgetDay, now time.Time) []storage.BudgetAlert {
-	if g.events == nil || g.budgets == nil {
-		return nil
-	}
+// Nil when tree has no budget alerts; log hears of an alert that cannot be
+// encoded.
+func Alerts(tree *budgets.Tree, charged []storage.BudgetDay, now time.Time, log *slog.Logger) []storage.BudgetAlert {
 	var out []storage.BudgetAlert
 	for _, bd := range charged {
-		n := g.budgets.Get(bd.Budget)
+		n := tree.Get(bd.Budget)
 		if n == nil || len(n.Alerts) == 0 || len(n.Limits) == 0 {
 			continue
 		}
@@ -55,7 +49,7 @@ func (g *Gateway) budgetAlerts(charged []storage.BudgetDay, now time.Time) []sto
 				}
 				ev, err := events.Threshold(th, fromDay, now)
 				if err != nil {
-					g.log.Error("budget alerts: cannot encode an alert", "budget", n.ID, "error", err)
+					log.Error("budget alerts: cannot encode an alert", "budget", n.ID, "error", err)
 					continue
 				}
 				out = append(out, storage.BudgetAlert{
@@ -68,20 +62,20 @@ func (g *Gateway) budgetAlerts(charged []storage.BudgetDay, now time.Time) []sto
 	return out
 }
 
-// budgetRefused writes the events of a call refused by a budget's window:
+// RefusalEvents are the events of a call refused by a budget's window (r):
 // budget.limit_reached, once per budget, window and period, and the
 // window's 100% alert when its alerts have one, since a window that
 // refuses calls is as full as it will get (the organization stopped at
-// 19.80 of 20 hears of it). Writing them never fails the refusal: an
-// error is logged.
-func (g *Gateway) budgetRefused(ctx context.Context, r *toolgatetype.BudgetRefusal, now time.Time) {
-	if g.events == nil || g.budgets == nil || r == nil || r.Tool != "" {
-		// A budget's limit on one tool is no window of the budget's own.
-		return
+// 19.80 of 20 hears of it). An event that cannot be encoded is left out,
+// its error in errs. None for a budget's limit on one tool, which is no
+// window of the budget's own.
+func RefusalEvents(tree *budgets.Tree, r *toolgatetype.BudgetRefusal, now time.Time) (evs []storage.NewEvent, errs []error) {
+	if r == nil || r.Tool != "" {
+		return nil, nil
 	}
-	n := g.budgets.Get(r.ID)
+	n := tree.Get(r.ID)
 	if n == nil {
-		return
+		return nil, nil
 	}
 	start, end, fromDay := n.Window(r.Window, now)
 	lr := toolgatetype.BudgetLimitReached{
@@ -97,20 +91,15 @@ func (g *Gateway) budgetRefused(ctx context.Context, r *toolgatetype.BudgetRefus
 		}
 		out = append(out, func() (storage.NewEvent, error) { return events.Threshold(th, fromDay, now) })
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), refusalEventTimeout)
-	defer cancel()
 	for _, build := range out {
 		ev, err := build()
-		if err == nil {
-			var added bool
-			if added, err = g.store.AddEvent(ctx, ev); err == nil && added {
-				g.events.Wake()
-			}
-		}
 		if err != nil {
-			g.log.WarnContext(ctx, "budget events: cannot write a refusal's event", "budget", n.ID, "window", string(r.Window), "error", err)
+			errs = append(errs, err)
+			continue
 		}
+		evs = append(evs, ev)
 	}
+	return evs, errs
 }
 
 // nextDay is the calendar day after day (YYYY-MM-DD); day itself when it

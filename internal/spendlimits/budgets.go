@@ -1,7 +1,6 @@
-package toolgate
+package spendlimits
 
 import (
-	"context"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -24,29 +23,18 @@ type budgetLimit struct {
 	resetsAt time.Time
 }
 
-// callBudgets are the budgets a caller counts in, nearest first: those
-// naming the principal and those the claims of the access token in ctx
-// join (WithTokenClaims), with their ancestors. Nil, at no cost, when the
-// gateway has no budgets.
-func (g *Gateway) callBudgets(ctx context.Context, principal string) []*budgets.Node {
-	if g.budgets == nil {
-		return nil
-	}
-	return g.budgets.For(principal, tokenClaims(ctx))
-}
-
-// appendBudgetLimits appends the limits nodes put on a call of tool at now:
+// AppendBudgetLimits appends the limits nodes put on a call of tool at now:
 // for each budget, nearest first, its spend windows, its windows on the
 // tool (nil tool: none, for a budget's state) and, with rates, its rate
 // over the last minute. The order makes the
 // first budget limit the store finds short the one nearest the principal.
 // A quote measures spend only (rates false), as it does for the principal.
-func appendBudgetLimits(out []builtLimit, nodes []*budgets.Node, tool *registry.Tool, now time.Time, rates bool) []builtLimit {
-	spend := func(n *budgets.Node, kind toolgatetype.BudgetWindowKind, toolID, slug string, max decimal.Decimal) builtLimit {
+func AppendBudgetLimits(out []Built, nodes []*budgets.Node, tool *registry.Tool, now time.Time, rates bool) []Built {
+	spend := func(n *budgets.Node, kind toolgatetype.BudgetWindowKind, toolID, slug string, max decimal.Decimal) Built {
 		_, end, from := n.Window(kind, now)
-		return builtLimit{
+		return Built{
 			kind:   limitBudget,
-			limit:  storage.Limit{Budget: n.ID, ToolID: toolID, Measure: storage.MeasureSpend, FromDay: from, Max: max},
+			Limit:  storage.Limit{Budget: n.ID, ToolID: toolID, Measure: storage.MeasureSpend, FromDay: from, Max: max},
 			budget: &budgetLimit{node: n, window: kind, tool: slug, resetsAt: end},
 		}
 	}
@@ -67,10 +55,10 @@ func appendBudgetLimits(out []builtLimit, nodes []*budgets.Node, tool *registry.
 			}
 		}
 		if rates && n.RatePerMinute != nil {
-			out = append(out, builtLimit{
+			out = append(out, Built{
 				kind:   limitBudget,
 				window: time.Minute,
-				limit: storage.Limit{
+				Limit: storage.Limit{
 					Budget: n.ID, Measure: storage.MeasureCalls, Since: now.Add(-time.Minute),
 					Max: decimal.NewFromInt(int64(*n.RatePerMinute)),
 				},
@@ -81,9 +69,9 @@ func appendBudgetLimits(out []builtLimit, nodes []*budgets.Node, tool *registry.
 	return out
 }
 
-// budgetDays are the budgets a call counts in, each with the call's day in
+// BudgetDays are the budgets a call counts in, each with the call's day in
 // its time zone, for the store to record with the execution; nil when none.
-func budgetDays(nodes []*budgets.Node, now time.Time) []storage.BudgetDay {
+func BudgetDays(nodes []*budgets.Node, now time.Time) []storage.BudgetDay {
 	if len(nodes) == 0 {
 		return nil
 	}
@@ -94,9 +82,9 @@ func budgetDays(nodes []*budgets.Node, now time.Time) []storage.BudgetDay {
 	return out
 }
 
-// blockedByBudgets are the violations of budgets that block the tool
+// BlockedByBudgets are the violations of budgets that block the tool
 // (allowed false), nearest first.
-func blockedByBudgets(nodes []*budgets.Node, slug string) []string {
+func BlockedByBudgets(nodes []*budgets.Node, slug string) []string {
 	var v []string
 	for _, n := range nodes {
 		if t, ok := n.Tools[slug]; ok && !t.Allowed {
@@ -135,10 +123,10 @@ func budgetWindow(max, used decimal.Decimal, resetsAt time.Time) toolgatetype.Bu
 	return toolgatetype.BudgetWindow{LimitUSD: usd(max), UsedUSD: usd(used), RemainingUSD: usd(remaining), ResetsAt: resetsAt.UTC()}
 }
 
-// budgetState is a budget's state, its windows filled from built, the
+// BudgetState is a budget's state, its windows filled from built, the
 // limits measured (used, one each) among which the budget's own windows
 // are; a limit of another budget or on a tool is skipped.
-func budgetState(n *budgets.Node, built []builtLimit, used []decimal.Decimal) toolgatetype.Budget {
+func BudgetState(n *budgets.Node, built []Built, used []decimal.Decimal) toolgatetype.Budget {
 	b := toolgatetype.Budget{ID: n.ID, Name: n.Name, TimeZone: n.Location.String(), Windows: make(map[toolgatetype.BudgetWindowKind]toolgatetype.BudgetWindow, len(n.Limits))}
 	if n.Parent != nil {
 		p := n.Parent.ID
@@ -146,33 +134,64 @@ func budgetState(n *budgets.Node, built []builtLimit, used []decimal.Decimal) to
 	}
 	for i, l := range built {
 		if bl := l.budget; bl != nil && bl.node == n && bl.tool == "" && bl.window != "" {
-			b.Windows[bl.window] = budgetWindow(l.limit.Max, used[i], bl.resetsAt)
+			b.Windows[bl.window] = budgetWindow(l.Limit.Max, used[i], bl.resetsAt)
 		}
 	}
 	return b
 }
 
-// previewBudgets adds the budgets to a quote's controls: each budget's
+// PreviewBudgets adds the budgets to a quote's controls: each budget's
 // state, nearest first, and a violation for each blocked tool and each
 // window the call would take over its limit. built are the budget limits
 // measured in the quote's reads, used what each holds. It returns the
 // first budget short, nearest the principal (nil: none), which a refusal
 // made on the quote names.
-func previewBudgets(c *toolgatetype.Controls, nodes []*budgets.Node, slug string, built []builtLimit, used []decimal.Decimal, total decimal.Decimal) *toolgatetype.BudgetRefusal {
+func PreviewBudgets(c *toolgatetype.Controls, nodes []*budgets.Node, slug string, built []Built, used []decimal.Decimal, total decimal.Decimal) *toolgatetype.BudgetRefusal {
 	var short *toolgatetype.BudgetRefusal
-	c.Violations = append(c.Violations, blockedByBudgets(nodes, slug)...)
+	c.Violations = append(c.Violations, BlockedByBudgets(nodes, slug)...)
 	for i, l := range built {
-		if used[i].Add(total).GreaterThan(l.limit.Max) {
-			c.Violations = append(c.Violations, l.budget.violation(l.limit.Max))
+		if used[i].Add(total).GreaterThan(l.Limit.Max) {
+			c.Violations = append(c.Violations, l.budget.violation(l.Limit.Max))
 			if short == nil {
-				short = l.budget.refusal(l.limit.Max, used[i], total)
+				short = l.budget.refusal(l.Limit.Max, used[i], total)
 			}
 		}
 	}
 	c.Approved = len(c.Violations) == 0
 	c.Budgets = make([]toolgatetype.Budget, len(nodes))
 	for i, n := range nodes {
-		c.Budgets[i] = budgetState(n, built, used)
+		c.Budgets[i] = BudgetState(n, built, used)
 	}
 	return short
+}
+
+// BudgetWindow is one window of a budget that has a limit, over every
+// tool, as the store measures it.
+type BudgetWindow struct {
+	Budget string
+	Window toolgatetype.BudgetWindowKind
+	Limit  storage.Limit
+}
+
+// BudgetWindows are the windows of nodes that have a limit at now, those
+// a budget's state shows.
+func BudgetWindows(nodes []*budgets.Node, now time.Time) []BudgetWindow {
+	built := AppendBudgetLimits(nil, nodes, nil, now, false)
+	out := make([]BudgetWindow, 0, len(built))
+	for _, b := range built {
+		if b.budget == nil || b.budget.window == "" {
+			continue
+		}
+		out = append(out, BudgetWindow{Budget: b.budget.node.ID, Window: b.budget.window, Limit: b.Limit})
+	}
+	return out
+}
+
+// StoreLimits are the limits of built as the store takes them.
+func StoreLimits(built []Built) []storage.Limit {
+	out := make([]storage.Limit, len(built))
+	for i, b := range built {
+		out[i] = b.Limit
+	}
+	return out
 }

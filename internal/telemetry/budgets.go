@@ -1,15 +1,18 @@
-package toolgate
+package telemetry
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/shopspring/decimal"
+	"github.com/toolgate/toolgate/internal/budgets"
 	"github.com/toolgate/toolgate/internal/promshare"
+	"github.com/toolgate/toolgate/internal/spendlimits"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
@@ -29,7 +32,10 @@ const budgetMetricsTimeout = 5 * time.Second
 // /v1/budgets does: charged calls plus amounts held by calls in flight or
 // ambiguous. Its labels are the budget's id and the window; no principal.
 type budgetMetrics struct {
-	g           *Gateway
+	store       storage.Store
+	nodes       []*budgets.Node
+	now         func() time.Time
+	log         *slog.Logger
 	used, limit *prometheus.Desc
 
 	// mu makes concurrent scrapes share one read.
@@ -45,16 +51,16 @@ type budgetReading struct {
 	used, limit decimal.Decimal
 }
 
-// newBudgetMetrics registers the budget metrics with Config.Metrics; nil
-// when there is none. Gateways sharing a registerer share the first one's
+// RegisterBudgets registers the metrics of nodes' windows with reg; none
+// when reg is nil. Gateways sharing a registerer share the first one's
 // collector: each reads the whole fleet's use from the store anyway.
-func newBudgetMetrics(g *Gateway) (*budgetMetrics, error) {
-	if g.cfg.Metrics == nil {
-		return nil, nil
+func RegisterBudgets(reg prometheus.Registerer, store storage.Store, nodes []*budgets.Node, now func() time.Time, log *slog.Logger) error {
+	if reg == nil {
+		return nil
 	}
 	labels := []string{"budget", "window"}
 	m := &budgetMetrics{
-		g: g,
+		store: store, nodes: nodes, now: now, log: log,
 		used: prometheus.NewDesc("toolgate_budget_used_usd",
 			"US dollars used in a budget's window (daily, weekly, monthly) across every instance: charged calls plus amounts held by calls in flight or ambiguous. Only windows with a limit.",
 			labels, nil),
@@ -63,11 +69,11 @@ func newBudgetMetrics(g *Gateway) (*budgetMetrics, error) {
 			labels, nil),
 	}
 	var errs []error
-	m = promshare.Register(g.cfg.Metrics, m, &errs)
+	promshare.Register(reg, m, &errs)
 	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("toolgate: register budget metrics: %w", err)
+		return fmt.Errorf("register budget metrics: %w", err)
 	}
-	return m, nil
+	return nil
 }
 
 // Describe sends the two metrics' descriptions.
@@ -91,7 +97,7 @@ func (m *budgetMetrics) Collect(ch chan<- prometheus.Metric) {
 func (m *budgetMetrics) read() []budgetReading {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	now := m.g.clock.Now()
+	now := m.now()
 	if m.reading != nil && !now.Before(m.readAt) && now.Sub(m.readAt) < budgetMetricsMaxAge {
 		return m.reading
 	}
@@ -99,7 +105,7 @@ func (m *budgetMetrics) read() []budgetReading {
 	defer cancel()
 	reading, err := m.measure(ctx, now)
 	if err != nil {
-		m.g.log.WarnContext(ctx, "budget metrics: cannot read the budgets' use", "error", err)
+		m.log.WarnContext(ctx, "budget metrics: cannot read the budgets' use", "error", err)
 		m.reading = nil
 		return nil
 	}
@@ -110,20 +116,17 @@ func (m *budgetMetrics) read() []budgetReading {
 // measure reads every budget window's use at now in one MeasureLimits,
 // with the limits GET /v1/budgets measures, so that both show one number.
 func (m *budgetMetrics) measure(ctx context.Context, now time.Time) ([]budgetReading, error) {
-	built := appendBudgetLimits(nil, m.g.budgets.Nodes(), nil, now.UTC(), false)
-	reading := make([]budgetReading, 0, len(built))
-	limits := make([]storage.Limit, 0, len(built))
-	for _, b := range built {
-		if b.budget == nil || b.budget.window == "" {
-			continue
-		}
-		limits = append(limits, b.limit)
-		reading = append(reading, budgetReading{budget: b.budget.node.ID, window: b.budget.window, limit: b.limit.Max})
+	windows := spendlimits.BudgetWindows(m.nodes, now.UTC())
+	reading := make([]budgetReading, 0, len(windows))
+	limits := make([]storage.Limit, 0, len(windows))
+	for _, w := range windows {
+		limits = append(limits, w.Limit)
+		reading = append(reading, budgetReading{budget: w.Budget, window: w.Window, limit: w.Limit.Max})
 	}
 	if len(limits) == 0 {
 		return reading, nil
 	}
-	used, err := m.g.store.MeasureLimits(ctx, "", limits)
+	used, err := m.store.MeasureLimits(ctx, "", limits)
 	if err != nil {
 		return nil, err
 	}
