@@ -2,9 +2,7 @@ package toolgate
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/toolgate/toolgate/internal/events"
+	"github.com/toolgate/toolgate/internal/receipting"
 	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/internal/toolrun"
 	"github.com/toolgate/toolgate/storage"
@@ -90,7 +89,7 @@ func (g *Gateway) requestApproval(ctx context.Context, p *PreparedCall, quoteID 
 		FeeUSD:         q.FeeUSD,
 		TotalUSD:       q.TotalUSD,
 		Input:          input,
-		InputSHA256:    inputSHA256(input),
+		InputSHA256:    receipting.InputSHA256(input),
 		Status:         storage.ApprovalPending,
 		CreatedAt:      now,
 		ExpiresAt:      now.Add(g.cfg.ApprovalTTL),
@@ -437,13 +436,6 @@ func (g *Gateway) approvalView(r storage.ApprovalRequest, now time.Time) toolgat
 	return out
 }
 
-// inputSHA256 is the lowercase hex SHA-256 of a canonical input, which a
-// grant is bound to.
-func inputSHA256(canonical []byte) string {
-	sum := sha256.Sum256(canonical)
-	return hex.EncodeToString(sum[:])
-}
-
 // latestApprovalRequest returns the caller's newest approval request of
 // the given status for the call c makes (its tool and input, whatever the
 // quote or the tool's version), or nil when it has none. It reads the
@@ -457,7 +449,7 @@ func (g *Gateway) latestApprovalRequest(ctx context.Context, c *toolCall, status
 	if err != nil {
 		return nil, err
 	}
-	f.Principals, f.ToolID, f.InputSHA256, f.Limit = []string{c.principal}, c.tool.Tool.ID, inputSHA256(c.input), 1
+	f.Principals, f.ToolID, f.InputSHA256, f.Limit = []string{c.principal}, c.tool.Tool.ID, receipting.InputSHA256(c.input), 1
 	list, err := g.store.ListApprovalRequests(ctx, f)
 	if err != nil {
 		return nil, internalError(err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/events"
 	"github.com/toolgate/toolgate/internal/executor"
+	"github.com/toolgate/toolgate/internal/receipting"
 	"github.com/toolgate/toolgate/internal/spendlimits"
 	"github.com/toolgate/toolgate/internal/toolrun"
 	"github.com/toolgate/toolgate/storage"
@@ -108,7 +109,7 @@ func (c *call) Run(ctx context.Context, cl executor.Claim) (executor.Run, error)
 		Status:         c.exec.Status,
 		Response:       body,
 		Finished:       finished,
-		Seal:           g.receipts.Signer.Seal(receiptOf(c, c.adm, cl, &c.exec, finished), &c.sealed),
+		Seal:           g.receipts.Signer.Seal(receipting.Of(c.principal, c.tool, c.input, c.adm.grant, cl, &c.exec, finished), &c.sealed),
 		UpstreamStatus: c.upstreamStatus,
 	}
 	if c.exec.Error != nil {

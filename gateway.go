@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/internal/budgets"
 	"github.com/toolgate/toolgate/internal/executor"
 	"github.com/toolgate/toolgate/internal/pricing"
+	"github.com/toolgate/toolgate/internal/receipting"
 	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/internal/textcheck"
 	"github.com/toolgate/toolgate/internal/toolrun"
@@ -250,7 +251,7 @@ func New(store storage.Store, cfg *Config) (*Gateway, error) {
 		gw.approvals = store
 	}
 	if gw.receipts == nil {
-		if gw.receipts, err = developmentReceiptKeys(gw.log); err != nil {
+		if gw.receipts, err = receipting.DevelopmentKeys(gw.log); err != nil {
 			return nil, fmt.Errorf("toolgate: %w", err)
 		}
 	}

@@ -3,6 +3,7 @@ package toolgate
 import (
 	"time"
 
+	"github.com/toolgate/toolgate/internal/receipting"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
@@ -28,7 +29,7 @@ func checkGrant(c *call, found *storage.ApprovalRequest, now time.Time) error {
 		return grantMismatch("another tool")
 	case found.ManifestDigest != v.Digest:
 		return grantMismatch("another version of " + v.Tool.Slug)
-	case found.InputSHA256 != inputSHA256(c.input):
+	case found.InputSHA256 != receipting.InputSHA256(c.input):
 		return grantMismatch("another input")
 	}
 	expired := !now.Before(found.ExpiresAt)

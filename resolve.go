@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/toolgate/toolgate/internal/executor"
+	"github.com/toolgate/toolgate/internal/receipting"
 	"github.com/toolgate/toolgate/internal/toolrun"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
@@ -83,7 +84,7 @@ func (g *Gateway) ResolveExecution(ctx context.Context, approver, id string, r t
 	}
 	var sealed toolgatetype.SignedReceipt
 	var kept []byte
-	seal := g.receipts.Signer.Seal(resolutionReceipt(prior, e, &exec), &sealed)
+	seal := g.receipts.Signer.Seal(receipting.Resolution(prior, e, &exec), &sealed)
 	_, err = g.store.ResolveExecution(ctx, storage.Resolve{
 		ExecutionID: eid,
 		Outcome:     r.Outcome,
