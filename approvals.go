@@ -2,8 +2,18 @@ package toolgate
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
 
+	"github.com/google/uuid"
+	"github.com/toolgate/toolgate/internal/events"
+	"github.com/toolgate/toolgate/internal/receipting"
+	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/internal/toolrun"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
@@ -174,4 +184,618 @@ func (g *Gateway) rememberFirstUse(ctx context.Context, principal string, v *reg
 	if err := g.store.PutApproval(ctx, a); err != nil {
 		g.log.WarnContext(ctx, "could not remember first use", "tool", v.Tool.Slug, "error", err)
 	}
+}
+
+// ApproverDirectory says who approves for whom: each principal's approval
+// mode, and the principals each approver approves for. Config.Approvers
+// takes one, so an embedding program can answer from its own user
+// directory; StaticApprovers answers from fixed maps.
+//
+// The directory is asked on every quote and call, so it should answer from
+// memory.
+type ApproverDirectory interface {
+	// ApprovalMode returns the principal's approval mode; "" means
+	// ApprovalModeCaller.
+	ApprovalMode(ctx context.Context, principal string) (toolgatetype.ApprovalMode, error)
+	// ApprovedPrincipals returns the principals approver approves for: none
+	// for an approver it does not know.
+	ApprovedPrincipals(ctx context.Context, approver string) ([]string, error)
+}
+
+// StaticApprovers is an ApproverDirectory from fixed maps.
+type StaticApprovers struct {
+	// Modes is each principal's approval mode; a principal absent is in
+	// caller mode.
+	Modes map[string]toolgatetype.ApprovalMode
+	// Approvers maps an approver's id to the principals it approves for.
+	Approvers map[string][]string
+}
+
+// ApprovalMode returns the principal's entry in Modes.
+func (s StaticApprovers) ApprovalMode(_ context.Context, principal string) (toolgatetype.ApprovalMode, error) {
+	return s.Modes[principal], nil
+}
+
+// ApprovedPrincipals returns the approver's entry in Approvers.
+func (s StaticApprovers) ApprovedPrincipals(_ context.Context, approver string) ([]string, error) {
+	return slices.Clone(s.Approvers[approver]), nil
+}
+
+// ApprovalMode returns who approves principal's calls, as Config.Approvers
+// says: ApprovalModeCaller, or ApprovalModeApprover (which a mode the
+// directory does not know counts as, so it loosens nothing).
+func (g *Gateway) ApprovalMode(ctx context.Context, principal string) (toolgatetype.ApprovalMode, error) {
+	if err := validPrincipal(principal); err != nil {
+		return "", err
+	}
+	return g.approvalMode(ctx, principal)
+}
+
+// approvalMode returns who approves the principal's calls.
+func (g *Gateway) approvalMode(ctx context.Context, principal string) (toolgatetype.ApprovalMode, error) {
+	if g.approvers == nil {
+		return toolgatetype.ApprovalModeCaller, nil
+	}
+	mode, err := g.approvers.ApprovalMode(ctx, principal)
+	if err != nil {
+		return "", internalError(err)
+	}
+	switch mode {
+	case "", toolgatetype.ApprovalModeCaller:
+		return toolgatetype.ApprovalModeCaller, nil
+	case toolgatetype.ApprovalModeApprover:
+		return toolgatetype.ApprovalModeApprover, nil
+	}
+	// An unknown mode from an operator's directory must not loosen anything.
+	return toolgatetype.ApprovalModeApprover, nil
+}
+
+// approvedPrincipals returns the principals approver approves for.
+func (g *Gateway) approvedPrincipals(ctx context.Context, approver string) ([]string, error) {
+	if g.approvers == nil || approver == "" {
+		return nil, nil
+	}
+	ps, err := g.approvers.ApprovedPrincipals(ctx, approver)
+	if err != nil {
+		return nil, internalError(err)
+	}
+	return ps, nil
+}
+
+// approves reports whether approver approves for principal.
+func (g *Gateway) approves(ctx context.Context, approver, principal string) (bool, error) {
+	ps, err := g.approvedPrincipals(ctx, approver)
+	if err != nil {
+		return false, err
+	}
+	return slices.Contains(ps, principal), nil
+}
+
+// standingFor is the standing approval that counts for a principal in
+// mode: in approver mode, only one an approver set.
+func standingFor(a *storage.Approval, mode toolgatetype.ApprovalMode) *storage.Approval {
+	if a != nil && mode == toolgatetype.ApprovalModeApprover && a.ApprovedBy == "" {
+		return nil
+	}
+	return a
+}
+
+// ApprovalNotifier is told of each approval event, after the store has it,
+// so that people can be told (package webhook sends them as signed
+// webhooks). NotifyApproval runs on the goroutine of the request that
+// caused the event and must not block: a slow or failing notification must
+// never delay or fail a request.
+type ApprovalNotifier interface {
+	NotifyApproval(ctx context.Context, ev toolgatetype.ApprovalEvent)
+}
+
+// notify tells the notifier, if any, of an event.
+func (g *Gateway) notify(ctx context.Context, typ toolgatetype.ApprovalEventType, r *toolgatetype.ApprovalRequest) {
+	if g.notifier == nil {
+		return
+	}
+	g.notifier.NotifyApproval(context.WithoutCancel(ctx), toolgatetype.ApprovalEvent{Type: typ, Timestamp: g.clock.Now().UTC(), Request: *r})
+}
+
+// notifyAmbiguous tells the approvers' notifier, if any, of an execution
+// whose outcome is unknown, so that a person finds out and resolves it.
+func (g *Gateway) notifyAmbiguous(ctx context.Context, e toolgatetype.ExecutionSummary) {
+	if g.notifier == nil {
+		return
+	}
+	g.notifier.NotifyApproval(context.WithoutCancel(ctx), toolgatetype.ApprovalEvent{Type: toolgatetype.ExecutionAmbiguous, Timestamp: g.clock.Now().UTC(), Execution: &e})
+}
+
+// RequestApproval asks the approvers of principal to approve one call: the
+// quote (the caller's, open and unexpired) with input. The input is checked
+// against the tool's schema first (input_invalid), and a blocked tool is
+// refused (tool_blocked), so a person never reviews a call that cannot run.
+//
+// The request lives Config.ApprovalTTL, and asking extends the quote's
+// life to the request's in the same step of the store: the quote's price,
+// fee and digest stay as quoted, the request binds the input, and the
+// quote still serves at most one call.
+//
+// The same request (principal, quote and input) pending already is
+// answered instead of a new one, however many are asked at once, on any
+// number of gateways sharing the store: a person is asked once. A
+// principal that asks too often is refused (rate_limited; see
+// Config.ApprovalRequestLimit).
+func (g *Gateway) RequestApproval(ctx context.Context, principal string, in toolgatetype.ApprovalInput) (*toolgatetype.ApprovalRequest, error) {
+	if err := validPrincipal(principal); err != nil {
+		return nil, err
+	}
+	quoteID, err := uuid.Parse(in.QuoteID)
+	if err != nil {
+		return nil, newError(toolgatetype.CodeInvalidRequest, "quoteId must be the id of a quote (a UUID)")
+	}
+	input, err := canonicalInput(in.Input)
+	if err != nil {
+		return nil, err
+	}
+	return g.requestApproval(ctx, &PreparedCall{principal: principal, input: input}, quoteID)
+}
+
+// requestApproval is RequestApproval of the call p under quote quoteID. A
+// call prepared without its tool is of the quote's tool.
+func (g *Gateway) requestApproval(ctx context.Context, p *PreparedCall, quoteID uuid.UUID) (*toolgatetype.ApprovalRequest, error) {
+	principal, input := p.principal, p.input
+	found, err := g.store.GetQuote(ctx, quoteID)
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return nil, internalError(err)
+	}
+	if err != nil || found.Principal != principal {
+		return nil, newError(toolgatetype.CodeQuoteNotFound, "no quote %s exists for this caller", quoteID)
+	}
+	if p.tool == nil {
+		v, err := g.registry.Lookup(found.ToolID)
+		if err != nil {
+			return nil, newError(toolgatetype.CodeQuoteOutdated, "the tool of quote %s is no longer registered; request a new quote", quoteID)
+		}
+		p.tool = v
+	}
+	v := p.tool
+	now := g.clock.Now().UTC()
+	q, err := g.checkQuote(p, quoteID, "", &found, now)
+	if err != nil {
+		return nil, err
+	}
+	if policy := EvaluatePolicy(v); !policy.Callable {
+		return nil, blockedError(v, policy)
+	}
+	if err := p.inputError(); err != nil {
+		return nil, err
+	}
+	rec := storage.ApprovalRequest{
+		ID:             uuid.New(),
+		Principal:      principal,
+		QuoteID:        q.ID,
+		ToolID:         q.ToolID,
+		ToolSlug:       q.ToolSlug,
+		ManifestDigest: q.ManifestDigest,
+		PriceUSD:       q.PriceUSD,
+		FeeUSD:         q.FeeUSD,
+		TotalUSD:       q.TotalUSD,
+		Input:          input,
+		InputSHA256:    receipting.InputSHA256(input),
+		Status:         storage.ApprovalPending,
+		CreatedAt:      now,
+		ExpiresAt:      now.Add(g.cfg.ApprovalTTL),
+	}
+	if err := g.countApprovalRequest(ctx, principal, now); err != nil {
+		return nil, err
+	}
+	if g.events != nil {
+		ev, err := events.ApprovalRequest(toolgatetype.ApprovalRequestCreated, g.approvalView(rec, now), now)
+		if err != nil {
+			return nil, internalError(err)
+		}
+		rec.Event = &ev
+	}
+	err = g.store.CreateApprovalRequest(ctx, rec)
+	var same *storage.PendingRequestError
+	switch {
+	case errors.As(err, &same):
+		// Asked again, or twice at once: the person sees one request.
+		g.obs.ApprovalRequest(telemetry.ApprovalSame)
+		out := g.approvalView(same.Pending, now)
+		return &out, nil
+	case errors.Is(err, storage.ErrQuoteNotFound):
+		return nil, newError(toolgatetype.CodeQuoteNotFound, "no quote %s exists for this caller", quoteID)
+	case errors.Is(err, storage.ErrQuoteUsed):
+		return nil, newError(toolgatetype.CodeQuoteUsed, "quote %s was already used by another call; request a new quote", quoteID)
+	case errors.Is(err, storage.ErrQuoteExpired):
+		return nil, newError(toolgatetype.CodeQuoteExpired, "quote %s expired at %s; request a new quote", quoteID, q.ExpiresAt.Format(time.RFC3339))
+	case err != nil:
+		return nil, internalError(err)
+	}
+	rec.Event = nil
+	out := g.approvalView(rec, now)
+	if g.events != nil {
+		g.events.Wake()
+	}
+	g.notify(ctx, toolgatetype.ApprovalRequestCreated, &out)
+	g.obs.ApprovalRequest(telemetry.ApprovalCreated)
+	return &out, nil
+}
+
+// ApprovalRequest returns one of the caller's own approval requests;
+// anyone else's is reported as not found.
+func (g *Gateway) ApprovalRequest(ctx context.Context, principal, id string) (*toolgatetype.ApprovalRequest, error) {
+	if err := validPrincipal(principal); err != nil {
+		return nil, err
+	}
+	r, err := g.getApprovalRequest(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if r.Principal != principal {
+		return nil, errApprovalRequestNotFound(id)
+	}
+	out := g.approvalView(r, g.clock.Now().UTC())
+	return &out, nil
+}
+
+// ApprovalRequestFor returns an approval request of one of the principals
+// approver approves for; any other is reported as not found, so an
+// approver cannot learn of other principals' requests.
+func (g *Gateway) ApprovalRequestFor(ctx context.Context, approver, id string) (*toolgatetype.ApprovalRequest, error) {
+	r, err := g.approverRequest(ctx, approver, id)
+	if err != nil {
+		return nil, err
+	}
+	out := g.approvalView(r, g.clock.Now().UTC())
+	return &out, nil
+}
+
+// approverRequest reads a request approver may see.
+func (g *Gateway) approverRequest(ctx context.Context, approver, id string) (storage.ApprovalRequest, error) {
+	if approver == "" {
+		return storage.ApprovalRequest{}, newError(toolgatetype.CodeApproverRequired, "only an approver can do this")
+	}
+	r, err := g.getApprovalRequest(ctx, id)
+	if err != nil {
+		return storage.ApprovalRequest{}, err
+	}
+	ok, err := g.approves(ctx, approver, r.Principal)
+	if err != nil {
+		return storage.ApprovalRequest{}, err
+	}
+	if !ok {
+		return storage.ApprovalRequest{}, errApprovalRequestNotFound(id)
+	}
+	return r, nil
+}
+
+// getApprovalRequest reads a request by its id as given.
+func (g *Gateway) getApprovalRequest(ctx context.Context, id string) (storage.ApprovalRequest, error) {
+	rid, err := uuid.Parse(id)
+	if err != nil {
+		return storage.ApprovalRequest{}, errApprovalRequestNotFound(id)
+	}
+	r, err := g.store.GetApprovalRequest(ctx, rid)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return storage.ApprovalRequest{}, errApprovalRequestNotFound(id)
+	case err != nil:
+		return storage.ApprovalRequest{}, internalError(err)
+	}
+	return r, nil
+}
+
+func errApprovalRequestNotFound(id string) *toolgatetype.Error {
+	return newError(toolgatetype.CodeApprovalRequestNotFound, "no approval request %q exists for you", id)
+}
+
+// DecideApproval approves or denies an approval request of one of the
+// principals approver approves for (any other is not found). A decision is
+// final: of decisions made at once exactly one wins, and the others, like
+// any later one, get approval_already_decided; a request whose expiry has
+// passed gets approval_expired.
+//
+// An approve means what the approver chose, and no more: with no
+// Remember (or ApprovalOnce) it grants the request's one call, records no
+// standing approval whatever the tool's requirement, and the request
+// records remember "once"; the next call of the tool asks again. A
+// standing approval exists only when the approver chose one in Remember.
+// ApprovalFirstUse ("don't ask again for this version") is a choice only
+// for a tool whose requirement is first_use, the one requirement it
+// covers; for any other tool it is invalid_request rather than an approval
+// that would silently cover nothing.
+func (g *Gateway) DecideApproval(ctx context.Context, approver, id string, d toolgatetype.Decision) (*toolgatetype.ApprovalRequest, error) {
+	remember := d.Remember
+	switch {
+	case !d.Approve:
+		remember = ""
+	case remember == "":
+		remember = toolgatetype.ApprovalOnce
+	}
+	switch remember {
+	case "", toolgatetype.ApprovalOnce, toolgatetype.ApprovalFirstUse, toolgatetype.ApprovalNeverAsk, toolgatetype.ApprovalAskChargedCalls:
+	default:
+		return nil, errRememberChoice()
+	}
+	r, err := g.approverRequest(ctx, approver, id)
+	if err != nil {
+		return nil, err
+	}
+	if remember == toolgatetype.ApprovalFirstUse {
+		if err := g.firstUseChoice(r); err != nil {
+			return nil, err
+		}
+	}
+	now := g.clock.Now().UTC()
+	decision := storage.ApprovalDecision{ID: r.ID, Approve: d.Approve, DecidedBy: approver, Remember: remember, Now: now}
+	if g.events != nil {
+		// The request as the decision leaves it, written with the decision.
+		ev, err := events.ApprovalRequest(toolgatetype.ApprovalRequestDecided, g.approvalView(decidedAs(r, decision), now), now)
+		if err != nil {
+			return nil, internalError(err)
+		}
+		decision.Event = &ev
+	}
+	decided, err := g.store.DecideApprovalRequest(ctx, decision)
+	switch {
+	case errors.Is(err, storage.ErrAlreadyDecided):
+		return nil, newError(toolgatetype.CodeApprovalAlreadyDecided, "approval request %s was already decided; a decision is final", r.ID)
+	case errors.Is(err, storage.ErrApprovalExpired):
+		return nil, newError(toolgatetype.CodeApprovalExpired, "approval request %s expired at %s", r.ID, r.ExpiresAt.Format(time.RFC3339))
+	case errors.Is(err, storage.ErrNotFound):
+		return nil, errApprovalRequestNotFound(id)
+	case err != nil:
+		return nil, internalError(err)
+	}
+	out := g.approvalView(decided, now)
+	if g.events != nil {
+		g.events.Wake()
+	}
+	g.notify(ctx, toolgatetype.ApprovalRequestDecided, &out)
+	if d.Approve {
+		g.obs.ApprovalRequest(telemetry.ApprovalApproved)
+	} else {
+		g.obs.ApprovalRequest(telemetry.ApprovalDenied)
+	}
+	return &out, nil
+}
+
+// decidedAs is r as the store records d on it (storage.DecideApprovalRequest).
+func decidedAs(r storage.ApprovalRequest, d storage.ApprovalDecision) storage.ApprovalRequest {
+	r.Status, r.DecidedBy, r.DecidedAt = storage.ApprovalDenied, d.DecidedBy, d.Now
+	if d.Approve {
+		r.Status, r.Remember = storage.ApprovalApproved, d.Remember
+	}
+	return r
+}
+
+// errRememberChoice refuses a remember that is not one of the choices.
+func errRememberChoice() *toolgatetype.Error {
+	return newError(toolgatetype.CodeInvalidRequest, "remember must be %s, %s, %s or %s, or left out (this call only)",
+		toolgatetype.ApprovalOnce, toolgatetype.ApprovalFirstUse, toolgatetype.ApprovalNeverAsk, toolgatetype.ApprovalAskChargedCalls)
+}
+
+// firstUseChoice refuses remember first_use for a request whose tool's
+// requirement, as registered now, is not first_use: such a standing
+// approval would cover none of its later calls.
+func (g *Gateway) firstUseChoice(r storage.ApprovalRequest) error {
+	v, err := g.registry.Lookup(r.ToolID)
+	if err != nil {
+		return newError(toolgatetype.CodeInvalidRequest, "remember %s needs a tool whose requirement is first_use; %s is no longer registered", toolgatetype.ApprovalFirstUse, r.ToolSlug)
+	}
+	if got := EvaluatePolicy(v).Approval.Requirement; got != toolgatetype.RequirementFirstUse {
+		return newError(toolgatetype.CodeInvalidRequest, "remember %s covers only a tool whose requirement is first_use, and %s's is %s: use %s or %s to stop asking",
+			toolgatetype.ApprovalFirstUse, v.Tool.Slug, got, toolgatetype.ApprovalNeverAsk, toolgatetype.ApprovalAskChargedCalls)
+	}
+	return nil
+}
+
+// ListApprovalRequests lists the approval requests of the principals
+// approver approves for, newest first, pending ones unless opts say
+// otherwise. An approver who approves for no one gets an empty list.
+func (g *Gateway) ListApprovalRequests(ctx context.Context, approver string, opts toolgatetype.ApprovalListOptions) (*toolgatetype.ApprovalRequestList, error) {
+	if approver == "" {
+		return nil, newError(toolgatetype.CodeApproverRequired, "only an approver can list approval requests")
+	}
+	limit := opts.Limit
+	switch {
+	case limit == 0:
+		limit = toolgatetype.DefaultListLimit
+	case limit < 1 || limit > toolgatetype.MaxListLimit:
+		return nil, newError(toolgatetype.CodeInvalidRequest, "limit must be from 1 to %d", toolgatetype.MaxListLimit)
+	}
+	now := g.clock.Now().UTC()
+	f, err := statusFilter(opts.Status, now)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Cursor != "" {
+		if f.After, err = decodeApprovalCursor(opts.Cursor); err != nil {
+			return nil, err
+		}
+	}
+	if f.Principals, err = g.approvedPrincipals(ctx, approver); err != nil {
+		return nil, err
+	}
+	out := &toolgatetype.ApprovalRequestList{ApprovalRequests: []toolgatetype.ApprovalRequest{}}
+	if len(f.Principals) == 0 {
+		return out, nil
+	}
+	f.Limit = limit + 1 // one more tells whether a next page exists
+	list, err := g.store.ListApprovalRequests(ctx, f)
+	if err != nil {
+		return nil, internalError(err)
+	}
+	if len(list) > limit {
+		list = list[:limit]
+		last := list[limit-1]
+		next := encodeApprovalCursor(storage.ApprovalCursor{CreatedAt: last.CreatedAt, ID: last.ID})
+		out.NextCursor = &next
+	}
+	for _, r := range list {
+		out.ApprovalRequests = append(out.ApprovalRequests, g.approvalView(r, now))
+	}
+	return out, nil
+}
+
+// statusFilter is the store filter of a shown status at now.
+func statusFilter(status toolgatetype.ApprovalStatus, now time.Time) (storage.ApprovalRequestFilter, error) {
+	var f storage.ApprovalRequestFilter
+	switch status {
+	case "", toolgatetype.ApprovalStatusPending:
+		f.Statuses, f.LiveAt = []storage.ApprovalStatus{storage.ApprovalPending}, now
+	case toolgatetype.ApprovalStatusApproved:
+		f.Statuses, f.LiveAt = []storage.ApprovalStatus{storage.ApprovalApproved}, now
+	case toolgatetype.ApprovalStatusDenied:
+		f.Statuses = []storage.ApprovalStatus{storage.ApprovalDenied}
+	case toolgatetype.ApprovalStatusUsed:
+		f.Statuses = []storage.ApprovalStatus{storage.ApprovalUsed}
+	case toolgatetype.ApprovalStatusExpired:
+		f.Statuses, f.ExpiredAt = []storage.ApprovalStatus{storage.ApprovalPending, storage.ApprovalApproved}, now
+	case toolgatetype.ApprovalStatusAll:
+	default:
+		return f, newError(toolgatetype.CodeInvalidRequest, "status must be pending, approved, denied, expired, used or all")
+	}
+	return f, nil
+}
+
+// encodeApprovalCursor makes a listing position opaque to callers.
+func encodeApprovalCursor(c storage.ApprovalCursor) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(c.CreatedAt.UnixNano(), 10) + "." + c.ID.String()))
+}
+
+func decodeApprovalCursor(s string) (*storage.ApprovalCursor, error) {
+	bad := newError(toolgatetype.CodeInvalidRequest, "cursor is not one this gateway gave")
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return nil, bad
+	}
+	nanos, id, ok := strings.Cut(string(raw), ".")
+	if !ok {
+		return nil, bad
+	}
+	n, err := strconv.ParseInt(nanos, 10, 64)
+	if err != nil {
+		return nil, bad
+	}
+	uid, err := uuid.Parse(id)
+	if err != nil {
+		return nil, bad
+	}
+	return &storage.ApprovalCursor{CreatedAt: time.Unix(0, n).UTC(), ID: uid}, nil
+}
+
+// approvalView shows a stored request as of now.
+func (g *Gateway) approvalView(r storage.ApprovalRequest, now time.Time) toolgatetype.ApprovalRequest {
+	tool := toolgatetype.ToolRef{ID: r.ToolID, Slug: r.ToolSlug, Name: r.ToolSlug}
+	if v, err := g.registry.Lookup(r.ToolID); err == nil {
+		tool = toolrun.Ref(v.Tool)
+	}
+	out := toolgatetype.ApprovalRequest{
+		ID:             r.ID.String(),
+		Status:         r.Status,
+		Principal:      r.Principal,
+		QuoteID:        r.QuoteID.String(),
+		Tool:           tool,
+		ManifestDigest: r.ManifestDigest,
+		PriceUSD:       toolgatetype.FormatUSD(r.PriceUSD),
+		FeeUSD:         toolgatetype.FormatUSD(r.FeeUSD),
+		TotalUSD:       toolgatetype.FormatUSD(r.TotalUSD),
+		Input:          json.RawMessage(r.Input),
+		InputSHA256:    r.InputSHA256,
+		CreatedAt:      r.CreatedAt,
+		ExpiresAt:      r.ExpiresAt,
+		DecidedBy:      r.DecidedBy,
+		Remember:       r.Remember,
+	}
+	if out.Remember == "" && (r.Status == storage.ApprovalApproved || r.Status == storage.ApprovalUsed) {
+		// Approved before every approve recorded what it applied: such an
+		// approve granted its one call, as "once" says.
+		out.Remember = toolgatetype.ApprovalOnce
+	}
+	if (r.Status == storage.ApprovalPending || r.Status == storage.ApprovalApproved) && !now.Before(r.ExpiresAt) {
+		out.Status = toolgatetype.ApprovalStatusExpired
+	}
+	if !r.DecidedAt.IsZero() {
+		at := r.DecidedAt
+		out.DecidedAt = &at
+	}
+	if r.ExecutionID != uuid.Nil {
+		out.ExecutionID = r.ExecutionID.String()
+	}
+	return out
+}
+
+// latestApprovalRequest returns the caller's newest approval request of
+// the given status for the call c makes (its tool and input, whatever the
+// quote or the tool's version), or nil when it has none. It reads the
+// store, never this process's memory, so a request made through one
+// instance of a gateway is found through any other sharing its store: a
+// caller that asked for approval once finds the grant when it makes the
+// same call again, with nothing to remember in between.
+func (g *Gateway) latestApprovalRequest(ctx context.Context, c *toolCall, status toolgatetype.ApprovalStatus) (*toolgatetype.ApprovalRequest, error) {
+	now := g.clock.Now().UTC()
+	f, err := statusFilter(status, now)
+	if err != nil {
+		return nil, err
+	}
+	f.Principals, f.ToolID, f.InputSHA256, f.Limit = []string{c.principal}, c.tool.Tool.ID, receipting.InputSHA256(c.input), 1
+	list, err := g.store.ListApprovalRequests(ctx, f)
+	if err != nil {
+		return nil, internalError(err)
+	}
+	if len(list) == 0 {
+		return nil, nil
+	}
+	out := g.approvalView(list[0], now)
+	return &out, nil
+}
+
+// checkGrant checks the grant a call carries, found as read with the
+// call's other reads (nil: none). A grant approves exactly one call: the
+// approval request of this caller, for this quote, tool, manifest digest
+// and input, approved by an approver and not yet used. The store checks
+// the approved and unused part again, atomically, when it admits the call
+// and marks the grant used (storage.Begin.GrantID).
+//
+// The binding is checked before the state, so a grant for another call is
+// reported as such whatever became of it.
+func checkGrant(c *call, found *storage.ApprovalRequest, now time.Time) error {
+	if found == nil || found.Principal != c.principal {
+		return errApprovalRequestNotFound(c.req.ApprovalGrant)
+	}
+	v := c.tool
+	switch {
+	case found.QuoteID != c.quoteID:
+		return grantMismatch("another quote")
+	case found.ToolID != v.Tool.ID:
+		return grantMismatch("another tool")
+	case found.ManifestDigest != v.Digest:
+		return grantMismatch("another version of " + v.Tool.Slug)
+	case found.InputSHA256 != receipting.InputSHA256(c.input):
+		return grantMismatch("another input")
+	}
+	expired := !now.Before(found.ExpiresAt)
+	switch found.Status {
+	case storage.ApprovalApproved:
+		if expired {
+			return newError(toolgatetype.CodeApprovalExpired, "the approval grant expired at %s; request a new quote and approval", found.ExpiresAt.Format(time.RFC3339))
+		}
+		return nil
+	case storage.ApprovalPending:
+		if expired {
+			return newError(toolgatetype.CodeApprovalExpired, "approval request %s expired at %s before anyone decided it; request a new quote and approval", found.ID, found.ExpiresAt.Format(time.RFC3339))
+		}
+		return newError(toolgatetype.CodeApprovalPending, "approval request %s is still waiting for an approver's decision", found.ID)
+	case storage.ApprovalDenied:
+		return newError(toolgatetype.CodeApprovalDenied, "approval request %s was denied by its approver", found.ID)
+	}
+	// Used: the quote the grant is bound to was used with it.
+	return errGrantUsed()
+}
+
+func grantMismatch(what string) *toolgatetype.Error {
+	return newError(toolgatetype.CodeApprovalGrantMismatch, "the approval grant was given for %s than this call's; a grant approves only the exact call it was requested for", what)
+}
+
+func errGrantUsed() *toolgatetype.Error {
+	return newError(toolgatetype.CodeQuoteUsed, "the approval grant was already used by another call, together with its quote; request a new quote and approval")
 }
