@@ -21,11 +21,9 @@ import (
 )
 
 // SetApproval records the caller's standing approval of a tool's current
-// version: ask on every call, ask only for charged calls, or never ask for
-// this exact manifest digest. digest must be the current one, so a caller
-// can only ever approve what they have seen. A blocked tool stays blocked.
-// A principal in approver mode cannot set its own: approver_required (an
-// approver sets them, with SetApprovalFor or by approving a request).
+// version, whose digest it must name, so a caller only ever approves what
+// they have seen. A principal in approver mode cannot set its own
+// (approver_required).
 func (g *Gateway) SetApproval(ctx context.Context, principal, tool string, mode toolgatetype.StandingMode, digest string) (*toolgatetype.StandingApproval, error) {
 	if err := validPrincipal(principal); err != nil {
 		return nil, err
@@ -186,13 +184,8 @@ func (g *Gateway) rememberFirstUse(ctx context.Context, principal string, v *reg
 	}
 }
 
-// ApproverDirectory says who approves for whom: each principal's approval
-// mode, and the principals each approver approves for. Config.Approvers
-// takes one, so an embedding program can answer from its own user
-// directory; StaticApprovers answers from fixed maps.
-//
-// The directory is asked on every quote and call, so it should answer from
-// memory.
+// ApproverDirectory says who approves for whom (Config.Approvers). It is
+// asked on every quote and call, so it should answer from memory.
 type ApproverDirectory interface {
 	// ApprovalMode returns the principal's approval mode; "" means
 	// ApprovalModeCaller.
@@ -280,11 +273,8 @@ func standingFor(a *storage.Approval, mode toolgatetype.ApprovalMode) *storage.A
 	return a
 }
 
-// ApprovalNotifier is told of each approval event, after the store has it,
-// so that people can be told (package webhook sends them as signed
-// webhooks). NotifyApproval runs on the goroutine of the request that
-// caused the event and must not block: a slow or failing notification must
-// never delay or fail a request.
+// ApprovalNotifier is told of each approval event once the store has it.
+// NotifyApproval runs on the request's goroutine and must not block.
 type ApprovalNotifier interface {
 	NotifyApproval(ctx context.Context, ev toolgatetype.ApprovalEvent)
 }
@@ -307,20 +297,11 @@ func (g *Gateway) notifyAmbiguous(ctx context.Context, e toolgatetype.ExecutionS
 }
 
 // RequestApproval asks the approvers of principal to approve one call: the
-// quote (the caller's, open and unexpired) with input. The input is checked
-// against the tool's schema first (input_invalid), and a blocked tool is
-// refused (tool_blocked), so a person never reviews a call that cannot run.
-//
-// The request lives Config.ApprovalTTL, and asking extends the quote's
-// life to the request's in the same step of the store: the quote's price,
-// fee and digest stay as quoted, the request binds the input, and the
-// quote still serves at most one call.
-//
-// The same request (principal, quote and input) pending already is
-// answered instead of a new one, however many are asked at once, on any
-// number of gateways sharing the store: a person is asked once. A
-// principal that asks too often is refused (rate_limited; see
-// Config.ApprovalRequestLimit).
+// caller's open quote with input, checked first (input_invalid,
+// tool_blocked) so a person never reviews a call that cannot run. The
+// request lives Config.ApprovalTTL and extends the quote's life to its
+// own. The same request pending already is answered instead of a new one,
+// on every gateway sharing the store: a person is asked once.
 func (g *Gateway) RequestApproval(ctx context.Context, principal string, in toolgatetype.ApprovalInput) (*toolgatetype.ApprovalRequest, error) {
 	if err := validPrincipal(principal); err != nil {
 		return nil, err
@@ -488,20 +469,9 @@ func errApprovalRequestNotFound(id string) *toolgatetype.Error {
 }
 
 // DecideApproval approves or denies an approval request of one of the
-// principals approver approves for (any other is not found). A decision is
-// final: of decisions made at once exactly one wins, and the others, like
-// any later one, get approval_already_decided; a request whose expiry has
-// passed gets approval_expired.
-//
-// An approve means what the approver chose, and no more: with no
-// Remember (or ApprovalOnce) it grants the request's one call, records no
-// standing approval whatever the tool's requirement, and the request
-// records remember "once"; the next call of the tool asks again. A
-// standing approval exists only when the approver chose one in Remember.
-// ApprovalFirstUse ("don't ask again for this version") is a choice only
-// for a tool whose requirement is first_use, the one requirement it
-// covers; for any other tool it is invalid_request rather than an approval
-// that would silently cover nothing.
+// principals approver approves for (any other is not found), as d says
+// (see [toolgatetype.Decision]). A decision is final: of decisions made at
+// once exactly one wins, and the others get approval_already_decided.
 func (g *Gateway) DecideApproval(ctx context.Context, approver, id string, d toolgatetype.Decision) (*toolgatetype.ApprovalRequest, error) {
 	remember := d.Remember
 	switch {

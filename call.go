@@ -21,28 +21,16 @@ import (
 )
 
 // Call runs one call of a tool under a quote and returns its execution,
-// charging only a completed one. It checks, in this order: the caller, the
-// Idempotency-Key and the request; an earlier call with the same key
-// (replayed, refused as another request, or busy); the quote; the policy
-// and the approval (the digest, or in approver mode the grant of an
-// approver); the input against the tool's schema; the per-call spend
-// limits; and then, in one atomic step of the store, the rate and spend
-// windows, the reservation of the amount and the claim of the key.
+// charging only a completed one. It checks the request, an earlier call
+// under its Idempotency-Key, the quote, the policy and the approval, the
+// input and the spend limits, in that order, and admits the call in one
+// atomic step of the store. Every refusal is a *[toolgatetype.Error] and
+// leaves nothing stored; a retry with the same key and request returns the
+// stored result (Replayed) without calling the provider again.
 //
-// Every refusal is a *[toolgatetype.Error] and leaves nothing stored, so
-// the same key can be used again once the request is corrected. A retry
-// with the same key and request returns the stored result (Replayed)
-// without calling the provider again.
-//
-// ctx bounds the call until it is admitted. From then on the call runs to
-// its end even if ctx is cancelled: the upstream deadline still bounds it,
-// and its result is recorded, so a retry with the same key gets the real
-// outcome rather than a failure the caller caused by going away. A tool
-// served by an upstream MCP server is bounded by ctx's deadline too, as its
-// configuration asks; a call it cuts short may end ambiguous.
-//
-// Each call is counted in the gateway's metrics, traced as an execute_tool
-// span and, once it has run, logged in one line (see Config).
+// ctx bounds the call until it is admitted; from then on it runs to its
+// end, within the upstream deadline (and ctx's for an upstream MCP
+// server's tool), and its result is recorded for a retry to get.
 func (g *Gateway) Call(ctx context.Context, principal string, req toolgatetype.CallRequest) (*toolgatetype.CallResult, error) {
 	var rec telemetry.CallRecord
 	ctx = g.obs.StartCall(ctx, &rec, principal, req.Tool)

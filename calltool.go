@@ -14,35 +14,10 @@ import (
 
 // CallTool makes one call of a tool for a layer that quotes on the
 // caller's behalf, such as the MCP server, whose clients name a tool and
-// its input but hold no quote. It is the whole pipeline of such a call,
-// which the layer only translates, in this order:
-//
-//   - the request: the caller, the key, the tool and the input against the
-//     tool's schema, so that nothing is quoted for a call that cannot run;
-//   - an earlier call under the key, read with the quote (or, for a
-//     caller's answer that runs the call, from the refusal of its key):
-//     finished, its stored result;
-//     unfinished, the same request made again under that call's quote
-//     (a quote is part of what a key's request is), which is told the key
-//     is in use, or takes over a run whose process died, with the grant it
-//     began with in approver mode;
-//   - in caller mode, the caller's answer to an approval it was asked for:
-//     the call runs under the quote it was asked under, or not at all;
-//   - the quote, refused when it says the call cannot run: the tool is
-//     blocked, or the spend controls deny it (the quote is left to expire
-//     unused);
-//   - the approval: none when the policy covers the call; in approver mode
-//     an approver's grant, from the call's newest approval request (a new
-//     request when there is none to use); in caller mode the digest the
-//     caller approved, else a question for it;
-//   - the call itself (Call), which checks everything again.
-//
-// A call refused because its key is busy or used was raced by a retry of
-// itself: the stored result is given when there is one.
-//
-// CallTool returns no error of its own: every refusal, a failing store's
-// among them, is the outcome's Refusal, a *[toolgatetype.Error] as Call
-// returns one.
+// its input but hold no quote: it quotes, answers from an earlier call
+// under the key, finds or asks for the approval, and calls (Call), so the
+// layer only translates. It returns no error of its own: every refusal is
+// the outcome's Refusal, a *[toolgatetype.Error] as Call returns one.
 func (g *Gateway) CallTool(ctx context.Context, principal string, req toolgatetype.ToolCallRequest) *toolgatetype.ToolCallOutcome {
 	if err := validPrincipal(principal); err != nil {
 		return refusal(err)
@@ -67,6 +42,29 @@ func (g *Gateway) CallPreparedTool(ctx context.Context, p *PreparedCall, key str
 	if err := toolgatetype.ValidateIdempotencyKey(key); err != nil {
 		return refusal(err)
 	}
+	// The pipeline, in this order:
+	//   - the request: the caller, the key, the tool and the input against
+	//     the tool's schema (Prepare), so that nothing is quoted for a call
+	//     that cannot run;
+	//   - an earlier call under the key, read with the quote (or, for a
+	//     caller's answer that runs the call, from the refusal of its key):
+	//     finished, its stored result; unfinished, the same request made
+	//     again under that call's quote (a quote is part of what a key's
+	//     request is), which is told the key is in use, or takes over a run
+	//     whose process died, with the grant it began with in approver mode;
+	//   - in caller mode, the caller's answer to an approval it was asked
+	//     for: the call runs under the quote it was asked under, or not at
+	//     all;
+	//   - the quote, refused when it says the call cannot run: the tool is
+	//     blocked, or the spend controls deny it (the quote is left to
+	//     expire unused);
+	//   - the approval: none when the policy covers the call; in approver
+	//     mode an approver's grant, from the call's newest approval request
+	//     (a new request when there is none to use); in caller mode the
+	//     digest the caller approved, else a question for it;
+	//   - the call itself (Call), which checks everything again.
+	// A call refused because its key is busy or used was raced by a retry
+	// of itself: the stored result is given when there is one.
 	c := &toolCall{PreparedCall: p, key: key, approval: approval}
 	mode, err := g.approvalMode(ctx, c.principal)
 	if err != nil {

@@ -13,9 +13,7 @@ import (
 
 // Entry is a tool's registry entry as this gateway built it, with the
 // version it describes and what one call of it costs, so that everything
-// shown beside an entry (schemas, examples, prices) comes from one version
-// even when a new one is published meanwhile. It encodes to JSON as the
-// registry entry alone.
+// shown beside it comes from one version. It encodes as the entry alone.
 type Entry struct {
 	toolgatetype.RegistryEntry
 	version *registry.Version

@@ -19,14 +19,8 @@ import (
 )
 
 // ListExecutions returns a page of the caller's finished executions, newest
-// first, with a cursor to the next. Executions created while a caller pages
-// through never appear in later pages, nor shift them: the cursor is the
-// position of the last item seen. Executions are kept as long as
-// Config.IdempotencyRetention says.
-//
-// A filter out of range, or a cursor that this caller's listing with these
-// filters did not give, is refused with invalid_request naming the
-// parameter ([toolgatetype.Error.Parameter]).
+// first, with a cursor to the next, which new executions never shift. A bad
+// filter or cursor is invalid_request naming the parameter.
 func (g *Gateway) ListExecutions(ctx context.Context, principal string, f toolgatetype.ExecutionFilter) (*toolgatetype.ExecutionPage, error) {
 	if err := validPrincipal(principal); err != nil {
 		return nil, err
@@ -200,16 +194,10 @@ func (g *Gateway) GetExecution(ctx context.Context, principal, id string) (*tool
 }
 
 // ResolveExecution records approver's finding about an ambiguous execution
-// of one of the principals it approves for: completed (the provider ran it:
-// it is charged, its output stays unknown) or failed (it did not: its
-// reserved amount is released). It returns the resolved execution, which a
+// of one of the principals it approves for: completed (charged) or failed
+// (its reserved amount released), exactly once (a second resolution gets
+// execution_already_resolved). It returns the resolved execution, which a
 // replay of the call's Idempotency-Key returns from then on.
-//
-// The store resolves atomically: of two resolutions racing, one wins and the
-// other gets execution_already_resolved, so the amount is charged or
-// released exactly once. An execution that is not ambiguous gets
-// execution_not_ambiguous; one of a principal the approver does not approve
-// for is execution_not_found, as if it did not exist.
 func (g *Gateway) ResolveExecution(ctx context.Context, approver, id string, r toolgatetype.ResolveRequest) (*toolgatetype.CallResult, error) {
 	if err := validPrincipal(approver); err != nil {
 		return nil, err
@@ -380,13 +368,9 @@ func (g *Gateway) ReceiptKeys() toolgatetype.ReceiptKeys {
 // a pass never holds the store for long; a backlog clears over later passes.
 const pruneBatch = 1000
 
-// Prune deletes what the retention policy no longer needs: idempotency
-// records and executions older than the retention, quotes and approval
-// requests expired for as long, and spend history from before the previous
-// UTC month (no limit looks further back). An ambiguous execution nobody
-// has resolved is kept, with its key and its reservation, however old: it
-// still needs a person. It deletes at most 1,000 records of each kind, so
-// a pass never holds the store for long.
+// Prune deletes what the retention policy no longer needs, at most 1,000
+// records of each kind a pass. An ambiguous execution nobody has resolved
+// is kept, however old: it still needs a person.
 func (g *Gateway) Prune(ctx context.Context) (storage.PruneResult, error) {
 	now := g.clock.Now().UTC()
 	prevMonth := time.Date(now.Year(), now.Month()-1, 1, 0, 0, 0, 0, time.UTC)

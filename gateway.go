@@ -43,67 +43,47 @@ type Config struct {
 	// Clock tells the time; nil means the system clock.
 	Clock Clock
 	// Transport sends upstream requests; nil means upstream.NewTransport(),
-	// which refuses internal addresses at dial time. Tests plug in fakes;
-	// an operator's own transport should keep that dial check.
+	// which refuses internal addresses at dial time.
 	Transport http.RoundTripper
-	// Upstream sets how tool requests are sent: their deadline (10 s), the
-	// cap on an answer (1 MiB), retries of safe reads and the circuit
-	// breaker. Nil means upstream's defaults; its Clock, when nil, is the
-	// gateway's.
+	// Upstream sets the deadline, answer cap, retries and circuit breaker
+	// of tool requests; nil means upstream's defaults.
 	Upstream *upstream.Config
 	// FeeRate is the gateway fee as a share of the price; nil means 0.10.
 	FeeRate *decimal.Decimal
 	// QuoteTTL is how long a quote stays usable (default 5 minutes).
 	QuoteTTL time.Duration
-	// MaxOpenQuotes caps the quotes one principal holds open, neither used
-	// nor expired, those an approval request keeps alive included
-	// (default 1,000): past it, Quote answers rate_limited until one is
-	// used or expires, and stores nothing, so a caller cannot grow the
-	// store without bound. It is counted in the store, in the step that
-	// stores the quote, so it holds across every gateway sharing it. There
-	// is no setting for no cap: a negative value is refused by New.
+	// MaxOpenQuotes caps the quotes one principal holds open, across every
+	// gateway on the store (default 1,000): past it, Quote answers
+	// rate_limited. There is no setting for no cap.
 	MaxOpenQuotes int
 	// ApprovalTTL is how long an approval request waits for a person and,
-	// once approved, for its call (default 30 minutes): a time a person
-	// can meet, from a notification on a phone. Asking extends the quote's
-	// life to the request's, its price, fee and digest unchanged; the
-	// quote still serves one call.
+	// once approved, for its call (default 30 minutes).
 	ApprovalTTL time.Duration
 	// IdempotencyLease is how long a call holds its Idempotency-Key before a
-	// retry may take it over, should the process running it die (default
-	// 60 s). It must be longer than the upstream deadline.
+	// retry may take it over (default 60 s); longer than the upstream
+	// deadline.
 	IdempotencyLease time.Duration
-	// IdempotencyRetention is how long finished calls are kept: replayed
-	// for a retry of their key, read by id, listed by ListExecutions and
-	// summed by Spend (default and minimum 24 hours).
+	// IdempotencyRetention is how long finished calls are kept (default
+	// and minimum 24 hours).
 	IdempotencyRetention time.Duration
-	// SpendControls supplies the operator's spend controls per principal.
-	// A limit it leaves unset has its default: $25 per call,
-	// $100 a UTC day, $1000 a UTC month, 60 calls a minute, 1000 an hour.
-	// Callers' own settings, kept in the store, can only tighten them.
+	// SpendControls supplies the operator's spend controls per principal;
+	// an unset limit is $25 a call, $100 a UTC day, $1000 a UTC month, 60
+	// calls a minute, 1000 an hour. Callers' own can only tighten them.
 	SpendControls SpendControlsSource
 	// Approvals supplies callers' standing approvals; nil means the store.
-	// For a principal in approver mode only those whose ApprovedBy names
-	// an approver count.
 	Approvals ApprovalSource
-	// Approvers says each principal's approval mode and whom each approver
-	// approves for; nil puts every principal in
-	// caller mode, with no approvers.
+	// Approvers says who approves for whom; nil puts every principal in
+	// caller mode.
 	Approvers ApproverDirectory
-	// Events, when set, sends every event (section 28: approval requests
-	// made and decided, calls ended ambiguous, budget alerts and limits
-	// reached) through it: the gateway writes each to the store's outbox
-	// in the same step as its cause, and runs an outbox.Deliverer, from
-	// New to Close, that sends them and those any other gateway on the
-	// store wrote, at least once, retrying for EventDelivery.RetryFor.
-	// Package webhook's Sender signs and POSTs them. Nil writes no event.
+	// Events, when set, sends every event (approval requests, ambiguous
+	// calls, budget alerts), written to the store's outbox with its cause
+	// and delivered at least once, from New to Close (package webhook's
+	// Sender signs and POSTs them). Nil writes no event.
 	Events outbox.Sender
-	// EventDelivery tunes that deliverer; nil means its defaults.
+	// EventDelivery tunes that delivery; nil means its defaults.
 	EventDelivery *outbox.Config
-	// ApprovalNotifier is told, in process, of each new approval request
-	// and each decision, and of each call whose outcome is unknown, after
-	// the store has it; nil tells no one. It is no delivery: a process
-	// that dies loses what it was told. Events does not lose them.
+	// ApprovalNotifier is told in process, with no delivery, of approval
+	// requests, decisions and ambiguous calls; nil tells no one.
 	ApprovalNotifier ApprovalNotifier
 	// ApprovalRequestLimit caps the approval requests one principal may
 	// ask for in a window, so that an agent cannot flood the people who
@@ -113,30 +93,23 @@ type Config struct {
 	// storage.WindowCounter, and so holds across every gateway sharing it;
 	// in this process's memory otherwise.
 	ApprovalRequestLimit RequestLimit
-	// Receipts signs every finished execution's receipt and lists the
-	// keys they verify with (see the receipt package). Nil generates a
-	// key when the gateway starts and logs its public half: fine for
-	// development, but its receipts stop verifying once the process is
-	// gone, so a deployment configures its key.
+	// Receipts signs every finished execution's receipt. Nil generates a
+	// key at start, for development only: its receipts stop verifying
+	// once the process is gone.
 	Receipts *receipt.Keys
-	// Logger receives structured logs, among them one line per finished
-	// call; nil discards them.
+	// Logger receives one line per finished call among others; nil
+	// discards them.
 	Logger *slog.Logger
-	// Metrics is where the gateway registers its Prometheus metrics (see
-	// the README for each); nil means no metrics, at no cost. Several
-	// gateways may share one registerer.
+	// Metrics registers the gateway's Prometheus metrics (see the README);
+	// nil means none. Several gateways may share one.
 	Metrics prometheus.Registerer
-	// Budgets are the organization's budgets: ceilings that teams and the
-	// organization share, atomic across every gateway on the store (see
-	// toolgatetype.BudgetDefinition). New refuses a malformed tree with an
-	// error naming the field ("budgets[1].parent: ..."). Budgets that
-	// match tokens by their Claims need the token verifier to keep those
-	// claims: with package oauth, set its Config.BudgetClaims to
-	// oauth.BudgetClaims(Budgets).
+	// Budgets are the organization's budgets, ceilings shared across every
+	// gateway on the store (see toolgatetype.BudgetDefinition). Budgets
+	// matching token Claims need package oauth's Config.BudgetClaims set
+	// to oauth.BudgetClaims(Budgets).
 	Budgets []toolgatetype.BudgetDefinition
-	// TracerProvider makes the gateway's OpenTelemetry spans: one per
-	// quote, one per call (execute_tool) and a client span per upstream
-	// attempt. Nil means no spans, at no cost.
+	// TracerProvider makes OpenTelemetry spans of quotes, calls and
+	// upstream attempts; nil means none.
 	TracerProvider trace.TracerProvider
 }
 
@@ -162,12 +135,8 @@ type ApprovalSource interface {
 }
 
 // Gateway quotes and calls registered tools. Safe for concurrent use.
-//
-// Everything that must hold across calls (quotes, Idempotency-Keys, spend
-// and rate windows, approvals) lives in its store, so any number of
-// Gateways, in one process or many, can share one store. The one thing a
-// Gateway remembers itself is which provider origins have been failing, for
-// its circuit breaker; that only ever makes it fail fast, never admit more.
+// Everything that must hold across calls lives in its store, so any number
+// of Gateways, in one process or many, can share one store.
 type Gateway struct {
 	store storage.Store
 	// executor runs admitted calls (see Gateway.run).
@@ -379,12 +348,9 @@ func validPrincipal(principal string) error {
 	return nil
 }
 
-// Close stops the gateway's background work: its delivery of events
-// (Config.Events), once the attempts in progress are recorded, or when
-// ctx is done, cutting them short. Events not yet delivered stay in the
-// store, for this gateway's next run or any other on the store: nothing
-// is lost. Call it after the last call has finished and before closing
-// the store. Close is safe to call more than once.
+// Close stops the delivery of events (Config.Events) once the attempts in
+// progress are recorded, or when ctx is done; undelivered events stay in
+// the store. Call it after the last call, before closing the store.
 func (g *Gateway) Close(ctx context.Context) error {
 	if g.events != nil {
 		g.events.Close(ctx)

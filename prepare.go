@@ -7,12 +7,9 @@ import (
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
-// PreparedCall is a call of a tool resolved once for every step that
-// follows: the caller, the tool's current version and the input in
-// canonical form, checked against the tool's input schema. A door that
-// prepares a call hands it to the gateway (CallPreparedTool) rather than
-// naming the tool and its input again, so each of these is done once per
-// call. It is read-only and may be used by several goroutines.
+// PreparedCall is a call of a tool resolved once, for CallPreparedTool:
+// the caller, the tool's current version and the input in canonical form,
+// checked against its schema. It is read-only and safe to share.
 type PreparedCall struct {
 	principal string
 	tool      *registry.Version

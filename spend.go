@@ -62,11 +62,9 @@ func (g *Gateway) SetSpendControls(ctx context.Context, principal string, c tool
 }
 
 // UpdateSpendControls changes the caller's own spend controls in one atomic
-// step of the store: update is handed the stored controls (the zero value
-// when none) and what it leaves is validated and stored, so two concurrent
-// changes, such as two tools' limits set at once, both survive. update may
-// run more than once and must only change its argument; an error it returns
-// aborts the change and comes back as it is. It returns the controls stored.
+// step of the store, so concurrent changes both survive: update may run
+// more than once and must only change its argument; its error aborts the
+// change and comes back as it is. It returns the controls stored.
 func (g *Gateway) UpdateSpendControls(ctx context.Context, principal string, update func(*toolgatetype.SpendControls) error) (toolgatetype.SpendControls, error) {
 	if err := validPrincipal(principal); err != nil {
 		return toolgatetype.SpendControls{}, err
@@ -145,13 +143,10 @@ func (g *Gateway) budgetRefused(ctx context.Context, r *toolgatetype.BudgetRefus
 // claimsKey is the context key of a caller's token claims.
 type claimsKey struct{}
 
-// WithTokenClaims returns ctx carrying the claims of the access token the
-// caller signed in with: each claim's string value, or the strings of an
-// array claim. Quote, Call and Prepare match them against the budgets'
-// Claims, so a person from the identity provider counts in their team's
-// budget with no change to the configuration. The doors (the HTTP API,
-// the MCP server) set them for token callers; an embedder that verifies
-// its own tokens sets them itself. API-key callers carry none.
+// WithTokenClaims returns ctx carrying the claims of the caller's access
+// token, which Quote and Call match against the budgets' Claims. The doors
+// set them for token callers; an embedder that verifies its own tokens
+// sets them itself.
 func WithTokenClaims(ctx context.Context, claims map[string][]string) context.Context {
 	if len(claims) == 0 {
 		return ctx
@@ -231,24 +226,13 @@ func (g *Gateway) budgetStates(ctx context.Context, nodes []*budgets.Node) ([]to
 	return out, nil
 }
 
-// BudgetSpend sums what a budget's calls were charged, of every member
-// and of its descendants' members, grouped by f.GroupBy: tool (the
-// default, as Spend's), day (in the budget's time zone) or principal.
-// Amounts held by calls in flight or ambiguous are not in it: it is what
-// was charged.
-//
-// It counts whole days of the budget's time zone: those [f.Since,
-// f.Until) touches, each call on the day it was admitted. Since defaults
-// to the start of the budget's current window when it has limits of one
-// window only (a weekly budget's ISO week, a daily one's day: the spend
-// its limit counts), else of the current month; Until to now. f.FromDay and f.ToDay
-// name the first and the last day (included) as dates of the budget's
-// calendar instead, so that whoever asks for a month need not know the
-// budget's offset on its first and last day. The summary's Since and
-// Until are the bounds of the days counted. An approver the budget does
-// not name (directly or through an ancestor) gets not_found, as does an
-// unknown budget; a bad filter is invalid_request naming the parameter
-// (since, until).
+// BudgetSpend sums what a budget's calls were charged (of its members and
+// its descendants'), grouped by f.GroupBy: tool, day or principal. It
+// counts whole days of the budget's time zone, by default those of its
+// current window when it has limits of one window only, else of the
+// current month. Amounts held by calls in flight or ambiguous are not in
+// it. An approver the budget does not name (directly or through an
+// ancestor) gets not_found, as does an unknown budget.
 func (g *Gateway) BudgetSpend(ctx context.Context, approver, budget string, f toolgatetype.SpendFilter) (*toolgatetype.SpendSummary, error) {
 	if err := validPrincipal(approver); err != nil {
 		return nil, err
