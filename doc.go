@@ -34,4 +34,8 @@
 // upstream transport and its registry from Config, so tests can run it with
 // fakes and no network. The built-in tools register themselves when
 // github.com/toolgate/toolgate/tools is imported.
+//
+// This package is the face: the Gateway, its Config, quotes, calls,
+// policy, approvals, spend and executions. What runs behind it (limits,
+// telemetry, receipts, the provider run) lives in internal packages.
 package toolgate
