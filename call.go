@@ -203,7 +203,7 @@ func (g *Gateway) admit(ctx context.Context, c *call, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	_, err = storage.ReadBatch(ctx, g.store, g.callReads(c, g.approvalsFromStore && !settles(c, mode), func(read storage.ReadResult) error {
+	_, err = g.store.ReadBatch(ctx, g.callReads(c, g.approvalsFromStore && !settles(c, mode), func(read storage.ReadResult) error {
 		var refused error
 		c.adm, refused = g.decide(ctx, c, read, mode, now)
 		return refused
@@ -303,7 +303,7 @@ func refusedByStore(err error, built []builtLimit, amount decimal.Decimal, now t
 // changed or was blocked meanwhile is not called after all.
 func (g *Gateway) admitResumed(ctx context.Context, c *call, now time.Time) (admission, error) {
 	c.budgets = g.callBudgets(ctx, c.principal)
-	read, err := storage.ReadBatch(ctx, g.store, g.callReads(c, false, nil))
+	read, err := g.store.ReadBatch(ctx, g.callReads(c, false, nil))
 	if err != nil {
 		return admission{}, internalError(err)
 	}

@@ -428,6 +428,11 @@ func (failingStore) GetQuote(context.Context, uuid.UUID) (storage.Quote, error) 
 	return storage.Quote{}, errors.New("pq: connection refused to db-internal.example:5432 password=hunter2")
 }
 
+// ReadBatch reads method by method, so that a call's reads meet GetQuote.
+func (s failingStore) ReadBatch(ctx context.Context, r storage.Reads) (storage.ReadResult, error) {
+	return storage.ReadEach(ctx, s, r)
+}
+
 func TestInternalErrorLeaksNothing(t *testing.T) {
 	t.Parallel()
 	a := newAPI(t, failingStore{memory.New()})

@@ -16,7 +16,7 @@ import (
 // it carries settles it the standing approval, and the approval request it
 // carries as its grant, if any. Asking for them
 // together lets a store that pays a network round trip per method answer in
-// one (see BatchReader).
+// one (see ReadBatch).
 type Reads struct {
 	Principal string
 	// Approval asks for the principal's standing approval of ToolID.
@@ -72,23 +72,23 @@ type ReadResult struct {
 	ApprovalRead bool
 }
 
-// BatchReader is an optional Store method for backends where every method
-// call costs a round trip to a server: it does all of r in one. Its answers
-// must be exactly what the Store's own methods would give (or, only with
-// r.Decide, what they gave, marked Remembered, decided again on the
-// database's answer when r.Decide refuses, and checked by
-// BeginExecution), and on an error nothing of r is stored. storagetest.Run
-// checks all of it when a Store implements it.
+// BatchReader is the part of Store that does the reads of one gateway step
+// together.
 type BatchReader interface {
+	// ReadBatch does all of r. A backend where every method call costs a
+	// round trip to a server does it in one; one whose calls cost nothing
+	// does it method by method, with ReadEach. Its answers must be exactly
+	// what the Store's own methods would give (or, only with r.Decide,
+	// what they gave, marked Remembered, decided again on the database's
+	// answer when r.Decide refuses, and checked by BeginExecution), and on
+	// an error nothing of r is stored.
 	ReadBatch(ctx context.Context, r Reads) (ReadResult, error)
 }
 
-// ReadBatch does r on s: in one step when s is a BatchReader, otherwise
-// method by method, which costs nothing extra on a store in memory.
-func ReadBatch(ctx context.Context, s Store, r Reads) (ReadResult, error) {
-	if b, ok := s.(BatchReader); ok {
-		return b.ReadBatch(ctx, r)
-	}
+// ReadEach does r on s method by method, and then r.Decide: ReadBatch for
+// a store whose method calls cost nothing (the memory and SQLite stores),
+// or a fake.
+func ReadEach(ctx context.Context, s Store, r Reads) (ReadResult, error) {
 	res, err := readEach(ctx, s, r)
 	if err != nil || r.Decide == nil {
 		return res, err

@@ -22,16 +22,23 @@
 // that concurrent inserts cannot shift, and SpendSummary sums what they were
 // charged, by tool or by UTC day (audit.go has their query types).
 //
-// Two optional interfaces let a backend answer faster than method by method:
-// BatchReader, which lets a quote, and the reads that start a call, cost one
-// round trip each (the gateway uses it through ReadBatch), and UsageLister,
-// which reads the usage of one page of tools rather than of every tool
-// (through UsageOf). Three more keep what the processes sharing a store must
-// agree on beyond calls: SessionStore, the approval pages' sign-in sessions;
-// WindowCounter, counts of events in time windows (failed sign-ins,
-// approval requests); and SecretStore, secrets generated once, such as the
-// key state is sealed with. storagetest.Run checks each whenever a Store has
-// it.
+// Store is one interface, whole: every backend implements every method,
+// as River's drivers each implement riverdriver's one interface. Its
+// methods are grouped by concern, each group in a file of its own and
+// embedded here: the outbox (event.go); a quote's and a call's reads in
+// one step (ReadBatch, batch.go) and the sizes of the batches a store
+// sends (ObserveBatches, batchsizes.go); the usage of one page of tools
+// (UsageOf, usage.go); the count of ambiguous executions waiting
+// (AmbiguousWaiting, ambiguouswaiting.go); and what the processes sharing
+// a store must agree on beyond calls: the approval pages' sign-in
+// sessions (SessionStore), counts of events in time windows, such as
+// failed sign-ins and approval requests (WindowCounter), and secrets
+// generated once, such as the key state is sealed with (SecretStore).
+// No caller looks for a method by type assertion. What a backend cannot
+// do it states in its own documentation, on the method: a store that
+// sends no batches never calls ObserveBatches' observer, and a method a
+// store cannot carry out at all returns ErrUnsupported. storagetest.Run
+// checks every method of every store.
 package storage
 
 import (
@@ -77,6 +84,10 @@ var (
 	// (Begin.Decided) and wrote nothing; the caller does its reads and its
 	// decision again, once, and the store answers them afresh.
 	ErrRetry = errors.New("storage: read again and retry")
+	// ErrUnsupported: the store cannot carry out the method at all, and
+	// says so rather than pretending (see Store). It is
+	// errors.ErrUnsupported, so that either matches.
+	ErrUnsupported = errors.ErrUnsupported
 	// ErrNotAmbiguous: ResolveExecution's execution is not ambiguous: it is
 	// running, or it finished completed or failed and was never resolved.
 	ErrNotAmbiguous = errors.New("storage: execution is not ambiguous")
@@ -91,7 +102,8 @@ var (
 //
 // Users write fakes of Store, and a method added to it breaks them until
 // they add it too: embedding Store in the fake's struct keeps such a fake
-// compiling, and storagetest.Run says which guarantees it still misses.
+// compiling, and storagetest.Run says which guarantees it still misses. A
+// fake whose reads cost nothing does its ReadBatch with ReadEach.
 type Store interface {
 	// CreateQuote stores a new open quote. ErrAlreadyExists if the id is taken.
 	CreateQuote(ctx context.Context, q Quote) error
@@ -276,6 +288,21 @@ type Store interface {
 
 	// Outbox keeps the events to deliver (event.go).
 	Outbox
+	// BatchReader does a quote's or a call's reads in one step (batch.go).
+	BatchReader
+	// BatchObserver reports the batches a store sends (batchsizes.go).
+	BatchObserver
+	// UsageLister reads the usage of one page of tools (usage.go).
+	UsageLister
+	// AmbiguousCounter counts the ambiguous executions waiting
+	// (ambiguouswaiting.go).
+	AmbiguousCounter
+	// SessionStore keeps the approval pages' sign-in sessions (session.go).
+	SessionStore
+	// WindowCounter counts events in time windows (window.go).
+	WindowCounter
+	// SecretStore keeps secrets generated once (secret.go).
+	SecretStore
 }
 
 // QuoteState is the lifecycle state of a stored quote. Expiry is not a

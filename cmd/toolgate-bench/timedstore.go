@@ -40,15 +40,14 @@ func (s *timedStore) time(step int, start time.Time) {
 	s.steps[step].nanos.Add(int64(time.Since(start)))
 }
 
-// ReadBatch keeps the store's one-step reads, which the gateway would
-// otherwise lose behind the wrapper.
+// ReadBatch times the store's reads.
 func (s *timedStore) ReadBatch(ctx context.Context, r storage.Reads) (storage.ReadResult, error) {
 	step := stepReads
 	if r.CreateQuote != nil {
 		step = stepQuote
 	}
 	defer s.time(step, time.Now())
-	return storage.ReadBatch(ctx, s.Store, r)
+	return s.Store.ReadBatch(ctx, r)
 }
 
 func (s *timedStore) BeginExecution(ctx context.Context, b storage.Begin) (storage.BeginResult, error) {
@@ -71,8 +70,6 @@ func (s *timedStore) CreateQuote(ctx context.Context, q storage.Quote) error {
 	return s.Store.CreateQuote(ctx, q)
 }
 
-var _ storage.BatchReader = (*timedStore)(nil)
-
 // report prints each step's calls per pair and mean wait.
 func (s *timedStore) report(out io.Writer, pairs float64) {
 	fmt.Fprintf(out, "  %-26s %9s %10s\n", "store calls per pair", "calls", "mean wait")
@@ -82,13 +79,5 @@ func (s *timedStore) report(out io.Writer, pairs float64) {
 			continue
 		}
 		fmt.Fprintf(out, "  %-26s %9.2f %10s\n", stepNames[i], float64(n)/pairs, round(time.Duration(s.steps[i].nanos.Load()/n)))
-	}
-}
-
-// ObserveBatches passes observe on to the store, which batches (it is
-// PostgreSQL's): the report shows how much its calls shared.
-func (s *timedStore) ObserveBatches(observe func(operation string, size int)) {
-	if o, ok := s.Store.(storage.BatchObserver); ok {
-		o.ObserveBatches(observe)
 	}
 }

@@ -15,11 +15,7 @@ import (
 )
 
 // Interface guards.
-var (
-	_ storage.Store       = (*Store)(nil)
-	_ storage.BatchReader = (*Store)(nil)
-	_ storage.UsageLister = (*Store)(nil)
-)
+var _ storage.Store = (*Store)(nil)
 
 // Store is a storage.Store kept in PostgreSQL. Every guarantee of the
 // storage contract is enforced by the database (primary keys, conditional

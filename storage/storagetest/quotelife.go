@@ -44,7 +44,7 @@ func testQuoteLife(t *testing.T, newStore newStoreFunc) {
 
 		// However its reads are made: a store that remembers the quote it
 		// created remembers it as it is now.
-		read, err := storage.ReadBatch(h.ctx, h.s, storage.Reads{Principal: "alice", QuoteID: q.ID, ToolID: "tool-a", SpendControls: true, Decide: func(storage.ReadResult) error { return nil }})
+		read, err := h.s.ReadBatch(h.ctx, storage.Reads{Principal: "alice", QuoteID: q.ID, ToolID: "tool-a", SpendControls: true, Decide: func(storage.ReadResult) error { return nil }})
 		require.NoError(t, err)
 		require.NotNil(t, read.Quote)
 		assertQuote(t, want, *read.Quote)

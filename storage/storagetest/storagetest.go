@@ -11,9 +11,10 @@
 // keep their reservation until resolved once, approval requests decided
 // once and grants used once, the same request pending once, retention,
 // copying, the audit trail's listings and spend sums, and budgets shared
-// by many principals, counted, refused and summed on their own days; and,
-// for a store that has them, sessions, windows of counted events, secrets,
-// alerts claimed once and the count of ambiguous executions that wait.
+// by many principals, counted, refused and summed on their own days,
+// sessions, windows of counted events, secrets, alerts claimed once and
+// the count of ambiguous executions that wait: every method of the one
+// storage.Store, on every store.
 // Its concurrency tests are meant to run under the race detector.
 package storagetest
 
