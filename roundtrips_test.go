@@ -45,6 +45,11 @@ func (s *countingStore) ReadBatch(ctx context.Context, r storage.Reads) (storage
 	return storage.ReadEach(ctx, s, r)
 }
 
+// AdmitCall reads, decides and begins in turn, so that each is counted.
+func (s *countingStore) AdmitCall(ctx context.Context, r storage.Reads, decide func(storage.ReadResult) (storage.Begin, error)) (storage.BeginResult, error) {
+	return storage.AdmitEach(ctx, s, r, decide)
+}
+
 func (s *countingStore) CreateQuote(ctx context.Context, q storage.Quote) error {
 	s.count("CreateQuote")
 	return s.Store.CreateQuote(ctx, q)

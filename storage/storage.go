@@ -80,10 +80,6 @@ var (
 	// ErrLeaseLost: FinishExecution was called by a run whose lease was taken
 	// over by another run; its result must be discarded.
 	ErrLeaseLost = errors.New("storage: lease lost to another run")
-	// ErrRetry: BeginExecution could not admit on what was read before it
-	// (Begin.Decided) and wrote nothing; the caller does its reads and its
-	// decision again, once, and the store answers them afresh.
-	ErrRetry = errors.New("storage: read again and retry")
 	// ErrUnsupported: the store cannot carry out the method at all, and
 	// says so rather than pretending (see Store). It is
 	// errors.ErrUnsupported, so that either matches.
@@ -103,7 +99,10 @@ var (
 // Users write fakes of Store, and a method added to it breaks them until
 // they add it too: embedding Store in the fake's struct keeps such a fake
 // compiling, and storagetest.Run says which guarantees it still misses. A
-// fake whose reads cost nothing does its ReadBatch with ReadEach.
+// fake whose reads cost nothing does its ReadBatch with ReadEach and its
+// AdmitCall with AdmitEach; so does a fake that embeds a real store and
+// changes one of the methods they use, or the real store's own ReadBatch
+// and AdmitCall answer around the change.
 type Store interface {
 	// CreateQuote stores a new open quote. ErrAlreadyExists if the id is taken.
 	CreateQuote(ctx context.Context, q Quote) error
@@ -141,13 +140,26 @@ type Store interface {
 	//   - counts each of b.Limits over the ledger, including in-flight
 	//     reservations, and fails with *LimitError listing every limit the
 	//     call would break;
-	//   - records the execution as running and reserves its amount;
-	//   - when b.Decided was answered from the store's memory, first checks
-	//     that it still holds (ErrRetry otherwise, before any other check);
-	//     a store that never answers from memory ignores it.
+	//   - records the execution as running and reserves its amount.
 	//
 	// On any error nothing is written.
 	BeginExecution(ctx context.Context, b Begin) (BeginResult, error)
+
+	// AdmitCall is a new call's reads and its admission: it does r, as
+	// ReadBatch does, hands the answer to decide, and begins the execution
+	// decide returns, as BeginExecution does. When decide refuses, its
+	// error is returned as it is and nothing is written.
+	//
+	// What is admitted must have been decided on an answer that still
+	// holds when it is admitted. A store that answers r otherwise than
+	// from its database at the time (from what it remembers, say) sees to
+	// that itself: it decides again on a fresh answer, writing nothing of
+	// the earlier decision, whenever it cannot vouch for the one decided
+	// on. So decide may be called more than once, and must leave nothing
+	// behind but its result; the last call's result is the one admitted
+	// or returned. A store whose reads cost nothing does r, decide and
+	// BeginExecution in turn (AdmitEach).
+	AdmitCall(ctx context.Context, r Reads, decide func(ReadResult) (Begin, error)) (BeginResult, error)
 
 	// FinishExecution records the outcome of a running execution in one
 	// atomic step: the execution's status and response, the idempotency
@@ -496,14 +508,6 @@ type Begin struct {
 	// GrantID is the approval request that approves this call (see
 	// BeginExecution); uuid.Nil when the call carries none.
 	GrantID uuid.UUID
-
-	// Decided is the answer of ReadBatch the call was decided on, if any.
-	// When the store gave it from memory, it admits only if the
-	// principal's spend controls and, when they were read, its approval of
-	// ToolID are still what it says; otherwise it writes nothing and
-	// returns ErrRetry. Its quote needs no such check: a quote never
-	// changes but for being used, which admission checks anyway.
-	Decided ReadResult
 
 	// Stored on a new execution for the audit trail; admission never reads
 	// them. AmountUSD is PriceUSD + FeeUSD.

@@ -12,7 +12,9 @@ import (
 
 // timedStore counts and times the store calls a pair makes, so that a
 // pair's latency can be split into the waits for its store: the quote's
-// reads and insert, the call's reads, its admission and its result.
+// reads and insert, the call's reads and admission (one step of the
+// store, AdmitCall, whose reads a store may answer from memory), and its
+// result.
 // Everything else passes through untimed.
 type timedStore struct {
 	storage.Store
@@ -27,13 +29,14 @@ type timedStep struct {
 const (
 	stepQuote  = iota // ReadBatch with a quote to store
 	stepReads         // ReadBatch of a call
-	stepBegin         // BeginExecution
+	stepAdmit         // AdmitCall: a call's reads and admission
+	stepBegin         // BeginExecution: a takeover's admission
 	stepFinish        // FinishExecution
 	stepOther         // GetIdempotency, CreateQuote
 	stepCount
 )
 
-var stepNames = [stepCount]string{"quote: reads and insert", "call: reads", "call: admission", "call: result", "other"}
+var stepNames = [stepCount]string{"quote: reads and insert", "call: reads", "call: reads and admission", "call: takeover", "call: result", "other"}
 
 func (s *timedStore) time(step int, start time.Time) {
 	s.steps[step].calls.Add(1)
@@ -48,6 +51,11 @@ func (s *timedStore) ReadBatch(ctx context.Context, r storage.Reads) (storage.Re
 	}
 	defer s.time(step, time.Now())
 	return s.Store.ReadBatch(ctx, r)
+}
+
+func (s *timedStore) AdmitCall(ctx context.Context, r storage.Reads, decide func(storage.ReadResult) (storage.Begin, error)) (storage.BeginResult, error) {
+	defer s.time(stepAdmit, time.Now())
+	return s.Store.AdmitCall(ctx, r, decide)
 }
 
 func (s *timedStore) BeginExecution(ctx context.Context, b storage.Begin) (storage.BeginResult, error) {

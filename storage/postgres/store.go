@@ -40,7 +40,7 @@ type Store struct {
 	budgets, principals *knownLocks
 	// admissions and finishes share round trips between concurrent calls
 	// (see admitbatch.go and finishbatch.go).
-	admissions *batcher.Batcher[storage.Begin, admitOutcome]
+	admissions *batcher.Batcher[toAdmit, admitOutcome]
 	finishes   *batcher.Batcher[storage.Finish, finishOutcome]
 	// lockWait is how long a batch waits for a lock (see batchSettings).
 	lockWait time.Duration

@@ -11,3 +11,9 @@ import (
 func (s *Store) ReadBatch(ctx context.Context, r storage.Reads) (storage.ReadResult, error) {
 	return storage.ReadEach(ctx, s, r)
 }
+
+// AdmitCall reads, decides and begins in turn (storage.AdmitEach): its
+// reads are always the database's at the time.
+func (s *Store) AdmitCall(ctx context.Context, r storage.Reads, decide func(storage.ReadResult) (storage.Begin, error)) (storage.BeginResult, error) {
+	return storage.AdmitEach(ctx, s, r, decide)
+}

@@ -2,7 +2,6 @@ package storagetest
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -138,11 +137,6 @@ func testReadBatch(t *testing.T, newStore newStoreFunc) {
 				}
 			})
 
-			t.Run("RememberedReadsAreCheckedAtAdmission", func(t *testing.T) {
-				t.Parallel()
-				testRememberedReads(t, newHarness(t, newStore), way.wrap)
-			})
-
 			t.Run("FailureStoresNothing", func(t *testing.T) {
 				t.Parallel()
 				h := newHarness(t, newStore)
@@ -168,97 +162,4 @@ func testReadBatch(t *testing.T, newStore newStoreFunc) {
 			})
 		})
 	}
-}
-
-// testRememberedReads holds a store that answers a call's reads from memory
-// (those with a storage.Reads.Decide) to its side of the bargain: what it
-// remembers is what its methods answered; a decision that refuses what it
-// answered from memory is made again on what its methods answer; and
-// BeginExecution given that answer (Begin.Decided) admits only while it is
-// still true, refusing with ErrRetry and storing nothing once the spend
-// controls or the approval changed, after which the reads are answered
-// afresh. A store that never remembers answers as its methods do, which is
-// all it needs.
-func testRememberedReads(t *testing.T, h *harness, wrap func(storage.Store) storage.Store) {
-	s := wrap(h.s)
-	callReads := func(q storage.Quote) storage.ReadResult {
-		t.Helper()
-		var decided []storage.ReadResult
-		got, err := s.ReadBatch(h.ctx, storage.Reads{
-			Principal: "alice", Approval: true, ToolID: "tool-a", SpendControls: true, QuoteID: q.ID,
-			Decide: func(r storage.ReadResult) error {
-				decided = append(decided, r)
-				return nil
-			},
-		})
-		require.NoError(t, err)
-		require.Len(t, decided, 1, "a decision that admits is made once")
-		require.NotNil(t, got.Quote)
-		assertQuote(t, q, *got.Quote)
-		return got
-	}
-	daily := dec("25.0000")
-	require.NoError(t, h.s.PutSpendControls(h.ctx, "alice", toolgatetype.SpendControls{DailyLimitUSD: &daily}))
-	require.NoError(t, h.s.PutApproval(h.ctx, approval("alice", "tool-a", "sha256:a", toolgatetype.ApprovalNeverAsk)))
-	// What a quote reads first, and a store may remember.
-	_, err := s.ReadBatch(h.ctx, storage.Reads{Principal: "alice", Approval: true, ToolID: "tool-a", SpendControls: true})
-	require.NoError(t, err)
-
-	// A decision that refuses is made on what the methods answer, last.
-	refused := errors.New("refused")
-	var last storage.ReadResult
-	_, err = s.ReadBatch(h.ctx, storage.Reads{
-		Principal: "alice", Approval: true, ToolID: "tool-a", SpendControls: true, QuoteID: h.quote("alice", "tool-a", "0.10", t0).ID,
-		Decide: func(r storage.ReadResult) error {
-			last = r
-			return refused
-		},
-	})
-	require.ErrorIs(t, err, refused, "the decision's error, as it is")
-	assert.False(t, last.Remembered, "the last decision is made on the database's answer")
-
-	q := h.quote("alice", "tool-a", "0.10", t0)
-	got := callReads(q)
-	if !got.Remembered {
-		return
-	}
-	require.NotNil(t, got.SpendControls)
-	assert.Equal(t, "25", got.SpendControls.DailyLimitUSD.String())
-	require.NotNil(t, got.Approval)
-	assert.Equal(t, toolgatetype.ApprovalNeverAsk, got.Approval.Mode)
-	b := beginFor(q, "k1", t0)
-	b.Decided = got
-	h.begin(b)
-
-	for name, change := range map[string]func(){
-		"spend controls": func() {
-			tighter := dec("20.0000")
-			require.NoError(t, h.s.PutSpendControls(h.ctx, "alice", toolgatetype.SpendControls{DailyLimitUSD: &tighter}))
-		},
-		"approval": func() {
-			require.NoError(t, h.s.PutApproval(h.ctx, approval("alice", "tool-a", "sha256:a", toolgatetype.ApprovalAskEveryCall)))
-		},
-		"approval withdrawn": func() {
-			require.NoError(t, h.s.DeleteApproval(h.ctx, "alice", "tool-a"))
-		},
-	} {
-		q := h.quote("alice", "tool-a", "0.10", t0)
-		got := callReads(q)
-		change()
-		b := beginFor(q, "after "+name, t0)
-		if got.Remembered {
-			b.Decided = got
-			_, err := h.s.BeginExecution(h.ctx, b)
-			require.ErrorIs(t, err, storage.ErrRetry, name)
-			h.assertKeyFree("alice", b.Key)
-			h.assertQuoteOpen(q.ID)
-		}
-		// Read again, the reads are answered afresh and the same call is
-		// admitted.
-		fresh := callReads(q)
-		require.False(t, fresh.Remembered, "reads are answered afresh after a retry")
-		b.Decided = fresh
-		h.begin(b)
-	}
-	h.assertUsed("alice", "0.4000", "4")
 }

@@ -6,7 +6,8 @@
 //	}
 //
 // The suite checks the behaviour the gateway relies on, as documented on
-// storage.Store: the all-or-nothing admission of BeginExecution, lease
+// storage.Store: the all-or-nothing admission of BeginExecution and of
+// AdmitCall, decided on what the store holds at the time, lease
 // takeover, limits that hold under contention, ambiguous executions that
 // keep their reservation until resolved once, approval requests decided
 // once and grants used once, the same request pending once, retention,
@@ -43,6 +44,7 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 		{"BeginExecution", testBegin},
 		{"MeasureLimits", testMeasure},
 		{"ReadBatch", testReadBatch},
+		{"AdmitCall", testAdmitCall},
 		{"FinishExecution", testFinish},
 		{"Ambiguous", testAmbiguous},
 		{"AmbiguousWaiting", testAmbiguousWaiting},
