@@ -25,8 +25,8 @@
 // Store is one interface, whole: every backend implements every method,
 // as River's drivers each implement riverdriver's one interface. Its
 // methods are grouped by concern, each group in a file of its own and
-// embedded here: the outbox (event.go); a quote's and a call's reads in
-// one step (ReadBatch, batch.go) and the sizes of the batches a store
+// embedded here: the outbox (event.go); the reads of one gateway step
+// together (ReadBatch, batch.go) and the sizes of the batches a store
 // sends (ObserveBatches, batchsizes.go); the usage of one page of tools
 // (UsageOf, usage.go); the count of ambiguous executions waiting
 // (AmbiguousWaiting, ambiguouswaiting.go); and what the processes sharing
@@ -39,6 +39,13 @@
 // sends no batches never calls ObserveBatches' observer, and a method a
 // store cannot carry out at all returns ErrUnsupported. storagetest.Run
 // checks every method of every store.
+//
+// A call's reads, the gateway's decision on them and the call's admission
+// are one method, AdmitCall, so that a store may answer the reads however
+// it likes (the PostgreSQL store answers from what it remembers) and see
+// by itself that nothing is admitted on an answer out of date: a cache
+// is the store's own business, and all the contract says of one is that
+// decide may be called more than once.
 package storage
 
 import (
@@ -150,15 +157,16 @@ type Store interface {
 	// decide returns, as BeginExecution does. When decide refuses, its
 	// error is returned as it is and nothing is written.
 	//
-	// What is admitted must have been decided on an answer that still
-	// holds when it is admitted. A store that answers r otherwise than
-	// from its database at the time (from what it remembers, say) sees to
-	// that itself: it decides again on a fresh answer, writing nothing of
-	// the earlier decision, whenever it cannot vouch for the one decided
-	// on. So decide may be called more than once, and must leave nothing
-	// behind but its result; the last call's result is the one admitted
-	// or returned. A store whose reads cost nothing does r, decide and
-	// BeginExecution in turn (AdmitEach).
+	// Nothing may be admitted or refused on an answer older than
+	// ReadBatch's would be. A store that answers r from anything older
+	// (from what it remembers, say) sees to that itself: it admits only
+	// after checking, in the admitting step, that what the decision rested
+	// on still holds, and otherwise, or when decide refused such an
+	// answer, decides again on a fresh one, having written nothing of the
+	// earlier decision. So decide may be called more than once, and must
+	// leave nothing behind but its result; the last call's result is the
+	// one admitted or returned. A store whose reads cost nothing does r,
+	// decide and BeginExecution in turn (AdmitEach).
 	AdmitCall(ctx context.Context, r Reads, decide func(ReadResult) (Begin, error)) (BeginResult, error)
 
 	// FinishExecution records the outcome of a running execution in one
@@ -300,7 +308,7 @@ type Store interface {
 
 	// Outbox keeps the events to deliver (event.go).
 	Outbox
-	// BatchReader does a quote's or a call's reads in one step (batch.go).
+	// BatchReader does the reads of one gateway step together (batch.go).
 	BatchReader
 	// BatchObserver reports the batches a store sends (batchsizes.go).
 	BatchObserver
