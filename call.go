@@ -195,7 +195,7 @@ type admission struct {
 // spend controls, the grant the call carries if any and, unless the
 // approval sent settles the policy (see checkPolicy), the standing
 // approval, which the store reads in the step that admits the call
-// (storage.Store.AdmitCall), deciding it with decide.
+// (storage.Store.AdmitCall), for decide.
 func (g *Gateway) admitReads(ctx context.Context, c *call) (storage.Reads, error) {
 	c.budgets = g.callBudgets(ctx, c.principal)
 	mode, err := g.approvalMode(ctx, c.principal)

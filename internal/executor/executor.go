@@ -126,20 +126,21 @@ func (e *Executor) admitAndClaim(ctx context.Context, k Key, s Steps, h Hooks, n
 	if err != nil {
 		return Claim{}, err
 	}
-	var b storage.Begin
+	var lease uuid.UUID // the last decision's, which is what is admitted
 	begun, err := e.Store.AdmitCall(ctx, r, func(read storage.ReadResult) (storage.Begin, error) {
-		var err error
-		if b, err = s.Decide(ctx, read, now); err != nil {
+		b, err := s.Decide(ctx, read, now)
+		if err != nil {
 			return storage.Begin{}, err
 		}
 		e.complete(&b, k, now)
+		lease = b.LeaseToken
 		return b, nil
 	})
 	if err != nil {
 		return Claim{}, s.Refused(err, now)
 	}
 	h.Claimed(ctx, begun)
-	return Claim{Execution: begun.Execution, Lease: b.LeaseToken, TookOver: begun.TookOver}, nil
+	return Claim{Execution: begun.Execution, Lease: lease, TookOver: begun.TookOver}, nil
 }
 
 // claim is the store's one atomic step that admits a call Resume
