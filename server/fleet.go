@@ -156,8 +156,8 @@ type fleet struct {
 // sealing keys are the configured ones, or the one kept in the store.
 func newFleet(ctx context.Context, cfg *Config, store storage.Store, clock toolgate.Clock, tel *telemetry) (*fleet, error) {
 	f := &fleet{}
-	if ss, ok := store.(storage.SessionStore); ok && cfg.StorageKind() != storageMemory {
-		f.sessions = toolgatehttp.NewStoreSessions(ss, clock)
+	if cfg.StorageKind() != storageMemory {
+		f.sessions = toolgatehttp.NewStoreSessions(store, clock)
 	}
 	lc := &authlimit.Config{
 		Failures:       cfg.Limits.FailedAuth,
@@ -171,9 +171,7 @@ func newFleet(ctx context.Context, cfg *Config, store storage.Store, clock toolg
 			lc.KeyPrefixLength = *p
 		}
 	}
-	if wc, ok := store.(storage.WindowCounter); ok {
-		lc.Counter = wc
-	}
+	lc.Counter = store
 	if tel.metrics != nil { // a nil *Registry in the interface would not be nil
 		lc.Metrics = tel.metrics
 	}
