@@ -47,10 +47,14 @@ type oauthJSON struct {
 // https://, or http:// on a loopback address.
 func (in *oauthJSON) oauth(path string) (*OAuth, error) {
 	o := &OAuth{}
-	for dst, src := range map[*string]*string{&o.Issuer: in.Issuer, &o.Audience: in.Audience, &o.JWKSURL: in.JWKSURL} {
-		if src != nil {
-			*dst = *src
-		}
+	if in.Issuer != nil {
+		o.Issuer = *in.Issuer
+	}
+	if in.Audience != nil {
+		o.Audience = *in.Audience
+	}
+	if in.JWKSURL != nil {
+		o.JWKSURL = *in.JWKSURL
 	}
 	if in.PrincipalClaim != nil {
 		if o.PrincipalClaim = *in.PrincipalClaim; o.PrincipalClaim == "" {
