@@ -29,7 +29,6 @@ const ambiguousMetricsTimeout = 5 * time.Second
 // each.
 type ambiguousMetrics struct {
 	g         *Gateway
-	counter   storage.AmbiguousCounter
 	waiting   *prometheus.Desc
 	oldestAge *prometheus.Desc
 
@@ -42,17 +41,16 @@ type ambiguousMetrics struct {
 }
 
 // registerAmbiguousMetrics registers the ambiguous metrics with
-// Config.Metrics when there is one and the store counts what waits.
+// Config.Metrics when there is one. A store that cannot count what waits
+// (storage.ErrUnsupported) makes them export nothing.
 // Gateways sharing a registerer share the first one's collector: each
 // reads the whole fleet's number from the store anyway.
 func registerAmbiguousMetrics(g *Gateway) error {
-	counter, ok := g.store.(storage.AmbiguousCounter)
-	if g.cfg.Metrics == nil || !ok {
+	if g.cfg.Metrics == nil {
 		return nil
 	}
 	m := &ambiguousMetrics{
-		g:       g,
-		counter: counter,
+		g: g,
 		waiting: prometheus.NewDesc("toolgate_ambiguous_calls_waiting",
 			"Calls whose outcome nobody knows (status ambiguous) that no person has resolved yet, across every instance.",
 			nil, nil),
@@ -92,7 +90,8 @@ func (m *ambiguousMetrics) Collect(ch chan<- prometheus.Metric) {
 // reading returns the last reading while it is fresh, and reads the store
 // again otherwise, with the time of the scrape. A failed read is logged
 // and exports nothing: a gap in the series says what is known better
-// than an old value would.
+// than an old value would. A store that cannot count (ErrUnsupported)
+// exports nothing either, and is no failure to log: it said so.
 func (m *ambiguousMetrics) reading() (n int64, oldest, now time.Time, ok bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -102,7 +101,11 @@ func (m *ambiguousMetrics) reading() (n int64, oldest, now time.Time, ok bool) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), ambiguousMetricsTimeout)
 	defer cancel()
-	n, oldest, err := m.counter.AmbiguousWaiting(ctx)
+	n, oldest, err := m.g.store.AmbiguousWaiting(ctx)
+	if errors.Is(err, storage.ErrUnsupported) {
+		m.read = false
+		return 0, time.Time{}, now, false
+	}
 	if err != nil {
 		m.g.log.WarnContext(ctx, "ambiguous call metrics: cannot count the calls waiting", "error", err)
 		m.read = false

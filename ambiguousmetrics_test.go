@@ -69,9 +69,13 @@ func TestAmbiguousMetricsShowTheCallsWaiting(t *testing.T) {
 	assertAmbiguousMetrics(t, reg, 1, 20, "the older resolved: the newer one is left")
 }
 
-// opaqueStore is a memory store seen only through storage.Store, as a
-// store that cannot count the calls waiting is.
+// opaqueStore is a memory store that cannot count the calls waiting, and
+// says so.
 type opaqueStore struct{ storage.Store }
+
+func (opaqueStore) AmbiguousWaiting(context.Context) (int64, time.Time, error) {
+	return 0, time.Time{}, storage.ErrUnsupported
+}
 
 // A gateway on a store that cannot count the calls waiting exports no
 // such metric rather than a made-up zero.

@@ -84,6 +84,8 @@ type call struct {
 	// budgets are the budgets the call counts in, nearest first (nil:
 	// none), as its caller's principal and token claims put it in them.
 	budgets []*budgets.Node
+	// mode is who approves the caller's calls, as admitReads found it.
+	mode toolgatetype.ApprovalMode
 	// adm is what the call was admitted with, limits its limits as the
 	// store counts them; exec, upstreamStatus and sealed are what its run
 	// found and signed.
@@ -171,8 +173,6 @@ type admission struct {
 	mode   toolgatetype.ApprovalMode
 	grant  *storage.ApprovalRequest
 	limits spendlimits.Limits
-	// read is what the store answered the reads it was decided on.
-	read storage.ReadResult
 	// resumed: the call takes over an abandoned run of itself, which
 	// passed admission when it began.
 	resumed bool
@@ -183,31 +183,24 @@ type admission struct {
 	abandon *registry.UpstreamError
 }
 
-// admit applies the checks a call passes before the store is asked to
-// admit it: the quote, the policy and its approval, the input and the
-// per-call spend limits. They read the quote, the caller's spend controls,
-// the grant the call carries if any and, unless the approval sent settles
-// the policy (see checkPolicy), the standing approval, all in one step of
-// the store, which decides with them; the call is admitted with c.adm.
-func (g *Gateway) admit(ctx context.Context, c *call, now time.Time) error {
+// admitReads are what a call is decided on: its quote, the caller's
+// spend controls, the grant the call carries if any and, unless the
+// approval sent settles the policy (see checkPolicy), the standing
+// approval, which the store reads in the step that admits the call
+// (storage.Store.AdmitCall), for decide.
+func (g *Gateway) admitReads(ctx context.Context, c *call) (storage.Reads, error) {
 	c.budgets = g.callBudgets(ctx, c.principal)
 	mode, err := g.approvalMode(ctx, c.principal)
 	if err != nil {
-		return err
+		return storage.Reads{}, err
 	}
-	_, err = storage.ReadBatch(ctx, g.store, g.callReads(c, g.approvalsFromStore && !settles(c, mode), func(read storage.ReadResult) error {
-		var refused error
-		c.adm, refused = g.decide(ctx, c, read, mode, now)
-		return refused
-	}))
-	if _, refused := err.(*toolgatetype.Error); err != nil && !refused {
-		// The store's own error: the decision's are the caller's refusals.
-		return internalError(err)
-	}
-	return err
+	c.mode = mode
+	return g.callReads(c, g.approvalsFromStore && !settles(c, mode)), nil
 }
 
-// decide makes the checks of admit on read, the store's answer.
+// decide applies, on read, the store's answer to admitReads, the checks a
+// call passes before the store is asked to admit it: the quote, the
+// policy and its approval, the input and the per-call spend limits.
 func (g *Gateway) decide(ctx context.Context, c *call, read storage.ReadResult, mode toolgatetype.ApprovalMode, now time.Time) (admission, error) {
 	q, err := g.checkQuote(&c.PreparedCall, c.quoteID, c.req.IdempotencyKey, read.Quote, now)
 	if err != nil {
@@ -232,7 +225,7 @@ func (g *Gateway) decide(ctx context.Context, c *call, read storage.ReadResult, 
 	if len(violations) > 0 {
 		return admission{}, spendlimits.SpendLimitError(violations)
 	}
-	a := admission{quote: q, policy: policy, mode: mode, limits: limits, read: read}
+	a := admission{quote: q, policy: policy, mode: mode, limits: limits}
 	if c.grant != uuid.Nil {
 		a.grant = read.Grant
 	}
@@ -241,8 +234,8 @@ func (g *Gateway) decide(ctx context.Context, c *call, read storage.ReadResult, 
 
 // callReads are a call's reads: its quote, the caller's spend controls and
 // the grant the call carries, and the standing approval when asked, in one
-// step of the store, for decide (nil: none).
-func (g *Gateway) callReads(c *call, approval bool, decide func(storage.ReadResult) error) storage.Reads {
+// step of the store.
+func (g *Gateway) callReads(c *call, approval bool) storage.Reads {
 	return storage.Reads{
 		Principal:     c.principal,
 		QuoteID:       c.quoteID,
@@ -250,7 +243,6 @@ func (g *Gateway) callReads(c *call, approval bool, decide func(storage.ReadResu
 		SpendControls: true,
 		Approval:      approval,
 		ToolID:        c.tool.Tool.ID,
-		Decide:        decide,
 	}
 }
 
@@ -295,7 +287,7 @@ func refusedByStore(err error, built []spendlimits.Built, amount decimal.Decimal
 // changed or was blocked meanwhile is not called after all.
 func (g *Gateway) admitResumed(ctx context.Context, c *call, now time.Time) (admission, error) {
 	c.budgets = g.callBudgets(ctx, c.principal)
-	read, err := storage.ReadBatch(ctx, g.store, g.callReads(c, false, nil))
+	read, err := g.store.ReadBatch(ctx, g.callReads(c, false))
 	if err != nil {
 		return admission{}, internalError(err)
 	}

@@ -28,10 +28,16 @@ func (g *Gateway) newExecutor() *executor.Executor {
 	}
 }
 
-// Admit implements executor.Steps: the checks of admit.
-func (c *call) Admit(ctx context.Context, now time.Time) (storage.Begin, error) {
-	if err := c.g.admit(ctx, c, now); err != nil {
-		c.g.refusedBy(ctx, err, now)
+// Reads implements executor.Steps: the reads of admitReads.
+func (c *call) Reads(ctx context.Context, _ time.Time) (storage.Reads, error) {
+	return c.g.admitReads(ctx, c)
+}
+
+// Decide implements executor.Steps: the checks of decide. Its refusal is
+// the caller's; Refused tells its events.
+func (c *call) Decide(ctx context.Context, read storage.ReadResult, now time.Time) (storage.Begin, error) {
+	var err error
+	if c.adm, err = c.g.decide(ctx, c, read, c.mode, now); err != nil {
 		return storage.Begin{}, err
 	}
 	return c.begin(now), nil
@@ -71,7 +77,6 @@ func (c *call) begin(now time.Time) storage.Begin {
 		Limits:    spendlimits.StoreLimits(c.limits),
 		Budgets:   spendlimits.BudgetDays(c.budgets, now),
 		GrantID:   c.grant,
-		Decided:   adm.read,
 
 		ToolSlug:       c.tool.Tool.Slug,
 		ManifestDigest: adm.quote.ManifestDigest,
@@ -81,9 +86,12 @@ func (c *call) begin(now time.Time) storage.Begin {
 	}
 }
 
-// Refused implements executor.Steps (see refusedByStore).
+// Refused implements executor.Steps: a refusal of Decide's is the
+// caller's already; the store's is explained (see refusedByStore).
 func (c *call) Refused(err error, now time.Time) error {
-	err = refusedByStore(err, c.limits, c.adm.quote.TotalUSD, now)
+	if _, decided := err.(*toolgatetype.Error); !decided {
+		err = refusedByStore(err, c.limits, c.adm.quote.TotalUSD, now)
+	}
 	c.g.refusedBy(context.Background(), err, now)
 	return err
 }

@@ -75,7 +75,7 @@ func (g *Gateway) usageOf(ctx context.Context, versions []*registry.Version) (ma
 	for i, v := range versions {
 		ids[i] = v.Tool.ID
 	}
-	return storage.UsageOf(ctx, g.store, ids)
+	return g.store.UsageOf(ctx, ids)
 }
 
 // entryOf builds the entry of a tool version with its usage.

@@ -89,9 +89,8 @@ type Config struct {
 	// ask for in a window, so that an agent cannot flood the people who
 	// decide them: past it, RequestApproval answers rate_limited until
 	// the window ends. Zero fields mean 30 a minute; a negative Max, no
-	// limit. The count is kept in the store when it is a
-	// storage.WindowCounter, and so holds across every gateway sharing it;
-	// in this process's memory otherwise.
+	// limit. The count is kept in the store (Store.CountEvent), and so
+	// holds across every gateway sharing it.
 	ApprovalRequestLimit RequestLimit
 	// Receipts signs every finished execution's receipt. Nil generates a
 	// key at start, for development only: its receipts stop verifying
@@ -163,8 +162,6 @@ type Gateway struct {
 	// events delivers the store's events (Config.Events); nil when the
 	// gateway writes none.
 	events *outbox.Deliverer
-	// counter counts requests in windows (ApprovalRequestLimit).
-	counter storage.WindowCounter
 }
 
 // New returns a Gateway over store. cfg may be nil.
@@ -210,7 +207,6 @@ func New(store storage.Store, cfg *Config) (*Gateway, error) {
 		notifier:  c.ApprovalNotifier,
 		log:       c.Logger,
 		obs:       obs,
-		counter:   windowCounter(store),
 		receipts:  c.Receipts,
 	}
 	if obs.WatchesUpstream() {

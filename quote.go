@@ -90,7 +90,7 @@ func (g *Gateway) quoteOf(ctx context.Context, principal string, v *registry.Ver
 	}
 	// The quote is stored whatever the decisions, so it is stored in the
 	// same step as the reads they need: one round trip on a database.
-	read, err := storage.ReadBatch(ctx, g.store, storage.Reads{
+	read, err := g.store.ReadBatch(ctx, storage.Reads{
 		Principal:     principal,
 		Approval:      g.approvalsFromStore,
 		ToolID:        v.Tool.ID,

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/internal/telemetry"
-	"github.com/toolgate/toolgate/internal/windowcount"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
@@ -38,16 +37,6 @@ func (l RequestLimit) withDefaults(max int, window time.Duration) RequestLimit {
 	return l
 }
 
-// windowCounter is where the gateway counts its principals' requests: the
-// store, when it counts windows, so that every gateway sharing it counts
-// together; this process's memory otherwise.
-func windowCounter(store storage.Store) storage.WindowCounter {
-	if wc, ok := store.(storage.WindowCounter); ok {
-		return wc
-	}
-	return &windowcount.Memory{}
-}
-
 // countApprovalRequest counts one approval request of principal, asked at
 // now, and refuses it (rate_limited) when the principal's window already
 // holds the most it may. Every request asked counts, the refused ones
@@ -57,7 +46,7 @@ func (g *Gateway) countApprovalRequest(ctx context.Context, principal string, no
 	if limit.Max < 0 {
 		return nil
 	}
-	w, err := g.counter.CountEvent(ctx, storage.WindowEvent{Keys: []string{"approval-requests/" + principal}, Window: limit.Window, Now: now})
+	w, err := g.store.CountEvent(ctx, storage.WindowEvent{Keys: []string{"approval-requests/" + principal}, Window: limit.Window, Now: now})
 	if err != nil {
 		return internalError(err)
 	}

@@ -38,6 +38,18 @@ func (s *countingStore) take() map[string]int {
 	return c
 }
 
+// ReadBatch reads method by method, so that each read is counted: on a
+// store that batches them they are one round trip, but which reads a step
+// makes is what is pinned here.
+func (s *countingStore) ReadBatch(ctx context.Context, r storage.Reads) (storage.ReadResult, error) {
+	return storage.ReadEach(ctx, s, r)
+}
+
+// AdmitCall reads, decides and begins in turn, so that each is counted.
+func (s *countingStore) AdmitCall(ctx context.Context, r storage.Reads, decide func(storage.ReadResult) (storage.Begin, error)) (storage.BeginResult, error) {
+	return storage.AdmitEach(ctx, s, r, decide)
+}
+
 func (s *countingStore) CreateQuote(ctx context.Context, q storage.Quote) error {
 	s.count("CreateQuote")
 	return s.Store.CreateQuote(ctx, q)

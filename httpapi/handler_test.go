@@ -428,6 +428,16 @@ func (failingStore) GetQuote(context.Context, uuid.UUID) (storage.Quote, error) 
 	return storage.Quote{}, errors.New("pq: connection refused to db-internal.example:5432 password=hunter2")
 }
 
+// ReadBatch and AdmitCall read method by method, so that a call's reads
+// meet GetQuote.
+func (s failingStore) ReadBatch(ctx context.Context, r storage.Reads) (storage.ReadResult, error) {
+	return storage.ReadEach(ctx, s, r)
+}
+
+func (s failingStore) AdmitCall(ctx context.Context, r storage.Reads, decide func(storage.ReadResult) (storage.Begin, error)) (storage.BeginResult, error) {
+	return storage.AdmitEach(ctx, s, r, decide)
+}
+
 func TestInternalErrorLeaksNothing(t *testing.T) {
 	t.Parallel()
 	a := newAPI(t, failingStore{memory.New()})

@@ -8,12 +8,12 @@ import (
 	"github.com/toolgate/toolgate/storage"
 )
 
-// FleetSecretName is the name the fleet's generated key is kept under in a
-// storage.SecretStore.
+// FleetSecretName is the name the fleet's generated key is kept under in
+// the store (storage.SecretStore).
 const FleetSecretName = "sealing-key"
 
 // ErrNoFleetKey is returned by FleetKeys when no key is configured and the
-// store cannot keep one (it is no storage.SecretStore).
+// store cannot keep one (its Secret says storage.ErrUnsupported).
 var ErrNoFleetKey = errors.New("sealing: no key is configured and the store keeps no secrets")
 
 // FleetKeys returns the fleet's keys: configured, when any are (the first
@@ -25,11 +25,10 @@ func FleetKeys(ctx context.Context, store storage.Store, configured [][]byte) (*
 	if len(configured) > 0 {
 		return New(configured...)
 	}
-	secrets, ok := store.(storage.SecretStore)
-	if !ok {
+	key, err := store.Secret(ctx, FleetSecretName, GenerateKey())
+	if errors.Is(err, storage.ErrUnsupported) {
 		return nil, ErrNoFleetKey
 	}
-	key, err := secrets.Secret(ctx, FleetSecretName, GenerateKey())
 	if err != nil {
 		return nil, fmt.Errorf("sealing: read the fleet's key: %w", err)
 	}

@@ -159,6 +159,13 @@ func TestFleetKeys(t *testing.T) {
 	assert.NoError(t, err)
 
 	// A store that keeps no secrets needs a configured key.
-	_, err = sealing.FleetKeys(ctx, struct{ storage.Store }{store}, nil)
+	_, err = sealing.FleetKeys(ctx, noSecrets{store}, nil)
 	assert.ErrorIs(t, err, sealing.ErrNoFleetKey)
+}
+
+// noSecrets is a store that keeps no secrets, and says so.
+type noSecrets struct{ storage.Store }
+
+func (noSecrets) Secret(context.Context, string, []byte) ([]byte, error) {
+	return nil, storage.ErrUnsupported
 }

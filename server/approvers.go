@@ -2,7 +2,6 @@ package server
 
 import (
 	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"slices"
 
@@ -33,37 +32,40 @@ type Approvals struct {
 	PublicURL string
 }
 
-// approvalMode parses a principal's approvalMode.
-func approvalMode(n node) (toolgatetype.ApprovalMode, error) {
-	s, err := n.str()
-	if err != nil {
-		return "", err
-	}
+// approvalMode checks a principal's approvalMode.
+func approvalMode(path, s string) (toolgatetype.ApprovalMode, error) {
 	switch m := toolgatetype.ApprovalMode(s); m {
 	case toolgatetype.ApprovalModeCaller, toolgatetype.ApprovalModeApprover:
 		return m, nil
 	}
-	return "", n.errorf(`%q is not an approval mode: use "caller" or "approver"`, s)
+	return "", errorf(path, `%q is not an approval mode: use "caller" or "approver"`, s)
 }
 
-// approvers parses the approvers. A key belongs to one approver; that it
+// approverJSON is an entry of "approvers".
+type approverJSON struct {
+	ID         *text  `json:"id"`
+	Keys       []str  `json:"keys"`
+	KeySha256  []str  `json:"keySha256"`
+	Principals []text `json:"principals"`
+}
+
+// approvers checks the approvers. A key belongs to one approver; that it
 // is no principal's too is checked once the whole file is read
-// (checkApprovers), since principals may come after approvers.
-func (p configParser) approvers(n node) ([]Approver, error) {
-	items, err := n.items()
-	if err != nil {
-		return nil, err
+// (checkApprovers).
+func (p configParser) approvers(path string, in []approverJSON) ([]Approver, error) {
+	if in == nil {
+		return nil, nil
 	}
-	out := make([]Approver, 0, len(items))
+	out := make([]Approver, 0, len(in))
 	owner := map[[sha256.Size]byte]string{} // key digest -> approver
-	for _, item := range items {
-		a, err := p.approver(item, owner)
+	for i, item := range in {
+		a, err := approver(index(path, i), item, owner)
 		if err != nil {
 			return nil, err
 		}
 		for _, other := range out {
 			if other.ID == a.ID {
-				return nil, item.child("id").errorf("approver %q is given twice", a.ID)
+				return nil, errorf(at(index(path, i), "id"), "approver %q is given twice", a.ID)
 			}
 		}
 		out = append(out, a)
@@ -71,76 +73,47 @@ func (p configParser) approvers(n node) ([]Approver, error) {
 	return out, nil
 }
 
-func (p configParser) approver(n node, owner map[[sha256.Size]byte]string) (Approver, error) {
-	fs, err := n.fields("id", "keys", "keySha256", "principals")
-	if err != nil {
-		return Approver{}, err
-	}
+func approver(path string, in approverJSON, owner map[[sha256.Size]byte]string) (Approver, error) {
 	var a Approver
-	var keys, digests, principals []node
-	for _, f := range fs {
-		switch f.name {
-		case "id":
-			if a.ID, err = f.text(); err == nil && (a.ID == "" || len(a.ID) > maxPrincipalID) {
-				err = f.errorf("must be 1 to %d characters", maxPrincipalID)
-			}
-		case "keys":
-			keys, err = f.items()
-		case "keySha256":
-			digests, err = f.items()
-		case "principals":
-			principals, err = f.items()
-		}
-		if err != nil {
-			return Approver{}, err
+	if in.ID != nil {
+		if a.ID = string(*in.ID); a.ID == "" || len(a.ID) > maxPrincipalID {
+			return Approver{}, errorf(at(path, "id"), "must be 1 to %d characters", maxPrincipalID)
 		}
 	}
 	if a.ID == "" {
-		return Approver{}, n.errorf("id is required")
+		return Approver{}, errorf(path, "id is required")
 	}
-	claim := func(k node, d [sha256.Size]byte) error {
+	claim := func(keyPath string, d [sha256.Size]byte) error {
 		if other, taken := owner[d]; taken && other != a.ID {
-			return k.errorf("this key already belongs to approver %q", other)
+			return errorf(keyPath, "this key already belongs to approver %q", other)
 		}
 		owner[d] = a.ID
 		return nil
 	}
-	for _, k := range keys {
-		key, err := k.str()
-		if err != nil {
-			return Approver{}, err
-		}
+	for i, key := range strs(in.Keys) {
+		keyPath := index(at(path, "keys"), i)
 		if !validKey(key) {
-			return Approver{}, k.errorf("an approver key must be 1 to %d visible ASCII characters (no spaces)", maxKeyLen)
+			return Approver{}, errorf(keyPath, "an approver key must be 1 to %d visible ASCII characters (no spaces)", maxKeyLen)
 		}
-		if err := claim(k, sha256.Sum256([]byte(key))); err != nil {
+		if err := claim(keyPath, sha256.Sum256([]byte(key))); err != nil {
 			return Approver{}, err
 		}
 		a.Keys = append(a.Keys, key)
 	}
-	for _, k := range digests {
-		s, err := k.str()
-		if err != nil {
-			return Approver{}, err
+	for i, s := range strs(in.KeySha256) {
+		keyPath := index(at(path, "keySha256"), i)
+		d, ok := keyDigest(s) // not quoted back: it may be a key pasted by mistake
+		if !ok {
+			return Approver{}, errorf(keyPath, "must be the SHA-256 of a key as 64 hex digits")
 		}
-		raw, err := hex.DecodeString(s) // not quoted back: it may be a key pasted by mistake
-		if err != nil || len(raw) != sha256.Size {
-			return Approver{}, k.errorf("must be the SHA-256 of a key as 64 hex digits")
-		}
-		var d [sha256.Size]byte
-		copy(d[:], raw)
-		if err := claim(k, d); err != nil {
+		if err := claim(keyPath, d); err != nil {
 			return Approver{}, err
 		}
 		a.KeyDigests = append(a.KeyDigests, d)
 	}
 	// An approver without keys approves with access tokens alone, which
 	// checkPrincipals checks once the whole file is read.
-	for _, pn := range principals {
-		id, err := pn.text()
-		if err != nil {
-			return Approver{}, err
-		}
+	for _, id := range texts(in.Principals) {
 		if !slices.Contains(a.Principals, id) {
 			a.Principals = append(a.Principals, id)
 		}
@@ -148,43 +121,39 @@ func (p configParser) approver(n node, owner map[[sha256.Size]byte]string) (Appr
 	return a, nil
 }
 
-func (p configParser) approvals(n node) (Approvals, error) {
-	fs, err := n.fields("webhookUrl", "webhookSecret", "publicUrl")
-	if err != nil {
-		return Approvals{}, err
-	}
+// approvalsJSON is "approvals".
+type approvalsJSON struct {
+	WebhookURL    *string `json:"webhookUrl"`
+	WebhookSecret *string `json:"webhookSecret"`
+	PublicURL     *string `json:"publicUrl"`
+}
+
+func (in *approvalsJSON) approvals(path string) (Approvals, error) {
 	var a Approvals
-	var secretNode node
-	for _, f := range fs {
-		switch f.name {
-		case "webhookUrl":
-			if a.WebhookURL, err = f.str(); err == nil && !webURL(a.WebhookURL, weburl.Allow{PortOnlyHost: true, Path: true, Query: true, Fragment: true}) {
-				err = f.errorf("must be an http or https URL")
-			}
-		case "webhookSecret":
-			secretNode = f.node
-			// Never quoted back, whatever is wrong with it.
-			if a.WebhookSecret, err = f.str(); err == nil {
-				if _, perr := webhook.ParseSecret(a.WebhookSecret); perr != nil {
-					err = f.errorf("must be whsec_ followed by 24 to 64 random bytes in base64 (Standard Webhooks)")
-				}
-			}
-		case "publicUrl":
-			// Links to the approval pages are made by appending their
-			// paths, which a query or fragment would swallow.
-			if a.PublicURL, err = f.str(); err == nil && !webURL(a.PublicURL, weburl.Allow{PortOnlyHost: true, Path: true}) {
-				err = f.errorf("must be an http or https URL without query or fragment, the address people reach this server at")
-			}
+	if in.WebhookURL != nil {
+		if a.WebhookURL = *in.WebhookURL; !webURL(a.WebhookURL, weburl.Allow{PortOnlyHost: true, Path: true, Query: true, Fragment: true}) {
+			return Approvals{}, errorf(at(path, "webhookUrl"), "must be an http or https URL")
 		}
-		if err != nil {
-			return Approvals{}, err
+	}
+	if in.WebhookSecret != nil {
+		// Never quoted back, whatever is wrong with it.
+		a.WebhookSecret = *in.WebhookSecret
+		if _, err := webhook.ParseSecret(a.WebhookSecret); err != nil {
+			return Approvals{}, errorf(at(path, "webhookSecret"), "must be whsec_ followed by 24 to 64 random bytes in base64 (Standard Webhooks)")
+		}
+	}
+	if in.PublicURL != nil {
+		// Links to the approval pages are made by appending their
+		// paths, which a query or fragment would swallow.
+		if a.PublicURL = *in.PublicURL; !webURL(a.PublicURL, weburl.Allow{PortOnlyHost: true, Path: true}) {
+			return Approvals{}, errorf(at(path, "publicUrl"), "must be an http or https URL without query or fragment, the address people reach this server at")
 		}
 	}
 	switch {
 	case a.WebhookURL != "" && a.WebhookSecret == "":
-		return Approvals{}, n.child("webhookSecret").errorf("is required with webhookUrl: every webhook is signed")
+		return Approvals{}, errorf(at(path, "webhookSecret"), "is required with webhookUrl: every webhook is signed")
 	case a.WebhookURL == "" && a.WebhookSecret != "":
-		return Approvals{}, secretNode.errorf("is given without a webhookUrl to send to")
+		return Approvals{}, errorf(at(path, "webhookSecret"), "is given without a webhookUrl to send to")
 	}
 	return a, nil
 }

@@ -1,8 +1,11 @@
 package server
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/shopspring/decimal"
@@ -11,27 +14,44 @@ import (
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
-// budgetFields are the members of one entry of "budgets", as
+// budgetJSON is one entry of "budgets", its members as
 // toolgatetype.BudgetDefinition spells them in JSON.
-var budgetFields = []string{"id", "name", "parent", "members", "claims", "everyone", "dailyLimitUsd", "weeklyLimitUsd",
-	"monthlyLimitUsd", "rateLimitPerMinute", "tools", "alerts", "timeZone", "approvers"}
+type budgetJSON struct {
+	ID                 *text                      `json:"id"`
+	Name               *text                      `json:"name"`
+	Parent             *text                      `json:"parent"`
+	Members            []text                     `json:"members"`
+	Claims             map[string]*claimValue     `json:"claims"`
+	Everyone           *bool                      `json:"everyone"`
+	DailyLimitUSD      *amount                    `json:"dailyLimitUsd"`
+	WeeklyLimitUSD     *amount                    `json:"weeklyLimitUsd"`
+	MonthlyLimitUSD    *amount                    `json:"monthlyLimitUsd"`
+	RateLimitPerMinute *count                     `json:"rateLimitPerMinute"`
+	Tools              map[string]*budgetToolJSON `json:"tools"`
+	Alerts             []fraction                 `json:"alerts"`
+	TimeZone           *string                    `json:"timeZone"` // checked by the gateway, which reads the zone
+	Approvers          []text                     `json:"approvers"`
+}
 
-// budgetWindowFields are the limits of a budget's window, for the budget
-// as a whole and for each of its tools.
-var budgetWindowFields = []string{"dailyLimitUsd", "weeklyLimitUsd", "monthlyLimitUsd"}
+// budgetToolJSON is an entry of a budget's "tools".
+type budgetToolJSON struct {
+	Allowed         *bool   `json:"allowed"`
+	DailyLimitUSD   *amount `json:"dailyLimitUsd"`
+	WeeklyLimitUSD  *amount `json:"weeklyLimitUsd"`
+	MonthlyLimitUSD *amount `json:"monthlyLimitUsd"`
+}
 
-// budgets parses "budgets": each entry's shape and values here, where the
-// path of every field is known; what concerns the tree as a whole (ids
-// given twice, parents, cycles, a budget with no limit) is the gateway's
-// own check, run by checkBudgets once the rest of the file is read.
-func (p configParser) budgets(n node) ([]toolgatetype.BudgetDefinition, error) {
-	items, err := n.items()
-	if err != nil {
-		return nil, err
+// budgets checks "budgets": each entry's values here, where the path of
+// every field is known; what concerns the tree as a whole (ids given
+// twice, parents, cycles, a budget with no limit) is the gateway's own
+// check, run by checkBudgets once the rest of the file is read.
+func (p configParser) budgets(path string, in []budgetJSON) ([]toolgatetype.BudgetDefinition, error) {
+	if in == nil {
+		return nil, nil
 	}
-	out := make([]toolgatetype.BudgetDefinition, 0, len(items))
-	for _, item := range items {
-		b, err := p.budget(item)
+	out := make([]toolgatetype.BudgetDefinition, 0, len(in))
+	for i, item := range in {
+		b, err := p.budget(index(path, i), item)
 		if err != nil {
 			return nil, err
 		}
@@ -40,148 +60,98 @@ func (p configParser) budgets(n node) ([]toolgatetype.BudgetDefinition, error) {
 	return out, nil
 }
 
-func (p configParser) budget(n node) (toolgatetype.BudgetDefinition, error) {
-	fs, err := n.fields(budgetFields...)
-	if err != nil {
-		return toolgatetype.BudgetDefinition{}, err
+func (p configParser) budget(path string, in budgetJSON) (toolgatetype.BudgetDefinition, error) {
+	b := toolgatetype.BudgetDefinition{
+		Members: texts(in.Members), Approvers: texts(in.Approvers),
+		DailyLimitUSD: in.DailyLimitUSD.decimalPtr(), WeeklyLimitUSD: in.WeeklyLimitUSD.decimalPtr(), MonthlyLimitUSD: in.MonthlyLimitUSD.decimalPtr(),
+		RateLimitPerMinute: in.RateLimitPerMinute.intPtr(),
 	}
-	var b toolgatetype.BudgetDefinition
-	for _, f := range fs {
-		switch f.name {
-		case "id":
-			b.ID, err = f.text()
-		case "name":
-			b.Name, err = f.text()
-		case "parent":
-			b.Parent, err = f.text()
-		case "members":
-			b.Members, err = f.texts()
-		case "approvers":
-			b.Approvers, err = f.texts()
-		case "claims":
-			b.Claims, err = budgetClaims(f.node)
-		case "everyone":
-			b.Everyone, err = f.boolean()
-		case "dailyLimitUsd", "weeklyLimitUsd", "monthlyLimitUsd":
-			err = setWindowLimit(f, &b.DailyLimitUSD, &b.WeeklyLimitUSD, &b.MonthlyLimitUSD)
-		case "rateLimitPerMinute":
-			var perMinute int
-			if perMinute, err = f.count(); err == nil && perMinute < 1 {
-				err = f.errorf("must be at least 1: calls per minute shared by the members")
-			}
-			b.RateLimitPerMinute = &perMinute
-		case "tools":
-			b.Tools, err = p.budgetTools(f.node)
-		case "alerts":
-			b.Alerts, err = budgetAlerts(f.node)
-		case "timeZone":
-			b.TimeZone, err = f.str() // checked by the gateway, which reads the zone
+	for _, f := range []struct {
+		dst *string
+		src *text
+	}{{&b.ID, in.ID}, {&b.Name, in.Name}, {&b.Parent, in.Parent}} {
+		if f.src != nil {
+			*f.dst = string(*f.src)
 		}
-		if err != nil {
-			return toolgatetype.BudgetDefinition{}, err
+	}
+	if in.TimeZone != nil {
+		b.TimeZone = *in.TimeZone
+	}
+	if in.Everyone != nil {
+		b.Everyone = *in.Everyone
+	}
+	if in.Claims != nil {
+		b.Claims = make(map[string]string, len(in.Claims))
+		for _, name := range slices.Sorted(maps.Keys(in.Claims)) {
+			if name == "" {
+				return toolgatetype.BudgetDefinition{}, errorf(at(path, "claims"), "a claim's name is empty")
+			}
+			if v := in.Claims[name]; v != nil {
+				b.Claims[name] = string(*v)
+			}
+		}
+	}
+	if in.RateLimitPerMinute != nil && *in.RateLimitPerMinute < 1 {
+		return toolgatetype.BudgetDefinition{}, errorf(at(path, "rateLimitPerMinute"), "must be at least 1: calls per minute shared by the members")
+	}
+	if in.Tools != nil {
+		toolsPath := at(path, "tools")
+		b.Tools = make(map[string]toolgatetype.BudgetToolLimits, len(in.Tools))
+		for _, slug := range slices.Sorted(maps.Keys(in.Tools)) {
+			t := in.Tools[slug]
+			if t == nil {
+				continue
+			}
+			if err := p.knownOrMCPTool(toolsPath, slug); err != nil {
+				return toolgatetype.BudgetDefinition{}, err
+			}
+			b.Tools[slug] = toolgatetype.BudgetToolLimits{Allowed: t.Allowed,
+				DailyLimitUSD: t.DailyLimitUSD.decimalPtr(), WeeklyLimitUSD: t.WeeklyLimitUSD.decimalPtr(), MonthlyLimitUSD: t.MonthlyLimitUSD.decimalPtr()}
+		}
+	}
+	if in.Alerts != nil {
+		b.Alerts = make([]float64, len(in.Alerts))
+		for i, f := range in.Alerts {
+			b.Alerts[i] = float64(f)
 		}
 	}
 	if b.ID == "" {
-		return toolgatetype.BudgetDefinition{}, n.child("id").errorf(`is required: a short name such as "search-team"`)
+		return toolgatetype.BudgetDefinition{}, errorf(at(path, "id"), `is required: a short name such as "search-team"`)
 	}
 	return b, nil
 }
 
-// setWindowLimit parses f, one of budgetWindowFields, into the limit of
-// its window.
-func setWindowLimit(f field, daily, weekly, monthly **decimal.Decimal) error {
-	d, err := f.amount()
-	if err != nil {
-		return err
+// claimValue is the string a budget's claim must equal or hold.
+type claimValue string
+
+func (c *claimValue) UnmarshalJSON(raw []byte) error {
+	var s string
+	if kindOf(raw) != "a string" || json.Unmarshal(raw, &s) != nil {
+		return fmt.Errorf(`must be the string the claim equals or holds, such as "search", not %s`, kindOf(raw))
 	}
-	switch f.name {
-	case "dailyLimitUsd":
-		*daily = &d
-	case "weeklyLimitUsd":
-		*weekly = &d
-	case "monthlyLimitUsd":
-		*monthly = &d
+	if s == "" {
+		return errors.New("is empty: a token's claim is matched exactly, and no team is named by nothing")
 	}
+	*c = claimValue(s)
 	return nil
 }
 
-// budgetClaims parses a budget's claims: each a claim's name and the one
-// string it must equal or hold.
-func budgetClaims(n node) (map[string]string, error) {
-	fs, err := n.members()
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]string, len(fs))
-	for _, f := range fs {
-		if f.name == "" {
-			return nil, n.errorf("a claim's name is empty")
-		}
-		v, err := f.str()
-		if err != nil {
-			return nil, f.errorf(`must be the string the claim equals or holds, such as "search", not %s`, f.kind())
-		}
-		if v == "" {
-			return nil, f.errorf("is empty: a token's claim is matched exactly, and no team is named by nothing")
-		}
-		out[f.name] = v
-	}
-	return out, nil
-}
+// fraction is a fraction of a window's limit whose crossing sends an
+// alert, in (0, 1]. It is read from its text, so that one no float can
+// hold is refused by what the operator wrote.
+type fraction float64
 
-func (p configParser) budgetTools(n node) (map[string]toolgatetype.BudgetToolLimits, error) {
-	tools, err := n.members()
-	if err != nil {
-		return nil, err
+func (f *fraction) UnmarshalJSON(raw []byte) error {
+	if kindOf(raw) != "a number" {
+		return fmt.Errorf("must be a fraction of the limit such as 0.8, not %s", kindOf(raw))
 	}
-	out := make(map[string]toolgatetype.BudgetToolLimits, len(tools))
-	for _, t := range tools {
-		if err := p.knownOrMCPTool(n, t.name); err != nil {
-			return nil, err
-		}
-		fs, err := t.fields(append([]string{"allowed"}, budgetWindowFields...)...)
-		if err != nil {
-			return nil, err
-		}
-		var l toolgatetype.BudgetToolLimits
-		for _, f := range fs {
-			if f.name == "allowed" {
-				var allowed bool
-				allowed, err = f.boolean()
-				l.Allowed = &allowed
-			} else {
-				err = setWindowLimit(f, &l.DailyLimitUSD, &l.WeeklyLimitUSD, &l.MonthlyLimitUSD)
-			}
-			if err != nil {
-				return nil, err
-			}
-		}
-		out[t.name] = l
+	text := strings.TrimSpace(string(raw))
+	d, err := decimal.NewFromString(text)
+	if len(text) > 32 || err != nil || !d.IsPositive() || d.GreaterThan(decimal.NewFromInt(1)) {
+		return fmt.Errorf("%.32s is not a fraction from above 0 to 1 (0.8 alerts at 80%% of the limit)", text)
 	}
-	return out, nil
-}
-
-// budgetAlerts parses the fractions of a window's limit whose crossing
-// sends an alert, each in (0, 1]. A fraction is read from its text, so
-// that one no float can hold is refused by what the operator wrote.
-func budgetAlerts(n node) ([]float64, error) {
-	items, err := n.items()
-	if err != nil {
-		return nil, err
-	}
-	out := make([]float64, 0, len(items))
-	for _, item := range items {
-		if item.kind() != "a number" {
-			return nil, item.errorf("must be a fraction of the limit such as 0.8, not %s", item.kind())
-		}
-		text := strings.TrimSpace(string(item.raw))
-		d, err := decimal.NewFromString(text)
-		if len(text) > 32 || err != nil || !d.IsPositive() || d.GreaterThan(decimal.NewFromInt(1)) {
-			return nil, item.errorf("%.32s is not a fraction from above 0 to 1 (0.8 alerts at 80%% of the limit)", text)
-		}
-		out = append(out, d.InexactFloat64())
-	}
-	return out, nil
+	*f = fraction(d.InexactFloat64())
+	return nil
 }
 
 // checkBudgets checks the budgets against the rest of the file, once it is

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -182,15 +183,19 @@ func ParseConfig(data []byte) (*Config, error) {
 // an absolute directory. The registry is made first, and the manifests
 // loaded into it, since the rest of the file may name their tools.
 func parse(data []byte, dir string) (*Config, error) {
-	reg, err := configRegistry(data)
+	var doc configJSON
+	if err := decodeConfig(data, &doc); err != nil {
+		return nil, err
+	}
+	reg, err := builtinRegistry(doc.BuiltinTools)
 	if err != nil {
 		return nil, err
 	}
-	tools, err := loadToolManifests(data, dir, reg)
+	tools, err := doc.loadToolManifests(dir, reg)
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := parseConfig(data, reg)
+	cfg, err := doc.config(reg)
 	if err != nil {
 		return nil, err
 	}
@@ -198,142 +203,170 @@ func parse(data []byte, dir string) (*Config, error) {
 	return cfg, nil
 }
 
-// configRegistry is the registry a config starts from, before its
+// configJSON is the config file as encoding/json decodes it; config checks
+// it and makes it a Config. A member given as null is absent.
+type configJSON struct {
+	Listen               *string               `json:"listen"`
+	Storage              *string               `json:"storage"`
+	QuoteTTL             *duration             `json:"quoteTTL"`
+	MaxOpenQuotes        *count                `json:"maxOpenQuotes"`
+	ApprovalTTL          *duration             `json:"approvalTTL"`
+	IdempotencyLease     *duration             `json:"idempotencyLease"`
+	UpstreamTimeout      *duration             `json:"upstreamTimeout"`
+	FeeRate              *amount               `json:"feeRate"`
+	ExposeUsageCounts    bool                  `json:"exposeUsageCounts"`
+	BuiltinTools         *bool                 `json:"builtinTools"`
+	Principals           []principalJSON       `json:"principals"`
+	Upstreams            map[string]*string    `json:"upstreams"`
+	Trust                map[string]*trustJSON `json:"trust"`
+	Tools                []str                 `json:"tools"`
+	Approvers            []approverJSON        `json:"approvers"`
+	Approvals            *approvalsJSON        `json:"approvals"`
+	MetricsListen        *string               `json:"metricsListen"`
+	Retention            *duration             `json:"retention"`
+	SynchronousAdmission *bool                 `json:"synchronousAdmission"`
+	OAuth                *oauthJSON            `json:"oauth"`
+	SealingKeys          []str                 `json:"sealingKeys"`
+	Limits               *limitsConfigJSON     `json:"limits"`
+	AllowedHosts         []str                 `json:"allowedHosts"`
+	MCPServers           []mcpServerJSON       `json:"mcpServers"`
+	Pins                 *string               `json:"pins"`
+	Receipts             *receiptsJSON         `json:"receipts"`
+	Budgets              []budgetJSON          `json:"budgets"`
+	Webhooks             *webhooksJSON         `json:"webhooks"`
+}
+
+// builtinRegistry is the registry a config starts from, before its
 // manifests: the built-in tools, or none when its "builtinTools" is false.
-// It is read first, since the rest of the file may name a built-in tool
-// only when it is served.
-func configRegistry(data []byte) (*registry.Registry, error) {
-	root, err := parseDocument(data)
-	if err != nil {
-		return nil, err
-	}
-	fields, err := root.members()
-	if err != nil {
-		return nil, err
-	}
-	for _, f := range fields {
-		if f.name != "builtinTools" {
-			continue
-		}
-		builtins, err := f.boolean()
-		if err != nil {
-			return nil, err
-		}
-		if !builtins {
-			return registry.New(), nil
-		}
+func builtinRegistry(builtins *bool) (*registry.Registry, error) {
+	if builtins != nil && !*builtins {
+		return registry.New(), nil
 	}
 	return newRegistry()
 }
 
-// parseConfig parses a config file. Every tool it names must be in reg,
-// the tools of its manifests included (parse loads them first).
-// Errors are *ConfigError naming the field; no error ever quotes an API
-// key or a database URL, since they end up in logs.
-func parseConfig(data []byte, reg *registry.Registry) (*Config, error) {
-	root, err := parseDocument(data)
-	if err != nil {
-		return nil, err
+// config checks the decoded file and makes it a Config. Every tool it
+// names must be in reg, the tools of its manifests included (parse loads
+// them first). Errors are *ConfigError naming the field; no error ever
+// quotes an API key or a database URL, since they end up in logs.
+func (doc *configJSON) config(reg *registry.Registry) (*Config, error) {
+	p := configParser{reg: reg, callerKeys: map[[sha256.Size]byte]string{}, mcpIDs: map[string]bool{}}
+	for _, s := range doc.MCPServers {
+		if s.ID != nil {
+			p.mcpIDs[*s.ID] = true
+		}
 	}
-	fs, err := root.fields("listen", "storage", "quoteTTL", "maxOpenQuotes", "approvalTTL", "idempotencyLease", "upstreamTimeout", "feeRate",
-		"exposeUsageCounts", "builtinTools", "principals", "upstreams", "trust", "tools", "approvers", "approvals",
-		"metricsListen", "retention", "synchronousAdmission", "oauth", "sealingKeys", "limits", "allowedHosts", "mcpServers", "pins", "receipts", "budgets", "webhooks")
-	if err != nil {
-		return nil, err
-	}
-	p := configParser{reg: reg, callerKeys: map[[sha256.Size]byte]string{}, mcpIDs: mcpServerIDs(root)}
 	cfg := &Config{Listen: defaultListen, Storage: storageMemory, BuiltinTools: true}
-	var leaseField, upstreamField *field // for the check across the two
-	var syncAdmissionField *field        // checked against the storage
-	var mcpField, pinsField *field       // checked against each other and the lease
-	for _, f := range fs {
-		switch f.name {
-		case "listen":
-			cfg.Listen, err = p.listen(f.node)
-		case "storage":
-			cfg.Storage, err = p.storage(f.node)
-		case "quoteTTL":
-			cfg.QuoteTTL, err = f.duration()
-		case "maxOpenQuotes":
-			if cfg.MaxOpenQuotes, err = f.count(); err == nil && cfg.MaxOpenQuotes < 1 {
-				err = f.errorf("must be at least 1: every caller may hold some open quotes")
-			}
-		case "approvalTTL":
-			cfg.ApprovalTTL, err = f.duration()
-		case "idempotencyLease":
-			cfg.IdempotencyLease, err = f.duration()
-			leaseField = &f
-		case "upstreamTimeout":
-			cfg.UpstreamTimeout, err = f.duration()
-			upstreamField = &f
-		case "feeRate":
-			cfg.FeeRate, err = p.feeRate(f.node)
-		case "exposeUsageCounts":
-			cfg.ExposeUsageCounts, err = f.boolean()
-		case "builtinTools":
-			cfg.BuiltinTools, err = f.boolean() // applied by configRegistry, before the rest
-		case "principals":
-			cfg.Principals, err = p.principals(f.node)
-		case "upstreams":
-			cfg.Upstreams, err = p.upstreams(f.node)
-		case "trust":
-			cfg.Trust, err = p.trust(f.node)
-		case "tools":
-			_, err = f.items() // loaded by loadToolManifests, which knows the file's directory
-		case "approvers":
-			cfg.Approvers, err = p.approvers(f.node)
-		case "approvals":
-			cfg.Approvals, err = p.approvals(f.node)
-		case "oauth":
-			cfg.OAuth, err = p.oauth(f.node)
-		case "metricsListen":
-			cfg.MetricsListen, err = p.listen(f.node)
-		case "synchronousAdmission":
-			cfg.SynchronousAdmission, err = f.boolean()
-			syncAdmissionField = &f
-		case "sealingKeys":
-			cfg.SealingKeys, err = p.sealingKeys(f.node)
-		case "limits":
-			cfg.Limits, err = p.limits(f.node)
-		case "allowedHosts":
-			cfg.AllowedHosts, err = p.allowedHosts(f.node)
-		case "mcpServers":
-			cfg.MCPServers, err = p.mcpServers(f.node)
-			mcpField = &f
-		case "receipts":
-			cfg.Receipts, err = p.receipts(f.node)
-		case "budgets":
-			cfg.Budgets, err = p.budgets(f.node)
-		case "webhooks":
-			cfg.Webhooks, err = p.webhooks(f.node)
-		case "pins":
-			if cfg.PinsFile, err = f.str(); err == nil && strings.TrimSpace(cfg.PinsFile) == "" {
-				err = f.errorf(`must be a file path such as "toolgate.pins.json" (relative to the config file)`)
-			}
-			pinsField = &f
-		case "retention":
-			if cfg.Retention, err = f.duration(); err == nil && cfg.Retention < minRetention {
-				err = f.errorf("%s is shorter than the minimum of 24h: finished calls stay replayable for a day", cfg.Retention)
-			}
-		}
-		if err != nil {
+	var err error
+	if doc.Listen != nil {
+		if cfg.Listen, err = checkListenAt("listen", *doc.Listen); err != nil {
 			return nil, err
 		}
 	}
-	if err := checkLease(cfg, leaseField, upstreamField); err != nil {
+	if doc.Storage != nil {
+		if cfg.Storage, err = checkStorage("storage", *doc.Storage); err != nil {
+			return nil, err
+		}
+	}
+	cfg.QuoteTTL = doc.QuoteTTL.value()
+	if doc.MaxOpenQuotes != nil {
+		if cfg.MaxOpenQuotes = int(*doc.MaxOpenQuotes); cfg.MaxOpenQuotes < 1 {
+			return nil, errorf("maxOpenQuotes", "must be at least 1: every caller may hold some open quotes")
+		}
+	}
+	cfg.ApprovalTTL = doc.ApprovalTTL.value()
+	cfg.IdempotencyLease = doc.IdempotencyLease.value()
+	cfg.UpstreamTimeout = doc.UpstreamTimeout.value()
+	if doc.FeeRate != nil {
+		if cfg.FeeRate, err = feeRate("feeRate", *doc.FeeRate); err != nil {
+			return nil, err
+		}
+	}
+	cfg.ExposeUsageCounts = doc.ExposeUsageCounts
+	if doc.BuiltinTools != nil {
+		cfg.BuiltinTools = *doc.BuiltinTools // applied by builtinRegistry, before the rest
+	}
+	if cfg.Principals, err = p.principals("principals", doc.Principals); err != nil {
 		return nil, err
 	}
-	if mcpField != nil {
-		if err := checkCallTimeouts(cfg, mcpField.node); err != nil {
+	if cfg.Upstreams, err = p.upstreams("upstreams", doc.Upstreams); err != nil {
+		return nil, err
+	}
+	if cfg.Trust, err = p.trust("trust", doc.Trust); err != nil {
+		return nil, err
+	}
+	if cfg.Approvers, err = p.approvers("approvers", doc.Approvers); err != nil {
+		return nil, err
+	}
+	if doc.Approvals != nil {
+		if cfg.Approvals, err = doc.Approvals.approvals("approvals"); err != nil {
 			return nil, err
 		}
 	}
-	if pinsField != nil && len(cfg.MCPServers) == 0 {
-		return nil, pinsField.errorf("pins the tools of mcpServers, and there are none")
+	if doc.OAuth != nil {
+		if cfg.OAuth, err = doc.OAuth.oauth("oauth"); err != nil {
+			return nil, err
+		}
 	}
-	if syncAdmissionField != nil && cfg.SynchronousAdmission && cfg.StorageKind() != "postgres" {
+	if doc.MetricsListen != nil {
+		if cfg.MetricsListen, err = checkListenAt("metricsListen", *doc.MetricsListen); err != nil {
+			return nil, err
+		}
+	}
+	if doc.SynchronousAdmission != nil {
+		cfg.SynchronousAdmission = *doc.SynchronousAdmission
+	}
+	if doc.SealingKeys != nil {
+		if cfg.SealingKeys, err = sealingKeys("sealingKeys", doc.SealingKeys); err != nil {
+			return nil, err
+		}
+	}
+	if doc.Limits != nil {
+		if cfg.Limits, err = doc.Limits.limits("limits"); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.AllowedHosts, err = allowedHosts("allowedHosts", doc.AllowedHosts); err != nil {
+		return nil, err
+	}
+	if cfg.MCPServers, err = mcpServers("mcpServers", doc.MCPServers); err != nil {
+		return nil, err
+	}
+	if doc.Receipts != nil {
+		if cfg.Receipts, err = doc.Receipts.receipts("receipts"); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Budgets, err = p.budgets("budgets", doc.Budgets); err != nil {
+		return nil, err
+	}
+	if doc.Webhooks != nil {
+		if cfg.Webhooks, err = doc.Webhooks.webhooks("webhooks"); err != nil {
+			return nil, err
+		}
+	}
+	if doc.Pins != nil {
+		if cfg.PinsFile = *doc.Pins; strings.TrimSpace(cfg.PinsFile) == "" {
+			return nil, errorf("pins", `must be a file path such as "toolgate.pins.json" (relative to the config file)`)
+		}
+	}
+	if cfg.Retention = doc.Retention.value(); doc.Retention != nil && cfg.Retention < minRetention {
+		return nil, errorf("retention", "%s is shorter than the minimum of 24h: finished calls stay replayable for a day", cfg.Retention)
+	}
+	if err := checkLease(cfg, doc.IdempotencyLease != nil); err != nil {
+		return nil, err
+	}
+	if doc.MCPServers != nil {
+		if err := checkCallTimeouts(cfg, "mcpServers"); err != nil {
+			return nil, err
+		}
+	}
+	if doc.Pins != nil && len(cfg.MCPServers) == 0 {
+		return nil, errorf("pins", "pins the tools of mcpServers, and there are none")
+	}
+	if cfg.SynchronousAdmission && cfg.StorageKind() != "postgres" {
 		// Silently meaningless would let an operator believe in a guarantee.
-		return nil, syncAdmissionField.errorf("applies only to a PostgreSQL storage, not %s", cfg.StorageKind())
+		return nil, errorf("synchronousAdmission", "applies only to a PostgreSQL storage, not %s", cfg.StorageKind())
 	}
 	if err := checkPrincipals(cfg); err != nil {
 		return nil, err
@@ -359,8 +392,8 @@ func (c *Config) upstreamTimeout() time.Duration {
 // checkLease requires the idempotency lease, given or default, to be longer
 // than the upstream timeout, given or default: a retry takes over a call
 // whose lease has ended, and one still waiting on its upstream would then
-// run twice. The error names the field that was set.
-func checkLease(cfg *Config, lease, upstream *field) error {
+// run twice. The error names the lease when it was set, else the timeout.
+func checkLease(cfg *Config, leaseSet bool) error {
 	l, u := cfg.IdempotencyLease, cfg.upstreamTimeout()
 	if l == 0 {
 		l = toolgate.DefaultIdempotencyLease
@@ -368,10 +401,10 @@ func checkLease(cfg *Config, lease, upstream *field) error {
 	if u < l {
 		return nil
 	}
-	if lease != nil {
-		return lease.errorf("%s must be longer than upstreamTimeout (%s), or a retry could take over a call still waiting on its upstream", l, u)
+	if leaseSet {
+		return errorf("idempotencyLease", "%s must be longer than upstreamTimeout (%s), or a retry could take over a call still waiting on its upstream", l, u)
 	}
-	return upstream.errorf("%s must be shorter than idempotencyLease (%s), or a retry could take over a call still waiting on its upstream", u, l)
+	return errorf("upstreamTimeout", "%s must be shorter than idempotencyLease (%s), or a retry could take over a call still waiting on its upstream", u, l)
 }
 
 type configParser struct {
@@ -398,31 +431,23 @@ func CheckListen(addr string) error {
 	return nil
 }
 
-func (configParser) listen(n node) (string, error) {
-	s, err := n.str()
-	if err != nil {
-		return "", err
-	}
+func checkListenAt(path, s string) (string, error) {
 	if err := CheckListen(s); err != nil {
-		return "", n.errorf("%v", err)
+		return "", errorf(path, "%v", err)
 	}
 	return s, nil
 }
 
-func (configParser) storage(n node) (string, error) {
-	s, err := n.str()
-	if err != nil {
-		return "", err
-	}
+func checkStorage(path, s string) (string, error) {
 	if s == storageMemory {
 		return s, nil
 	}
-	if path, ok := strings.CutPrefix(s, sqlitePrefix); ok {
+	if file, ok := strings.CutPrefix(s, sqlitePrefix); ok {
 		switch {
-		case path == "":
-			return "", n.errorf(`"sqlite:" must be followed by the database file's path (sqlite:/var/lib/toolgate/toolgate.db)`)
-		case path == ":memory:" || strings.HasPrefix(path, "file:"):
-			return "", n.errorf(`%q: after "sqlite:" comes a file path (for a store kept in memory, use "memory")`, s)
+		case file == "":
+			return "", errorf(path, `"sqlite:" must be followed by the database file's path (sqlite:/var/lib/toolgate/toolgate.db)`)
+		case file == ":memory:" || strings.HasPrefix(file, "file:"):
+			return "", errorf(path, `%q: after "sqlite:" comes a file path (for a store kept in memory, use "memory")`, s)
 		}
 		return s, nil
 	}
@@ -430,40 +455,45 @@ func (configParser) storage(n node) (string, error) {
 	// parser's error. The parser is pgx's own, so whatever the store will
 	// accept (several hosts, say) passes here too.
 	if !strings.HasPrefix(s, "postgres://") && !strings.HasPrefix(s, "postgresql://") {
-		return "", n.errorf(`must be "memory", a PostgreSQL URL (postgres://user:password@host:5432/db) or "sqlite:" and a file path`)
+		return "", errorf(path, `must be "memory", a PostgreSQL URL (postgres://user:password@host:5432/db) or "sqlite:" and a file path`)
 	}
 	if _, err := pgconn.ParseConfig(s); err != nil {
-		return "", n.errorf("is not a valid PostgreSQL URL (postgres://user:password@host:5432/db)")
+		return "", errorf(path, "is not a valid PostgreSQL URL (postgres://user:password@host:5432/db)")
 	}
 	return s, nil
 }
 
-func (configParser) feeRate(n node) (*decimal.Decimal, error) {
-	d, err := n.amount()
-	if err != nil {
-		return nil, err
-	}
+func feeRate(path string, a amount) (*decimal.Decimal, error) {
+	d := decimal.Decimal(a)
 	if d.GreaterThan(decimal.NewFromInt(1)) {
-		return nil, n.errorf("%s must be from 0 to 1 (0.10 is a 10%% fee)", d)
+		return nil, errorf(path, "%s must be from 0 to 1 (0.10 is a 10%% fee)", d)
 	}
 	return &d, nil
 }
 
-func (p configParser) principals(n node) ([]Principal, error) {
-	items, err := n.items()
-	if err != nil {
-		return nil, err
+// principalJSON is an entry of "principals".
+type principalJSON struct {
+	ID            *text              `json:"id"`
+	APIKeys       []str              `json:"apiKeys"`
+	APIKeySha256  []str              `json:"apiKeySha256"`
+	SpendControls *spendControlsJSON `json:"spendControls"`
+	ApprovalMode  *string            `json:"approvalMode"`
+}
+
+func (p configParser) principals(path string, in []principalJSON) ([]Principal, error) {
+	if in == nil {
+		return nil, nil
 	}
-	out := make([]Principal, 0, len(items))
+	out := make([]Principal, 0, len(in))
 	owner := map[[sha256.Size]byte]string{} // key digest -> principal, across principals
-	for _, item := range items {
-		pr, err := p.principal(item, owner)
+	for i, item := range in {
+		pr, err := p.principal(index(path, i), item, owner)
 		if err != nil {
 			return nil, err
 		}
 		for _, other := range out {
 			if other.ID == pr.ID {
-				return nil, item.child("id").errorf("principal %q is given twice", pr.ID)
+				return nil, errorf(at(index(path, i), "id"), "principal %q is given twice", pr.ID)
 			}
 		}
 		out = append(out, pr)
@@ -471,69 +501,53 @@ func (p configParser) principals(n node) ([]Principal, error) {
 	return out, nil
 }
 
-func (p configParser) principal(n node, owner map[[sha256.Size]byte]string) (Principal, error) {
-	fs, err := n.fields("id", "apiKeys", "apiKeySha256", "spendControls", "approvalMode")
-	if err != nil {
-		return Principal{}, err
-	}
+func (p configParser) principal(path string, in principalJSON, owner map[[sha256.Size]byte]string) (Principal, error) {
 	var pr Principal
-	var keys, digests []node // checked once the id is known, to name it in clashes
-	for _, f := range fs {
-		switch f.name {
-		case "id":
-			if pr.ID, err = f.text(); err == nil && (pr.ID == "" || len(pr.ID) > maxPrincipalID) {
-				err = f.errorf("must be 1 to %d characters", maxPrincipalID)
-			}
-		case "apiKeys":
-			keys, err = f.items()
-		case "apiKeySha256":
-			digests, err = f.items()
-		case "spendControls":
-			pr.SpendControls, err = p.spendControls(f.node)
-		case "approvalMode":
-			pr.ApprovalMode, err = approvalMode(f.node)
+	var err error
+	if in.ID != nil {
+		if pr.ID = string(*in.ID); pr.ID == "" || len(pr.ID) > maxPrincipalID {
+			return Principal{}, errorf(at(path, "id"), "must be 1 to %d characters", maxPrincipalID)
 		}
-		if err != nil {
+	}
+	if in.SpendControls != nil {
+		if pr.SpendControls, err = p.spendControls(at(path, "spendControls"), *in.SpendControls); err != nil {
+			return Principal{}, err
+		}
+	}
+	if in.ApprovalMode != nil {
+		if pr.ApprovalMode, err = approvalMode(at(path, "approvalMode"), *in.ApprovalMode); err != nil {
 			return Principal{}, err
 		}
 	}
 	if pr.ID == "" {
-		return Principal{}, n.errorf("id is required")
+		return Principal{}, errorf(path, "id is required")
 	}
-	claim := func(k node, d [sha256.Size]byte) error {
+	claim := func(keyPath string, d [sha256.Size]byte) error {
 		if other, taken := owner[d]; taken && other != pr.ID {
-			return k.errorf("this key already belongs to principal %q", other)
+			return errorf(keyPath, "this key already belongs to principal %q", other)
 		}
 		owner[d] = pr.ID
-		p.callerKeys[d] = k.path
+		p.callerKeys[d] = keyPath
 		return nil
 	}
-	for _, k := range keys {
-		key, err := k.str()
-		if err != nil {
-			return Principal{}, err
-		}
+	for i, key := range strs(in.APIKeys) {
+		keyPath := index(at(path, "apiKeys"), i)
 		if !validKey(key) {
-			return Principal{}, k.errorf("an API key must be 1 to %d visible ASCII characters (no spaces)", maxKeyLen)
+			return Principal{}, errorf(keyPath, "an API key must be 1 to %d visible ASCII characters (no spaces)", maxKeyLen)
 		}
-		if err := claim(k, sha256.Sum256([]byte(key))); err != nil {
+		if err := claim(keyPath, sha256.Sum256([]byte(key))); err != nil {
 			return Principal{}, err
 		}
 		pr.APIKeys = append(pr.APIKeys, key)
 	}
-	for _, k := range digests {
-		s, err := k.str()
-		if err != nil {
-			return Principal{}, err
-		}
+	for i, s := range strs(in.APIKeySha256) {
+		keyPath := index(at(path, "apiKeySha256"), i)
 		// Not quoted back: a key pasted here by mistake must not reach a log.
-		raw, err := hex.DecodeString(s)
-		if err != nil || len(raw) != sha256.Size {
-			return Principal{}, k.errorf("must be the SHA-256 of a key as 64 hex digits")
+		d, ok := keyDigest(s)
+		if !ok {
+			return Principal{}, errorf(keyPath, "must be the SHA-256 of a key as 64 hex digits")
 		}
-		var d [sha256.Size]byte
-		copy(d[:], raw)
-		if err := claim(k, d); err != nil {
+		if err := claim(keyPath, d); err != nil {
 			return Principal{}, err
 		}
 		pr.APIKeyDigests = append(pr.APIKeyDigests, d)
@@ -541,6 +555,17 @@ func (p configParser) principal(n node, owner map[[sha256.Size]byte]string) (Pri
 	// A principal without keys calls with access tokens alone, which
 	// checkPrincipals checks once the whole file is read.
 	return pr, nil
+}
+
+// keyDigest reads the SHA-256 of a key, as 64 hex digits.
+func keyDigest(s string) ([sha256.Size]byte, bool) {
+	var d [sha256.Size]byte
+	raw, err := hex.DecodeString(s)
+	if err != nil || len(raw) != sha256.Size {
+		return d, false
+	}
+	copy(d[:], raw)
+	return d, true
 }
 
 // validKey matches what the HTTP API accepts as a bearer token, so a key
@@ -557,117 +582,74 @@ func validKey(key string) bool {
 	return true
 }
 
-// limitFields are the five fields global and per-tool spend controls share.
-var limitFields = []string{"maxPerCallUsd", "dailyLimitUsd", "monthlyLimitUsd", "rateLimitPerMinute", "rateLimitPerHour"}
-
-// limits collects limitFields before they go into the storage types.
-type limits struct {
-	maxPerCall, daily, monthly *decimal.Decimal
-	perMinute, perHour         *int
+// limitsJSON are the five limits global and per-tool spend controls share.
+type limitsJSON struct {
+	MaxPerCallUSD      *amount `json:"maxPerCallUsd"`
+	DailyLimitUSD      *amount `json:"dailyLimitUsd"`
+	MonthlyLimitUSD    *amount `json:"monthlyLimitUsd"`
+	RateLimitPerMinute *count  `json:"rateLimitPerMinute"`
+	RateLimitPerHour   *count  `json:"rateLimitPerHour"`
 }
 
-func (l *limits) set(f field) error {
-	amount := func(dst **decimal.Decimal) error {
-		d, err := f.amount()
-		*dst = &d
-		return err
-	}
-	count := func(dst **int) error {
-		n, err := f.count()
-		*dst = &n
-		return err
-	}
-	switch f.name {
-	case "maxPerCallUsd":
-		return amount(&l.maxPerCall)
-	case "dailyLimitUsd":
-		return amount(&l.daily)
-	case "monthlyLimitUsd":
-		return amount(&l.monthly)
-	case "rateLimitPerMinute":
-		return count(&l.perMinute)
-	case "rateLimitPerHour":
-		return count(&l.perHour)
-	}
-	return nil
+// spendControlsJSON is a principal's "spendControls".
+type spendControlsJSON struct {
+	Tools map[string]*toolControlsJSON `json:"tools"`
+	limitsJSON
 }
 
-func (p configParser) spendControls(n node) (toolgatetype.SpendControls, error) {
-	fs, err := n.fields(append([]string{"tools"}, limitFields...)...)
-	if err != nil {
-		return toolgatetype.SpendControls{}, err
+// toolControlsJSON is an entry of a principal's "spendControls.tools".
+type toolControlsJSON struct {
+	Allowed *bool `json:"allowed"`
+	limitsJSON
+}
+
+func (p configParser) spendControls(path string, in spendControlsJSON) (toolgatetype.SpendControls, error) {
+	c := toolgatetype.SpendControls{
+		MaxPerCallUSD: in.MaxPerCallUSD.decimalPtr(), DailyLimitUSD: in.DailyLimitUSD.decimalPtr(), MonthlyLimitUSD: in.MonthlyLimitUSD.decimalPtr(),
+		RateLimitPerMinute: in.RateLimitPerMinute.intPtr(), RateLimitPerHour: in.RateLimitPerHour.intPtr(),
 	}
-	var c toolgatetype.SpendControls
-	var l limits
-	for _, f := range fs {
-		if f.name == "tools" {
-			c.Tools, err = p.toolControls(f.node)
-		} else {
-			err = l.set(f)
+	if in.Tools == nil {
+		return c, nil
+	}
+	path = at(path, "tools")
+	c.Tools = make(map[string]toolgatetype.ToolSpendControls, len(in.Tools))
+	for _, slug := range slices.Sorted(maps.Keys(in.Tools)) {
+		t := in.Tools[slug]
+		if t == nil {
+			continue
 		}
-		if err != nil {
+		if err := p.knownOrMCPTool(path, slug); err != nil {
 			return toolgatetype.SpendControls{}, err
 		}
+		c.Tools[slug] = toolgatetype.ToolSpendControls{
+			Allowed:       t.Allowed,
+			MaxPerCallUSD: t.MaxPerCallUSD.decimalPtr(), DailyLimitUSD: t.DailyLimitUSD.decimalPtr(), MonthlyLimitUSD: t.MonthlyLimitUSD.decimalPtr(),
+			RateLimitPerMinute: t.RateLimitPerMinute.intPtr(), RateLimitPerHour: t.RateLimitPerHour.intPtr(),
+		}
 	}
-	c.MaxPerCallUSD, c.DailyLimitUSD, c.MonthlyLimitUSD = l.maxPerCall, l.daily, l.monthly
-	c.RateLimitPerMinute, c.RateLimitPerHour = l.perMinute, l.perHour
 	return c, nil
 }
 
-func (p configParser) toolControls(n node) (map[string]toolgatetype.ToolSpendControls, error) {
-	tools, err := n.members()
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]toolgatetype.ToolSpendControls, len(tools))
-	for _, t := range tools {
-		if err := p.knownOrMCPTool(n, t.name); err != nil {
-			return nil, err
-		}
-		fs, err := t.fields(append([]string{"allowed"}, limitFields...)...)
-		if err != nil {
-			return nil, err
-		}
-		var c toolgatetype.ToolSpendControls
-		var l limits
-		for _, f := range fs {
-			if f.name == "allowed" {
-				var b bool
-				b, err = f.boolean()
-				c.Allowed = &b
-			} else {
-				err = l.set(f)
-			}
-			if err != nil {
-				return nil, err
-			}
-		}
-		c.MaxPerCallUSD, c.DailyLimitUSD, c.MonthlyLimitUSD = l.maxPerCall, l.daily, l.monthly
-		c.RateLimitPerMinute, c.RateLimitPerHour = l.perMinute, l.perHour
-		out[t.name] = c
-	}
-	return out, nil
-}
-
 // knownTool refuses a slug the registry does not hold, so a typo in a slug
-// fails at start rather than silently configuring nothing.
-func (p configParser) knownTool(in node, slug string) error {
+// fails at start rather than silently configuring nothing. path is the
+// object that names it.
+func (p configParser) knownTool(path, slug string) error {
 	if v, err := p.reg.Lookup(slug); err != nil || v.Tool.Slug != slug {
-		return in.errorf("no tool %q (the tools are %s)", slug, strings.Join(p.slugs(), ", "))
+		return errorf(path, "no tool %q (the tools are %s)", slug, strings.Join(p.slugs(), ", "))
 	}
 	return nil
 }
 
 // knownOrMCPTool is knownTool, but also accepts the slug of a tool of a
 // configured MCP server, which can only be checked once the server runs.
-func (p configParser) knownOrMCPTool(in node, slug string) error {
+func (p configParser) knownOrMCPTool(path, slug string) error {
 	if _, ok := p.mcpSlug(slug); ok {
 		if !mcpupstream.ValidSlug(slug) {
-			return in.errorf("%q is not the slug of an MCP server's tool ({id}.{name}: lowercase letters, digits and dashes)", slug)
+			return errorf(path, "%q is not the slug of an MCP server's tool ({id}.{name}: lowercase letters, digits and dashes)", slug)
 		}
 		return nil
 	}
-	return p.knownTool(in, slug)
+	return p.knownTool(path, slug)
 }
 
 func (p configParser) slugs() []string {
@@ -680,26 +662,34 @@ func (p configParser) slugs() []string {
 	return out
 }
 
-func (p configParser) upstreams(n node) (map[string]string, error) {
-	fs, err := n.members()
-	if err != nil {
-		return nil, err
+func (p configParser) upstreams(path string, in map[string]*string) (map[string]string, error) {
+	if in == nil {
+		return nil, nil
 	}
-	out := make(map[string]string, len(fs))
-	for _, f := range fs {
-		if err := p.knownTool(n, f.name); err != nil {
+	out := make(map[string]string, len(in))
+	for _, slug := range slices.Sorted(maps.Keys(in)) {
+		if in[slug] == nil {
+			continue
+		}
+		if err := p.knownTool(path, slug); err != nil {
 			return nil, err
 		}
-		origin, err := f.str()
+		origin, err := checkOrigin(at(path, slug), *in[slug])
 		if err != nil {
 			return nil, err
 		}
-		if !validOrigin(origin) {
-			return nil, f.errorf("%q is not an origin: use scheme://host[:port] with http or https and no path", origin)
-		}
-		out[f.name] = strings.TrimSuffix(origin, "/")
+		out[slug] = origin
 	}
 	return out, nil
+}
+
+// checkOrigin checks an origin of "upstreams", at path, and returns it
+// without its trailing "/".
+func checkOrigin(path, origin string) (string, error) {
+	if !validOrigin(origin) {
+		return "", errorf(path, "%q is not an origin: use scheme://host[:port] with http or https and no path", origin)
+	}
+	return strings.TrimSuffix(origin, "/"), nil
 }
 
 // validOrigin is the registry's rule for an origin: http or https, a host,
@@ -709,21 +699,19 @@ func validOrigin(origin string) bool {
 	return err == nil
 }
 
-func (p configParser) trust(n node) (map[string]registry.Trust, error) {
-	tools, err := n.members()
-	if err != nil {
-		return nil, err
+func (p configParser) trust(path string, in map[string]*trustJSON) (map[string]registry.Trust, error) {
+	if in == nil {
+		return nil, nil
 	}
-	out := make(map[string]registry.Trust, len(tools))
-	for _, t := range tools {
-		if err := p.knownOrMCPTool(n, t.name); err != nil {
+	out := make(map[string]registry.Trust, len(in))
+	for _, slug := range slices.Sorted(maps.Keys(in)) {
+		if in[slug] == nil {
+			continue
+		}
+		if err := p.knownOrMCPTool(path, slug); err != nil {
 			return nil, err
 		}
-		tr, err := trustOf(t.node)
-		if err != nil {
-			return nil, err
-		}
-		out[t.name] = tr
+		out[slug] = in[slug].trust()
 	}
 	return out, nil
 }

@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
 
+	"github.com/toolgate/toolgate/internal/strictjson"
 	"github.com/toolgate/toolgate/internal/suggest"
 	"github.com/toolgate/toolgate/internal/textcheck"
 	"github.com/toolgate/toolgate/toolgatetype"
@@ -32,36 +34,125 @@ func (e *ConfigError) Error() string {
 	return "config: " + e.Path + ": " + e.Msg
 }
 
-// node is one JSON value of the config file with its path. The file is
-// walked by hand rather than decoded into structs because encoding/json
-// names neither the array index nor the map key of a bad value, nor the
-// object an unknown field was found in, and a config error must say
-// exactly where to look.
-type node struct {
-	path string
-	raw  json.RawMessage
+// errorf is a ConfigError at path.
+func errorf(path, format string, args ...any) error {
+	return &ConfigError{Path: path, Msg: fmt.Sprintf(format, args...)}
 }
 
-// field is one member of an object, in file order.
-type field struct {
-	name string
-	node
-}
-
-func (n node) errorf(format string, args ...any) error {
-	return &ConfigError{Path: n.path, Msg: fmt.Sprintf(format, args...)}
-}
-
-func (n node) child(name string) node {
-	if n.path == "" {
-		return node{path: name}
+// at is the path of the member name of the value at path.
+func at(path, name string) string {
+	if path == "" {
+		return name
 	}
-	return node{path: n.path + "." + name}
+	return path + "." + name
 }
 
-// kind names the JSON type of the value, for messages.
-func (n node) kind() string {
-	switch b := bytes.TrimSpace(n.raw); {
+// index is the path of the i-th element of the array at path.
+func index(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) }
+
+// decodeConfig decodes data, one JSON object, into v with strictjson: no
+// member its struct does not know, none twice, and a value that does not
+// fit named by its path. Errors are *ConfigError.
+func decodeConfig(data []byte, v any) error {
+	raw, err := parseDocument(data)
+	if err != nil {
+		return err
+	}
+	if k := kindOf(raw); k != "an object" {
+		return errorf("", "must be an object, not %s", k)
+	}
+	return configErrorOf(strictjson.Decode(raw, v))
+}
+
+// decodeConfigPart decodes the members of data, one JSON object, that v
+// has, passing over the others unchecked: for a command that reads a part
+// of a config file, and leaves the rest to the server. No member may be
+// given twice, even among the rest.
+func decodeConfigPart(data []byte, v any) error {
+	raw, err := parseDocument(data)
+	if err != nil {
+		return err
+	}
+	if k := kindOf(raw); k != "an object" {
+		return errorf("", "must be an object, not %s", k)
+	}
+	if err := strictjson.Check(raw, nil); err != nil {
+		return configErrorOf(err)
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		if located := strictjson.Locate(raw, v); located != nil {
+			return configErrorOf(located)
+		}
+		return configErrorOf(err)
+	}
+	return nil
+}
+
+// configErrorOf says err, strictjson's, in the config's words.
+func configErrorOf(err error) error {
+	var member *strictjson.MemberError
+	var value *strictjson.ValueError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &member):
+		if member.Duplicate {
+			return errorf(member.Object, "field %q is given twice", member.Name)
+		}
+		return errorf(member.Object, "unknown field %q%s", member.Name, suggest.DidYouMean(member.Name, member.Known))
+	case errors.As(err, &value):
+		var ce *ConfigError
+		if errors.As(value.Err, &ce) {
+			return &ConfigError{Path: joinPath(value.Path, ce.Path), Msg: ce.Msg}
+		}
+		if value.Err != nil {
+			return &ConfigError{Path: value.Path, Msg: value.Err.Error()}
+		}
+		return errorf(value.Path, "must be %s, not %s", want(value.Type), article(value.Kind))
+	}
+	return &ConfigError{Msg: "invalid JSON: " + strings.TrimPrefix(err.Error(), "json: ")}
+}
+
+// joinPath is the path of inner, a path within the value at outer.
+func joinPath(outer, inner string) string {
+	switch {
+	case inner == "":
+		return outer
+	case outer == "" || inner[0] == '[':
+		return outer + inner
+	}
+	return outer + "." + inner
+}
+
+// want says what a value of type t is written as.
+func want(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	}
+	return "a number"
+}
+
+// article is strictjson's name of a JSON kind as messages say it.
+func article(kind string) string {
+	switch kind {
+	case "object", "array":
+		return "an " + kind
+	case "null", "":
+		return "null"
+	}
+	return "a " + kind
+}
+
+// kindOf names the JSON kind of raw, for messages.
+func kindOf(raw []byte) string {
+	switch b := bytes.TrimSpace(raw); {
 	case len(b) == 0:
 		return "nothing"
 	case b[0] == '{':
@@ -79,11 +170,9 @@ func (n node) kind() string {
 	}
 }
 
-func (n node) isNull() bool { return n.kind() == "null" }
-
 // parseDocument checks that data is one JSON value, reporting a syntax error
-// by line and column.
-func parseDocument(data []byte) (node, error) {
+// by line and column, and returns it.
+func parseDocument(data []byte) (json.RawMessage, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	var raw json.RawMessage
 	if err := dec.Decode(&raw); err != nil {
@@ -91,17 +180,17 @@ func parseDocument(data []byte) (node, error) {
 		if errors.As(err, &syn) {
 			// Offset counts the bytes read, the offending one included.
 			line, col := position(data, syn.Offset-1)
-			return node{}, &ConfigError{Msg: fmt.Sprintf("invalid JSON at line %d, column %d: %s", line, col, syn.Error())}
+			return nil, &ConfigError{Msg: fmt.Sprintf("invalid JSON at line %d, column %d: %s", line, col, syn.Error())}
 		}
 		if errors.Is(err, io.EOF) {
-			return node{}, &ConfigError{Msg: "the file is empty; it must hold a JSON object"}
+			return nil, &ConfigError{Msg: "the file is empty; it must hold a JSON object"}
 		}
-		return node{}, &ConfigError{Msg: "invalid JSON: " + strings.TrimPrefix(err.Error(), "json: ")}
+		return nil, &ConfigError{Msg: "invalid JSON: " + strings.TrimPrefix(err.Error(), "json: ")}
 	}
 	if dec.More() {
-		return node{}, &ConfigError{Msg: "the file holds more than one JSON value"}
+		return nil, &ConfigError{Msg: "the file holds more than one JSON value"}
 	}
-	return node{raw: raw}, nil
+	return raw, nil
 }
 
 func position(data []byte, offset int64) (line, col int) {
@@ -116,208 +205,167 @@ func position(data []byte, offset int64) (line, col int) {
 	return line, col
 }
 
-// members returns the members of an object in file order, refusing a name
-// given twice. Members whose value is null count as absent.
-func (n node) members() ([]field, error) {
-	if n.kind() != "an object" {
-		return nil, n.errorf("must be an object, not %s", n.kind())
+// The config's small value types decode themselves, so that a mistake is
+// said in the config's words; strictjson adds where it is. Each refuses
+// null: a member given as null is absent, as a nil pointer, and null is
+// no element of an array.
+
+// str is a string in an array.
+type str string
+
+func (s *str) UnmarshalJSON(raw []byte) error {
+	var v string
+	if kindOf(raw) != "a string" || json.Unmarshal(raw, &v) != nil {
+		return fmt.Errorf("must be a string, not %s", kindOf(raw))
 	}
-	dec := json.NewDecoder(bytes.NewReader(n.raw))
-	if _, err := dec.Token(); err != nil { // {
-		return nil, n.errorf("invalid JSON: %v", err)
-	}
-	var out []field
-	seen := map[string]bool{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, n.errorf("invalid JSON: %v", err)
-		}
-		name, _ := tok.(string)
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil, n.errorf("invalid JSON: %v", err)
-		}
-		if seen[name] {
-			return nil, n.errorf("field %q is given twice", name)
-		}
-		seen[name] = true
-		f := field{name: name, node: n.child(name)}
-		f.raw = raw
-		if !f.isNull() {
-			out = append(out, f)
-		}
-	}
-	return out, nil
+	*s = str(v)
+	return nil
 }
 
-// fields is members for an object of known shape: a name outside allowed
-// is an unknown field.
-func (n node) fields(allowed ...string) ([]field, error) {
-	fs, err := n.members()
-	if err != nil {
-		return nil, err
+// strs is ss as strings.
+func strs(ss []str) []string {
+	if ss == nil {
+		return nil
 	}
-	for _, f := range fs {
-		found := false
-		for _, a := range allowed {
-			if f.name == a {
-				found = true
-				break
-			}
-		}
-		if !found {
-			return nil, n.errorf("unknown field %q%s", f.name, suggest.DidYouMean(f.name, allowed))
-		}
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = string(s)
 	}
-	return fs, nil
-}
-
-// items returns the elements of an array.
-func (n node) items() ([]node, error) {
-	if n.kind() != "an array" {
-		return nil, n.errorf("must be an array, not %s", n.kind())
-	}
-	var raws []json.RawMessage
-	if err := json.Unmarshal(n.raw, &raws); err != nil {
-		return nil, n.errorf("invalid JSON: %v", err)
-	}
-	out := make([]node, len(raws))
-	for i, raw := range raws {
-		out[i] = node{path: fmt.Sprintf("%s[%d]", n.path, i), raw: raw}
-	}
-	return out, nil
-}
-
-func (n node) str() (string, error) {
-	var s string
-	if n.kind() != "a string" || json.Unmarshal(n.raw, &s) != nil {
-		return "", n.errorf("must be a string, not %s", n.kind())
-	}
-	return s, nil
+	return out
 }
 
 // text is a string that names or describes something the server keeps or
 // shows (an id, a name): one holding a NUL or another C0 control
 // character (tab, line feed and carriage return aside) is refused at
 // start, as no store could keep it.
-func (n node) text() (string, error) {
-	s, err := n.str()
-	if err != nil {
-		return "", err
+type text string
+
+func (t *text) UnmarshalJSON(raw []byte) error {
+	var s str
+	if err := s.UnmarshalJSON(raw); err != nil {
+		return err
 	}
-	if p := textcheck.Problem(s); p != "" {
-		return "", n.errorf("%s", p)
+	if p := textcheck.Problem(string(s)); p != "" {
+		return errors.New(p)
 	}
-	return s, nil
+	*t = text(s)
+	return nil
 }
 
-// texts is an array of text.
-func (n node) texts() ([]string, error) {
-	items, err := n.items()
-	if err != nil {
-		return nil, err
+// texts is ts as strings.
+func texts(ts []text) []string {
+	if ts == nil {
+		return nil
 	}
-	out := make([]string, 0, len(items))
-	for _, item := range items {
-		s, err := item.text()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s)
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = string(t)
 	}
-	return out, nil
-}
-
-func (n node) boolean() (bool, error) {
-	var b bool
-	if n.kind() != "a boolean" || json.Unmarshal(n.raw, &b) != nil {
-		return false, n.errorf("must be true or false, not %s", n.kind())
-	}
-	return b, nil
-}
-
-// strings is an array of strings.
-func (n node) strings() ([]string, error) {
-	items, err := n.items()
-	if err != nil {
-		return nil, err
-	}
-	out := make([]string, 0, len(items))
-	for _, item := range items {
-		s, err := item.str()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, nil
+	return out
 }
 
 // count is a non-negative integer, such as a rate limit.
-func (n node) count() (int, error) {
-	if n.kind() != "a number" {
-		return 0, n.errorf("must be a whole number, not %s", n.kind())
+type count int
+
+func (c *count) UnmarshalJSON(raw []byte) error {
+	if kindOf(raw) != "a number" {
+		return fmt.Errorf("must be a whole number, not %s", kindOf(raw))
 	}
-	raw := bytes.TrimSpace(n.raw)
+	raw = bytes.TrimSpace(raw)
 	if len(raw) > 32 {
 		// Refused unread: a number of a million digits would cost seconds
 		// to parse, and is no whole number in range whatever it is.
-		return 0, n.errorf("is not a whole number from 0 to 2147483647")
+		return errors.New("is not a whole number from 0 to 2147483647")
 	}
 	d, err := decimal.NewFromString(string(raw))
 	if err != nil || !d.IsInteger() || d.IsNegative() || d.GreaterThan(decimal.NewFromInt(1<<31-1)) {
-		return 0, n.errorf("%s is not a whole number from 0 to 2147483647", bytes.TrimSpace(n.raw))
+		return fmt.Errorf("%s is not a whole number from 0 to 2147483647", raw)
 	}
-	return int(d.IntPart()), nil
+	*c = count(d.IntPart())
+	return nil
+}
+
+// intPtr is c as the *int of a limit.
+func (c *count) intPtr() *int {
+	if c == nil {
+		return nil
+	}
+	n := int(*c)
+	return &n
 }
 
 // amount is a non-negative USD amount with at most 4 decimals and 20
-// digits before the point (toolgatetype.ParseAmount). It should be
-// a string, as amounts are everywhere on the wire; a JSON number is taken by
+// digits before the point (toolgatetype.ParseAmount). It should be a
+// string, as amounts are everywhere on the wire; a JSON number is taken by
 // its exact text, never through a float.
-func (n node) amount() (decimal.Decimal, error) {
-	var text string
-	switch n.kind() {
+type amount decimal.Decimal
+
+func (a *amount) UnmarshalJSON(raw []byte) error {
+	var s string
+	switch kindOf(raw) {
 	case "a string":
-		text, _ = n.str()
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return errors.New("must be a string")
+		}
 	case "a number":
-		text = string(bytes.TrimSpace(n.raw))
+		s = string(bytes.TrimSpace(raw))
 	default:
-		return decimal.Decimal{}, n.errorf(`must be a decimal amount such as "25.0000", not %s`, n.kind())
+		return fmt.Errorf(`must be a decimal amount such as "25.0000", not %s`, kindOf(raw))
 	}
-	d, err := toolgatetype.ParseAmount(strings.TrimSpace(text))
+	d, err := toolgatetype.ParseAmount(strings.TrimSpace(s))
 	// The text is quoted back unless it may be a million characters long.
 	quoted := ""
-	if len(text) <= 64 {
-		quoted = strconv.Quote(text) + " "
+	if len(s) <= 64 {
+		quoted = strconv.Quote(s) + " "
 	}
 	switch {
 	case errors.Is(err, toolgatetype.ErrAmountTooPrecise):
-		return decimal.Decimal{}, n.errorf("%smust be a non-negative amount with at most 4 decimals", quoted)
+		return fmt.Errorf("%smust be a non-negative amount with at most 4 decimals", quoted)
 	case errors.Is(err, toolgatetype.ErrAmountOutOfBounds):
-		return decimal.Decimal{}, n.errorf("%v", err)
+		return err
 	case err != nil:
-		return decimal.Decimal{}, n.errorf("%sis not a decimal amount", quoted)
+		return fmt.Errorf("%sis not a decimal amount", quoted)
 	}
 	if d.IsNegative() || d.Exponent() < -4 && !d.Equal(d.Round(4)) {
-		return decimal.Decimal{}, n.errorf("%q must be a non-negative amount with at most 4 decimals", text)
+		return fmt.Errorf("%q must be a non-negative amount with at most 4 decimals", s)
 	}
-	return d, nil
+	*a = amount(d)
+	return nil
 }
 
-// duration is a Go duration string such as "5m" or "90s".
-func (n node) duration() (time.Duration, error) {
-	s, err := n.str()
+// decimalPtr is a as the *decimal.Decimal of a limit.
+func (a *amount) decimalPtr() *decimal.Decimal {
+	if a == nil {
+		return nil
+	}
+	d := decimal.Decimal(*a)
+	return &d
+}
+
+// duration is a Go duration string such as "5m" or "90s", longer than
+// zero.
+type duration time.Duration
+
+func (d *duration) UnmarshalJSON(raw []byte) error {
+	var s string
+	if kindOf(raw) != "a string" || json.Unmarshal(raw, &s) != nil {
+		return fmt.Errorf(`must be a duration such as "5m", not %s`, kindOf(raw))
+	}
+	v, err := time.ParseDuration(s)
 	if err != nil {
-		return 0, n.errorf(`must be a duration such as "5m", not %s`, n.kind())
+		return fmt.Errorf(`%q is not a duration (use a form such as "5m" or "90s")`, s)
 	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, n.errorf(`%q is not a duration (use a form such as "5m" or "90s")`, s)
+	if v <= 0 {
+		return fmt.Errorf("%q must be longer than zero", s)
 	}
-	if d <= 0 {
-		return 0, n.errorf("%q must be longer than zero", s)
+	*d = duration(v)
+	return nil
+}
+
+// value is d as a time.Duration, 0 when absent.
+func (d *duration) value() time.Duration {
+	if d == nil {
+		return 0
 	}
-	return d, nil
+	return time.Duration(*d)
 }

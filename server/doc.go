@@ -28,25 +28,27 @@
 // *registry.ManifestError naming its file. No error quotes an API key, a
 // secret or a database URL, since they end up in logs.
 //
-// The file is read by a small walker over encoding/json's raw values
-// (configjson.go) rather than decoded by encoding/json into structs,
-// because the decoder cannot say what an operator needs to know, or
-// refuse what it should:
+// The file is decoded by encoding/json into structs (configJSON and the
+// section types beside each section's checks), through internal/strictjson,
+// which adds what the decoder alone cannot:
 //
-//   - where a bad value is: its *UnmarshalTypeError names struct fields
-//     only ("principals.tools.allowed"), neither the array index nor the
-//     map key ("principals[0].spendControls.tools.goal-data.allowed");
-//   - where an unknown field is, and which was meant: DisallowUnknownFields
-//     says `json: unknown field "apiKey"`, not in which object, and has no
-//     names to suggest from;
-//   - a field given twice: the decoder keeps the last, silently;
-//   - each field's own words for a value of the wrong kind ("must be a
-//     duration such as \"5m\", not a number"), and a number read by its
-//     text, not through a float, so an amount is exactly what was written
-//     and a million-digit one costs nothing to refuse.
+//   - where an unknown field is, and which was meant: strictjson.Check
+//     refuses a member its struct does not know (in any case: encoding/json
+//     would take "apikeys" for "apiKeys") with the object's path and the
+//     struct's names to suggest from;
+//   - a field given twice, which the decoder would take the last of;
+//   - where a bad value is: encoding/json's *UnmarshalTypeError names struct
+//     fields only ("principals.tools.allowed"), and a value that decodes
+//     itself stops the decoder with no place at all; strictjson.Locate
+//     finds the first value that does not decode, with its array indexes
+//     and map keys ("principals[0].spendControls.tools.goal-data.allowed").
 //
-// encoding/json still does the reading (the syntax, each string and
-// boolean): the walker keeps each value's path beside it. Checks across fields (a lease longer than the upstream
-// timeout, a budget's members among the principals) run once the whole
-// file is read, and name the field too.
+// The small value types (durations, amounts, counts, ids) decode themselves,
+// so that a mistake is said in the field's own words ("must be a duration
+// such as \"5m\", not a number") and a number is read by its text, not
+// through a float: an amount is exactly what was written, and a
+// million-digit one costs nothing to refuse. A member given as null is
+// absent. The checks of each section, and those across fields (a lease
+// longer than the upstream timeout, a budget's members among the
+// principals), run on the decoded structs, and name the field too.
 package server

@@ -32,29 +32,21 @@ type Limits struct {
 	TrustedProxies []netip.Prefix
 }
 
-// sealingKeys parses "sealingKeys": base64url keys of 32 bytes, the first
+// sealingKeys checks "sealingKeys": base64url keys of 32 bytes, the first
 // sealing and every one opening. No error quotes a key.
-func (configParser) sealingKeys(n node) ([][]byte, error) {
-	items, err := n.items()
-	if err != nil {
-		return nil, err
+func sealingKeys(path string, in []str) ([][]byte, error) {
+	if len(in) == 0 {
+		return nil, errorf(path, "lists no key: leave it out to have the instances keep one in the store")
 	}
-	if len(items) == 0 {
-		return nil, n.errorf("lists no key: leave it out to have the instances keep one in the store")
-	}
-	out := make([][]byte, 0, len(items))
-	for _, item := range items {
-		s, err := item.str()
-		if err != nil {
-			return nil, err
-		}
+	out := make([][]byte, 0, len(in))
+	for i, s := range strs(in) {
 		key, err := sealing.ParseKey(s)
 		if err != nil {
-			return nil, item.errorf("must be base64url of %d random bytes (openssl rand -base64 32 | tr '+/' '-_')", sealing.KeySize)
+			return nil, errorf(index(path, i), "must be base64url of %d random bytes (openssl rand -base64 32 | tr '+/' '-_')", sealing.KeySize)
 		}
 		for _, other := range out {
 			if bytes.Equal(other, key) {
-				return nil, item.errorf("this key is given twice")
+				return nil, errorf(index(path, i), "this key is given twice")
 			}
 		}
 		out = append(out, key)
@@ -62,77 +54,70 @@ func (configParser) sealingKeys(n node) ([][]byte, error) {
 	return out, nil
 }
 
-// limits parses "limits".
-func (configParser) limits(n node) (Limits, error) {
-	fs, err := n.fields("failedAuth", "approvalRequests", "trustedProxies")
-	if err != nil {
-		return Limits{}, err
-	}
+// limitsConfigJSON is "limits".
+type limitsConfigJSON struct {
+	FailedAuth       *failedAuthJSON `json:"failedAuth"`
+	ApprovalRequests *windowJSON     `json:"approvalRequests"`
+	TrustedProxies   []str           `json:"trustedProxies"`
+}
+
+// windowJSON is {"max": n, "window": "1m"}.
+type windowJSON struct {
+	Max    *count    `json:"max"`
+	Window *duration `json:"window"`
+}
+
+// failedAuthJSON is a windowJSON with "keyPrefixLength".
+type failedAuthJSON struct {
+	Max             *count    `json:"max"`
+	Window          *duration `json:"window"`
+	KeyPrefixLength *count    `json:"keyPrefixLength"`
+}
+
+func (in *limitsConfigJSON) limits(path string) (Limits, error) {
 	var l Limits
-	for _, f := range fs {
-		switch f.name {
-		case "failedAuth":
-			err = windowLimit(f.node, &l.FailedAuth, &l.FailedAuthWindow, &l.KeyPrefixLength)
-		case "approvalRequests":
-			err = windowLimit(f.node, &l.ApprovalRequests, &l.ApprovalRequestWindow, nil)
-		case "trustedProxies":
-			l.TrustedProxies, err = trustedProxies(f.node)
-		}
-		if err != nil {
+	var err error
+	if w := in.FailedAuth; w != nil {
+		if l.FailedAuth, err = windowMax(at(path, "failedAuth"), w.Max); err != nil {
 			return Limits{}, err
 		}
+		l.FailedAuthWindow, l.KeyPrefixLength = w.Window.value(), w.KeyPrefixLength.intPtr()
+	}
+	if w := in.ApprovalRequests; w != nil {
+		if l.ApprovalRequests, err = windowMax(at(path, "approvalRequests"), w.Max); err != nil {
+			return Limits{}, err
+		}
+		l.ApprovalRequestWindow = w.Window.value()
+	}
+	if l.TrustedProxies, err = trustedProxies(at(path, "trustedProxies"), in.TrustedProxies); err != nil {
+		return Limits{}, err
 	}
 	return l, nil
 }
 
-// windowLimit parses {"max": n, "window": "1m"}, and "keyPrefixLength"
-// when prefix is not nil.
-func windowLimit(n node, most *int, window *time.Duration, prefix **int) error {
-	allowed := []string{"max", "window"}
-	if prefix != nil {
-		allowed = append(allowed, "keyPrefixLength")
+// windowMax is a window's "max", at least 1 when given.
+func windowMax(path string, most *count) (int, error) {
+	if most == nil {
+		return 0, nil
 	}
-	fs, err := n.fields(allowed...)
-	if err != nil {
-		return err
+	if *most < 1 {
+		return 0, errorf(at(path, "max"), "must be at least 1")
 	}
-	for _, f := range fs {
-		switch f.name {
-		case "max":
-			if *most, err = f.count(); err == nil && *most < 1 {
-				err = f.errorf("must be at least 1")
-			}
-		case "window":
-			*window, err = f.duration()
-		case "keyPrefixLength":
-			var k int
-			k, err = f.count()
-			*prefix = &k
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return int(*most), nil
 }
 
-// trustedProxies parses addresses and CIDR prefixes.
-func trustedProxies(n node) ([]netip.Prefix, error) {
-	items, err := n.items()
-	if err != nil {
-		return nil, err
+// trustedProxies reads addresses and CIDR prefixes.
+func trustedProxies(path string, in []str) ([]netip.Prefix, error) {
+	if in == nil {
+		return nil, nil
 	}
-	out := make([]netip.Prefix, 0, len(items))
-	for _, item := range items {
-		s, err := item.str()
-		if err != nil {
-			return nil, err
-		}
+	out := make([]netip.Prefix, 0, len(in))
+	for i, s := range strs(in) {
 		p, err := netip.ParsePrefix(s)
 		if err != nil {
 			a, aerr := netip.ParseAddr(s)
 			if aerr != nil {
-				return nil, item.errorf("%q is neither an IP address nor a CIDR prefix (10.0.0.0/8)", s)
+				return nil, errorf(index(path, i), "%q is neither an IP address nor a CIDR prefix (10.0.0.0/8)", s)
 			}
 			p = netip.PrefixFrom(a, a.BitLen())
 		}
@@ -156,8 +141,8 @@ type fleet struct {
 // sealing keys are the configured ones, or the one kept in the store.
 func newFleet(ctx context.Context, cfg *Config, store storage.Store, clock toolgate.Clock, tel *telemetry) (*fleet, error) {
 	f := &fleet{}
-	if ss, ok := store.(storage.SessionStore); ok && cfg.StorageKind() != storageMemory {
-		f.sessions = toolgatehttp.NewStoreSessions(ss, clock)
+	if cfg.StorageKind() != storageMemory {
+		f.sessions = toolgatehttp.NewStoreSessions(store, clock)
 	}
 	lc := &authlimit.Config{
 		Failures:       cfg.Limits.FailedAuth,
@@ -171,9 +156,7 @@ func newFleet(ctx context.Context, cfg *Config, store storage.Store, clock toolg
 			lc.KeyPrefixLength = *p
 		}
 	}
-	if wc, ok := store.(storage.WindowCounter); ok {
-		lc.Counter = wc
-	}
+	lc.Counter = store
 	if tel.metrics != nil { // a nil *Registry in the interface would not be nil
 		lc.Metrics = tel.metrics
 	}

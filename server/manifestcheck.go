@@ -102,21 +102,26 @@ func statProblem(err error) string {
 
 // configForCheck reads what checking a manifest needs of a config file:
 // its "upstreams", and the registry its manifests join ("builtinTools").
+// The rest of the file is not checked here.
 func configForCheck(path string) (map[string]string, func() (*registry.Registry, error), error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, &ConfigError{Msg: "cannot read the config file: " + err.Error()}
 	}
-	root, err := parseDocument(data)
+	var doc struct {
+		BuiltinTools *bool              `json:"builtinTools"`
+		Upstreams    map[string]*string `json:"upstreams"`
+	}
+	if err := decodeConfigPart(data, &doc); err != nil {
+		return nil, nil, err
+	}
+	origins, err := operatorOrigins(doc.Upstreams)
 	if err != nil {
 		return nil, nil, err
 	}
-	origins, err := operatorOrigins(root)
-	if err != nil {
+	reg := func() (*registry.Registry, error) { return builtinRegistry(doc.BuiltinTools) }
+	if _, err := reg(); err != nil {
 		return nil, nil, err
 	}
-	if _, err := configRegistry(data); err != nil {
-		return nil, nil, err
-	}
-	return origins, func() (*registry.Registry, error) { return configRegistry(data) }, nil
+	return origins, reg, nil
 }

@@ -3,8 +3,10 @@ package server
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/toolgate/toolgate/registry"
@@ -13,52 +15,32 @@ import (
 // loadToolManifests loads the manifests the config's "tools" globs name,
 // relative to dir (the config file's directory, absolute: registerManifests
 // reads the files from the file system's root), into reg, before the rest
-// of the config is read: "upstreams", "trust" and per-tool spend controls
-// may name the tools they define. A glob that matches nothing, or a
-// malformed one, is a *ConfigError at tools[i]; a bad manifest is a
+// of the config is checked: "upstreams", "trust" and per-tool spend
+// controls may name the tools they define. A glob that matches nothing, or
+// a malformed one, is a *ConfigError at tools[i]; a bad manifest is a
 // *registry.ManifestError naming its file.
-func loadToolManifests(data []byte, dir string, reg *registry.Registry) ([]string, error) {
-	root, err := parseDocument(data)
-	if err != nil {
-		return nil, err
-	}
-	fields, err := root.members()
-	if err != nil {
-		return nil, err
-	}
-	origins, err := operatorOrigins(root)
+func (doc *configJSON) loadToolManifests(dir string, reg *registry.Registry) ([]string, error) {
+	origins, err := operatorOrigins(doc.Upstreams)
 	if err != nil {
 		return nil, err
 	}
 	var patterns []string
-	for _, f := range fields {
-		if f.name == "tools" {
-			items, err := f.items()
-			if err != nil {
-				return nil, err
-			}
-			for _, item := range items {
-				p, err := item.str()
-				if err != nil {
-					return nil, err
-				}
-				if strings.TrimSpace(p) == "" {
-					return nil, item.errorf("must be a file pattern such as \"tools/*.json\"")
-				}
-				full := p
-				if !filepath.IsAbs(full) {
-					full = filepath.Join(dir, p)
-				}
-				matches, err := filepath.Glob(full)
-				if err != nil {
-					return nil, item.errorf("%q is not a valid pattern: %v", p, err)
-				}
-				if len(matches) == 0 {
-					return nil, item.errorf("%q matches no file (patterns are relative to the config file)", p)
-				}
-				patterns = append(patterns, full)
-			}
+	for i, p := range strs(doc.Tools) {
+		if strings.TrimSpace(p) == "" {
+			return nil, errorf(index("tools", i), "must be a file pattern such as \"tools/*.json\"")
 		}
+		full := p
+		if !filepath.IsAbs(full) {
+			full = filepath.Join(dir, p)
+		}
+		matches, err := filepath.Glob(full)
+		if err != nil {
+			return nil, errorf(index("tools", i), "%q is not a valid pattern: %v", p, err)
+		}
+		if len(matches) == 0 {
+			return nil, errorf(index("tools", i), "%q matches no file (patterns are relative to the config file)", p)
+		}
+		patterns = append(patterns, full)
 	}
 	if len(patterns) == 0 {
 		return nil, nil
@@ -69,34 +51,21 @@ func loadToolManifests(data []byte, dir string, reg *registry.Registry) ([]strin
 	return patterns, nil
 }
 
-// operatorOrigins reads the config's "upstreams": the tools the operator
+// operatorOrigins are the config's "upstreams": the tools the operator
 // points somewhere, manifest tools among them, whose own origin may then be
 // plain HTTP. Whether each names a tool is checked with the rest of the
 // config, once the manifests are registered.
-func operatorOrigins(root node) (map[string]string, error) {
-	fields, err := root.members()
-	if err != nil {
-		return nil, err
-	}
+func operatorOrigins(upstreams map[string]*string) (map[string]string, error) {
 	origins := map[string]string{}
-	for _, f := range fields {
-		if f.name != "upstreams" {
+	for _, slug := range slices.Sorted(maps.Keys(upstreams)) {
+		if upstreams[slug] == nil {
 			continue
 		}
-		ups, err := f.members()
+		origin, err := checkOrigin(at("upstreams", slug), *upstreams[slug])
 		if err != nil {
 			return nil, err
 		}
-		for _, u := range ups {
-			s, err := u.str()
-			if err != nil {
-				return nil, err
-			}
-			if !validOrigin(s) {
-				return nil, u.errorf("%q is not an origin: use scheme://host[:port] with http or https and no path", s)
-			}
-			origins[u.name] = strings.TrimSuffix(s, "/")
-		}
+		origins[slug] = origin
 	}
 	return origins, nil
 }

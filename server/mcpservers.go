@@ -3,11 +3,12 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
 	"net/http"
-	"path"
+	pathpkg "path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/internal/strictjson"
 	"github.com/toolgate/toolgate/internal/weburl"
 	"github.com/toolgate/toolgate/mcpupstream"
 	"github.com/toolgate/toolgate/registry"
@@ -24,62 +26,42 @@ import (
 // The config's "mcpServers": the MCP servers whose tools the gateway
 // serves, each a command or a URL, with the operator's word on their tools.
 
-// mcpServerIDs are the ids the config's mcpServers give, read before the
-// rest of the config so that "trust" and per-tool spend controls may name
-// the slugs of their tools, which exist only once the servers are running.
-// Mistakes are left for mcpServers itself to report.
-func mcpServerIDs(root node) map[string]bool {
-	ids := map[string]bool{}
-	fields, err := root.members()
-	if err != nil {
-		return ids
-	}
-	for _, f := range fields {
-		if f.name != "mcpServers" {
-			continue
-		}
-		items, err := f.items()
-		if err != nil {
-			return ids
-		}
-		for _, item := range items {
-			fs, err := item.members()
-			if err != nil {
-				continue
-			}
-			for _, m := range fs {
-				if m.name == "id" {
-					if id, err := m.str(); err == nil {
-						ids[id] = true
-					}
-				}
-			}
-		}
-	}
-	return ids
-}
-
 // mcpSlug reports whether slug is the slug of a tool of a configured MCP
-// server, and which server.
+// server, and which server. The servers' ids are read before the rest of
+// the config, so that "trust" and per-tool spend controls may name the
+// slugs of their tools, which exist only once the servers are running.
 func (p configParser) mcpSlug(slug string) (string, bool) {
 	id, _, found := strings.Cut(slug, ".")
 	return id, found && p.mcpIDs[id]
 }
 
-func (p configParser) mcpServers(n node) ([]mcpupstream.Server, error) {
-	items, err := n.items()
-	if err != nil {
-		return nil, err
+// mcpServerJSON is an entry of "mcpServers".
+type mcpServerJSON struct {
+	ID          *string                 `json:"id"`
+	Command     *commandLine            `json:"command"`
+	Env         map[string]*mcpValue    `json:"env"`
+	URL         *string                 `json:"url"`
+	Credential  *credentialJSON         `json:"credential"`
+	Provider    *providerJSON           `json:"provider"`
+	Defaults    *toolDefaultsJSON       `json:"defaults"`
+	Tools       map[string]*mcpToolJSON `json:"tools"`
+	Include     []str                   `json:"include"`
+	CallTimeout *duration               `json:"callTimeout"`
+}
+
+func mcpServers(path string, in []mcpServerJSON) ([]mcpupstream.Server, error) {
+	if in == nil {
+		return nil, nil
 	}
-	out := make([]mcpupstream.Server, 0, len(items))
+	out := make([]mcpupstream.Server, 0, len(in))
 	seen := map[string]bool{}
-	for _, item := range items {
-		s, err := p.mcpServer(item)
+	for i, item := range in {
+		s, err := item.server(index(path, i))
 		if err != nil {
 			return nil, err
 		}
 		if seen[s.ID] {
-			return nil, item.child("id").errorf("%q names two servers", s.ID)
+			return nil, errorf(at(index(path, i), "id"), "%q names two servers", s.ID)
 		}
 		seen[s.ID] = true
 		out = append(out, s)
@@ -87,367 +69,335 @@ func (p configParser) mcpServers(n node) ([]mcpupstream.Server, error) {
 	return out, nil
 }
 
-func (p configParser) mcpServer(n node) (mcpupstream.Server, error) {
-	fs, err := n.fields("id", "command", "env", "url", "credential", "provider", "defaults", "tools", "include", "callTimeout")
-	if err != nil {
-		return mcpupstream.Server{}, err
+func (in *mcpServerJSON) server(path string) (mcpupstream.Server, error) {
+	s := mcpupstream.Server{CallTimeout: in.CallTimeout.value()}
+	var err error
+	if in.ID != nil {
+		if s.ID = *in.ID; !mcpupstream.ValidID(s.ID) {
+			return s, errorf(at(path, "id"), "%q must be 1 to %d lowercase letters and digits, with single dashes between them", s.ID, mcpupstream.MaxIDLength)
+		}
 	}
-	var s mcpupstream.Server
-	var envField, credField *field
-	for _, f := range fs {
-		switch f.name {
-		case "id":
-			if s.ID, err = f.str(); err == nil && !mcpupstream.ValidID(s.ID) {
-				err = f.errorf("%q must be 1 to %d lowercase letters and digits, with single dashes between them", s.ID, mcpupstream.MaxIDLength)
+	if in.Command != nil {
+		s.Command = []string(*in.Command)
+	}
+	if in.Env != nil {
+		if s.Env, err = mcpEnv(at(path, "env"), in.Env); err != nil {
+			return s, err
+		}
+	}
+	if in.URL != nil {
+		if s.URL, err = mcpURL(at(path, "url"), *in.URL); err != nil {
+			return s, err
+		}
+	}
+	if in.Credential != nil {
+		if s.Credential, err = in.Credential.credential(at(path, "credential")); err != nil {
+			return s, err
+		}
+	}
+	if in.Provider != nil {
+		if s.Provider, err = in.Provider.provider(at(path, "provider")); err != nil {
+			return s, err
+		}
+	}
+	if in.Defaults != nil {
+		if s.Defaults, err = toolConfig(at(path, "defaults"), nil, in.Defaults.Pricing, in.Defaults.Capabilities, in.Defaults.Trust); err != nil {
+			return s, err
+		}
+	}
+	if in.Tools != nil {
+		s.Tools = make(map[string]mcpupstream.ToolConfig, len(in.Tools))
+		for _, name := range slices.Sorted(maps.Keys(in.Tools)) {
+			t := in.Tools[name]
+			if t == nil {
+				continue
 			}
-		case "command":
-			s.Command, err = commandLine(f.node)
-		case "env":
-			s.Env, err = mcpEnv(f.node)
-			envField = &f
-		case "url":
-			s.URL, err = mcpURL(f.node)
-		case "credential":
-			s.Credential, err = mcpCredential(f.node)
-			credField = &f
-		case "provider":
-			s.Provider, err = mcpProvider(f.node)
-		case "defaults":
-			s.Defaults, err = toolConfig(f.node, false)
-		case "tools":
-			s.Tools, err = toolConfigs(f.node)
-		case "include":
-			s.Include, err = includes(f.node)
-		case "callTimeout":
-			s.CallTimeout, err = f.duration()
+			if s.Tools[name], err = toolConfig(at(at(path, "tools"), name), t.Enabled, t.Pricing, t.Capabilities, t.Trust); err != nil {
+				return s, err
+			}
 		}
-		if err != nil {
-			return mcpupstream.Server{}, err
-		}
+	}
+	if s.Include, err = includes(at(path, "include"), in.Include); err != nil {
+		return s, err
 	}
 	switch {
 	case s.ID == "":
-		return s, n.errorf("id is required")
+		return s, errorf(path, "id is required")
 	case (len(s.Command) > 0) == (s.URL != ""):
-		return s, n.errorf("give exactly one of command (a program the gateway starts) and url (a streamable HTTP server)")
-	case envField != nil && s.URL != "":
-		return s, envField.errorf("applies only to a command; a url's server gets a credential")
-	case credField != nil && s.URL == "":
-		return s, credField.errorf("applies only to a url: it is sent to the url's origin and nowhere else")
+		return s, errorf(path, "give exactly one of command (a program the gateway starts) and url (a streamable HTTP server)")
+	case in.Env != nil && s.URL != "":
+		return s, errorf(at(path, "env"), "applies only to a command; a url's server gets a credential")
+	case in.Credential != nil && s.URL == "":
+		return s, errorf(at(path, "credential"), "applies only to a url: it is sent to the url's origin and nowhere else")
 	}
 	return s, nil
 }
 
-func commandLine(n node) ([]string, error) {
-	items, err := n.items()
-	if err != nil {
-		return nil, n.errorf(`must be an array: the program and its arguments, such as ["npx", "-y", "@modelcontextprotocol/server-filesystem", "/srv/shared"]`)
+// commandLine is a server's "command": the program and its arguments.
+type commandLine []string
+
+func (c *commandLine) UnmarshalJSON(raw []byte) error {
+	if kindOf(raw) != "an array" {
+		return errors.New(`must be an array: the program and its arguments, such as ["npx", "-y", "@modelcontextprotocol/server-filesystem", "/srv/shared"]`)
 	}
-	if len(items) == 0 {
-		return nil, n.errorf("must name the program to start")
+	var args []str
+	if err := strictjson.Decode(raw, &args); err != nil {
+		return err
 	}
-	out := make([]string, len(items))
-	for i, item := range items {
-		if out[i], err = item.str(); err != nil {
-			return nil, err
+	if len(args) == 0 {
+		return errors.New("must name the program to start")
+	}
+	for i, a := range args {
+		if strings.ContainsRune(string(a), 0) {
+			return errorf(index("", i), "holds a NUL character")
 		}
-		if strings.ContainsRune(out[i], 0) {
-			return nil, item.errorf("holds a NUL character")
-		}
 	}
-	if strings.TrimSpace(out[0]) == "" {
-		return nil, items[0].errorf("must name the program to start")
+	if strings.TrimSpace(string(args[0])) == "" {
+		return errorf("[0]", "must name the program to start")
+	}
+	*c = strs(args)
+	return nil
+}
+
+// mcpValue is a string, or {"env": NAME} or {"file": PATH} read at start.
+type mcpValue mcpupstream.Value
+
+func (v *mcpValue) UnmarshalJSON(raw []byte) error {
+	switch kindOf(raw) {
+	case "a string":
+		var s string
+		err := json.Unmarshal(raw, &s)
+		*v = mcpValue{Literal: s}
+		return err
+	case "an object":
+	default:
+		return fmt.Errorf(`must be a string, {"env": "NAME"} or {"file": "/path"}, not %s`, kindOf(raw))
+	}
+	var from struct {
+		Env  *string `json:"env"`
+		File *string `json:"file"`
+	}
+	if err := strictjson.Decode(raw, &from); err != nil {
+		return err
+	}
+	if (from.Env == nil) == (from.File == nil) {
+		return errors.New("give exactly one of env and file")
+	}
+	name, s := "env", from.Env
+	if s == nil {
+		name, s = "file", from.File
+	}
+	if strings.TrimSpace(*s) == "" {
+		return errorf(name, "must not be empty")
+	}
+	*v = mcpValue{Env: *s}
+	if name == "file" {
+		*v = mcpValue{File: *s}
+	}
+	return nil
+}
+
+func mcpEnv(path string, in map[string]*mcpValue) (map[string]mcpupstream.Value, error) {
+	out := make(map[string]mcpupstream.Value, len(in))
+	for _, name := range slices.Sorted(maps.Keys(in)) {
+		if name == "" || strings.ContainsAny(name, "=\x00") {
+			return nil, errorf(path, "%q is not an environment variable's name", name)
+		}
+		if v := in[name]; v != nil {
+			out[name] = mcpupstream.Value(*v)
+		}
 	}
 	return out, nil
 }
 
-// value is a string, or {"env": NAME} or {"file": PATH} read at start.
-func value(n node) (mcpupstream.Value, error) {
-	if n.kind() == "a string" {
-		s, err := n.str()
-		return mcpupstream.Value{Literal: s}, err
-	}
-	if n.kind() != "an object" {
-		return mcpupstream.Value{}, n.errorf(`must be a string, {"env": "NAME"} or {"file": "/path"}, not %s`, n.kind())
-	}
-	fs, err := n.fields("env", "file")
-	if err != nil {
-		return mcpupstream.Value{}, err
-	}
-	if len(fs) != 1 {
-		return mcpupstream.Value{}, n.errorf(`give exactly one of env and file`)
-	}
-	s, err := fs[0].str()
-	if err != nil {
-		return mcpupstream.Value{}, err
-	}
-	if strings.TrimSpace(s) == "" {
-		return mcpupstream.Value{}, fs[0].errorf("must not be empty")
-	}
-	if fs[0].name == "env" {
-		return mcpupstream.Value{Env: s}, nil
-	}
-	return mcpupstream.Value{File: s}, nil
-}
-
-func mcpEnv(n node) (map[string]mcpupstream.Value, error) {
-	fs, err := n.members()
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]mcpupstream.Value, len(fs))
-	for _, f := range fs {
-		if f.name == "" || strings.ContainsAny(f.name, "=\x00") {
-			return nil, n.errorf("%q is not an environment variable's name", f.name)
-		}
-		if out[f.name], err = value(f.node); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
-func mcpURL(n node) (string, error) {
-	s, err := n.str()
-	if err != nil {
-		return "", err
-	}
+func mcpURL(path, s string) (string, error) {
 	if _, err := weburl.Check(s, weburl.Allow{PortOnlyHost: true, Path: true, Query: true, EmptyFragment: true}); err != nil {
 		// Not quoted back: a URL with credentials would put them in a log.
-		return "", n.errorf("must be an http or https URL with a host, and no credentials or fragment (a credential goes in \"credential\")")
+		return "", errorf(path, "must be an http or https URL with a host, and no credentials or fragment (a credential goes in \"credential\")")
 	}
 	return s, nil
 }
 
-func mcpCredential(n node) (*mcpupstream.Credential, error) {
-	fs, err := n.fields("header", "scheme", "env", "file")
-	if err != nil {
-		return nil, err
-	}
+// credentialJSON is a server's "credential".
+type credentialJSON struct {
+	Header *string `json:"header"`
+	Scheme *string `json:"scheme"`
+	Env    *string `json:"env"`
+	File   *string `json:"file"`
+}
+
+func (in *credentialJSON) credential(path string) (*mcpupstream.Credential, error) {
 	c := &mcpupstream.Credential{}
+	if in.Header != nil {
+		if c.Header = *in.Header; !httpguts.ValidHeaderFieldName(c.Header) {
+			return nil, errorf(at(path, "header"), "%q is not an HTTP header name", c.Header)
+		}
+	}
+	if in.Scheme != nil {
+		if c.Scheme = *in.Scheme; c.Scheme == "" || strings.ContainsAny(c.Scheme, " \t\r\n") {
+			return nil, errorf(at(path, "scheme"), "must be one word, such as Bearer")
+		}
+	}
 	sources := 0
-	for _, f := range fs {
-		var s string
-		if s, err = f.str(); err != nil {
-			return nil, err
-		}
-		switch f.name {
-		case "header":
-			if !httpguts.ValidHeaderFieldName(s) {
-				return nil, f.errorf("%q is not an HTTP header name", s)
-			}
-			c.Header = s
-		case "scheme":
-			if s == "" || strings.ContainsAny(s, " \t\r\n") {
-				return nil, f.errorf("must be one word, such as Bearer")
-			}
-			c.Scheme = s
-		case "env":
-			c.Value.Env, sources = s, sources+1
-		case "file":
-			c.Value.File, sources = s, sources+1
-		}
+	if in.Env != nil {
+		c.Value.Env, sources = *in.Env, sources+1
+	}
+	if in.File != nil {
+		c.Value.File, sources = *in.File, sources+1
 	}
 	switch {
 	case c.Header == "":
-		return nil, n.errorf("header is required")
+		return nil, errorf(path, "header is required")
 	case sources != 1:
-		return nil, n.errorf("give exactly one of env and file: the credential's value is never written in the config")
+		return nil, errorf(path, "give exactly one of env and file: the credential's value is never written in the config")
 	}
 	return c, nil
 }
 
-func mcpProvider(n node) (mcpupstream.Provider, error) {
-	fs, err := n.fields("name", "trustTier")
-	if err != nil {
-		return mcpupstream.Provider{}, err
-	}
+// providerJSON is a server's "provider".
+type providerJSON struct {
+	Name      *string `json:"name"`
+	TrustTier *string `json:"trustTier"`
+}
+
+func (in *providerJSON) provider(path string) (mcpupstream.Provider, error) {
 	var p mcpupstream.Provider
-	for _, f := range fs {
-		var s string
-		if s, err = f.str(); err != nil {
-			return p, err
+	for _, f := range []struct {
+		dst  *string
+		src  *string
+		name string
+	}{{&p.Name, in.Name, "name"}, {&p.TrustTier, in.TrustTier, "trustTier"}} {
+		if f.src == nil {
+			continue
 		}
-		if strings.TrimSpace(s) == "" {
-			return p, f.errorf("must not be empty")
-		}
-		if f.name == "name" {
-			p.Name = s
-		} else {
-			p.TrustTier = s
+		if *f.dst = *f.src; strings.TrimSpace(*f.dst) == "" {
+			return p, errorf(at(path, f.name), "must not be empty")
 		}
 	}
 	return p, nil
 }
 
-func toolConfigs(n node) (map[string]mcpupstream.ToolConfig, error) {
-	fs, err := n.members()
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]mcpupstream.ToolConfig, len(fs))
-	for _, f := range fs {
-		if out[f.name], err = toolConfig(f.node, true); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+// toolDefaultsJSON is a server's "defaults": what its tools' entries say,
+// but "enabled".
+type toolDefaultsJSON struct {
+	Pricing      *pricingJSON      `json:"pricing"`
+	Capabilities *capabilitiesJSON `json:"capabilities"`
+	Trust        *trustJSON        `json:"trust"`
 }
 
-// toolConfig is "defaults" (enabled not allowed) or one of "tools".
-func toolConfig(n node, single bool) (mcpupstream.ToolConfig, error) {
-	allowed := []string{"pricing", "capabilities", "trust"}
-	if single {
-		allowed = append(allowed, "enabled")
-	}
-	fs, err := n.fields(allowed...)
-	if err != nil {
-		return mcpupstream.ToolConfig{}, err
-	}
-	var c mcpupstream.ToolConfig
-	for _, f := range fs {
-		switch f.name {
-		case "enabled":
-			var b bool
-			b, err = f.boolean()
-			c.Enabled = &b
-		case "pricing":
-			c.Pricing, err = pricing(f.node)
-		case "capabilities":
-			c.Capabilities, err = capabilities(f.node)
-		case "trust":
-			c.Trust, err = trustOf(f.node)
-		}
-		if err != nil {
+// mcpToolJSON is an entry of a server's "tools".
+type mcpToolJSON struct {
+	Pricing      *pricingJSON      `json:"pricing"`
+	Capabilities *capabilitiesJSON `json:"capabilities"`
+	Trust        *trustJSON        `json:"trust"`
+	Enabled      *bool             `json:"enabled"`
+}
+
+// toolConfig checks "defaults" or an entry of "tools".
+func toolConfig(path string, enabled *bool, pricing *pricingJSON, caps *capabilitiesJSON, trust *trustJSON) (mcpupstream.ToolConfig, error) {
+	c := mcpupstream.ToolConfig{Enabled: enabled}
+	var err error
+	if pricing != nil {
+		if c.Pricing, err = pricing.pricing(at(path, "pricing")); err != nil {
 			return c, err
 		}
 	}
+	if caps != nil {
+		if c.Capabilities, err = caps.capabilities(at(path, "capabilities")); err != nil {
+			return c, err
+		}
+	}
+	if trust != nil {
+		c.Trust = trust.trust()
+	}
 	return c, nil
 }
 
-func pricing(n node) (*registry.Pricing, error) {
-	fs, err := n.fields("type", "amount", "currency")
-	if err != nil {
-		return nil, err
-	}
+// pricingJSON is a tool's "pricing".
+type pricingJSON struct {
+	Type     *string `json:"type"`
+	Amount   *amount `json:"amount"`
+	Currency *string `json:"currency"`
+}
+
+func (in *pricingJSON) pricing(path string) (*registry.Pricing, error) {
 	p := &registry.Pricing{Currency: "USD"}
-	var amountField *field
-	for _, f := range fs {
-		switch f.name {
-		case "type":
-			if p.Type, err = f.str(); err == nil && p.Type != registry.PricingFree && p.Type != registry.PricingPerCall {
-				err = f.errorf(`%q must be "free" or "per_call"`, p.Type)
-			}
-		case "amount":
-			p.Amount, err = f.amount()
-			amountField = &f
-		case "currency":
-			var cur string
-			if cur, err = f.str(); err == nil && cur != "USD" {
-				err = f.errorf("%q: only USD is supported", cur)
-			}
+	if in.Type != nil {
+		if p.Type = *in.Type; p.Type != registry.PricingFree && p.Type != registry.PricingPerCall {
+			return nil, errorf(at(path, "type"), `%q must be "free" or "per_call"`, p.Type)
 		}
-		if err != nil {
-			return nil, err
-		}
+	}
+	if d := in.Amount.decimalPtr(); d != nil {
+		p.Amount = *d
+	}
+	if in.Currency != nil && *in.Currency != "USD" {
+		return nil, errorf(at(path, "currency"), "%q: only USD is supported", *in.Currency)
 	}
 	switch {
 	case p.Type == "":
-		return nil, n.errorf(`type is required: "free" or "per_call"`)
+		return nil, errorf(path, `type is required: "free" or "per_call"`)
 	case p.Type == registry.PricingFree && !p.Amount.IsZero():
-		return nil, amountField.errorf("a free tool has no amount")
-	case p.Type == registry.PricingPerCall && amountField == nil:
-		return nil, n.errorf("amount is required for per_call")
+		return nil, errorf(at(path, "amount"), "a free tool has no amount")
+	case p.Type == registry.PricingPerCall && in.Amount == nil:
+		return nil, errorf(path, "amount is required for per_call")
 	}
 	return p, nil
 }
 
-// capabilityFlags are the capabilities given as true or false.
-var capabilityFlags = []string{"readOnly", "destructive", "idempotent", "openWorld", "readsPrivateData",
-	"seesUntrustedContent", "writesExternalData", "sendsMessages", "spendsMoney", "executesCode", "requiresUserCredential"}
+// capabilitiesJSON is a tool's "capabilities".
+type capabilitiesJSON struct {
+	AllowedOutboundDomains []str   `json:"allowedOutboundDomains"`
+	DataRetention          *string `json:"dataRetention"`
+	ReadOnly               *bool   `json:"readOnly"`
+	Destructive            *bool   `json:"destructive"`
+	Idempotent             *bool   `json:"idempotent"`
+	OpenWorld              *bool   `json:"openWorld"`
+	ReadsPrivateData       *bool   `json:"readsPrivateData"`
+	SeesUntrustedContent   *bool   `json:"seesUntrustedContent"`
+	WritesExternalData     *bool   `json:"writesExternalData"`
+	SendsMessages          *bool   `json:"sendsMessages"`
+	SpendsMoney            *bool   `json:"spendsMoney"`
+	ExecutesCode           *bool   `json:"executesCode"`
+	RequiresUserCredential *bool   `json:"requiresUserCredential"`
+}
 
-func capabilities(n node) (*registry.Capabilities, error) {
-	fs, err := n.fields(append([]string{"allowedOutboundDomains", "dataRetention"}, capabilityFlags...)...)
-	if err != nil {
-		return nil, err
+func (in *capabilitiesJSON) capabilities(path string) (*registry.Capabilities, error) {
+	c := &registry.Capabilities{
+		AllowedOutboundDomains: strs(in.AllowedOutboundDomains),
+		ReadOnly:               in.ReadOnly, Destructive: in.Destructive, Idempotent: in.Idempotent, OpenWorld: in.OpenWorld,
+		ReadsPrivateData: in.ReadsPrivateData, SeesUntrustedContent: in.SeesUntrustedContent,
+		WritesExternalData: in.WritesExternalData, SendsMessages: in.SendsMessages, SpendsMoney: in.SpendsMoney,
+		ExecutesCode: in.ExecutesCode, RequiresUserCredential: in.RequiresUserCredential,
 	}
-	c := &registry.Capabilities{}
-	flags := map[string]**bool{
-		"readOnly": &c.ReadOnly, "destructive": &c.Destructive, "idempotent": &c.Idempotent, "openWorld": &c.OpenWorld,
-		"readsPrivateData": &c.ReadsPrivateData, "seesUntrustedContent": &c.SeesUntrustedContent,
-		"writesExternalData": &c.WritesExternalData, "sendsMessages": &c.SendsMessages, "spendsMoney": &c.SpendsMoney,
-		"executesCode": &c.ExecutesCode, "requiresUserCredential": &c.RequiresUserCredential,
-	}
-	for _, f := range fs {
-		switch f.name {
-		case "dataRetention":
-			if c.DataRetention, err = f.str(); err == nil && c.DataRetention != registry.RetentionNone &&
-				c.DataRetention != registry.RetentionStored && c.DataRetention != registry.RetentionUnknown {
-				err = f.errorf(`%q must be "none", "stored" or "unknown"`, c.DataRetention)
-			}
-		case "allowedOutboundDomains":
-			var items []node
-			if items, err = f.items(); err == nil {
-				c.AllowedOutboundDomains = []string{}
-				for _, item := range items {
-					var d string
-					if d, err = item.str(); err != nil {
-						break
-					}
-					c.AllowedOutboundDomains = append(c.AllowedOutboundDomains, d)
-				}
-			}
-		default:
-			var b bool
-			if b, err = f.boolean(); err == nil {
-				*flags[f.name] = &b
-			}
-		}
-		if err != nil {
-			return nil, err
+	if in.DataRetention != nil {
+		if c.DataRetention = *in.DataRetention; c.DataRetention != registry.RetentionNone &&
+			c.DataRetention != registry.RetentionStored && c.DataRetention != registry.RetentionUnknown {
+			return nil, errorf(at(path, "dataRetention"), `%q must be "none", "stored" or "unknown"`, c.DataRetention)
 		}
 	}
 	return c, nil
 }
 
-// trustOf reads a trust override, of a tool ("trust") or of an MCP
-// server's tools: any of paymentVerified, endpointVerified and retrySafe.
-func trustOf(n node) (registry.Trust, error) {
-	fs, err := n.fields("paymentVerified", "endpointVerified", "retrySafe")
-	if err != nil {
-		return registry.Trust{}, err
-	}
-	var tr registry.Trust
-	for _, f := range fs {
-		b, err := f.boolean()
-		if err != nil {
-			return registry.Trust{}, err
-		}
-		switch f.name {
-		case "paymentVerified":
-			tr.PaymentVerified = &b
-		case "endpointVerified":
-			tr.EndpointVerified = &b
-		case "retrySafe":
-			tr.RetrySafe = &b
-		}
-	}
-	return tr, nil
+// trustJSON is a trust override, of a tool ("trust") or of an MCP
+// server's tools.
+type trustJSON struct {
+	PaymentVerified  *bool `json:"paymentVerified"`
+	EndpointVerified *bool `json:"endpointVerified"`
+	RetrySafe        *bool `json:"retrySafe"`
 }
 
-func includes(n node) ([]string, error) {
-	items, err := n.items()
-	if err != nil {
-		return nil, err
+func (in *trustJSON) trust() registry.Trust {
+	return registry.Trust{PaymentVerified: in.PaymentVerified, EndpointVerified: in.EndpointVerified, RetrySafe: in.RetrySafe}
+}
+
+func includes(path string, in []str) ([]string, error) {
+	if in == nil {
+		return nil, nil
 	}
-	out := make([]string, 0, len(items))
-	for _, item := range items {
-		g, err := item.str()
-		if err != nil {
-			return nil, err
-		}
-		if _, err := path.Match(g, ""); err != nil {
-			return nil, item.errorf("%q is not a valid pattern (globs over tool names, such as \"read_*\")", g)
+	out := make([]string, 0, len(in))
+	for i, g := range strs(in) {
+		if _, err := pathpkg.Match(g, ""); err != nil {
+			return nil, errorf(index(path, i), "%q is not a valid pattern (globs over tool names, such as \"read_*\")", g)
 		}
 		out = append(out, g)
 	}
@@ -488,23 +438,18 @@ func resolveMCPPaths(cfg *Config, dir string) {
 // to be shorter than the idempotency lease, given or default: a retry takes
 // over a call whose lease has ended, and one still waiting on its server
 // would then run twice.
-func checkCallTimeouts(cfg *Config, servers node) error {
+func checkCallTimeouts(cfg *Config, path string) error {
 	lease := cfg.IdempotencyLease
 	if lease == 0 {
 		lease = toolgate.DefaultIdempotencyLease
 	}
-	items, _ := servers.items()
 	for i, s := range cfg.MCPServers {
 		timeout := s.CallTimeout
 		if timeout == 0 {
 			timeout = mcpupstream.DefaultCallTimeout
 		}
 		if timeout >= lease {
-			at := servers
-			if i < len(items) {
-				at = items[i].child("callTimeout")
-			}
-			return at.errorf("%s must be shorter than idempotencyLease (%s), or a retry could take over a call still waiting on its server", timeout, lease)
+			return errorf(at(index(path, i), "callTimeout"), "%s must be shorter than idempotencyLease (%s), or a retry could take over a call still waiting on its server", timeout, lease)
 		}
 	}
 	return nil

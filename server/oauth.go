@@ -30,75 +30,72 @@ type OAuth struct {
 	ApproveScope   string // "" is "toolgate:approve"
 }
 
-// oauth parses the "oauth" section. The URLs follow the verifier's rule:
+// oauthJSON is the "oauth" section.
+type oauthJSON struct {
+	Issuer         *string `json:"issuer"`
+	Audience       *string `json:"audience"`
+	JWKSURL        *string `json:"jwksUrl"`
+	PrincipalClaim *string `json:"principalClaim"`
+	ApproverClaim  *string `json:"approverClaim"`
+	Scopes         *struct {
+		Call    *string `json:"call"`
+		Approve *string `json:"approve"`
+	} `json:"scopes"`
+}
+
+// oauth checks the "oauth" section. The URLs follow the verifier's rule:
 // https://, or http:// on a loopback address.
-func (configParser) oauth(n node) (*OAuth, error) {
-	fs, err := n.fields("issuer", "audience", "jwksUrl", "principalClaim", "approverClaim", "scopes")
-	if err != nil {
-		return nil, err
-	}
+func (in *oauthJSON) oauth(path string) (*OAuth, error) {
 	o := &OAuth{}
-	for _, f := range fs {
-		switch f.name {
-		case "issuer":
-			o.Issuer, err = f.str()
-		case "audience":
-			o.Audience, err = f.str()
-		case "jwksUrl":
-			o.JWKSURL, err = f.str()
-		case "principalClaim":
-			if o.PrincipalClaim, err = f.str(); err == nil && o.PrincipalClaim == "" {
-				err = f.errorf(`must name a claim, such as "sub"`)
-			}
-		case "approverClaim":
-			if o.ApproverClaim, err = f.str(); err == nil && o.ApproverClaim == "" {
-				err = f.errorf("must name a claim; leave it out for tokens that never approve")
-			}
-		case "scopes":
-			err = o.scopes(f.node)
+	if in.Issuer != nil {
+		o.Issuer = *in.Issuer
+	}
+	if in.Audience != nil {
+		o.Audience = *in.Audience
+	}
+	if in.JWKSURL != nil {
+		o.JWKSURL = *in.JWKSURL
+	}
+	if in.PrincipalClaim != nil {
+		if o.PrincipalClaim = *in.PrincipalClaim; o.PrincipalClaim == "" {
+			return nil, errorf(at(path, "principalClaim"), `must name a claim, such as "sub"`)
 		}
-		if err != nil {
-			return nil, err
+	}
+	if in.ApproverClaim != nil {
+		if o.ApproverClaim = *in.ApproverClaim; o.ApproverClaim == "" {
+			return nil, errorf(at(path, "approverClaim"), "must name a claim; leave it out for tokens that never approve")
+		}
+	}
+	if sc := in.Scopes; sc != nil {
+		for _, f := range []struct {
+			dst  *string
+			src  *string
+			name string
+		}{{&o.CallScope, sc.Call, "call"}, {&o.ApproveScope, sc.Approve, "approve"}} {
+			if f.src == nil {
+				continue
+			}
+			if *f.dst = *f.src; *f.dst == "" || strings.ContainsAny(*f.dst, " \"\\") {
+				return nil, errorf(at(at(path, "scopes"), f.name), "must be one scope: no spaces, quotes or backslashes")
+			}
 		}
 	}
 	if o.Issuer == "" {
-		return nil, n.child("issuer").errorf("is required: the identity provider's issuer URL")
+		return nil, errorf(at(path, "issuer"), "is required: the identity provider's issuer URL")
 	}
 	if o.Audience == "" {
-		return nil, n.child("audience").errorf("is required: the URL clients reach this server's /mcp at, which tokens must be issued for")
+		return nil, errorf(at(path, "audience"), "is required: the URL clients reach this server's /mcp at, which tokens must be issued for")
 	}
 	// The verifier's own checks, named by the field they concern.
 	if _, err := oauth.New(o.verifierConfig()); err != nil {
 		field := map[string]string{"Issuer": "issuer", "Audience": "audience", "JWKSURL": "jwksUrl",
 			"CallScope": "scopes.call", "ApproveScope": "scopes.approve"}
 		if ce, ok := err.(*oauth.ConfigError); ok {
-			return nil, &ConfigError{Path: n.child(field[ce.Field]).path, Msg: ce.Msg}
+			return nil, &ConfigError{Path: at(path, field[ce.Field]), Msg: ce.Msg}
 		}
-		return nil, n.errorf("%v", err)
+		return nil, errorf(path, "%v", err)
 	}
 	return o, nil
-}
-
-func (o *OAuth) scopes(n node) error {
-	fs, err := n.fields("call", "approve")
-	if err != nil {
-		return err
-	}
-	for _, f := range fs {
-		s, err := f.str()
-		if err == nil && (s == "" || strings.ContainsAny(s, " \"\\")) {
-			err = f.errorf("must be one scope: no spaces, quotes or backslashes")
-		}
-		if err != nil {
-			return err
-		}
-		if f.name == "call" {
-			o.CallScope = s
-		} else {
-			o.ApproveScope = s
-		}
-	}
-	return nil
 }
 
 // verifierConfig is the section as the verifier takes it.

@@ -27,65 +27,49 @@ type RetiredReceiptKey struct {
 	PublicKeyFile string
 }
 
-// receipts parses "receipts".
-func (configParser) receipts(n node) (*Receipts, error) {
-	fs, err := n.fields("signingKeyFile", "keyId", "retiredKeys")
-	if err != nil {
-		return nil, err
-	}
-	r := &Receipts{}
-	for _, f := range fs {
-		switch f.name {
-		case "signingKeyFile":
-			if r.SigningKeyFile, err = f.str(); err == nil && strings.TrimSpace(r.SigningKeyFile) == "" {
-				err = f.errorf("must be the path of a PKCS#8 PEM Ed25519 key (openssl genpkey -algorithm ed25519 -out receipts.pem)")
-			}
-		case "keyId":
-			if r.KeyID, err = f.str(); err == nil && strings.TrimSpace(r.KeyID) == "" {
-				err = f.errorf("must not be empty: leave it out to name the key by its thumbprint")
-			}
-		case "retiredKeys":
-			r.Retired, err = retiredReceiptKeys(f.node)
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	if r.SigningKeyFile == "" {
-		return nil, n.errorf(`needs "signingKeyFile": without it, leave "receipts" out and a development key is generated at start`)
-	}
-	return r, nil
+// receiptsJSON is "receipts".
+type receiptsJSON struct {
+	SigningKeyFile *string `json:"signingKeyFile"`
+	KeyID          *string `json:"keyId"`
+	RetiredKeys    []struct {
+		KeyID         *string `json:"keyId"`
+		PublicKeyFile *string `json:"publicKeyFile"`
+	} `json:"retiredKeys"`
 }
 
-func retiredReceiptKeys(n node) ([]RetiredReceiptKey, error) {
-	items, err := n.items()
-	if err != nil {
-		return nil, err
+// receipts checks "receipts".
+func (in *receiptsJSON) receipts(path string) (*Receipts, error) {
+	r := &Receipts{}
+	if in.SigningKeyFile != nil {
+		if r.SigningKeyFile = *in.SigningKeyFile; strings.TrimSpace(r.SigningKeyFile) == "" {
+			return nil, errorf(at(path, "signingKeyFile"), "must be the path of a PKCS#8 PEM Ed25519 key (openssl genpkey -algorithm ed25519 -out receipts.pem)")
+		}
 	}
-	out := make([]RetiredReceiptKey, 0, len(items))
-	for _, item := range items {
-		fs, err := item.fields("keyId", "publicKeyFile")
-		if err != nil {
-			return nil, err
+	if in.KeyID != nil {
+		if r.KeyID = *in.KeyID; strings.TrimSpace(r.KeyID) == "" {
+			return nil, errorf(at(path, "keyId"), "must not be empty: leave it out to name the key by its thumbprint")
 		}
-		var k RetiredReceiptKey
-		for _, f := range fs {
-			switch f.name {
-			case "keyId":
-				k.KeyID, err = f.str()
-			case "publicKeyFile":
-				k.PublicKeyFile, err = f.str()
-			}
-			if err != nil {
-				return nil, err
-			}
-		}
-		if strings.TrimSpace(k.PublicKeyFile) == "" {
-			return nil, item.errorf(`needs "publicKeyFile": the retired key's public half in PEM`)
-		}
-		out = append(out, k)
 	}
-	return out, nil
+	if in.RetiredKeys != nil {
+		r.Retired = make([]RetiredReceiptKey, 0, len(in.RetiredKeys))
+	}
+	for i, k := range in.RetiredKeys {
+		var rk RetiredReceiptKey
+		if k.KeyID != nil {
+			rk.KeyID = *k.KeyID
+		}
+		if k.PublicKeyFile != nil {
+			rk.PublicKeyFile = *k.PublicKeyFile
+		}
+		if strings.TrimSpace(rk.PublicKeyFile) == "" {
+			return nil, errorf(index(at(path, "retiredKeys"), i), `needs "publicKeyFile": the retired key's public half in PEM`)
+		}
+		r.Retired = append(r.Retired, rk)
+	}
+	if r.SigningKeyFile == "" {
+		return nil, errorf(path, `needs "signingKeyFile": without it, leave "receipts" out and a development key is generated at start`)
+	}
+	return r, nil
 }
 
 // resolveReceiptPaths makes the key files' paths absolute, from the config

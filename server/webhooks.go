@@ -17,23 +17,15 @@ type Webhooks struct {
 // history, and pending events are never pruned.
 const maxRetryFor = 31 * 24 * time.Hour
 
-// webhooks parses "webhooks": {"retryFor": "24h"}.
-func (p *configParser) webhooks(n node) (Webhooks, error) {
-	fs, err := n.fields("retryFor")
-	if err != nil {
-		return Webhooks{}, err
-	}
-	var w Webhooks
-	for _, f := range fs {
-		switch f.name {
-		case "retryFor":
-			if w.RetryFor, err = f.duration(); err == nil && (w.RetryFor < time.Minute || w.RetryFor > maxRetryFor) {
-				err = f.errorf("%s is outside 1m to 744h: an event is retried for at least a minute and at most a month", w.RetryFor)
-			}
-		}
-		if err != nil {
-			return Webhooks{}, err
-		}
+// webhooksJSON is "webhooks": {"retryFor": "24h"}.
+type webhooksJSON struct {
+	RetryFor *duration `json:"retryFor"`
+}
+
+func (in *webhooksJSON) webhooks(path string) (Webhooks, error) {
+	w := Webhooks{RetryFor: in.RetryFor.value()}
+	if in.RetryFor != nil && (w.RetryFor < time.Minute || w.RetryFor > maxRetryFor) {
+		return Webhooks{}, errorf(at(path, "retryFor"), "%s is outside 1m to 744h: an event is retried for at least a minute and at most a month", w.RetryFor)
 	}
 	return w, nil
 }

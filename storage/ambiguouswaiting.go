@@ -5,11 +5,9 @@ import (
 	"time"
 )
 
-// AmbiguousCounter is an optional Store interface that says how many
-// ambiguous executions wait for a person to resolve them, across every
-// principal, for the gateway's metrics. storagetest.Run checks it when a
-// Store implements it; a gateway on a store without it exports no such
-// metric.
+// AmbiguousCounter is the part of Store that says how many ambiguous
+// executions wait for a person to resolve them, across every principal,
+// for the gateway's metrics.
 type AmbiguousCounter interface {
 	// AmbiguousWaiting returns the number of executions whose status is
 	// ExecutionAmbiguous, so not yet resolved, and the CreatedAt of the

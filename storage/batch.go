@@ -11,12 +11,12 @@ import (
 
 // Reads are the reads one gateway step needs before it decides anything,
 // and, for a quote, the quote it then stores. A quote reads the caller's
-// standing approval, spend controls and spend so far, and stores the quote;
-// a call reads its quote, the caller's spend controls, unless the approval
-// it carries settles it the standing approval, and the approval request it
-// carries as its grant, if any. Asking for them
-// together lets a store that pays a network round trip per method answer in
-// one (see BatchReader).
+// standing approval, spend controls and spend so far, and stores the
+// quote (ReadBatch); a call reads its quote, the caller's spend controls,
+// unless the approval it carries settles it the standing approval, and the
+// approval request it carries as its grant, if any (AdmitCall). Asking for
+// them together lets a store that pays a network round trip per method
+// answer in one.
 type Reads struct {
 	Principal string
 	// Approval asks for the principal's standing approval of ToolID.
@@ -42,15 +42,6 @@ type Reads struct {
 	// When the key holds a record, CreateQuote is not stored: a retry of
 	// a call is answered from its record, and needs no new quote.
 	Key string
-	// Decide, when set, is the decision the reads are for (a call's
-	// admission checks): ReadBatch calls it with its answer and returns its
-	// error as it is. A store may answer reads that carry a Decide from
-	// what it remembers instead of asking its database (the quotes it
-	// created, the approvals and spend controls it last read); such an
-	// answer may be out of date, so when Decide refuses it the store reads
-	// from its database and decides again: nothing is refused on memory.
-	// A store whose reads cost nothing need not remember anything.
-	Decide func(ReadResult) error
 }
 
 // ReadResult answers Reads. Something asked for and absent is nil, not an
@@ -62,42 +53,37 @@ type ReadResult struct {
 	Grant         *ApprovalRequest
 	Used          []decimal.Decimal // one per Reads.Limits, in order
 	Prior         *IdempotencyRecord
-
-	// Remembered and ApprovalRead are the store's own marks, for its
-	// BeginExecution (see Begin.Decided): Remembered is set when it
-	// answered from memory (see Reads.Decide), and ApprovalRead then tells
-	// whether the approval was asked for, so that a nil Approval means none
-	// rather than not asked. A caller has no use for them.
-	Remembered   bool
-	ApprovalRead bool
 }
 
-// BatchReader is an optional Store method for backends where every method
-// call costs a round trip to a server: it does all of r in one. Its answers
-// must be exactly what the Store's own methods would give (or, only with
-// r.Decide, what they gave, marked Remembered, decided again on the
-// database's answer when r.Decide refuses, and checked by
-// BeginExecution), and on an error nothing of r is stored. storagetest.Run
-// checks all of it when a Store implements it.
+// BatchReader is the part of Store that does the reads of one gateway step
+// together.
 type BatchReader interface {
+	// ReadBatch does all of r. A backend where every method call costs a
+	// round trip to a server does it in one; one whose calls cost nothing
+	// does it method by method, with ReadEach. Its answers must be exactly
+	// what the Store's own methods would give at the time, and on an error
+	// nothing of r is stored.
 	ReadBatch(ctx context.Context, r Reads) (ReadResult, error)
 }
 
-// ReadBatch does r on s: in one step when s is a BatchReader, otherwise
-// method by method, which costs nothing extra on a store in memory.
-func ReadBatch(ctx context.Context, s Store, r Reads) (ReadResult, error) {
-	if b, ok := s.(BatchReader); ok {
-		return b.ReadBatch(ctx, r)
+// AdmitEach is Store.AdmitCall done in turn on s: ReadBatch, decide, then
+// BeginExecution. It is AdmitCall for a store that answers its reads from
+// its database at the time (the memory and SQLite stores), or a fake.
+func AdmitEach(ctx context.Context, s Store, r Reads, decide func(ReadResult) (Begin, error)) (BeginResult, error) {
+	read, err := s.ReadBatch(ctx, r)
+	if err != nil {
+		return BeginResult{}, err
 	}
-	res, err := readEach(ctx, s, r)
-	if err != nil || r.Decide == nil {
-		return res, err
+	b, err := decide(read)
+	if err != nil {
+		return BeginResult{}, err
 	}
-	return res, r.Decide(res)
+	return s.BeginExecution(ctx, b)
 }
 
-// readEach does r on s method by method.
-func readEach(ctx context.Context, s Store, r Reads) (ReadResult, error) {
+// ReadEach does r on s method by method: ReadBatch for a store whose
+// method calls cost nothing (the memory and SQLite stores), or a fake.
+func ReadEach(ctx context.Context, s Store, r Reads) (ReadResult, error) {
 	var res ReadResult
 	if r.Key != "" {
 		rec, err := s.GetIdempotency(ctx, r.Principal, r.Key)

@@ -5,11 +5,11 @@ import (
 	"time"
 )
 
-// SessionStore is an optional Store interface that keeps the sign-in
-// sessions of the approval pages, so that every process sharing the store
-// knows them: a person signs in through one instance and decides through
-// another, and a sign-out through any ends the session everywhere at once.
-// storagetest.Run checks it when a Store implements it.
+// SessionStore is the part of Store that keeps the sign-in sessions of the
+// approval pages, so that every process sharing the store knows them: a
+// person signs in through one instance and decides through another, and a
+// sign-out through any ends the session everywhere at once. A store no
+// other process shares (the memory store) keeps them for its own.
 //
 // A session is named by the SHA-256 of its token, never by the token: the
 // store then never holds what a browser presents, and a copy of it signs

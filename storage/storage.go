@@ -22,16 +22,30 @@
 // that concurrent inserts cannot shift, and SpendSummary sums what they were
 // charged, by tool or by UTC day (audit.go has their query types).
 //
-// Two optional interfaces let a backend answer faster than method by method:
-// BatchReader, which lets a quote, and the reads that start a call, cost one
-// round trip each (the gateway uses it through ReadBatch), and UsageLister,
-// which reads the usage of one page of tools rather than of every tool
-// (through UsageOf). Three more keep what the processes sharing a store must
-// agree on beyond calls: SessionStore, the approval pages' sign-in sessions;
-// WindowCounter, counts of events in time windows (failed sign-ins,
-// approval requests); and SecretStore, secrets generated once, such as the
-// key state is sealed with. storagetest.Run checks each whenever a Store has
-// it.
+// Store is one interface, whole: every backend implements every method,
+// as River's drivers each implement riverdriver's one interface. Its
+// methods are grouped by concern, each group in a file of its own and
+// embedded here: the outbox (event.go); the reads of one gateway step
+// together (ReadBatch, batch.go) and the sizes of the batches a store
+// sends (ObserveBatches, batchsizes.go); the usage of one page of tools
+// (UsageOf, usage.go); the count of ambiguous executions waiting
+// (AmbiguousWaiting, ambiguouswaiting.go); and what the processes sharing
+// a store must agree on beyond calls: the approval pages' sign-in
+// sessions (SessionStore), counts of events in time windows, such as
+// failed sign-ins and approval requests (WindowCounter), and secrets
+// generated once, such as the key state is sealed with (SecretStore).
+// No caller looks for a method by type assertion. What a backend cannot
+// do it states in its own documentation, on the method: a store that
+// sends no batches never calls ObserveBatches' observer, and a method a
+// store cannot carry out at all returns ErrUnsupported. storagetest.Run
+// checks every method of every store.
+//
+// A call's reads, the gateway's decision on them and the call's admission
+// are one method, AdmitCall, so that a store may answer the reads however
+// it likes (the PostgreSQL store answers from what it remembers) and see
+// by itself that nothing is admitted on an answer out of date: a cache
+// is the store's own business, and all the contract says of one is that
+// decide may be called more than once.
 package storage
 
 import (
@@ -73,10 +87,10 @@ var (
 	// ErrLeaseLost: FinishExecution was called by a run whose lease was taken
 	// over by another run; its result must be discarded.
 	ErrLeaseLost = errors.New("storage: lease lost to another run")
-	// ErrRetry: BeginExecution could not admit on what was read before it
-	// (Begin.Decided) and wrote nothing; the caller does its reads and its
-	// decision again, once, and the store answers them afresh.
-	ErrRetry = errors.New("storage: read again and retry")
+	// ErrUnsupported: the store cannot carry out the method at all, and
+	// says so rather than pretending (see Store). It is
+	// errors.ErrUnsupported, so that either matches.
+	ErrUnsupported = errors.ErrUnsupported
 	// ErrNotAmbiguous: ResolveExecution's execution is not ambiguous: it is
 	// running, or it finished completed or failed and was never resolved.
 	ErrNotAmbiguous = errors.New("storage: execution is not ambiguous")
@@ -91,7 +105,11 @@ var (
 //
 // Users write fakes of Store, and a method added to it breaks them until
 // they add it too: embedding Store in the fake's struct keeps such a fake
-// compiling, and storagetest.Run says which guarantees it still misses.
+// compiling, and storagetest.Run says which guarantees it still misses. A
+// fake whose reads cost nothing does its ReadBatch with ReadEach and its
+// AdmitCall with AdmitEach; so does a fake that embeds a real store and
+// changes one of the methods they use, or the real store's own ReadBatch
+// and AdmitCall answer around the change.
 type Store interface {
 	// CreateQuote stores a new open quote. ErrAlreadyExists if the id is taken.
 	CreateQuote(ctx context.Context, q Quote) error
@@ -129,13 +147,27 @@ type Store interface {
 	//   - counts each of b.Limits over the ledger, including in-flight
 	//     reservations, and fails with *LimitError listing every limit the
 	//     call would break;
-	//   - records the execution as running and reserves its amount;
-	//   - when b.Decided was answered from the store's memory, first checks
-	//     that it still holds (ErrRetry otherwise, before any other check);
-	//     a store that never answers from memory ignores it.
+	//   - records the execution as running and reserves its amount.
 	//
 	// On any error nothing is written.
 	BeginExecution(ctx context.Context, b Begin) (BeginResult, error)
+
+	// AdmitCall is a new call's reads and its admission: it does r, as
+	// ReadBatch does, hands the answer to decide, and begins the execution
+	// decide returns, as BeginExecution does. When decide refuses, its
+	// error is returned as it is and nothing is written.
+	//
+	// Nothing may be admitted or refused on an answer older than
+	// ReadBatch's would be. A store that answers r from anything older
+	// (from what it remembers, say) sees to that itself: it admits only
+	// after checking, in the admitting step, that what the decision rested
+	// on still holds, and otherwise, or when decide refused such an
+	// answer, decides again on a fresh one, having written nothing of the
+	// earlier decision. So decide may be called more than once, and must
+	// leave nothing behind but its result; the last call's result is the
+	// one admitted or returned. A store whose reads cost nothing does r,
+	// decide and BeginExecution in turn (AdmitEach).
+	AdmitCall(ctx context.Context, r Reads, decide func(ReadResult) (Begin, error)) (BeginResult, error)
 
 	// FinishExecution records the outcome of a running execution in one
 	// atomic step: the execution's status and response, the idempotency
@@ -276,6 +308,21 @@ type Store interface {
 
 	// Outbox keeps the events to deliver (event.go).
 	Outbox
+	// BatchReader does the reads of one gateway step together (batch.go).
+	BatchReader
+	// BatchObserver reports the batches a store sends (batchsizes.go).
+	BatchObserver
+	// UsageLister reads the usage of one page of tools (usage.go).
+	UsageLister
+	// AmbiguousCounter counts the ambiguous executions waiting
+	// (ambiguouswaiting.go).
+	AmbiguousCounter
+	// SessionStore keeps the approval pages' sign-in sessions (session.go).
+	SessionStore
+	// WindowCounter counts events in time windows (window.go).
+	WindowCounter
+	// SecretStore keeps secrets generated once (secret.go).
+	SecretStore
 }
 
 // QuoteState is the lifecycle state of a stored quote. Expiry is not a
@@ -469,14 +516,6 @@ type Begin struct {
 	// GrantID is the approval request that approves this call (see
 	// BeginExecution); uuid.Nil when the call carries none.
 	GrantID uuid.UUID
-
-	// Decided is the answer of ReadBatch the call was decided on, if any.
-	// When the store gave it from memory, it admits only if the
-	// principal's spend controls and, when they were read, its approval of
-	// ToolID are still what it says; otherwise it writes nothing and
-	// returns ErrRetry. Its quote needs no such check: a quote never
-	// changes but for being used, which admission checks anyway.
-	Decided ReadResult
 
 	// Stored on a new execution for the audit trail; admission never reads
 	// them. AmountUSD is PriceUSD + FeeUSD.

@@ -5,10 +5,9 @@ import (
 	"time"
 )
 
-// WindowCounter is an optional Store interface that counts events in time
-// windows, for limits every process sharing the store enforces together:
-// failed sign-ins per client address, approval requests per principal.
-// storagetest.Run checks it when a Store implements it.
+// WindowCounter is the part of Store that counts events in time windows,
+// for limits every process sharing the store enforces together: failed
+// sign-ins per client address, approval requests per principal.
 //
 // A key's window begins with the first event counted under it when it has
 // no window, or when its window has ended, and lasts the Window that event

@@ -10,7 +10,7 @@ import (
 )
 
 // batchSizes adds up the batches a store that shares its work between
-// concurrent calls reports (storage.BatchObserver), by operation, so the
+// concurrent calls reports (Store.ObserveBatches), by operation, so the
 // report shows how much was shared.
 type batchSizes struct {
 	mu  sync.Mutex
@@ -19,15 +19,11 @@ type batchSizes struct {
 
 type batchCount struct{ batches, calls, largest int }
 
-// observeBatches returns the sizes st reports from now on, or nil when it
-// batches nothing.
+// observeBatches returns the sizes st reports from now on: none from a
+// store that batches nothing.
 func observeBatches(st storage.Store) *batchSizes {
-	o, ok := st.(storage.BatchObserver)
-	if !ok {
-		return nil
-	}
 	b := &batchSizes{ops: map[string]*batchCount{}}
-	o.ObserveBatches(func(op string, n int) {
+	st.ObserveBatches(func(op string, n int) {
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		c := b.ops[op]

@@ -71,7 +71,7 @@ type gatewayServer struct {
 	// work counts the database's work on PostgreSQL, nil otherwise; it is
 	// complete once close has run.
 	work *dbWork
-	// batches adds up the store's batches, nil for a store that has none.
+	// batches adds up the store's batches: none for a store that sends none.
 	batches *batchSizes
 }
 

@@ -12,7 +12,9 @@ import (
 
 // timedStore counts and times the store calls a pair makes, so that a
 // pair's latency can be split into the waits for its store: the quote's
-// reads and insert, the call's reads, its admission and its result.
+// reads and insert, the call's reads and admission (one step of the
+// store, AdmitCall, whose reads a store may answer from memory), and its
+// result.
 // Everything else passes through untimed.
 type timedStore struct {
 	storage.Store
@@ -27,28 +29,33 @@ type timedStep struct {
 const (
 	stepQuote  = iota // ReadBatch with a quote to store
 	stepReads         // ReadBatch of a call
-	stepBegin         // BeginExecution
+	stepAdmit         // AdmitCall: a call's reads and admission
+	stepBegin         // BeginExecution: a takeover's admission
 	stepFinish        // FinishExecution
 	stepOther         // GetIdempotency, CreateQuote
 	stepCount
 )
 
-var stepNames = [stepCount]string{"quote: reads and insert", "call: reads", "call: admission", "call: result", "other"}
+var stepNames = [stepCount]string{"quote: reads and insert", "call: reads", "call: reads and admission", "call: takeover", "call: result", "other"}
 
 func (s *timedStore) time(step int, start time.Time) {
 	s.steps[step].calls.Add(1)
 	s.steps[step].nanos.Add(int64(time.Since(start)))
 }
 
-// ReadBatch keeps the store's one-step reads, which the gateway would
-// otherwise lose behind the wrapper.
+// ReadBatch times the store's reads.
 func (s *timedStore) ReadBatch(ctx context.Context, r storage.Reads) (storage.ReadResult, error) {
 	step := stepReads
 	if r.CreateQuote != nil {
 		step = stepQuote
 	}
 	defer s.time(step, time.Now())
-	return storage.ReadBatch(ctx, s.Store, r)
+	return s.Store.ReadBatch(ctx, r)
+}
+
+func (s *timedStore) AdmitCall(ctx context.Context, r storage.Reads, decide func(storage.ReadResult) (storage.Begin, error)) (storage.BeginResult, error) {
+	defer s.time(stepAdmit, time.Now())
+	return s.Store.AdmitCall(ctx, r, decide)
 }
 
 func (s *timedStore) BeginExecution(ctx context.Context, b storage.Begin) (storage.BeginResult, error) {
@@ -71,8 +78,6 @@ func (s *timedStore) CreateQuote(ctx context.Context, q storage.Quote) error {
 	return s.Store.CreateQuote(ctx, q)
 }
 
-var _ storage.BatchReader = (*timedStore)(nil)
-
 // report prints each step's calls per pair and mean wait.
 func (s *timedStore) report(out io.Writer, pairs float64) {
 	fmt.Fprintf(out, "  %-26s %9s %10s\n", "store calls per pair", "calls", "mean wait")
@@ -82,13 +87,5 @@ func (s *timedStore) report(out io.Writer, pairs float64) {
 			continue
 		}
 		fmt.Fprintf(out, "  %-26s %9.2f %10s\n", stepNames[i], float64(n)/pairs, round(time.Duration(s.steps[i].nanos.Load()/n)))
-	}
-}
-
-// ObserveBatches passes observe on to the store, which batches (it is
-// PostgreSQL's): the report shows how much its calls shared.
-func (s *timedStore) ObserveBatches(observe func(operation string, size int)) {
-	if o, ok := s.Store.(storage.BatchObserver); ok {
-		o.ObserveBatches(observe)
 	}
 }

@@ -42,15 +42,21 @@ type Key struct {
 // Steps are what the gateway decides and does for one call. A refusal they
 // return is the caller's *toolgatetype.Error.
 type Steps interface {
-	// Admit reads what the call is decided on and decides it, returning
-	// what the store is to admit (Begin without its execution id, lease
-	// and times, which Execute sets).
-	Admit(ctx context.Context, now time.Time) (storage.Begin, error)
+	// Reads are what the call is decided on (storage.Store.AdmitCall).
+	Reads(ctx context.Context, now time.Time) (storage.Reads, error)
+	// Decide decides the call on read, the store's answer to Reads,
+	// returning what the store is to admit (Begin without its principal,
+	// key, execution id, lease and times, which Execute sets), or the
+	// caller's refusal. The store may ask again, on a fresher answer,
+	// before it admits anything (see storage.Store.AdmitCall): the last
+	// decision is the call's.
+	Decide(ctx context.Context, read storage.ReadResult, now time.Time) (storage.Begin, error)
 	// Resume admits a retry that may take over an abandoned run of the
-	// same request, which passed Admit when it began.
+	// same request, which passed Decide when it began.
 	Resume(ctx context.Context, now time.Time) (storage.Begin, error)
-	// Refused is the caller's refusal for the store's refusal err of what
-	// Admit or Resume returned.
+	// Refused is the caller's refusal for err, which refused what Decide
+	// or Resume returned: the store's refusal, or Decide's own, which the
+	// store returns as it is.
 	Refused(err error, now time.Time) error
 	// Run runs the claimed call: it calls the provider, or not, and says
 	// what to record.
@@ -93,8 +99,7 @@ type Run struct {
 	ErrorCode      string
 }
 
-// Execute runs the call s under k. The store may ask for its admission
-// again (storage.ErrRetry), which is done once. A refusal is answered, as
+// Execute runs the call s under k. A refusal is answered, as
 // an Idempotency-Key promises, by an earlier call under the key first: a
 // finished one is replayed, another request under the key is refused, and
 // an unfinished run of this very request is resumed, which the store
@@ -106,44 +111,57 @@ type Run struct {
 func (e *Executor) Execute(ctx context.Context, k Key, s Steps, h Hooks) (*toolgatetype.CallResult, error) {
 	now := e.Now().UTC()
 	cl, err := e.admitAndClaim(ctx, k, s, h, now)
-	if errors.Is(err, storage.ErrRetry) {
-		// Nothing was stored, and the store answers afresh.
-		if cl, err = e.admitAndClaim(ctx, k, s, h, now); errors.Is(err, storage.ErrRetry) {
-			err = Internal(err)
-		}
-	}
 	if err != nil {
 		return e.answerRefusal(ctx, k, s, h, err, now)
 	}
 	return e.run(ctx, k, s, h, cl)
 }
 
-// admitAndClaim is a call's checks and then its admission by the store.
+// admitAndClaim is a call's reads, its decision and its admission, which
+// the store does as one step (storage.Store.AdmitCall): it counts the
+// rate and spend windows with what is in flight, reserves the amount,
+// uses the quote and claims the key.
 func (e *Executor) admitAndClaim(ctx context.Context, k Key, s Steps, h Hooks, now time.Time) (Claim, error) {
-	b, err := s.Admit(ctx, now)
+	r, err := s.Reads(ctx, now)
 	if err != nil {
 		return Claim{}, err
 	}
-	return e.claim(ctx, k, s, h, b, now)
+	var lease uuid.UUID // the last decision's, which is what is admitted
+	begun, err := e.Store.AdmitCall(ctx, r, func(read storage.ReadResult) (storage.Begin, error) {
+		b, err := s.Decide(ctx, read, now)
+		if err != nil {
+			return storage.Begin{}, err
+		}
+		e.complete(&b, k, now)
+		lease = b.LeaseToken
+		return b, nil
+	})
+	if err != nil {
+		return Claim{}, s.Refused(err, now)
+	}
+	h.Claimed(ctx, begun)
+	return Claim{Execution: begun.Execution, Lease: lease, TookOver: begun.TookOver}, nil
 }
 
-// claim is the store's one atomic step that admits a call: it counts the
-// rate and spend windows with what is in flight, reserves the amount, uses
-// the quote and claims the key, or, finding an abandoned run of this same
-// request whose lease has ended, takes it over.
+// claim is the store's one atomic step that admits a call Resume
+// returned: as admitAndClaim admits one, or, finding an abandoned run of
+// this same request whose lease has ended, by taking it over.
 func (e *Executor) claim(ctx context.Context, k Key, s Steps, h Hooks, b storage.Begin, now time.Time) (Claim, error) {
-	b.Principal, b.Key, b.Fingerprint = k.Principal, k.Key, k.Fingerprint
-	b.ExecutionID, b.LeaseToken = uuid.New(), uuid.New()
-	b.LeaseUntil, b.Now = now.Add(e.Lease), now
+	e.complete(&b, k, now)
 	begun, err := e.Store.BeginExecution(ctx, b)
-	switch {
-	case errors.Is(err, storage.ErrRetry):
-		return Claim{}, err
-	case err != nil:
+	if err != nil {
 		return Claim{}, s.Refused(err, now)
 	}
 	h.Claimed(ctx, begun)
 	return Claim{Execution: begun.Execution, Lease: b.LeaseToken, TookOver: begun.TookOver}, nil
+}
+
+// complete sets what Execute owns of b: the key it is made under, a new
+// execution id and lease, and the times.
+func (e *Executor) complete(b *storage.Begin, k Key, now time.Time) {
+	b.Principal, b.Key, b.Fingerprint = k.Principal, k.Key, k.Fingerprint
+	b.ExecutionID, b.LeaseToken = uuid.New(), uuid.New()
+	b.LeaseUntil, b.Now = now.Add(e.Lease), now
 }
 
 // answerRefusal answers a call refused before it ran (see Execute).

@@ -22,13 +22,19 @@ var t0 = time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)
 // what the executor asks of it.
 type steps struct {
 	quote            uuid.UUID
+	reads            int
 	admits, resumes  int
 	runs             int
 	refusedWith      error
 	claimed, records int
 }
 
-func (s *steps) Admit(context.Context, time.Time) (storage.Begin, error) {
+func (s *steps) Reads(context.Context, time.Time) (storage.Reads, error) {
+	s.reads++
+	return storage.Reads{Principal: "alice", QuoteID: s.quote, SpendControls: true}, nil
+}
+
+func (s *steps) Decide(context.Context, storage.ReadResult, time.Time) (storage.Begin, error) {
 	s.admits++
 	return storage.Begin{QuoteID: s.quote, ToolID: "tool-a", AmountUSD: decimal.RequireFromString("0.10")}, nil
 }
@@ -57,19 +63,16 @@ func (s *steps) Result(_ context.Context, _ executor.Claim, r executor.Run, stor
 func (s *steps) Claimed(context.Context, storage.BeginResult)           { s.claimed++ }
 func (s *steps) Recorded(context.Context, executor.Claim, executor.Run) { s.records++ }
 
-// retryingStore asks for the admission again, as a store whose earlier
-// answers turned out out of date does, the first retries times.
-type retryingStore struct {
-	storage.Store
-	retries int
-}
+// decidingAgainStore decides each call twice, as a store whose first
+// answer to the reads turned out out of date at admission does (see
+// storage.Store.AdmitCall): the first decision is admitted nowhere.
+type decidingAgainStore struct{ storage.Store }
 
-func (s *retryingStore) BeginExecution(ctx context.Context, b storage.Begin) (storage.BeginResult, error) {
-	if s.retries > 0 {
-		s.retries--
-		return storage.BeginResult{}, storage.ErrRetry
+func (s decidingAgainStore) AdmitCall(ctx context.Context, r storage.Reads, decide func(storage.ReadResult) (storage.Begin, error)) (storage.BeginResult, error) {
+	if _, err := decide(storage.ReadResult{}); err != nil {
+		return storage.BeginResult{}, err
 	}
-	return s.Store.BeginExecution(ctx, b)
+	return storage.AdmitEach(ctx, s.Store, r, decide)
 }
 
 func newQuote(t *testing.T, s storage.Store) uuid.UUID {
@@ -81,27 +84,21 @@ func newQuote(t *testing.T, s storage.Store) uuid.UUID {
 	return q.ID
 }
 
-// TestExecuteRetriesTheAdmissionOnce: a store that asks for the admission
-// again gets it once, from the reads up; asked twice, the call is refused
-// as internal, and nothing ran.
-func TestExecuteRetriesTheAdmissionOnce(t *testing.T) {
+// TestExecuteRunsTheLastDecision: a store that has a call decided again
+// before it admits it runs the call once, as the last decision made it,
+// on the one claim the store gave.
+func TestExecuteRunsTheLastDecision(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	for retries, want := range map[int]toolgatetype.Status{1: toolgatetype.StatusCompleted, 2: ""} {
-		store := &retryingStore{Store: memory.New(), retries: retries}
-		e := &executor.Executor{Store: store, Now: func() time.Time { return t0 }, Lease: time.Minute}
-		s := &steps{quote: newQuote(t, store)}
-		res, err := e.Execute(ctx, executor.Key{Principal: "alice", Key: "k1", Fingerprint: "f"}, s, s)
-		assert.Equal(t, 2, s.admits, "retries %d: admitted again once", retries)
-		if want == "" {
-			require.True(t, toolgatetype.IsCode(err, toolgatetype.CodeInternal), "retries %d: %v", retries, err)
-			assert.Zero(t, s.runs)
-			continue
-		}
-		require.NoError(t, err)
-		assert.Equal(t, want, res.Execution.Status)
-		assert.Equal(t, []int{1, 1, 1}, []int{s.runs, s.claimed, s.records})
-	}
+	store := decidingAgainStore{memory.New()}
+	e := &executor.Executor{Store: store, Now: func() time.Time { return t0 }, Lease: time.Minute}
+	s := &steps{quote: newQuote(t, store)}
+	res, err := e.Execute(ctx, executor.Key{Principal: "alice", Key: "k1", Fingerprint: "f"}, s, s)
+	require.NoError(t, err)
+	assert.Equal(t, 2, s.admits, "decided again once")
+	assert.Equal(t, 1, s.reads, "the reads asked for once")
+	assert.Equal(t, toolgatetype.StatusCompleted, res.Execution.Status)
+	assert.Equal(t, []int{1, 1, 1}, []int{s.runs, s.claimed, s.records})
 }
 
 // TestExecuteAnswersARefusalFromTheKey: a call refused by the store whose

@@ -9,18 +9,22 @@ import (
 )
 
 // Shape is what Check expects of a value: a struct's member names, or the
-// shape of a map's values or an array's elements. A nil *Shape expects
-// nothing in particular (names are free; duplicates are still refused).
+// shape of a map's values or an array's elements. A nil *Shape, or the
+// shape of any other value (a leaf), expects nothing in particular (names
+// are free; duplicates are still refused).
 type Shape struct {
 	kind   kind
+	typ    reflect.Type      // the Go type the value decodes into
 	fields map[string]*Shape // kindStruct: the members, by their exact names
+	names  []string          // kindStruct: the members' names, in the struct's order
 	elem   *Shape            // kindMap, kindArray: each value's shape
 }
 
 type kind uint8
 
 const (
-	kindStruct kind = iota + 1
+	kindLeaf kind = iota // a value that decodes itself, or a string, number, boolean or interface
+	kindStruct
 	kindMap
 	kindArray
 )
@@ -40,9 +44,12 @@ var (
 // members are the names of its exported fields as their json tags give
 // them, with those of untagged embedded structs promoted, "-" left out. A
 // type that decodes itself (json.Unmarshaler, encoding.TextUnmarshaler,
-// json.RawMessage) or an interface gets nil: its names are its own to
-// check. Shapes are kept per type, so asking again costs a map lookup.
+// json.RawMessage) or an interface is a leaf: its names are its own to
+// check. A nil t has a nil shape. Shapes are kept per type, so asking again costs a map lookup.
 func ShapeOf(t reflect.Type) *Shape {
+	if t == nil {
+		return nil
+	}
 	if s, ok := shapes.Load(t); ok {
 		return s.(*Shape)
 	}
@@ -60,14 +67,8 @@ func ShapeOf(t reflect.Type) *Shape {
 // build makes t's shape; building holds the struct shapes under way, so a
 // recursive type refers to itself rather than recursing forever.
 func build(t reflect.Type, building map[reflect.Type]*Shape) *Shape {
-	for t.Kind() == reflect.Pointer {
-		if decodesItself(t) {
-			return nil
-		}
+	for t.Kind() == reflect.Pointer && !decodesItself(t) {
 		t = t.Elem()
-	}
-	if decodesItself(t) {
-		return nil
 	}
 	if s, ok := shapes.Load(t); ok {
 		return s.(*Shape)
@@ -75,25 +76,27 @@ func build(t reflect.Type, building map[reflect.Type]*Shape) *Shape {
 	if s, ok := building[t]; ok {
 		return s
 	}
+	leaf := &Shape{kind: kindLeaf, typ: t}
+	if decodesItself(t) {
+		return leaf
+	}
 	switch t.Kind() {
 	case reflect.Struct:
-		s := &Shape{kind: kindStruct, fields: map[string]*Shape{}}
+		s := &Shape{kind: kindStruct, typ: t, fields: map[string]*Shape{}}
 		building[t] = s
 		addFields(s, t, building, map[reflect.Type]bool{})
 		return s
 	case reflect.Map:
-		if elem := build(t.Elem(), building); elem != nil {
-			return &Shape{kind: kindMap, elem: elem}
+		if t.Key().Kind() == reflect.String {
+			return &Shape{kind: kindMap, typ: t, elem: build(t.Elem(), building)}
 		}
 	case reflect.Slice, reflect.Array:
 		if t.Elem().Kind() == reflect.Uint8 && t.Kind() == reflect.Slice {
-			return nil // []byte is a base64 string
+			return leaf // []byte is a base64 string
 		}
-		if elem := build(t.Elem(), building); elem != nil {
-			return &Shape{kind: kindArray, elem: elem}
-		}
+		return &Shape{kind: kindArray, typ: t, elem: build(t.Elem(), building)}
 	}
-	return nil
+	return leaf
 }
 
 func decodesItself(t reflect.Type) bool {
@@ -138,6 +141,7 @@ func addFields(s *Shape, t reflect.Type, building map[reflect.Type]*Shape, seen 
 		}
 		if _, taken := s.fields[name]; !taken {
 			s.fields[name] = build(f.Type, building)
+			s.names = append(s.names, name)
 		}
 	}
 	for _, e := range embedded {

@@ -39,10 +39,16 @@ type MemberError struct {
 	// Path says where: member names joined by '.', array positions as [i],
 	// each name cut to 64 bytes (it is the sender's own text, echoed).
 	Path string
+	// Object is the path of the object the member is in ("" for the
+	// document's), and Name the member's name, cut as in Path.
+	Object, Name string
 	// Duplicate: the member appears more than once in its object; else its
 	// name is not one its object knows (as encoding/json words it, "unknown
 	// field").
 	Duplicate bool
+	// Known are the names the object's struct knows, in the struct's
+	// order, when the name is unknown: for suggesting the one meant.
+	Known []string
 }
 
 func (e *MemberError) Error() string {
@@ -89,31 +95,42 @@ var scanners = sync.Pool{New: func() any { return &scanner{names: make([][]byte,
 // innermost first, each level adding its own as the error passes it.
 type memberErr struct {
 	segments  []string
+	name      string
 	duplicate bool
+	known     []string
 }
 
 func (m *memberErr) Error() string { return m.build().Error() }
 
 func (m *memberErr) build() *MemberError {
 	var b strings.Builder
+	var object string
 	for i := len(m.segments) - 1; i >= 0; i-- {
+		if i == 0 {
+			object = b.String()
+		}
 		seg := m.segments[i]
 		if b.Len() > 0 && seg[0] != '[' {
 			b.WriteByte('.')
 		}
 		b.WriteString(seg)
 	}
-	return &MemberError{Path: b.String(), Duplicate: m.duplicate}
+	return &MemberError{Path: b.String(), Object: object, Name: m.name, Duplicate: m.duplicate, Known: m.known}
 }
 
 // nameSegment is how a name shows in a path: cut to 64 bytes, on a
 // character boundary.
 func nameSegment(name []byte) string {
+	if len(name) == 0 {
+		return `""`
+	}
+	return cutName(name)
+}
+
+// cutName is name cut to 64 bytes, on a character boundary.
+func cutName(name []byte) string {
 	const limit = 64
 	if len(name) <= limit {
-		if len(name) == 0 {
-			return `""`
-		}
 		return string(name)
 	}
 	cut := limit
@@ -121,6 +138,12 @@ func nameSegment(name []byte) string {
 		cut--
 	}
 	return string(name[:cut]) + "…"
+}
+
+// newMemberErr is the error of the member name of an object, not yet
+// placed in the document.
+func newMemberErr(name []byte, duplicate bool, known []string) *memberErr {
+	return &memberErr{segments: []string{nameSegment(name)}, name: cutName(name), duplicate: duplicate, known: known}
 }
 
 // linearNames is how many members an object may have before its names are
@@ -203,13 +226,13 @@ func (s *scanner) object(shape *Shape, depth int) error {
 		}
 		if seen != nil {
 			if _, dup := seen[string(name)]; dup {
-				return &memberErr{segments: []string{nameSegment(name)}, duplicate: true}
+				return newMemberErr(name, true, nil)
 			}
 			seen[string(name)] = struct{}{}
 		} else {
 			for _, n := range s.names[base:] {
 				if string(n) == string(name) {
-					return &memberErr{segments: []string{nameSegment(name)}, duplicate: true}
+					return newMemberErr(name, true, nil)
 				}
 			}
 			s.names = append(s.names, name)
@@ -225,7 +248,7 @@ func (s *scanner) object(shape *Shape, depth int) error {
 			if shape.kind == kindStruct {
 				f, ok := shape.fields[string(name)]
 				if !ok {
-					return &memberErr{segments: []string{nameSegment(name)}}
+					return newMemberErr(name, false, shape.names)
 				}
 				child = f
 			} else {

@@ -14,14 +14,14 @@ import (
 // call, sent at once) up to the most a store sends together.
 var batchSizeBuckets = []float64{1, 2, 4, 8, 16, 32, 64}
 
-// ObserveStoreBatches exports toolgate_store_batch_size for a store that
-// shares its work between concurrent calls (storage.BatchObserver), so
-// that operators see how much is shared: a histogram of each batch's
-// number of calls, by operation. A store that batches nothing, or a
-// gateway without metrics, exports none.
+// ObserveStoreBatches exports toolgate_store_batch_size, the batches a
+// store that shares its work between concurrent calls reports
+// (Store.ObserveBatches), so that operators see how much is shared: a
+// histogram of each batch's number of calls, by operation. A store that
+// batches nothing reports none and so exports none, and neither does a
+// gateway without metrics.
 func ObserveStoreBatches(reg prometheus.Registerer, store storage.Store) error {
-	b, ok := store.(storage.BatchObserver)
-	if reg == nil || !ok {
+	if reg == nil {
 		return nil
 	}
 	var errs []error
@@ -36,7 +36,7 @@ func ObserveStoreBatches(reg prometheus.Registerer, store storage.Store) error {
 	// Series are made as operations are first seen, so that a store shows
 	// only its own (SQLite's writes, PostgreSQL's admissions and finishes).
 	var observers sync.Map // operation: prometheus.Observer
-	b.ObserveBatches(func(op string, n int) {
+	store.ObserveBatches(func(op string, n int) {
 		o, ok := observers.Load(op)
 		if !ok {
 			o, _ = observers.LoadOrStore(op, sizes.WithLabelValues(op))

@@ -12,15 +12,7 @@ import (
 )
 
 // Interface guards.
-var (
-	_ storage.Store         = (*Store)(nil)
-	_ storage.UsageLister   = (*Store)(nil)
-	_ storage.SessionStore  = (*Store)(nil)
-	_ storage.WindowCounter = (*Store)(nil)
-	_ storage.SecretStore   = (*Store)(nil)
-
-	_ storage.AmbiguousCounter = (*Store)(nil)
-)
+var _ storage.Store = (*Store)(nil)
 
 // Store is an in-memory storage.Store. The zero value is not usable; create
 // one with New.

@@ -11,8 +11,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/toolgate/toolgate/storage"
 )
 
 // maxAdmitBatch is the most admissions one batch holds. Every lock a batch
@@ -24,7 +22,7 @@ const maxAdmitBatch = 32
 // admissionKey keeps two admissions of one key out of one batch: the
 // second goes in the next, and finds the first's execution (see
 // BeginExecution), as it would had it arrived a moment later.
-func admissionKey(b storage.Begin) string { return b.Principal + "\x00" + b.Key }
+func admissionKey(b toAdmit) string { return b.Principal + "\x00" + b.Key }
 
 // ensurePrincipalLocksSQL creates the admission lock rows of principals
 // $1 that do not exist yet, and waits for any being created by a
@@ -89,7 +87,7 @@ func waitedTooLong(err error) bool {
 
 // runAdmissions is the admissions' batcher.Run: one admission alone as
 // admit sends it, several as admitBatch does.
-func (s *Store) runAdmissions(ctx context.Context, bs []storage.Begin) []admitOutcome {
+func (s *Store) runAdmissions(ctx context.Context, bs []toAdmit) []admitOutcome {
 	if len(bs) == 1 {
 		return []admitOutcome{s.admit(ctx, bs[0])}
 	}
@@ -123,7 +121,7 @@ func (s *Store) runAdmissions(ctx context.Context, bs []storage.Begin) []admitOu
 // commits without waiting for the disk unless Config.SynchronousAdmission,
 // as an admission alone does: a kill of the gateway or a crash of the
 // database leaves each of its calls admitted or absent, together.
-func (s *Store) admitBatch(ctx context.Context, bs []storage.Begin) []admitOutcome {
+func (s *Store) admitBatch(ctx context.Context, bs []toAdmit) []admitOutcome {
 	out := make([]admitOutcome, len(bs))
 	order := make([]int, len(bs))
 	for i := range order {

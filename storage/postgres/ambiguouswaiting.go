@@ -3,11 +3,7 @@ package postgres
 import (
 	"context"
 	"time"
-
-	"github.com/toolgate/toolgate/storage"
 )
-
-var _ storage.AmbiguousCounter = (*Store)(nil)
 
 // AmbiguousWaiting implements storage.AmbiguousCounter. It reads
 // ambiguous_waiting, which triggers on executions keep

@@ -17,24 +17,42 @@ import (
 // the same. A quote and a call each start with such a batch, which makes a
 // quote one round trip and a call three (these reads, BeginExecution and
 // FinishExecution) instead of the five and four of one method at a time.
-//
-// A call's reads (with r.Decide) are answered from what the Store
-// remembers when it can (see memo), in no round trip at all, which makes
-// a call on the instance that quoted it two. What memory answered and
-// r.Decide refused is decided again on the database's answer, the quote
-// forgotten.
+// What it reads, the Store remembers for the calls that follow (see memo
+// and AdmitCall).
 func (s *Store) ReadBatch(ctx context.Context, r storage.Reads) (storage.ReadResult, error) {
-	if res, ok := s.memo.answer(r); ok {
-		if r.Decide(res) == nil {
-			return res, nil
+	return s.readBatch(ctx, r)
+}
+
+// AdmitCall does a call's reads, decides it with decide and admits it
+// (BeginExecution). The reads are answered from what the Store remembers
+// when it can (see memo), in no round trip at all, which makes a call on
+// the instance that quoted it two: its admission and its result. Memory
+// may be out of date, so nothing is refused or admitted on it alone: what
+// decide refused on memory's answer is decided again on the database's,
+// the quote forgotten, and the admission of what it admitted first checks,
+// in its own statement, that the spend controls and approval remembered
+// are still the database's (see admitSQL); when they are not, it writes
+// nothing, what was out of date is forgotten, and the call is decided
+// again on the database's answer, which is then admitted without such a
+// check. decide is thus called at most twice.
+func (s *Store) AdmitCall(ctx context.Context, r storage.Reads, decide func(storage.ReadResult) (storage.Begin, error)) (storage.BeginResult, error) {
+	if m, ok := s.memo.answer(r); ok {
+		b, err := decide(m.read)
+		if err != nil {
+			s.memo.forgetQuote(r.QuoteID)
+		} else if res, err := s.begin(ctx, toAdmit{Begin: b, recalled: &m}); !errors.Is(err, errStale) {
+			return res, err
 		}
-		s.memo.forgetQuote(r.QuoteID)
 	}
-	res, err := s.readBatch(ctx, r)
-	if err != nil || r.Decide == nil {
-		return res, err
+	read, err := s.readBatch(ctx, r)
+	if err != nil {
+		return storage.BeginResult{}, err
 	}
-	return res, r.Decide(res)
+	b, err := decide(read)
+	if err != nil {
+		return storage.BeginResult{}, err
+	}
+	return s.BeginExecution(ctx, b)
 }
 
 // readBatch is ReadBatch from the database.

@@ -36,6 +36,20 @@ import (
 // see waiting. While one does, the principal's next calls go the same way
 // rather than into a batch, which they would hold up.
 func (s *Store) BeginExecution(ctx context.Context, b storage.Begin) (storage.BeginResult, error) {
+	return s.begin(ctx, toAdmit{Begin: b})
+}
+
+// toAdmit is one BeginExecution, and what memory answered the reads it was
+// decided on, nil when the database did (see AdmitCall), for its
+// admission to check first.
+type toAdmit struct {
+	storage.Begin
+	recalled *recalled
+}
+
+// begin is BeginExecution of b, which on a stale recall fails with
+// errStale, having written nothing.
+func (s *Store) begin(ctx context.Context, b toAdmit) (storage.BeginResult, error) {
 	out := admitOutcome{alone: true}
 	if !s.waiting.busy(admitTurn(b.Principal)) {
 		var err error
@@ -49,7 +63,7 @@ func (s *Store) BeginExecution(ctx context.Context, b storage.Begin) (storage.Be
 	if out.err != nil || !out.claimed {
 		return out.res, out.err
 	}
-	return s.takeOverWaiting(ctx, b)
+	return s.takeOverWaiting(ctx, b.Begin)
 }
 
 // admitTurn is the key of the turn that a principal's admissions waiting
@@ -59,7 +73,7 @@ func admitTurn(principal string) string { return "admit\x00" + principal }
 
 // admitWaiting admits b alone, in tries that each wait for no lock longer
 // than lockWait, until one is not refused a lock or ctx ends (see waiting).
-func (s *Store) admitWaiting(ctx context.Context, b storage.Begin) admitOutcome {
+func (s *Store) admitWaiting(ctx context.Context, b toAdmit) admitOutcome {
 	var out admitOutcome
 	if err := s.waiting.wait(ctx, admitTurn(b.Principal), func(ctx context.Context) bool {
 		out = s.admit(ctx, b)
@@ -142,7 +156,7 @@ const lockPrincipalSQL = `
 // and its four indexes out.
 //
 // Each also comes in a form for a call decided on remembered reads
-// (storage.Begin.Decided, answered from memory), which first checks them: 'stale' when the
+// (AdmitCall, answered from memory), which first checks them: 'stale' when the
 // principal's spend controls are not those of $23 (the stored JSON, NULL
 // for none) or, with $24, its approval of the tool is not the one $25 to
 // $29 describe (present, digest, mode, approver, time). It comes before
@@ -318,8 +332,8 @@ type admission struct {
 
 // prepareAdmission builds b's admission statement: the form for its grant,
 // its remembered reads and its budgets (see admitSQL), and its arguments.
-func (s *Store) prepareAdmission(b storage.Begin) (admission, error) {
-	a := admission{b: b}
+func (s *Store) prepareAdmission(b toAdmit) (admission, error) {
+	a := admission{b: b.Begin}
 	own, budgetLimits, budgets, err := splitLimits(b.Limits)
 	if err != nil {
 		return a, err
@@ -341,9 +355,9 @@ func (s *Store) prepareAdmission(b storage.Begin) (admission, error) {
 	a.args = append(a.args, b.Key, b.Fingerprint, bytesOf(b.QuoteID), bytesOf(b.ExecutionID), b.ToolID,
 		b.AmountUSD.String(), bytesOf(b.LeaseToken), b.LeaseUntil, b.Now, nullID(b.GrantID),
 		b.ToolSlug, b.ManifestDigest, b.PriceUSD.String(), b.FeeUSD.String(), string(b.Approval))
-	a.sql = s.sql(admitForms[btoi(b.GrantID != uuid.Nil)][btoi(b.Decided.Remembered)][btoi(a.budgets)])
-	if b.Decided.Remembered {
-		expected, err := rememberedArgs(&b.Decided)
+	a.sql = s.sql(admitForms[btoi(b.GrantID != uuid.Nil)][btoi(b.recalled != nil)][btoi(a.budgets)])
+	if b.recalled != nil {
+		expected, err := rememberedArgs(b.recalled)
 		if err != nil {
 			return a, err
 		}
@@ -386,7 +400,7 @@ func (v *admitVerdict) scan(row pgx.Row) error {
 // answers alone, having written nothing: a batch of one then goes on as
 // every call of a failed batch does, and a call already alone tries again
 // (see waiting).
-func (s *Store) admit(ctx context.Context, b storage.Begin) admitOutcome {
+func (s *Store) admit(ctx context.Context, b toAdmit) admitOutcome {
 	a, err := s.prepareAdmission(b)
 	if err != nil {
 		return admitOutcome{err: err}
@@ -443,9 +457,10 @@ func (s *Store) admitted(a admission, v admitVerdict) admitOutcome {
 	switch v.verdict {
 	case "admit":
 	case "stale":
-		// Forgotten, what was out of date is read afresh on the retry.
+		// Forgotten, what was out of date is read afresh when the call is
+		// decided again (AdmitCall).
 		s.memo.forget(b.Principal, b.ToolID)
-		return admitOutcome{err: storage.ErrRetry}
+		return admitOutcome{err: errStale}
 	case "claimed":
 		return admitOutcome{claimed: true}
 	case "quote_not_found":
@@ -483,19 +498,19 @@ func (s *Store) admitted(a admission, v admitVerdict) admitOutcome {
 
 // rememberedArgs are $23 to $29 of an admission statement that checks the
 // remembered reads r (see admitSQL).
-func rememberedArgs(r *storage.ReadResult) ([]any, error) {
+func rememberedArgs(r *recalled) ([]any, error) {
 	var controls []byte // NULL: the principal has none
-	if r.SpendControls != nil {
+	if r.read.SpendControls != nil {
 		var err error
-		if controls, err = marshalSpendControls(*r.SpendControls); err != nil {
+		if controls, err = marshalSpendControls(*r.read.SpendControls); err != nil {
 			return nil, err
 		}
 	}
-	a := r.Approval
+	a := r.read.Approval
 	if a == nil {
-		return []any{controls, r.ApprovalRead, false, nil, nil, nil, nil}, nil
+		return []any{controls, r.approvalRead, false, nil, nil, nil, nil}, nil
 	}
-	return []any{controls, r.ApprovalRead, true, a.ManifestDigest, string(a.Mode), a.ApprovedBy, a.UpdatedAt}, nil
+	return []any{controls, r.approvalRead, true, a.ManifestDigest, string(a.Mode), a.ApprovedBy, a.UpdatedAt}, nil
 }
 
 // limitError builds the *storage.LimitError of the limits admitSQL found

@@ -52,8 +52,8 @@
 // (the lock and one statement that decides and writes, pipelined in one
 // implicit transaction) and FinishExecution is one statement, each shared
 // with the calls in flight beside it (see Batches below); the reads a
-// quote or a call needs first go together in one batch (ReadBatch), with the
-// quote a quote stores. Limits are measured from rollups of every call's
+// quote or a call needs first go together in one batch (ReadBatch, and
+// AdmitCall for a call), with the quote a quote stores. Limits are measured from rollups of every call's
 // reservation, whole UTC days (spend_daily) and whole minutes
 // (spend_minute), kept exact by the statements that admit, finish, resolve
 // and prune, plus the raw rows of at most half a minute, so admission
@@ -84,15 +84,15 @@
 // weakening a guarantee:
 //
 //   - A call does not read before its admission on the instance that quoted
-//     it (storage.Reads.Decide): the Store remembers the quotes it
-//     created and the spend controls and standing approval its quote's
-//     reads found (see memo), and the admission statement checks, before
-//     anything else, that the controls and approval are still the
-//     database's. When another instance changed them in between, it admits
-//     nothing (storage.ErrRetry) and the gateway decides the call again on
-//     fresh reads; a decision that refuses what memory answered is made
-//     again on the database's answer inside ReadBatch: the caller is
-//     answered exactly as without the memory. The memory is bounded and
+//     it (AdmitCall): the Store remembers the quotes it created and the
+//     spend controls and standing approval its quote's reads found (see
+//     memo), and the admission statement checks, before anything else,
+//     that the controls and approval are still the database's. When
+//     another instance changed them in between, it admits nothing and
+//     AdmitCall has the call decided again on fresh reads; a decision that
+//     refuses what memory answered is made again on the database's answer
+//     too: the caller is answered exactly as without the memory, and the
+//     storage contract knows nothing of it. The memory is bounded and
 //     trusted for nothing.
 //   - The admission commits without waiting for the disk; the result's
 //     commit, which waits, makes it durable (see Durability).
@@ -134,7 +134,7 @@
 // completer does: the busier the Store, the larger the batches, and the
 // fewer the round trips, commits and waits for the disk per call (a
 // finish batch waits once for all its results). toolgate_store_batch_size
-// shows the sizes (storage.BatchObserver).
+// shows the sizes (ObserveBatches).
 //
 // Why each call keeps its own statement, rather than one statement over
 // arrays for the batch: a statement does not see its own writes, and a

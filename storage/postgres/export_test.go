@@ -44,3 +44,10 @@ func FinishBatchesInFlight() int    { return batchesInFlight }
 // SetLockWait changes how long the Store's batches wait for a lock, for
 // tests that hold batches on purpose longer than the default.
 func (s *Store) SetLockWait(d time.Duration) { s.lockWait = d }
+
+// Recalls reports whether the Store would answer a call's reads r from
+// memory (see AdmitCall), for the tests of what it remembers.
+func (s *Store) Recalls(r storage.Reads) bool {
+	_, ok := s.memo.answer(r)
+	return ok
+}

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"errors"
 	"maps"
 	"sync"
 
@@ -16,22 +17,21 @@ import (
 const maxRemembered = 16384
 
 // memo is what a Store remembers so that a call on the instance that quoted
-// it need not read before its admission (storage.Reads.Decide): the
-// quotes it created, and the spend controls and standing approvals its last
-// reads found. The quote's batch reads both afresh, so what a call is
-// answered from memory is what its own quote saw.
+// it need not read before its admission (AdmitCall): the quotes it
+// created, and the spend controls and standing approvals its last reads
+// found. The quote's batch reads both afresh, so what a call is answered
+// from memory is what its own quote saw.
 //
 // Nothing here is trusted: another instance may have changed any of it.
-// BeginExecution checks, in the admission statement itself, that the spend
-// controls and approval a call was decided on are still the database's, and
-// otherwise admits nothing and forgets them (storage.ErrRetry); the
-// gateway then reads and decides again, and the reads come from the
-// database. A remembered quote needs no such check: a quote changes only by
-// being used, which admission checks whatever the memory says, and by
-// living longer once an approval request is made of it, which can only
-// make a remembered quote look expired when it is not: a decision that
-// refuses what memory answered is made again on the database's answer
-// (ReadBatch).
+// The admission statement itself checks that the spend controls and
+// approval a call was decided on are still the database's, and otherwise
+// admits nothing and forgets them (errStale); AdmitCall then reads and
+// decides again, from the database. A remembered quote needs no such
+// check: a quote changes only by being used, which admission checks
+// whatever the memory says, and by living longer once an approval request
+// is made of it, which can only make a remembered quote look expired when
+// it is not: a decision that refuses what memory answered is made again on
+// the database's answer (AdmitCall).
 type memo struct {
 	mu        sync.Mutex
 	quotes    map[uuid.UUID]storage.Quote
@@ -110,36 +110,47 @@ func (m *memo) forget(principal, toolID string) {
 	m.mu.Unlock()
 }
 
-// answer returns r answered from memory, or false when r asks for
-// anything not remembered or not rememberable: a grant, limits, a quote to
-// create, a key's record, or no quote or spend controls at all, or is no
-// decision's (only a call's reads are
-// answered, and each names its quote and asks for the controls, so a
+// recalled is a call's reads as memory answered them, and whether the
+// approval was asked for, so that a nil Approval means none rather than
+// not asked: what the call's admission checks (see admitSQL).
+type recalled struct {
+	read         storage.ReadResult
+	approvalRead bool
+}
+
+// errStale is an admission's refusal of a call decided on what memory
+// recalled and the database no longer holds; nothing was written.
+var errStale = errors.New("postgres: remembered reads out of date")
+
+// answer returns a call's reads r answered from memory, or false when r
+// asks for anything not remembered or not rememberable: a grant, limits,
+// a quote to create, a key's record, or no quote or spend controls at all
+// (each call's reads name its quote and ask for the controls, so a
 // remembered answer always says what the controls are).
-func (m *memo) answer(r storage.Reads) (storage.ReadResult, bool) {
-	if r.Decide == nil || !r.SpendControls || r.QuoteID == uuid.Nil || r.GrantID != uuid.Nil ||
+func (m *memo) answer(r storage.Reads) (recalled, bool) {
+	if !r.SpendControls || r.QuoteID == uuid.Nil || r.GrantID != uuid.Nil ||
 		len(r.Limits) > 0 || r.CreateQuote != nil || r.Key != "" {
-		return storage.ReadResult{}, false
+		return recalled{}, false
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	q, ok := m.quotes[r.QuoteID]
 	if !ok {
-		return storage.ReadResult{}, false
+		return recalled{}, false
 	}
 	c, ok := m.controls[r.Principal]
 	if !ok {
-		return storage.ReadResult{}, false
+		return recalled{}, false
 	}
-	res := storage.ReadResult{Quote: &q, SpendControls: copyControls(c), Remembered: true, ApprovalRead: r.Approval}
+	res := recalled{read: storage.ReadResult{Quote: &q, SpendControls: copyControls(c)}, approvalRead: r.Approval}
 	if r.Approval {
 		a, ok := m.approvals[approvalKey{r.Principal, r.ToolID}]
 		if !ok {
-			return storage.ReadResult{}, false
+			return recalled{}, false
 		}
 		if a != nil {
 			c := *a
-			res.Approval = &c
+			res.read.Approval = &c
 		}
 	}
 	return res, true

@@ -12,9 +12,6 @@ import (
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
-// admitAll is a decision that refuses nothing, for reads the memo may answer.
-func admitAll(storage.ReadResult) error { return nil }
-
 // TestMemoStaysBounded fills the memo's quotes well past its bound: a busy
 // instance's memory stays flat, and the newest quote is always remembered.
 func TestMemoStaysBounded(t *testing.T) {
@@ -26,18 +23,19 @@ func TestMemoStaysBounded(t *testing.T) {
 	}
 	assert.Len(t, m.quotes, maxRemembered)
 	m.read(storage.Reads{Principal: "alice", SpendControls: true}, storage.ReadResult{})
-	_, ok := m.answer(storage.Reads{Principal: "alice", SpendControls: true, QuoteID: last, Decide: admitAll})
+	_, ok := m.answer(storage.Reads{Principal: "alice", SpendControls: true, QuoteID: last})
 	assert.True(t, ok)
 }
 
 // TestMemoAnswersOnlyACallsReads shows what the memo will not answer: reads
-// that no decision is made on, that want a grant, limits or a new quote, that ask
-// for something it has not seen, or that come after it forgot.
+// that want a grant, limits or a new quote, that ask for something it has
+// not seen, or that come after it forgot. (Reads no call is decided on, a
+// ReadBatch's, never ask it: see TestRememberedReadsAreCheckedAtAdmission.)
 func TestMemoAnswersOnlyACallsReads(t *testing.T) {
 	m := newMemo()
 	q := storage.Quote{ID: uuid.New(), Principal: "alice", ToolID: "echo"}
 	m.quoteCreated(q)
-	call := storage.Reads{Principal: "alice", ToolID: "echo", SpendControls: true, QuoteID: q.ID, Decide: admitAll}
+	call := storage.Reads{Principal: "alice", ToolID: "echo", SpendControls: true, QuoteID: q.ID}
 
 	_, ok := m.answer(call)
 	assert.False(t, ok, "the controls were never read")
@@ -48,24 +46,22 @@ func TestMemoAnswersOnlyACallsReads(t *testing.T) {
 	})
 	res, ok := m.answer(call)
 	require.True(t, ok)
-	assert.True(t, res.Remembered)
-	assert.Equal(t, storage.QuoteOpen, res.Quote.State)
-	assert.Equal(t, "5", res.SpendControls.DailyLimitUSD.String())
-	assert.False(t, res.ApprovalRead)
+	assert.Equal(t, storage.QuoteOpen, res.read.Quote.State)
+	assert.Equal(t, "5", res.read.SpendControls.DailyLimitUSD.String())
+	assert.False(t, res.approvalRead)
 
 	// The caller's answer is its own: changing it changes nothing remembered.
-	delete(res.SpendControls.Tools, "echo")
+	delete(res.read.SpendControls.Tools, "echo")
 	again, _ := m.answer(call)
-	assert.Contains(t, again.SpendControls.Tools, "echo")
+	assert.Contains(t, again.read.SpendControls.Tools, "echo")
 
 	for name, r := range map[string]storage.Reads{
-		"no decision":     {Principal: "alice", SpendControls: true, QuoteID: q.ID},
-		"a key's record":  {Principal: "alice", SpendControls: true, QuoteID: q.ID, Decide: admitAll, Key: "k1"},
-		"a grant":         {Principal: "alice", SpendControls: true, QuoteID: q.ID, Decide: admitAll, GrantID: uuid.New()},
-		"limits":          {Principal: "alice", SpendControls: true, QuoteID: q.ID, Decide: admitAll, Limits: []storage.Limit{{}}},
-		"no controls":     {Principal: "alice", QuoteID: q.ID, Decide: admitAll},
-		"another quote":   {Principal: "alice", SpendControls: true, QuoteID: uuid.New(), Decide: admitAll},
-		"approval unseen": {Principal: "alice", ToolID: "echo", SpendControls: true, Approval: true, QuoteID: q.ID, Decide: admitAll},
+		"a key's record":  {Principal: "alice", SpendControls: true, QuoteID: q.ID, Key: "k1"},
+		"a grant":         {Principal: "alice", SpendControls: true, QuoteID: q.ID, GrantID: uuid.New()},
+		"limits":          {Principal: "alice", SpendControls: true, QuoteID: q.ID, Limits: []storage.Limit{{}}},
+		"no controls":     {Principal: "alice", QuoteID: q.ID},
+		"another quote":   {Principal: "alice", SpendControls: true, QuoteID: uuid.New()},
+		"approval unseen": {Principal: "alice", ToolID: "echo", SpendControls: true, Approval: true, QuoteID: q.ID},
 	} {
 		_, ok := m.answer(r)
 		assert.False(t, ok, name)
@@ -76,8 +72,8 @@ func TestMemoAnswersOnlyACallsReads(t *testing.T) {
 	withApproval.Approval = true
 	res, ok = m.answer(withApproval)
 	require.True(t, ok, "no approval is remembered as none")
-	assert.True(t, res.ApprovalRead)
-	assert.Nil(t, res.Approval)
+	assert.True(t, res.approvalRead)
+	assert.Nil(t, res.read.Approval)
 
 	m.forget("alice", "echo")
 	_, ok = m.answer(call)

@@ -10,13 +10,6 @@ import (
 	"github.com/toolgate/toolgate/storage"
 )
 
-// Interface guards.
-var (
-	_ storage.SessionStore  = (*Store)(nil)
-	_ storage.WindowCounter = (*Store)(nil)
-	_ storage.SecretStore   = (*Store)(nil)
-)
-
 // CreateSession keeps a sign-in session, and forgets some that expired
 // before it was created, in one statement. The expired rows another
 // sign-in holds are skipped, so that two never wait on each other.

@@ -15,11 +15,7 @@ import (
 )
 
 // Interface guards.
-var (
-	_ storage.Store       = (*Store)(nil)
-	_ storage.BatchReader = (*Store)(nil)
-	_ storage.UsageLister = (*Store)(nil)
-)
+var _ storage.Store = (*Store)(nil)
 
 // Store is a storage.Store kept in PostgreSQL. Every guarantee of the
 // storage contract is enforced by the database (primary keys, conditional
@@ -44,7 +40,7 @@ type Store struct {
 	budgets, principals *knownLocks
 	// admissions and finishes share round trips between concurrent calls
 	// (see admitbatch.go and finishbatch.go).
-	admissions *batcher.Batcher[storage.Begin, admitOutcome]
+	admissions *batcher.Batcher[toAdmit, admitOutcome]
 	finishes   *batcher.Batcher[storage.Finish, finishOutcome]
 	// lockWait is how long a batch waits for a lock (see batchSettings).
 	lockWait time.Duration

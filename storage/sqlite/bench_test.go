@@ -139,9 +139,9 @@ func earthquakeBench() *toolgatetest.BenchConfig {
 }
 
 // BenchmarkReads measures the reads that start a call as the gateway makes
-// them (storage.ReadBatch, method by method on the read pool), beside one
-// read alone; cpu-ns/op is the steadier figure on a shared machine. It is
-// the evidence for leaving storage.BatchReader out: doing the reads in one
+// them (ReadBatch, method by method on the read pool), beside one read
+// alone; cpu-ns/op is the steadier figure on a shared machine. It is the
+// evidence for doing ReadBatch with storage.ReadEach: doing the reads in one
 // read transaction on one connection saves no round trip in process, and
 // measured no less CPU than this.
 func BenchmarkReads(b *testing.B) {
@@ -171,7 +171,7 @@ func BenchmarkReads(b *testing.B) {
 	}
 	reads := storage.Reads{Principal: "alice", QuoteID: q.ID, SpendControls: true, Approval: true, ToolID: "tool-a"}
 	b.Run("call", func(b *testing.B) {
-		measure(b, func() error { _, err := storage.ReadBatch(ctx, s, reads); return err })
+		measure(b, func() error { _, err := s.ReadBatch(ctx, reads); return err })
 	})
 	b.Run("one", func(b *testing.B) {
 		measure(b, func() error { _, err := s.GetQuote(ctx, q.ID); return err })

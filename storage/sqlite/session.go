@@ -7,13 +7,6 @@ import (
 	"github.com/toolgate/toolgate/storage"
 )
 
-// Interface guards.
-var (
-	_ storage.SessionStore  = (*Store)(nil)
-	_ storage.WindowCounter = (*Store)(nil)
-	_ storage.SecretStore   = (*Store)(nil)
-)
-
 // CreateSession keeps a sign-in session, and forgets those that expired
 // before it was created, in one write.
 func (s *Store) CreateSession(ctx context.Context, sess storage.Session) error {

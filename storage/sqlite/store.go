@@ -19,12 +19,7 @@ import (
 )
 
 // Interface guards.
-var (
-	_ storage.Store       = (*Store)(nil)
-	_ storage.UsageLister = (*Store)(nil)
-
-	_ storage.AmbiguousCounter = (*Store)(nil)
-)
+var _ storage.Store = (*Store)(nil)
 
 // walSizeLimit is the size the write-ahead log is cut back to once it has
 // been checkpointed, so that a burst that grew it does not leave it large.

@@ -10,22 +10,11 @@ import (
 	"github.com/toolgate/toolgate/storage"
 )
 
-// ambiguousCounterOf returns the store's storage.AmbiguousCounter, or
-// skips the test.
-func ambiguousCounterOf(t *testing.T, s storage.Store) storage.AmbiguousCounter {
-	t.Helper()
-	c, ok := s.(storage.AmbiguousCounter)
-	if !ok {
-		t.Skip("the store counts no waiting ambiguous executions (storage.AmbiguousCounter)")
-	}
-	return c
-}
-
 func testAmbiguousWaiting(t *testing.T, newStore newStoreFunc) {
 	t.Run("CountsTheUnresolvedOfEveryPrincipal", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t, newStore)
-		c := ambiguousCounterOf(t, h.s)
+		c := h.s
 		assertWaiting := func(wantN int64, wantOldest time.Time, msg string) {
 			t.Helper()
 			n, oldest, err := c.AmbiguousWaiting(h.ctx)

@@ -2,7 +2,6 @@ package storagetest
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -14,13 +13,17 @@ import (
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
-// methodsOnly hides a store's optional methods, so that storage.ReadBatch
-// falls back to calling the Store methods one by one.
+// methodsOnly does its reads method by method (storage.ReadEach), as a
+// fake would, whatever the store's own ReadBatch does.
 type methodsOnly struct{ storage.Store }
 
-// testReadBatch holds storage.ReadBatch, whether the store does it in one
-// step (storage.BatchReader) or method by method, to what the Store's own
-// methods answer, and checks that a batch that fails stores nothing.
+func (m methodsOnly) ReadBatch(ctx context.Context, r storage.Reads) (storage.ReadResult, error) {
+	return storage.ReadEach(ctx, m.Store, r)
+}
+
+// testReadBatch holds ReadBatch, as the store does it and method by
+// method (storage.ReadEach), to what the Store's own methods answer, and
+// checks that a batch that fails stores nothing.
 func testReadBatch(t *testing.T, newStore newStoreFunc) {
 	ways := []struct {
 		name string
@@ -49,7 +52,7 @@ func testReadBatch(t *testing.T, newStore newStoreFunc) {
 				created := newQuote("alice", "tool-a", "0.10", t0)
 				_, grant := h.granted("alice", "tool-a", "k3", t0)
 
-				got, err := storage.ReadBatch(h.ctx, s, storage.Reads{
+				got, err := s.ReadBatch(h.ctx, storage.Reads{
 					Principal: "alice", Approval: true, ToolID: "tool-a", SpendControls: true,
 					QuoteID: q.ID, GrantID: grant.ID, Limits: limits, CreateQuote: &created,
 				})
@@ -81,7 +84,7 @@ func testReadBatch(t *testing.T, newStore newStoreFunc) {
 			t.Run("AbsentIsNilNotAnError", func(t *testing.T) {
 				t.Parallel()
 				h := newHarness(t, newStore)
-				got, err := storage.ReadBatch(h.ctx, way.wrap(h.s), storage.Reads{
+				got, err := way.wrap(h.s).ReadBatch(h.ctx, storage.Reads{
 					Principal: "nobody", Approval: true, ToolID: "tool-a", SpendControls: true, QuoteID: uuid.New(),
 					GrantID: uuid.New(),
 				})
@@ -94,7 +97,7 @@ func testReadBatch(t *testing.T, newStore newStoreFunc) {
 				h := newHarness(t, newStore)
 				q := h.quote("alice", "tool-a", "0.10", t0)
 				require.NoError(t, h.s.PutApproval(h.ctx, approval("alice", "tool-a", "sha256:a", toolgatetype.ApprovalNeverAsk)))
-				got, err := storage.ReadBatch(h.ctx, way.wrap(h.s), storage.Reads{Principal: "alice", QuoteID: q.ID, ToolID: "tool-a"})
+				got, err := way.wrap(h.s).ReadBatch(h.ctx, storage.Reads{Principal: "alice", QuoteID: q.ID, ToolID: "tool-a"})
 				require.NoError(t, err)
 				assert.Nil(t, got.Approval, "an approval not asked for is not read")
 				assert.Nil(t, got.Grant, "a grant not asked for is not read")
@@ -110,7 +113,7 @@ func testReadBatch(t *testing.T, newStore newStoreFunc) {
 				require.NoError(t, err)
 				for _, max := range []int{0, 5} {
 					retry := newQuote("alice", "tool-a", "0.10", t0)
-					got, err := storage.ReadBatch(h.ctx, way.wrap(h.s), storage.Reads{
+					got, err := way.wrap(h.s).ReadBatch(h.ctx, storage.Reads{
 						Principal: "alice", SpendControls: true, Key: "k1", CreateQuote: &retry, MaxOpenQuotes: max,
 					})
 					require.NoError(t, err)
@@ -123,7 +126,7 @@ func testReadBatch(t *testing.T, newStore newStoreFunc) {
 					assert.ErrorIs(t, err, storage.ErrNotFound, "no quote is stored for a key that holds a record (cap %d)", max)
 
 					fresh := newQuote("alice", "tool-a", "0.10", t0)
-					got, err = storage.ReadBatch(h.ctx, way.wrap(h.s), storage.Reads{
+					got, err = way.wrap(h.s).ReadBatch(h.ctx, storage.Reads{
 						Principal: "alice", SpendControls: true, Key: "k2", CreateQuote: &fresh, MaxOpenQuotes: max,
 					})
 					require.NoError(t, err)
@@ -134,18 +137,13 @@ func testReadBatch(t *testing.T, newStore newStoreFunc) {
 				}
 			})
 
-			t.Run("RememberedReadsAreCheckedAtAdmission", func(t *testing.T) {
-				t.Parallel()
-				testRememberedReads(t, newHarness(t, newStore), way.wrap)
-			})
-
 			t.Run("FailureStoresNothing", func(t *testing.T) {
 				t.Parallel()
 				h := newHarness(t, newStore)
 				taken := h.quote("alice", "tool-a", "0.10", t0)
 				again := newQuote("alice", "tool-b", "0.20", t0)
 				again.ID = taken.ID
-				_, err := storage.ReadBatch(h.ctx, way.wrap(h.s), storage.Reads{Principal: "alice", SpendControls: true, CreateQuote: &again})
+				_, err := way.wrap(h.s).ReadBatch(h.ctx, storage.Reads{Principal: "alice", SpendControls: true, CreateQuote: &again})
 				assert.ErrorIs(t, err, storage.ErrAlreadyExists)
 				stored, err := h.s.GetQuote(h.ctx, taken.ID)
 				require.NoError(t, err)
@@ -153,7 +151,7 @@ func testReadBatch(t *testing.T, newStore newStoreFunc) {
 
 				// A read that fails (a limit no store can measure) stores no quote.
 				fresh := newQuote("alice", "tool-a", "0.10", t0)
-				_, err = storage.ReadBatch(h.ctx, way.wrap(h.s), storage.Reads{
+				_, err = way.wrap(h.s).ReadBatch(h.ctx, storage.Reads{
 					Principal:   "alice",
 					Limits:      []storage.Limit{{Measure: "bogus", Since: t0}},
 					CreateQuote: &fresh,
@@ -164,97 +162,4 @@ func testReadBatch(t *testing.T, newStore newStoreFunc) {
 			})
 		})
 	}
-}
-
-// testRememberedReads holds a store that answers a call's reads from memory
-// (those with a storage.Reads.Decide) to its side of the bargain: what it
-// remembers is what its methods answered; a decision that refuses what it
-// answered from memory is made again on what its methods answer; and
-// BeginExecution given that answer (Begin.Decided) admits only while it is
-// still true, refusing with ErrRetry and storing nothing once the spend
-// controls or the approval changed, after which the reads are answered
-// afresh. A store that never remembers answers as its methods do, which is
-// all it needs.
-func testRememberedReads(t *testing.T, h *harness, wrap func(storage.Store) storage.Store) {
-	s := wrap(h.s)
-	callReads := func(q storage.Quote) storage.ReadResult {
-		t.Helper()
-		var decided []storage.ReadResult
-		got, err := storage.ReadBatch(h.ctx, s, storage.Reads{
-			Principal: "alice", Approval: true, ToolID: "tool-a", SpendControls: true, QuoteID: q.ID,
-			Decide: func(r storage.ReadResult) error {
-				decided = append(decided, r)
-				return nil
-			},
-		})
-		require.NoError(t, err)
-		require.Len(t, decided, 1, "a decision that admits is made once")
-		require.NotNil(t, got.Quote)
-		assertQuote(t, q, *got.Quote)
-		return got
-	}
-	daily := dec("25.0000")
-	require.NoError(t, h.s.PutSpendControls(h.ctx, "alice", toolgatetype.SpendControls{DailyLimitUSD: &daily}))
-	require.NoError(t, h.s.PutApproval(h.ctx, approval("alice", "tool-a", "sha256:a", toolgatetype.ApprovalNeverAsk)))
-	// What a quote reads first, and a store may remember.
-	_, err := storage.ReadBatch(h.ctx, s, storage.Reads{Principal: "alice", Approval: true, ToolID: "tool-a", SpendControls: true})
-	require.NoError(t, err)
-
-	// A decision that refuses is made on what the methods answer, last.
-	refused := errors.New("refused")
-	var last storage.ReadResult
-	_, err = storage.ReadBatch(h.ctx, s, storage.Reads{
-		Principal: "alice", Approval: true, ToolID: "tool-a", SpendControls: true, QuoteID: h.quote("alice", "tool-a", "0.10", t0).ID,
-		Decide: func(r storage.ReadResult) error {
-			last = r
-			return refused
-		},
-	})
-	require.ErrorIs(t, err, refused, "the decision's error, as it is")
-	assert.False(t, last.Remembered, "the last decision is made on the database's answer")
-
-	q := h.quote("alice", "tool-a", "0.10", t0)
-	got := callReads(q)
-	if !got.Remembered {
-		return
-	}
-	require.NotNil(t, got.SpendControls)
-	assert.Equal(t, "25", got.SpendControls.DailyLimitUSD.String())
-	require.NotNil(t, got.Approval)
-	assert.Equal(t, toolgatetype.ApprovalNeverAsk, got.Approval.Mode)
-	b := beginFor(q, "k1", t0)
-	b.Decided = got
-	h.begin(b)
-
-	for name, change := range map[string]func(){
-		"spend controls": func() {
-			tighter := dec("20.0000")
-			require.NoError(t, h.s.PutSpendControls(h.ctx, "alice", toolgatetype.SpendControls{DailyLimitUSD: &tighter}))
-		},
-		"approval": func() {
-			require.NoError(t, h.s.PutApproval(h.ctx, approval("alice", "tool-a", "sha256:a", toolgatetype.ApprovalAskEveryCall)))
-		},
-		"approval withdrawn": func() {
-			require.NoError(t, h.s.DeleteApproval(h.ctx, "alice", "tool-a"))
-		},
-	} {
-		q := h.quote("alice", "tool-a", "0.10", t0)
-		got := callReads(q)
-		change()
-		b := beginFor(q, "after "+name, t0)
-		if got.Remembered {
-			b.Decided = got
-			_, err := h.s.BeginExecution(h.ctx, b)
-			require.ErrorIs(t, err, storage.ErrRetry, name)
-			h.assertKeyFree("alice", b.Key)
-			h.assertQuoteOpen(q.ID)
-		}
-		// Read again, the reads are answered afresh and the same call is
-		// admitted.
-		fresh := callReads(q)
-		require.False(t, fresh.Remembered, "reads are answered afresh after a retry")
-		b.Decided = fresh
-		h.begin(b)
-	}
-	h.assertUsed("alice", "0.4000", "4")
 }

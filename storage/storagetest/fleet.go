@@ -16,21 +16,11 @@ import (
 	"github.com/toolgate/toolgate/storage"
 )
 
-// sessionsOf returns the store's storage.SessionStore, or skips the test.
-func sessionsOf(t *testing.T, s storage.Store) storage.SessionStore {
-	t.Helper()
-	ss, ok := s.(storage.SessionStore)
-	if !ok {
-		t.Skip("the store keeps no sessions (storage.SessionStore)")
-	}
-	return ss
-}
-
 func testSessions(t *testing.T, newStore newStoreFunc) {
 	t.Run("CreateGetDelete", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t, newStore)
-		ss := sessionsOf(t, h.s)
+		ss := h.s
 		want := storage.Session{ID: hexID("one"), Approver: "pat", CSRF: "csrf-1", CreatedAt: t0, ExpiresAt: t0.Add(15 * time.Minute)}
 		require.NoError(t, ss.CreateSession(h.ctx, want))
 		got, err := ss.GetSession(h.ctx, want.ID, t0.Add(time.Minute))
@@ -53,7 +43,7 @@ func testSessions(t *testing.T, newStore newStoreFunc) {
 	t.Run("ExpiredIsNotFound", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t, newStore)
-		ss := sessionsOf(t, h.s)
+		ss := h.s
 		s := storage.Session{ID: hexID("short"), Approver: "pat", CSRF: "c", CreatedAt: t0, ExpiresAt: t0.Add(time.Minute)}
 		require.NoError(t, ss.CreateSession(h.ctx, s))
 		_, err := ss.GetSession(h.ctx, s.ID, t0.Add(time.Minute-time.Second))
@@ -73,7 +63,7 @@ func testSessions(t *testing.T, newStore newStoreFunc) {
 	t.Run("ConcurrentSignInsAndOuts", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t, newStore)
-		ss := sessionsOf(t, h.s)
+		ss := h.s
 		const n = 20
 		errs := make([]error, n)
 		race(n, func(i int) {
@@ -100,21 +90,11 @@ func hexID(token string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// countersOf returns the store's storage.WindowCounter, or skips the test.
-func countersOf(t *testing.T, s storage.Store) storage.WindowCounter {
-	t.Helper()
-	wc, ok := s.(storage.WindowCounter)
-	if !ok {
-		t.Skip("the store counts no windows (storage.WindowCounter)")
-	}
-	return wc
-}
-
 func testWindows(t *testing.T, newStore newStoreFunc) {
 	t.Run("CountsUntilTheWindowEnds", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t, newStore)
-		wc := countersOf(t, h.s)
+		wc := h.s
 		count := func(at time.Time, keys ...string) []storage.Window {
 			t.Helper()
 			got, err := wc.CountEvent(h.ctx, storage.WindowEvent{Keys: keys, Window: time.Minute, Now: at})
@@ -147,7 +127,7 @@ func testWindows(t *testing.T, newStore newStoreFunc) {
 	t.Run("ConcurrentEventsAllCount", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t, newStore)
-		wc := countersOf(t, h.s)
+		wc := h.s
 		const n = 30
 		errs := make([]error, n)
 		race(n, func(i int) {
@@ -167,21 +147,11 @@ func testWindows(t *testing.T, newStore newStoreFunc) {
 	})
 }
 
-// secretsOf returns the store's storage.SecretStore, or skips the test.
-func secretsOf(t *testing.T, s storage.Store) storage.SecretStore {
-	t.Helper()
-	ss, ok := s.(storage.SecretStore)
-	if !ok {
-		t.Skip("the store keeps no secrets (storage.SecretStore)")
-	}
-	return ss
-}
-
 func testSecrets(t *testing.T, newStore newStoreFunc) {
 	t.Run("FirstCandidateIsKept", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t, newStore)
-		ss := secretsOf(t, h.s)
+		ss := h.s
 		first := bytes.Repeat([]byte{1}, 32)
 		got, err := ss.Secret(h.ctx, "sealing", first)
 		require.NoError(t, err)
@@ -197,7 +167,7 @@ func testSecrets(t *testing.T, newStore newStoreFunc) {
 	t.Run("ConcurrentFirstCallsAgree", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t, newStore)
-		ss := secretsOf(t, h.s)
+		ss := h.s
 		const n = 20
 		got := make([][]byte, n)
 		errs := make([]error, n)

@@ -26,7 +26,7 @@ func testOpenQuotes(t *testing.T, newStore newStoreFunc) {
 			return h.s.CreateQuoteCapped(h.ctx, q, max)
 		}},
 		{"ReadBatch", func(h *harness, q storage.Quote, max int) error {
-			_, err := storage.ReadBatch(h.ctx, h.s, storage.Reads{
+			_, err := h.s.ReadBatch(h.ctx, storage.Reads{
 				Principal: q.Principal, ToolID: q.ToolID, Approval: true, SpendControls: true,
 				Limits:      []storage.Limit{{Measure: storage.MeasureCalls, Since: q.CreatedAt.Add(-time.Minute), Max: dec("60")}},
 				CreateQuote: &q, MaxOpenQuotes: max,

@@ -43,11 +43,21 @@ func testQuoteLife(t *testing.T, newStore newStoreFunc) {
 		assertApprovalRequest(t, r, h.stored(r.ID))
 
 		// However its reads are made: a store that remembers the quote it
-		// created remembers it as it is now.
-		read, err := storage.ReadBatch(h.ctx, h.s, storage.Reads{Principal: "alice", QuoteID: q.ID, ToolID: "tool-a", SpendControls: true, Decide: func(storage.ReadResult) error { return nil }})
-		require.NoError(t, err)
-		require.NotNil(t, read.Quote)
-		assertQuote(t, want, *read.Quote)
+		// created remembers it as it is now. (The call is refused, so that
+		// the quote serves the grant below.)
+		refused := errors.New("refused")
+		var decided []storage.ReadResult
+		_, err = h.s.AdmitCall(h.ctx, storage.Reads{Principal: "alice", QuoteID: q.ID, ToolID: "tool-a", SpendControls: true},
+			func(r storage.ReadResult) (storage.Begin, error) {
+				decided = append(decided, r)
+				return storage.Begin{}, refused
+			})
+		require.ErrorIs(t, err, refused)
+		require.NotEmpty(t, decided)
+		for _, read := range decided {
+			require.NotNil(t, read.Quote)
+			assertQuote(t, want, *read.Quote)
+		}
 
 		// A prune of what expired before the quote's own expiry leaves it.
 		_, err = h.s.Prune(h.ctx, storage.Prune{QuotesBefore: q.ExpiresAt.Add(10 * time.Minute), Limit: pruneAll})

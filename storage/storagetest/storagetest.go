@@ -6,14 +6,16 @@
 //	}
 //
 // The suite checks the behaviour the gateway relies on, as documented on
-// storage.Store: the all-or-nothing admission of BeginExecution, lease
+// storage.Store: the all-or-nothing admission of BeginExecution and of
+// AdmitCall, decided on what the store holds at the time, lease
 // takeover, limits that hold under contention, ambiguous executions that
 // keep their reservation until resolved once, approval requests decided
 // once and grants used once, the same request pending once, retention,
 // copying, the audit trail's listings and spend sums, and budgets shared
-// by many principals, counted, refused and summed on their own days; and,
-// for a store that has them, sessions, windows of counted events, secrets,
-// alerts claimed once and the count of ambiguous executions that wait.
+// by many principals, counted, refused and summed on their own days,
+// sessions, windows of counted events, secrets, alerts claimed once and
+// the count of ambiguous executions that wait: every method of the one
+// storage.Store, on every store.
 // Its concurrency tests are meant to run under the race detector.
 package storagetest
 
@@ -42,6 +44,7 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 		{"BeginExecution", testBegin},
 		{"MeasureLimits", testMeasure},
 		{"ReadBatch", testReadBatch},
+		{"AdmitCall", testAdmitCall},
 		{"FinishExecution", testFinish},
 		{"Ambiguous", testAmbiguous},
 		{"AmbiguousWaiting", testAmbiguousWaiting},

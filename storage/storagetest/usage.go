@@ -57,19 +57,12 @@ func testUsage(t *testing.T, newStore newStoreFunc) {
 		want := map[string]storage.Usage{"tool-a": {Count: 2, UniqueUsers: 2}}
 		asked := []string{"tool-a", "tool-c", "never-called"}
 
-		// As the store answers it when it has UsageOf, and as the
-		// gateway's fallback picks it out of UsageAll when it does not.
-		if l, ok := h.s.(storage.UsageLister); ok {
-			got, err := l.UsageOf(h.ctx, asked)
-			require.NoError(t, err)
-			assert.Equal(t, want, got)
-			got, err = l.UsageOf(h.ctx, nil)
-			require.NoError(t, err)
-			assert.Empty(t, got)
-		}
-		got, err := storage.UsageOf(h.ctx, h.s, asked)
+		got, err := h.s.UsageOf(h.ctx, asked)
 		require.NoError(t, err)
 		assert.Equal(t, want, got)
+		got, err = h.s.UsageOf(h.ctx, nil)
+		require.NoError(t, err)
+		assert.Empty(t, got)
 	})
 
 	t.Run("UsageAllOnEmptyStore", func(t *testing.T) {
