@@ -229,7 +229,7 @@ func New(store storage.Store, cfg *Config) (*Gateway, error) {
 			return nil, fmt.Errorf("toolgate: %w", err)
 		}
 	}
-	if err := registerAmbiguousMetrics(gw); err != nil {
+	if err := telemetry.RegisterAmbiguous(c.Metrics, store, c.Clock.Now, c.Logger); err != nil {
 		return nil, err
 	}
 	if err := outbox.RegisterMetrics(c.Metrics, store, c.Clock.Now, c.Logger); err != nil {

@@ -210,7 +210,7 @@ func (s *Store) MeasureLimits(ctx context.Context, principal string, limits []st
 }
 
 // measureAll measures each limit, measureBatch to a statement, the
-// principal's own apart from the budgets' (budgetlimits.go), so that a call
+// principal's own apart from the budgets' (internal/spendlimits), so that a call
 // in no budget runs only the statements it ran before budgets existed;
 // the caller has checked their measures.
 func measureAll(q reader, principal string, limits []storage.Limit) ([]decimal.Decimal, error) {

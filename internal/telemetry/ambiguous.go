@@ -1,9 +1,10 @@
-package toolgate
+package telemetry
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -28,7 +29,9 @@ const ambiguousMetricsTimeout = 5 * time.Second
 // a call ran"), and a label per principal or tool would make a series of
 // each.
 type ambiguousMetrics struct {
-	g         *Gateway
+	store     storage.Store
+	now       func() time.Time
+	log       *slog.Logger
 	waiting   *prometheus.Desc
 	oldestAge *prometheus.Desc
 
@@ -40,17 +43,17 @@ type ambiguousMetrics struct {
 	oldest time.Time // zero when none wait
 }
 
-// registerAmbiguousMetrics registers the ambiguous metrics with
-// Config.Metrics when there is one. A store that cannot count what waits
+// RegisterAmbiguous registers the ambiguous metrics with reg when there
+// is one. A store that cannot count what waits
 // (storage.ErrUnsupported) makes them export nothing.
 // Gateways sharing a registerer share the first one's collector: each
 // reads the whole fleet's number from the store anyway.
-func registerAmbiguousMetrics(g *Gateway) error {
-	if g.cfg.Metrics == nil {
+func RegisterAmbiguous(reg prometheus.Registerer, store storage.Store, now func() time.Time, log *slog.Logger) error {
+	if reg == nil {
 		return nil
 	}
 	m := &ambiguousMetrics{
-		g: g,
+		store: store, now: now, log: log,
 		waiting: prometheus.NewDesc("toolgate_ambiguous_calls_waiting",
 			"Calls whose outcome nobody knows (status ambiguous) that no person has resolved yet, across every instance.",
 			nil, nil),
@@ -59,7 +62,7 @@ func registerAmbiguousMetrics(g *Gateway) error {
 			nil, nil),
 	}
 	var errs []error
-	promshare.Register(g.cfg.Metrics, m, &errs)
+	promshare.Register(reg, m, &errs)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("toolgate: register ambiguous call metrics: %w", err)
 	}
@@ -95,19 +98,19 @@ func (m *ambiguousMetrics) Collect(ch chan<- prometheus.Metric) {
 func (m *ambiguousMetrics) reading() (n int64, oldest, now time.Time, ok bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	now = m.g.clock.Now()
+	now = m.now()
 	if m.read && !now.Before(m.readAt) && now.Sub(m.readAt) < ambiguousMetricsMaxAge {
 		return m.n, m.oldest, now, true
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), ambiguousMetricsTimeout)
 	defer cancel()
-	n, oldest, err := m.g.store.AmbiguousWaiting(ctx)
+	n, oldest, err := m.store.AmbiguousWaiting(ctx)
 	if errors.Is(err, storage.ErrUnsupported) {
 		m.read = false
 		return 0, time.Time{}, now, false
 	}
 	if err != nil {
-		m.g.log.WarnContext(ctx, "ambiguous call metrics: cannot count the calls waiting", "error", err)
+		m.log.WarnContext(ctx, "ambiguous call metrics: cannot count the calls waiting", "error", err)
 		m.read = false
 		return 0, time.Time{}, now, false
 	}
