@@ -48,7 +48,7 @@ func TestAmbiguousMetricsShowTheCallsWaiting(t *testing.T) {
 	gw := ticketGatewayWith(t, p.srv.URL, false, func(c *toolgate.Config) {
 		c.Clock = clock
 		c.Metrics = reg
-		c.Approvers = toolgate.StaticApprovers{Approvers: map[string][]string{"dana": {"alice"}}}
+		c.Approvers = toolgatetype.StaticApprovers{Approvers: map[string][]string{"dana": {"alice"}}}
 	})
 	assertAmbiguousMetrics(t, reg, 0, 0, "no call yet: the gauges are there, at zero")
 

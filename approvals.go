@@ -184,36 +184,6 @@ func (g *Gateway) rememberFirstUse(ctx context.Context, principal string, v *reg
 	}
 }
 
-// ApproverDirectory says who approves for whom (Config.Approvers). It is
-// asked on every quote and call, so it should answer from memory.
-type ApproverDirectory interface {
-	// ApprovalMode returns the principal's approval mode; "" means
-	// ApprovalModeCaller.
-	ApprovalMode(ctx context.Context, principal string) (toolgatetype.ApprovalMode, error)
-	// ApprovedPrincipals returns the principals approver approves for: none
-	// for an approver it does not know.
-	ApprovedPrincipals(ctx context.Context, approver string) ([]string, error)
-}
-
-// StaticApprovers is an ApproverDirectory from fixed maps.
-type StaticApprovers struct {
-	// Modes is each principal's approval mode; a principal absent is in
-	// caller mode.
-	Modes map[string]toolgatetype.ApprovalMode
-	// Approvers maps an approver's id to the principals it approves for.
-	Approvers map[string][]string
-}
-
-// ApprovalMode returns the principal's entry in Modes.
-func (s StaticApprovers) ApprovalMode(_ context.Context, principal string) (toolgatetype.ApprovalMode, error) {
-	return s.Modes[principal], nil
-}
-
-// ApprovedPrincipals returns the approver's entry in Approvers.
-func (s StaticApprovers) ApprovedPrincipals(_ context.Context, approver string) ([]string, error) {
-	return slices.Clone(s.Approvers[approver]), nil
-}
-
 // ApprovalMode returns who approves principal's calls, as Config.Approvers
 // says: ApprovalModeCaller, or ApprovalModeApprover (which a mode the
 // directory does not know counts as, so it loosens nothing).
@@ -271,12 +241,6 @@ func standingFor(a *storage.Approval, mode toolgatetype.ApprovalMode) *storage.A
 		return nil
 	}
 	return a
-}
-
-// ApprovalNotifier is told of each approval event once the store has it.
-// NotifyApproval runs on the request's goroutine and must not block.
-type ApprovalNotifier interface {
-	NotifyApproval(ctx context.Context, ev toolgatetype.ApprovalEvent)
 }
 
 // notify tells the notifier, if any, of an event.

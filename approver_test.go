@@ -21,7 +21,7 @@ import (
 // The people and agents of the approver-mode tests: agent's calls are
 // approved by pat, a person; alice approves her own, as callers always
 // have, though pat may approve for her too; sam approves for someone else.
-var testApprovers = toolgate.StaticApprovers{
+var testApprovers = toolgatetype.StaticApprovers{
 	Modes:     map[string]toolgatetype.ApprovalMode{"agent": toolgatetype.ApprovalModeApprover, "other": toolgatetype.ApprovalModeApprover},
 	Approvers: map[string][]string{"pat": {"agent", "alice"}, "sam": {"other"}},
 }
@@ -499,7 +499,7 @@ func TestCallerModeMayUseGrantsToo(t *testing.T) {
 func TestRefusalLaterInAdmissionLeavesTheGrantUnused(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	limits := toolgate.StaticSpendControls{"agent": {RateLimitPerMinute: ptr(1)}}
+	limits := toolgatetype.StaticSpendControls{"agent": {RateLimitPerMinute: ptr(1)}}
 	e := newApproverEnv(t, []toolSpec{callable}, func(c *toolgate.Config) { c.SpendControls = limits })
 	q1, r1 := e.ask("agent", "echo", "one")
 	e.approve(r1.ID, "")
@@ -714,7 +714,7 @@ func TestApprovalModeComesFromTheDirectory(t *testing.T) {
 
 	// A mode the directory made up loosens nothing.
 	odd := newEnv(t, []toolSpec{callable}, func(c *toolgate.Config) {
-		c.Approvers = toolgate.StaticApprovers{Modes: map[string]toolgatetype.ApprovalMode{"agent": "whoever"}}
+		c.Approvers = toolgatetype.StaticApprovers{Modes: map[string]toolgatetype.ApprovalMode{"agent": "whoever"}}
 	})
 	got, err := odd.gw.ApprovalMode(ctx, "agent")
 	require.NoError(t, err)

@@ -334,7 +334,7 @@ func TestBudgetAlertsForAnAmbiguousCallOnceResolvedCompleted(t *testing.T) {
 	sender := hooks.sender(t)
 	p := newTicketProvider(t, 1000, false)
 	gw := ticketGatewayWith(t, p.srv.URL, false, func(c *toolgate.Config) {
-		c.Approvers = toolgate.StaticApprovers{Approvers: map[string][]string{"dana": {"alice"}}}
+		c.Approvers = toolgatetype.StaticApprovers{Approvers: map[string][]string{"dana": {"alice"}}}
 		c.Events = sender
 		c.EventDelivery = &outbox.Config{Poll: 10 * time.Millisecond}
 		c.Budgets = []toolgatetype.BudgetDefinition{{

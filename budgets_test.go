@@ -51,7 +51,7 @@ func TestWithoutBudgetsNoneShow(t *testing.T) {
 func TestABudgetRefusalBesideThePrincipalsOwn(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, []toolSpec{paidCallable}, func(c *toolgate.Config) {
-		c.SpendControls = toolgate.StaticSpendControls{"alice": {DailyLimitUSD: dec("0.2000")}}
+		c.SpendControls = toolgatetype.StaticSpendControls{"alice": {DailyLimitUSD: dec("0.2000")}}
 		c.Budgets = []toolgatetype.BudgetDefinition{{ID: "search", Name: "Search team", Members: []string{"alice"}, DailyLimitUSD: dec("0.1500")}}
 	})
 	res, err := e.tg.CallApproved(t, "alice", "paid", `{"v":"a"}`)

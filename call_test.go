@@ -436,7 +436,7 @@ func TestCallRateLimitRetryAfter(t *testing.T) {
 
 func TestCallerControlsOnlyTighten(t *testing.T) {
 	t.Parallel()
-	operator := toolgate.StaticSpendControls{"alice": {DailyLimitUSD: dec("1")}}
+	operator := toolgatetype.StaticSpendControls{"alice": {DailyLimitUSD: dec("1")}}
 	e := newEnv(t, []toolSpec{paidCallable}, func(c *toolgate.Config) { c.SpendControls = operator })
 	ctx := context.Background()
 	require.NoError(t, e.gw.SetSpendControls(ctx, "alice", toolgatetype.SpendControls{DailyLimitUSD: dec("500"), MonthlyLimitUSD: dec("2")}))

@@ -69,7 +69,7 @@ func TestConcurrentCallsWithOneKeyReachUpstreamOnce(t *testing.T) {
 // a daily budget that fits exactly 50 of them.
 func TestConcurrentSpendNeverExceedsBudget(t *testing.T) {
 	t.Parallel()
-	controls := toolgate.StaticSpendControls{"alice": {
+	controls := toolgatetype.StaticSpendControls{"alice": {
 		DailyLimitUSD: dec("5.5000"), RateLimitPerMinute: ptr(1000),
 	}}
 	e := newEnv(t, []toolSpec{paidCallable}, func(c *toolgate.Config) { c.SpendControls = controls })

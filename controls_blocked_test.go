@@ -16,7 +16,7 @@ import (
 func TestBlockedToolsLayersOperatorAndCallerControls(t *testing.T) {
 	t.Parallel()
 	no, yes := registry.Bool(false), registry.Bool(true)
-	gw := toolgatetest.New(t, &toolgatetest.Options{Config: &toolgate.Config{SpendControls: toolgate.StaticSpendControls{
+	gw := toolgatetest.New(t, &toolgatetest.Options{Config: &toolgate.Config{SpendControls: toolgatetype.StaticSpendControls{
 		"alice": {Tools: map[string]toolgatetype.ToolSpendControls{"echo": {Allowed: no}, "exchange-rates": {Allowed: yes}}},
 	}}})
 	ctx := context.Background()

@@ -33,6 +33,9 @@ const (
 	DefaultIdempotencyLease     = 60 * time.Second
 	DefaultIdempotencyRetention = 24 * time.Hour
 	DefaultMaxOpenQuotes        = 1000
+	// ApprovalRequestLimit: 30 a minute.
+	DefaultApprovalRequestMax    = 30
+	DefaultApprovalRequestWindow = time.Minute
 )
 
 // Config holds a Gateway's optional dependencies and settings. A nil
@@ -41,7 +44,7 @@ type Config struct {
 	// Registry holds the tools; nil means registry.Default.
 	Registry *registry.Registry
 	// Clock tells the time; nil means the system clock.
-	Clock Clock
+	Clock toolgatetype.Clock
 	// Transport sends upstream requests; nil means upstream.NewTransport(),
 	// which refuses internal addresses at dial time.
 	Transport http.RoundTripper
@@ -69,12 +72,12 @@ type Config struct {
 	// SpendControls supplies the operator's spend controls per principal;
 	// an unset limit is $25 a call, $100 a UTC day, $1000 a UTC month, 60
 	// calls a minute, 1000 an hour. Callers' own can only tighten them.
-	SpendControls SpendControlsSource
+	SpendControls toolgatetype.SpendControlsSource
 	// Approvals supplies callers' standing approvals; nil means the store.
 	Approvals ApprovalSource
 	// Approvers says who approves for whom; nil puts every principal in
 	// caller mode.
-	Approvers ApproverDirectory
+	Approvers toolgatetype.ApproverDirectory
 	// Events, when set, sends every event (approval requests, ambiguous
 	// calls, budget alerts), written to the store's outbox with its cause
 	// and delivered at least once, from New to Close (package webhook's
@@ -84,14 +87,14 @@ type Config struct {
 	EventDelivery *outbox.Config
 	// ApprovalNotifier is told in process, with no delivery, of approval
 	// requests, decisions and ambiguous calls; nil tells no one.
-	ApprovalNotifier ApprovalNotifier
+	ApprovalNotifier toolgatetype.ApprovalNotifier
 	// ApprovalRequestLimit caps the approval requests one principal may
 	// ask for in a window, so that an agent cannot flood the people who
 	// decide them: past it, RequestApproval answers rate_limited until
 	// the window ends. Zero fields mean 30 a minute; a negative Max, no
 	// limit. The count is kept in the store (Store.CountEvent), and so
 	// holds across every gateway sharing it.
-	ApprovalRequestLimit RequestLimit
+	ApprovalRequestLimit toolgatetype.RequestLimit
 	// Receipts signs every finished execution's receipt. Nil generates a
 	// key at start, for development only: its receipts stop verifying
 	// once the process is gone.
@@ -112,20 +115,6 @@ type Config struct {
 	TracerProvider trace.TracerProvider
 }
 
-// SpendControlsSource supplies the operator's spend controls of a principal.
-// Fields left nil fall back to the defaults (see Config.SpendControls).
-type SpendControlsSource interface {
-	SpendControls(ctx context.Context, principal string) (toolgatetype.SpendControls, error)
-}
-
-// StaticSpendControls is a SpendControlsSource from a fixed map by principal.
-type StaticSpendControls map[string]toolgatetype.SpendControls
-
-// SpendControls returns the principal's entry, or none.
-func (s StaticSpendControls) SpendControls(_ context.Context, principal string) (toolgatetype.SpendControls, error) {
-	return s[principal], nil
-}
-
 // ApprovalSource supplies callers' standing approvals. storage.Store
 // satisfies it; an operator may supply approvals from elsewhere.
 type ApprovalSource interface {
@@ -141,18 +130,18 @@ type Gateway struct {
 	// executor runs admitted calls (see Gateway.run).
 	executor  *executor.Executor
 	registry  *registry.Registry
-	clock     Clock
+	clock     toolgatetype.Clock
 	feeRate   decimal.Decimal
 	cfg       Config
 	runner    *toolrun.Runner
-	controls  SpendControlsSource
+	controls  toolgatetype.SpendControlsSource
 	approvals ApprovalSource
 	// approvalsFromStore: standing approvals are the store's, read together
 	// with a quote's or a call's other reads, and where first uses are
 	// remembered.
 	approvalsFromStore bool
-	approvers          ApproverDirectory
-	notifier           ApprovalNotifier
+	approvers          toolgatetype.ApproverDirectory
+	notifier           toolgatetype.ApprovalNotifier
 	log                *slog.Logger
 	receipts           *receipt.Keys
 	obs                *telemetry.Observer
@@ -288,7 +277,7 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	c.ApprovalRequestLimit = c.ApprovalRequestLimit.withDefaults(DefaultApprovalRequestMax, DefaultApprovalRequestWindow)
+	c.ApprovalRequestLimit = limitWithDefaults(c.ApprovalRequestLimit, DefaultApprovalRequestMax, DefaultApprovalRequestWindow)
 	return c
 }
 
@@ -321,7 +310,7 @@ func (g *Gateway) Registry() *registry.Registry { return g.registry }
 
 // Clock returns the gateway's clock, so that the layers serving it (the
 // approval page's sessions, say) keep the same time.
-func (g *Gateway) Clock() Clock { return g.clock }
+func (g *Gateway) Clock() toolgatetype.Clock { return g.clock }
 
 // lookup resolves a tool by slug or id into a tool_not_found error.
 func (g *Gateway) lookup(slugOrID string) (*registry.Version, error) {
@@ -352,13 +341,6 @@ func (g *Gateway) Close(ctx context.Context) error {
 		g.events.Close(ctx)
 	}
 	return context.Cause(ctx)
-}
-
-// Clock tells the gateway the time. Quote expiry, idempotency leases, spend
-// windows and rate limits all read it, so tests can drive them with a fake
-// clock (toolgatetest.FakeClock) instead of sleeping.
-type Clock interface {
-	Now() time.Time
 }
 
 // systemClock is the real clock.

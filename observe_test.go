@@ -473,7 +473,7 @@ func TestMetricsOfApprovalRequests(t *testing.T) {
 	g := toolgatetest.New(t, &toolgatetest.Options{Config: &toolgate.Config{
 		Metrics:        reg,
 		TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans)),
-		Approvers: toolgate.StaticApprovers{
+		Approvers: toolgatetype.StaticApprovers{
 			Modes:     map[string]toolgatetype.ApprovalMode{"agent": toolgatetype.ApprovalModeApprover},
 			Approvers: map[string][]string{"pat": {"agent"}},
 		},

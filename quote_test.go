@@ -101,7 +101,7 @@ func TestQuoteByID(t *testing.T) {
 
 func TestQuoteControlsPreview(t *testing.T) {
 	t.Parallel()
-	controls := toolgate.StaticSpendControls{
+	controls := toolgatetype.StaticSpendControls{
 		"alice": {
 			MaxPerCallUSD: dec("0.0500"),
 			DailyLimitUSD: dec("10"),
@@ -133,7 +133,7 @@ func TestQuoteControlsPreview(t *testing.T) {
 
 func TestQuotePreviewCountsSpend(t *testing.T) {
 	t.Parallel()
-	controls := toolgate.StaticSpendControls{"alice": {DailyLimitUSD: dec("0.2000")}}
+	controls := toolgatetype.StaticSpendControls{"alice": {DailyLimitUSD: dec("0.2000")}}
 	e := newEnv(t, []toolSpec{paidCallable}, func(c *toolgate.Config) { c.SpendControls = controls })
 	ctx := context.Background()
 	q := e.quote("alice", "paid")
@@ -151,7 +151,7 @@ func TestQuotePreviewCountsSpend(t *testing.T) {
 // limits are set: used amounts are facts, limits are settings.
 func TestQuotePreviewShowsToolSpendWithoutToolLimit(t *testing.T) {
 	t.Parallel()
-	controls := toolgate.StaticSpendControls{
+	controls := toolgatetype.StaticSpendControls{
 		"alice": {Tools: map[string]toolgatetype.ToolSpendControls{"paid": {MonthlyLimitUSD: dec("5")}}},
 	}
 	e := newEnv(t, []toolSpec{paidCallable}, func(c *toolgate.Config) { c.SpendControls = controls })

@@ -10,24 +10,8 @@ import (
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
-// Defaults of RequestLimit.
-const (
-	DefaultApprovalRequestMax    = 30
-	DefaultApprovalRequestWindow = time.Minute
-)
-
-// RequestLimit caps how many requests of one kind a principal may make in
-// a window, which begins with the first and lasts Window.
-type RequestLimit struct {
-	// Max is the most a window holds; 0 means the default, and negative
-	// means no limit.
-	Max int
-	// Window is the window's length; 0 means the default.
-	Window time.Duration
-}
-
-// withDefaults fills the zero fields of l with max and window.
-func (l RequestLimit) withDefaults(max int, window time.Duration) RequestLimit {
+// limitWithDefaults fills the zero fields of l with max and window.
+func limitWithDefaults(l toolgatetype.RequestLimit, max int, window time.Duration) toolgatetype.RequestLimit {
 	if l.Max == 0 {
 		l.Max = max
 	}

@@ -21,7 +21,7 @@ func TestApprovalRequestsOverTheLimitAreRateLimited(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
 	e := newApproverEnv(t, []toolSpec{callable}, func(c *toolgate.Config) {
-		c.ApprovalRequestLimit = toolgate.RequestLimit{Max: 3, Window: time.Minute}
+		c.ApprovalRequestLimit = toolgatetype.RequestLimit{Max: 3, Window: time.Minute}
 		c.Metrics = reg
 	})
 	ctx := context.Background()

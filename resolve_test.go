@@ -30,8 +30,8 @@ func resolveEnv(t *testing.T) (*toolgate.Gateway, *ticketProvider, *toolgatetest
 	clock := toolgatetest.NewFakeClock(toolgatetest.DefaultStart)
 	gw := ticketGatewayWith(t, p.srv.URL, false, func(c *toolgate.Config) {
 		c.Clock = clock
-		c.Approvers = toolgate.StaticApprovers{Approvers: map[string][]string{"dana": {"alice"}, "erin": {"bob"}}}
-		c.SpendControls = toolgate.StaticSpendControls{"alice": {DailyLimitUSD: &daily}}
+		c.Approvers = toolgatetype.StaticApprovers{Approvers: map[string][]string{"dana": {"alice"}, "erin": {"bob"}}}
+		c.SpendControls = toolgatetype.StaticSpendControls{"alice": {DailyLimitUSD: &daily}}
 	})
 	return gw, p, clock
 }
@@ -151,7 +151,7 @@ func TestResolveRefusals(t *testing.T) {
 	toolgatetest.RequireCode(t, err, toolgatetype.CodeExecutionAlreadyResolved)
 
 	// One whose outcome was always known.
-	done := toolgatetest.New(t, &toolgatetest.Options{Config: &toolgate.Config{Approvers: toolgate.StaticApprovers{Approvers: map[string][]string{"dana": {"alice"}}}}})
+	done := toolgatetest.New(t, &toolgatetest.Options{Config: &toolgate.Config{Approvers: toolgatetype.StaticApprovers{Approvers: map[string][]string{"dana": {"alice"}}}}})
 	res, err := done.CallApproved(t, "alice", "echo", `{"v":"hi"}`)
 	toolgatetest.RequireCompleted(t, res, err, "0.0000")
 	_, err = done.Gateway.ResolveExecution(ctx, "dana", res.Execution.ID, toolgatetype.ResolveRequest{Outcome: toolgatetype.StatusFailed})

@@ -175,7 +175,7 @@ func longTool() *registry.Tool {
 // principal with a 100-character id, with pat approving for both.
 func browserAPI(t *testing.T) *api {
 	t.Helper()
-	cfg := &toolgate.Config{Approvers: toolgate.StaticApprovers{
+	cfg := &toolgate.Config{Approvers: toolgatetype.StaticApprovers{
 		Modes:     map[string]toolgatetype.ApprovalMode{"agent": toolgatetype.ApprovalModeApprover, longPrincipal: toolgatetype.ApprovalModeApprover},
 		Approvers: map[string][]string{"pat": {"agent", longPrincipal}},
 	}}

@@ -8,6 +8,7 @@ import (
 	"github.com/toolgate/toolgate/apikey"
 	"github.com/toolgate/toolgate/authlimit"
 	"github.com/toolgate/toolgate/internal/httpx"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // Options configure a handler. A nil *Options means the defaults.
@@ -45,7 +46,7 @@ type Handler struct {
 	callers   apikey.Authenticator
 	sessions  SessionStore
 	limit     *authlimit.Limiter
-	clock     toolgate.Clock
+	clock     toolgatetype.Clock
 	maxBody   int64
 	log       *slog.Logger
 	mux       *http.ServeMux

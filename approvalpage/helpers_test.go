@@ -51,7 +51,7 @@ func newApproverAPI(t *testing.T) *api {
 // newApproverGateway is newApproverAPI's gateway and keys, not yet served.
 func newApproverGateway(t *testing.T) *api {
 	t.Helper()
-	cfg := &toolgate.Config{Approvers: toolgate.StaticApprovers{
+	cfg := &toolgate.Config{Approvers: toolgatetype.StaticApprovers{
 		Modes:     map[string]toolgatetype.ApprovalMode{"agent": toolgatetype.ApprovalModeApprover},
 		Approvers: map[string][]string{"pat": {"agent", "alice"}, "sam": {"other"}},
 	}}

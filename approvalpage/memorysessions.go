@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/toolgate/toolgate"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // maxSessions bounds the memory a MemorySessionStore takes. Past it,
@@ -20,7 +20,7 @@ const maxSessions = 10_000
 // a person may be asked to sign in again when a request lands on another
 // one; toolgatehttp.StoreSessions, over the store the instances share, avoids that.
 type MemorySessionStore struct {
-	clock toolgate.Clock
+	clock toolgatetype.Clock
 	mu    sync.Mutex
 	all   map[string]Session
 }
@@ -30,7 +30,7 @@ var _ SessionStore = (*MemorySessionStore)(nil)
 
 // NewMemorySessionStore returns an empty store that tells expired sessions
 // by clock; nil means the system's.
-func NewMemorySessionStore(clock toolgate.Clock) *MemorySessionStore {
+func NewMemorySessionStore(clock toolgatetype.Clock) *MemorySessionStore {
 	if clock == nil {
 		clock = systemClock{}
 	}

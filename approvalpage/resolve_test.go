@@ -26,7 +26,7 @@ func newAmbiguousAPI(t *testing.T) (*api, string) {
 	t.Helper()
 	a := newApproverGateway(t)
 	store := toolgatetest.NewDyingStore(memory.New())
-	cfg := &toolgate.Config{Approvers: toolgate.StaticApprovers{Approvers: map[string][]string{"pat": {"alice"}, "sam": {"other"}}}}
+	cfg := &toolgate.Config{Approvers: toolgatetype.StaticApprovers{Approvers: map[string][]string{"pat": {"alice"}, "sam": {"other"}}}}
 	tg := toolgatetest.New(t, &toolgatetest.Options{Store: store, Config: cfg, Tools: []*registry.Tool{toolgatetest.Priced(toolgatetest.EchoTool(), "0.0500")}})
 	notSafe := false
 	require.NoError(t, tg.Registry.SetTrust("echo", registry.Trust{RetrySafe: &notSafe, PaymentVerified: registry.Bool(true), EndpointVerified: registry.Bool(true)}))

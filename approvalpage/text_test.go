@@ -31,7 +31,7 @@ const bidiInput = `{"to":"moc.live@` + rlo + `kcatta","note":"zero` + "\u200b" +
 func bidiAPI(t *testing.T) *api {
 	t.Helper()
 	principal := "agent" + rlo + "lave"
-	cfg := &toolgate.Config{Approvers: toolgate.StaticApprovers{
+	cfg := &toolgate.Config{Approvers: toolgatetype.StaticApprovers{
 		Modes:     map[string]toolgatetype.ApprovalMode{principal: toolgatetype.ApprovalModeApprover},
 		Approvers: map[string][]string{"pat" + "\u2066": {principal}},
 	}}

@@ -278,7 +278,7 @@ var gatewayErrors = []struct {
 		return call(req)
 	}, check: func(t *testing.T, err *toolgatetype.Error) { assert.NotNil(t, err.ManifestDigest) }},
 	{code: toolgatetype.CodeSpendLimitExceeded,
-		opts: &envOptions{config: &toolgate.Config{SpendControls: toolgate.StaticSpendControls{
+		opts: &envOptions{config: &toolgate.Config{SpendControls: toolgatetype.StaticSpendControls{
 			"alice": {MaxPerCallUSD: dec("0.05"), Tools: map[string]toolgatetype.ToolSpendControls{"paid": {Allowed: new(bool)}}},
 		}}},
 		setup: func(t *testing.T, e *env) op { return call(approved(e.quote("paid"), "x")) },
@@ -344,7 +344,7 @@ var gatewayErrors = []struct {
 		return call(req)
 	}},
 	{code: toolgatetype.CodeRateLimited,
-		opts: &envOptions{config: &toolgate.Config{SpendControls: toolgate.StaticSpendControls{
+		opts: &envOptions{config: &toolgate.Config{SpendControls: toolgatetype.StaticSpendControls{
 			"alice": {RateLimitPerMinute: &one},
 		}}},
 		setup: func(t *testing.T, e *env) op {

@@ -31,7 +31,7 @@ func serveExampleGateway() *httptest.Server {
 	}
 	gw, err := toolgate.New(memory.New(), &toolgate.Config{
 		Registry: reg, Transport: recorded.Transport(),
-		Approvers: toolgate.StaticApprovers{
+		Approvers: toolgatetype.StaticApprovers{
 			Modes:     map[string]toolgatetype.ApprovalMode{"agent": toolgatetype.ApprovalModeApprover},
 			Approvers: map[string][]string{"pat": {"agent"}},
 		},

@@ -39,7 +39,7 @@ var keyOf = map[string]string{"alice": aliceKey, "agent": agentKey, "pat": patKe
 
 // testApprovers is who approves for whom: pat for agent and alice, sam for
 // a principal with no key here.
-var testApprovers = toolgate.StaticApprovers{
+var testApprovers = toolgatetype.StaticApprovers{
 	Modes:     map[string]toolgatetype.ApprovalMode{"agent": toolgatetype.ApprovalModeApprover},
 	Approvers: map[string][]string{"pat": {"agent", "alice"}, "sam": {"other"}},
 }

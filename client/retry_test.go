@@ -177,7 +177,7 @@ func TestRefusalsAreNotRetried(t *testing.T) {
 func TestRateLimitedCall(t *testing.T) {
 	t.Parallel()
 	one := 1
-	limits := toolgate.StaticSpendControls{"alice": toolgatetype.SpendControls{RateLimitPerMinute: &one}}
+	limits := toolgatetype.StaticSpendControls{"alice": toolgatetype.SpendControls{RateLimitPerMinute: &one}}
 	newLimited := func(t *testing.T) (*env, time.Duration) {
 		e := newEnv(t, &envOptions{config: &toolgate.Config{SpendControls: limits}})
 		res, err := e.client(nil).Call(context.Background(), approved(e.quote("echo"), "first"))

@@ -32,7 +32,7 @@ const (
 // another principal only.
 func newApproverAPI(t *testing.T, opts ...func(*toolgate.Config)) *api {
 	t.Helper()
-	cfg := &toolgate.Config{Approvers: toolgate.StaticApprovers{
+	cfg := &toolgate.Config{Approvers: toolgatetype.StaticApprovers{
 		Modes:     map[string]toolgatetype.ApprovalMode{"agent": toolgatetype.ApprovalModeApprover},
 		Approvers: map[string][]string{"pat": {"agent", "alice"}, "sam": {"other"}},
 	}}

@@ -21,6 +21,7 @@ import (
 	"github.com/toolgate/toolgate/storage/postgres"
 	"github.com/toolgate/toolgate/storage/sqlite"
 	"github.com/toolgate/toolgate/toolgatetest"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // receiptStores are the stores a finished call's receipt is kept in: its
@@ -101,7 +102,7 @@ func TestReceiptStoredOnceOverHTTP(t *testing.T) {
 			store := toolgatetest.NewDyingStore(st.open(t))
 			store.Dying.Store(false)
 			a := newAPI(t, store, func(c *toolgate.Config) {
-				c.Approvers = toolgate.StaticApprovers{Approvers: map[string][]string{"dana": {"alice"}}}
+				c.Approvers = toolgatetype.StaticApprovers{Approvers: map[string][]string{"dana": {"alice"}}}
 			})
 			require.NoError(t, a.keys.AddApproverKey("dana", danaKey))
 			lastListed := func() string {

@@ -39,7 +39,7 @@ var receiptSecrets = []string{receiptCallerKey, receiptOtherKey, receiptPatKey, 
 // for the caller and for dave, and sam for someone else.
 func newReceiptsAPI(t *testing.T) *api {
 	t.Helper()
-	cfg := &toolgate.Config{Approvers: toolgate.StaticApprovers{
+	cfg := &toolgate.Config{Approvers: toolgatetype.StaticApprovers{
 		Approvers: map[string][]string{"pat": {receiptCaller, "dave"}, "sam": {"other"}},
 	}}
 	tg := toolgatetest.New(t, &toolgatetest.Options{Config: cfg})
@@ -308,7 +308,7 @@ func TestReceiptKeysUnderAPrefix(t *testing.T) {
 func TestReceiptsWithAccessTokens(t *testing.T) {
 	t.Parallel()
 	a := newAPI(t, nil, func(c *toolgate.Config) {
-		c.Approvers = toolgate.StaticApprovers{Approvers: map[string][]string{"pat": {"agent-1"}}}
+		c.Approvers = toolgatetype.StaticApprovers{Approvers: map[string][]string{"pat": {"agent-1"}}}
 	})
 	idp := withTokens(t, a)
 	token := idp.Token(t, "agent-1")

@@ -11,6 +11,7 @@ import (
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage/memory"
 	"github.com/toolgate/toolgate/toolgatetest"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 const (
@@ -26,7 +27,7 @@ func ambiguousAPI(t *testing.T) (*api, string) {
 	t.Helper()
 	store := toolgatetest.NewDyingStore(memory.New())
 	a := newAPI(t, store, func(c *toolgate.Config) {
-		c.Approvers = toolgate.StaticApprovers{Approvers: map[string][]string{"dana": {"alice"}, "erin": {"bob"}}}
+		c.Approvers = toolgatetype.StaticApprovers{Approvers: map[string][]string{"dana": {"alice"}, "erin": {"bob"}}}
 	})
 	require.NoError(t, a.keys.AddApproverKey("dana", danaKey))
 	require.NoError(t, a.keys.AddApproverKey("erin", erinKey))

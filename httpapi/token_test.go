@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/httpapi"
 	"github.com/toolgate/toolgate/internal/testidp"
 	"github.com/toolgate/toolgate/oauth"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 const tokenAudience = "https://toolgate.example/mcp"
@@ -47,7 +48,7 @@ const resourceMetadata = `resource_metadata="https://toolgate.example/.well-know
 func TestAccessTokenCallsOverHTTP(t *testing.T) {
 	t.Parallel()
 	a := newAPI(t, nil, func(c *toolgate.Config) {
-		c.Approvers = toolgate.StaticApprovers{Approvers: map[string][]string{"pat": {"agent-1"}}}
+		c.Approvers = toolgatetype.StaticApprovers{Approvers: map[string][]string{"pat": {"agent-1"}}}
 	})
 	idp := withTokens(t, a)
 	token := idp.Token(t, "agent-1")

@@ -31,7 +31,7 @@ const pagesAt = "https://gateway.example/toolgate"
 
 // The people of the approver-mode tests: pat approves agent's calls, sam
 // other's; alice approves her own.
-var approvers = toolgate.StaticApprovers{
+var approvers = toolgatetype.StaticApprovers{
 	Modes:     map[string]toolgatetype.ApprovalMode{"agent": toolgatetype.ApprovalModeApprover, "other": toolgatetype.ApprovalModeApprover},
 	Approvers: map[string][]string{"pat": {"agent"}, "sam": {"other"}},
 }

@@ -227,7 +227,7 @@ func intp(n int) *int { return &n }
 
 // controls is an operator's spend controls for one principal.
 func controls(principal string, c toolgatetype.SpendControls) *toolgate.Config {
-	return &toolgate.Config{SpendControls: toolgate.StaticSpendControls{principal: c}}
+	return &toolgate.Config{SpendControls: toolgatetype.StaticSpendControls{principal: c}}
 }
 
 // rpcSession is a client that speaks JSON-RPC itself, to send what the

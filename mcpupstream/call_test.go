@@ -134,7 +134,7 @@ func TestDuplicateCallsRunOnceAndChargeOnce(t *testing.T) {
 func TestSpendControlsRefuseBeforeTheUpstream(t *testing.T) {
 	t.Parallel()
 	limit := decimal.RequireFromString("0.0050")
-	g, srv := upstreamGateway(t, &toolgate.Config{SpendControls: toolgate.StaticSpendControls{
+	g, srv := upstreamGateway(t, &toolgate.Config{SpendControls: toolgatetype.StaticSpendControls{
 		"alice": {MaxPerCallUSD: &limit},
 	}})
 	res, err := call(t, g, "up.write-note", `{"note":"too dear"}`)
@@ -146,7 +146,7 @@ func TestSpendControlsRefuseBeforeTheUpstream(t *testing.T) {
 
 func TestApproverModeReachesTheUpstreamOnlyOnceApproved(t *testing.T) {
 	t.Parallel()
-	g, srv := upstreamGateway(t, &toolgate.Config{Approvers: toolgate.StaticApprovers{
+	g, srv := upstreamGateway(t, &toolgate.Config{Approvers: toolgatetype.StaticApprovers{
 		Modes:     map[string]toolgatetype.ApprovalMode{"alice": toolgatetype.ApprovalModeApprover},
 		Approvers: map[string][]string{"pat": {"alice"}},
 	}})

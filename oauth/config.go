@@ -32,7 +32,7 @@ const (
 )
 
 // Clock tells the verifier the time, for exp, nbf and how often keys are
-// refreshed. toolgate.Clock is one.
+// refreshed. toolgatetype.Clock is one.
 type Clock interface {
 	Now() time.Time
 }

@@ -6,12 +6,12 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/approvalpage"
 	"github.com/toolgate/toolgate/authlimit"
 	"github.com/toolgate/toolgate/sealing"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatehttp"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // Limits are the config's limits on guessing and flooding. Zero fields
@@ -139,7 +139,7 @@ type fleet struct {
 // newFleet sets up the fleet's parts over store. A store other instances
 // may share (SQLite, PostgreSQL) keeps the sessions and the counts; the
 // sealing keys are the configured ones, or the one kept in the store.
-func newFleet(ctx context.Context, cfg *Config, store storage.Store, clock toolgate.Clock, tel *telemetry) (*fleet, error) {
+func newFleet(ctx context.Context, cfg *Config, store storage.Store, clock toolgatetype.Clock, tel *telemetry) (*fleet, error) {
 	f := &fleet{}
 	if cfg.StorageKind() != storageMemory {
 		f.sessions = toolgatehttp.NewStoreSessions(store, clock)

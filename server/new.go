@@ -121,7 +121,7 @@ func assemble(ctx context.Context, cfg *Config, offline bool, tel *telemetry, lo
 	}
 
 	keys := apikey.NewKeyStore()
-	controls := toolgate.StaticSpendControls{}
+	controls := toolgatetype.StaticSpendControls{}
 	for _, p := range cfg.Principals {
 		for _, k := range p.APIKeys {
 			if err := keys.AddKey(p.ID, k); err != nil {
@@ -137,11 +137,11 @@ func assemble(ctx context.Context, cfg *Config, offline bool, tel *telemetry, lo
 			controls[p.ID] = p.SpendControls
 		}
 	}
-	var spendControls toolgate.SpendControlsSource = controls
+	var spendControls toolgatetype.SpendControlsSource = controls
 	if t := cfg.template(); t != nil {
 		spendControls = templateControls{controls: controls, template: t.SpendControls}
 	}
-	approvers := toolgate.StaticApprovers{Modes: map[string]toolgatetype.ApprovalMode{}, Approvers: map[string][]string{}}
+	approvers := toolgatetype.StaticApprovers{Modes: map[string]toolgatetype.ApprovalMode{}, Approvers: map[string][]string{}}
 	for _, p := range cfg.Principals {
 		if p.ApprovalMode != "" && p.ID != PrincipalTemplate {
 			approvers.Modes[p.ID] = p.ApprovalMode
@@ -185,7 +185,7 @@ func assemble(ctx context.Context, cfg *Config, offline bool, tel *telemetry, lo
 		Upstream:             &upstream.Config{Timeout: cfg.UpstreamTimeout},
 		SpendControls:        spendControls,
 		Approvers:            approvers,
-		ApprovalRequestLimit: toolgate.RequestLimit{Max: cfg.Limits.ApprovalRequests, Window: cfg.Limits.ApprovalRequestWindow},
+		ApprovalRequestLimit: toolgatetype.RequestLimit{Max: cfg.Limits.ApprovalRequests, Window: cfg.Limits.ApprovalRequestWindow},
 		Logger:               log,
 		Receipts:             receiptKeys,
 		Budgets:              cfg.Budgets,

@@ -58,7 +58,7 @@ const (
 // tool, whose principal agent is in approver mode, pat approving for it.
 func newApproverDocsServer(t *testing.T) *docsServer {
 	t.Helper()
-	tg := toolgatetest.New(t, &toolgatetest.Options{Config: &toolgate.Config{Approvers: toolgate.StaticApprovers{
+	tg := toolgatetest.New(t, &toolgatetest.Options{Config: &toolgate.Config{Approvers: toolgatetype.StaticApprovers{
 		Modes:     map[string]toolgatetype.ApprovalMode{"agent": toolgatetype.ApprovalModeApprover},
 		Approvers: map[string][]string{"pat": {"agent"}},
 	}}})

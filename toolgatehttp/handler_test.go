@@ -28,7 +28,7 @@ const (
 // gives lead to the others.
 func TestOneHandlerServesEverything(t *testing.T) {
 	t.Parallel()
-	tg := toolgatetest.New(t, &toolgatetest.Options{Config: &toolgate.Config{Approvers: toolgate.StaticApprovers{
+	tg := toolgatetest.New(t, &toolgatetest.Options{Config: &toolgate.Config{Approvers: toolgatetype.StaticApprovers{
 		Modes:     map[string]toolgatetype.ApprovalMode{"agent": toolgatetype.ApprovalModeApprover},
 		Approvers: map[string][]string{"pat": {"agent"}},
 	}}})

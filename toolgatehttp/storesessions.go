@@ -5,9 +5,9 @@ import (
 	"errors"
 	"time"
 
-	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/approvalpage"
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // StoreSessions keeps the sessions in a storage.SessionStore: the store the
@@ -21,7 +21,7 @@ import (
 // as an approvalpage.SessionStore, never the store they are kept in.
 type StoreSessions struct {
 	store storage.SessionStore
-	clock toolgate.Clock
+	clock toolgatetype.Clock
 }
 
 // Interface guard.
@@ -29,7 +29,7 @@ var _ approvalpage.SessionStore = (*StoreSessions)(nil)
 
 // NewStoreSessions returns sessions kept in store, telling expired ones by
 // clock (nil means the system's).
-func NewStoreSessions(store storage.SessionStore, clock toolgate.Clock) *StoreSessions {
+func NewStoreSessions(store storage.SessionStore, clock toolgatetype.Clock) *StoreSessions {
 	if clock == nil {
 		clock = systemClock{}
 	}

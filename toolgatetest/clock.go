@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// FakeClock is a toolgate.Clock that moves only when told to, so a test can
+// FakeClock is a toolgatetype.Clock that moves only when told to, so a test can
 // expire a quote, run out a lease or cross into a new day without sleeping.
 // Safe for concurrent use.
 type FakeClock struct {

@@ -50,7 +50,7 @@ func Example() {
 func Example_spendControls() {
 	t := exampleT{}
 	paid := toolgatetest.Priced(toolgatetest.EchoTool(), "0.1000") // verified, low risk: no approval asked
-	budget := toolgate.StaticSpendControls{"alice": {DailyLimitUSD: decimalPtr("0.2500")}}
+	budget := toolgatetype.StaticSpendControls{"alice": {DailyLimitUSD: decimalPtr("0.2500")}}
 	gw := toolgatetest.New(t, &toolgatetest.Options{
 		Tools:  []*registry.Tool{paid},
 		Config: &toolgate.Config{SpendControls: budget},

@@ -36,7 +36,7 @@ const (
 	DefaultBreakerCooldown  = 30 * time.Second
 )
 
-// Clock tells the breaker the time; toolgate.Clock satisfies it.
+// Clock tells the breaker the time; toolgatetype.Clock satisfies it.
 type Clock interface {
 	Now() time.Time
 }

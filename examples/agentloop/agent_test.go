@@ -77,7 +77,7 @@ func bothWays(t *testing.T, test func(t *testing.T, w way)) {
 	}
 }
 
-func newSetup(t *testing.T, w way, provider http.Handler, trusted bool, controls toolgate.SpendControlsSource) *setup {
+func newSetup(t *testing.T, w way, provider http.Handler, trusted bool, controls toolgatetype.SpendControlsSource) *setup {
 	t.Helper()
 	gw := toolgatetest.New(t, &toolgatetest.Options{
 		Tools:  tools.All(),
@@ -128,7 +128,7 @@ func TestAgentRespectsSpendControls(t *testing.T) {
 	t.Parallel()
 	bothWays(t, func(t *testing.T, w way) {
 		daily := decimal.RequireFromString("0.2")
-		limit := toolgate.StaticSpendControls{"agent-7": {DailyLimitUSD: &daily}}
+		limit := toolgatetype.StaticSpendControls{"agent-7": {DailyLimitUSD: &daily}}
 		s := newSetup(t, w, goalprovider.New(), true, limit)
 		obs, spent, err := s.agent.Run(context.Background(), "demo", 3)
 		require.ErrorIs(t, err, ErrOverBudget)

@@ -52,7 +52,7 @@ func main() {
 func run(ctx context.Context, w io.Writer, transport http.RoundTripper) error {
 	gw, err := toolgate.New(memory.New(), &toolgate.Config{
 		Transport: transport,
-		Approvers: toolgate.StaticApprovers{
+		Approvers: toolgatetype.StaticApprovers{
 			Modes:     map[string]toolgatetype.ApprovalMode{"agent": toolgatetype.ApprovalModeApprover},
 			Approvers: map[string][]string{"pat": {"agent"}},
 		},

@@ -75,7 +75,7 @@ func run(ctx context.Context, w io.Writer) error {
 	reg := registry.New()
 	gw, err := toolgate.New(memory.New(), &toolgate.Config{
 		Registry: reg,
-		Approvers: toolgate.StaticApprovers{
+		Approvers: toolgatetype.StaticApprovers{
 			Modes:     map[string]toolgatetype.ApprovalMode{"agent": toolgatetype.ApprovalModeApprover},
 			Approvers: map[string][]string{"pat": {"agent"}},
 		},

@@ -20,7 +20,7 @@ func testSettle(t *testing.T, newStore func(*testing.T) storage.Store) {
 		{ID: "acme", Name: "Acme", MonthlyLimitUSD: usd("1"), Approvers: []string{"dana"}},
 		{ID: "search", Name: "Search team", Parent: "acme", Members: []string{"alice"}, DailyLimitUSD: usd("1")},
 	}, func(c *toolgate.Config) {
-		c.Approvers = toolgate.StaticApprovers{Approvers: map[string][]string{"dana": {"alice"}}}
+		c.Approvers = toolgatetype.StaticApprovers{Approvers: map[string][]string{"dana": {"alice"}}}
 	})
 	ctx := context.Background()
 	budgets := func() (team, org string) {

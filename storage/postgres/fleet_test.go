@@ -73,7 +73,7 @@ func TestFleetOfGatewaysDuplicatesAndBudget(t *testing.T) {
 	require.True(t, price.Mul(decimal.NewFromInt(fits)).Equal(budget))
 	budgeted := map[string]bool{"alice": true, "bob": true, "carol": true, "dave": false}
 	principals := []string{"alice", "bob", "carol", "dave"}
-	controls := toolgate.StaticSpendControls{}
+	controls := toolgatetype.StaticSpendControls{}
 	for _, p := range principals {
 		if budgeted[p] {
 			controls[p] = toolgatetype.SpendControls{DailyLimitUSD: &budget}

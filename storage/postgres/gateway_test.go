@@ -173,7 +173,7 @@ func TestGatewaysDailyLimitHolds(t *testing.T) {
 	t.Parallel()
 	daily := decimal.RequireFromString("5.5000")
 	perMinute := 1000 // the default of 60 would refuse first
-	controls := toolgate.StaticSpendControls{"alice": {DailyLimitUSD: &daily, RateLimitPerMinute: &perMinute}}
+	controls := toolgatetype.StaticSpendControls{"alice": {DailyLimitUSD: &daily, RateLimitPerMinute: &perMinute}}
 	c := twoGateways(t, toolgatetest.NewUpstream(), &toolgate.Config{SpendControls: controls})
 	ctx := t.Context()
 

@@ -30,7 +30,7 @@ func TestGrantCallOnPostgres(t *testing.T) {
 	reg := registry.New()
 	require.NoError(t, reg.Register(echoTool()))
 	upstream := toolgatetest.NewUpstream()
-	gw, err := toolgate.New(store, &toolgate.Config{Registry: reg, Transport: upstream, Approvers: toolgate.StaticApprovers{
+	gw, err := toolgate.New(store, &toolgate.Config{Registry: reg, Transport: upstream, Approvers: toolgatetype.StaticApprovers{
 		Modes:     map[string]toolgatetype.ApprovalMode{"agent": toolgatetype.ApprovalModeApprover},
 		Approvers: map[string][]string{"pat": {"agent"}},
 	}})
