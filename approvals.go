@@ -185,8 +185,7 @@ func (g *Gateway) rememberFirstUse(ctx context.Context, principal string, v *reg
 }
 
 // ApprovalMode returns who approves principal's calls, as Config.Approvers
-// says: ApprovalModeCaller, or ApprovalModeApprover (which a mode the
-// directory does not know counts as, so it loosens nothing).
+// says (see toolgatetype.ApproverDirectory).
 func (g *Gateway) ApprovalMode(ctx context.Context, principal string) (toolgatetype.ApprovalMode, error) {
 	if err := validPrincipal(principal); err != nil {
 		return "", err
@@ -382,8 +381,7 @@ func (g *Gateway) ApprovalRequest(ctx context.Context, principal, id string) (*t
 }
 
 // ApprovalRequestFor returns an approval request of one of the principals
-// approver approves for; any other is reported as not found, so an
-// approver cannot learn of other principals' requests.
+// approver approves for; any other is reported as not found.
 func (g *Gateway) ApprovalRequestFor(ctx context.Context, approver, id string) (*toolgatetype.ApprovalRequest, error) {
 	r, err := g.approverRequest(ctx, approver, id)
 	if err != nil {

@@ -35,7 +35,6 @@
 // fakes and no network. The built-in tools register themselves when
 // github.com/toolgate/toolgate/tools is imported.
 //
-// This package is the face: the Gateway, its Config, quotes, calls,
-// policy, approvals, spend and executions. What runs behind it (limits,
-// telemetry, receipts, the provider run) lives in internal packages.
+// The types the Gateway's methods take and return, and the interfaces
+// Config takes, are in package toolgatetype.
 package toolgate

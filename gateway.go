@@ -28,12 +28,11 @@ import (
 
 // Defaults for Config fields left zero.
 const (
-	DefaultQuoteTTL             = 5 * time.Minute
-	DefaultApprovalTTL          = 30 * time.Minute
-	DefaultIdempotencyLease     = 60 * time.Second
-	DefaultIdempotencyRetention = 24 * time.Hour
-	DefaultMaxOpenQuotes        = 1000
-	// ApprovalRequestLimit: 30 a minute.
+	DefaultQuoteTTL              = 5 * time.Minute
+	DefaultApprovalTTL           = 30 * time.Minute
+	DefaultIdempotencyLease      = 60 * time.Second
+	DefaultIdempotencyRetention  = 24 * time.Hour
+	DefaultMaxOpenQuotes         = 1000
 	DefaultApprovalRequestMax    = 30
 	DefaultApprovalRequestWindow = time.Minute
 )
@@ -89,11 +88,9 @@ type Config struct {
 	// requests, decisions and ambiguous calls; nil tells no one.
 	ApprovalNotifier toolgatetype.ApprovalNotifier
 	// ApprovalRequestLimit caps the approval requests one principal may
-	// ask for in a window, so that an agent cannot flood the people who
-	// decide them: past it, RequestApproval answers rate_limited until
-	// the window ends. Zero fields mean 30 a minute; a negative Max, no
-	// limit. The count is kept in the store (Store.CountEvent), and so
-	// holds across every gateway sharing it.
+	// ask for, across every gateway on the store: past it, RequestApproval
+	// answers rate_limited. Zero fields mean 30 a minute; a negative Max,
+	// no limit.
 	ApprovalRequestLimit toolgatetype.RequestLimit
 	// Receipts signs every finished execution's receipt. Nil generates a
 	// key at start, for development only: its receipts stop verifying

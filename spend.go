@@ -325,10 +325,9 @@ func inDateRange(t time.Time) bool {
 	return y >= 2 && y <= 9998
 }
 
-// BlockedTools returns the slugs of the tools a principal's spend controls
-// block ("allowed": false), by the operator's controls or the caller's own.
-// Every call of such a tool is refused, so a listing for the principal
-// can leave them out.
+// BlockedTools returns the slugs of the tools the principal's spend
+// controls, the operator's or its own, block ("allowed": false): every
+// call of them is refused, so a listing can leave them out.
 func (g *Gateway) BlockedTools(ctx context.Context, principal string) (map[string]bool, error) {
 	if err := validPrincipal(principal); err != nil {
 		return nil, err
