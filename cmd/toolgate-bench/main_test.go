@@ -59,7 +59,7 @@ func TestRunPostgres(t *testing.T) {
 	// The principal's admission lock is taken on its row without writing a
 	// new version of it (only each principal's first admission inserts).
 	require.Regexp(t, `(?m)^\s+principal_locks\s+[0-9.]+\s+0\.00\s`, report, "the admission lock updated no row")
-	require.Contains(t, report, "call: admission")
+	require.Contains(t, report, "call: reads and admission")
 }
 
 // perPair reads the figure printed after label in the database work report.
