@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/google/uuid"
+	"github.com/toolgate/toolgate/internal/budgets"
 	"github.com/toolgate/toolgate/internal/executor"
 	"github.com/toolgate/toolgate/internal/spendlimits"
 	"github.com/toolgate/toolgate/internal/telemetry"
@@ -76,24 +77,27 @@ func (g *Gateway) CallPreparedTool(ctx context.Context, p *PreparedCall, key str
 	}
 	// The key's record is read with the quote, which is not made when
 	// the key holds one: a new key costs no read of its own.
-	q, prior, err := g.quoteToolCall(ctx, c)
+	qd, err := g.quoteToolCall(ctx, c)
 	switch {
-	case prior != nil:
-		return g.answerRecord(ctx, c, prior)
+	case qd != nil && qd.prior != nil:
+		return g.answerRecord(ctx, c, qd.prior)
 	case toolgatetype.IsCode(err, toolgatetype.CodeIdempotencyKeyInUse):
 		return g.keyRaced(ctx, c, err)
 	case err != nil:
 		return refusal(err)
 	}
 	c.keyRead = true
+	q := qd.res
+	// A call under the quote just made is admitted on what the quote
+	// decided (quoted), not decided again.
 	switch {
 	case q.Policy.Approval.Requirement == toolgatetype.RequirementCoveredByUserPolicy:
-		return g.runToolCall(ctx, c, toolApproval{quoteID: q.Quote.ID, digest: *q.Quote.ManifestDigest})
+		return g.runToolCall(ctx, c, toolApproval{quoteID: q.Quote.ID, digest: *q.Quote.ManifestDigest, quoted: qd})
 	case mode == toolgatetype.ApprovalModeApprover:
 		return g.approveByApprover(ctx, c, q)
 	case c.approval != nil:
 		// Call checks it is this very digest (approval_mismatch).
-		return g.runToolCall(ctx, c, toolApproval{quoteID: q.Quote.ID, digest: c.approval.ManifestDigest})
+		return g.runToolCall(ctx, c, toolApproval{quoteID: q.Quote.ID, digest: c.approval.ManifestDigest, quoted: qd})
 	}
 	return &toolgatetype.ToolCallOutcome{Approval: &toolgatetype.ToolCallApproval{
 		Mode:           toolgatetype.ApprovalModeCaller,
@@ -232,19 +236,48 @@ func (g *Gateway) runAnswered(ctx context.Context, c *toolCall, a *toolgatetype.
 
 // quoteToolCall quotes the call, or refuses it when the quote says it
 // cannot run: the tool is blocked, or the spend controls deny it. The
-// quote is left to expire unused; nothing is charged.
-func (g *Gateway) quoteToolCall(ctx context.Context, c *toolCall) (*toolgatetype.QuoteResult, *storage.IdempotencyRecord, error) {
-	q, prior, short, err := g.quoteVersion(ctx, c.principal, c.tool, c.key)
-	if err != nil || prior != nil {
-		return nil, prior, err
+// quote is left to expire unused; nothing is charged. When the key holds
+// a record, that is returned instead (quoted.prior).
+func (g *Gateway) quoteToolCall(ctx context.Context, c *toolCall) (*quoted, error) {
+	qd, err := g.quoteVersion(ctx, c.principal, c.tool, c.key, c.mode)
+	if err != nil || qd.prior != nil {
+		return qd, err
 	}
+	q := qd.res
 	if !q.Policy.Callable || q.Quote.ManifestDigest == nil {
-		return nil, nil, blockedError(c.tool, q.Policy)
+		return nil, blockedError(c.tool, q.Policy)
 	}
 	if !q.Controls.Approved {
-		return nil, nil, spendlimits.Refusal(q.Controls.Violations, short)
+		return nil, spendlimits.Refusal(q.Controls.Violations, qd.short)
 	}
-	return q, nil, nil
+	return qd, nil
+}
+
+// quoted is a quote made for a call (res), and what it decided: the
+// caller's approval mode, the policy with the standing approval, the
+// limits and the budgets, with the quote as stored (adm). A call made
+// under it in the same request is admitted on that decision, which is
+// minutes fresher than any HTTP call's quote, rather than reading it all
+// back and deciding again: what must hold at the very moment of admission
+// (the quote unused, the key free, the windows under their limits) the
+// store still checks in the step that admits it. prior is instead the
+// record the call's key already holds, when it does; then nothing was
+// quoted. short is the first budget the call would take over a limit,
+// nearest the principal (nil: none), for a refusal.
+type quoted struct {
+	res     *toolgatetype.QuoteResult
+	adm     admission
+	budgets []*budgets.Node
+	prior   *storage.IdempotencyRecord
+	short   *toolgatetype.BudgetRefusal
+}
+
+// result is the quote's result, nil when there is none.
+func (qd *quoted) result() *toolgatetype.QuoteResult {
+	if qd == nil {
+		return nil
+	}
+	return qd.res
 }
 
 // approveByApprover is the approval of a call that needs one in approver
@@ -303,6 +336,9 @@ type toolApproval struct {
 	quoteID string
 	digest  string
 	grant   string
+	// quoted is the quote quoteID names when the call made it: the call
+	// is admitted on what it decided.
+	quoted *quoted
 }
 
 // runToolCall makes the call as approved by a. A call refused because its
@@ -372,6 +408,7 @@ func (g *Gateway) callApproved(ctx context.Context, c *toolCall, a toolApproval)
 		return g.called(ctx, &rec, c.key, nil, err)
 	}
 	call := preparedCall(c.PreparedCall, req, quoteID, grant)
+	call.mode, call.quoted = c.mode, a.quoted
 	return g.callPrepared(ctx, &call)
 }
 
