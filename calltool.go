@@ -272,13 +272,6 @@ type quoted struct {
 	short   *toolgatetype.BudgetRefusal
 }
 
-// result is the quote's result, nil when there is none.
-func (qd *quoted) result() *toolgatetype.QuoteResult {
-	if qd == nil {
-		return nil
-	}
-	return qd.res
-}
 
 // approveByApprover is the approval of a call that needs one in approver
 // mode, which only an approver's grant gives. The call's newest approval

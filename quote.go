@@ -35,10 +35,10 @@ func (g *Gateway) quoteVersion(ctx context.Context, principal string, v *registr
 	rec := g.obs.StartQuote(v.Tool.Slug)
 	rec.Tool = v
 	qd, err := g.quoteOf(ctx, principal, v, key, mode)
-	if qd == nil || qd.prior == nil { // else nothing was quoted
-		g.obs.EndQuote(ctx, rec, qd.result(), err)
+	if qd.prior == nil { // else nothing was quoted
+		g.obs.EndQuote(ctx, rec, qd.res, err)
 	}
-	return qd, err
+	return &qd, err
 }
 
 // quote is Quote without its reporting.
@@ -55,18 +55,18 @@ func (g *Gateway) quote(ctx context.Context, principal, tool string) (*toolgatet
 		return nil, err
 	}
 	qd, err := g.quoteOf(ctx, principal, v, "", mode)
-	return qd.result(), err
+	return qd.res, err
 }
 
 // quoteOf quotes a call of v for principal, whose approval mode is mode,
 // unless key ("": none) holds a record already, which it then returns; with
 // the quote, what it decided (see quoted).
-func (g *Gateway) quoteOf(ctx context.Context, principal string, v *registry.Version, key string, mode toolgatetype.ApprovalMode) (*quoted, error) {
+func (g *Gateway) quoteOf(ctx context.Context, principal string, v *registry.Version, key string, mode toolgatetype.ApprovalMode) (quoted, error) {
 	now := g.clock.Now().UTC()
 	amt := pricing.WithFee(v.Tool.Pricing.Amount, g.feeRate)
 	approval, err := g.externalApproval(ctx, principal, v)
 	if err != nil {
-		return nil, internalError(err)
+		return quoted{}, internalError(err)
 	}
 	q := storage.Quote{
 		ID:             uuid.New(),
@@ -108,20 +108,20 @@ func (g *Gateway) quoteOf(ctx context.Context, principal string, v *registry.Ver
 	switch {
 	case errors.Is(err, storage.ErrIdempotencyConflict):
 		// A call under the key began between the store's read and the quote.
-		return nil, executor.KeyInUse()
+		return quoted{}, executor.KeyInUse()
 	case errors.As(err, &open):
-		return nil, tooManyOpenQuotes(open, now)
+		return quoted{}, tooManyOpenQuotes(open, now)
 	case err != nil:
-		return nil, internalError(err)
+		return quoted{}, internalError(err)
 	case read.Prior != nil:
-		return &quoted{prior: read.Prior}, nil
+		return quoted{prior: read.Prior}, nil
 	}
 	if g.approvalsFromStore {
 		approval = read.Approval
 	}
 	limits, err := g.limitsFor(ctx, principal, v.Tool.Slug, read.SpendControls)
 	if err != nil {
-		return nil, err
+		return quoted{}, err
 	}
 	policy := forCaller(EvaluatePolicy(v), standingFor(approval, mode), amt.Total.IsZero())
 	controls := spendlimits.PreviewControls(limits, read.Used, amt.Total)
@@ -142,7 +142,7 @@ func (g *Gateway) quoteOf(ctx context.Context, principal string, v *registry.Ver
 		Policy:   policy,
 		Controls: controls,
 	}
-	return &quoted{res: res, short: short, budgets: nodes, adm: admission{quote: q, policy: policy, mode: mode, limits: limits}}, nil
+	return quoted{res: res, short: short, budgets: nodes, adm: admission{quote: q, policy: policy, mode: mode, limits: limits}}, nil
 }
 
 // tooManyOpenQuotes is the rate_limited answer to a quote the store
