@@ -68,8 +68,10 @@ func (g *Gateway) run(ctx context.Context, c *call, rec *telemetry.CallRecord) (
 	return g.executor.Execute(ctx, executor.Key{Principal: c.principal, Key: c.req.IdempotencyKey, Fingerprint: c.fingerprint}, c, rec)
 }
 
-// call is a request that passed the checks that need no store: who calls,
-// with which key, which tool, quote and input.
+// call is one call of a tool from its door to its result, the one value
+// the executor runs: a request that passed the checks that need no store
+// (who calls, with which key, which tool, quote and input), what it was
+// decided on and admitted with, and what its run found.
 type call struct {
 	PreparedCall
 	req     toolgatetype.CallRequest
@@ -78,7 +80,13 @@ type call struct {
 	// fingerprint tells a retry of this request from another request
 	// under the same key.
 	fingerprint string
-	g           *Gateway
+	// approval is the caller's approval as CallTool was given it (nil:
+	// none), before it knows which quote the call runs under; keyRead
+	// says CallTool read the key's record, and it held none, before
+	// anything ran, else a refusal on the key is answered from its record.
+	approval *toolgatetype.CallerApproval
+	keyRead  bool
+	g        *Gateway
 	// rec collects what the call reports once it is over.
 	rec *telemetry.CallRecord
 	// budgets are the budgets the call counts in, nearest first (nil:
@@ -124,7 +132,9 @@ func (g *Gateway) newCall(principal string, req toolgatetype.CallRequest) (call,
 	}
 	// The input is validated later, after the quote and the approval, whose
 	// refusals a caller is told first.
-	return preparedCall(&PreparedCall{principal: principal, tool: v, input: input}, req, quoteID, grant), nil
+	c := call{PreparedCall: PreparedCall{principal: principal, tool: v, input: input}, req: req}
+	c.under(quoteID, grant)
+	return c, nil
 }
 
 // parseApproval parses the ids of the quote a call runs under and of the
@@ -142,15 +152,11 @@ func parseApproval(quote, grantID string) (quoteID, grant uuid.UUID, err error) 
 	return quoteID, grant, nil
 }
 
-// preparedCall is the call p makes under req's key, quote and approval.
-func preparedCall(p *PreparedCall, req toolgatetype.CallRequest, quoteID, grant uuid.UUID) call {
-	return call{
-		PreparedCall: *p,
-		req:          req,
-		quoteID:      quoteID,
-		grant:        grant,
-		fingerprint:  fingerprint.WithGrant(p.tool.Tool.ID, quoteID.String(), p.input, req.ApprovalDigest, req.ApprovalGrant),
-	}
+// under puts the call under quoteID and grant, the ids of its request's
+// quote and grant (uuid.Nil: none).
+func (c *call) under(quoteID, grant uuid.UUID) {
+	c.quoteID, c.grant = quoteID, grant
+	c.fingerprint = fingerprint.WithGrant(c.tool.Tool.ID, quoteID.String(), c.input, c.req.ApprovalDigest, c.req.ApprovalGrant)
 }
 
 // canonicalInput checks that a call's input is there and is JSON, and

@@ -66,7 +66,7 @@ func (g *Gateway) CallPreparedTool(ctx context.Context, p *PreparedCall, key str
 	//   - the call itself (Call), which checks everything again.
 	// A call refused because its key is busy or used was raced by a retry
 	// of itself: the stored result is given when there is one.
-	c := &toolCall{PreparedCall: p, key: key, approval: approval}
+	c := &call{PreparedCall: *p, req: toolgatetype.CallRequest{Tool: p.tool.Tool.Slug, Input: p.input, IdempotencyKey: key}, approval: approval}
 	mode, err := g.approvalMode(ctx, c.principal)
 	if err != nil {
 		return refusal(err)
@@ -110,21 +110,10 @@ func (g *Gateway) CallPreparedTool(ctx context.Context, p *PreparedCall, key str
 	}}
 }
 
-// toolCall is a prepared call under its key, with the caller's approval.
-type toolCall struct {
-	*PreparedCall
-	key      string
-	approval *toolgatetype.CallerApproval
-	mode     toolgatetype.ApprovalMode
-	// keyRead: the key's record was read, and held none, before anything
-	// ran; else a refusal on the key is answered from its record.
-	keyRead bool
-}
-
 // answerPrior answers a call that already ran under its key (see
 // answerRecord); nil when the key holds none.
-func (g *Gateway) answerPrior(ctx context.Context, c *toolCall) *toolgatetype.ToolCallOutcome {
-	rec, err := g.store.GetIdempotency(ctx, c.principal, c.key)
+func (g *Gateway) answerPrior(ctx context.Context, c *call) *toolgatetype.ToolCallOutcome {
+	rec, err := g.store.GetIdempotency(ctx, c.principal, c.req.IdempotencyKey)
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
 		return nil
@@ -140,7 +129,7 @@ func (g *Gateway) answerPrior(ctx context.Context, c *toolCall) *toolgatetype.To
 // in progress, or takes over a run whose process died). In approver mode
 // the same request carries the grant the first run used, found by its
 // quote.
-func (g *Gateway) answerRecord(ctx context.Context, c *toolCall, rec *storage.IdempotencyRecord) *toolgatetype.ToolCallOutcome {
+func (g *Gateway) answerRecord(ctx context.Context, c *call, rec *storage.IdempotencyRecord) *toolgatetype.ToolCallOutcome {
 	c.keyRead = true
 	prior, err := g.priorOf(ctx, c, rec)
 	switch {
@@ -171,8 +160,8 @@ type priorCall struct {
 
 // priorCall returns the call made under c's key, or nil when the key holds
 // none.
-func (g *Gateway) priorCall(ctx context.Context, c *toolCall) (*priorCall, error) {
-	rec, err := g.store.GetIdempotency(ctx, c.principal, c.key)
+func (g *Gateway) priorCall(ctx context.Context, c *call) (*priorCall, error) {
+	rec, err := g.store.GetIdempotency(ctx, c.principal, c.req.IdempotencyKey)
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
 		return nil, nil
@@ -183,13 +172,13 @@ func (g *Gateway) priorCall(ctx context.Context, c *toolCall) (*priorCall, error
 }
 
 // priorOf is the call rec, the record of c's key, stands for.
-func (g *Gateway) priorOf(ctx context.Context, c *toolCall, rec *storage.IdempotencyRecord) (*priorCall, error) {
+func (g *Gateway) priorOf(ctx context.Context, c *call, rec *storage.IdempotencyRecord) (*priorCall, error) {
 	if rec.Finished {
 		res, err := executor.Replay(rec.Response)
 		if err != nil {
 			return nil, err
 		}
-		res.IdempotencyKey = c.key
+		res.IdempotencyKey = c.req.IdempotencyKey
 		return &priorCall{result: res}, nil
 	}
 	exec, err := g.store.GetExecution(ctx, rec.ExecutionID)
@@ -211,7 +200,7 @@ func isAnswer(a *toolgatetype.CallerApproval) bool {
 // an answer that approves nothing runs nothing. A standing approval that
 // cannot be recorded is logged, and the call runs all the same: the user
 // approved it.
-func (g *Gateway) runAnswered(ctx context.Context, c *toolCall, a *toolgatetype.CallerApproval) *toolgatetype.ToolCallOutcome {
+func (g *Gateway) runAnswered(ctx context.Context, c *call, a *toolgatetype.CallerApproval) *toolgatetype.ToolCallOutcome {
 	if a.Declined || a.Remember != "" {
 		// Neither is for a retry of a call already made: it is answered
 		// from its key first. An answer that only runs the call learns of
@@ -238,8 +227,8 @@ func (g *Gateway) runAnswered(ctx context.Context, c *toolCall, a *toolgatetype.
 // cannot run: the tool is blocked, or the spend controls deny it. The
 // quote is left to expire unused; nothing is charged. When the key holds
 // a record, that is returned instead (quoted.prior).
-func (g *Gateway) quoteToolCall(ctx context.Context, c *toolCall) (*quoted, error) {
-	qd, err := g.quoteVersion(ctx, c.principal, c.tool, c.key, c.mode)
+func (g *Gateway) quoteToolCall(ctx context.Context, c *call) (*quoted, error) {
+	qd, err := g.quoteVersion(ctx, c.principal, c.tool, c.req.IdempotencyKey, c.mode)
 	if err != nil || qd.prior != nil {
 		return qd, err
 	}
@@ -272,7 +261,6 @@ type quoted struct {
 	short   *toolgatetype.BudgetRefusal
 }
 
-
 // approveByApprover is the approval of a call that needs one in approver
 // mode, which only an approver's grant gives. The call's newest approval
 // request is looked up in the store, by principal, tool and canonical
@@ -286,7 +274,7 @@ type quoted struct {
 //   - none, used by an earlier call, expired, or for another version: a
 //     new request under quote q. An approval that expired unused is named
 //     beside it.
-func (g *Gateway) approveByApprover(ctx context.Context, c *toolCall, q *toolgatetype.QuoteResult) *toolgatetype.ToolCallOutcome {
+func (g *Gateway) approveByApprover(ctx context.Context, c *call, q *toolgatetype.QuoteResult) *toolgatetype.ToolCallOutcome {
 	found, err := g.latestApprovalRequest(ctx, c, toolgatetype.ApprovalStatusAll)
 	if err != nil {
 		return refusal(err)
@@ -314,7 +302,7 @@ func (g *Gateway) approveByApprover(ctx context.Context, c *toolCall, q *toolgat
 	if err != nil {
 		return refusal(err)
 	}
-	r, err := g.requestApproval(ctx, c.PreparedCall, quoteID)
+	r, err := g.requestApproval(ctx, &c.PreparedCall, quoteID)
 	if err != nil {
 		return refusal(err)
 	}
@@ -337,7 +325,7 @@ type toolApproval struct {
 // runToolCall makes the call as approved by a. A call refused because its
 // key is busy or already used was raced by a retry of itself: the stored
 // result is given when there is one.
-func (g *Gateway) runToolCall(ctx context.Context, c *toolCall, a toolApproval) *toolgatetype.ToolCallOutcome {
+func (g *Gateway) runToolCall(ctx context.Context, c *call, a toolApproval) *toolgatetype.ToolCallOutcome {
 	if !c.keyRead {
 		if _, _, err := parseApproval(a.quoteID, a.grant); err != nil {
 			// Refused before its key would answer: an earlier call under
@@ -375,7 +363,7 @@ func (g *Gateway) runToolCall(ctx context.Context, c *toolCall, a toolApproval) 
 // keyRaced answers a call refused because its key is busy or already
 // used, since its record was read: it was raced by a retry of itself,
 // whose stored result is given when there is one.
-func (g *Gateway) keyRaced(ctx context.Context, c *toolCall, err error) *toolgatetype.ToolCallOutcome {
+func (g *Gateway) keyRaced(ctx context.Context, c *call, err error) *toolgatetype.ToolCallOutcome {
 	if prior, perr := g.priorCall(ctx, c); perr == nil && prior != nil && prior.result != nil {
 		return &toolgatetype.ToolCallOutcome{Result: prior.result}
 	}
@@ -383,26 +371,19 @@ func (g *Gateway) keyRaced(ctx context.Context, c *toolCall, err error) *toolgat
 }
 
 // callApproved makes the call as approved by a, as Call makes it.
-func (g *Gateway) callApproved(ctx context.Context, c *toolCall, a toolApproval) (*toolgatetype.CallResult, error) {
-	req := toolgatetype.CallRequest{
-		Tool:           c.tool.Tool.Slug,
-		QuoteID:        a.quoteID,
-		Input:          c.input,
-		ApprovalDigest: a.digest,
-		ApprovalGrant:  a.grant,
-		IdempotencyKey: c.key,
-	}
+func (g *Gateway) callApproved(ctx context.Context, c *call, a toolApproval) (*toolgatetype.CallResult, error) {
+	c.req.QuoteID, c.req.ApprovalDigest, c.req.ApprovalGrant = a.quoteID, a.digest, a.grant
 	quoteID, grant, err := parseApproval(a.quoteID, a.grant)
 	if err != nil {
 		// Reported as Call reports a refusal of the request itself.
 		var rec telemetry.CallRecord
-		ctx = g.obs.StartCall(ctx, &rec, c.principal, req.Tool)
+		ctx = g.obs.StartCall(ctx, &rec, c.principal, c.req.Tool)
 		rec.SetTool(c.tool)
-		return g.called(ctx, &rec, c.key, nil, err)
+		return g.called(ctx, &rec, c.req.IdempotencyKey, nil, err)
 	}
-	call := preparedCall(c.PreparedCall, req, quoteID, grant)
-	call.mode, call.quoted = c.mode, a.quoted
-	return g.callPrepared(ctx, &call)
+	c.under(quoteID, grant)
+	c.quoted = a.quoted
+	return g.callPrepared(ctx, c)
 }
 
 // grantLapsed reports whether a call was refused because its grant, good
