@@ -48,22 +48,27 @@ func (g *Gateway) CallPreparedTool(ctx context.Context, p *PreparedCall, key str
 	//     the tool's schema (Prepare), so that nothing is quoted for a call
 	//     that cannot run;
 	//   - an earlier call under the key, read with the quote (or, for a
-	//     caller's answer that runs the call, from the refusal of its key):
+	//     call that runs under an earlier quote, from the refusal of its key):
 	//     finished, its stored result; unfinished, the same request made
 	//     again under that call's quote (a quote is part of what a key's
 	//     request is), which is told the key is in use, or takes over a run
 	//     whose process died, with the grant it began with in approver mode;
 	//   - in caller mode, the caller's answer to an approval it was asked
 	//     for: the call runs under the quote it was asked under, or not at
-	//     all;
+	//     all; in approver mode, an approver's grant for the tool's current
+	//     version, from the call's newest approval request: the call runs
+	//     under the quote the request was made for;
 	//   - the quote, refused when it says the call cannot run: the tool is
 	//     blocked, or the spend controls deny it (the quote is left to
 	//     expire unused);
 	//   - the approval: none when the policy covers the call; in approver
-	//     mode an approver's grant, from the call's newest approval request
-	//     (a new request when there is none to use); in caller mode the
-	//     digest the caller approved, else a question for it;
-	//   - the call itself (Call), which checks everything again.
+	//     mode the request pending or denied, else a new request; in caller
+	//     mode the digest the caller approved, else a question for it;
+	//   - the call itself: under the quote just made, admitted on what the
+	//     quote decided (quoted); under an earlier quote, as Call makes it,
+	//     deciding it on reading that quote.
+	// Each call is thus decided once: the approval mode, the policy, the
+	// limits and the budgets.
 	// A call refused because its key is busy or used was raced by a retry
 	// of itself: the stored result is given when there is one.
 	c := &call{PreparedCall: *p, req: toolgatetype.CallRequest{Tool: p.tool.Tool.Slug, Input: p.input, IdempotencyKey: key}, approval: approval}
@@ -74,6 +79,19 @@ func (g *Gateway) CallPreparedTool(ctx context.Context, p *PreparedCall, key str
 	c.mode = mode
 	if mode == toolgatetype.ApprovalModeCaller && isAnswer(c.approval) {
 		return g.runAnswered(ctx, c, c.approval)
+	}
+	var found *toolgatetype.ApprovalRequest
+	if mode == toolgatetype.ApprovalModeApprover {
+		// An approver's grant for the tool as it is runs the call under
+		// the quote its request was made for, decided there (Call), as
+		// the caller's answer does in caller mode: a quote made now would
+		// be decided on and left unused.
+		if found, err = g.latestApprovalRequest(ctx, c, toolgatetype.ApprovalStatusAll); err != nil {
+			return refusal(err)
+		}
+		if found != nil && found.Status == toolgatetype.ApprovalStatusApproved && found.ManifestDigest == c.tool.Digest {
+			return g.runToolCall(ctx, c, toolApproval{quoteID: found.QuoteID, digest: found.ManifestDigest, grant: found.ID})
+		}
 	}
 	// The key's record is read with the quote, which is not made when
 	// the key holds one: a new key costs no read of its own.
@@ -94,7 +112,7 @@ func (g *Gateway) CallPreparedTool(ctx context.Context, p *PreparedCall, key str
 	case q.Policy.Approval.Requirement == toolgatetype.RequirementCoveredByUserPolicy:
 		return g.runToolCall(ctx, c, toolApproval{quoteID: q.Quote.ID, digest: *q.Quote.ManifestDigest, quoted: qd})
 	case mode == toolgatetype.ApprovalModeApprover:
-		return g.approveByApprover(ctx, c, q)
+		return g.approveByApprover(ctx, c, q, found)
 	case c.approval != nil:
 		// Call checks it is this very digest (approval_mismatch).
 		return g.runToolCall(ctx, c, toolApproval{quoteID: q.Quote.ID, digest: c.approval.ManifestDigest, quoted: qd})
@@ -262,28 +280,21 @@ type quoted struct {
 }
 
 // approveByApprover is the approval of a call that needs one in approver
-// mode, which only an approver's grant gives. The call's newest approval
-// request is looked up in the store, by principal, tool and canonical
-// input, so that a retry finds what its first try asked for on any
-// instance of the gateway:
-//   - approved, for the tool's current version: the call runs with the
-//     grant, under the quote the request was made for;
+// mode, which only an approver's grant gives, when found, the call's
+// newest approval request (nil: none), is not a grant for the tool's
+// current version (which CallPreparedTool ran). It is looked up in the
+// store, by principal, tool and canonical input, so that a retry finds
+// what its first try asked for on any instance of the gateway:
 //   - pending: the caller is to wait for it;
 //   - denied: the caller is told so until the request would have expired;
 //     the same call made after that asks again;
 //   - none, used by an earlier call, expired, or for another version: a
 //     new request under quote q. An approval that expired unused is named
 //     beside it.
-func (g *Gateway) approveByApprover(ctx context.Context, c *call, q *toolgatetype.QuoteResult) *toolgatetype.ToolCallOutcome {
-	found, err := g.latestApprovalRequest(ctx, c, toolgatetype.ApprovalStatusAll)
-	if err != nil {
-		return refusal(err)
-	}
+func (g *Gateway) approveByApprover(ctx context.Context, c *call, q *toolgatetype.QuoteResult, found *toolgatetype.ApprovalRequest) *toolgatetype.ToolCallOutcome {
 	needed := &toolgatetype.ToolCallApproval{Mode: toolgatetype.ApprovalModeApprover}
 	if found != nil && found.ManifestDigest == *q.Quote.ManifestDigest {
 		switch found.Status {
-		case toolgatetype.ApprovalStatusApproved:
-			return g.runToolCall(ctx, c, toolApproval{quoteID: found.QuoteID, digest: found.ManifestDigest, grant: found.ID})
 		case toolgatetype.ApprovalStatusPending:
 			needed.Request = found
 			return &toolgatetype.ToolCallOutcome{Approval: needed}

@@ -24,8 +24,9 @@ import (
 // operator's standing approvals) and the budgets (the token claims a
 // call's budgets are found by, in its context).
 type decisions struct {
-	mu sync.Mutex
-	n  map[string]int
+	mu   sync.Mutex
+	n    map[string]int
+	mode toolgatetype.ApprovalMode // "": caller
 }
 
 func (d *decisions) count(what string) {
@@ -44,10 +45,16 @@ func (d *decisions) take() map[string]int {
 
 func (d *decisions) ApprovalMode(context.Context, string) (toolgatetype.ApprovalMode, error) {
 	d.count("approval mode")
-	return toolgatetype.ApprovalModeCaller, nil
+	return d.mode, nil
 }
 
-func (d *decisions) ApprovedPrincipals(context.Context, string) ([]string, error) { return nil, nil }
+// ApprovedPrincipals has pat approve for alice.
+func (d *decisions) ApprovedPrincipals(_ context.Context, approver string) ([]string, error) {
+	if approver == "pat" {
+		return []string{"alice"}, nil
+	}
+	return nil, nil
+}
 
 func (d *decisions) SpendControls(context.Context, string) (toolgatetype.SpendControls, error) {
 	d.count("limits")
@@ -169,4 +176,46 @@ func (s *countingStore) GetApprovalRequest(ctx context.Context, id uuid.UUID) (s
 func (s *countingStore) ListApprovalRequests(ctx context.Context, f storage.ApprovalRequestFilter) ([]storage.ApprovalRequest, error) {
 	s.count("ListApprovalRequests")
 	return s.Store.ListApprovalRequests(ctx, f)
+}
+
+// TestCallToolDecidesOnceAcrossAQuestion pins that a tools/call that asks
+// for approval decides once, and so does the call that follows the
+// answer, in either approval mode: the caller's answer runs under the
+// quote it was asked under, and an approver's grant under the quote its
+// request was made for.
+func TestCallToolDecidesOnceAcrossAQuestion(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []toolgatetype.ApprovalMode{toolgatetype.ApprovalModeCaller, toolgatetype.ApprovalModeApprover} {
+		t.Run(string(mode), func(t *testing.T) {
+			t.Parallel()
+			d := &decisions{n: map[string]int{}, mode: mode}
+			store := &countingStore{Store: memory.New(), calls: map[string]int{}}
+			e := newEnvWithStore(t, store, []toolSpec{callable}, func(c *toolgate.Config) {
+				c.Approvers, c.SpendControls, c.Approvals = d, d, d
+				c.Budgets = []toolgatetype.BudgetDefinition{{ID: "team", Members: []string{"alice"}, DailyLimitUSD: dec("100")}}
+			})
+			ctx := claimsContext{context.Background(), d}
+			p, err := e.gw.Prepare("alice", "echo", json.RawMessage(`{"v":"hi"}`))
+			require.NoError(t, err)
+
+			asked := requireWaits(t, e.gw.CallPreparedTool(ctx, p, "k1", nil))
+			assert.Equal(t, decidedOnce, d.take(), "the call that asks")
+			var answer *toolgatetype.CallerApproval
+			if mode == toolgatetype.ApprovalModeApprover {
+				_, err := e.gw.DecideApproval(ctx, "pat", asked.Request.ID, toolgatetype.Decision{Approve: true})
+				require.NoError(t, err)
+				d.take()
+			} else {
+				answer = &toolgatetype.CallerApproval{QuoteID: asked.QuoteID, ManifestDigest: asked.ManifestDigest}
+			}
+			store.take()
+			out := e.gw.CallPreparedTool(ctx, p, "k1", answer)
+			require.Nil(t, out.Refusal)
+			require.NotNil(t, out.Result)
+			assert.Equal(t, decidedOnce, d.take(), "the call that follows the answer")
+			calls := store.take()
+			t.Logf("store calls of the call that follows the answer: %v = %d", calls, sum(calls))
+			assert.Zero(t, calls["CreateQuote"], "the call that follows the answer makes a quote it does not use")
+		})
+	}
 }
