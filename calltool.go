@@ -176,19 +176,6 @@ type priorCall struct {
 	quoteID string
 }
 
-// priorCall returns the call made under c's key, or nil when the key holds
-// none.
-func (g *Gateway) priorCall(ctx context.Context, c *call) (*priorCall, error) {
-	rec, err := g.store.GetIdempotency(ctx, c.principal, c.req.IdempotencyKey)
-	switch {
-	case errors.Is(err, storage.ErrNotFound):
-		return nil, nil
-	case err != nil:
-		return nil, internalError(err)
-	}
-	return g.priorOf(ctx, c, &rec)
-}
-
 // priorOf is the call rec, the record of c's key, stands for.
 func (g *Gateway) priorOf(ctx context.Context, c *call, rec *storage.IdempotencyRecord) (*priorCall, error) {
 	if rec.Finished {
@@ -354,7 +341,11 @@ func (g *Gateway) runToolCall(ctx context.Context, c *call, a toolApproval) *too
 	case toolgatetype.IsCode(err, toolgatetype.CodeIdempotencyKeyInUse) || toolgatetype.IsCode(err, toolgatetype.CodeIdempotencyKeyReused):
 		if !c.keyRead {
 			// An earlier call under the key, not read before: answered
-			// as reading it first would have.
+			// as reading it first would have, from the record the
+			// refusal read when it did.
+			if rec := heldRecord(err); rec != nil {
+				return g.answerRecord(ctx, c, rec)
+			}
 			if out := g.answerPrior(ctx, c); out != nil {
 				return out
 			}
@@ -375,10 +366,31 @@ func (g *Gateway) runToolCall(ctx context.Context, c *call, a toolApproval) *too
 // used, since its record was read: it was raced by a retry of itself,
 // whose stored result is given when there is one.
 func (g *Gateway) keyRaced(ctx context.Context, c *call, err error) *toolgatetype.ToolCallOutcome {
-	if prior, perr := g.priorCall(ctx, c); perr == nil && prior != nil && prior.result != nil {
+	rec := heldRecord(err)
+	if rec == nil {
+		got, gerr := g.store.GetIdempotency(ctx, c.principal, c.req.IdempotencyKey)
+		if gerr != nil {
+			return refusal(err)
+		}
+		rec = &got
+	}
+	if !rec.Finished {
+		return refusal(err)
+	}
+	if prior, perr := g.priorOf(ctx, c, rec); perr == nil {
 		return &toolgatetype.ToolCallOutcome{Result: prior.result}
 	}
 	return refusal(err)
+}
+
+// heldRecord is the key's record a refusal on the key read (see
+// executor.Held), nil when it read none.
+func heldRecord(err error) *storage.IdempotencyRecord {
+	var h *executor.Held
+	if errors.As(err, &h) {
+		return &h.Record
+	}
+	return nil
 }
 
 // callApproved makes the call as approved by a, as Call makes it.
