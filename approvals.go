@@ -663,7 +663,7 @@ func (g *Gateway) approvalView(r storage.ApprovalRequest, now time.Time) toolgat
 // instance of a gateway is found through any other sharing its store: a
 // caller that asked for approval once finds the grant when it makes the
 // same call again, with nothing to remember in between.
-func (g *Gateway) latestApprovalRequest(ctx context.Context, c *toolCall, status toolgatetype.ApprovalStatus) (*toolgatetype.ApprovalRequest, error) {
+func (g *Gateway) latestApprovalRequest(ctx context.Context, c *call, status toolgatetype.ApprovalStatus) (*toolgatetype.ApprovalRequest, error) {
 	now := g.clock.Now().UTC()
 	f, err := statusFilter(status, now)
 	if err != nil {

@@ -68,8 +68,10 @@ func (g *Gateway) run(ctx context.Context, c *call, rec *telemetry.CallRecord) (
 	return g.executor.Execute(ctx, executor.Key{Principal: c.principal, Key: c.req.IdempotencyKey, Fingerprint: c.fingerprint}, c, rec)
 }
 
-// call is a request that passed the checks that need no store: who calls,
-// with which key, which tool, quote and input.
+// call is one call of a tool from its door to its result, the one value
+// the executor runs: a request that passed the checks that need no store
+// (who calls, with which key, which tool, quote and input), what it was
+// decided on and admitted with, and what its run found.
 type call struct {
 	PreparedCall
 	req     toolgatetype.CallRequest
@@ -78,14 +80,25 @@ type call struct {
 	// fingerprint tells a retry of this request from another request
 	// under the same key.
 	fingerprint string
-	g           *Gateway
+	// approval is the caller's approval as CallTool was given it (nil:
+	// none), before it knows which quote the call runs under; keyRead
+	// says CallTool read the key's record, and it held none, before
+	// anything ran, else a refusal on the key is answered from its record.
+	approval *toolgatetype.CallerApproval
+	keyRead  bool
+	g        *Gateway
 	// rec collects what the call reports once it is over.
 	rec *telemetry.CallRecord
 	// budgets are the budgets the call counts in, nearest first (nil:
 	// none), as its caller's principal and token claims put it in them.
 	budgets []*budgets.Node
-	// mode is who approves the caller's calls, as admitReads found it.
+	// mode is who approves the caller's calls, as admitReads found it
+	// unless the door that made the call had (CallTool).
 	mode toolgatetype.ApprovalMode
+	// quoted is the quote the call's door made for it in the same request
+	// (CallTool), whose decision the call is admitted on; nil for a call
+	// under a quote made before, which is decided on reading it.
+	quoted *quoted
 	// adm is what the call was admitted with, limits its limits as the
 	// store counts them; exec, upstreamStatus and sealed are what its run
 	// found and signed.
@@ -119,7 +132,9 @@ func (g *Gateway) newCall(principal string, req toolgatetype.CallRequest) (call,
 	}
 	// The input is validated later, after the quote and the approval, whose
 	// refusals a caller is told first.
-	return preparedCall(&PreparedCall{principal: principal, tool: v, input: input}, req, quoteID, grant), nil
+	c := call{PreparedCall: PreparedCall{principal: principal, tool: v, input: input}, req: req}
+	c.under(quoteID, grant)
+	return c, nil
 }
 
 // parseApproval parses the ids of the quote a call runs under and of the
@@ -137,15 +152,11 @@ func parseApproval(quote, grantID string) (quoteID, grant uuid.UUID, err error) 
 	return quoteID, grant, nil
 }
 
-// preparedCall is the call p makes under req's key, quote and approval.
-func preparedCall(p *PreparedCall, req toolgatetype.CallRequest, quoteID, grant uuid.UUID) call {
-	return call{
-		PreparedCall: *p,
-		req:          req,
-		quoteID:      quoteID,
-		grant:        grant,
-		fingerprint:  fingerprint.WithGrant(p.tool.Tool.ID, quoteID.String(), p.input, req.ApprovalDigest, req.ApprovalGrant),
-	}
+// under puts the call under quoteID and grant, the ids of its request's
+// quote and grant (uuid.Nil: none).
+func (c *call) under(quoteID, grant uuid.UUID) {
+	c.quoteID, c.grant = quoteID, grant
+	c.fingerprint = fingerprint.WithGrant(c.tool.Tool.ID, quoteID.String(), c.input, c.req.ApprovalDigest, c.req.ApprovalGrant)
 }
 
 // canonicalInput checks that a call's input is there and is JSON, and
@@ -187,22 +198,33 @@ type admission struct {
 // spend controls, the grant the call carries if any and, unless the
 // approval sent settles the policy (see checkPolicy), the standing
 // approval, which the store reads in the step that admits the call
-// (storage.Store.AdmitCall), for decide.
+// (storage.Store.AdmitCall), for decide. A call under the quote its door
+// just made reads nothing: its quote decided it (quoted).
 func (g *Gateway) admitReads(ctx context.Context, c *call) (storage.Reads, error) {
-	c.budgets = g.callBudgets(ctx, c.principal)
-	mode, err := g.approvalMode(ctx, c.principal)
-	if err != nil {
-		return storage.Reads{}, err
+	if c.quoted != nil {
+		c.budgets, c.mode = c.quoted.budgets, c.quoted.adm.mode
+		return storage.Reads{Principal: c.principal, ToolID: c.tool.Tool.ID}, nil
 	}
-	c.mode = mode
-	return g.callReads(c, g.approvalsFromStore && !settles(c, mode)), nil
+	c.budgets = g.callBudgets(ctx, c.principal)
+	if c.mode == "" {
+		mode, err := g.approvalMode(ctx, c.principal)
+		if err != nil {
+			return storage.Reads{}, err
+		}
+		c.mode = mode
+	}
+	return g.callReads(c, g.approvalsFromStore && !settles(c, c.mode)), nil
 }
 
 // decide applies, on read, the store's answer to admitReads, the checks a
 // call passes before the store is asked to admit it: the quote, the
 // policy and its approval, the input and the per-call spend limits.
 func (g *Gateway) decide(ctx context.Context, c *call, read storage.ReadResult, mode toolgatetype.ApprovalMode, now time.Time) (admission, error) {
-	q, err := g.checkQuote(&c.PreparedCall, c.quoteID, c.req.IdempotencyKey, read.Quote, now)
+	found := read.Quote
+	if c.quoted != nil {
+		found = &c.quoted.adm.quote
+	}
+	q, err := g.checkQuote(&c.PreparedCall, c.quoteID, c.req.IdempotencyKey, found, now)
 	if err != nil {
 		return admission{}, err
 	}
@@ -214,7 +236,7 @@ func (g *Gateway) decide(ctx context.Context, c *call, read storage.ReadResult, 
 	if err := c.inputError(); err != nil {
 		return admission{}, err
 	}
-	limits, err := g.limitsFor(ctx, c.principal, c.tool.Tool.Slug, read.SpendControls)
+	limits, err := g.callLimits(ctx, c, read)
 	if err != nil {
 		return admission{}, err
 	}
@@ -230,6 +252,15 @@ func (g *Gateway) decide(ctx context.Context, c *call, read storage.ReadResult, 
 		a.grant = read.Grant
 	}
 	return a, nil
+}
+
+// callLimits are the call's limits: its quote's, when its door made it
+// (quoted), else the caller's as read.
+func (g *Gateway) callLimits(ctx context.Context, c *call, read storage.ReadResult) (spendlimits.Limits, error) {
+	if c.quoted != nil {
+		return c.quoted.adm.limits, nil
+	}
+	return g.limitsFor(ctx, c.principal, c.tool.Tool.Slug, read.SpendControls)
 }
 
 // callReads are a call's reads: its quote, the caller's spend controls and

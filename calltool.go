@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/google/uuid"
+	"github.com/toolgate/toolgate/internal/budgets"
 	"github.com/toolgate/toolgate/internal/executor"
 	"github.com/toolgate/toolgate/internal/spendlimits"
 	"github.com/toolgate/toolgate/internal/telemetry"
@@ -47,25 +48,30 @@ func (g *Gateway) CallPreparedTool(ctx context.Context, p *PreparedCall, key str
 	//     the tool's schema (Prepare), so that nothing is quoted for a call
 	//     that cannot run;
 	//   - an earlier call under the key, read with the quote (or, for a
-	//     caller's answer that runs the call, from the refusal of its key):
+	//     call that runs under an earlier quote, from the refusal of its key):
 	//     finished, its stored result; unfinished, the same request made
 	//     again under that call's quote (a quote is part of what a key's
 	//     request is), which is told the key is in use, or takes over a run
 	//     whose process died, with the grant it began with in approver mode;
 	//   - in caller mode, the caller's answer to an approval it was asked
 	//     for: the call runs under the quote it was asked under, or not at
-	//     all;
+	//     all; in approver mode, an approver's grant for the tool's current
+	//     version, from the call's newest approval request: the call runs
+	//     under the quote the request was made for;
 	//   - the quote, refused when it says the call cannot run: the tool is
 	//     blocked, or the spend controls deny it (the quote is left to
 	//     expire unused);
 	//   - the approval: none when the policy covers the call; in approver
-	//     mode an approver's grant, from the call's newest approval request
-	//     (a new request when there is none to use); in caller mode the
-	//     digest the caller approved, else a question for it;
-	//   - the call itself (Call), which checks everything again.
+	//     mode the request pending or denied, else a new request; in caller
+	//     mode the digest the caller approved, else a question for it;
+	//   - the call itself: under the quote just made, admitted on what the
+	//     quote decided (quoted); under an earlier quote, as Call makes it,
+	//     deciding it on reading that quote.
+	// Each call is thus decided once: the approval mode, the policy, the
+	// limits and the budgets.
 	// A call refused because its key is busy or used was raced by a retry
 	// of itself: the stored result is given when there is one.
-	c := &toolCall{PreparedCall: p, key: key, approval: approval}
+	c := &call{PreparedCall: *p, req: toolgatetype.CallRequest{Tool: p.tool.Tool.Slug, Input: p.input, IdempotencyKey: key}, approval: approval}
 	mode, err := g.approvalMode(ctx, c.principal)
 	if err != nil {
 		return refusal(err)
@@ -74,26 +80,42 @@ func (g *Gateway) CallPreparedTool(ctx context.Context, p *PreparedCall, key str
 	if mode == toolgatetype.ApprovalModeCaller && isAnswer(c.approval) {
 		return g.runAnswered(ctx, c, c.approval)
 	}
+	var found *toolgatetype.ApprovalRequest
+	if mode == toolgatetype.ApprovalModeApprover {
+		// An approver's grant for the tool as it is runs the call under
+		// the quote its request was made for, decided there (Call), as
+		// the caller's answer does in caller mode: a quote made now would
+		// be decided on and left unused.
+		if found, err = g.latestApprovalRequest(ctx, c, toolgatetype.ApprovalStatusAll); err != nil {
+			return refusal(err)
+		}
+		if found != nil && found.Status == toolgatetype.ApprovalStatusApproved && found.ManifestDigest == c.tool.Digest {
+			return g.runToolCall(ctx, c, toolApproval{quoteID: found.QuoteID, digest: found.ManifestDigest, grant: found.ID})
+		}
+	}
 	// The key's record is read with the quote, which is not made when
 	// the key holds one: a new key costs no read of its own.
-	q, prior, err := g.quoteToolCall(ctx, c)
+	qd, err := g.quoteToolCall(ctx, c)
 	switch {
-	case prior != nil:
-		return g.answerRecord(ctx, c, prior)
+	case qd != nil && qd.prior != nil:
+		return g.answerRecord(ctx, c, qd.prior)
 	case toolgatetype.IsCode(err, toolgatetype.CodeIdempotencyKeyInUse):
 		return g.keyRaced(ctx, c, err)
 	case err != nil:
 		return refusal(err)
 	}
 	c.keyRead = true
+	q := qd.res
+	// A call under the quote just made is admitted on what the quote
+	// decided (quoted), not decided again.
 	switch {
 	case q.Policy.Approval.Requirement == toolgatetype.RequirementCoveredByUserPolicy:
-		return g.runToolCall(ctx, c, toolApproval{quoteID: q.Quote.ID, digest: *q.Quote.ManifestDigest})
+		return g.runToolCall(ctx, c, toolApproval{quoteID: q.Quote.ID, digest: *q.Quote.ManifestDigest, quoted: qd})
 	case mode == toolgatetype.ApprovalModeApprover:
-		return g.approveByApprover(ctx, c, q)
+		return g.approveByApprover(ctx, c, q, found)
 	case c.approval != nil:
 		// Call checks it is this very digest (approval_mismatch).
-		return g.runToolCall(ctx, c, toolApproval{quoteID: q.Quote.ID, digest: c.approval.ManifestDigest})
+		return g.runToolCall(ctx, c, toolApproval{quoteID: q.Quote.ID, digest: c.approval.ManifestDigest, quoted: qd})
 	}
 	return &toolgatetype.ToolCallOutcome{Approval: &toolgatetype.ToolCallApproval{
 		Mode:           toolgatetype.ApprovalModeCaller,
@@ -106,21 +128,10 @@ func (g *Gateway) CallPreparedTool(ctx context.Context, p *PreparedCall, key str
 	}}
 }
 
-// toolCall is a prepared call under its key, with the caller's approval.
-type toolCall struct {
-	*PreparedCall
-	key      string
-	approval *toolgatetype.CallerApproval
-	mode     toolgatetype.ApprovalMode
-	// keyRead: the key's record was read, and held none, before anything
-	// ran; else a refusal on the key is answered from its record.
-	keyRead bool
-}
-
 // answerPrior answers a call that already ran under its key (see
 // answerRecord); nil when the key holds none.
-func (g *Gateway) answerPrior(ctx context.Context, c *toolCall) *toolgatetype.ToolCallOutcome {
-	rec, err := g.store.GetIdempotency(ctx, c.principal, c.key)
+func (g *Gateway) answerPrior(ctx context.Context, c *call) *toolgatetype.ToolCallOutcome {
+	rec, err := g.store.GetIdempotency(ctx, c.principal, c.req.IdempotencyKey)
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
 		return nil
@@ -136,7 +147,7 @@ func (g *Gateway) answerPrior(ctx context.Context, c *toolCall) *toolgatetype.To
 // in progress, or takes over a run whose process died). In approver mode
 // the same request carries the grant the first run used, found by its
 // quote.
-func (g *Gateway) answerRecord(ctx context.Context, c *toolCall, rec *storage.IdempotencyRecord) *toolgatetype.ToolCallOutcome {
+func (g *Gateway) answerRecord(ctx context.Context, c *call, rec *storage.IdempotencyRecord) *toolgatetype.ToolCallOutcome {
 	c.keyRead = true
 	prior, err := g.priorOf(ctx, c, rec)
 	switch {
@@ -165,27 +176,14 @@ type priorCall struct {
 	quoteID string
 }
 
-// priorCall returns the call made under c's key, or nil when the key holds
-// none.
-func (g *Gateway) priorCall(ctx context.Context, c *toolCall) (*priorCall, error) {
-	rec, err := g.store.GetIdempotency(ctx, c.principal, c.key)
-	switch {
-	case errors.Is(err, storage.ErrNotFound):
-		return nil, nil
-	case err != nil:
-		return nil, internalError(err)
-	}
-	return g.priorOf(ctx, c, &rec)
-}
-
 // priorOf is the call rec, the record of c's key, stands for.
-func (g *Gateway) priorOf(ctx context.Context, c *toolCall, rec *storage.IdempotencyRecord) (*priorCall, error) {
+func (g *Gateway) priorOf(ctx context.Context, c *call, rec *storage.IdempotencyRecord) (*priorCall, error) {
 	if rec.Finished {
 		res, err := executor.Replay(rec.Response)
 		if err != nil {
 			return nil, err
 		}
-		res.IdempotencyKey = c.key
+		res.IdempotencyKey = c.req.IdempotencyKey
 		return &priorCall{result: res}, nil
 	}
 	exec, err := g.store.GetExecution(ctx, rec.ExecutionID)
@@ -207,7 +205,7 @@ func isAnswer(a *toolgatetype.CallerApproval) bool {
 // an answer that approves nothing runs nothing. A standing approval that
 // cannot be recorded is logged, and the call runs all the same: the user
 // approved it.
-func (g *Gateway) runAnswered(ctx context.Context, c *toolCall, a *toolgatetype.CallerApproval) *toolgatetype.ToolCallOutcome {
+func (g *Gateway) runAnswered(ctx context.Context, c *call, a *toolgatetype.CallerApproval) *toolgatetype.ToolCallOutcome {
 	if a.Declined || a.Remember != "" {
 		// Neither is for a retry of a call already made: it is answered
 		// from its key first. An answer that only runs the call learns of
@@ -232,44 +230,58 @@ func (g *Gateway) runAnswered(ctx context.Context, c *toolCall, a *toolgatetype.
 
 // quoteToolCall quotes the call, or refuses it when the quote says it
 // cannot run: the tool is blocked, or the spend controls deny it. The
-// quote is left to expire unused; nothing is charged.
-func (g *Gateway) quoteToolCall(ctx context.Context, c *toolCall) (*toolgatetype.QuoteResult, *storage.IdempotencyRecord, error) {
-	q, prior, short, err := g.quoteVersion(ctx, c.principal, c.tool, c.key)
-	if err != nil || prior != nil {
-		return nil, prior, err
+// quote is left to expire unused; nothing is charged. When the key holds
+// a record, that is returned instead (quoted.prior).
+func (g *Gateway) quoteToolCall(ctx context.Context, c *call) (*quoted, error) {
+	qd, err := g.quoteVersion(ctx, c.principal, c.tool, c.req.IdempotencyKey, c.mode)
+	if err != nil || qd.prior != nil {
+		return qd, err
 	}
+	q := qd.res
 	if !q.Policy.Callable || q.Quote.ManifestDigest == nil {
-		return nil, nil, blockedError(c.tool, q.Policy)
+		return nil, blockedError(c.tool, q.Policy)
 	}
 	if !q.Controls.Approved {
-		return nil, nil, spendlimits.Refusal(q.Controls.Violations, short)
+		return nil, spendlimits.Refusal(q.Controls.Violations, qd.short)
 	}
-	return q, nil, nil
+	return qd, nil
+}
+
+// quoted is a quote made for a call (res), and what it decided: the
+// caller's approval mode, the policy with the standing approval, the
+// limits and the budgets, with the quote as stored (adm). A call made
+// under it in the same request is admitted on that decision, which is
+// minutes fresher than any HTTP call's quote, rather than reading it all
+// back and deciding again: what must hold at the very moment of admission
+// (the quote unused, the key free, the windows under their limits) the
+// store still checks in the step that admits it. prior is instead the
+// record the call's key already holds, when it does; then nothing was
+// quoted. short is the first budget the call would take over a limit,
+// nearest the principal (nil: none), for a refusal.
+type quoted struct {
+	res     *toolgatetype.QuoteResult
+	adm     admission
+	budgets []*budgets.Node
+	prior   *storage.IdempotencyRecord
+	short   *toolgatetype.BudgetRefusal
 }
 
 // approveByApprover is the approval of a call that needs one in approver
-// mode, which only an approver's grant gives. The call's newest approval
-// request is looked up in the store, by principal, tool and canonical
-// input, so that a retry finds what its first try asked for on any
-// instance of the gateway:
-//   - approved, for the tool's current version: the call runs with the
-//     grant, under the quote the request was made for;
+// mode, which only an approver's grant gives, when found, the call's
+// newest approval request (nil: none), is not a grant for the tool's
+// current version (which CallPreparedTool ran). It is looked up in the
+// store, by principal, tool and canonical input, so that a retry finds
+// what its first try asked for on any instance of the gateway:
 //   - pending: the caller is to wait for it;
 //   - denied: the caller is told so until the request would have expired;
 //     the same call made after that asks again;
 //   - none, used by an earlier call, expired, or for another version: a
 //     new request under quote q. An approval that expired unused is named
 //     beside it.
-func (g *Gateway) approveByApprover(ctx context.Context, c *toolCall, q *toolgatetype.QuoteResult) *toolgatetype.ToolCallOutcome {
-	found, err := g.latestApprovalRequest(ctx, c, toolgatetype.ApprovalStatusAll)
-	if err != nil {
-		return refusal(err)
-	}
+func (g *Gateway) approveByApprover(ctx context.Context, c *call, q *toolgatetype.QuoteResult, found *toolgatetype.ApprovalRequest) *toolgatetype.ToolCallOutcome {
 	needed := &toolgatetype.ToolCallApproval{Mode: toolgatetype.ApprovalModeApprover}
 	if found != nil && found.ManifestDigest == *q.Quote.ManifestDigest {
 		switch found.Status {
-		case toolgatetype.ApprovalStatusApproved:
-			return g.runToolCall(ctx, c, toolApproval{quoteID: found.QuoteID, digest: found.ManifestDigest, grant: found.ID})
 		case toolgatetype.ApprovalStatusPending:
 			needed.Request = found
 			return &toolgatetype.ToolCallOutcome{Approval: needed}
@@ -288,7 +300,7 @@ func (g *Gateway) approveByApprover(ctx context.Context, c *toolCall, q *toolgat
 	if err != nil {
 		return refusal(err)
 	}
-	r, err := g.requestApproval(ctx, c.PreparedCall, quoteID)
+	r, err := g.requestApproval(ctx, &c.PreparedCall, quoteID)
 	if err != nil {
 		return refusal(err)
 	}
@@ -303,12 +315,15 @@ type toolApproval struct {
 	quoteID string
 	digest  string
 	grant   string
+	// quoted is the quote quoteID names when the call made it: the call
+	// is admitted on what it decided.
+	quoted *quoted
 }
 
 // runToolCall makes the call as approved by a. A call refused because its
 // key is busy or already used was raced by a retry of itself: the stored
 // result is given when there is one.
-func (g *Gateway) runToolCall(ctx context.Context, c *toolCall, a toolApproval) *toolgatetype.ToolCallOutcome {
+func (g *Gateway) runToolCall(ctx context.Context, c *call, a toolApproval) *toolgatetype.ToolCallOutcome {
 	if !c.keyRead {
 		if _, _, err := parseApproval(a.quoteID, a.grant); err != nil {
 			// Refused before its key would answer: an earlier call under
@@ -326,7 +341,11 @@ func (g *Gateway) runToolCall(ctx context.Context, c *toolCall, a toolApproval) 
 	case toolgatetype.IsCode(err, toolgatetype.CodeIdempotencyKeyInUse) || toolgatetype.IsCode(err, toolgatetype.CodeIdempotencyKeyReused):
 		if !c.keyRead {
 			// An earlier call under the key, not read before: answered
-			// as reading it first would have.
+			// as reading it first would have, from the record the
+			// refusal read when it did.
+			if rec := heldRecord(err); rec != nil {
+				return g.answerRecord(ctx, c, rec)
+			}
 			if out := g.answerPrior(ctx, c); out != nil {
 				return out
 			}
@@ -346,33 +365,48 @@ func (g *Gateway) runToolCall(ctx context.Context, c *toolCall, a toolApproval) 
 // keyRaced answers a call refused because its key is busy or already
 // used, since its record was read: it was raced by a retry of itself,
 // whose stored result is given when there is one.
-func (g *Gateway) keyRaced(ctx context.Context, c *toolCall, err error) *toolgatetype.ToolCallOutcome {
-	if prior, perr := g.priorCall(ctx, c); perr == nil && prior != nil && prior.result != nil {
+func (g *Gateway) keyRaced(ctx context.Context, c *call, err error) *toolgatetype.ToolCallOutcome {
+	rec := heldRecord(err)
+	if rec == nil {
+		got, gerr := g.store.GetIdempotency(ctx, c.principal, c.req.IdempotencyKey)
+		if gerr != nil {
+			return refusal(err)
+		}
+		rec = &got
+	}
+	if !rec.Finished {
+		return refusal(err)
+	}
+	if prior, perr := g.priorOf(ctx, c, rec); perr == nil {
 		return &toolgatetype.ToolCallOutcome{Result: prior.result}
 	}
 	return refusal(err)
 }
 
-// callApproved makes the call as approved by a, as Call makes it.
-func (g *Gateway) callApproved(ctx context.Context, c *toolCall, a toolApproval) (*toolgatetype.CallResult, error) {
-	req := toolgatetype.CallRequest{
-		Tool:           c.tool.Tool.Slug,
-		QuoteID:        a.quoteID,
-		Input:          c.input,
-		ApprovalDigest: a.digest,
-		ApprovalGrant:  a.grant,
-		IdempotencyKey: c.key,
+// heldRecord is the key's record a refusal on the key read (see
+// executor.Held), nil when it read none.
+func heldRecord(err error) *storage.IdempotencyRecord {
+	var h *executor.Held
+	if errors.As(err, &h) {
+		return &h.Record
 	}
+	return nil
+}
+
+// callApproved makes the call as approved by a, as Call makes it.
+func (g *Gateway) callApproved(ctx context.Context, c *call, a toolApproval) (*toolgatetype.CallResult, error) {
+	c.req.QuoteID, c.req.ApprovalDigest, c.req.ApprovalGrant = a.quoteID, a.digest, a.grant
 	quoteID, grant, err := parseApproval(a.quoteID, a.grant)
 	if err != nil {
 		// Reported as Call reports a refusal of the request itself.
 		var rec telemetry.CallRecord
-		ctx = g.obs.StartCall(ctx, &rec, c.principal, req.Tool)
+		ctx = g.obs.StartCall(ctx, &rec, c.principal, c.req.Tool)
 		rec.SetTool(c.tool)
-		return g.called(ctx, &rec, c.key, nil, err)
+		return g.called(ctx, &rec, c.req.IdempotencyKey, nil, err)
 	}
-	call := preparedCall(c.PreparedCall, req, quoteID, grant)
-	return g.callPrepared(ctx, &call)
+	c.under(quoteID, grant)
+	c.quoted = a.quoted
+	return g.callPrepared(ctx, c)
 }
 
 // grantLapsed reports whether a call was refused because its grant, good

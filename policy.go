@@ -193,6 +193,8 @@ func (g *Gateway) checkPolicy(ctx context.Context, c *call, q storage.Quote, rea
 	v, approval := c.tool, c.req.ApprovalDigest
 	policy := EvaluatePolicy(v)
 	switch {
+	case c.quoted != nil:
+		policy = c.quoted.adm.policy // the quote's, with the standing approval
 	case g.approvalsFromStore && settles(c, mode):
 		// The call carries what approves this very digest, which is all any
 		// approval requirement asks, and a standing approval changes only

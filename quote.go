@@ -28,17 +28,17 @@ func (g *Gateway) Quote(ctx context.Context, principal, tool string) (*toolgatet
 }
 
 // quoteVersion is Quote of the tool's version v, already looked up, for a
-// call under key: when the key holds a record already, that is returned
-// instead, and no quote is made. short is the first budget the call would
-// take over a limit, nearest the principal (nil: none), for a refusal.
-func (g *Gateway) quoteVersion(ctx context.Context, principal string, v *registry.Version, key string) (res *toolgatetype.QuoteResult, prior *storage.IdempotencyRecord, short *toolgatetype.BudgetRefusal, err error) {
+// call under key by a caller whose approval mode is mode: when the key
+// holds a record already, that is returned instead (quoted.prior), and no
+// quote is made.
+func (g *Gateway) quoteVersion(ctx context.Context, principal string, v *registry.Version, key string, mode toolgatetype.ApprovalMode) (*quoted, error) {
 	rec := g.obs.StartQuote(v.Tool.Slug)
 	rec.Tool = v
-	res, prior, short, err = g.quoteOf(ctx, principal, v, key)
-	if prior == nil { // else nothing was quoted
-		g.obs.EndQuote(ctx, rec, res, err)
+	qd, err := g.quoteOf(ctx, principal, v, key, mode)
+	if qd.prior == nil { // else nothing was quoted
+		g.obs.EndQuote(ctx, rec, qd.res, err)
 	}
-	return res, prior, short, err
+	return &qd, err
 }
 
 // quote is Quote without its reporting.
@@ -50,19 +50,23 @@ func (g *Gateway) quote(ctx context.Context, principal, tool string) (*toolgatet
 	if err != nil {
 		return nil, err
 	}
-	res, _, _, err := g.quoteOf(ctx, principal, v, "")
-	return res, err
+	mode, err := g.approvalMode(ctx, principal)
+	if err != nil {
+		return nil, err
+	}
+	qd, err := g.quoteOf(ctx, principal, v, "", mode)
+	return qd.res, err
 }
 
-// quoteOf quotes a call of v for principal, unless key ("": none) holds a
-// record already, which it then returns; with the quote, the first budget
-// short (see quoteVersion).
-func (g *Gateway) quoteOf(ctx context.Context, principal string, v *registry.Version, key string) (*toolgatetype.QuoteResult, *storage.IdempotencyRecord, *toolgatetype.BudgetRefusal, error) {
+// quoteOf quotes a call of v for principal, whose approval mode is mode,
+// unless key ("": none) holds a record already, which it then returns; with
+// the quote, what it decided (see quoted).
+func (g *Gateway) quoteOf(ctx context.Context, principal string, v *registry.Version, key string, mode toolgatetype.ApprovalMode) (quoted, error) {
 	now := g.clock.Now().UTC()
 	amt := pricing.WithFee(v.Tool.Pricing.Amount, g.feeRate)
 	approval, err := g.externalApproval(ctx, principal, v)
 	if err != nil {
-		return nil, nil, nil, internalError(err)
+		return quoted{}, internalError(err)
 	}
 	q := storage.Quote{
 		ID:             uuid.New(),
@@ -104,24 +108,20 @@ func (g *Gateway) quoteOf(ctx context.Context, principal string, v *registry.Ver
 	switch {
 	case errors.Is(err, storage.ErrIdempotencyConflict):
 		// A call under the key began between the store's read and the quote.
-		return nil, nil, nil, executor.KeyInUse()
+		return quoted{}, executor.KeyInUse()
 	case errors.As(err, &open):
-		return nil, nil, nil, tooManyOpenQuotes(open, now)
+		return quoted{}, tooManyOpenQuotes(open, now)
 	case err != nil:
-		return nil, nil, nil, internalError(err)
+		return quoted{}, internalError(err)
 	case read.Prior != nil:
-		return nil, read.Prior, nil, nil
+		return quoted{prior: read.Prior}, nil
 	}
 	if g.approvalsFromStore {
 		approval = read.Approval
 	}
 	limits, err := g.limitsFor(ctx, principal, v.Tool.Slug, read.SpendControls)
 	if err != nil {
-		return nil, nil, nil, err
-	}
-	mode, err := g.approvalMode(ctx, principal)
-	if err != nil {
-		return nil, nil, nil, err
+		return quoted{}, err
 	}
 	policy := forCaller(EvaluatePolicy(v), standingFor(approval, mode), amt.Total.IsZero())
 	controls := spendlimits.PreviewControls(limits, read.Used, amt.Total)
@@ -129,7 +129,7 @@ func (g *Gateway) quoteOf(ctx context.Context, principal string, v *registry.Ver
 	if nodes != nil {
 		short = spendlimits.PreviewBudgets(&controls, nodes, v.Tool.Slug, budgetLimits, read.Used[len(windows)-len(budgetLimits):], amt.Total)
 	}
-	return &toolgatetype.QuoteResult{
+	res := &toolgatetype.QuoteResult{
 		Quote: toolgatetype.QuoteInfo{
 			ID:             q.ID.String(),
 			PriceUSD:       toolgatetype.FormatUSD(q.PriceUSD),
@@ -141,7 +141,8 @@ func (g *Gateway) quoteOf(ctx context.Context, principal string, v *registry.Ver
 		Tool:     toolrun.Ref(v.Tool),
 		Policy:   policy,
 		Controls: controls,
-	}, nil, short, nil
+	}
+	return quoted{res: res, short: short, budgets: nodes, adm: admission{quote: q, policy: policy, mode: mode, limits: limits}}, nil
 }
 
 // tooManyOpenQuotes is the rate_limited answer to a quote the store

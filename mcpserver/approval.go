@@ -33,7 +33,7 @@ func (g *gateway) approveByCaller(ctx context.Context, req *mcp.CallToolRequest,
 		return toolError(nil, fmt.Sprintf("%s: calling %s needs approval of version %s for $%s (%s). "+
 			"This client cannot ask its user (no form elicitation), so ask them yourself: if they approve, call again "+
 			`with the same arguments and _meta {"%s": "%s"}. Nothing was run or charged.`,
-			toolgatetype.CodeApprovalRequired, c.tool.Tool.Slug, a.ManifestDigest, a.TotalUSD,
+			toolgatetype.CodeApprovalRequired, c.Tool().Tool.Slug, a.ManifestDigest, a.TotalUSD,
 			a.Requirement, metaApproval, a.ManifestDigest)), nil
 	}
 	form := approvalForm(a)
@@ -48,9 +48,9 @@ func (g *gateway) approveByCaller(ctx context.Context, req *mcp.CallToolRequest,
 	defer context.AfterFunc(g.closing, cancel)()
 	answer, err := req.Session.Elicit(asking, form)
 	if err != nil {
-		g.log.InfoContext(ctx, "approval not answered", "tool", c.tool.Tool.Slug, "error", err)
+		g.log.InfoContext(ctx, "approval not answered", "tool", c.Tool().Tool.Slug, "error", err)
 		return toolError(nil, fmt.Sprintf("%s: the approval of %s got no answer from the client. Nothing was run or charged.",
-			toolgatetype.CodeApprovalRequired, c.tool.Tool.Slug)), nil
+			toolgatetype.CodeApprovalRequired, c.Tool().Tool.Slug)), nil
 	}
 	approval, notApproved := answerOf(c, answer, a.QuoteID, a.ManifestDigest)
 	if notApproved != nil {
@@ -59,11 +59,11 @@ func (g *gateway) approveByCaller(ctx context.Context, req *mcp.CallToolRequest,
 	// The person may have taken minutes, in which the tool may have been
 	// removed, blocked or changed: the call is prepared again, of the tool
 	// as it is now, as a call made again with the answer would be.
-	p, err := g.gw.Prepare(c.principal, c.tool.Tool.Slug, c.args)
+	p, err := g.gw.Prepare(c.Principal(), c.Tool().Tool.Slug, c.Input())
 	if err != nil {
 		return refused(err), nil
 	}
-	c = &toolCall{prepared: p, principal: c.principal, tool: p.Tool(), args: p.Input(), key: c.key}
+	c = &toolCall{PreparedCall: p, key: c.key}
 	return g.ask(ctx, req, c, approval, nil)
 }
 
@@ -72,9 +72,9 @@ func (g *gateway) approveByCaller(ctx context.Context, req *mcp.CallToolRequest,
 func (g *gateway) inputRequired(c *toolCall, question *mcp.ElicitParams, st requestState) (*mcp.CallToolResult, error) {
 	sealed, err := g.sealState(st)
 	if err != nil {
-		g.log.Error("sealing a requestState failed", "tool", c.tool.Tool.Slug, "error", err)
+		g.log.Error("sealing a requestState failed", "tool", c.Tool().Tool.Slug, "error", err)
 		return toolError(nil, fmt.Sprintf("%s: the approval of %s could not be asked for. Nothing was run or charged.",
-			toolgatetype.CodeInternal, c.tool.Tool.Slug)), nil
+			toolgatetype.CodeInternal, c.Tool().Tool.Slug)), nil
 	}
 	return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{approvalInput: question}, RequestState: sealed}, nil
 }
@@ -165,7 +165,7 @@ func answerOf(c *toolCall, answer *mcp.ElicitResult, quoteID, digest string) (*t
 			action = "cancelled"
 		}
 		return &toolgatetype.CallerApproval{Declined: true}, toolError(nil, fmt.Sprintf("%s: the user %s the call of %s. Nothing was run or charged.",
-			toolgatetype.CodeApprovalRequired, action, c.tool.Tool.Slug))
+			toolgatetype.CodeApprovalRequired, action, c.Tool().Tool.Slug))
 	}
 	a := &toolgatetype.CallerApproval{QuoteID: quoteID, ManifestDigest: digest}
 	if answer.Content["remember"] == rememberNeverAsk {

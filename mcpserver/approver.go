@@ -23,7 +23,7 @@ func (g *gateway) approveByApprover(req *mcp.CallToolRequest, c *toolCall, a *to
 	if r.Status == toolgatetype.ApprovalStatusDenied {
 		return toolError(nil, fmt.Sprintf("%s: an approver denied this call of %s (approval request %s). Nothing was run or charged. "+
 			"Calling again with the same arguments before %s gets the same answer.",
-			toolgatetype.CodeApprovalDenied, c.tool.Tool.Slug, r.ID, r.ExpiresAt.Format(time.RFC3339))), nil
+			toolgatetype.CodeApprovalDenied, c.Tool().Tool.Slug, r.ID, r.ExpiresAt.Format(time.RFC3339))), nil
 	}
 	var lapsed string
 	if e := a.Expired; e != nil {
@@ -46,7 +46,7 @@ func (g *gateway) sendToApprover(req *mcp.CallToolRequest, c *toolCall, r *toolg
 			"server has no address of its approval page to give (its operator sets approvals.publicUrl): an approver finds "+
 			"the request among their pending ones on a toolgate server that shares this gateway's store. Once it is approved, "+
 			"call %s again with the same arguments. Nothing was run or charged.",
-			toolgatetype.CodeApprovalRequired, lapsed, c.tool.Tool.Slug, question, r.ID, c.tool.Tool.Slug)), nil
+			toolgatetype.CodeApprovalRequired, lapsed, c.Tool().Tool.Slug, question, r.ID, c.Tool().Tool.Slug)), nil
 	}
 	if urlElicitation(req.ClientCapabilities()) {
 		page := &mcp.ElicitParams{
@@ -62,12 +62,12 @@ func (g *gateway) sendToApprover(req *mcp.CallToolRequest, c *toolCall, r *toolg
 		}
 		// An older client is told with the URL-elicitation-required error;
 		// its session hears when the request is decided.
-		g.decisions.wait(req.Session, c.principal, r)
+		g.decisions.wait(req.Session, c.Principal(), r)
 		return nil, mcp.URLElicitationRequiredError([]*mcp.ElicitParams{page})
 	}
 	return toolError(nil, fmt.Sprintf("%s: %s%s needs an approver's approval (%s). An approver decides at %s (approval request %s): "+
 		"give your user this link. Once it is approved, call %s again with the same arguments. Nothing was run or charged.",
-		toolgatetype.CodeApprovalRequired, lapsed, c.tool.Tool.Slug, question, url, r.ID, c.tool.Tool.Slug)), nil
+		toolgatetype.CodeApprovalRequired, lapsed, c.Tool().Tool.Slug, question, url, r.ID, c.Tool().Tool.Slug)), nil
 }
 
 // urlElicitation reports whether a client can send its user to a URL.
@@ -109,5 +109,5 @@ func openedPage(c *toolCall, p *mcp.CallToolParamsRaw, st *requestState) *mcp.Ca
 	}
 	return toolError(nil, fmt.Sprintf("%s: the user did not open the approval page of this call of %s (approval request %s). "+
 		"Nothing was run or charged; the request waits for an approver until %s.",
-		toolgatetype.CodeApprovalRequired, c.tool.Tool.Slug, st.Request, time.Unix(st.Expires, 0).UTC().Format(time.RFC3339)))
+		toolgatetype.CodeApprovalRequired, c.Tool().Tool.Slug, st.Request, time.Unix(st.Expires, 0).UTC().Format(time.RFC3339)))
 }

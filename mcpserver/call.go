@@ -3,7 +3,6 @@ package mcpserver
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -12,18 +11,14 @@ import (
 
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/internal/strictjson"
-	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
-// toolCall is a tools/call the gateway prepared: who calls, which tool,
-// with which arguments, under which key.
+// toolCall is a tools/call the gateway prepared (who calls, which tool,
+// with which arguments in canonical form), under its Idempotency-Key.
 type toolCall struct {
-	prepared  *toolgate.PreparedCall
-	principal string
-	tool      *registry.Version
-	args      json.RawMessage // canonical (RFC 8785)
-	key       string          // the gateway Idempotency-Key
+	*toolgate.PreparedCall
+	key string
 }
 
 // callTool answers a tools/call by asking the gateway to prepare it
@@ -70,7 +65,7 @@ func (g *gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 // call when the gateway took up the caller's answer and it approved
 // nothing.
 func (g *gateway) ask(ctx context.Context, req *mcp.CallToolRequest, c *toolCall, approval *toolgatetype.CallerApproval, notApproved *mcp.CallToolResult) (*mcp.CallToolResult, error) {
-	out := g.gw.CallPreparedTool(ctx, c.prepared, c.key, approval)
+	out := g.gw.CallPreparedTool(ctx, c.PreparedCall, c.key, approval)
 	switch {
 	case out.Result != nil:
 		return resultOf(out.Result.Execution), nil
@@ -109,7 +104,7 @@ func (g *gateway) newCall(req *mcp.CallToolRequest) (*toolCall, *mcp.CallToolRes
 	if err != nil {
 		return nil, refused(err), nil
 	}
-	return &toolCall{prepared: p, principal: principal, tool: p.Tool(), args: p.Input(), key: key}, nil, nil
+	return &toolCall{PreparedCall: p, key: key}, nil, nil
 }
 
 // unprepared translates the gateway's refusal to prepare a call of tool
@@ -157,17 +152,17 @@ func (g *gateway) refusal(ctx context.Context, c *toolCall, out *toolgatetype.To
 		return refusal(toolgatetype.ErrorBody{Error: toolgatetype.ErrorDetail{
 			Code: toolgatetype.CodeIdempotencyKeyInUse,
 			Message: fmt.Sprintf("this call of %s is already running; call again shortly for its result. Nothing more was charged.",
-				c.tool.Tool.Slug),
+				c.Tool().Tool.Slug),
 		}})
 	case out.LapsedGrant != "":
 		// A grant serves one call: a new call asks again.
 		body := toolgatetype.BodyOf(te)
 		body.Error.Message = fmt.Sprintf("the approval of this call of %s (approval request %s) can no longer be used: %s. "+
 			"Call %s again with the same arguments to ask an approver again. Nothing was run or charged.",
-			c.tool.Tool.Slug, out.LapsedGrant, strings.TrimSuffix(te.Message, "."), c.tool.Tool.Slug)
+			c.Tool().Tool.Slug, out.LapsedGrant, strings.TrimSuffix(te.Message, "."), c.Tool().Tool.Slug)
 		return refusal(body)
 	case te.Code == toolgatetype.CodeInternal:
-		g.log.ErrorContext(ctx, "mcp call failed", "tool", c.tool.Tool.Slug, "error", te)
+		g.log.ErrorContext(ctx, "mcp call failed", "tool", c.Tool().Tool.Slug, "error", te)
 	}
 	return refused(te)
 }

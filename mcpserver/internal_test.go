@@ -92,7 +92,9 @@ func TestApprovalAnswersAreChecked(t *testing.T) {
 		return rpcErr.Message
 	}
 	own := gw.MustQuote(t, "alice", "echo")
-	call := &toolCall{principal: "alice", tool: v, args: []byte(`{"v":"x"}`), key: "k1"}
+	p, err := gw.Prepare("alice", "echo", json.RawMessage(`{"v":"x"}`))
+	require.NoError(t, err)
+	call := &toolCall{PreparedCall: p, key: "k1"}
 	good := newState(call, toolgatetype.ApprovalModeCaller, v.Digest, own.Quote.ID, "", own.Quote.ExpiresAt)
 	seal := func(st requestState) string {
 		s, err := g.sealState(st)

@@ -45,7 +45,7 @@ var stateUse = []byte("toolgate mcp requestState v1")
 // newState is the state of a question about call c.
 func newState(c *toolCall, mode toolgatetype.ApprovalMode, digest, quote, request string, expires time.Time) requestState {
 	return requestState{
-		Mode: mode, Principal: c.principal, Tool: c.tool.Tool.Slug, InputHash: inputHash(c.args),
+		Mode: mode, Principal: c.Principal(), Tool: c.Tool().Tool.Slug, InputHash: inputHash(c.Input()),
 		Digest: digest, Quote: quote, Request: request, Key: c.key, Expires: expires.Unix(),
 	}
 }
@@ -78,8 +78,8 @@ func (g *gateway) openState(c *toolCall, s string) (requestState, error) {
 	if err != nil {
 		return st, invalidState("it was not issued by this gateway, or it was altered")
 	}
-	if st.Principal != c.principal || st.Tool != c.tool.Tool.Slug || st.InputHash != inputHash(c.args) {
-		return st, invalidState(fmt.Sprintf("it was issued for another call, not this caller's call of %s with these arguments", c.tool.Tool.Slug))
+	if st.Principal != c.Principal() || st.Tool != c.Tool().Tool.Slug || st.InputHash != inputHash(c.Input()) {
+		return st, invalidState(fmt.Sprintf("it was issued for another call, not this caller's call of %s with these arguments", c.Tool().Tool.Slug))
 	}
 	if !g.gw.Clock().Now().Before(time.Unix(st.Expires, 0)) {
 		return st, invalidState(fmt.Sprintf("it expired at %s, with the quote it was issued under", time.Unix(st.Expires, 0).UTC().Format(time.RFC3339)))

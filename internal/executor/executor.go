@@ -176,7 +176,7 @@ func (e *Executor) answerRefusal(ctx context.Context, k Key, s Steps, h Hooks, r
 	case err != nil:
 		return nil, Internal(err)
 	case rec.Fingerprint != k.Fingerprint:
-		return nil, KeyReused()
+		return nil, held(KeyReused(), rec)
 	case rec.Finished:
 		return Replay(rec.Response)
 	}
@@ -186,7 +186,7 @@ func (e *Executor) answerRefusal(ctx context.Context, k Key, s Steps, h Hooks, r
 	}
 	cl, err := e.claim(ctx, k, s, h, b, now)
 	if err != nil {
-		return nil, untilLeaseEnds(err, rec.LeaseUntil, now)
+		return nil, held(untilLeaseEnds(err, rec.LeaseUntil, now), rec)
 	}
 	return e.run(ctx, k, s, h, cl)
 }
@@ -256,6 +256,26 @@ func (e *Executor) run(ctx context.Context, k Key, s Steps, h Hooks, cl Claim) (
 	}
 	h.Recorded(ctx, cl, r)
 	return s.Result(ctx, cl, r, stored), nil
+}
+
+// Held is the cause of a refusal on a key found held by another run or
+// another request: the key's record as the refusal read it, for a door
+// that answers such a call from it (errors.As) without reading it again.
+type Held struct {
+	Record storage.IdempotencyRecord
+}
+
+func (h *Held) Error() string { return "the key's record was read with the refusal" }
+
+// held gives err, a refusal on the key, the record rec it was read with,
+// when it is such a refusal and has no cause of its own.
+func held(err error, rec storage.IdempotencyRecord) error {
+	var te *toolgatetype.Error
+	if errors.As(err, &te) && te.Err == nil &&
+		(te.Code == toolgatetype.CodeIdempotencyKeyInUse || te.Code == toolgatetype.CodeIdempotencyKeyReused) {
+		te.Err = &Held{Record: rec}
+	}
+	return err
 }
 
 // Replay answers a retry with the result stored under its key.
