@@ -29,7 +29,20 @@ type steps struct {
 	claimed, records int
 }
 
-func (s *steps) Reads(context.Context, time.Time) (storage.Reads, error) {
+// call is the executor's call of s under k.
+func (s *steps) call(k executor.Key) *executor.Call {
+	return &executor.Call{
+		Key:   k,
+		Admit: executor.Admit{Reads: s.Reads, Decide: s.Decide, Resume: s.Resume, Explain: s.Refused},
+		Run:   executor.Run{Do: s.Run},
+		Hooks: []executor.Hooks{{
+			Claimed: func(context.Context, *executor.Call, storage.BeginResult) { s.claimed++ },
+			Ran:     func(context.Context, *executor.Call, executor.Claim, *executor.Record) { s.records++ },
+		}},
+	}
+}
+
+func (s *steps) Reads(context.Context) (storage.Reads, error) {
 	s.reads++
 	return storage.Reads{Principal: "alice", QuoteID: s.quote, SpendControls: true}, nil
 }
@@ -49,19 +62,13 @@ func (s *steps) Refused(err error, _ time.Time) error {
 	return toolgatetype.Errorf(toolgatetype.CodeQuoteUsed, "refused")
 }
 
-func (s *steps) Run(context.Context, executor.Claim) (executor.Run, error) {
+func (s *steps) Run(context.Context, executor.Claim) (executor.Record, error) {
 	s.runs++
 	body := []byte(`{"status":"completed"}`)
-	return executor.Run{Status: toolgatetype.StatusCompleted, Response: body, Finished: t0,
-		Seal: func(int64, string) (storage.Sealed, error) { return storage.Sealed{Receipt: []byte(`{"seq":1}`)}, nil }}, nil
+	return executor.Record{Status: toolgatetype.StatusCompleted, Response: body, Finished: t0,
+		Seal:   func(int64, string) (storage.Sealed, error) { return storage.Sealed{Receipt: []byte(`{"seq":1}`)}, nil },
+		Result: &toolgatetype.CallResult{Execution: toolgatetype.Execution{Status: toolgatetype.StatusCompleted}}}, nil
 }
-
-func (s *steps) Result(_ context.Context, _ executor.Claim, r executor.Run, stored []byte) *toolgatetype.CallResult {
-	return &toolgatetype.CallResult{Execution: toolgatetype.Execution{Status: r.Status}, Body: stored}
-}
-
-func (s *steps) Claimed(context.Context, storage.BeginResult)           { s.claimed++ }
-func (s *steps) Recorded(context.Context, executor.Claim, executor.Run) { s.records++ }
 
 // decidingAgainStore decides each call twice, as a store whose first
 // answer to the reads turned out out of date at admission does (see
@@ -93,7 +100,7 @@ func TestExecuteRunsTheLastDecision(t *testing.T) {
 	store := decidingAgainStore{memory.New()}
 	e := &executor.Executor{Store: store, Now: func() time.Time { return t0 }, Lease: time.Minute}
 	s := &steps{quote: newQuote(t, store)}
-	res, err := e.Execute(ctx, executor.Key{Principal: "alice", Key: "k1", Fingerprint: "f"}, s, s)
+	res, err := e.Execute(ctx, s.call(executor.Key{Principal: "alice", Key: "k1", Fingerprint: "f"}))
 	require.NoError(t, err)
 	assert.Equal(t, 2, s.admits, "decided again once")
 	assert.Equal(t, 1, s.reads, "the reads asked for once")
@@ -111,11 +118,11 @@ func TestExecuteAnswersARefusalFromTheKey(t *testing.T) {
 	e := &executor.Executor{Store: store, Now: func() time.Time { return t0 }, Lease: time.Minute}
 	first := &steps{quote: newQuote(t, store)}
 	key := executor.Key{Principal: "alice", Key: "k1", Fingerprint: "f"}
-	_, err := e.Execute(ctx, key, first, first)
+	_, err := e.Execute(ctx, first.call(key))
 	require.NoError(t, err)
 
 	again := &steps{quote: first.quote}
-	res, err := e.Execute(ctx, key, again, again)
+	res, err := e.Execute(ctx, again.call(key))
 	require.NoError(t, err)
 	assert.True(t, res.Replayed)
 	assert.Zero(t, again.runs, "a replay runs nothing")
@@ -123,6 +130,6 @@ func TestExecuteAnswersARefusalFromTheKey(t *testing.T) {
 
 	other := &steps{quote: first.quote}
 	key.Fingerprint = "another request"
-	_, err = e.Execute(ctx, key, other, other)
+	_, err = e.Execute(ctx, other.call(key))
 	assert.True(t, toolgatetype.IsCode(err, toolgatetype.CodeIdempotencyKeyReused), "%v", err)
 }
