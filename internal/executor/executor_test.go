@@ -2,6 +2,7 @@ package executor_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -132,4 +133,58 @@ func TestExecuteAnswersARefusalFromTheKey(t *testing.T) {
 	key.Fingerprint = "another request"
 	_, err = e.Execute(ctx, other.call(key))
 	assert.True(t, toolgatetype.IsCode(err, toolgatetype.CodeIdempotencyKeyReused), "%v", err)
+}
+
+// TestExecuteTellsItsHooks: every hook a call is given, the gateway's or
+// a user's beside it, is told at the executor's own points, in order: a
+// call that runs begins, is claimed, ran and finishes with its result; a
+// retry the store refuses begins, is refused and finishes with the
+// earlier call's replayed result.
+func TestExecuteTellsItsHooks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := memory.New()
+	e := &executor.Executor{Store: store, Now: func() time.Time { return t0 }, Lease: time.Minute}
+	type ctxKey struct{}
+	var seen []string
+	told := func(name string) executor.Hooks {
+		return executor.Hooks{
+			Begin: func(ctx context.Context, c *executor.Call) context.Context {
+				seen = append(seen, name+" begin")
+				return context.WithValue(ctx, ctxKey{}, name)
+			},
+			Claimed: func(context.Context, *executor.Call, storage.BeginResult) { seen = append(seen, name+" claimed") },
+			Refused: func(_ context.Context, c *executor.Call, err error) {
+				var te *toolgatetype.Error
+				require.ErrorAs(t, err, &te)
+				seen = append(seen, name+" refused "+string(te.Code))
+			},
+			Ran: func(context.Context, *executor.Call, executor.Claim, *executor.Record) {
+				seen = append(seen, name+" ran")
+			},
+			Finished: func(ctx context.Context, _ *executor.Call, res *toolgatetype.CallResult, err error) {
+				require.NoError(t, err)
+				seen = append(seen, fmt.Sprintf("%s finished replayed=%t, begun by %v", name, res.Replayed, ctx.Value(ctxKey{})))
+			},
+		}
+	}
+	key := executor.Key{Principal: "alice", Key: "k1", Fingerprint: "f"}
+	s := &steps{quote: newQuote(t, store)}
+	c := s.call(key)
+	c.Hooks = []executor.Hooks{told("gateway"), told("user")}
+	_, err := e.Execute(ctx, c)
+	require.NoError(t, err)
+	assert.Equal(t, []string{
+		"gateway begin", "user begin",
+		"gateway claimed", "user claimed",
+		"gateway ran", "user ran",
+		"gateway finished replayed=false, begun by user", "user finished replayed=false, begun by user",
+	}, seen)
+
+	seen = nil
+	again := (&steps{quote: s.quote}).call(key)
+	again.Hooks = []executor.Hooks{told("user")}
+	_, err = e.Execute(ctx, again)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"user begin", "user refused quote_used", "user finished replayed=true, begun by user"}, seen)
 }
