@@ -32,40 +32,33 @@ import (
 // end, within the upstream deadline (and ctx's for an upstream MCP
 // server's tool), and its result is recorded for a retry to get.
 func (g *Gateway) Call(ctx context.Context, principal string, req toolgatetype.CallRequest) (*toolgatetype.CallResult, error) {
-	var rec telemetry.CallRecord
-	ctx = g.obs.StartCall(ctx, &rec, principal, req.Tool)
 	c, err := g.newCall(principal, req)
-	var res *toolgatetype.CallResult
-	if err == nil {
-		res, err = g.run(ctx, &c, &rec)
+	if err != nil {
+		return g.refusedBeforeRun(ctx, principal, req.Tool, nil, err)
 	}
-	return g.called(ctx, &rec, req.IdempotencyKey, res, err)
+	return g.callPrepared(ctx, &c)
 }
 
-// callPrepared is Call for a call already prepared and checked.
+// callPrepared is Call for a call already prepared and checked: the
+// executor runs it (callsteps.go), its hooks reporting it.
 func (g *Gateway) callPrepared(ctx context.Context, c *call) (*toolgatetype.CallResult, error) {
-	var rec telemetry.CallRecord
-	ctx = g.obs.StartCall(ctx, &rec, c.principal, c.tool.Tool.Slug)
-	res, err := g.run(ctx, c, &rec)
-	return g.called(ctx, &rec, c.req.IdempotencyKey, res, err)
-}
-
-// called reports a call that is over and returns its answer.
-func (g *Gateway) called(ctx context.Context, rec *telemetry.CallRecord, key string, res *toolgatetype.CallResult, err error) (*toolgatetype.CallResult, error) {
+	res, err := g.executor.Execute(ctx, g.unit(c))
 	// Every way to a result (run, replayed, taken over) names its key.
 	if res != nil {
-		res.IdempotencyKey = key
+		res.IdempotencyKey = c.req.IdempotencyKey
 	}
-	g.obs.EndCall(ctx, rec, res, err)
 	return res, err
 }
 
-// run is Call without its reporting: the pipeline itself, which the
-// executor runs on the call's steps (callsteps.go).
-func (g *Gateway) run(ctx context.Context, c *call, rec *telemetry.CallRecord) (*toolgatetype.CallResult, error) {
-	c.g, c.rec = g, rec
-	rec.SetTool(c.tool)
-	return g.executor.Execute(ctx, executor.Key{Principal: c.principal, Key: c.req.IdempotencyKey, Fingerprint: c.fingerprint}, c, rec)
+// refusedBeforeRun reports a call refused before the executor had it, on
+// tool as the caller named it (v: the version it resolved to, nil when
+// none), as the executor's hooks report one it refused.
+func (g *Gateway) refusedBeforeRun(ctx context.Context, principal, tool string, v *registry.Version, err error) (*toolgatetype.CallResult, error) {
+	var rec telemetry.CallRecord
+	ctx = g.obs.StartCall(ctx, &rec, principal, tool)
+	rec.SetTool(v)
+	g.obs.EndCall(ctx, &rec, nil, err)
+	return nil, err
 }
 
 // call is one call of a tool from its door to its result, the one value
@@ -87,8 +80,12 @@ type call struct {
 	approval *toolgatetype.CallerApproval
 	keyRead  bool
 	g        *Gateway
-	// rec collects what the call reports once it is over.
-	rec *telemetry.CallRecord
+	// unit is the call as the executor runs it, and hooks its hooks: the
+	// gateway's telemetry (rec collects what the call reports once it is
+	// over) and its own (callsteps.go).
+	unit  executor.Call
+	hooks [2]executor.Hooks
+	rec   telemetry.CallRecord
 	// budgets are the budgets the call counts in, nearest first (nil:
 	// none), as its caller's principal and token claims put it in them.
 	budgets []*budgets.Node

@@ -14,10 +14,6 @@ import (
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
-// A call's steps, which the executor runs (see Gateway.run): what the
-// gateway decides and does for it, and the hooks that report it.
-var _ executor.Steps = (*call)(nil)
-
 // newExecutor is the gateway's executor of calls.
 func (g *Gateway) newExecutor() *executor.Executor {
 	return &executor.Executor{
@@ -28,13 +24,29 @@ func (g *Gateway) newExecutor() *executor.Executor {
 	}
 }
 
-// Reads implements executor.Steps: the reads of admitReads.
-func (c *call) Reads(ctx context.Context, _ time.Time) (storage.Reads, error) {
+// unit is c as the executor runs it: how it is admitted (the gateway's
+// checks), what it runs (the provider, the receipt), and its hooks: the
+// call's metric, span and log line, and what the gateway does on a
+// refusal and after a run.
+func (g *Gateway) unit(c *call) *executor.Call {
+	c.g = g
+	c.hooks = [2]executor.Hooks{g.obs.CallHooks(&c.rec), {Refused: c.Refused, Ran: c.Ran}}
+	c.unit = executor.Call{
+		Key:   executor.Key{Principal: c.principal, Key: c.req.IdempotencyKey, Fingerprint: c.fingerprint},
+		Admit: executor.Admit{Reads: c.Reads, Decide: c.Decide, Resume: c.Resume, Explain: c.Explain},
+		Run:   executor.Run{Tool: c.tool, Input: c.input, Do: c.Run},
+		Hooks: c.hooks[:],
+	}
+	return &c.unit
+}
+
+// Reads is the call's executor.Admit.Reads: the reads of admitReads.
+func (c *call) Reads(ctx context.Context) (storage.Reads, error) {
 	return c.g.admitReads(ctx, c)
 }
 
-// Decide implements executor.Steps: the checks of decide. Its refusal is
-// the caller's; Refused tells its events.
+// Decide is the call's executor.Admit.Decide: the checks of decide. Its
+// refusal is the caller's; Refused tells its events.
 func (c *call) Decide(ctx context.Context, read storage.ReadResult, now time.Time) (storage.Begin, error) {
 	var err error
 	if c.adm, err = c.g.decide(ctx, c, read, c.mode, now); err != nil {
@@ -43,7 +55,7 @@ func (c *call) Decide(ctx context.Context, read storage.ReadResult, now time.Tim
 	return c.begin(now), nil
 }
 
-// Resume implements executor.Steps: the checks of admitResumed.
+// Resume is the call's executor.Admit.Resume: the checks of admitResumed.
 func (c *call) Resume(ctx context.Context, now time.Time) (storage.Begin, error) {
 	adm, err := c.g.admitResumed(ctx, c, now)
 	if err != nil {
@@ -86,20 +98,25 @@ func (c *call) begin(now time.Time) storage.Begin {
 	}
 }
 
-// Refused implements executor.Steps: a refusal of Decide's is the
-// caller's already; the store's is explained (see refusedByStore).
-func (c *call) Refused(err error, now time.Time) error {
+// Explain is the call's executor.Admit.Explain: a refusal of Decide's is
+// the caller's already; the store's is explained (see refusedByStore).
+func (c *call) Explain(err error, now time.Time) error {
 	if _, decided := err.(*toolgatetype.Error); !decided {
 		err = refusedByStore(err, c.limits, c.adm.quote.TotalUSD, now)
 	}
-	c.g.refusedBy(context.Background(), err, now)
 	return err
 }
 
-// Run implements executor.Steps: it calls the provider, unless a run that
+// Refused is the gateway's executor.Hooks.Refused: the events of a
+// refusal by a budget.
+func (c *call) Refused(_ context.Context, u *executor.Call, err error) {
+	c.g.refusedBy(context.Background(), err, u.Now)
+}
+
+// Run is the call's executor.Run.Do: it calls the provider, unless a run that
 // took this call over cannot tell whether the provider ran it, and seals
 // the receipt the store keeps in the step that records the result.
-func (c *call) Run(ctx context.Context, cl executor.Claim) (executor.Run, error) {
+func (c *call) Run(ctx context.Context, cl executor.Claim) (executor.Record, error) {
 	g := c.g
 	if cl.TookOver && !c.tool.RetrySafe() {
 		// The run that began this call died before it finished, perhaps
@@ -110,10 +127,15 @@ func (c *call) Run(ctx context.Context, cl executor.Claim) (executor.Run, error)
 	}
 	body, err := toolrun.Encode(c.exec)
 	if err != nil {
-		return executor.Run{}, internalError(err)
+		return executor.Record{}, internalError(err)
 	}
 	finished := g.clock.Now().UTC()
-	r := executor.Run{
+	// The caller's answer, whose Body is the response as stored and whose
+	// receipt is the one sealed when it is.
+	res := &toolgatetype.CallResult{Execution: c.exec}
+	res.Execution.Receipt = &c.sealed
+	r := executor.Record{
+		Result:         res,
 		Status:         c.exec.Status,
 		Response:       body,
 		Finished:       finished,
@@ -130,7 +152,7 @@ func (c *call) Run(ctx context.Context, cl executor.Claim) (executor.Run, error)
 		e.Status, e.FinishedAt = c.exec.Status, finished
 		ev, err := events.Ambiguous(g.summarize(e), finished)
 		if err != nil {
-			return executor.Run{}, internalError(err)
+			return executor.Record{}, internalError(err)
 		}
 		r.Events = []storage.NewEvent{ev}
 	case c.exec.Status == toolgatetype.StatusCompleted:
@@ -141,9 +163,8 @@ func (c *call) Run(ctx context.Context, cl executor.Claim) (executor.Run, error)
 	return r, nil
 }
 
-// Result implements executor.Steps: what follows a recorded run, and the
-// caller's result, which carries the stored response.
-func (c *call) Result(ctx context.Context, cl executor.Claim, r executor.Run, stored []byte) *toolgatetype.CallResult {
+// Ran is the gateway's executor.Hooks.Ran: what follows a recorded run.
+func (c *call) Ran(ctx context.Context, _ *executor.Call, cl executor.Claim, r *executor.Record) {
 	g, adm, exec := c.g, &c.adm, c.exec
 	if exec.Status == toolgatetype.StatusAmbiguous {
 		e := cl.Execution
@@ -161,6 +182,4 @@ func (c *call) Result(ctx context.Context, cl executor.Claim, r executor.Run, st
 	if len(r.Events) > 0 || len(r.Alerts) > 0 {
 		g.events.Wake()
 	}
-	exec.Receipt = &c.sealed
-	return &toolgatetype.CallResult{Execution: exec, Body: stored}
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/toolgate/toolgate/internal/budgets"
 	"github.com/toolgate/toolgate/internal/executor"
 	"github.com/toolgate/toolgate/internal/spendlimits"
-	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
@@ -399,10 +398,7 @@ func (g *Gateway) callApproved(ctx context.Context, c *call, a toolApproval) (*t
 	quoteID, grant, err := parseApproval(a.quoteID, a.grant)
 	if err != nil {
 		// Reported as Call reports a refusal of the request itself.
-		var rec telemetry.CallRecord
-		ctx = g.obs.StartCall(ctx, &rec, c.principal, c.req.Tool)
-		rec.SetTool(c.tool)
-		return g.called(ctx, &rec, c.req.IdempotencyKey, nil, err)
+		return g.refusedBeforeRun(ctx, c.principal, c.req.Tool, c.tool, err)
 	}
 	c.under(quoteID, grant)
 	c.quoted = a.quoted

@@ -2,6 +2,7 @@ package executor_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -29,7 +30,20 @@ type steps struct {
 	claimed, records int
 }
 
-func (s *steps) Reads(context.Context, time.Time) (storage.Reads, error) {
+// call is the executor's call of s under k.
+func (s *steps) call(k executor.Key) *executor.Call {
+	return &executor.Call{
+		Key:   k,
+		Admit: executor.Admit{Reads: s.Reads, Decide: s.Decide, Resume: s.Resume, Explain: s.Refused},
+		Run:   executor.Run{Do: s.Run},
+		Hooks: []executor.Hooks{{
+			Claimed: func(context.Context, *executor.Call, storage.BeginResult) { s.claimed++ },
+			Ran:     func(context.Context, *executor.Call, executor.Claim, *executor.Record) { s.records++ },
+		}},
+	}
+}
+
+func (s *steps) Reads(context.Context) (storage.Reads, error) {
 	s.reads++
 	return storage.Reads{Principal: "alice", QuoteID: s.quote, SpendControls: true}, nil
 }
@@ -49,19 +63,13 @@ func (s *steps) Refused(err error, _ time.Time) error {
 	return toolgatetype.Errorf(toolgatetype.CodeQuoteUsed, "refused")
 }
 
-func (s *steps) Run(context.Context, executor.Claim) (executor.Run, error) {
+func (s *steps) Run(context.Context, executor.Claim) (executor.Record, error) {
 	s.runs++
 	body := []byte(`{"status":"completed"}`)
-	return executor.Run{Status: toolgatetype.StatusCompleted, Response: body, Finished: t0,
-		Seal: func(int64, string) (storage.Sealed, error) { return storage.Sealed{Receipt: []byte(`{"seq":1}`)}, nil }}, nil
+	return executor.Record{Status: toolgatetype.StatusCompleted, Response: body, Finished: t0,
+		Seal:   func(int64, string) (storage.Sealed, error) { return storage.Sealed{Receipt: []byte(`{"seq":1}`)}, nil },
+		Result: &toolgatetype.CallResult{Execution: toolgatetype.Execution{Status: toolgatetype.StatusCompleted}}}, nil
 }
-
-func (s *steps) Result(_ context.Context, _ executor.Claim, r executor.Run, stored []byte) *toolgatetype.CallResult {
-	return &toolgatetype.CallResult{Execution: toolgatetype.Execution{Status: r.Status}, Body: stored}
-}
-
-func (s *steps) Claimed(context.Context, storage.BeginResult)           { s.claimed++ }
-func (s *steps) Recorded(context.Context, executor.Claim, executor.Run) { s.records++ }
 
 // decidingAgainStore decides each call twice, as a store whose first
 // answer to the reads turned out out of date at admission does (see
@@ -93,7 +101,7 @@ func TestExecuteRunsTheLastDecision(t *testing.T) {
 	store := decidingAgainStore{memory.New()}
 	e := &executor.Executor{Store: store, Now: func() time.Time { return t0 }, Lease: time.Minute}
 	s := &steps{quote: newQuote(t, store)}
-	res, err := e.Execute(ctx, executor.Key{Principal: "alice", Key: "k1", Fingerprint: "f"}, s, s)
+	res, err := e.Execute(ctx, s.call(executor.Key{Principal: "alice", Key: "k1", Fingerprint: "f"}))
 	require.NoError(t, err)
 	assert.Equal(t, 2, s.admits, "decided again once")
 	assert.Equal(t, 1, s.reads, "the reads asked for once")
@@ -111,11 +119,11 @@ func TestExecuteAnswersARefusalFromTheKey(t *testing.T) {
 	e := &executor.Executor{Store: store, Now: func() time.Time { return t0 }, Lease: time.Minute}
 	first := &steps{quote: newQuote(t, store)}
 	key := executor.Key{Principal: "alice", Key: "k1", Fingerprint: "f"}
-	_, err := e.Execute(ctx, key, first, first)
+	_, err := e.Execute(ctx, first.call(key))
 	require.NoError(t, err)
 
 	again := &steps{quote: first.quote}
-	res, err := e.Execute(ctx, key, again, again)
+	res, err := e.Execute(ctx, again.call(key))
 	require.NoError(t, err)
 	assert.True(t, res.Replayed)
 	assert.Zero(t, again.runs, "a replay runs nothing")
@@ -123,6 +131,60 @@ func TestExecuteAnswersARefusalFromTheKey(t *testing.T) {
 
 	other := &steps{quote: first.quote}
 	key.Fingerprint = "another request"
-	_, err = e.Execute(ctx, key, other, other)
+	_, err = e.Execute(ctx, other.call(key))
 	assert.True(t, toolgatetype.IsCode(err, toolgatetype.CodeIdempotencyKeyReused), "%v", err)
+}
+
+// TestExecuteTellsItsHooks: every hook a call is given, the gateway's or
+// a user's beside it, is told at the executor's own points, in order: a
+// call that runs begins, is claimed, ran and finishes with its result; a
+// retry the store refuses begins, is refused and finishes with the
+// earlier call's replayed result.
+func TestExecuteTellsItsHooks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := memory.New()
+	e := &executor.Executor{Store: store, Now: func() time.Time { return t0 }, Lease: time.Minute}
+	type ctxKey struct{}
+	var seen []string
+	told := func(name string) executor.Hooks {
+		return executor.Hooks{
+			Begin: func(ctx context.Context, c *executor.Call) context.Context {
+				seen = append(seen, name+" begin")
+				return context.WithValue(ctx, ctxKey{}, name)
+			},
+			Claimed: func(context.Context, *executor.Call, storage.BeginResult) { seen = append(seen, name+" claimed") },
+			Refused: func(_ context.Context, c *executor.Call, err error) {
+				var te *toolgatetype.Error
+				require.ErrorAs(t, err, &te)
+				seen = append(seen, name+" refused "+string(te.Code))
+			},
+			Ran: func(context.Context, *executor.Call, executor.Claim, *executor.Record) {
+				seen = append(seen, name+" ran")
+			},
+			Finished: func(ctx context.Context, _ *executor.Call, res *toolgatetype.CallResult, err error) {
+				require.NoError(t, err)
+				seen = append(seen, fmt.Sprintf("%s finished replayed=%t, begun by %v", name, res.Replayed, ctx.Value(ctxKey{})))
+			},
+		}
+	}
+	key := executor.Key{Principal: "alice", Key: "k1", Fingerprint: "f"}
+	s := &steps{quote: newQuote(t, store)}
+	c := s.call(key)
+	c.Hooks = []executor.Hooks{told("gateway"), told("user")}
+	_, err := e.Execute(ctx, c)
+	require.NoError(t, err)
+	assert.Equal(t, []string{
+		"gateway begin", "user begin",
+		"gateway claimed", "user claimed",
+		"gateway ran", "user ran",
+		"gateway finished replayed=false, begun by user", "user finished replayed=false, begun by user",
+	}, seen)
+
+	seen = nil
+	again := (&steps{quote: s.quote}).call(key)
+	again.Hooks = []executor.Hooks{told("user")}
+	_, err = e.Execute(ctx, again)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"user begin", "user refused quote_used", "user finished replayed=true, begun by user"}, seen)
 }

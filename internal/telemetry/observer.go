@@ -100,9 +100,6 @@ func (o *Observer) toolLabel(v *registry.Version, requested string) string {
 	return unknownTool
 }
 
-// A CallRecord is the executor's hooks of its call.
-var _ executor.Hooks = (*CallRecord)(nil)
-
 // CallRecord is what one call reports once it is over, filled in as the
 // pipeline learns it.
 type CallRecord struct {
@@ -483,9 +480,24 @@ func (o *Observer) ApprovalRequest(decision string) {
 	}
 }
 
-// Claimed implements executor.Hooks. A takeover runs the original
-// execution, approved as it was.
-func (rec *CallRecord) Claimed(ctx context.Context, begun storage.BeginResult) {
+// CallHooks are the executor's hooks that report its call into rec: they
+// begin the call's record and span, note what the executor learns of it,
+// and at its end count it, end the span and write the log line (EndCall).
+func (o *Observer) CallHooks(rec *CallRecord) executor.Hooks {
+	rec.obs = o
+	return executor.Hooks{Begin: rec.begin, Claimed: rec.claimed, Ran: rec.recorded, Finished: rec.finished}
+}
+
+// begin starts rec's call as StartCall does, on the tool it runs.
+func (rec *CallRecord) begin(ctx context.Context, c *executor.Call) context.Context {
+	ctx = rec.obs.StartCall(ctx, rec, c.Key.Principal, c.Run.Tool.Tool.Slug)
+	rec.SetTool(c.Run.Tool)
+	return ctx
+}
+
+// claimed notes the execution the store admitted. A takeover runs the
+// original execution, approved as it was.
+func (rec *CallRecord) claimed(ctx context.Context, _ *executor.Call, begun storage.BeginResult) {
 	e := begun.Execution
 	if e.GrantID != uuid.Nil && !begun.TookOver {
 		rec.obs.ApprovalRequest(ApprovalUsed)
@@ -496,7 +508,12 @@ func (rec *CallRecord) Claimed(ctx context.Context, begun storage.BeginResult) {
 	}
 }
 
-// Recorded implements executor.Hooks: the call ran, and is logged.
-func (rec *CallRecord) Recorded(_ context.Context, _ executor.Claim, r executor.Run) {
+// recorded notes that the call ran, which is logged.
+func (rec *CallRecord) recorded(_ context.Context, _ *executor.Call, _ executor.Claim, r *executor.Record) {
 	rec.ran, rec.status, rec.upstreamStatus, rec.errorCode = true, r.Status, r.UpstreamStatus, r.ErrorCode
+}
+
+// finished reports the call that is over (EndCall).
+func (rec *CallRecord) finished(ctx context.Context, _ *executor.Call, res *toolgatetype.CallResult, err error) {
+	rec.obs.EndCall(ctx, rec, res, err)
 }
