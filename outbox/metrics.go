@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"slices"
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -39,19 +38,12 @@ const metricsTimeout = 5 * time.Second
 // type (a small fixed set). Read from the store, they are the fleet's
 // whichever instance is scraped.
 type metrics struct {
-	store     storage.Outbox
-	now       func() time.Time
 	log       *slog.Logger
 	pending   *prometheus.Desc
 	oldestAge *prometheus.Desc
 	delivered *prometheus.Desc
 	failed    *prometheus.Desc
-
-	// mu makes concurrent scrapes share one read.
-	mu     sync.Mutex
-	readAt time.Time
-	read   bool
-	stats  storage.EventStats
+	stats     *promshare.Reading[storage.EventStats]
 }
 
 // RegisterMetrics registers the outbox metrics of store with reg; nothing
@@ -69,7 +61,11 @@ func RegisterMetrics(reg prometheus.Registerer, store storage.Outbox, now func()
 		log = slog.New(slog.DiscardHandler)
 	}
 	m := &metrics{
-		store: store, now: now, log: log,
+		log: log,
+		stats: &promshare.Reading[storage.EventStats]{
+			MaxAge: metricsMaxAge, Timeout: metricsTimeout, Now: now,
+			Read: func(ctx context.Context, _ time.Time) (storage.EventStats, error) { return store.EventStats(ctx) },
+		},
 		pending: prometheus.NewDesc("toolgate_events_pending",
 			"Events (webhooks) written and not yet delivered nor failed, across every instance.", nil, nil),
 		oldestAge: prometheus.NewDesc("toolgate_events_oldest_pending_age_seconds",
@@ -98,8 +94,10 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 // Collect sends the outbox as read at most metricsMaxAge ago, the oldest
 // pending event's age as of now. A failed read exports nothing.
 func (m *metrics) Collect(ch chan<- prometheus.Metric) {
-	st, now, ok := m.reading()
-	if !ok {
+	st, now, err := m.stats.Get()
+	if err != nil {
+		// A gap in the series says what is known better than an old value.
+		m.log.Warn("event metrics: cannot read the outbox", "error", err)
 		return
 	}
 	age := 0.0
@@ -123,23 +121,4 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(c.counts[typ]), typ)
 		}
 	}
-}
-
-func (m *metrics) reading() (storage.EventStats, time.Time, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	now := m.now()
-	if m.read && !now.Before(m.readAt) && now.Sub(m.readAt) < metricsMaxAge {
-		return m.stats, now, true
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), metricsTimeout)
-	defer cancel()
-	st, err := m.store.EventStats(ctx)
-	if err != nil {
-		m.log.WarnContext(ctx, "event metrics: cannot read the outbox", "error", err)
-		m.read = false
-		return storage.EventStats{}, now, false
-	}
-	m.read, m.readAt, m.stats = true, now, st
-	return st, now, true
 }

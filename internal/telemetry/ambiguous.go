@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -29,18 +28,17 @@ const ambiguousMetricsTimeout = 5 * time.Second
 // a call ran"), and a label per principal or tool would make a series of
 // each.
 type ambiguousMetrics struct {
-	store     storage.Store
-	now       func() time.Time
 	log       *slog.Logger
 	waiting   *prometheus.Desc
 	oldestAge *prometheus.Desc
+	reading   *promshare.Reading[ambiguousWaiting]
+}
 
-	// mu makes concurrent scrapes share one read.
-	mu     sync.Mutex
-	readAt time.Time
-	read   bool // whether the last read succeeded
+// ambiguousWaiting is how many ambiguous calls wait, and since when the
+// oldest (zero when none waits).
+type ambiguousWaiting struct {
 	n      int64
-	oldest time.Time // zero when none wait
+	oldest time.Time
 }
 
 // RegisterAmbiguous registers the ambiguous metrics with reg when there
@@ -53,7 +51,14 @@ func RegisterAmbiguous(reg prometheus.Registerer, store storage.Store, now func(
 		return nil
 	}
 	m := &ambiguousMetrics{
-		store: store, now: now, log: log,
+		log: log,
+		reading: &promshare.Reading[ambiguousWaiting]{
+			MaxAge: ambiguousMetricsMaxAge, Timeout: ambiguousMetricsTimeout, Now: now,
+			Read: func(ctx context.Context, _ time.Time) (ambiguousWaiting, error) {
+				n, oldest, err := store.AmbiguousWaiting(ctx)
+				return ambiguousWaiting{n, oldest}, err
+			},
+		},
 		waiting: prometheus.NewDesc("toolgate_ambiguous_calls_waiting",
 			"Calls whose outcome nobody knows (status ambiguous) that no person has resolved yet, across every instance.",
 			nil, nil),
@@ -78,42 +83,20 @@ func (m *ambiguousMetrics) Describe(ch chan<- *prometheus.Desc) {
 // Collect sends the number waiting, as read at most ambiguousMetricsMaxAge
 // ago, and the oldest's age now: the age keeps growing between reads.
 func (m *ambiguousMetrics) Collect(ch chan<- prometheus.Metric) {
-	n, oldest, now, ok := m.reading()
-	if !ok {
+	w, now, err := m.reading.Get()
+	switch {
+	case errors.Is(err, storage.ErrUnsupported):
+		// A store that cannot count what waits said so: no failure to log.
+		return
+	case err != nil:
+		// A gap in the series says what is known better than an old value.
+		m.log.Warn("ambiguous call metrics: cannot count the calls waiting", "error", err)
 		return
 	}
 	age := 0.0
-	if n > 0 && now.After(oldest) {
-		age = now.Sub(oldest).Seconds()
+	if w.n > 0 && now.After(w.oldest) {
+		age = now.Sub(w.oldest).Seconds()
 	}
-	ch <- prometheus.MustNewConstMetric(m.waiting, prometheus.GaugeValue, float64(n))
+	ch <- prometheus.MustNewConstMetric(m.waiting, prometheus.GaugeValue, float64(w.n))
 	ch <- prometheus.MustNewConstMetric(m.oldestAge, prometheus.GaugeValue, age)
-}
-
-// reading returns the last reading while it is fresh, and reads the store
-// again otherwise, with the time of the scrape. A failed read is logged
-// and exports nothing: a gap in the series says what is known better
-// than an old value would. A store that cannot count (ErrUnsupported)
-// exports nothing either, and is no failure to log: it said so.
-func (m *ambiguousMetrics) reading() (n int64, oldest, now time.Time, ok bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	now = m.now()
-	if m.read && !now.Before(m.readAt) && now.Sub(m.readAt) < ambiguousMetricsMaxAge {
-		return m.n, m.oldest, now, true
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), ambiguousMetricsTimeout)
-	defer cancel()
-	n, oldest, err := m.store.AmbiguousWaiting(ctx)
-	if errors.Is(err, storage.ErrUnsupported) {
-		m.read = false
-		return 0, time.Time{}, now, false
-	}
-	if err != nil {
-		m.log.WarnContext(ctx, "ambiguous call metrics: cannot count the calls waiting", "error", err)
-		m.read = false
-		return 0, time.Time{}, now, false
-	}
-	m.read, m.readAt, m.n, m.oldest = true, now, n, oldest
-	return n, oldest, now, true
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -34,14 +33,9 @@ const budgetMetricsTimeout = 5 * time.Second
 type budgetMetrics struct {
 	store       storage.Store
 	nodes       []*budgets.Node
-	now         func() time.Time
 	log         *slog.Logger
 	used, limit *prometheus.Desc
-
-	// mu makes concurrent scrapes share one read.
-	mu      sync.Mutex
-	readAt  time.Time
-	reading []budgetReading // nil until read, and after a failed read
+	reading     *promshare.Reading[[]budgetReading]
 }
 
 // budgetReading is one window's use.
@@ -60,13 +54,16 @@ func RegisterBudgets(reg prometheus.Registerer, store storage.Store, nodes []*bu
 	}
 	labels := []string{"budget", "window"}
 	m := &budgetMetrics{
-		store: store, nodes: nodes, now: now, log: log,
+		store: store, nodes: nodes, log: log,
 		used: prometheus.NewDesc("toolgate_budget_used_usd",
 			"US dollars used in a budget's window (daily, weekly, monthly) across every instance: charged calls plus amounts held by calls in flight or ambiguous. Only windows with a limit.",
 			labels, nil),
 		limit: prometheus.NewDesc("toolgate_budget_limit_usd",
 			"The limit in US dollars of a budget's window (daily, weekly, monthly).",
 			labels, nil),
+	}
+	m.reading = &promshare.Reading[[]budgetReading]{
+		MaxAge: budgetMetricsMaxAge, Timeout: budgetMetricsTimeout, Now: now, Read: m.measure,
 	}
 	var errs []error
 	promshare.Register(reg, m, &errs)
@@ -85,32 +82,16 @@ func (m *budgetMetrics) Describe(ch chan<- *prometheus.Desc) {
 // Collect sends each window's use and limit, as read at most
 // budgetMetricsMaxAge ago.
 func (m *budgetMetrics) Collect(ch chan<- prometheus.Metric) {
-	for _, r := range m.read() {
+	reading, _, err := m.reading.Get()
+	if err != nil {
+		// A gap in the series says what is known better than an old value.
+		m.log.Warn("budget metrics: cannot read the budgets' use", "error", err)
+		return
+	}
+	for _, r := range reading {
 		ch <- prometheus.MustNewConstMetric(m.used, prometheus.GaugeValue, r.used.InexactFloat64(), r.budget, string(r.window))
 		ch <- prometheus.MustNewConstMetric(m.limit, prometheus.GaugeValue, r.limit.InexactFloat64(), r.budget, string(r.window))
 	}
-}
-
-// read returns the last reading while it is fresh, and reads the store
-// again otherwise. A failed read is logged and exports nothing: a gap in
-// the series says what is known better than an old value would.
-func (m *budgetMetrics) read() []budgetReading {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	now := m.now()
-	if m.reading != nil && !now.Before(m.readAt) && now.Sub(m.readAt) < budgetMetricsMaxAge {
-		return m.reading
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), budgetMetricsTimeout)
-	defer cancel()
-	reading, err := m.measure(ctx, now)
-	if err != nil {
-		m.log.WarnContext(ctx, "budget metrics: cannot read the budgets' use", "error", err)
-		m.reading = nil
-		return nil
-	}
-	m.reading, m.readAt = reading, now
-	return reading
 }
 
 // measure reads every budget window's use at now in one MeasureLimits,
