@@ -9,8 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -84,25 +82,7 @@ func (h *budgetHooks) crossings(t *testing.T) []string {
 // overfill, and both teams full would be more than it allows.
 func TestServerFleetKeepsBudgets(t *testing.T) {
 	t.Parallel()
-	cases := []struct {
-		name    string
-		storage func(t *testing.T) string
-	}{
-		{"SQLite", func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "budgets.db") }},
-		{"PostgreSQL", func(t *testing.T) string {
-			dbURL := os.Getenv("TOOLGATE_TEST_POSTGRES_URL")
-			if dbURL == "" {
-				t.Skip("TOOLGATE_TEST_POSTGRES_URL is not set")
-			}
-			return ownDatabase(t, dbURL)
-		}},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			testFleetBudgets(t, c.storage(t))
-		})
-	}
+	eachDurableStore(t, testFleetBudgets)
 }
 
 func testFleetBudgets(t *testing.T, storage string) {

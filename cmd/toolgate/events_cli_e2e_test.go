@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -40,30 +38,6 @@ func (s *switchableReceiver) ids() []string {
 	return append([]string(nil), s.took...)
 }
 
-// listedEvent is a line of toolgate events list -json.
-type listedEvent struct {
-	ID        string          `json:"id"`
-	Type      string          `json:"type"`
-	Status    string          `json:"status"`
-	Attempts  int             `json:"attempts"`
-	LastError string          `json:"lastError"`
-	Payload   json.RawMessage `json:"payload"`
-}
-
-func listEvents(t *testing.T, path string, args ...string) []listedEvent {
-	t.Helper()
-	code, out := runCLI(t, nil, append([]string{"events", "list", "-json", "-config", path}, args...)...)
-	require.Equal(t, exitOK, code, out)
-	var got []listedEvent
-	sc := bufio.NewScanner(strings.NewReader(out))
-	for sc.Scan() {
-		var e listedEvent
-		require.NoError(t, json.Unmarshal(sc.Bytes(), &e), sc.Text())
-		got = append(got, e)
-	}
-	return got
-}
-
 // TestEventsListAndRetryAFailedEvent: a receiver that answers 410 Gone
 // fails an approval request's event for good; toolgate events list shows
 // it failed, with its error; once the receiver is mended, toolgate events
@@ -94,18 +68,18 @@ func TestEventsListAndRetryAFailedEvent(t *testing.T) {
 	requestID := r.json(t)["id"].(string)
 	eventID := "approval_request.created:" + requestID
 
-	var failed []listedEvent
+	var failed map[string]eventJSON
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if failed = listEvents(t, path, "-status", "failed"); len(failed) > 0 {
+		if failed = outboxEvents(t, path, "failed", ""); len(failed) > 0 {
 			break
 		}
 	}
 	require.Len(t, failed, 1, "410 Gone fails the event for good")
-	assert.Equal(t, eventID, failed[0].ID)
-	assert.Equal(t, "approval_request.created", failed[0].Type)
-	assert.Equal(t, 1, failed[0].Attempts)
-	assert.Contains(t, failed[0].LastError, "410")
-	assert.Contains(t, string(failed[0].Payload), requestID)
+	e := failed[eventID]
+	assert.Equal(t, "approval_request.created", e.Type)
+	assert.Equal(t, 1, e.Attempts)
+	assert.Contains(t, e.LastError, "410")
+	assert.Contains(t, string(e.Payload), requestID)
 
 	code, out := runCLI(t, nil, "events", "list", "-config", path)
 	require.Equal(t, exitOK, code, out)
@@ -120,14 +94,14 @@ func TestEventsListAndRetryAFailedEvent(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	assert.Equal(t, []string{eventID}, recv.ids(), "delivered once, under its id")
-	var delivered []listedEvent
+	var delivered map[string]eventJSON
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if delivered = listEvents(t, path, "-status", "delivered"); len(delivered) > 0 {
+		if delivered = outboxEvents(t, path, "delivered", ""); len(delivered) > 0 {
 			break
 		}
 	}
 	require.Len(t, delivered, 1)
-	assert.Equal(t, 2, delivered[0].Attempts)
+	assert.Equal(t, 2, delivered[eventID].Attempts)
 
 	code, out = runCLI(t, nil, "events", "retry", "-failed", "-config", path)
 	require.Equal(t, exitOK, code, out)

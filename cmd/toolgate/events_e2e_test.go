@@ -160,7 +160,7 @@ func eachDurableStore(t *testing.T, test func(t *testing.T, storage string)) {
 		name    string
 		storage func(t *testing.T) string
 	}{
-		{"SQLite", func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "events.db") }},
+		{"SQLite", func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "toolgate.db") }},
 		{"PostgreSQL", func(t *testing.T) string {
 			dbURL := os.Getenv("TOOLGATE_TEST_POSTGRES_URL")
 			if dbURL == "" {
