@@ -2,7 +2,6 @@ package server
 
 import (
 	"crypto/sha256"
-	"os"
 	"strings"
 	"testing"
 
@@ -126,14 +125,7 @@ func TestParseConfigApproverErrors(t *testing.T) {
 // example valid.
 func TestREADMEApproverConfigExample(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../README.md")
-	require.NoError(t, err)
-	_, section, found := strings.Cut(string(readme), "\n## Approver mode: people approve, agents ask\n")
-	require.True(t, found)
-	_, example, found := strings.Cut(section, "```json\n")
-	require.True(t, found, "the section has a config example")
-	example, _, _ = strings.Cut(example, "```")
-	cfg, err := ParseConfig([]byte(example))
+	cfg, err := ParseConfig(readmeConfigExample(t, "Approver mode: people approve, agents ask"))
 	require.NoError(t, err)
 	assert.Equal(t, toolgatetype.ApprovalModeApprover, cfg.Principals[0].ApprovalMode)
 	assert.Equal(t, []string{"agent"}, cfg.Approvers[0].Principals)

@@ -2,7 +2,6 @@ package server
 
 import (
 	"errors"
-	"os"
 	"strings"
 	"testing"
 
@@ -193,14 +192,7 @@ func TestParseConfigBudgetClaimsNeedTokens(t *testing.T) {
 // and saying what the section says of it.
 func TestREADMEBudgetsConfigExample(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../README.md")
-	require.NoError(t, err)
-	_, section, found := strings.Cut(string(readme), "\n## Budgets for teams and the organization\n")
-	require.True(t, found, "the README has a section on budgets")
-	_, example, found := strings.Cut(section, "```json\n")
-	require.True(t, found, "the section has a config example")
-	example, _, _ = strings.Cut(example, "```")
-	cfg, err := ParseConfig([]byte(example))
+	cfg, err := ParseConfig(readmeConfigExample(t, "Budgets for teams and the organization"))
 	require.NoError(t, err)
 	require.Len(t, cfg.Budgets, 2)
 	acme, team := cfg.Budgets[0], cfg.Budgets[1]

@@ -387,15 +387,7 @@ func TestLoadConfigSQLitePath(t *testing.T) {
 // TestREADMEConfigExample keeps the README's config example valid.
 func TestREADMEConfigExample(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../README.md")
-	require.NoError(t, err)
-	_, section, found := strings.Cut(string(readme), "\n## The server\n")
-	require.True(t, found, "the README has a section on the server")
-	_, example, found := strings.Cut(section, "```json\n")
-	require.True(t, found, "the section has a config example")
-	example, _, _ = strings.Cut(example, "```")
-
-	cfg, err := ParseConfig([]byte(example))
+	cfg, err := ParseConfig(readmeConfigExample(t, "The server"))
 	require.NoError(t, err)
 	assert.Len(t, cfg.Principals, 1)
 }
@@ -430,4 +422,18 @@ func TestLoadConfigBuiltinTools(t *testing.T) {
 
 	_, err = LoadConfig(write("bad.json", `{"builtinTools": "no"}`))
 	assert.EqualError(t, err, "config: builtinTools: must be true or false, not a string")
+}
+
+// readmeConfigExample is the first JSON example of the README's section
+// under "## heading": a config a reader copies, which must parse.
+func readmeConfigExample(t *testing.T, heading string) []byte {
+	t.Helper()
+	readme, err := os.ReadFile("../README.md")
+	require.NoError(t, err)
+	_, section, found := strings.Cut(string(readme), "\n## "+heading+"\n")
+	require.True(t, found, "the README has a section %q", heading)
+	_, example, found := strings.Cut(section, "```json\n")
+	require.True(t, found, "the section %q has a config example", heading)
+	example, _, _ = strings.Cut(example, "```")
+	return []byte(example)
 }

@@ -158,14 +158,7 @@ func TestParseConfigMCPServersErrors(t *testing.T) {
 // servers valid.
 func TestREADMEMCPServersExample(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../README.md")
-	require.NoError(t, err)
-	_, section, found := strings.Cut(string(readme), "\n## Gating your MCP servers\n")
-	require.True(t, found, "the README has a section on gating MCP servers")
-	_, example, found := strings.Cut(section, "```json\n")
-	require.True(t, found, "the section has a config example")
-	example, _, _ = strings.Cut(example, "```")
-	cfg, err := ParseConfig([]byte(example))
+	cfg, err := ParseConfig(readmeConfigExample(t, "Gating your MCP servers"))
 	require.NoError(t, err)
 	require.Len(t, cfg.MCPServers, 1)
 	assert.Equal(t, "files", cfg.MCPServers[0].ID)

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"os"
 	"strings"
 	"testing"
 
@@ -93,14 +92,7 @@ func TestTemplateControlsApplyToEverySubject(t *testing.T) {
 
 func TestREADMEIdentityProviderConfigExample(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../README.md")
-	require.NoError(t, err)
-	_, section, found := strings.Cut(string(readme), "\n## Signing in with your identity provider\n")
-	require.True(t, found)
-	_, example, found := strings.Cut(section, "```json\n")
-	require.True(t, found, "the section has a config example")
-	example, _, _ = strings.Cut(example, "```")
-	cfg, err := ParseConfig([]byte(example))
+	cfg, err := ParseConfig(readmeConfigExample(t, "Signing in with your identity provider"))
 	require.NoError(t, err)
 	require.NotNil(t, cfg.OAuth)
 	assert.Equal(t, "toolgate_approver", cfg.OAuth.ApproverClaim)
