@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,6 +21,7 @@ import (
 	"github.com/toolgate/toolgate/outbox"
 	"github.com/toolgate/toolgate/receipt"
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/rules"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
 	"github.com/toolgate/toolgate/upstream"
@@ -110,6 +112,9 @@ type Config struct {
 	// TracerProvider makes OpenTelemetry spans of quotes, calls and
 	// upstream attempts; nil means none.
 	TracerProvider trace.TracerProvider
+	// Rules are the organization's rules (package rules), compiled once
+	// by New; none costs a call nothing. SetRules changes them.
+	Rules []rules.Rule
 }
 
 // ApprovalSource supplies callers' standing approvals. storage.Store
@@ -148,6 +153,9 @@ type Gateway struct {
 	// events delivers the store's events (Config.Events); nil when the
 	// gateway writes none.
 	events *outbox.Deliverer
+	// rules are the rules in force (Config.Rules, SetRules); a call
+	// decides on those it read when it began.
+	rules atomic.Pointer[rules.Set]
 }
 
 // New returns a Gateway over store. cfg may be nil.
@@ -207,6 +215,9 @@ func New(store storage.Store, cfg *Config) (*Gateway, error) {
 		}
 	}
 	gw.approvalsFromStore = sameSource(gw.approvals, store)
+	if err := gw.SetRules(c.Rules); err != nil {
+		return nil, err
+	}
 	if len(c.Budgets) > 0 {
 		if gw.budgets, err = budgets.New(c.Budgets); err != nil {
 			return nil, fmt.Errorf("toolgate: %w", err)
