@@ -112,7 +112,8 @@ type ApprovalRequest struct {
 	// request, in the same step (as Outbox.AddEvent writes it), and only
 	// when the request is stored. It is not kept on the request: reads
 	// give nil.
-	Event *NewEvent
+	Event     *NewEvent
+	Approvers []string
 }
 
 // ApprovalDecision is the input of DecideApprovalRequest.
@@ -172,6 +173,7 @@ type ApprovalRequestFilter struct {
 	// Principals are the principals whose requests are listed; none lists
 	// nothing.
 	Principals []string
+	Approver   string
 	// Statuses keeps requests in one of these stored states; empty keeps all.
 	Statuses []ApprovalStatus
 	// LiveAt keeps only requests whose ExpiresAt is after it.

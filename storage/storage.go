@@ -416,7 +416,11 @@ type Execution struct {
 	// Resolution is how a person resolved the execution when it was
 	// ambiguous; nil for every other, and while it is still ambiguous.
 	Resolution *ExecutionResolution
+	Rules      []RuleUse
 }
+
+// RuleUse is a rule of the organization's that matched a call.
+type RuleUse struct{ Name, Effect, Mode string }
 
 // IdempotencyRecord is the claim of one Idempotency-Key by one principal.
 type IdempotencyRecord struct {
@@ -524,6 +528,7 @@ type Begin struct {
 	PriceUSD       decimal.Decimal
 	FeeUSD         decimal.Decimal
 	Approval       toolgatetype.ApprovalKind
+	Rules          []RuleUse
 }
 
 // NewExecution is the execution BeginExecution creates when it admits b

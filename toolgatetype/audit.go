@@ -67,6 +67,9 @@ type ExecutionSummary struct {
 	Approval       *ApprovalRecord `json:"approval"` // nil for calls made before it was recorded
 	CreatedAt      time.Time       `json:"createdAt"`
 	FinishedAt     time.Time       `json:"finishedAt"`
+	// Rules are the organization's rules that took part in admitting the
+	// call, audit ones included; absent when none did.
+	Rules []RuleUse `json:"rules,omitempty"`
 }
 
 // ApprovalRecord is how a call was approved: "digest" (the call named the

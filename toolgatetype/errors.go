@@ -19,22 +19,25 @@ const (
 	CodeIdempotencyKeyInvalid Code = "idempotency_key_invalid"
 	CodeUnauthorized          Code = "unauthorized"
 	CodeToolBlocked           Code = "tool_blocked"
-	CodeApprovalRequired      Code = "approval_required"
-	CodeApprovalMismatch      Code = "approval_mismatch"
-	CodeSpendLimitExceeded    Code = "spend_limit_exceeded"
-	CodeToolNotFound          Code = "tool_not_found"
-	CodeQuoteNotFound         Code = "quote_not_found"
-	CodeExecutionNotFound     Code = "execution_not_found"
-	CodeNotFound              Code = "not_found"
-	CodeQuoteExpired          Code = "quote_expired"
-	CodeQuoteUsed             Code = "quote_used"
-	CodeQuoteOutdated         Code = "quote_outdated"
-	CodeIdempotencyKeyInUse   Code = "idempotency_key_in_use"
-	CodeInputInvalid          Code = "input_invalid"
-	CodeQuoteToolMismatch     Code = "quote_tool_mismatch"
-	CodeIdempotencyKeyReused  Code = "idempotency_key_reused"
-	CodeRateLimited           Code = "rate_limited"
-	CodeInternal              Code = "internal_error"
+	// CodeRuleDenied: a rule of the organization's denies the call
+	// (Error.Rule names it).
+	CodeRuleDenied           Code = "rule_denied"
+	CodeApprovalRequired     Code = "approval_required"
+	CodeApprovalMismatch     Code = "approval_mismatch"
+	CodeSpendLimitExceeded   Code = "spend_limit_exceeded"
+	CodeToolNotFound         Code = "tool_not_found"
+	CodeQuoteNotFound        Code = "quote_not_found"
+	CodeExecutionNotFound    Code = "execution_not_found"
+	CodeNotFound             Code = "not_found"
+	CodeQuoteExpired         Code = "quote_expired"
+	CodeQuoteUsed            Code = "quote_used"
+	CodeQuoteOutdated        Code = "quote_outdated"
+	CodeIdempotencyKeyInUse  Code = "idempotency_key_in_use"
+	CodeInputInvalid         Code = "input_invalid"
+	CodeQuoteToolMismatch    Code = "quote_tool_mismatch"
+	CodeIdempotencyKeyReused Code = "idempotency_key_reused"
+	CodeRateLimited          Code = "rate_limited"
+	CodeInternal             Code = "internal_error"
 
 	// Codes of approver mode and approval requests. approver_required is a
 	// caller's key on an approver's route; caller_key_required, an
@@ -67,6 +70,8 @@ type Error struct {
 	// Budget is the first budget short, nearest the principal, when a
 	// budget refused the call (spend_limit_exceeded); nil otherwise.
 	Budget *BudgetRefusal
+	// Rule is the rule that denied the call (rule_denied); nil otherwise.
+	Rule *RuleRef
 	// RetryAfter says when a rate-limited caller may try again (rate_limited).
 	RetryAfter time.Duration
 	// ApprovalRequirement, ManifestDigest and Reasons explain tool_blocked,

@@ -19,6 +19,9 @@ type Execution struct {
 	// Receipt is the gateway's signed receipt of this outcome (the newest,
 	// for a resolved execution); absent only from gateways that keep none.
 	Receipt *SignedReceipt `json:"receipt,omitempty"`
+	// Rules are the organization's rules that took part in admitting the
+	// call, audit ones included; absent when none did.
+	Rules []RuleUse `json:"rules,omitempty"`
 }
 
 // Status is how an execution ended, as callers see it. The store keeps the

@@ -57,6 +57,9 @@ type Policy struct {
 	RiskLevel            RiskLevel      `json:"riskLevel"`
 	Approval             ApprovalPolicy `json:"approval"`
 	Reasons              []string       `json:"reasons"`
+	// Rules are the organization's rules that match the call, or may once
+	// its input is known (Pending); absent when none does.
+	Rules []PolicyRule `json:"rules,omitempty"`
 }
 
 // ApprovalPolicy is the approval part of a Policy.

@@ -20,6 +20,7 @@ type ErrorDetail struct {
 	Details             []FieldError   `json:"details,omitempty"`
 	Violations          []string       `json:"violations,omitempty"`
 	Budget              *BudgetRefusal `json:"budget,omitempty"`
+	Rule                *RuleRef       `json:"rule,omitempty"`
 	RetryAfterSeconds   int            `json:"retryAfterSeconds,omitempty"`
 	ApprovalRequirement Requirement    `json:"approvalRequirement,omitempty"`
 	ManifestDigest      *string        `json:"manifestDigest,omitempty"`
@@ -45,6 +46,7 @@ func BodyOf(err error) ErrorBody {
 		Details:             te.Details,
 		Violations:          te.Violations,
 		Budget:              te.Budget,
+		Rule:                te.Rule,
 		ApprovalRequirement: te.ApprovalRequirement,
 		ManifestDigest:      te.ManifestDigest,
 		Reasons:             te.Reasons,
@@ -74,6 +76,7 @@ func DecodeError(header http.Header, body []byte) (te *Error, ok bool) {
 		Details:             d.Details,
 		Violations:          d.Violations,
 		Budget:              d.Budget,
+		Rule:                d.Rule,
 		ApprovalRequirement: d.ApprovalRequirement,
 		ManifestDigest:      d.ManifestDigest,
 		Reasons:             d.Reasons,

@@ -1,0 +1,28 @@
+package toolgatetype
+
+// The organization's rules (package rules) as callers and auditors see
+// them.
+
+// RuleRef names the rule that denied a call, with its message: the
+// error.rule of rule_denied.
+type RuleRef struct {
+	Name    string `json:"name"`
+	Message string `json:"message"`
+}
+
+// PolicyRule is a rule that matches a quoted call (policy.rules), or will
+// decide it once its input is known (Pending).
+type PolicyRule struct {
+	Name    string `json:"name"`
+	Effect  string `json:"effect"`
+	Message string `json:"message"`
+	Pending bool   `json:"pending"`
+}
+
+// RuleUse is a rule that took part in a decision, for the audit trail:
+// its effect ("deny", "ask", "hide") and mode ("enforce", "audit").
+type RuleUse struct {
+	Name   string `json:"name"`
+	Effect string `json:"effect"`
+	Mode   string `json:"mode"`
+}
