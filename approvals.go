@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/toolgate/toolgate/internal/events"
+	"github.com/toolgate/toolgate/internal/pricing"
 	"github.com/toolgate/toolgate/internal/receipting"
 	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/internal/toolrun"
@@ -296,7 +297,11 @@ func (g *Gateway) requestApproval(ctx context.Context, p *PreparedCall, quoteID 
 		if err != nil {
 			return nil, newError(toolgatetype.CodeQuoteOutdated, "the tool of quote %s is no longer registered; request a new quote", quoteID)
 		}
-		p.tool = v
+		hide, ms := g.hidden(ctx, principal, v, true)
+		if hide {
+			return nil, errToolNotFound(found.ToolSlug)
+		}
+		p.tool, p.hideMatches = v, ms
 	}
 	v := p.tool
 	now := g.clock.Now().UTC()
@@ -308,6 +313,16 @@ func (g *Gateway) requestApproval(ctx context.Context, p *PreparedCall, quoteID 
 		return nil, blockedError(v, policy)
 	}
 	if err := p.inputError(); err != nil {
+		return nil, err
+	}
+	if !p.ruledDone && g.rules.Load().Len() > 0 {
+		mode, err := g.approvalMode(ctx, principal)
+		if err != nil {
+			return nil, err
+		}
+		g.ruleCall(ctx, p, g.callBudgets(ctx, principal), mode, pricing.Amounts{Price: q.PriceUSD, Fee: q.FeeUSD, Total: q.TotalUSD})
+	}
+	if err := p.ruled.refusal(); err != nil {
 		return nil, err
 	}
 	rec := storage.ApprovalRequest{
@@ -325,6 +340,8 @@ func (g *Gateway) requestApproval(ctx context.Context, p *PreparedCall, quoteID 
 		Status:         storage.ApprovalPending,
 		CreatedAt:      now,
 		ExpiresAt:      now.Add(g.cfg.ApprovalTTL),
+		// Only the approvers an ask rule names may see and decide it.
+		Approvers: p.ruled.namedApprovers(),
 	}
 	if err := g.countApprovalRequest(ctx, principal, now); err != nil {
 		return nil, err
@@ -400,9 +417,13 @@ func (g *Gateway) approverRequest(ctx context.Context, approver, id string) (sto
 	if err != nil {
 		return storage.ApprovalRequest{}, err
 	}
-	ok, err := g.approves(ctx, approver, r.Principal)
-	if err != nil {
-		return storage.ApprovalRequest{}, err
+	ok := slices.Contains(r.Approvers, approver)
+	if len(r.Approvers) == 0 {
+		// A request no rule named approvers for is its principal's
+		// approvers' to decide.
+		if ok, err = g.approves(ctx, approver, r.Principal); err != nil {
+			return storage.ApprovalRequest{}, err
+		}
 	}
 	if !ok {
 		return storage.ApprovalRequest{}, errApprovalRequestNotFound(id)
@@ -547,10 +568,10 @@ func (g *Gateway) ListApprovalRequests(ctx context.Context, approver string, opt
 	if f.Principals, err = g.approvedPrincipals(ctx, approver); err != nil {
 		return nil, err
 	}
+	// With the requests of other principals that a rule named the
+	// approver for.
+	f.Approver = approver
 	out := &toolgatetype.ApprovalRequestList{ApprovalRequests: []toolgatetype.ApprovalRequest{}}
-	if len(f.Principals) == 0 {
-		return out, nil
-	}
 	f.Limit = limit + 1 // one more tells whether a next page exists
 	list, err := g.store.ListApprovalRequests(ctx, f)
 	if err != nil {

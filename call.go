@@ -13,6 +13,8 @@ import (
 	"github.com/toolgate/toolgate/internal/budgets"
 	"github.com/toolgate/toolgate/internal/executor"
 	"github.com/toolgate/toolgate/internal/fingerprint"
+	"github.com/toolgate/toolgate/internal/pricing"
+	"github.com/toolgate/toolgate/internal/ruling"
 	"github.com/toolgate/toolgate/internal/spendlimits"
 	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/registry"
@@ -36,6 +38,11 @@ func (g *Gateway) Call(ctx context.Context, principal string, req toolgatetype.C
 	if err != nil {
 		return g.refusedBeforeRun(ctx, principal, req.Tool, nil, err)
 	}
+	hide, ms := g.hidden(ctx, principal, c.tool, true)
+	if hide {
+		return g.refusedBeforeRun(ctx, principal, req.Tool, nil, errToolNotFound(req.Tool))
+	}
+	c.hideMatches = ms
 	return g.callPrepared(ctx, &c)
 }
 
@@ -226,6 +233,14 @@ func (g *Gateway) decide(ctx context.Context, c *call, read storage.ReadResult, 
 		return admission{}, err
 	}
 	c.rec.SetQuote(q)
+	g.ruleCall(ctx, &c.PreparedCall, c.budgets, mode, pricing.Amounts{Price: q.PriceUSD, Fee: q.FeeUSD, Total: q.TotalUSD})
+	c.rec.SetRules(ruling.Uses(c.ruled.all()))
+	if err := c.ruled.refusal(); err != nil {
+		return admission{}, err
+	}
+	if c.ruled.asks() {
+		mode = toolgatetype.ApprovalModeApprover
+	}
 	policy, err := g.checkPolicy(ctx, c, q, read, mode, now)
 	if err != nil {
 		return admission{}, err

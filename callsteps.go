@@ -8,6 +8,7 @@ import (
 	"github.com/toolgate/toolgate/internal/events"
 	"github.com/toolgate/toolgate/internal/executor"
 	"github.com/toolgate/toolgate/internal/receipting"
+	"github.com/toolgate/toolgate/internal/ruling"
 	"github.com/toolgate/toolgate/internal/spendlimits"
 	"github.com/toolgate/toolgate/internal/toolrun"
 	"github.com/toolgate/toolgate/storage"
@@ -95,6 +96,7 @@ func (c *call) begin(now time.Time) storage.Begin {
 		PriceUSD:       adm.quote.PriceUSD,
 		FeeUSD:         adm.quote.FeeUSD,
 		Approval:       c.approvalKind(),
+		Rules:          ruling.StoreUses(c.ruled.all()),
 	}
 }
 
@@ -125,6 +127,7 @@ func (c *call) Run(ctx context.Context, cl executor.Claim) (executor.Record, err
 	} else {
 		c.exec, c.upstreamStatus = g.runner.Call(ctx, c.tool, c.adm.quote, cl.Execution.ID, c.input, c.adm.abandon)
 	}
+	c.exec.Rules = ruling.Uses(c.ruled.all())
 	body, err := toolrun.Encode(c.exec)
 	if err != nil {
 		return executor.Record{}, internalError(err)

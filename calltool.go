@@ -75,6 +75,12 @@ func (g *Gateway) CallPreparedTool(ctx context.Context, p *PreparedCall, key str
 	if err != nil {
 		return refusal(err)
 	}
+	// The organization's rules are decided here, once, on the real input:
+	// a hidden tool is not there, a deny refuses, and an ask sends the call
+	// to a person as in approver mode, whatever the caller's.
+	if mode, err = g.ruleToolCall(ctx, c, mode); err != nil {
+		return refusal(err)
+	}
 	c.mode = mode
 	if mode == toolgatetype.ApprovalModeCaller && isAnswer(c.approval) {
 		return g.runAnswered(ctx, c, c.approval)
@@ -232,7 +238,7 @@ func (g *Gateway) runAnswered(ctx context.Context, c *call, a *toolgatetype.Call
 // quote is left to expire unused; nothing is charged. When the key holds
 // a record, that is returned instead (quoted.prior).
 func (g *Gateway) quoteToolCall(ctx context.Context, c *call) (*quoted, error) {
-	qd, err := g.quoteVersion(ctx, c.principal, c.tool, c.req.IdempotencyKey, c.mode)
+	qd, err := g.quoteVersion(ctx, c.principal, c.tool, c.req.IdempotencyKey, c.mode, c.ruled)
 	if err != nil || qd.prior != nil {
 		return qd, err
 	}
@@ -263,6 +269,8 @@ type quoted struct {
 	budgets []*budgets.Node
 	prior   *storage.IdempotencyRecord
 	short   *toolgatetype.BudgetRefusal
+	// ruled is what the rules decided of the call quoted (nil: nothing).
+	ruled *ruled
 }
 
 // approveByApprover is the approval of a call that needs one in approver

@@ -3,6 +3,7 @@ package toolgate
 import (
 	"context"
 	"encoding/json"
+	"math"
 
 	"github.com/toolgate/toolgate/internal/pricing"
 	"github.com/toolgate/toolgate/internal/usagelabel"
@@ -33,6 +34,11 @@ func (g *Gateway) Entry(ctx context.Context, tool string, opts toolgatetype.Entr
 	if err != nil {
 		return nil, err
 	}
+	if opts.Principal != "" {
+		if hide, _ := g.hidden(ctx, opts.Principal, v, false); hide {
+			return nil, errToolNotFound(tool)
+		}
+	}
 	u, err := g.store.Usage(ctx, v.Tool.ID)
 	if err != nil {
 		return nil, internalError(err)
@@ -57,7 +63,12 @@ func (g *Gateway) List(ctx context.Context, q string, limit, offset int, opts to
 	if offset < 0 {
 		offset = 0
 	}
-	versions, total := g.registry.List(q, limit, offset)
+	var versions []*registry.Version
+	if opts.Principal != "" && g.rules.Load().Hides() {
+		versions, total = g.visible(ctx, opts.Principal, q, limit, offset)
+	} else {
+		versions, total = g.registry.List(q, limit, offset)
+	}
 	usage, err := g.usageOf(ctx, versions)
 	if err != nil {
 		return nil, 0, internalError(err)
@@ -67,6 +78,24 @@ func (g *Gateway) List(ctx context.Context, q string, limit, offset int, opts to
 		entries = append(entries, g.entryOf(v, usage[v.Tool.ID], opts))
 	}
 	return entries, total, nil
+}
+
+// visible is registry.List of the tools principal sees: those no rule
+// hides from it, paged after they are left out, so that pages and total
+// count only what it sees.
+func (g *Gateway) visible(ctx context.Context, principal, q string, limit, offset int) ([]*registry.Version, int) {
+	all, _ := g.registry.List(q, math.MaxInt, 0)
+	seen := all[:0:0]
+	for _, v := range all {
+		if hide, _ := g.hidden(ctx, principal, v, false); !hide {
+			seen = append(seen, v)
+		}
+	}
+	total := len(seen)
+	if offset >= total {
+		return nil, total
+	}
+	return seen[offset:min(offset+limit, total)], total
 }
 
 // usageOf returns the usage of the listed versions' tools.
@@ -133,6 +162,7 @@ func (g *Gateway) entryOf(v *registry.Version, u storage.Usage, opts toolgatetyp
 	e.Trust.Behavior.Evidence = "gateway_calls"
 	e.Access.Mode = "gateway"
 	e.Upstream = upstreamOf(t.Upstream)
+	e.Rules = g.ruleTools.Applying(g.rules.Load(), v, policy.RiskLevel)
 	return Entry{RegistryEntry: e, version: v, cost: cost}
 }
 

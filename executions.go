@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/internal/executor"
 	"github.com/toolgate/toolgate/internal/pagecursor"
 	"github.com/toolgate/toolgate/internal/receipting"
+	"github.com/toolgate/toolgate/internal/ruling"
 	"github.com/toolgate/toolgate/internal/toolrun"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
@@ -151,6 +152,7 @@ func (g *Gateway) summarize(e storage.Execution) toolgatetype.ExecutionSummary {
 		Cost:           toolgatetype.Cost{PriceUSD: toolgatetype.FormatUSD(e.PriceUSD), FeeUSD: toolgatetype.FormatUSD(e.FeeUSD), TotalUSD: toolgatetype.FormatUSD(e.AmountUSD), Currency: "USD"},
 		CreatedAt:      e.CreatedAt,
 		FinishedAt:     e.FinishedAt,
+		Rules:          ruling.FromStore(e.Rules),
 	}
 	if e.Approval != "" {
 		s.Approval = &toolgatetype.ApprovalRecord{Kind: e.Approval}

@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/internal/executor"
 	"github.com/toolgate/toolgate/internal/pricing"
 	"github.com/toolgate/toolgate/internal/receipting"
+	"github.com/toolgate/toolgate/internal/ruling"
 	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/internal/textcheck"
 	"github.com/toolgate/toolgate/internal/toolrun"
@@ -156,6 +157,10 @@ type Gateway struct {
 	// rules are the rules in force (Config.Rules, SetRules); a call
 	// decides on those it read when it began.
 	rules atomic.Pointer[rules.Set]
+	// ruleTools are tool versions as rules see them; ruleObs counts and
+	// logs what the rules decided.
+	ruleTools ruling.Tools
+	ruleObs   *ruling.Observer
 }
 
 // New returns a Gateway over store. cfg may be nil.
@@ -217,6 +222,9 @@ func New(store storage.Store, cfg *Config) (*Gateway, error) {
 	gw.approvalsFromStore = sameSource(gw.approvals, store)
 	if err := gw.SetRules(c.Rules); err != nil {
 		return nil, err
+	}
+	if gw.ruleObs, err = ruling.NewObserver(c.Metrics, c.Logger, c.Clock.Now); err != nil {
+		return nil, fmt.Errorf("toolgate: %w", err)
 	}
 	if len(c.Budgets) > 0 {
 		if gw.budgets, err = budgets.New(c.Budgets); err != nil {
@@ -324,9 +332,13 @@ func (g *Gateway) Clock() toolgatetype.Clock { return g.clock }
 func (g *Gateway) lookup(slugOrID string) (*registry.Version, error) {
 	v, err := g.registry.Lookup(slugOrID)
 	if err != nil {
-		return nil, newError(toolgatetype.CodeToolNotFound, "no tool %q is registered", slugOrID)
+		return nil, errToolNotFound(slugOrID)
 	}
 	return v, nil
+}
+
+func errToolNotFound(slugOrID string) *toolgatetype.Error {
+	return newError(toolgatetype.CodeToolNotFound, "no tool %q is registered", slugOrID)
 }
 
 func validPrincipal(principal string) error {

@@ -212,6 +212,9 @@ func (g *Gateway) checkPolicy(ctx context.Context, c *call, q storage.Quote, rea
 		}
 		policy = forCaller(policy, standingFor(external, mode), q.TotalUSD.IsZero())
 	}
+	if c.quoted == nil {
+		policy = applyRules(policy, c.ruled)
+	}
 	if !policy.Callable {
 		return policy, blockedError(v, policy)
 	}
@@ -221,11 +224,14 @@ func (g *Gateway) checkPolicy(ctx context.Context, c *call, q storage.Quote, rea
 		// user approved something else.
 		return policy, explain(policy, newError(toolgatetype.CodeApprovalMismatch, "the approval names another manifest digest than %s's current version", v.Tool.Slug))
 	case c.grant != uuid.Nil:
-		return policy, checkGrant(c, read.Grant, now)
+		if err := checkGrant(c, read.Grant, now); err != nil {
+			return policy, err
+		}
+		return policy, c.ruled.grantedBy(read.Grant)
 	case !needsApproval(policy):
 		return policy, nil
 	case mode == toolgatetype.ApprovalModeApprover:
-		e := explain(policy, newError(toolgatetype.CodeApprovalRequired, "calling %s requires an approver's approval (%s): create an approval request for this quote and input, and send its id as approval.grantId once approved", v.Tool.Slug, policy.Approval.Requirement))
+		e := explain(policy, newError(toolgatetype.CodeApprovalRequired, "calling %s requires an approver's approval (%s%s): create an approval request for this quote and input, and send its id as approval.grantId once approved", v.Tool.Slug, policy.Approval.Requirement, c.ruled.askedBy()))
 		e.GrantRequired = true
 		return policy, e
 	case approval == "":

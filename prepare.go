@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/rules"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
@@ -19,6 +20,13 @@ type PreparedCall struct {
 	// that reports them only after the checks made before (see Call).
 	failures  []toolgatetype.FieldError
 	validated bool
+	// ruled is what the organization's rules decided of the call, once
+	// ruledDone; hideMatches are the audit hide rules that matched its
+	// tool's lookup. Both are set on a call's own copy, never on a
+	// PreparedCall shared.
+	ruled       *ruled
+	ruledDone   bool
+	hideMatches []rules.Match
 }
 
 // Prepare resolves a call of tool (by slug or id) with input for

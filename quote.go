@@ -21,20 +21,27 @@ import (
 // tool is blocked or the controls deny, so the caller can read why; it stays
 // usable for one call until it expires.
 func (g *Gateway) Quote(ctx context.Context, principal, tool string) (*toolgatetype.QuoteResult, error) {
+	return g.QuoteWith(ctx, principal, tool, toolgatetype.QuoteOptions{})
+}
+
+// QuoteWith is Quote with options: an input, to have the organization's
+// rules that read it decided in the quote rather than shown pending.
+func (g *Gateway) QuoteWith(ctx context.Context, principal, tool string, opts toolgatetype.QuoteOptions) (*toolgatetype.QuoteResult, error) {
 	rec := g.obs.StartQuote(tool)
-	res, err := g.quote(ctx, principal, tool)
+	res, err := g.quote(ctx, principal, tool, opts)
 	g.obs.EndQuote(ctx, rec, res, err)
 	return res, err
 }
 
 // quoteVersion is Quote of the tool's version v, already looked up, for a
-// call under key by a caller whose approval mode is mode: when the key
+// call under key by a caller whose approval mode is mode, whose rules
+// decided r: when the key
 // holds a record already, that is returned instead (quoted.prior), and no
 // quote is made.
-func (g *Gateway) quoteVersion(ctx context.Context, principal string, v *registry.Version, key string, mode toolgatetype.ApprovalMode) (*quoted, error) {
+func (g *Gateway) quoteVersion(ctx context.Context, principal string, v *registry.Version, key string, mode toolgatetype.ApprovalMode, r *ruled) (*quoted, error) {
 	rec := g.obs.StartQuote(v.Tool.Slug)
 	rec.Tool = v
-	qd, err := g.quoteOf(ctx, principal, v, key, mode)
+	qd, err := g.quoteOf(ctx, principal, v, key, mode, quoteRules{decided: true, ruled: r})
 	if qd.prior == nil { // else nothing was quoted
 		g.obs.EndQuote(ctx, rec, qd.res, err)
 	}
@@ -42,26 +49,42 @@ func (g *Gateway) quoteVersion(ctx context.Context, principal string, v *registr
 }
 
 // quote is Quote without its reporting.
-func (g *Gateway) quote(ctx context.Context, principal, tool string) (*toolgatetype.QuoteResult, error) {
+func (g *Gateway) quote(ctx context.Context, principal, tool string, opts toolgatetype.QuoteOptions) (*toolgatetype.QuoteResult, error) {
 	if err := validPrincipal(principal); err != nil {
 		return nil, err
 	}
-	v, err := g.lookup(tool)
+	v, _, err := g.lookupFor(ctx, principal, tool)
 	if err != nil {
 		return nil, err
+	}
+	var in quoteRules
+	if opts.Input != nil {
+		if in.input, err = canonicalInput(opts.Input); err != nil {
+			return nil, err
+		}
 	}
 	mode, err := g.approvalMode(ctx, principal)
 	if err != nil {
 		return nil, err
 	}
-	qd, err := g.quoteOf(ctx, principal, v, "", mode)
+	qd, err := g.quoteOf(ctx, principal, v, "", mode, in)
 	return qd.res, err
+}
+
+// quoteRules is how a quote shows the organization's rules: as a call
+// deciding them decided (the call's door quotes for it), else decided on
+// input, the canonical input its caller gave, or with the input unknown
+// when nil.
+type quoteRules struct {
+	decided bool
+	ruled   *ruled
+	input   []byte
 }
 
 // quoteOf quotes a call of v for principal, whose approval mode is mode,
 // unless key ("": none) holds a record already, which it then returns; with
 // the quote, what it decided (see quoted).
-func (g *Gateway) quoteOf(ctx context.Context, principal string, v *registry.Version, key string, mode toolgatetype.ApprovalMode) (quoted, error) {
+func (g *Gateway) quoteOf(ctx context.Context, principal string, v *registry.Version, key string, mode toolgatetype.ApprovalMode, in quoteRules) (quoted, error) {
 	now := g.clock.Now().UTC()
 	amt := pricing.WithFee(v.Tool.Pricing.Amount, g.feeRate)
 	approval, err := g.externalApproval(ctx, principal, v)
@@ -123,7 +146,11 @@ func (g *Gateway) quoteOf(ctx context.Context, principal string, v *registry.Ver
 	if err != nil {
 		return quoted{}, err
 	}
-	policy := forCaller(EvaluatePolicy(v), standingFor(approval, mode), amt.Total.IsZero())
+	r := in.ruled
+	if !in.decided {
+		r = g.decideRules(ctx, principal, v, nodes, mode, amt, in.input, false)
+	}
+	policy := applyRules(forCaller(EvaluatePolicy(v), standingFor(approval, mode), amt.Total.IsZero()), r)
 	controls := spendlimits.PreviewControls(limits, read.Used, amt.Total)
 	var short *toolgatetype.BudgetRefusal
 	if nodes != nil {
@@ -142,7 +169,7 @@ func (g *Gateway) quoteOf(ctx context.Context, principal string, v *registry.Ver
 		Policy:   policy,
 		Controls: controls,
 	}
-	return quoted{res: res, short: short, budgets: nodes, adm: admission{quote: q, policy: policy, mode: mode, limits: limits}}, nil
+	return quoted{res: res, short: short, budgets: nodes, ruled: r, adm: admission{quote: q, policy: policy, mode: mode, limits: limits}}, nil
 }
 
 // tooManyOpenQuotes is the rate_limited answer to a quote the store

@@ -1,9 +1,19 @@
 package toolgate
 
 import (
+	"context"
 	"fmt"
+	"slices"
+	"strings"
 
+	"github.com/toolgate/toolgate/internal/budgets"
+	"github.com/toolgate/toolgate/internal/pricing"
+	"github.com/toolgate/toolgate/internal/ruling"
+	"github.com/toolgate/toolgate/internal/telemetry"
+	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/rules"
+	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 // SetRules compiles rs and puts them in force for the calls, quotes and
@@ -16,4 +26,229 @@ func (g *Gateway) SetRules(rs []rules.Rule) error {
 	}
 	g.rules.Store(set)
 	return nil
+}
+
+// The organization's rules are decided once per call, at its admission
+// (Call's decide, CallTool before it quotes, RequestApproval), on the
+// real input; a quote decides them for show, the input unknown unless its
+// caller gives it. A hide rule is decided wherever the tool is looked up
+// for a caller, so that a hidden tool is absent everywhere.
+
+// ruled is what the deny and ask rules decided of one call: every rule
+// that matched (hide rules in audit mode among them), the deny that
+// refuses it, and whether a person must approve it and who.
+type ruled struct {
+	matches []rules.Match
+	denied  *rules.Match
+	asked   bool
+	// approvers are the approvers the ask rules name, who alone may
+	// approve the call; none leaves it to the caller's approvers.
+	approvers []string
+}
+
+// decideRules decides the deny and ask rules of principal's call of v,
+// whose caller counts in nodes and approves in mode, at amt. input is
+// the call's canonical input, nil for a quote that has none (then rules
+// that read it are pending). count says the decision is the call's (its
+// matches counted and failures logged), not a quote's view of it. Nil when
+// no rule matched, which is the common case and costs no allocation.
+func (g *Gateway) decideRules(ctx context.Context, principal string, v *registry.Version, nodes []*budgets.Node, mode toolgatetype.ApprovalMode, amt pricing.Amounts, input []byte, count bool) *ruled {
+	set := g.rules.Load()
+	if set.Len() == 0 {
+		return nil
+	}
+	s := &rules.Subject{
+		Principal:  ruling.Principal(principal, rules.ClaimsFrom(ctx), budgetIDs(nodes), mode),
+		Tool:       g.ruleTools.Of(v, RiskOf(v.Capabilities)),
+		Cost:       rules.Cost{PriceUSD: amt.Price.InexactFloat64(), FeeUSD: amt.Fee.InexactFloat64(), TotalUSD: amt.Total.InexactFloat64()},
+		Now:        g.clock.Now(),
+		InputKnown: input != nil,
+	}
+	if s.InputKnown && set.ReadsInput() {
+		s.Input = ruling.Input(input)
+	}
+	d := set.Decide(s)
+	if len(d.Matches) == 0 {
+		return nil
+	}
+	if count {
+		g.ruleObs.Saw(ctx, d.Matches)
+	}
+	r := &ruled{matches: d.Matches, denied: d.Denied()}
+	r.asked, r.approvers = d.Asked()
+	return r
+}
+
+// refusal is the call's refusal by a deny rule; nil when none denies it.
+func (r *ruled) refusal() error {
+	if r == nil || r.denied == nil {
+		return nil
+	}
+	return ruling.Denied(r.denied)
+}
+
+// asks reports whether a rule asks a person to approve the call.
+func (r *ruled) asks() bool { return r != nil && r.asked }
+
+// withHidden adds the audit hide rules that matched the call's lookup.
+func (r *ruled) withHidden(ms []rules.Match) *ruled {
+	if len(ms) == 0 {
+		return r
+	}
+	if r == nil {
+		r = &ruled{}
+	}
+	r.matches = append(slices.Clone(ms), r.matches...)
+	return r
+}
+
+// applyRules is policy p as the rules decided r: the rules listed, a
+// deny making the tool not callable for this call with its reason, and an
+// ask raising the requirement to per_call, whatever the caller's standing
+// approval.
+func applyRules(p toolgatetype.Policy, r *ruled) toolgatetype.Policy {
+	if r == nil {
+		return p
+	}
+	p.Rules = ruling.PolicyRules(r.matches)
+	if r.denied != nil {
+		p.Callable, p.EligibleForAutoCall = false, false
+		p.Reasons = append(slices.Clone(p.Reasons), ruling.Reason(r.denied))
+	}
+	if r.asked {
+		switch p.Approval.Requirement {
+		case toolgatetype.RequirementCoveredByUserPolicy, toolgatetype.RequirementFirstUse:
+			p.Approval.Requirement = toolgatetype.RequirementPerCall
+		}
+		p.EligibleForAutoCall = false
+	}
+	return p
+}
+
+// hidden reports whether a hide rule hides v from principal, and the hide
+// rules that matched (audit ones included). count says the lookup is a
+// call's, whose matches are counted, not a listing's.
+func (g *Gateway) hidden(ctx context.Context, principal string, v *registry.Version, count bool) (bool, []rules.Match) {
+	set := g.rules.Load()
+	if !set.Hides() {
+		return false, nil
+	}
+	mode, err := g.approvalMode(ctx, principal)
+	if err != nil {
+		// Hidden rather than shown: the rule could not be decided.
+		return true, nil
+	}
+	p := ruling.Principal(principal, rules.ClaimsFrom(ctx), budgetIDs(g.callBudgets(ctx, principal)), mode)
+	hide, ms := set.Hidden(p, g.ruleTools.Of(v, RiskOf(v.Capabilities)))
+	if count {
+		g.ruleObs.Saw(ctx, ms)
+	}
+	return hide, ms
+}
+
+// lookupFor is lookup for a caller: a tool a rule hides from principal is
+// not found, in the very words of one that does not exist. ms are the
+// hide rules that matched in audit mode.
+func (g *Gateway) lookupFor(ctx context.Context, principal, slugOrID string) (*registry.Version, []rules.Match, error) {
+	v, err := g.lookup(slugOrID)
+	if err != nil {
+		return nil, nil, err
+	}
+	hide, ms := g.hidden(ctx, principal, v, true)
+	if hide {
+		return nil, nil, errToolNotFound(slugOrID)
+	}
+	return v, ms, nil
+}
+
+// budgetIDs are the ids of nodes, the budgets a caller counts in.
+func budgetIDs(nodes []*budgets.Node) []string {
+	if len(nodes) == 0 {
+		return nil
+	}
+	out := make([]string, len(nodes))
+	for i, n := range nodes {
+		out[i] = n.ID
+	}
+	return out
+}
+
+// ruleCall decides p's rules, once: the first door to decide them for
+// the call does, on its real input, and the others use that.
+func (g *Gateway) ruleCall(ctx context.Context, p *PreparedCall, nodes []*budgets.Node, mode toolgatetype.ApprovalMode, amt pricing.Amounts) {
+	if p.ruledDone {
+		return
+	}
+	p.ruled = g.decideRules(ctx, p.principal, p.tool, nodes, mode, amt, p.input, true).withHidden(p.hideMatches)
+	p.ruledDone = true
+}
+
+// all are the rules that matched; none for a nil *ruled.
+func (r *ruled) all() []rules.Match {
+	if r == nil {
+		return nil
+	}
+	return r.matches
+}
+
+// ruleToolCall decides the rules of a call CallTool makes, before it
+// quotes: the mode the call is approved in (approver, when a rule asks),
+// or its refusal, reported as Call reports one.
+func (g *Gateway) ruleToolCall(ctx context.Context, c *call, mode toolgatetype.ApprovalMode) (toolgatetype.ApprovalMode, error) {
+	if g.rules.Load().Len() == 0 {
+		return mode, nil
+	}
+	hide, ms := g.hidden(ctx, c.principal, c.tool, true)
+	if hide {
+		_, err := g.refusedBeforeRun(ctx, c.principal, c.tool.Tool.Slug, nil, errToolNotFound(c.tool.Tool.Slug))
+		return mode, err
+	}
+	c.hideMatches = ms
+	g.ruleCall(ctx, &c.PreparedCall, g.callBudgets(ctx, c.principal), mode, pricing.WithFee(c.tool.Tool.Pricing.Amount, g.feeRate))
+	if err := c.ruled.refusal(); err != nil {
+		var rec telemetry.CallRecord
+		ctx = g.obs.StartCall(ctx, &rec, c.principal, c.tool.Tool.Slug)
+		rec.SetTool(c.tool)
+		rec.SetRules(ruling.Uses(c.ruled.all()))
+		g.obs.EndCall(ctx, &rec, nil, err)
+		return mode, err
+	}
+	if c.ruled.asks() {
+		mode = toolgatetype.ApprovalModeApprover
+	}
+	return mode, nil
+}
+
+// grantedBy refuses a grant decided by an approver the ask rules do not
+// name, when they name some: only they may approve the call.
+func (r *ruled) grantedBy(grant *storage.ApprovalRequest) error {
+	if !r.asks() || len(r.approvers) == 0 || grant == nil || slices.Contains(r.approvers, grant.DecidedBy) {
+		return nil
+	}
+	return newError(toolgatetype.CodeApprovalGrantMismatch, "the approval grant was decided by %s, but only %s may approve this call%s",
+		grant.DecidedBy, strings.Join(r.approvers, ", "), r.askedBy())
+}
+
+// askedBy names the ask rules that require a person's approval, for a
+// refusal's message; "" when none does.
+func (r *ruled) askedBy() string {
+	if !r.asks() {
+		return ""
+	}
+	var names []string
+	for _, m := range r.matches {
+		if m.Effect == rules.Ask && m.Enforced() {
+			names = append(names, m.Name)
+		}
+	}
+	return ", asked by rule " + strings.Join(names, ", ")
+}
+
+// namedApprovers are the approvers the ask rules name, for an approval
+// request only they may decide; nil when none asks or none names any.
+func (r *ruled) namedApprovers() []string {
+	if !r.asks() {
+		return nil
+	}
+	return r.approvers
 }

@@ -34,6 +34,9 @@ type RegistryEntry struct {
 	UpdatedAt     time.Time       `json:"updatedAt"`
 	// Upstream is present only for a tool an upstream MCP server serves.
 	Upstream *EntryUpstream `json:"upstream,omitempty"`
+	// Rules are the organization's rules that may decide a call of the
+	// tool, for some caller or input; absent when none may.
+	Rules []ToolRule `json:"rules,omitempty"`
 }
 
 // EntryUpstream is where a tool served by an upstream MCP server comes
@@ -129,4 +132,8 @@ type RegistryList struct {
 type EntryOptions struct {
 	// ExposeUsageCounts shows exact usage counts next to the coarse labels.
 	ExposeUsageCounts bool
+	// Principal, when set, lists the tools as this caller sees them: a
+	// tool a rule hides from it is absent (its token claims ride in the
+	// context, rules.WithClaims).
+	Principal string
 }

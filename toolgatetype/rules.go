@@ -1,5 +1,7 @@
 package toolgatetype
 
+import "encoding/json"
+
 // The organization's rules (package rules) as callers and auditors see
 // them.
 
@@ -25,4 +27,21 @@ type RuleUse struct {
 	Name   string `json:"name"`
 	Effect string `json:"effect"`
 	Mode   string `json:"mode"`
+}
+
+// QuoteOptions are the optional parts of a quote.
+type QuoteOptions struct {
+	// Input, when set, is the input the call will carry: the
+	// organization's rules that read it are decided in the quote instead
+	// of shown pending. The call is still decided on its own input.
+	Input json.RawMessage
+}
+
+// ToolRule is a rule that may decide a call of a tool, as its docs name
+// it: its effect ("deny", "ask", "hide") and mode ("enforce", "audit").
+type ToolRule struct {
+	Name    string `json:"name"`
+	Effect  string `json:"effect"`
+	Mode    string `json:"mode"`
+	Message string `json:"message"`
 }

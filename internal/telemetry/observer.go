@@ -120,6 +120,9 @@ type CallRecord struct {
 	status         toolgatetype.Status
 	errorCode      string
 	upstreamStatus int // 0: no answer from the provider
+	// rules are the organization's rules that took part in deciding the
+	// call, for its log line (or its refusal's).
+	rules []toolgatetype.RuleUse
 }
 
 // StartCall begins a call's record and, when tracing, its span, which the
@@ -145,7 +148,7 @@ func (rec *CallRecord) SetQuote(q storage.Quote) { rec.quote, rec.hasQuote = q, 
 func (o *Observer) EndCall(ctx context.Context, rec *CallRecord, res *toolgatetype.CallResult, err error) {
 	outcome, code := outcomeOf(rec, res, err)
 	elapsed := time.Since(rec.start)
-	if o.metrics == nil && rec.span == nil && !rec.ran {
+	if o.metrics == nil && rec.span == nil && !rec.ran && len(rec.rules) == 0 {
 		return // nothing to report: neither metrics nor a trace, and nothing ran
 	}
 	slug := o.toolLabel(rec.tool, rec.requested)
@@ -168,9 +171,23 @@ func (o *Observer) EndCall(ctx context.Context, rec *CallRecord, res *toolgatety
 	if rec.span != nil {
 		o.endCallSpan(rec, slug, outcome, code)
 	}
-	if rec.ran && o.log.Enabled(ctx, slog.LevelInfo) {
+	switch {
+	case rec.ran && o.log.Enabled(ctx, slog.LevelInfo):
 		o.logCall(ctx, rec, slug, elapsed)
+	case err != nil && len(rec.rules) > 0 && o.log.Enabled(ctx, slog.LevelInfo):
+		// A refusal makes no execution: its log line is its audit record.
+		o.log.LogAttrs(ctx, slog.LevelInfo, "call refused",
+			slog.String("principal", rec.principal), slog.String("tool", slug),
+			slog.String("errorCode", code), rulesAttr(rec.rules))
 	}
+}
+
+// SetRules notes the rules that took part in deciding the call.
+func (r *CallRecord) SetRules(uses []toolgatetype.RuleUse) { r.rules = uses }
+
+// rulesAttr is the rules of a call's log line.
+func rulesAttr(uses []toolgatetype.RuleUse) slog.Attr {
+	return slog.Any("rules", uses)
 }
 
 // outcomeOf names how a call ended, and the error code when it did not
@@ -273,6 +290,9 @@ func (o *Observer) logCall(ctx context.Context, rec *CallRecord, slug string, el
 	}
 	attrs = append(attrs, slog.Group("approval", approval...))
 	attrs = append(attrs, slog.Float64("durationMs", float64(elapsed.Microseconds())/1000))
+	if len(rec.rules) > 0 {
+		attrs = append(attrs, rulesAttr(rec.rules))
+	}
 	if rec.upstreamStatus > 0 {
 		attrs = append(attrs, slog.Int("upstreamStatus", rec.upstreamStatus))
 	}
