@@ -26,6 +26,7 @@ import (
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/internal/spanbatch"
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/rules"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/storage/memory"
 	"github.com/toolgate/toolgate/tools"
@@ -61,6 +62,47 @@ func newObservedBenchGateway(b *testing.B, store storage.Store) *toolgate.Gatewa
 		sdktrace.WithSampler(sdktrace.AlwaysSample()))
 	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	return newBenchGatewayWith(b, store, toolgate.Config{Metrics: prometheus.NewRegistry(), TracerProvider: tp})
+}
+
+// newRuledBenchGateway is newBenchGateway with twenty rules of the kinds
+// an organization writes, none of which matches the benchmark's calls:
+// every one is decided on each quote and call.
+func newRuledBenchGateway(b *testing.B, store storage.Store) *toolgate.Gateway {
+	b.Helper()
+	return newBenchGatewayWith(b, store, toolgate.Config{Rules: benchRules()})
+}
+
+// benchRules are twenty rules that do not match the benchmark's calls:
+// on arguments, costs, groups, claims, tools and time, each effect.
+func benchRules() []rules.Rule {
+	whens := []string{
+		"tool.slug.startsWith('fs.') && input.path.startsWith('/prod/')",
+		"call.totalUsd > 5.0",
+		"'contractors' in principal.groups",
+		"tool.slug == 'payments' && now.getHours() < 6",
+		"has(input.minmagnitude) && input.minmagnitude > 9.0",
+		"tool.risk == 'critical'",
+		"principal.id == 'intern'",
+		"tool.capabilities.spendsMoney == true",
+		"'blocked' in tool.tags",
+		"tool.provider == 'payments-inc'",
+		"has(principal.claims.dept) && principal.claims.dept == 'sales'",
+		"call.priceUsd > 100.0",
+		"input.size() > 50",
+		"tool.server == 'untrusted-mcp'",
+		"principal.budgets.exists(b, b == 'frozen')",
+		"has(input.starttime) && input.starttime < '2000-01-01'",
+		"tool.name.contains('Delete')",
+		"principal.approvalMode == 'nobody'",
+		"tool.slug in ['ticket-reply', 'kb-search'] && 'support' in principal.groups",
+		"call.feeUsd > 1.0 && !('finance' in principal.groups)",
+	}
+	effects := []rules.Effect{rules.Deny, rules.Ask, rules.Deny, rules.Deny}
+	out := make([]rules.Rule, len(whens))
+	for i, w := range whens {
+		out[i] = rules.Rule{Name: fmt.Sprintf("rule-%d", i), When: w, Effect: effects[i%len(effects)]}
+	}
+	return out
 }
 
 func newBenchGatewayWith(b *testing.B, store storage.Store, cfg toolgate.Config) *toolgate.Gateway {
@@ -111,6 +153,8 @@ func BenchmarkQuoteCall(b *testing.B) {
 		{"serial-observed", newObservedBenchGateway, benchQuoteCallSerial},
 		{"parallel", newBenchGateway, benchQuoteCallParallel},
 		{"parallel-observed", newObservedBenchGateway, benchQuoteCallParallel},
+		{"serial-rules", newRuledBenchGateway, benchQuoteCallSerial},
+		{"parallel-rules", newRuledBenchGateway, benchQuoteCallParallel},
 	} {
 		b.Run(v.name, func(b *testing.B) { v.bench(b, v.gw(b, memory.New())) })
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"cel.dev/cel-go/cel"
+	celast "cel.dev/cel-go/common/ast"
 	"cel.dev/cel-go/common/cost"
 	"cel.dev/cel-go/ext"
 )
@@ -179,10 +180,18 @@ func compileRule(e envs, i int, r Rule) (*compiled, error) {
 			costText(est.Max), CostLimit, sizeLimit)
 	}
 	c := &compiled{Rule: r, readsInput: readsVariable(ast, "input")}
-	if c.prog, err = env.Program(ast, cel.CostLimit(CostLimit), cel.EvalOptions(cel.OptOptimize)); err != nil {
+	// A rule without a loop does work in proportion to what it reads,
+	// which a request's size bounds, and is estimated within the limit
+	// whatever it reads: counting its cost as it runs would only slow
+	// every call. A rule that loops can multiply that, so it is bounded.
+	var bound []cel.ProgramOption
+	if loops(ast) {
+		bound = append(bound, cel.CostLimit(CostLimit))
+	}
+	if c.prog, err = env.Program(ast, append(bound, cel.EvalOptions(cel.OptOptimize))...); err != nil {
 		return nil, fail("when", "%v", err)
 	}
-	if c.partial, err = env.Program(ast, cel.CostLimit(CostLimit), cel.EvalOptions(cel.OptPartialEval)); err != nil {
+	if c.partial, err = env.Program(ast, append(bound, cel.EvalOptions(cel.OptPartialEval))...); err != nil {
 		return nil, fail("when", "%v", err)
 	}
 	return c, nil
@@ -220,6 +229,13 @@ func readsVariable(ast *cel.Ast, name string) bool {
 		}
 	}
 	return false
+}
+
+// loops reports whether the expression has a comprehension (all,
+// exists, map, filter...), the one way a rule's work grows faster than
+// what it reads.
+func loops(ast *cel.Ast) bool {
+	return len(celast.MatchDescendants(celast.NavigateAST(ast.NativeRep()), celast.KindMatcher(celast.ComprehensionKind))) > 0
 }
 
 // sizes tells the cost estimate the size of what a rule reads from the
