@@ -412,6 +412,9 @@ type Execution struct {
 	// Budgets are the budgets it counts in, as Begin.Budgets gave them;
 	// nil when none.
 	Budgets []BudgetDay
+	// Rules are the organization's rules that took part in admitting it,
+	// as Begin.Rules gave them; nil when none.
+	Rules []RuleUse
 
 	// Resolution is how a person resolved the execution when it was
 	// ambiguous; nil for every other, and while it is still ambiguous.
@@ -524,6 +527,10 @@ type Begin struct {
 	PriceUSD       decimal.Decimal
 	FeeUSD         decimal.Decimal
 	Approval       toolgatetype.ApprovalKind
+	// Rules are the organization's rules that matched the call, audit
+	// mode's included, in the order they were decided; empty when none
+	// did.
+	Rules []RuleUse
 }
 
 // NewExecution is the execution BeginExecution creates when it admits b
@@ -546,6 +553,7 @@ func (b Begin) NewExecution() Execution {
 		Approval:       b.Approval,
 		GrantID:        b.GrantID,
 		Budgets:        b.Budgets,
+		Rules:          b.Rules,
 	}
 }
 
