@@ -2,6 +2,7 @@ package storage
 
 import (
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -107,13 +108,17 @@ type ApprovalRequest struct {
 	// decided nor used. Its quote lives at least as long (see
 	// Store.CreateApprovalRequest).
 	ExpiresAt time.Time
+	// Approvers are the approvers a rule named (ids of approver entries),
+	// who alone may see and decide this request; nil: the principal's
+	// approvers, as for every other request. Stores read an empty list
+	// back as nil.
+	Approvers []string
 
 	// Event, when set, is written by CreateApprovalRequest with the
 	// request, in the same step (as Outbox.AddEvent writes it), and only
 	// when the request is stored. It is not kept on the request: reads
 	// give nil.
-	Event     *NewEvent
-	Approvers []string
+	Event *NewEvent
 }
 
 // ApprovalDecision is the input of DecideApprovalRequest.
@@ -170,10 +175,16 @@ func bytesLess(a, b uuid.UUID) bool {
 // ApprovalRequestFilter selects approval requests for
 // ListApprovalRequests. Zero fields select everything.
 type ApprovalRequestFilter struct {
-	// Principals are the principals whose requests are listed; none lists
-	// nothing.
+	// Principals are the principals whose requests are listed; with no
+	// Approver, none lists nothing. With an Approver they select only the
+	// requests that name no approvers.
 	Principals []string
-	Approver   string
+	// Approver, when set, makes the listing that approver's view: a
+	// request that names approvers (ApprovalRequest.Approvers) is kept
+	// only when Approver is among them, whoever its principal; a request
+	// that names none only when its principal is among Principals. Empty,
+	// requests are kept by Principals alone, whatever they name.
+	Approver string
 	// Statuses keeps requests in one of these stored states; empty keeps all.
 	Statuses []ApprovalStatus
 	// LiveAt keeps only requests whose ExpiresAt is after it.
@@ -193,21 +204,14 @@ type ApprovalRequestFilter struct {
 	Limit int
 }
 
-// Matches reports whether r passes the filter's principals, statuses,
-// expiry, tool and input (not its cursor or limit).
+// Matches reports whether r passes the filter's principals or approver,
+// statuses, expiry, tool and input (not its cursor or limit).
 func (f ApprovalRequestFilter) Matches(r ApprovalRequest) bool {
-	found := false
-	for _, p := range f.Principals {
-		if p == r.Principal {
-			found = true
-			break
-		}
-	}
-	if !found {
+	if !f.shows(r) {
 		return false
 	}
 	if len(f.Statuses) > 0 {
-		found = false
+		found := false
 		for _, s := range f.Statuses {
 			if s == r.Status {
 				found = true
@@ -228,4 +232,14 @@ func (f ApprovalRequestFilter) Matches(r ApprovalRequest) bool {
 		return false
 	}
 	return f.InputSHA256 == "" || r.InputSHA256 == f.InputSHA256
+}
+
+// shows reports whether r is among the requests the filter's viewer sees:
+// those of its Principals; with an Approver, the requests that name that
+// approver, and those of its Principals that name no approvers.
+func (f ApprovalRequestFilter) shows(r ApprovalRequest) bool {
+	if f.Approver != "" && len(r.Approvers) > 0 {
+		return slices.Contains(r.Approvers, f.Approver)
+	}
+	return slices.Contains(f.Principals, r.Principal)
 }

@@ -412,15 +412,14 @@ type Execution struct {
 	// Budgets are the budgets it counts in, as Begin.Budgets gave them;
 	// nil when none.
 	Budgets []BudgetDay
+	// Rules are the organization's rules that took part in admitting it,
+	// as Begin.Rules gave them; nil when none.
+	Rules []RuleUse
 
 	// Resolution is how a person resolved the execution when it was
 	// ambiguous; nil for every other, and while it is still ambiguous.
 	Resolution *ExecutionResolution
-	Rules      []RuleUse
 }
-
-// RuleUse is a rule of the organization's that matched a call.
-type RuleUse struct{ Name, Effect, Mode string }
 
 // IdempotencyRecord is the claim of one Idempotency-Key by one principal.
 type IdempotencyRecord struct {
@@ -528,7 +527,10 @@ type Begin struct {
 	PriceUSD       decimal.Decimal
 	FeeUSD         decimal.Decimal
 	Approval       toolgatetype.ApprovalKind
-	Rules          []RuleUse
+	// Rules are the organization's rules that matched the call, audit
+	// mode's included, in the order they were decided; empty when none
+	// did.
+	Rules []RuleUse
 }
 
 // NewExecution is the execution BeginExecution creates when it admits b
@@ -551,6 +553,7 @@ func (b Begin) NewExecution() Execution {
 		Approval:       b.Approval,
 		GrantID:        b.GrantID,
 		Budgets:        b.Budgets,
+		Rules:          b.Rules,
 	}
 }
 

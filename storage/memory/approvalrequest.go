@@ -13,8 +13,11 @@ import (
 
 // Approval requests are kept by id, in one queue by expiry for Prune, and
 // per principal in creation order, so that a listing visits the requests of
-// the principals it is about, newest first, and stops at its limit.
-// A request's Input is copied in and out; nothing else it holds is shared.
+// the principals it is about, newest first, and stops at its limit. A
+// request that names approvers is also queued under each of them, so that
+// an approver's listing visits the requests named for it the same way.
+// A request's Input and Approvers are copied in and out (see detached);
+// nothing else it holds is shared.
 
 // CreateApprovalRequest implements storage.Store. The quote's expiry
 // changes under the same lock as the request is stored, and its place in
@@ -23,7 +26,7 @@ func (s *Store) CreateApprovalRequest(ctx context.Context, r storage.ApprovalReq
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	r.Input = bytes.Clone(r.Input)
+	r = detached(r)
 	event := r.Event
 	r.Event = nil
 	if event != nil {
@@ -52,9 +55,7 @@ func (s *Store) CreateApprovalRequest(ctx context.Context, r storage.ApprovalReq
 		k := pendingKeyOf(r)
 		if id, ok := s.pending[k]; ok {
 			if p := s.requests[id]; p != nil && p.Status == storage.ApprovalPending && p.ExpiresAt.After(r.CreatedAt) {
-				out := *p
-				out.Input = bytes.Clone(out.Input)
-				return &storage.PendingRequestError{Pending: out}
+				return &storage.PendingRequestError{Pending: detached(*p)}
 			}
 		}
 		s.pending[k] = r.ID
@@ -66,12 +67,10 @@ func (s *Store) CreateApprovalRequest(ctx context.Context, r storage.ApprovalReq
 	}
 	s.requests[r.ID] = &r
 	s.requestQueue.push(r.ExpiresAt, r.ID)
-	q := s.requestsBy[r.Principal]
-	if q == nil {
-		q = &timeQueue[uuid.UUID]{}
-		s.requestsBy[r.Principal] = q
+	queueRequest(s.requestsBy, r.Principal, &r)
+	for _, a := range slices.Compact(slices.Sorted(slices.Values(r.Approvers))) {
+		queueRequest(s.requestsFor, a, &r)
 	}
-	q.items = insert(q.items, timed[uuid.UUID]{at: r.CreatedAt, key: r.ID}, queuedRequestPos)
 	if event != nil {
 		s.addEvent(*event)
 	}
@@ -93,40 +92,47 @@ func (s *Store) GetApprovalRequest(ctx context.Context, id uuid.UUID) (storage.A
 	if !ok {
 		return storage.ApprovalRequest{}, storage.ErrNotFound
 	}
-	// Input is never written after creation, so it is copied unlocked.
-	out.Input = bytes.Clone(out.Input)
-	return out, nil
+	// Input and Approvers are never written after creation, so they are
+	// copied unlocked.
+	return detached(out), nil
 }
 
 // ListApprovalRequests implements storage.Store. Each principal's requests
-// are walked from the newest (or from the cursor) back, and the walk stops
-// once a principal has given Limit matches: no principal can contribute
-// more.
+// are walked from the newest (or from the cursor) back, and so are an
+// approver's named requests, and each walk stops once it has given Limit
+// matches: no principal or approver can contribute more. In an approver's
+// view the principals' walks pass over the requests that name approvers,
+// which are the approver's walk's to give.
 func (s *Store) ListApprovalRequests(ctx context.Context, f storage.ApprovalRequestFilter) ([]storage.ApprovalRequest, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	var out []storage.ApprovalRequest
-	s.mu.Lock()
-	for _, p := range uniq(f.Principals) {
-		q := s.requestsBy[p]
+	walk := func(q *timeQueue[uuid.UUID], named bool) {
 		if q == nil {
-			continue
+			return
 		}
 		items := q.items[:cut(q.items, requestCursor(f.After), queuedRequestPos)]
 		for i, found := len(items)-1, 0; i >= 0 && found < f.Limit; i-- {
 			r := s.requests[items[i].key]
-			if r == nil || !f.Matches(*r) {
+			if r == nil || (f.Approver != "" && len(r.Approvers) > 0) != named || !f.Matches(*r) {
 				continue
 			}
 			out = append(out, *r)
 			found++
 		}
 	}
+	s.mu.Lock()
+	for _, p := range uniq(f.Principals) {
+		walk(s.requestsBy[p], false)
+	}
+	if f.Approver != "" {
+		walk(s.requestsFor[f.Approver], true)
+	}
 	s.mu.Unlock()
 	out = newestFirst(out, f.Limit, requestPos)
 	for i := range out {
-		out[i].Input = bytes.Clone(out[i].Input)
+		out[i] = detached(out[i])
 	}
 	return out, nil
 }
@@ -177,8 +183,7 @@ func (s *Store) DecideApprovalRequest(ctx context.Context, d storage.ApprovalDec
 	}
 	out := *r
 	s.mu.Unlock()
-	out.Input = bytes.Clone(out.Input)
-	return out, nil
+	return detached(out), nil
 }
 
 // checkGrant is BeginExecution's check of a new call's grant. The caller
@@ -199,22 +204,56 @@ func (s *Store) checkGrant(b storage.Begin) (*storage.ApprovalRequest, error) {
 // whatever their state: a grant no call can use any more, and a decision
 // long made. The caller holds s.mu.
 func (s *Store) pruneApprovalRequests(before time.Time, limit int) int {
-	touched := map[string]bool{}
+	principals, approvers := map[string]bool{}, map[string]bool{}
 	n := s.requestQueue.drain(before, limit, func(id uuid.UUID) verdict {
-		touched[s.requests[id].Principal] = true
-		s.unpend(s.requests[id])
+		r := s.requests[id]
+		principals[r.Principal] = true
+		for _, a := range r.Approvers {
+			approvers[a] = true
+		}
+		s.unpend(r)
 		delete(s.requests, id)
 		return drop
 	})
-	for p := range touched {
-		q := s.requestsBy[p]
+	s.unqueueGone(s.requestsBy, principals)
+	s.unqueueGone(s.requestsFor, approvers)
+	return n
+}
+
+// queueRequest queues r under key (a principal, or an approver it names)
+// at its place in creation order.
+func queueRequest(by map[string]*timeQueue[uuid.UUID], key string, r *storage.ApprovalRequest) {
+	q := by[key]
+	if q == nil {
+		q = &timeQueue[uuid.UUID]{}
+		by[key] = q
+	}
+	q.items = insert(q.items, timed[uuid.UUID]{at: r.CreatedAt, key: r.ID}, queuedRequestPos)
+}
+
+// unqueueGone drops the deleted requests from the queues of the keys
+// touched, and a queue left empty. The caller holds s.mu.
+func (s *Store) unqueueGone(by map[string]*timeQueue[uuid.UUID], touched map[string]bool) {
+	for k := range touched {
+		q := by[k]
 		q.items = slices.DeleteFunc(q.items, func(it timed[uuid.UUID]) bool { return s.requests[it.key] == nil })
 		q.shrink()
 		if q.len() == 0 {
-			delete(s.requestsBy, p)
+			delete(by, k)
 		}
 	}
-	return n
+}
+
+// detached is r with its Input and Approvers copied, so that neither the
+// caller nor the store shares them with the other; an empty Approvers is
+// nil, as the durable stores read it back.
+func detached(r storage.ApprovalRequest) storage.ApprovalRequest {
+	r.Input = bytes.Clone(r.Input)
+	r.Approvers = slices.Clone(r.Approvers)
+	if len(r.Approvers) == 0 {
+		r.Approvers = nil
+	}
+	return r
 }
 
 // pendingKey is what makes two pending requests the same request.

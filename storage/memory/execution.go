@@ -59,11 +59,13 @@ func (s *Store) GetExecution(ctx context.Context, id uuid.UUID) (storage.Executi
 	return out, nil
 }
 
-// copyExecution copies e, its resolution and budgets included, leaving the
-// Response shared for the caller to clone once the lock is released.
+// copyExecution copies e, its resolution, budgets and rules included,
+// leaving the Response shared for the caller to clone once the lock is
+// released.
 func copyExecution(e *storage.Execution) storage.Execution {
 	out := *e
 	out.Budgets = slices.Clone(e.Budgets)
+	out.Rules = slices.Clone(e.Rules)
 	if e.Resolution != nil {
 		r := *e.Resolution
 		out.Resolution = &r
@@ -135,6 +137,10 @@ func (s *Store) BeginExecution(ctx context.Context, b storage.Begin) (storage.Be
 	}
 	exec := b.NewExecution()
 	exec.Budgets = slices.Clone(b.Budgets) // the caller's slice stays the caller's
+	exec.Rules = nil                       // none is nil, as the durable stores read it back
+	if len(b.Rules) > 0 {
+		exec.Rules = slices.Clone(b.Rules)
+	}
 	e := &exec
 	s.executions[e.ID] = e
 	s.histories[e.Principal] = s.histories[e.Principal].add(e)

@@ -63,6 +63,7 @@ type Store struct {
 	requests     map[uuid.UUID]*storage.ApprovalRequest
 	requestQueue timeQueue[uuid.UUID]             // by ExpiresAt
 	requestsBy   map[string]*timeQueue[uuid.UUID] // by principal, by position (see cursor.go)
+	requestsFor  map[string]*timeQueue[uuid.UUID] // by each approver a request names, by position
 	// pending names the live pending request of each (principal, quote,
 	// input), so that the same request is asked once.
 	pending map[pendingKey]uuid.UUID
@@ -104,6 +105,7 @@ func New() *Store {
 		requests:     make(map[uuid.UUID]*storage.ApprovalRequest),
 		chains:       make(map[string]*chain),
 		requestsBy:   make(map[string]*timeQueue[uuid.UUID]),
+		requestsFor:  make(map[string]*timeQueue[uuid.UUID]),
 		pending:      make(map[pendingKey]uuid.UUID),
 		outbox:       newOutbox(),
 	}

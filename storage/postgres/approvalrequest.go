@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,7 +18,7 @@ import (
 // approvalRequestColumns is the select list scanApprovalRequest reads.
 const approvalRequestColumns = `id, principal, quote_id, tool_id, tool_slug, manifest_digest,
 	price_usd::text, fee_usd::text, total_usd::text, input, input_sha256, status,
-	decided_by, decided_at, remember, execution_id, created_at, expires_at`
+	decided_by, decided_at, remember, execution_id, created_at, expires_at, approvers`
 
 func scanApprovalRequest(row pgx.Row) (storage.ApprovalRequest, error) {
 	var (
@@ -29,7 +30,7 @@ func scanApprovalRequest(row pgx.Row) (storage.ApprovalRequest, error) {
 	)
 	err := row.Scan(bytesAt(&r.ID), &r.Principal, bytesAt(&r.QuoteID), &r.ToolID, &r.ToolSlug, &r.ManifestDigest,
 		&price, &fee, &total, &r.Input, &r.InputSHA256, &status,
-		&r.DecidedBy, &decidedAt, &remember, &executionID, &r.CreatedAt, &r.ExpiresAt)
+		&r.DecidedBy, &decidedAt, &remember, &executionID, &r.CreatedAt, &r.ExpiresAt, &r.Approvers)
 	if err != nil {
 		return storage.ApprovalRequest{}, translate(err)
 	}
@@ -93,7 +94,8 @@ func (s *Store) CreateApprovalRequest(ctx context.Context, r storage.ApprovalReq
 	}
 	args := []any{bytesOf(r.ID), r.Principal, bytesOf(r.QuoteID), r.ToolID, r.ToolSlug, r.ManifestDigest,
 		r.PriceUSD.String(), r.FeeUSD.String(), r.TotalUSD.String(), input, r.InputSHA256, string(status),
-		r.DecidedBy, timeOrNull(r.DecidedAt), string(r.Remember), nullID(r.ExecutionID), r.CreatedAt, r.ExpiresAt}
+		r.DecidedBy, timeOrNull(r.DecidedAt), string(r.Remember), nullID(r.ExecutionID), r.CreatedAt, r.ExpiresAt,
+		r.Approvers}
 	args = append(args, newEventParams(r.Event)...)
 	insert := s.sql(`
 		WITH extended AS (
@@ -103,12 +105,12 @@ func (s *Store) CreateApprovalRequest(ctx context.Context, r storage.ApprovalReq
 		), request AS (
 			INSERT INTO {schema}.approval_requests (id, principal, quote_id, tool_id, tool_slug, manifest_digest,
 				price_usd, fee_usd, total_usd, input, input_sha256, status, decided_by, decided_at, remember,
-				execution_id, created_at, expires_at)
+				execution_id, created_at, expires_at, approvers)
 			SELECT $1, $2, $3, $4, $5, $6, $7::numeric, $8::numeric, $9::numeric, $10, $11, $12, $13, $14, $15,
-				$16, $17, $18
+				$16, $17, $18, NULLIF($19::text[], '{}')
 			FROM extended
 			RETURNING 1
-		), ` + addEventCTE("request", 19) + `
+		), ` + addEventCTE("request", 20) + `
 		SELECT count(*) FROM request`)
 	var (
 		n   int
@@ -183,8 +185,13 @@ func (s *Store) GetApprovalRequest(ctx context.Context, id uuid.UUID) (storage.A
 // storage.ApprovalCursor does. A tool and an input hash are compared as
 // plain equalities, added only when set, so that a plan cached for the
 // statement can answer them from the index on them.
+//
+// An approver's view (f.Approver) is two listings merged: the principals'
+// requests that name no approvers, from the principal index, and the
+// requests named for the approver, from the index on approvers (migration
+// 0021), which holds only requests that name some.
 func (s *Store) ListApprovalRequests(ctx context.Context, f storage.ApprovalRequestFilter) ([]storage.ApprovalRequest, error) {
-	if len(f.Principals) == 0 {
+	if len(f.Principals) == 0 && f.Approver == "" {
 		return nil, nil
 	}
 	statuses := make([]string, len(f.Statuses))
@@ -197,26 +204,46 @@ func (s *Store) ListApprovalRequests(ctx context.Context, f storage.ApprovalRequ
 		at := f.After.CreatedAt
 		afterAt, afterID = &at, bytesOf(f.After.ID)
 	}
-	args := []any{f.Principals, statuses, timeOrNull(f.LiveAt), timeOrNull(f.ExpiredAt), afterAt, afterID, f.Limit}
-	var oneCall strings.Builder
-	if f.ToolID != "" {
-		args = append(args, f.ToolID)
-		fmt.Fprintf(&oneCall, " AND tool_id = $%d", len(args))
+	principals := f.Principals
+	if principals == nil {
+		principals = []string{} // an approver's view of no principals: the named requests alone
 	}
-	if f.InputSHA256 != "" {
-		args = append(args, f.InputSHA256)
-		fmt.Fprintf(&oneCall, " AND input_sha256 = $%d", len(args))
-	}
-	rows, err := s.pool.Query(ctx, s.sql(`
-		SELECT `+approvalRequestColumns+` FROM {schema}.approval_requests
-		WHERE principal = ANY($1::text[])
+	args := []any{principals, statuses, timeOrNull(f.LiveAt), timeOrNull(f.ExpiredAt), afterAt, afterID, f.Limit}
+	var filters strings.Builder
+	filters.WriteString(`
 			AND (cardinality($2::text[]) = 0 OR status = ANY($2::text[]))
 			AND ($3::timestamptz IS NULL OR expires_at > $3)
 			AND ($4::timestamptz IS NULL OR expires_at <= $4)
-			AND ($5::timestamptz IS NULL OR (created_at, id) < ($5, $6::uuid))`+oneCall.String()+`
+			AND ($5::timestamptz IS NULL OR (created_at, id) < ($5, $6::uuid))`)
+	if f.ToolID != "" {
+		args = append(args, f.ToolID)
+		fmt.Fprintf(&filters, " AND tool_id = $%d", len(args))
+	}
+	if f.InputSHA256 != "" {
+		args = append(args, f.InputSHA256)
+		fmt.Fprintf(&filters, " AND input_sha256 = $%d", len(args))
+	}
+	query := `
+		SELECT ` + approvalRequestColumns + ` FROM {schema}.approval_requests
+		WHERE principal = ANY($1::text[])` + filters.String() + `
 		ORDER BY created_at DESC, id DESC
-		LIMIT $7`),
-		args...)
+		LIMIT $7`
+	if f.Approver != "" {
+		args = append(args, f.Approver)
+		query = `
+		(SELECT ` + approvalRequestColumns + ` FROM {schema}.approval_requests
+		WHERE principal = ANY($1::text[]) AND approvers IS NULL` + filters.String() + `
+		ORDER BY created_at DESC, id DESC
+		LIMIT $7)
+		UNION ALL
+		(SELECT ` + approvalRequestColumns + ` FROM {schema}.approval_requests
+		WHERE approvers @> ARRAY[$` + strconv.Itoa(len(args)) + `::text]` + filters.String() + `
+		ORDER BY created_at DESC, id DESC
+		LIMIT $7)
+		ORDER BY created_at DESC, id DESC
+		LIMIT $7`
+	}
+	rows, err := s.pool.Query(ctx, s.sql(query), args...)
 	if err != nil {
 		return nil, translate(err)
 	}

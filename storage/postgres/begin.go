@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -147,7 +148,7 @@ const lockPrincipalSQL = `
 // $11 execution id, $12 tool id, $13 amount, $14 lease token, $15 lease
 // until, $16 now, $17 grant id (NULL without one), and what the audit
 // trail shows: $18 tool slug, $19 manifest digest, $20 price, $21 fee, $22
-// approval kind.
+// approval kind, $23 the rules that matched the call (JSON, NULL for none).
 //
 // It comes in two forms, admitSQL (no grant) and admitGrantSQL. Most calls
 // carry no grant, and a statement pays at every execution for each table
@@ -157,9 +158,9 @@ const lockPrincipalSQL = `
 //
 // Each also comes in a form for a call decided on remembered reads
 // (AdmitCall, answered from memory), which first checks them: 'stale' when the
-// principal's spend controls are not those of $23 (the stored JSON, NULL
-// for none) or, with $24, its approval of the tool is not the one $25 to
-// $29 describe (present, digest, mode, approver, time). It comes before
+// principal's spend controls are not those of $24 (the stored JSON, NULL
+// for none) or, with $25, its approval of the tool is not the one $26 to
+// $30 describe (present, digest, mode, approver, time). It comes before
 // every other verdict, so that a call decided on out-of-date reads is
 // decided again whatever else holds.
 //
@@ -195,11 +196,11 @@ func admitStatement(grant, remembered, budgets bool) string {
 	staleCheck := ""
 	if remembered {
 		staleCheck = `
-		WHEN (SELECT controls FROM {schema}.spend_controls WHERE principal = $1) IS DISTINCT FROM $23::jsonb
-			OR ($24::boolean AND CASE WHEN $25::boolean
+		WHEN (SELECT controls FROM {schema}.spend_controls WHERE principal = $1) IS DISTINCT FROM $24::jsonb
+			OR ($25::boolean AND CASE WHEN $26::boolean
 				THEN NOT EXISTS (SELECT FROM {schema}.approvals WHERE principal = $1 AND tool_id = $12
-					AND manifest_digest = $26::text AND mode = $27::text AND approved_by = $28::text
-					AND updated_at = $29::timestamptz)
+					AND manifest_digest = $27::text AND mode = $28::text AND approved_by = $29::text
+					AND updated_at = $30::timestamptz)
 				ELSE EXISTS (SELECT FROM {schema}.approvals WHERE principal = $1 AND tool_id = $12) END)
 			THEN 'stale'`
 	}
@@ -221,9 +222,9 @@ used_grant AS (
 ),`
 	}
 	// The budget form's parameters come after all of the others.
-	first := 23
+	first := 24
 	if remembered {
-		first = 30
+		first = 31
 	}
 	param := func(k int) string { return fmt.Sprintf("$%d", first+k) }
 	checked, budgetLimits, budgetColumns, budgetValues, minuteReturning, budgetRollup := "limits", "", "", "", "", ""
@@ -268,10 +269,10 @@ used_quote AS (
 execution AS (
 	INSERT INTO {schema}.executions (id, principal, tool_id, quote_id, idempotency_key, status,
 		amount_usd, charged, created_at, tool_slug, manifest_digest, price_usd, fee_usd, approval, grant_id,
-		fingerprint, lease_token, lease_until` + budgetColumns + `)
+		fingerprint, lease_token, lease_until, rules` + budgetColumns + `)
 	SELECT $11::uuid, $1, $12::text, $10::uuid, $8, 'running', $13::numeric, false, $16::timestamptz,
 		$18::text, $19::text, $20::numeric, $21::numeric, $22::text, $17::uuid,
-		$9::text, $14::uuid, $15::timestamptz` + budgetValues + `
+		$9::text, $14::uuid, $15::timestamptz, $23::jsonb` + budgetValues + `
 	FROM used_quote
 	RETURNING amount_usd::text AS amount, created_at
 ),
@@ -351,10 +352,14 @@ func (s *Store) prepareAdmission(b toAdmit) (admission, error) {
 	if err != nil {
 		return a, err
 	}
+	rules, err := rulesColumn(b.Rules)
+	if err != nil {
+		return a, err
+	}
 	a.args = append([]any{b.Principal}, limits.params()...)
 	a.args = append(a.args, b.Key, b.Fingerprint, bytesOf(b.QuoteID), bytesOf(b.ExecutionID), b.ToolID,
 		b.AmountUSD.String(), bytesOf(b.LeaseToken), b.LeaseUntil, b.Now, nullID(b.GrantID),
-		b.ToolSlug, b.ManifestDigest, b.PriceUSD.String(), b.FeeUSD.String(), string(b.Approval))
+		b.ToolSlug, b.ManifestDigest, b.PriceUSD.String(), b.FeeUSD.String(), string(b.Approval), rules)
 	a.sql = s.sql(admitForms[btoi(b.GrantID != uuid.Nil)][btoi(b.recalled != nil)][btoi(a.budgets)])
 	if b.recalled != nil {
 		expected, err := rememberedArgs(b.recalled)
@@ -491,12 +496,18 @@ func (s *Store) admitted(a admission, v admitVerdict) admitOutcome {
 		res.Execution.Budgets = nil
 		s.plain.add(b.ExecutionID)
 	}
+	// The caller's slice stays the caller's, as every execution read back
+	// is; none is nil, as it reads back.
+	res.Execution.Rules = nil
+	if len(b.Rules) > 0 {
+		res.Execution.Rules = slices.Clone(b.Rules)
+	}
 	res.Execution.AmountUSD = d
 	res.Execution.CreatedAt = utc(*v.createdAt)
 	return admitOutcome{res: res}
 }
 
-// rememberedArgs are $23 to $29 of an admission statement that checks the
+// rememberedArgs are $24 to $30 of an admission statement that checks the
 // remembered reads r (see admitSQL).
 func rememberedArgs(r *recalled) ([]any, error) {
 	var controls []byte // NULL: the principal has none

@@ -219,6 +219,17 @@
 // call in no budget runs the statements it ran before budgets, naming
 // none of their tables. See budget.go.
 //
+// # Rules
+//
+// What the organization's rules (contract section 29) leave in the store
+// is two columns (migration 0021): the rules that matched a call
+// (storage.Begin.Rules), jsonb on its execution written by its admission
+// statement, NULL for a call none matched; and the approvers an "ask"
+// rule named for an approval request (ApprovalRequest.Approvers), text[]
+// on the request. An approver's listing (ApprovalRequestFilter.Approver)
+// finds the requests named for it in a GIN index that holds only requests
+// that name approvers, and the others in the principal index, as before.
+//
 // # The outbox
 //
 // Every event the gateway sends (storage.Outbox, migration 0020) is a row

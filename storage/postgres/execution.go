@@ -2,12 +2,14 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/toolgate/toolgate/storage"
+	"github.com/toolgate/toolgate/storage/internal/sqlstore"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
@@ -15,12 +17,14 @@ import (
 // response; listedColumns is the same without it (a listing never shows
 // outputs, so it never reads them). An execution from before the audit
 // columns whose quote was gone shows its total as its price, with no fee.
-// The resolution's columns are NULL but for a resolved execution.
+// The resolution's columns are NULL but for a resolved execution, the
+// budgets' but for a call in some, and the rules' but for a call some
+// matched (see rulesColumn).
 const (
 	auditColumns = `id, principal, tool_id, quote_id, idempotency_key, status,
 	amount_usd::text, charged, created_at, finished_at, tool_slug, manifest_digest,
 	COALESCE(price_usd, amount_usd)::text, COALESCE(fee_usd, 0)::text, approval, grant_id,
-	resolution_outcome, resolved_by, resolved_at, resolution_note, budgets, budget_days`
+	resolution_outcome, resolved_by, resolved_at, resolution_note, budgets, budget_days, rules`
 	executionColumns = auditColumns + `, response, ` + receiptColumn
 	listedColumns    = auditColumns + `, NULL::bytea, NULL::bytea`
 	// returnedColumns are executionColumns as an UPDATE's RETURNING reads
@@ -45,11 +49,12 @@ func scanExecution(row pgx.Row) (storage.Execution, error) {
 		outcome, by, note  *string   // NULL unless resolved
 		budgets            []string  // NULL in no budget
 		days               []time.Time
+		rules              []byte // NULL when no rule matched
 		signed             []byte // the receipt the response is read with
 	)
 	if err := row.Scan(bytesAt(&e.ID), &e.Principal, &e.ToolID, bytesAt(&e.QuoteID), &e.IdempotencyKey, &status,
 		&amount, &e.Charged, &e.CreatedAt, &finished, &e.ToolSlug, &e.ManifestDigest, &price, &fee,
-		&approval, &grant, &outcome, &by, &resolved, &note, &budgets, &days, &e.Response, &signed); err != nil {
+		&approval, &grant, &outcome, &by, &resolved, &note, &budgets, &days, &rules, &e.Response, &signed); err != nil {
 		return storage.Execution{}, translate(err)
 	}
 	e.Response = storage.WithReceipt(e.Response, signed)
@@ -66,6 +71,9 @@ func scanExecution(row pgx.Row) (storage.Execution, error) {
 	}
 	e.Budgets = budgetDays(budgets, days)
 	var err error
+	if e.Rules, err = sqlstore.ParseRules(rules); err != nil {
+		return storage.Execution{}, fmt.Errorf("postgres: %w", err)
+	}
 	if e.AmountUSD, err = parseDecimal(amount); err != nil {
 		return storage.Execution{}, err
 	}
@@ -80,6 +88,16 @@ func scanExecution(row pgx.Row) (storage.Execution, error) {
 	e.CreatedAt = utc(e.CreatedAt)
 	e.FinishedAt = nullTime(finished)
 	return e, nil
+}
+
+// rulesColumn encodes the rules that matched a call for the
+// executions.rules column (migration 0021): jsonb, NULL when none did.
+func rulesColumn(rules []storage.RuleUse) ([]byte, error) {
+	col, err := sqlstore.RulesJSON(rules)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	return col, nil
 }
 
 // deref is the string s points to, or "" for NULL.

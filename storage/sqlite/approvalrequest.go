@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
@@ -15,7 +16,7 @@ import (
 // approvalRequestColumns is the select list scanApprovalRequest reads.
 const approvalRequestColumns = `id, principal, quote_id, tool_id, tool_slug, manifest_digest,
 	price, fee, total, input, input_sha256, status, decided_by, decided_at, remember, execution_id,
-	created_at, expires_at`
+	created_at, expires_at, approvers`
 
 func scanApprovalRequest(row scanner) (storage.ApprovalRequest, error) {
 	var (
@@ -25,10 +26,11 @@ func scanApprovalRequest(row scanner) (storage.ApprovalRequest, error) {
 		status, remember         string
 		decidedAt                *int64
 		created, expires         int64
+		approvers                *string
 	)
 	err := translate(row.Scan(&rawID, &r.Principal, &rawQuote, &r.ToolID, &r.ToolSlug, &r.ManifestDigest,
 		&price, &fee, &total, &r.Input, &r.InputSHA256, &status, &r.DecidedBy, &decidedAt, &remember, &rawExec,
-		&created, &expires))
+		&created, &expires, &approvers))
 	if err != nil {
 		return storage.ApprovalRequest{}, err
 	}
@@ -43,6 +45,11 @@ func scanApprovalRequest(row scanner) (storage.ApprovalRequest, error) {
 			return storage.ApprovalRequest{}, err
 		}
 	}
+	if approvers != nil {
+		if err := json.Unmarshal([]byte(*approvers), &r.Approvers); err != nil {
+			return storage.ApprovalRequest{}, fmt.Errorf("sqlite: stored approvers are not readable: %w", err)
+		}
+	}
 	r.PriceUSD, r.FeeUSD, r.TotalUSD = fromUnits(price), fromUnits(fee), fromUnits(total)
 	r.Status, r.Remember = storage.ApprovalStatus(status), toolgatetype.StandingMode(remember)
 	r.DecidedAt, r.CreatedAt, r.ExpiresAt = nullNanos(decidedAt), fromNanos(created), fromNanos(expires)
@@ -50,6 +57,16 @@ func scanApprovalRequest(row scanner) (storage.ApprovalRequest, error) {
 		r.Input = []byte{}
 	}
 	return r, nil
+}
+
+// approversColumn encodes a request's approvers for the
+// approval_requests.approvers column, a JSON array that the triggers of
+// 0016_rules.sql index by approver: NULL when it names none.
+func approversColumn(approvers []string) any {
+	if len(approvers) == 0 {
+		return nil
+	}
+	return jsonStrings(approvers)
 }
 
 // nullableID stores uuid.Nil as NULL.
@@ -117,11 +134,11 @@ func (s *Store) CreateApprovalRequest(ctx context.Context, r storage.ApprovalReq
 		}
 		_, err := tx.exec(`
 			INSERT INTO approval_requests (`+approvalRequestColumns+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			idBytes(r.ID), r.Principal, idBytes(r.QuoteID), r.ToolID, r.ToolSlug, r.ManifestDigest,
 			amounts[0], amounts[1], amounts[2], input, r.InputSHA256, string(status), r.DecidedBy,
 			nullableNanos(nanos(r.DecidedAt), r.DecidedAt.IsZero()), string(r.Remember), nullableID(r.ExecutionID),
-			nanos(r.CreatedAt), nanos(r.ExpiresAt))
+			nanos(r.CreatedAt), nanos(r.ExpiresAt), approversColumn(r.Approvers))
 		if err != nil || r.Event == nil {
 			return err
 		}
@@ -176,8 +193,12 @@ func (s *Store) GetApprovalRequest(ctx context.Context, id uuid.UUID) (storage.A
 // same whatever their number. A tool and an input hash are compared as
 // plain equalities, added only when set, so that the planner answers them
 // from the index on them.
+//
+// An approver's view (f.Approver) is two listings merged: the principals'
+// requests that name no approvers, from the principal index, and the
+// requests named for the approver, from approval_request_approvers.
 func (s *Store) ListApprovalRequests(ctx context.Context, f storage.ApprovalRequestFilter) ([]storage.ApprovalRequest, error) {
-	if len(f.Principals) == 0 {
+	if len(f.Principals) == 0 && f.Approver == "" {
 		return nil, nil
 	}
 	statuses := make([]string, len(f.Statuses))
@@ -200,20 +221,42 @@ func (s *Store) ListApprovalRequests(ctx context.Context, f storage.ApprovalRequ
 	}
 	// A statement takes as many arguments as its highest parameter number.
 	switch {
+	case f.Approver != "":
+		args = append(args, f.ToolID, f.InputSHA256, f.Approver)
 	case f.InputSHA256 != "":
 		args = append(args, f.ToolID, f.InputSHA256)
 	case f.ToolID != "":
 		args = append(args, f.ToolID)
 	}
-	rows, err := s.pool(ctx).query(`
-		SELECT `+approvalRequestColumns+` FROM approval_requests
-		WHERE principal IN (SELECT value FROM json_each(?1))
+	filters := `
 			AND (json_array_length(?2) = 0 OR status IN (SELECT value FROM json_each(?2)))
 			AND (?3 IS NULL OR expires_at > ?3)
 			AND (?4 IS NULL OR expires_at <= ?4)
-			AND (?5 IS NULL OR (created_at, id) < (?5, ?6))`+oneCall+`
+			AND (?5 IS NULL OR (created_at, id) < (?5, ?6))` + oneCall
+	query := `
+		SELECT ` + approvalRequestColumns + ` FROM approval_requests
+		WHERE principal IN (SELECT value FROM json_each(?1))` + filters + `
 		ORDER BY created_at DESC, id DESC
-		LIMIT ?7`, args...)
+		LIMIT ?7`
+	if f.Approver != "" {
+		// The named requests of one approver are few (a rule's asks,
+		// until they expire and are pruned): they are read whole and
+		// sorted, where the principals' side stops at the limit.
+		query = `
+		SELECT * FROM (
+			SELECT ` + approvalRequestColumns + ` FROM approval_requests
+			WHERE principal IN (SELECT value FROM json_each(?1)) AND approvers IS NULL` + filters + `
+			ORDER BY created_at DESC, id DESC
+			LIMIT ?7)
+		UNION ALL
+		SELECT * FROM (
+			SELECT ` + approvalRequestColumns + ` FROM approval_requests
+			WHERE id IN (SELECT request_id FROM approval_request_approvers
+				WHERE approver = ?10 AND (?5 IS NULL OR (created_at, request_id) < (?5, ?6)))` + filters + `)
+		ORDER BY created_at DESC, id DESC
+		LIMIT ?7`
+	}
+	rows, err := s.pool(ctx).query(query, args...)
 	if err != nil {
 		return nil, err
 	}

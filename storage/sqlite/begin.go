@@ -39,6 +39,10 @@ func (s *Store) BeginExecution(ctx context.Context, b storage.Begin) (storage.Be
 	if err != nil {
 		return storage.BeginResult{}, err
 	}
+	rules, err := rulesColumn(b.Rules)
+	if err != nil {
+		return storage.BeginResult{}, err
+	}
 	var res storage.BeginResult
 	err = s.write(ctx, func(tx *writeTx) error {
 		claimed, err := checkKey(tx, b)
@@ -57,7 +61,7 @@ func (s *Store) BeginExecution(ctx context.Context, b storage.Begin) (storage.Be
 			res, err = takeOver(tx, b, claimed)
 			return err
 		}
-		res, err = admit(tx, b, amount, budgets)
+		res, err = admit(tx, b, amount, budgets, rules)
 		return err
 	})
 	if err != nil {
@@ -134,8 +138,9 @@ func takeOver(tx *writeTx, b storage.Begin, rowid int64) (storage.BeginResult, e
 
 // admit checks a new claim's grant and limits, then writes the running
 // execution, which is the claim of its key and the reservation, in its
-// budgets too (budgets, the column: see budgets.go), and the used grant.
-func admit(tx *writeTx, b storage.Begin, amount int64, budgets any) (storage.BeginResult, error) {
+// budgets too (budgets, the column: see budgets.go), with the rules that
+// matched it (rules, the column: see rulesColumn), and the used grant.
+func admit(tx *writeTx, b storage.Begin, amount int64, budgets, rules any) (storage.BeginResult, error) {
 	if err := checkGrant(tx, b); err != nil {
 		return storage.BeginResult{}, err
 	}
@@ -163,12 +168,12 @@ func admit(tx *writeTx, b storage.Begin, amount int64, budgets any) (storage.Beg
 	now := nanos(b.Now)
 	inserted, err := tx.exec(`
 		INSERT INTO executions (id, principal, tool_id, quote_id, idempotency_key, status, amount, charged, created_at,
-			tool_slug, manifest_digest, price, fee, approval, grant_id, fingerprint, lease_token, lease_until, budgets)
-		SELECT ?, ?, ?, ?, ?, 'running', ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+			tool_slug, manifest_digest, price, fee, approval, grant_id, fingerprint, lease_token, lease_until, budgets, rules)
+		SELECT ?, ?, ?, ?, ?, 'running', ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
 		WHERE NOT EXISTS (SELECT 1 FROM spend_ledger WHERE execution_id = ?)`,
 		idBytes(b.ExecutionID), b.Principal, b.ToolID, idBytes(b.QuoteID), b.Key, amount, now,
 		b.ToolSlug, b.ManifestDigest, price, fee, string(b.Approval), nullableID(b.GrantID),
-		b.Fingerprint, idBytes(b.LeaseToken), nanos(b.LeaseUntil), budgets, idBytes(b.ExecutionID))
+		b.Fingerprint, idBytes(b.LeaseToken), nanos(b.LeaseUntil), budgets, rules, idBytes(b.ExecutionID))
 	if err != nil {
 		return storage.BeginResult{}, err
 	}
@@ -182,9 +187,12 @@ func admit(tx *writeTx, b storage.Begin, amount int64, budgets any) (storage.Beg
 	e.AmountUSD, e.CreatedAt = fromUnits(amount), fromNanos(now)
 	// The caller's slice stays the caller's, as every execution read back
 	// is; none is nil, as it reads back.
-	e.Budgets = nil
+	e.Budgets, e.Rules = nil, nil
 	if len(b.Budgets) > 0 {
 		e.Budgets = slices.Clone(b.Budgets)
+	}
+	if len(b.Rules) > 0 {
+		e.Rules = slices.Clone(b.Rules)
 	}
 	return storage.BeginResult{Execution: e}, nil
 }

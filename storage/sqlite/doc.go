@@ -75,6 +75,17 @@
 // that admits it: on one file, however many processes share it, no
 // budget is ever passed. A call in no budget runs none of this.
 //
+// # Rules
+//
+// What the organization's rules (contract section 29) leave in the file
+// is two JSON columns (0016_rules.sql): the rules that matched a call
+// (storage.Begin.Rules) on its execution, NULL for a call none matched;
+// and the approvers an "ask" rule named for an approval request
+// (ApprovalRequest.Approvers) on the request, which triggers index by
+// approver (approval_request_approvers), so that an approver's listing
+// (ApprovalRequestFilter.Approver) finds the requests named for it from
+// that index, and the others from the principal index, as before.
+//
 // # Events
 //
 // Every event the gateway sends is a row of events (0015_events.sql),

@@ -536,4 +536,9 @@ func assertApprovalRequest(t *testing.T, want, got storage.ApprovalRequest) {
 	assert.Equal(t, want.ExecutionID, got.ExecutionID)
 	assertTime(t, want.CreatedAt, got.CreatedAt, "CreatedAt")
 	assertTime(t, want.ExpiresAt, got.ExpiresAt, "ExpiresAt")
+	if len(want.Approvers) == 0 {
+		assert.Nil(t, got.Approvers, "Approvers: none reads back as nil")
+	} else {
+		assert.Equal(t, want.Approvers, got.Approvers)
+	}
 }

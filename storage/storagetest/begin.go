@@ -365,4 +365,9 @@ func assertRunning(t *testing.T, b storage.Begin, e storage.Execution) {
 	assert.Empty(t, e.Response)
 	assertTime(t, b.Now, e.CreatedAt, "CreatedAt")
 	assert.True(t, e.FinishedAt.IsZero(), "FinishedAt of a running execution")
+	if len(b.Rules) == 0 {
+		assert.Nil(t, e.Rules, "Rules: none reads back as nil")
+	} else {
+		assert.Equal(t, b.Rules, e.Rules)
+	}
 }

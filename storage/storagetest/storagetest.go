@@ -65,6 +65,7 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 		{"Budgets", testBudgets},
 		{"BudgetSpend", testBudgetSpend},
 		{"Outbox", testOutbox},
+		{"Rules", testRules},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) { g.run(t, newStore) })
