@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -148,9 +149,14 @@ type Gateway struct {
 	log                *slog.Logger
 	receipts           *receipt.Keys
 	obs                *telemetry.Observer
-	// budgets is the checked Config.Budgets; nil when none are configured,
-	// which costs a call nothing.
-	budgets *budgets.Tree
+	// budgets is the checked Config.Budgets, swapped whole by SetBudgets:
+	// a call keeps the nodes it was admitted with. Nil when none are
+	// configured, which costs a call one load.
+	budgets atomic.Pointer[budgets.Tree]
+	// budgetMetrics is whether the budgets' metrics are registered, which
+	// happens with the first budgets, at New or at SetBudgets.
+	budgetMetrics   bool
+	budgetMetricsMu sync.Mutex
 	// events delivers the store's events (Config.Events); nil when the
 	// gateway writes none.
 	events *outbox.Deliverer
@@ -226,13 +232,8 @@ func New(store storage.Store, cfg *Config) (*Gateway, error) {
 	if gw.ruleObs, err = ruling.NewObserver(c.Metrics, c.Logger, c.Clock.Now); err != nil {
 		return nil, fmt.Errorf("toolgate: %w", err)
 	}
-	if len(c.Budgets) > 0 {
-		if gw.budgets, err = budgets.New(c.Budgets); err != nil {
-			return nil, fmt.Errorf("toolgate: %w", err)
-		}
-		if err = telemetry.RegisterBudgets(c.Metrics, store, gw.budgets.Nodes(), c.Clock.Now, c.Logger); err != nil {
-			return nil, fmt.Errorf("toolgate: %w", err)
-		}
+	if err := gw.SetBudgets(c.Budgets); err != nil {
+		return nil, err
 	}
 	if err := telemetry.RegisterAmbiguous(c.Metrics, store, c.Clock.Now, c.Logger); err != nil {
 		return nil, err

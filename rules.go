@@ -57,9 +57,13 @@ func (g *Gateway) decideRules(ctx context.Context, principal string, v *registry
 	if set.Len() == 0 {
 		return nil
 	}
+	risk := RiskOf(v.Capabilities)
+	if set = g.ruleTools.Narrow(set, v, risk); set.Len() == 0 {
+		return nil
+	}
 	s := &rules.Subject{
 		Principal:  ruling.Principal(principal, rules.ClaimsFrom(ctx), budgetIDs(nodes), mode),
-		Tool:       g.ruleTools.Of(v, RiskOf(v.Capabilities)),
+		Tool:       g.ruleTools.Of(v, risk),
 		Cost:       rules.Cost{PriceUSD: amt.Price.InexactFloat64(), FeeUSD: amt.Fee.InexactFloat64(), TotalUSD: amt.Total.InexactFloat64()},
 		Now:        g.clock.Now(),
 		InputKnown: input != nil,
@@ -133,13 +137,17 @@ func (g *Gateway) hidden(ctx context.Context, principal string, v *registry.Vers
 	if !set.Hides() {
 		return false, nil
 	}
+	risk := RiskOf(v.Capabilities)
+	if set = g.ruleTools.Narrow(set, v, risk); !set.Hides() {
+		return false, nil
+	}
 	mode, err := g.approvalMode(ctx, principal)
 	if err != nil {
 		// Hidden rather than shown: the rule could not be decided.
 		return true, nil
 	}
 	p := ruling.Principal(principal, rules.ClaimsFrom(ctx), budgetIDs(g.callBudgets(ctx, principal)), mode)
-	hide, ms := set.Hidden(p, g.ruleTools.Of(v, RiskOf(v.Capabilities)))
+	hide, ms := set.Hidden(p, g.ruleTools.Of(v, risk))
 	if count {
 		g.ruleObs.Saw(ctx, ms)
 	}

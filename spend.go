@@ -10,6 +10,7 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/toolgate/toolgate/internal/budgets"
 	"github.com/toolgate/toolgate/internal/spendlimits"
+	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
@@ -93,19 +94,63 @@ func (g *Gateway) UpdateSpendControls(ctx context.Context, principal string, upd
 // join (WithTokenClaims), with their ancestors. Nil, at no cost, when the
 // gateway has no budgets.
 func (g *Gateway) callBudgets(ctx context.Context, principal string) []*budgets.Node {
-	if g.budgets == nil {
+	tree := g.budgets.Load()
+	if tree == nil {
 		return nil
 	}
-	return g.budgets.For(principal, tokenClaims(ctx))
+	return tree.For(principal, tokenClaims(ctx))
+}
+
+// SetBudgets replaces the budgets (Config.Budgets), checked as New checks
+// them, while the gateway runs: calls already admitted keep the budgets
+// they were admitted in, and what a budget has spent, kept in the store by
+// its id, still counts.
+func (g *Gateway) SetBudgets(defs []toolgatetype.BudgetDefinition) error {
+	if len(defs) == 0 {
+		g.budgets.Store(nil)
+		return nil
+	}
+	tree, err := budgets.New(defs)
+	if err != nil {
+		return fmt.Errorf("toolgate: %w", err)
+	}
+	if err := g.registerBudgetMetrics(); err != nil {
+		return err
+	}
+	g.budgets.Store(tree)
+	return nil
+}
+
+// registerBudgetMetrics registers the budgets' metrics once, which read
+// the budgets in force at each scrape.
+func (g *Gateway) registerBudgetMetrics() error {
+	g.budgetMetricsMu.Lock()
+	defer g.budgetMetricsMu.Unlock()
+	if g.budgetMetrics {
+		return nil
+	}
+	nodes := func() []*budgets.Node {
+		if tree := g.budgets.Load(); tree != nil {
+			return tree.Nodes()
+		}
+		return nil
+	}
+	c := g.cfg
+	if err := telemetry.RegisterBudgets(c.Metrics, g.store, nodes, c.Clock.Now, c.Logger); err != nil {
+		return fmt.Errorf("toolgate: %w", err)
+	}
+	g.budgetMetrics = true
+	return nil
 }
 
 // budgetAlerts are the budget alerts a charge in charged may cause
 // (spendlimits.Alerts); nil when the gateway writes no events.
 func (g *Gateway) budgetAlerts(charged []storage.BudgetDay, now time.Time) []storage.BudgetAlert {
-	if g.events == nil || g.budgets == nil {
+	tree := g.budgets.Load()
+	if g.events == nil || tree == nil {
 		return nil
 	}
-	return spendlimits.Alerts(g.budgets, charged, now, g.log)
+	return spendlimits.Alerts(tree, charged, now, g.log)
 }
 
 // refusalEventTimeout bounds the writing of a refusal's events, which the
@@ -116,10 +161,11 @@ const refusalEventTimeout = 5 * time.Second
 // (spendlimits.RefusalEvents). Writing them never fails the refusal: an
 // error is logged.
 func (g *Gateway) budgetRefused(ctx context.Context, r *toolgatetype.BudgetRefusal, now time.Time) {
-	if g.events == nil || g.budgets == nil {
+	tree := g.budgets.Load()
+	if g.events == nil || tree == nil {
 		return
 	}
-	evs, errs := spendlimits.RefusalEvents(g.budgets, r, now)
+	evs, errs := spendlimits.RefusalEvents(tree, r, now)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), refusalEventTimeout)
 	defer cancel()
 	for _, err := range errs {
@@ -165,10 +211,11 @@ func tokenClaims(ctx context.Context) map[string][]string {
 // and the amounts of calls in flight or ambiguous) and when it resets.
 // None configured: an empty list.
 func (g *Gateway) Budgets(ctx context.Context) ([]toolgatetype.Budget, error) {
-	if g.budgets == nil {
+	tree := g.budgets.Load()
+	if tree == nil {
 		return []toolgatetype.Budget{}, nil
 	}
-	return g.budgetStates(ctx, g.budgets.Nodes())
+	return g.budgetStates(ctx, tree.Nodes())
 }
 
 // BudgetsFor returns the budgets an approver may see: those whose
@@ -183,11 +230,12 @@ func (g *Gateway) BudgetsFor(ctx context.Context, approver string) ([]toolgatety
 
 // visibleBudgets are the budgets approver may see, in configuration order.
 func (g *Gateway) visibleBudgets(approver string) []*budgets.Node {
-	if g.budgets == nil {
+	tree := g.budgets.Load()
+	if tree == nil {
 		return nil
 	}
 	var out []*budgets.Node
-	for _, n := range g.budgets.Nodes() {
+	for _, n := range tree.Nodes() {
 		if mayView(n, approver) {
 			out = append(out, n)
 		}
@@ -238,8 +286,8 @@ func (g *Gateway) BudgetSpend(ctx context.Context, approver, budget string, f to
 		return nil, err
 	}
 	var n *budgets.Node
-	if g.budgets != nil {
-		n = g.budgets.Get(budget)
+	if tree := g.budgets.Load(); tree != nil {
+		n = tree.Get(budget)
 	}
 	if n == nil || !mayView(n, approver) {
 		return nil, newError(toolgatetype.CodeNotFound, "no budget %q exists for you", budget)

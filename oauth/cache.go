@@ -16,10 +16,14 @@ const maxCached = 10_000
 // client sends the same token with every request for its life, so only
 // its first request pays for the signature. The whole cache is dropped
 // whenever the provider's keys are fetched again, so a token signed by a
-// key the provider withdrew is not accepted from memory.
+// key the provider withdrew is not accepted from memory, and whenever the
+// verifier's settings change (SetBudgetClaims).
 type verified struct {
 	mu      sync.RWMutex
 	entries map[[sha256.Size]byte]verifiedToken
+	// gen counts the resets, so that a token verified across one is not
+	// remembered with what it was granted before it.
+	gen uint64
 }
 
 type verifiedToken struct {
@@ -31,23 +35,29 @@ func newVerified() *verified {
 	return &verified{entries: map[[sha256.Size]byte]verifiedToken{}}
 }
 
-// get returns the grant of a token verified before and not expired at now.
-func (c *verified) get(d [sha256.Size]byte, now time.Time) (apikey.TokenGrant, bool) {
+// get returns the grant of a token verified before and not expired at now,
+// and the generation to put a new grant in with.
+func (c *verified) get(d [sha256.Size]byte, now time.Time) (apikey.TokenGrant, uint64, bool) {
 	c.mu.RLock()
 	e, ok := c.entries[d]
+	gen := c.gen
 	c.mu.RUnlock()
 	if !ok || !now.Before(e.until) {
-		return apikey.TokenGrant{}, false
+		return apikey.TokenGrant{}, gen, false
 	}
-	return e.grant, true
+	return e.grant, gen, true
 }
 
 // put remembers a verified token. When the cache is full, the expired
 // entries go; if none had expired, all of them do, which costs the
-// clients one verification each.
-func (c *verified) put(d [sha256.Size]byte, grant apikey.TokenGrant, until, now time.Time) {
+// clients one verification each. A grant of an older generation than the
+// cache's is not kept.
+func (c *verified) put(d [sha256.Size]byte, grant apikey.TokenGrant, until, now time.Time, gen uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if gen != c.gen {
+		return
+	}
 	if len(c.entries) >= maxCached {
 		for k, e := range c.entries {
 			if !now.Before(e.until) {
@@ -65,5 +75,6 @@ func (c *verified) put(d [sha256.Size]byte, grant apikey.TokenGrant, until, now 
 func (c *verified) reset() {
 	c.mu.Lock()
 	clear(c.entries)
+	c.gen++
 	c.mu.Unlock()
 }

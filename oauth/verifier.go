@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
@@ -42,8 +43,9 @@ type Verifier struct {
 	oidc     *oidc.IDTokenVerifier
 	verified *verified
 	metadata string // the URL of the resource metadata
-	// budgetClaims is Config.BudgetClaims, copied for lookups.
-	budgetClaims budgetClaimSet
+	// budgetClaims is Config.BudgetClaims, copied for lookups, or those
+	// of SetBudgetClaims since.
+	budgetClaims atomic.Pointer[budgetClaimSet]
 }
 
 var _ apikey.TokenVerifier = (*Verifier)(nil)
@@ -59,7 +61,9 @@ func New(cfg *Config) (*Verifier, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	v := &Verifier{cfg: c, verified: newVerified(), metadata: MetadataURL(c.Audience), budgetClaims: newBudgetClaimSet(c.BudgetClaims)}
+	v := &Verifier{cfg: c, verified: newVerified(), metadata: MetadataURL(c.Audience)}
+	set := newBudgetClaimSet(c.BudgetClaims)
+	v.budgetClaims.Store(&set)
 	v.keys = &keySet{
 		issuer:    c.Issuer,
 		client:    c.HTTPClient,
@@ -81,6 +85,16 @@ func New(cfg *Config) (*Verifier, error) {
 		SkipExpiryCheck: true,
 	})
 	return v, nil
+}
+
+// SetBudgetClaims replaces Config.BudgetClaims, for budgets changed while
+// the verifier runs, and forgets the tokens verified so far: each is read
+// again, with these claims and with what Config.Principals and
+// Config.Approvers say by then.
+func (v *Verifier) SetBudgetClaims(pairs map[string][]string) {
+	set := newBudgetClaimSet(pairs)
+	v.budgetClaims.Store(&set)
+	v.verified.reset()
 }
 
 // FetchKeys fetches the identity provider's keys now (discovering where
@@ -142,7 +156,8 @@ type claims map[string]json.RawMessage
 func (v *Verifier) VerifyToken(ctx context.Context, token string) (apikey.TokenGrant, error) {
 	now := v.cfg.Clock.Now()
 	digest := sha256.Sum256([]byte(token))
-	if g, ok := v.verified.get(digest, now); ok {
+	g, gen, ok := v.verified.get(digest, now)
+	if ok {
 		return g, nil
 	}
 	if !IsJWT(token) {
@@ -177,11 +192,11 @@ func (v *Verifier) VerifyToken(ctx context.Context, token string) (apikey.TokenG
 			return apikey.TokenGrant{}, invalid("it is not valid before %s", nbf.UTC().Format(time.RFC3339))
 		}
 	}
-	g, err := v.grant(c)
+	g, err = v.grant(c)
 	if err != nil {
 		return apikey.TokenGrant{}, err
 	}
-	v.verified.put(digest, g, exp.Add(Leeway), now)
+	v.verified.put(digest, g, exp.Add(Leeway), now, gen)
 	return g, nil
 }
 
@@ -221,7 +236,7 @@ func (v *Verifier) grant(c claims) (apikey.TokenGrant, error) {
 	if g.Principal == "" && g.Approver == "" && len(refused) > 0 {
 		return g, invalid("%s", strings.Join(refused, "; "))
 	}
-	g.Claims = c.budgetClaims(v.budgetClaims)
+	g.Claims = c.budgetClaims(*v.budgetClaims.Load())
 	return g, nil
 }
 

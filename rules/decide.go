@@ -158,17 +158,29 @@ func (set *Set) Hidden(p *Principal, t *Tool) (hidden bool, matches []Match) {
 // whoever calls it with whatever input: those that do not come out false
 // with only the tool known. Docs name them.
 func (set *Set) AppliesTo(t *Tool) []Rule {
+	return set.For(t).Rules()
+}
+
+// For is the set of the rules that may match some call of tool t (see
+// AppliesTo), which decides every call of t as set does: a rule false
+// whatever the caller, input, cost and time are stays false on any of
+// them, an error in what it does not know included (false && anything is
+// false in CEL). Most rules name their tools, so a gateway decides each
+// call on this smaller set, made once per tool version.
+func (set *Set) For(t *Tool) *Set {
 	if set == nil {
 		return nil
 	}
 	a := &activation{s: &Subject{Tool: t}}
-	var out []Rule
+	out := &Set{}
 	for _, c := range set.rules {
 		v, err := evalPartial(c.partial, a, allButTool)
 		if b, ok := v.(types.Bool); err == nil && ok && !bool(b) {
 			continue
 		}
-		out = append(out, c.Rule)
+		out.rules = append(out.rules, c)
+		out.readsInput = out.readsInput || (c.readsInput && c.Effect != Hide)
+		out.hides = out.hides || c.Effect == Hide
 	}
 	return out
 }

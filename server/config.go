@@ -97,6 +97,10 @@ type Config struct {
 	Budgets []toolgatetype.BudgetDefinition
 	// Webhooks tunes the delivery of events (section 28).
 	Webhooks Webhooks
+
+	// source is what the config was parsed from (configsource.go); zero
+	// for a Config made in Go.
+	source configSource
 }
 
 // minRetention is the shortest retention: every finished call stays
@@ -151,14 +155,21 @@ func LoadConfig(path string) (*Config, error) {
 	if err != nil {
 		return nil, &ConfigError{Msg: "cannot read the config file: " + err.Error()}
 	}
-	dir, err := filepath.Abs(filepath.Dir(path))
+	return loadConfig(path, data)
+}
+
+// loadConfig is LoadConfig of data, read from the file at path.
+func loadConfig(path string, data []byte) (*Config, error) {
+	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, &ConfigError{Msg: "cannot find the config file's directory: " + err.Error()}
 	}
+	dir := filepath.Dir(abs)
 	cfg, err := parse(data, dir)
 	if err != nil {
 		return nil, err
 	}
+	cfg.source.path = abs
 	resolveMCPPaths(cfg, dir)
 	resolveReceiptPaths(cfg, dir)
 	if cfg.StorageKind() == "sqlite" && !filepath.IsAbs(cfg.sqlitePath()) {
@@ -200,6 +211,7 @@ func parse(data []byte, dir string) (*Config, error) {
 		return nil, err
 	}
 	cfg.Registry, cfg.Tools = reg, tools
+	cfg.source = configSource{data: data, sum: sha256.Sum256(data)}
 	return cfg, nil
 }
 

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -87,6 +86,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Server, error) {
 		tel.close(log)
 		return nil, err
 	}
+	s.startWatch(opts.ConfigPollInterval)
 	retention, stop := context.WithCancel(context.Background())
 	s.stopRetention, s.retentionDone = stop, make(chan struct{})
 	go func() {
@@ -120,19 +120,14 @@ func assemble(ctx context.Context, cfg *Config, offline bool, tel *telemetry, lo
 		}
 	}
 
-	keys := apikey.NewKeyStore()
+	acc, err := newAccess(cfg.Principals, cfg.Approvers)
+	if err != nil {
+		return nil, err
+	}
+	keys := &liveAccess{}
+	keys.cur.Store(acc)
 	controls := toolgatetype.StaticSpendControls{}
 	for _, p := range cfg.Principals {
-		for _, k := range p.APIKeys {
-			if err := keys.AddKey(p.ID, k); err != nil {
-				return nil, fmt.Errorf("principal %q: %w", p.ID, err)
-			}
-		}
-		for _, d := range p.APIKeyDigests {
-			if err := keys.AddKeyDigest(p.ID, hex.EncodeToString(d[:])); err != nil {
-				return nil, fmt.Errorf("principal %q: %w", p.ID, err)
-			}
-		}
 		if p.ID != PrincipalTemplate {
 			controls[p.ID] = p.SpendControls
 		}
@@ -140,25 +135,6 @@ func assemble(ctx context.Context, cfg *Config, offline bool, tel *telemetry, lo
 	var spendControls toolgatetype.SpendControlsSource = controls
 	if t := cfg.template(); t != nil {
 		spendControls = templateControls{controls: controls, template: t.SpendControls}
-	}
-	approvers := toolgatetype.StaticApprovers{Modes: map[string]toolgatetype.ApprovalMode{}, Approvers: map[string][]string{}}
-	for _, p := range cfg.Principals {
-		if p.ApprovalMode != "" && p.ID != PrincipalTemplate {
-			approvers.Modes[p.ID] = p.ApprovalMode
-		}
-	}
-	for _, a := range cfg.Approvers {
-		for _, k := range a.Keys {
-			if err := keys.AddApproverKey(a.ID, k); err != nil {
-				return nil, fmt.Errorf("approver %q: %w", a.ID, err)
-			}
-		}
-		for _, d := range a.KeyDigests {
-			if err := keys.AddApproverKeyDigest(a.ID, hex.EncodeToString(d[:])); err != nil {
-				return nil, fmt.Errorf("approver %q: %w", a.ID, err)
-			}
-		}
-		approvers.Approvers[a.ID] = a.Principals
 	}
 	sender, listening, err := newWebhook(cfg.Approvals, log)
 	if err != nil {
@@ -184,7 +160,7 @@ func assemble(ctx context.Context, cfg *Config, offline bool, tel *telemetry, lo
 		IdempotencyRetention: cfg.Retention,
 		Upstream:             &upstream.Config{Timeout: cfg.UpstreamTimeout},
 		SpendControls:        spendControls,
-		Approvers:            approvers,
+		Approvers:            keys,
 		ApprovalRequestLimit: toolgatetype.RequestLimit{Max: cfg.Limits.ApprovalRequests, Window: cfg.Limits.ApprovalRequestWindow},
 		Logger:               log,
 		Receipts:             receiptKeys,
@@ -228,7 +204,7 @@ func assemble(ctx context.Context, cfg *Config, offline bool, tel *telemetry, lo
 	var tokens apikey.TokenVerifier
 	var verifier *oauth.Verifier
 	if cfg.OAuth != nil {
-		if verifier, err = newVerifier(ctx, cfg, log); err != nil {
+		if verifier, err = newVerifier(ctx, cfg, keys.isApprover, log); err != nil {
 			closeAll()
 			return nil, err
 		}
@@ -281,8 +257,15 @@ func assemble(ctx context.Context, cfg *Config, offline bool, tel *telemetry, lo
 	if upstreams != nil {
 		mux.Handle("GET /healthz", healthz(upstreams))
 	}
-	return &Server{cfg: cfg, log: log, gw: gw, handler: logRequests(log, mux), tel: tel, endStreams: agents.Close,
-		release: closeAll, listening: listening, sealing: fl.sealing, generatedReceiptKey: generatedReceiptKey}, nil
+	s := &Server{cfg: cfg, log: log, gw: gw, handler: logRequests(log, mux), tel: tel, endStreams: agents.Close,
+		release: closeAll, listening: listening, sealing: fl.sealing, generatedReceiptKey: generatedReceiptKey}
+	s.reloading = reloader{access: keys, verifier: verifier, last: cfg, running: cfg}
+	sum := cfg.shortSHA256()
+	s.reloading.sum.Store(&sum)
+	if tel.metrics != nil {
+		tel.metrics.MustRegister(newConfigInfo(s.reloading.sum.Load))
+	}
+	return s, nil
 }
 
 // newWebhook makes the sender of approval webhooks, when the config asks

@@ -158,11 +158,11 @@ const keysAtStart = 10 * time.Second
 
 // newVerifier makes the verifier of the config's tokens: a token calls as
 // a configured principal, or as any subject when the template is there,
-// and approves as a configured approver. It fetches the provider's keys
-// at once, in the background, to report a wrong issuer early without
-// holding the start up: a provider that does not answer is logged, and
-// asked again when tokens come.
-func newVerifier(ctx context.Context, cfg *Config, log *slog.Logger) (*oauth.Verifier, error) {
+// and approves as an approver in force (isApprover). It fetches the
+// provider's keys at once, in the background, to report a wrong issuer
+// early without holding the start up: a provider that does not answer is
+// logged, and asked again when tokens come.
+func newVerifier(ctx context.Context, cfg *Config, isApprover func(id string) bool, log *slog.Logger) (*oauth.Verifier, error) {
 	vc := cfg.OAuth.verifierConfig()
 	vc.Logger = log
 	vc.HTTPClient = &http.Client{Timeout: keysAtStart}
@@ -173,11 +173,7 @@ func newVerifier(ctx context.Context, cfg *Config, log *slog.Logger) (*oauth.Ver
 		}
 		vc.Principals = func(id string) bool { return principals[id] }
 	}
-	approvers := map[string]bool{}
-	for _, a := range cfg.Approvers {
-		approvers[a.ID] = true
-	}
-	vc.Approvers = func(id string) bool { return approvers[id] }
+	vc.Approvers = isApprover // the approvers in force, which a reload changes
 	// Tokens keep only the claims the budgets match people by.
 	vc.BudgetClaims = oauth.BudgetClaims(cfg.Budgets)
 	v, err := oauth.New(vc)

@@ -55,6 +55,10 @@ type Options struct {
 	// OTLP/HTTP, and the OTEL_BSP_* variables tune their batches. nil is
 	// os.Getenv.
 	Getenv func(string) string
+	// ConfigPollInterval is how often the config file, when the config
+	// was loaded from one, is read to be reloaded once it changed
+	// (Server.Reload); 0 is DefaultConfigPollInterval, negative never.
+	ConfigPollInterval time.Duration
 }
 
 // Server is the whole toolgate server of one config, in process: the
@@ -84,6 +88,8 @@ type Server struct {
 	// when one is. It is logged once the server serves.
 	generatedReceiptKey *receipt.Signer
 	logKeyOnce          sync.Once
+	// reloading is what a reload of the config changes (reload.go).
+	reloading reloader
 
 	stopRetention context.CancelFunc
 	retentionDone chan struct{}
@@ -220,7 +226,7 @@ type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
 
-// Close stops what New started: the pruning, the MCP servers (SIGTERM,
+// Close stops what New started: the config file's watch, the pruning, the MCP servers (SIGTERM,
 // then SIGKILL after 5 s, with whatever they started), the webhook
 // deliveries in progress (up to 5 s; what is not delivered stays in the
 // store for the next instance), the store, and the traces' exporter, after
@@ -228,6 +234,7 @@ func (nopWriteCloser) Close() error { return nil }
 // in flight still writes to the store. It always returns nil.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
+		s.stopWatching()
 		s.stopRetention()
 		<-s.retentionDone
 		s.release()

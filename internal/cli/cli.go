@@ -2,7 +2,9 @@
 // command the arguments name (the longest name wins: "mcp pin" over
 // "mcp"), answers -h and "help" with usage built from the table and each
 // command's flags, and reports a mistake alike for every command, in one
-// line with a suggestion for a mistyped command.
+// line with a suggestion for a mistyped command; and it says alike for
+// every command that listens why an address cannot be listened on
+// (ListenProblem).
 package cli
 
 import (

@@ -124,25 +124,46 @@ type applyKey struct {
 	v   *registry.Version
 }
 
-// Applying are the rules of set that may decide a call of version v, as
-// its docs name them, found once per set and version: a partial
-// evaluation per rule is too much for every listing.
-func (t *Tools) Applying(set *rules.Set, v *registry.Version, risk toolgatetype.RiskLevel) []toolgatetype.ToolRule {
-	if set.Len() == 0 {
-		return nil
-	}
+// forTool is a set of rules as it applies to one tool version: the rules
+// that may decide a call of it, and those rules as its docs name them.
+type forTool struct {
+	set  *rules.Set
+	docs []toolgatetype.ToolRule
+}
+
+// of is set as it applies to version v, found once per set and version:
+// a partial evaluation of each rule is too much for every call.
+func (t *Tools) of(set *rules.Set, v *registry.Version, risk toolgatetype.RiskLevel) *forTool {
 	k := applyKey{set, v}
 	if got, ok := t.applying.Load(k); ok {
-		return got.([]toolgatetype.ToolRule)
+		return got.(*forTool)
 	}
-	var out []toolgatetype.ToolRule
-	for _, r := range set.AppliesTo(t.Of(v, risk)) {
+	f := &forTool{set: set.For(t.Of(v, risk))}
+	for _, r := range f.set.Rules() {
 		msg := r.Message
 		if msg == "" {
 			msg = r.Name
 		}
-		out = append(out, toolgatetype.ToolRule{Name: r.Name, Effect: string(r.Effect), Mode: string(r.Mode), Message: msg})
+		f.docs = append(f.docs, toolgatetype.ToolRule{Name: r.Name, Effect: string(r.Effect), Mode: string(r.Mode), Message: msg})
 	}
-	t.applying.Store(k, out)
-	return out
+	t.applying.Store(k, f)
+	return f
+}
+
+// Narrow is the rules of set that may decide a call of version v (see
+// rules.Set.For): a call of v is decided on them alone.
+func (t *Tools) Narrow(set *rules.Set, v *registry.Version, risk toolgatetype.RiskLevel) *rules.Set {
+	if set.Len() == 0 {
+		return set
+	}
+	return t.of(set, v, risk).set
+}
+
+// Applying are the rules of set that may decide a call of version v, as
+// its docs name them.
+func (t *Tools) Applying(set *rules.Set, v *registry.Version, risk toolgatetype.RiskLevel) []toolgatetype.ToolRule {
+	if set.Len() == 0 {
+		return nil
+	}
+	return t.of(set, v, risk).docs
 }

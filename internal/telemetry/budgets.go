@@ -32,7 +32,7 @@ const budgetMetricsTimeout = 5 * time.Second
 // ambiguous. Its labels are the budget's id and the window; no principal.
 type budgetMetrics struct {
 	store       storage.Store
-	nodes       []*budgets.Node
+	nodes       func() []*budgets.Node // those in force
 	log         *slog.Logger
 	used, limit *prometheus.Desc
 	reading     *promshare.Reading[[]budgetReading]
@@ -45,10 +45,10 @@ type budgetReading struct {
 	used, limit decimal.Decimal
 }
 
-// RegisterBudgets registers the metrics of nodes' windows with reg; none
-// when reg is nil. Gateways sharing a registerer share the first one's
+// RegisterBudgets registers the metrics of the windows of the budgets
+// nodes returns at each reading with reg; none when reg is nil. Gateways sharing a registerer share the first one's
 // collector: each reads the whole fleet's use from the store anyway.
-func RegisterBudgets(reg prometheus.Registerer, store storage.Store, nodes []*budgets.Node, now func() time.Time, log *slog.Logger) error {
+func RegisterBudgets(reg prometheus.Registerer, store storage.Store, nodes func() []*budgets.Node, now func() time.Time, log *slog.Logger) error {
 	if reg == nil {
 		return nil
 	}
@@ -97,7 +97,7 @@ func (m *budgetMetrics) Collect(ch chan<- prometheus.Metric) {
 // measure reads every budget window's use at now in one MeasureLimits,
 // with the limits GET /v1/budgets measures, so that both show one number.
 func (m *budgetMetrics) measure(ctx context.Context, now time.Time) ([]budgetReading, error) {
-	windows := spendlimits.BudgetWindows(m.nodes, now.UTC())
+	windows := spendlimits.BudgetWindows(m.nodes(), now.UTC())
 	reading := make([]budgetReading, 0, len(windows))
 	limits := make([]storage.Limit, 0, len(windows))
 	for _, w := range windows {
