@@ -22,6 +22,7 @@ var commands = []*cli.Command{
 	mcpCommand,
 	mcpPinCommand,
 	toolsCheckCommand,
+	rulesTestCommand,
 	receiptsExportCommand,
 	receiptsVerifyCommand,
 	eventsListCommand,

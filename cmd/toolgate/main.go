@@ -7,10 +7,10 @@
 //	toolgate [serve] [-config FILE] [-listen ADDR] [-metrics-listen ADDR] [-offline] [-dev-keys FILE]
 //	toolgate COMMAND [arguments]
 //
-// "toolgate help" lists every command (mcp, mcp pin, tools check, receipts
-// export and verify, events list and retry, version), one line each; each
-// answers -h with its usage on stdout and exit 0, and a mistake in its
-// arguments with one line on stderr and exit 2.
+// "toolgate help" lists every command (mcp, mcp pin, tools check, rules
+// test, receipts export and verify, events list and retry, version), one
+// line each; each answers -h with its usage on stdout and exit 0, and a
+// mistake in its arguments with one line on stderr and exit 2.
 //
 // The config file is named by -config or, failing that, by the
 // TOOLGATE_CONFIG environment variable. With neither, the server runs a
@@ -47,7 +47,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -210,7 +209,7 @@ func runServe(ctx context.Context, c *cli.CLI, cmd *cli.Command, args []string) 
 	defer srv.Close() // after the drain: calls in flight still write to the store
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		fmt.Fprintf(stderr, "toolgate: %s\n", listenProblem(cfg.Listen, err, "-listen"))
+		fmt.Fprintf(stderr, "toolgate: %s\n", server.ListenProblem(cfg.Listen, err, "-listen"))
 		return exitFailed
 	}
 	var metricsLn net.Listener
@@ -218,7 +217,7 @@ func runServe(ctx context.Context, c *cli.CLI, cmd *cli.Command, args []string) 
 	if cfg.MetricsListen != "" {
 		if metricsLn, err = net.Listen("tcp", cfg.MetricsListen); err != nil {
 			ln.Close()
-			fmt.Fprintf(stderr, "toolgate: %s\n", listenProblem(cfg.MetricsListen, err, metricsFlag))
+			fmt.Fprintf(stderr, "toolgate: %s\n", server.ListenProblem(cfg.MetricsListen, err, metricsFlag))
 			return exitFailed
 		}
 		metricsAddr = metricsLn.Addr().String()
@@ -240,48 +239,4 @@ func runServe(ctx context.Context, c *cli.CLI, cmd *cli.Command, args []string) 
 	}
 	log.Info("stopped")
 	return exitOK
-}
-
-// listenProblem says why the server cannot listen on addr, and how to
-// choose another address: with flag (-listen, -metrics-listen), or with
-// the config's field metricsListen when flag is "".
-func listenProblem(addr string, err error, flag string) string {
-	how := "choose another address with " + flag
-	example := func(a string) string { return flag + " " + a }
-	if flag == "" {
-		how = "choose another address for the config's metricsListen"
-		example = func(a string) string { return a }
-	}
-	if errors.Is(err, syscall.EADDRINUSE) {
-		_, port, _ := net.SplitHostPort(addr)
-		msg := fmt.Sprintf("cannot listen on %s: port %s is already in use, by another toolgate or another program; stop it, or %s", addr, port, how)
-		if other := nextPort(addr); other != "" {
-			msg += fmt.Sprintf(", such as %s, or %s for any free port", example(other), example(anyPort(addr)))
-		}
-		return msg
-	}
-	var op *net.OpError
-	if errors.As(err, &op) && op.Err != nil {
-		err = op.Err
-	}
-	return fmt.Sprintf("cannot listen on %s: %v; %s", addr, err, how)
-}
-
-// nextPort is addr with the port after its own, "" when it has none.
-func nextPort(addr string) string {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return ""
-	}
-	n, err := strconv.Atoi(port)
-	if err != nil || n <= 0 || n >= 65535 {
-		return ""
-	}
-	return net.JoinHostPort(host, strconv.Itoa(n+1))
-}
-
-// anyPort is addr's host with port 0.
-func anyPort(addr string) string {
-	host, _, _ := net.SplitHostPort(addr)
-	return net.JoinHostPort(host, "0")
 }
