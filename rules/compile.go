@@ -176,8 +176,11 @@ func compileRule(e envs, i int, r Rule) (*compiled, error) {
 		return nil, fail("when", "its cost cannot be estimated: %v", err)
 	}
 	if est.Max > CostLimit {
-		return nil, fail("when", "its estimated cost, up to %s, passes the limit of %d (each list, map or string it reads counted at %d elements): loop over less, or nest fewer loops",
-			costText(est.Max), CostLimit, sizeLimit)
+		// The cost is the whole expression's: placed at its start, so that
+		// the refusal names a column as every other fault in When does.
+		return nil, &Error{Index: i, Name: r.Name, Field: "when", Line: 1, Column: 1,
+			Msg: fmt.Sprintf("its estimated cost, up to %s, passes the limit of %d (each list, map or string it reads counted at %d elements): loop over less, or nest fewer loops",
+				costText(est.Max), CostLimit, sizeLimit)}
 	}
 	c := &compiled{Rule: r, readsInput: readsVariable(ast, "input")}
 	// A rule without a loop does work in proportion to what it reads,

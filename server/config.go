@@ -20,6 +20,7 @@ import (
 	"github.com/toolgate/toolgate/internal/weburl"
 	"github.com/toolgate/toolgate/mcpupstream"
 	"github.com/toolgate/toolgate/registry"
+	"github.com/toolgate/toolgate/rules"
 	"github.com/toolgate/toolgate/toolgatetype"
 	"github.com/toolgate/toolgate/upstream"
 )
@@ -97,6 +98,9 @@ type Config struct {
 	Budgets []toolgatetype.BudgetDefinition
 	// Webhooks tunes the delivery of events (section 28).
 	Webhooks Webhooks
+	// Rules are the organization's rules (section 29), each checked by
+	// rules.Compile when the config is parsed (rules.go).
+	Rules []rules.Rule
 
 	// source is what the config was parsed from (configsource.go); zero
 	// for a Config made in Go.
@@ -246,6 +250,7 @@ type configJSON struct {
 	Receipts             *receiptsJSON         `json:"receipts"`
 	Budgets              []budgetJSON          `json:"budgets"`
 	Webhooks             *webhooksJSON         `json:"webhooks"`
+	Rules                []ruleJSON            `json:"rules"`
 }
 
 // builtinRegistry is the registry a config starts from, before its
@@ -356,6 +361,9 @@ func (doc *configJSON) config(reg *registry.Registry) (*Config, error) {
 		if cfg.Webhooks, err = doc.Webhooks.webhooks("webhooks"); err != nil {
 			return nil, err
 		}
+	}
+	if cfg.Rules, err = p.rules("rules", doc.Rules, cfg.Approvers); err != nil {
+		return nil, err
 	}
 	if doc.Pins != nil {
 		if cfg.PinsFile = *doc.Pins; strings.TrimSpace(cfg.PinsFile) == "" {

@@ -19,7 +19,7 @@
 // or mounts Server.Handler on a server of its own, or speaks MCP over
 // stdio to one principal with Server.ServeMCP.
 //
-// A running server takes a changed config's approvers and budgets without
+// A running server takes a changed config's rules, approvers and budgets without
 // a restart (reload.go): Server.Reload reads its file again (command
 // toolgate's SIGHUP), a server started from a file watches it
 // (Options.ConfigPollInterval), and Server.ReloadConfig applies a Config

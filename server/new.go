@@ -165,6 +165,7 @@ func assemble(ctx context.Context, cfg *Config, offline bool, tel *telemetry, lo
 		Logger:               log,
 		Receipts:             receiptKeys,
 		Budgets:              cfg.Budgets,
+		Rules:                cfg.Rules,
 	}
 	// Interfaces holding nil pointers would not be nil: set only what is on.
 	if tel.metrics != nil {

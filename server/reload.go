@@ -27,6 +27,7 @@ var reloadable = []struct {
 	field string
 	apply func(s *Server, cfg *Config) error
 }{
+	{"Rules", func(s *Server, cfg *Config) error { return s.gw.SetRules(cfg.Rules) }},
 	{"Approvers", (*Server).applyAccess},
 	{"Budgets", func(s *Server, cfg *Config) error { return s.gw.SetBudgets(cfg.Budgets) }},
 }
@@ -91,7 +92,7 @@ func (s *Server) reloadFile(ctx context.Context, path string, data []byte) error
 	return s.reload(next)
 }
 
-// ReloadConfig applies next's approvers and budgets (those of reloadable)
+// ReloadConfig applies next's rules, approvers and budgets (those of reloadable)
 // to the running server, once checked with the running config as a start
 // would check them: calls in flight finish as they began, a budget's
 // spend so far is kept, and from then on a removed approver key is

@@ -23,6 +23,7 @@ var commands = []*cli.Command{
 	mcpPinCommand,
 	toolsCheckCommand,
 	configCheckCommand,
+	rulesTestCommand,
 	receiptsExportCommand,
 	receiptsVerifyCommand,
 	eventsListCommand,

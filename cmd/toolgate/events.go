@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"text/tabwriter"
 	"time"
 
 	"github.com/toolgate/toolgate/internal/cli"
@@ -90,51 +88,11 @@ func runEventsList(ctx context.Context, c *cli.CLI, cmd *cli.Command, args []str
 		fmt.Fprintf(c.Stderr, "toolgate: reading the events: %v\n", err)
 		return exitFailed
 	}
-	if *asJSON {
-		enc := json.NewEncoder(c.Stdout)
-		for _, e := range events {
-			_ = enc.Encode(eventLine(e))
-		}
-		return exitOK
+	if err := server.WriteEvents(c.Stdout, events, *asJSON); err != nil {
+		fmt.Fprintf(c.Stderr, "toolgate: %v\n", err)
+		return exitFailed
 	}
-	w := tabwriter.NewWriter(c.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "ID\tTYPE\tSTATUS\tATTEMPTS\tCREATED\tNEXT OR DONE\tLAST ERROR")
-	for _, e := range events {
-		when := e.FinishedAt
-		if e.Status == storage.EventPending {
-			when = e.NextAttemptAt
-		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", e.ID, e.Type, e.Status, e.Attempts,
-			e.CreatedAt.UTC().Format(time.RFC3339), when.UTC().Format(time.RFC3339), e.LastError)
-	}
-	_ = w.Flush()
 	return exitOK
-}
-
-// eventJSON is an event as toolgate events list -json prints it.
-type eventJSON struct {
-	ID            string          `json:"id"`
-	Type          string          `json:"type"`
-	Status        string          `json:"status"`
-	Attempts      int             `json:"attempts"`
-	CreatedAt     time.Time       `json:"createdAt"`
-	NextAttemptAt *time.Time      `json:"nextAttemptAt,omitempty"`
-	FinishedAt    *time.Time      `json:"finishedAt,omitempty"`
-	LastError     string          `json:"lastError,omitempty"`
-	Payload       json.RawMessage `json:"payload"`
-}
-
-func eventLine(e storage.Event) eventJSON {
-	out := eventJSON{ID: e.ID, Type: e.Type, Status: string(e.Status), Attempts: e.Attempts,
-		CreatedAt: e.CreatedAt.UTC(), LastError: e.LastError, Payload: e.Payload}
-	if e.Status == storage.EventPending {
-		at := e.NextAttemptAt.UTC()
-		out.NextAttemptAt = &at
-	} else {
-		at := e.FinishedAt.UTC()
-		out.FinishedAt = &at
-	}
-	return out
 }
 
 func runEventsRetry(ctx context.Context, c *cli.CLI, cmd *cli.Command, args []string) int {

@@ -778,3 +778,17 @@ func testEventAfterKill9(t *testing.T, storage string) {
 	assert.Equal(t, 0, b.stop(exitTimeout))
 	assertNoSecrets(t, []*process{a, b}, agentKey, patKey)
 }
+
+// eventJSON is a line of "toolgate events list -json", as a reader of it
+// decodes it.
+type eventJSON struct {
+	ID            string          `json:"id"`
+	Type          string          `json:"type"`
+	Status        string          `json:"status"`
+	Attempts      int             `json:"attempts"`
+	CreatedAt     time.Time       `json:"createdAt"`
+	NextAttemptAt *time.Time      `json:"nextAttemptAt,omitempty"`
+	FinishedAt    *time.Time      `json:"finishedAt,omitempty"`
+	LastError     string          `json:"lastError,omitempty"`
+	Payload       json.RawMessage `json:"payload"`
+}

@@ -7,10 +7,9 @@
 //	toolgate [serve] [-config FILE] [-listen ADDR] [-metrics-listen ADDR] [-offline] [-dev-keys FILE]
 //	toolgate COMMAND [arguments]
 //
-// "toolgate help" lists every command (mcp, mcp pin, tools check, config check, receipts
-// export and verify, events list and retry, version), one line each; each
-// answers -h with its usage on stdout and exit 0, and a mistake in its
-// arguments with one line on stderr and exit 2.
+// "toolgate help" lists every command, one line each; each answers -h
+// with its usage on stdout and exit 0, and a mistake in its arguments with
+// one line on stderr and exit 2.
 //
 // The config file is named by -config or, failing that, by the
 // TOOLGATE_CONFIG environment variable. With neither, the server runs a
@@ -26,9 +25,9 @@
 // Once listening, the server prints "toolgate listening on http://ADDR" on
 // stdout (and "toolgate metrics on http://ADDR/metrics" when it serves
 // Prometheus metrics), and logs JSON to stderr (never an API key). With
-// OTEL_EXPORTER_OTLP_ENDPOINT set it exports traces over OTLP/HTTP. SIGHUP,
-// or a change of the config file, reloads its approvers and budgets. SIGINT
-// or SIGTERM stops accepting connections, lets the calls in flight finish,
+// OTEL_EXPORTER_OTLP_ENDPOINT set it exports traces over OTLP/HTTP.
+// SIGHUP, or a change of the config file, reloads its rules, approvers and
+// budgets. SIGINT or SIGTERM stops accepting connections, lets the calls in flight finish,
 // stops the MCP servers the config starts (SIGTERM, then SIGKILL after 5 s,
 // with whatever they started), and exits 0.
 //
