@@ -26,12 +26,15 @@ type reloadConfig struct {
 	key     string // the caller's
 	// teamDailyLimit is the team budget's dailyLimitUsd.
 	teamDailyLimit string
+	// denyStep is the goal-data step the rule no-step-N denies.
+	denyStep int
 	// broken makes the limit no amount, a file that does not load.
 	broken bool
 }
 
 func (c reloadConfig) caller() string { return "caller-" + c.suffix }
 func (c reloadConfig) team() string   { return "team-" + c.suffix }
+func (c reloadConfig) rule() string   { return fmt.Sprintf("no-step-%d", c.denyStep) }
 
 // write writes the config to path, atomically: a watching server reads
 // the old file or the new one, never half of one.
@@ -50,6 +53,8 @@ func (c reloadConfig) write(t *testing.T, path string) {
 			"spendControls": map[string]any{"dailyLimitUsd": "100000", "monthlyLimitUsd": "100000",
 				"rateLimitPerMinute": 100000, "rateLimitPerHour": 100000}}},
 		"budgets": []any{map[string]any{"id": c.team(), "members": []string{c.caller()}, "dailyLimitUsd": limit}},
+		"rules": []any{map[string]any{"name": c.rule(), "effect": "deny",
+			"when": fmt.Sprintf("tool.slug == 'goal-data' && input.step == %d", c.denyStep)}},
 	}
 	data, err := json.MarshalIndent(doc, "", "  ")
 	require.NoError(t, err)
@@ -74,7 +79,7 @@ func TestReloadFleetUnderLoad(t *testing.T) {
 func testReloadFleet(t *testing.T, storage string) {
 	untilPastMidnight(t, 2*time.Minute) // the budget's window is a day
 	suffix := randomKey(t, "")[:12]
-	cfg := reloadConfig{storage: storage, suffix: suffix, key: randomKey(t, "tg_test_reload_"), teamDailyLimit: "100000"}
+	cfg := reloadConfig{storage: storage, suffix: suffix, key: randomKey(t, "tg_test_reload_"), teamDailyLimit: "100000", denyStep: 2}
 	path := filepath.Join(t.TempDir(), "toolgate.json")
 	cfg.write(t, path)
 	a, b, baseA, baseB := fleetOf(t, path)
@@ -100,7 +105,9 @@ func testReloadFleet(t *testing.T, storage string) {
 				default:
 				}
 				c := client{t: t, base: []string{baseA, baseB}[(w+i)%2], key: cfg.key}
-				o := loadCall(c, fmt.Sprintf("reload-%s-%d-%d", suffix, w, i))
+				// Steps 1 and 3, which the first rule (no-step-2) denies
+				// neither of.
+				o := loadCall(c, fmt.Sprintf("reload-%s-%d-%d", suffix, w, i), 1+2*(i/2%2))
 				mu.Lock()
 				outcomes = append(outcomes, o)
 				mu.Unlock()
@@ -118,7 +125,7 @@ func testReloadFleet(t *testing.T, storage string) {
 	// the budget's to refuse.
 	cfg.teamDailyLimit = "0.1000"
 	cfg.write(t, path)
-	wantSum := checkConfig(t, path)
+	checkConfig(t, path)
 	for _, p := range []*process{a, b} {
 		require.NoError(t, p.cmd.Process.Signal(syscall.SIGHUP))
 	}
@@ -130,30 +137,58 @@ func testReloadFleet(t *testing.T, storage string) {
 	reloadedAt := len(outcomes)
 	mu.Unlock()
 	require.Eventually(t, func() bool { return loaded(reloadedAt + 40) }, time.Minute, 20*time.Millisecond, "the load goes on")
+
+	// One reload then changes the rule and the budget together: the
+	// limit back up, and step 1 denied. From then on step 3 completes
+	// (the budget changed) and step 1 is the new rule's to refuse.
+	cfg.teamDailyLimit, cfg.denyStep = "100000", 1
+	cfg.write(t, path)
+	wantSum := checkConfig(t, path)
+	mu.Lock()
+	ruleSentAt := len(outcomes) // the watch may reload before the signal
+	mu.Unlock()
+	for _, p := range []*process{a, b} {
+		require.NoError(t, p.cmd.Process.Signal(syscall.SIGHUP))
+	}
+	for _, p := range []*process{a, b} {
+		require.Eventually(t, func() bool { return strings.Count(p.stderr.String(), `"msg":"config reloaded"`) == 2 },
+			time.Minute, 20*time.Millisecond, "each instance reloads again")
+	}
+	mu.Lock()
+	ruledAt := len(outcomes)
+	mu.Unlock()
+	require.Eventually(t, func() bool { return loaded(ruledAt + 40) }, time.Minute, 20*time.Millisecond, "the load goes on")
 	close(stop)
 	wg.Wait()
 
-	completed, refused := 0, 0
+	// A call admitted before its instance reloaded may finish after (one
+	// per worker at most): the phases are told apart past that.
+	completed, refused, denied := 0, 0, 0
 	for i, o := range outcomes {
 		require.NoError(t, o.err)
-		switch o.status {
-		case http.StatusOK:
+		settled := func(at int) bool { return i >= at+workers }
+		switch {
+		case o.status == http.StatusOK:
 			completed++
-			// A call admitted before its instance reloaded may finish
-			// after (one per worker at most); none admitted after both
-			// had reloaded.
-			assert.Less(t, i, reloadedAt+workers, "a call admitted after both instances reloaded")
-		case http.StatusForbidden:
+			assert.False(t, settled(reloadedAt) && i < ruleSentAt, "a call completed after both instances lowered the limit")
+			assert.False(t, settled(ruledAt) && o.step == 1, "a step 1 call completed after both instances took the new rule")
+		case o.status == http.StatusForbidden && o.code == "spend_limit_exceeded":
 			refused++
-			assert.Equal(t, "spend_limit_exceeded", o.code)
 			assert.Equal(t, cfg.team(), o.budget, "the team's budget refuses")
+			assert.False(t, settled(ruledAt), "the budget refused after both instances raised its limit")
+		case o.status == http.StatusForbidden && o.code == "rule_denied":
+			denied++
+			assert.Equal(t, "no-step-1", o.rule, "only the new rule denies")
+			assert.Equal(t, 1, o.step)
+			assert.GreaterOrEqual(t, i, ruleSentAt, "the new rule denied before its reload")
 		default:
 			t.Fatalf("a call answered %d %s", o.status, o.code)
 		}
 	}
-	t.Logf("%d calls completed, %d refused by the budget", completed, refused)
+	t.Logf("%d calls completed, %d refused by the budget, %d denied by the new rule", completed, refused, denied)
 	assert.Positive(t, completed)
-	assert.GreaterOrEqual(t, refused, 40-workers, "every call after the reload")
+	assert.GreaterOrEqual(t, refused, 40-workers, "every call after the first reload")
+	assert.GreaterOrEqual(t, denied, 20-workers, "every step 1 call after the second")
 
 	// The fleet runs one config, the one config check names.
 	for _, m := range []string{metricsA, metricsB} {
@@ -192,10 +227,10 @@ func testReloadFleet(t *testing.T, storage string) {
 		}
 	}
 	for _, base := range []string{baseA, baseB} {
-		o := loadCall(client{t: t, base: base, key: cfg.key}, "reload-after-broken-"+suffix+base)
+		o := loadCall(client{t: t, base: base, key: cfg.key}, "reload-after-broken-"+suffix+base, 1)
 		require.NoError(t, o.err)
-		assert.Equal(t, http.StatusForbidden, o.status, "still serving, on the limit that runs")
-		assert.Equal(t, cfg.team(), o.budget)
+		assert.Equal(t, http.StatusForbidden, o.status, "still serving, on the rule that runs")
+		assert.Equal(t, "no-step-1", o.rule)
 	}
 	for _, m := range []string{metricsA, metricsB} {
 		assert.Equal(t, wantSum, configInfoOf(t, m), "the config in force is still the last good one")
@@ -206,6 +241,8 @@ func testReloadFleet(t *testing.T, storage string) {
 
 // loadOutcome is how a call of the load ended.
 type loadOutcome struct {
+	step   int    // the goal-data step called
+	rule   string // the denying rule's name
 	status int
 	code   string // the error's, for a refusal
 	budget string // the refusing budget's id
@@ -214,7 +251,8 @@ type loadOutcome struct {
 
 // loadCall quotes and calls goal-data through c, for a goroutine of its
 // own: what went wrong is in the outcome, never a failed test.
-func loadCall(c client, idemKey string) (o loadOutcome) {
+func loadCall(c client, idemKey string, step int) (o loadOutcome) {
+	o.step = step
 	r, err := c.send(http.MethodPost, "/v1/tools/goal-data/quote", nil)
 	if err != nil || r.status != http.StatusCreated {
 		o.status, o.err = r.status, err
@@ -232,7 +270,7 @@ func loadCall(c client, idemKey string) (o loadOutcome) {
 	if o.err = json.Unmarshal(r.body, &q); o.err != nil {
 		return o
 	}
-	r, err = c.sendCall("goal-data", q.Quote.ID, q.Quote.ManifestDigest, idemKey, map[string]any{"goal": "reload", "step": 1})
+	r, err = c.sendCall("goal-data", q.Quote.ID, q.Quote.ManifestDigest, idemKey, map[string]any{"goal": "reload", "step": step})
 	if err != nil {
 		o.err = err
 		return o
@@ -244,10 +282,13 @@ func loadCall(c client, idemKey string) (o loadOutcome) {
 			Budget struct {
 				ID string `json:"id"`
 			} `json:"budget"`
+			Rule struct {
+				Name string `json:"name"`
+			} `json:"rule"`
 		} `json:"error"`
 	}
 	o.err = json.Unmarshal(r.body, &body)
-	o.code, o.budget = body.Error.Code, body.Error.Budget.ID
+	o.code, o.budget, o.rule = body.Error.Code, body.Error.Budget.ID, body.Error.Rule.Name
 	return o
 }
 
