@@ -43,5 +43,9 @@ func Groups(claims map[string]any) []string {
 		}
 		return out
 	}
-	return []string{}
+	return noGroups
 }
+
+// noGroups are the groups of a caller with none, shared: rules only read
+// them.
+var noGroups = []string{}

@@ -4,7 +4,6 @@
 package ruling
 
 import (
-	"bytes"
 	"encoding/json"
 	"sync"
 
@@ -18,9 +17,8 @@ import (
 // decoded, numbers as float64 (CEL's double). Input that is not an object
 // (which no tool's schema takes) reads as an empty map.
 func Input(canonical []byte) map[string]any {
-	m := map[string]any{}
-	d := json.NewDecoder(bytes.NewReader(canonical))
-	if err := d.Decode(&m); err != nil {
+	var m map[string]any
+	if err := json.Unmarshal(canonical, &m); err != nil || m == nil {
 		return map[string]any{}
 	}
 	return m
@@ -29,13 +27,20 @@ func Input(canonical []byte) map[string]any {
 // Principal is the caller as rules see it.
 func Principal(id string, claims map[string]any, budgets []string, mode toolgatetype.ApprovalMode) *rules.Principal {
 	if claims == nil {
-		claims = map[string]any{}
+		claims = noClaims
 	}
 	if budgets == nil {
-		budgets = []string{}
+		budgets = noBudgets
 	}
 	return &rules.Principal{ID: id, Groups: rules.Groups(claims), Claims: claims, Budgets: budgets, ApprovalMode: string(mode)}
 }
+
+// noClaims and noBudgets are those of a caller with none, shared: rules
+// only read them.
+var (
+	noClaims  = map[string]any{}
+	noBudgets = []string{}
+)
 
 // Tools keeps each tool version as rules see it, built once: a version
 // is immutable, and a call's rules read it for every rule.
