@@ -77,6 +77,7 @@ func (g *Gateway) decideRules(ctx context.Context, principal string, v *registry
 	}
 	if count {
 		g.ruleObs.Saw(ctx, d.Matches)
+		rules.TrailFrom(ctx).Add(d.Matches)
 	}
 	r := &ruled{matches: d.Matches, denied: d.Denied()}
 	r.asked, r.approvers = d.Asked()
@@ -150,6 +151,7 @@ func (g *Gateway) hidden(ctx context.Context, principal string, v *registry.Vers
 	hide, ms := set.Hidden(p, g.ruleTools.Of(v, risk))
 	if count {
 		g.ruleObs.Saw(ctx, ms)
+		rules.TrailFrom(ctx).Add(ms)
 	}
 	return hide, ms
 }

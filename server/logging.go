@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/internal/httpx"
+	"github.com/toolgate/toolgate/rules"
 )
 
 // logRequests logs one line per request: method, path, status, size and
@@ -16,6 +17,8 @@ func logRequests(log *slog.Logger, next http.Handler) http.Handler {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		r, refusal := httpx.WithRefusalLog(r)
+		ctx, trail := rules.WithTrail(r.Context())
+		r = r.WithContext(ctx)
 		next.ServeHTTP(rec, r)
 		level := slog.LevelInfo
 		if rec.status >= 500 {
@@ -39,6 +42,11 @@ func logRequests(log *slog.Logger, next http.Handler) http.Handler {
 			if refusal.Budget != "" {
 				attrs = append(attrs, slog.String("budget", refusal.Budget), slog.String("window", refusal.Window))
 			}
+		}
+		// The organization's rules that decided what the request asked,
+		// audit ones included: a refusal's only audit record.
+		if uses := trail.Uses(); uses != nil {
+			attrs = append(attrs, slog.Any("rules", uses))
 		}
 		log.LogAttrs(r.Context(), level, "request", attrs...)
 	})

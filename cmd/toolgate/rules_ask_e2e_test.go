@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -120,6 +121,21 @@ func TestRulesAskSendsACallerToTheNamedApprover(t *testing.T) {
 	assert.Regexp(t, regexp.MustCompile(`(?m)^toolgate_rule_matches_total\{effect="ask",mode="enforce",rule="step-two-needs-a-lead"\} [1-9]`), metrics)
 
 	assert.Equal(t, 0, srv.stop(exitTimeout))
+	// The request lines name the rules that decided them: the refusal's
+	// (its only audit record), the approval request's and the calls'.
+	var ruled []string
+	for _, l := range srv.logLines() {
+		if l["msg"] != "request" || l["rules"] == nil {
+			continue
+		}
+		for _, u := range l["rules"].([]any) {
+			u := u.(map[string]any)
+			ruled = append(ruled, fmt.Sprintf("%v %v %v %v %v", l["path"], l["status"], u["name"], u["effect"], u["mode"]))
+		}
+	}
+	assert.Contains(t, ruled, "/v1/tools/goal-data/call 403 step-two-needs-a-lead ask enforce")
+	assert.Contains(t, ruled, "/v1/approval-requests 201 step-two-needs-a-lead ask enforce")
+	assert.Contains(t, ruled, "/v1/tools/goal-data/call 200 watch-step-three deny audit")
 	out := srv.stdout.String() + srv.stderr.String()
 	for _, secret := range []string{agentKey, leadKey, opsKey} {
 		assert.NotContains(t, out, secret)
