@@ -69,7 +69,7 @@ func (g *Gateway) decideRules(ctx context.Context, principal string, v *registry
 		InputKnown: input != nil,
 	}
 	if s.InputKnown && set.ReadsInput() {
-		s.Input = ruling.Input(input)
+		s.Input = g.ruleTools.Input(v, input)
 	}
 	d := set.Decide(s)
 	if len(d.Matches) == 0 {

@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/internal/budgets"
 	"github.com/toolgate/toolgate/internal/pricing"
+	"github.com/toolgate/toolgate/internal/ruling"
 	"github.com/toolgate/toolgate/internal/strictjson"
 	"github.com/toolgate/toolgate/internal/suggest"
 	"github.com/toolgate/toolgate/registry"
@@ -178,6 +179,7 @@ func matchList(ms []rules.Match) string {
 
 // checkRuleCases decodes and checks every case, making each its subject.
 func checkRuleCases(cfg *Config, reg *registry.Registry, tree *budgets.Tree, data []byte) ([]ruleCase, error) {
+	var ruleTools ruling.Tools // the tools and inputs as the gateway's rules see them
 	raw, err := parseDocument(data)
 	if err == nil && kindOf(raw) != "an array" {
 		err = errorf("", "must be an array of cases, not %s", kindOf(raw))
@@ -225,7 +227,7 @@ func checkRuleCases(cfg *Config, reg *registry.Registry, tree *budgets.Tree, dat
 			}
 			return nil, fail("tool", "no tool %q is registered%s", *c.Tool, suggest.DidYouMean(*c.Tool, slugs(reg)))
 		}
-		input := map[string]any{}
+		raw := json.RawMessage("{}")
 		if c.Input != nil {
 			if k := kindOf(c.Input); k != "an object" {
 				return nil, fail("input", "must be an object, not %s", k)
@@ -233,13 +235,15 @@ func checkRuleCases(cfg *Config, reg *registry.Registry, tree *budgets.Tree, dat
 			if fails := v.Input.Validate(c.Input, "input"); len(fails) > 0 {
 				return nil, fail("input", "does not match the tool's input schema: %s: %s", fails[0].Path, fails[0].Message)
 			}
-			_ = json.Unmarshal(c.Input, &input) // an object, checked above
+			raw = c.Input
 		}
+		// As the gateway reads it: the schema's defaults filled in.
+		input := ruleTools.Input(v, raw)
 		p := casePrincipal(cfg, tree, string(*c.Principal.ID), strs(c.Principal.Groups), c.Principal.Claims)
 		amt := pricing.WithFee(v.Tool.Pricing.Amount, rate)
 		out[i].subject = &rules.Subject{
 			Principal:  p,
-			Tool:       rules.ToolOf(v, toolgate.RiskOf(v.Capabilities)),
+			Tool:       ruleTools.Of(v, toolgate.RiskOf(v.Capabilities)),
 			Input:      input,
 			InputKnown: true,
 			Cost:       rules.Cost{PriceUSD: amt.Price.InexactFloat64(), FeeUSD: amt.Fee.InexactFloat64(), TotalUSD: amt.Total.InexactFloat64()},

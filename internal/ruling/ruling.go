@@ -13,15 +13,27 @@ import (
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
-// Input is a call's canonical input as rules read it: a JSON object
-// decoded, numbers as float64 (CEL's double). Input that is not an object
-// (which no tool's schema takes) reads as an empty map.
-func Input(canonical []byte) map[string]any {
+// Input is a call's canonical input for version v as rules read it: a
+// JSON object decoded, numbers as float64 (CEL's double), with the
+// defaults of v's input schema where it leaves them out. Input that is not
+// an object (which no tool's schema takes) reads as an empty map.
+func (t *Tools) Input(v *registry.Version, canonical []byte) map[string]any {
 	var m map[string]any
 	if err := json.Unmarshal(canonical, &m); err != nil || m == nil {
-		return map[string]any{}
+		m = map[string]any{}
 	}
+	t.defaultsOf(v).fill(m)
 	return m
+}
+
+// defaultsOf are the defaults of v's input schema, read once per version.
+func (t *Tools) defaultsOf(v *registry.Version) defaults {
+	if got, ok := t.defaults.Load(v); ok {
+		return got.(defaults)
+	}
+	ds := defaultsOf(v.Tool.InputSchema)
+	t.defaults.Store(v, ds)
+	return ds
 }
 
 // Principal is the caller as rules see it.
@@ -46,7 +58,8 @@ var (
 // is immutable, and a call's rules read it for every rule.
 type Tools struct {
 	m        sync.Map // *registry.Version -> *rules.Tool
-	applying sync.Map // applyKey -> []toolgatetype.ToolRule
+	applying sync.Map // applyKey -> *forTool
+	defaults sync.Map // *registry.Version -> defaults
 }
 
 // Of is version v as rules see it, risk its risk level.
