@@ -25,6 +25,7 @@ var codeStatus = map[toolgatetype.Code]int{
 	toolgatetype.CodeIdempotencyKeyInvalid: http.StatusBadRequest,
 	toolgatetype.CodeUnauthorized:          http.StatusUnauthorized,
 	toolgatetype.CodeToolBlocked:           http.StatusForbidden,
+	toolgatetype.CodeRuleDenied:            http.StatusForbidden,
 	toolgatetype.CodeApprovalRequired:      http.StatusForbidden,
 	toolgatetype.CodeApprovalMismatch:      http.StatusForbidden,
 	toolgatetype.CodeSpendLimitExceeded:    http.StatusForbidden,
