@@ -35,6 +35,11 @@ type TokenGrant struct {
 	// equals (a string) or holds (an array), never an envelope claim. Nil
 	// when none.
 	Claims map[string][]string
+	// RuleClaims are all the token's claims, decoded from its JSON
+	// (numbers as float64), which the organization's rules read as
+	// principal.claims (rules.WithClaims). They may say more about the
+	// bearer than a log line should: never log them. Nil for an API key.
+	RuleClaims map[string]any
 }
 
 // IsEnvelopeClaim reports whether a JWT claim is about the token rather

@@ -15,11 +15,29 @@ import (
 // toolgate.Gateway.Quote does. A quote is stored by the gateway, so it is
 // retried only when the connection was refused.
 func (c *Client) Quote(ctx context.Context, tool string) (*toolgatetype.QuoteResult, error) {
+	return c.QuoteWith(ctx, tool, toolgatetype.QuoteOptions{})
+}
+
+// QuoteWith is Quote with options, as toolgate.Gateway.QuoteWith takes
+// them: with opts.Input, the input the call will carry, the
+// organization's rules that read it are decided in the quote (a deny
+// makes policy.callable false, naming the rule) rather than shown
+// pending. The call is still decided on its own input.
+func (c *Client) QuoteWith(ctx context.Context, tool string, opts toolgatetype.QuoteOptions) (*toolgatetype.QuoteResult, error) {
 	seg, err := toolSegment(tool)
 	if err != nil {
 		return nil, err
 	}
-	return doJSON[toolgatetype.QuoteResult](ctx, c, request{method: http.MethodPost, path: "/v1/tools/" + seg + "/quote"})
+	r := request{method: http.MethodPost, path: "/v1/tools/" + seg + "/quote"}
+	if opts.Input != nil {
+		if !json.Valid(opts.Input) {
+			return nil, &toolgatetype.Error{Code: toolgatetype.CodeInvalidRequest, Message: "input is not valid JSON"}
+		}
+		if r.body, err = json.Marshal(toolgatetype.QuoteBody{Input: opts.Input}); err != nil {
+			return nil, fmt.Errorf("client: encode the quote: %w", err)
+		}
+	}
+	return doJSON[toolgatetype.QuoteResult](ctx, c, r)
 }
 
 // Call runs one call of a tool under a quote, as toolgate.Gateway.Call

@@ -13,9 +13,10 @@ import (
 // Entries lists the registry's tools matching query (a case-insensitive
 // substring of name, description or category; empty for all), verified
 // endpoints first, then the newest, fetching Options.PageSize at a time as
-// the loop goes on. The registry is public: no API key is needed. The
-// listing pages by offset, so a tool registered or removed meanwhile can
-// shift an entry across a page boundary.
+// the loop goes on. The listing pages by offset, so a tool registered or
+// removed meanwhile can shift an entry across a page boundary. The
+// registry is public; with the client's key it is listed as its caller
+// sees it, without the tools the organization's rules hide from it.
 //
 //	for e, err := range c.Entries(ctx, "weather") {
 //		if err != nil { ... }
@@ -44,7 +45,8 @@ func (c *Client) Entries(ctx context.Context, query string) iter.Seq2[*toolgatet
 }
 
 // Entry returns the registry entry of a tool, by slug or id. The registry
-// is public: no API key is needed.
+// is public; with the client's key, a tool a rule hides from its caller
+// is tool_not_found.
 func (c *Client) Entry(ctx context.Context, tool string) (*toolgatetype.RegistryEntry, error) {
 	seg, err := toolSegment(tool)
 	if err != nil {

@@ -10,25 +10,38 @@ import (
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
+// quote answers POST /v1/tools/{tool}/quote. The body is optional: none
+// or {} quotes with the input unknown, {"input": {...}} has the rules that
+// read the input decided in the quote. It is read as strictly as every
+// other body (an unknown member is refused), but needs no Content-Type:
+// it needed none when it could hold no member, and clients rely on that.
 func (h *Handler) quote(w http.ResponseWriter, r *http.Request) {
 	body, err := h.readBody(w, r)
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	// The body is documented as an empty object; anything sent must at
-	// least be JSON, with no member twice (as every body the API reads).
+	var in toolgatetype.QuoteBody
 	if len(bytes.TrimSpace(body)) > 0 {
 		if !json.Valid(body) {
 			h.writeError(w, r, httpx.Errorf(toolgatetype.CodeInvalidRequest, "the request body is not valid JSON"))
 			return
 		}
+		// A member twice is named as such, at any depth, before one
+		// unknown is.
 		if err := checkMembers(body, nil); err != nil {
 			h.writeError(w, r, err)
 			return
 		}
+		if err := decodeStrict(body, &in); err != nil {
+			h.writeError(w, r, err)
+			return
+		}
 	}
-	q, err := h.gw.Quote(r.Context(), principalOf(r), r.PathValue("tool"))
+	if bytes.Equal(bytes.TrimSpace(in.Input), []byte("null")) {
+		in.Input = nil // as if left out
+	}
+	q, err := h.gw.QuoteWith(r.Context(), principalOf(r), r.PathValue("tool"), toolgatetype.QuoteOptions{Input: in.Input})
 	if err != nil {
 		h.writeError(w, r, err)
 		return

@@ -4,7 +4,9 @@
 // approvals, approval requests, the budgets an approver oversees and their
 // spend, and the public registry and receipt keys
 // (GET /.well-known/toolgate-receipt-keys, under the prefix the API is
-// mounted at).
+// mounted at). The registry needs no key; a request that sends a caller's
+// key or access token gets it as that caller sees it, without the tools
+// the organization's rules hide from it.
 //
 // The API's answers link to pages it does not serve itself: an approval
 // request's approveUrl to the approval page (package approvalpage), a
@@ -180,9 +182,9 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	m("POST "+httpx.ApprovalRequestsPath+"/{id}/approve", h.approverAuthed("a caller cannot approve its own calls", h.approveRequest))
 	m("POST "+httpx.ApprovalRequestsPath+"/{id}/deny", h.approverAuthed("approval requests are decided by approvers", h.denyRequest))
 
-	// The public registry.
-	m("GET /v1/registry/tools", h.listTools)
-	m("GET /v1/registry/tools/{tool}", h.toolEntry)
+	// The public registry, as a caller sees it when it says who it is.
+	m("GET /v1/registry/tools", h.optionallyAuthed(h.listTools))
+	m("GET /v1/registry/tools/{tool}", h.optionallyAuthed(h.toolEntry))
 	m("GET /healthz", h.healthz)
 	r.RefuseOtherMethods()
 }

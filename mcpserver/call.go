@@ -34,7 +34,7 @@ type toolCall struct {
 // first call's, so however often the state comes back the tool runs once.
 func (g *gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	ctx = withCallerClaims(ctx, req)
-	c, res, err := g.newCall(req)
+	c, res, err := g.newCall(ctx, req)
 	if res != nil || err != nil {
 		return res, err
 	}
@@ -69,6 +69,10 @@ func (g *gateway) ask(ctx context.Context, req *mcp.CallToolRequest, c *toolCall
 	switch {
 	case out.Result != nil:
 		return resultOf(out.Result.Execution), nil
+	case out.Refusal != nil && out.Refusal.Code == toolgatetype.CodeToolNotFound:
+		// A tool a rule hides from the caller (or one removed meanwhile)
+		// is not there, in the very words of one that never was.
+		return nil, unknownTool(req.Params.Name)
 	case out.Refusal != nil:
 		return g.refusal(ctx, c, out), nil
 	case out.Approval.Mode == toolgatetype.ApprovalModeApprover:
@@ -81,8 +85,9 @@ func (g *gateway) ask(ctx context.Context, req *mcp.CallToolRequest, c *toolCall
 
 // newCall has the gateway prepare the call of the tool the SDK routed
 // here, and names the call's Idempotency-Key. A tool error comes back for
-// bad arguments, an error for an unknown tool or caller.
-func (g *gateway) newCall(req *mcp.CallToolRequest) (*toolCall, *mcp.CallToolResult, error) {
+// bad arguments, an error for an unknown tool or caller, or one a rule
+// hides from the caller.
+func (g *gateway) newCall(ctx context.Context, req *mcp.CallToolRequest) (*toolCall, *mcp.CallToolResult, error) {
 	principal, err := g.principalOf(req)
 	if err != nil {
 		return nil, nil, err
@@ -97,6 +102,9 @@ func (g *gateway) newCall(req *mcp.CallToolRequest) (*toolCall, *mcp.CallToolRes
 	}
 	p, err := g.gw.Prepare(principal, name, args)
 	if err != nil {
+		if g.hidden(ctx, principal, name) {
+			return nil, nil, unknownTool(name)
+		}
 		res, err := unprepared(name, args, err)
 		return nil, res, err
 	}
@@ -105,6 +113,16 @@ func (g *gateway) newCall(req *mcp.CallToolRequest) (*toolCall, *mcp.CallToolRes
 		return nil, refused(err), nil
 	}
 	return &toolCall{PreparedCall: p, key: key}, nil, nil
+}
+
+// hidden reports whether a rule hides the tool name from principal, for a
+// call refused before the gateway decided the rules (its arguments wrong,
+// say): the refusal would tell that the tool exists. Asked only of calls
+// already refused, as it reads the tool's entry.
+func (g *gateway) hidden(ctx context.Context, principal, name string) bool {
+	_, err := g.gw.Entry(ctx, name, toolgatetype.EntryOptions{Principal: principal})
+	var te *toolgatetype.Error
+	return errors.As(err, &te) && te.Code == toolgatetype.CodeToolNotFound
 }
 
 // unprepared translates the gateway's refusal to prepare a call of tool

@@ -84,7 +84,7 @@ func NewHandler(gw *toolgate.Gateway, opts *Options) (*Handler, error) {
 			return nil, auth.ErrInvalidToken
 		}
 		extra := map[string]any{extraBaseURL: httpx.BaseURL(r)}
-		if claims, ok := ctx.Value(claimsKey{}).(map[string][]string); ok {
+		if claims, ok := ctx.Value(claimsKey{}).(*tokenClaims); ok {
 			extra[extraTokenClaims] = claims
 		}
 		if g.spans != nil {
@@ -257,7 +257,7 @@ func (h *Handler) Close() {
 // authenticate returns the principal of the request's Bearer key or
 // access token, or answers the refusal itself. A missing, repeated,
 // malformed or unknown key all fail alike.
-func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (string, map[string][]string, bool) {
+func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (string, *tokenClaims, bool) {
 	if token, ok := h.accessToken(r); ok {
 		return h.verifyToken(w, r, token)
 	}

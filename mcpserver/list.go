@@ -22,7 +22,8 @@ const (
 	metaApprovalRequirement = "toolgate/approvalRequirement"
 )
 
-// listTools answers tools/list for principal: the tools it can call, in the
+// listTools answers tools/list for principal: the tools it can call and
+// no rule hides from it, in the
 // registry's order, a page at a time. The cursor is where in the registry's
 // listing the next page starts, so tools registered meanwhile may shift a
 // page, as with any offset.
@@ -41,7 +42,8 @@ func (g *gateway) listTools(ctx context.Context, principal string, params *mcp.L
 	// The list is this principal's, and changes as tools are registered.
 	res := &mcp.ListToolsResult{Tools: []*mcp.Tool{}, Cacheable: mcp.Cacheable{TTLMs: int(g.opts.ListTTL.Milliseconds()), CacheScope: "private"}}
 	for {
-		page, total, err := g.gw.List(ctx, "", MaxPageSize, offset, toolgatetype.EntryOptions{})
+		// A tool a rule hides from the principal is not listed at all.
+		page, total, err := g.gw.List(ctx, "", MaxPageSize, offset, toolgatetype.EntryOptions{Principal: principal})
 		if err != nil {
 			return nil, g.internal(ctx, "list tools", err)
 		}

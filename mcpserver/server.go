@@ -302,7 +302,8 @@ func (g *gateway) route(next mcp.MethodHandler) mcp.MethodHandler {
 			return nil, err
 		}
 		params, _ := req.GetParams().(*mcp.ListToolsParams)
-		return g.listTools(ctx, principal, params)
+		// The token's claims, which rules that hide tools may read.
+		return g.listTools(withCallerClaims(ctx, req), principal, params)
 	}
 }
 

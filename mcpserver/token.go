@@ -10,6 +10,7 @@ import (
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/apikey"
 	"github.com/toolgate/toolgate/internal/httpx"
+	"github.com/toolgate/toolgate/rules"
 )
 
 // accessToken returns the request's bearer credential when tokens are
@@ -18,12 +19,20 @@ func (h *Handler) accessToken(r *http.Request) (string, bool) {
 	return httpx.AccessToken(r, h.tokens)
 }
 
+// tokenClaims are the claims of the access token a request came with: those
+// budgets match (toolgate.WithTokenClaims) and all of them, for the
+// organization's rules (rules.WithClaims).
+type tokenClaims struct {
+	budgets map[string][]string
+	rules   map[string]any
+}
+
 // verifyToken returns the principal an access token calls as, with the
-// token's claims that budgets match, or answers the refusal: 401
+// token's claims, or answers the refusal: 401
 // invalid_token for a token not accepted, 403 insufficient_scope for one
 // without the call scope. Every call over MCP is a caller's: an approver's
 // token alone cannot call.
-func (h *Handler) verifyToken(w http.ResponseWriter, r *http.Request, token string) (string, map[string][]string, bool) {
+func (h *Handler) verifyToken(w http.ResponseWriter, r *http.Request, token string) (string, *tokenClaims, bool) {
 	g, err := h.tokens.VerifyToken(r.Context(), token)
 	if (err == nil || errors.Is(err, apikey.ErrInvalidToken)) && h.limited(w, r, apikey.TokenCredential, err == nil) {
 		return "", nil, false
@@ -44,7 +53,7 @@ func (h *Handler) verifyToken(w http.ResponseWriter, r *http.Request, token stri
 		writeRPCError(w, http.StatusForbidden, "the access token has no "+call+" scope: it cannot call")
 		return "", nil, false
 	}
-	return g.Principal, g.Claims, true
+	return g.Principal, &tokenClaims{budgets: g.Claims, rules: g.RuleClaims}, true
 }
 
 // challenge is the WWW-Authenticate of a 401 for a request without a
@@ -73,12 +82,16 @@ type claimsKey struct{}
 
 // withCallerClaims returns ctx carrying the claims of the access token
 // that req came with, for the gateway to count the call in the budgets
-// they join (toolgate.WithTokenClaims); ctx as it is for a key's caller.
+// they join (toolgate.WithTokenClaims) and for the organization's rules to
+// read (rules.WithClaims); ctx as it is for a key's caller.
 func withCallerClaims(ctx context.Context, req mcp.Request) context.Context {
 	extra := req.GetExtra()
 	if extra == nil || extra.TokenInfo == nil {
 		return ctx
 	}
-	claims, _ := extra.TokenInfo.Extra[extraTokenClaims].(map[string][]string)
-	return toolgate.WithTokenClaims(ctx, claims)
+	claims, _ := extra.TokenInfo.Extra[extraTokenClaims].(*tokenClaims)
+	if claims == nil {
+		return ctx
+	}
+	return rules.WithClaims(toolgate.WithTokenClaims(ctx, claims.budgets), claims.rules)
 }

@@ -44,6 +44,29 @@ func TestVerifierKeepsTheClaimsBudgetsMatch(t *testing.T) {
 		"the wanted values held, each once; nothing else")
 }
 
+// A grant carries all the token's claims for the organization's rules,
+// decoded as JSON (numbers as float64, lists and objects as they are),
+// envelope claims included, whatever the budgets match.
+func TestVerifierKeepsEveryClaimForRules(t *testing.T) {
+	t.Parallel()
+	idp := testidp.Start(t, audience)
+	idp.AddClient(testidp.Client{ID: "alice", Secret: "s", Scopes: []string{oauth.DefaultCallScope}, Claims: map[string]any{
+		"groups":  []any{"search", "ops"},
+		"level":   3,
+		"profile": map[string]any{"team": "search"},
+	}})
+	v := newVerifier(t, idp, nil)
+
+	g, err := v.VerifyToken(context.Background(), idp.Token(t, "alice"))
+	require.NoError(t, err)
+	assert.Nil(t, g.Claims, "no budget matches claims")
+	assert.Equal(t, []any{"search", "ops"}, g.RuleClaims["groups"])
+	assert.Equal(t, 3.0, g.RuleClaims["level"])
+	assert.Equal(t, map[string]any{"team": "search"}, g.RuleClaims["profile"])
+	assert.Equal(t, idp.Issuer, g.RuleClaims["iss"])
+	assert.Equal(t, "alice", g.RuleClaims["sub"])
+}
+
 // A person in many groups, or with many claims, keeps every claim and value
 // a budget matches however large the token is: cutting the token to size
 // would let it escape its team's budget.

@@ -237,7 +237,23 @@ func (v *Verifier) grant(c claims) (apikey.TokenGrant, error) {
 		return g, invalid("%s", strings.Join(refused, "; "))
 	}
 	g.Claims = c.budgetClaims(*v.budgetClaims.Load())
+	g.RuleClaims = c.all()
 	return g, nil
+}
+
+// all are the claims decoded, for the organization's rules: every one,
+// envelope claims too, as a rule may read who issued the token. The token
+// is at most apikey.MaxTokenLength long, which bounds what a cached grant
+// keeps.
+func (c claims) all() map[string]any {
+	out := make(map[string]any, len(c))
+	for name, raw := range c {
+		var v any
+		if json.Unmarshal(raw, &v) == nil {
+			out[name] = v
+		}
+	}
+	return out
 }
 
 // validID is a principal or approver id the gateway accepts, and not the

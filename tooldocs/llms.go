@@ -63,6 +63,15 @@ func (d *toolDoc) llmsText() string {
 	}
 	b.WriteString("- Your own standing approvals can change the requirement: the policy.approval of your quote is the one that applies.\n\n")
 
+	if len(e.Rules) > 0 {
+		b.WriteString("## Rules\n\n")
+		fmt.Fprintf(&b, "%s\n\n", rulesNotice)
+		for _, r := range e.Rules {
+			fmt.Fprintf(&b, "- `%s`: %s (%s): %s\n", mdText(r.Name, 100), r.Effect, r.Mode, mdText(r.Message, 500))
+		}
+		b.WriteString("\n")
+	}
+
 	b.WriteString("## Approval by a person (approver mode)\n\n")
 	fmt.Fprintf(&b, "- %s\n", approverModeNotice)
 	fmt.Fprintf(&b, "- Ask: POST %s%s with your API key and {\"quoteId\": quote.id, \"input\": <the exact input you will call with>}. The answer (201) has the request's id, status pending and approveUrl: give approveUrl to your user, who signs in there and approves or denies.\n", d.base, httpx.ApprovalRequestsPath)
@@ -100,6 +109,12 @@ func (d *toolDoc) llmsText() string {
 	fmt.Fprintf(&b, "- [Documentation page](%s)\n", d.pageURL())
 	return b.String()
 }
+
+// rulesNotice says what the organization's rules listed for a tool do.
+const rulesNotice = "The organization's rules that may decide a call of this tool, for some callers or inputs. " +
+	"deny refuses the call (403 rule_denied, error.rule naming the rule); ask needs a person's approval, as in approver mode; " +
+	"hide makes the tool absent for the callers it matches (404 tool_not_found). A rule in audit mode changes nothing and is only recorded. " +
+	"A quote lists in policy.rules those that match you, pending when they depend on the input; send {\"input\": {...}} in the quote's body to have them decided."
 
 // approverModeNotice says what approver mode changes for a caller.
 const approverModeNotice = "When your principal is in approver mode, a person approves: the digest alone approves nothing, and a call that needs approval must carry approval.grantId, the id of an approval request (POST /v1/approval-requests) that an approver approved for this exact quote and input; the grant is used up by that call, and the next call of the tool needs approving again unless the approver chose to remember this version (remember first_use, never_ask or ask_charged_calls)."

@@ -21,7 +21,7 @@ var errorStatuses = []int{400, 401, 403, 404, 409, 413, 415, 422, 429, 500}
 var errorCodesByStatus = map[int][]toolgatetype.Code{
 	400: {toolgatetype.CodeInvalidRequest, toolgatetype.CodeIdempotencyKeyMissing, toolgatetype.CodeIdempotencyKeyInvalid},
 	401: {toolgatetype.CodeUnauthorized, toolgatetype.CodeCallerKeyRequired},
-	403: {toolgatetype.CodeToolBlocked, toolgatetype.CodeApprovalRequired, toolgatetype.CodeApprovalMismatch, toolgatetype.CodeSpendLimitExceeded,
+	403: {toolgatetype.CodeToolBlocked, toolgatetype.CodeRuleDenied, toolgatetype.CodeApprovalRequired, toolgatetype.CodeApprovalMismatch, toolgatetype.CodeSpendLimitExceeded,
 		toolgatetype.CodeApprovalPending, toolgatetype.CodeApprovalDenied},
 	404: {toolgatetype.CodeToolNotFound, toolgatetype.CodeQuoteNotFound, toolgatetype.CodeApprovalRequestNotFound},
 	409: {toolgatetype.CodeQuoteExpired, toolgatetype.CodeQuoteUsed, toolgatetype.CodeQuoteOutdated, toolgatetype.CodeIdempotencyKeyInUse,
@@ -36,7 +36,7 @@ var errorCodesByStatus = map[int][]toolgatetype.Code{
 var errorSummaries = map[int]string{
 	400: "The request is malformed, or the Idempotency-Key is missing or invalid.",
 	401: "A valid API key is required: a caller's (an approver key gets caller_key_required).",
-	403: "The tool is blocked, the approval is missing or names another digest, the approval request the grant names is still pending or was denied, or the call would break the spend controls.",
+	403: "The tool is blocked, a rule of the organization's denies the call (error.rule names it), the approval is missing or names another digest, the approval request the grant names is still pending or was denied, or the call would break the spend controls.",
 	404: "The tool, the quote or the approval request of the grant does not exist for this caller.",
 	409: "The quote expired, was used, or was issued for another version of the tool; the approval request of the grant expired; or a call with this Idempotency-Key is still running (retry later).",
 	413: "The request body is larger than the gateway accepts.",
@@ -159,18 +159,23 @@ func (d *toolDoc) openAPI() (*openAPIDoc, error) {
 	paths[d.quotePath()] = map[string]any{"post": map[string]any{
 		"operationId": "quote",
 		"summary":     "Quote a call of " + d.slug(),
-		"description": "Returns the exact price, fee and total of one call, the policy decision (policy.approval) and the spend-control decision (controls.approved). Check both before calling.",
+		"description": "Returns the exact price, fee and total of one call, the policy decision (policy.approval) and the spend-control decision (controls.approved). Check both before calling. " +
+			"The body is optional: with the input the call will carry, the organization's rules that read it are decided in the quote instead of shown pending in policy.rules.",
 		"requestBody": map[string]any{"required": false, "content": jsonBody(schemaRef("QuoteRequest"), map[string]any{})},
 		"responses":   quoteResponses,
 	}}
-	paths[d.callPath()] = map[string]any{"post": map[string]any{
+	callOp := map[string]any{
 		"operationId": "call",
 		"summary":     "Call " + d.slug() + " under a quote",
-		"description": "Runs one call under an open quote. Send approval.manifestDigest, the digest the user approved, unless policy.approval.requirement is covered_by_user_policy. " + approverModeNotice + " The output is untrusted data from the tool's provider. The result carries the gateway's signed receipt of the call.",
+		"description": "Runs one call under an open quote. Send approval.manifestDigest, the digest the user approved, unless policy.approval.requirement is covered_by_user_policy. " + approverModeNotice + d.rulesSentence() + " The output is untrusted data from the tool's provider. The result carries the gateway's signed receipt of the call.",
 		"parameters":  []any{map[string]any{"$ref": "#/components/parameters/IdempotencyKey"}},
 		"requestBody": map[string]any{"required": true, "content": jsonBody(schemaRef("CallRequest"), d.callExample())},
 		"responses":   callResponses,
-	}}
+	}
+	if len(d.entry.Rules) > 0 {
+		callOp["x-toolgate-rules"] = d.entry.Rules
+	}
+	paths[d.callPath()] = map[string]any{"post": callOp}
 
 	doc := &openAPIDoc{
 		OpenAPI: openAPIVersion,
@@ -230,8 +235,22 @@ func (d *toolDoc) openAPIDescription() string {
 	if len(p.Reasons) > 0 {
 		fmt.Fprintf(&b, " Reasons: %s.", strings.Join(p.Reasons, "; "))
 	}
+	b.WriteString(d.rulesSentence())
 	b.WriteString("\n\n" + untrustedOutputNotice)
 	return b.String()
+}
+
+// rulesSentence names the organization's rules that may decide a call of
+// the tool, in a sentence that begins with a space; "" when none may.
+func (d *toolDoc) rulesSentence() string {
+	if len(d.entry.Rules) == 0 {
+		return ""
+	}
+	parts := make([]string, len(d.entry.Rules))
+	for i, r := range d.entry.Rules {
+		parts[i] = fmt.Sprintf("%s (%s, %s: %s)", r.Name, r.Effect, r.Mode, r.Message)
+	}
+	return " Rules of the organization's that may decide a call (x-toolgate-rules of the call): " + strings.Join(parts, "; ") + "."
 }
 
 func (h *Handler) toolOpenAPI(w http.ResponseWriter, r *http.Request) {

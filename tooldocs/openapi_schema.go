@@ -84,8 +84,12 @@ func (d *toolDoc) schemas(prefix string) (map[string]any, error) {
 		"slug": map[string]any{"type": "string", "const": d.slug()},
 		"name": map[string]any{"type": "string", "const": d.v.Tool.Name},
 	})
-	defs["QuoteRequest"] = map[string]any{"type": "object",
-		"description": "Documented as an empty object; the body may also be left empty."}
+	quoteRequest := object(nil, map[string]any{
+		"input": withDescription(ref(toolInputSchema), "The input the call will carry, for the organization's rules that read it to be decided in the quote rather than shown pending. The call is still decided on its own input."),
+	})
+	quoteRequest["additionalProperties"] = false
+	quoteRequest["description"] = "Optional: the body may be left empty, or be an empty object."
+	defs["QuoteRequest"] = quoteRequest
 	defs["Quote"] = object([]string{"id", "priceUsd", "feeUsd", "totalUsd", "expiresAt", "manifestDigest"}, map[string]any{
 		"id":             withDescription(uuid, "The quote identifier, sent later as quoteId. A quote serves one call."),
 		"priceUsd":       amount("The provider's price of one call"),
@@ -116,6 +120,18 @@ func (d *toolDoc) schemas(prefix string) (map[string]any, error) {
 			toolgatetype.RiskUnknown, toolgatetype.RiskLow, toolgatetype.RiskMedium, toolgatetype.RiskHigh, toolgatetype.RiskCritical}},
 		"approval": ref("ApprovalPolicy"),
 		"reasons":  withDescription(stringList, "Why the tool is blocked or needs approval."),
+		"rules": map[string]any{"type": "array", "items": ref("PolicyRule"),
+			"description": "The organization's rules that match this call, or will decide it once its input is known (pending); absent when none does."},
+	})
+	defs["PolicyRule"] = object([]string{"name", "effect", "message", "pending"}, map[string]any{
+		"name":    str("The rule's name."),
+		"effect":  map[string]any{"type": "string", "enum": []any{"deny", "ask", "hide"}},
+		"message": str("Why, in the organization's words."),
+		"pending": map[string]any{"type": "boolean", "description": "True when the rule reads the input, which the quote did not carry: the call decides it."},
+	})
+	defs["RuleRef"] = object([]string{"name", "message"}, map[string]any{
+		"name":    str("The rule's name."),
+		"message": str("Why, in the organization's words."),
 	})
 	defs["GlobalControls"] = object([]string{"maxPerCallUsd", "dailyLimitUsd", "monthlyLimitUsd", "rateLimitPerMinute",
 		"rateLimitPerHour", "dailyUsedUsd", "monthlyUsedUsd", "dailyRemainingUsd", "monthlyRemainingUsd"}, map[string]any{
@@ -235,6 +251,7 @@ func (d *toolDoc) schemas(prefix string) (map[string]any, error) {
 		"manifestDigest":      withDescription(map[string]any{"type": "string"}, "tool_blocked, approval_required, approval_mismatch: the digest an approval must name."),
 		"reasons":             withDescription(stringList, "tool_blocked, approval_required, approval_mismatch: the policy's reasons."),
 		"parameter":           str("invalid_request of a query parameter: its name."),
+		"rule":                withDescription(ref("RuleRef"), "rule_denied: the rule of the organization's that denies the call."),
 		"approvalRequestsUrl": map[string]any{"type": "string", "format": "uri",
 			"description": "approval_required in approver mode: where to create the approval request an approver must approve (POST, with quoteId and input)."},
 	})

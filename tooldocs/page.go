@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/httpx"
 	"github.com/toolgate/toolgate/internal/pagestyle"
+	"github.com/toolgate/toolgate/toolgatetype"
 )
 
 //go:embed templates/tool.html
@@ -43,6 +44,10 @@ type pageData struct {
 	Callable, AutoCall, MonetizationEligible bool
 	Requirement, RequirementMeaning          string
 	Reasons                                  []string
+	// Rules are the organization's rules that may decide a call of the
+	// tool; RulesNotice says what they are.
+	Rules       []toolgatetype.ToolRule
+	RulesNotice string
 
 	ProviderName, TrustTier          string
 	PaymentVerified                  bool
@@ -94,6 +99,8 @@ func (d *toolDoc) page() pageData {
 		Requirement:          string(d.requirement()),
 		RequirementMeaning:   approvalMeaning(d.requirement(), d.v.Digest),
 		Reasons:              e.Policy.Reasons,
+		Rules:                e.Rules,
+		RulesNotice:          rulesNotice,
 		ProviderName:         t.Provider.Name,
 		TrustTier:            t.Provider.TrustTier,
 		PaymentVerified:      t.Provider.PaymentVerified,

@@ -113,6 +113,14 @@ type DecisionBody struct {
 	Remember *StandingMode `json:"remember,omitempty"`
 }
 
+// QuoteBody is the optional body of POST /v1/tools/{tool}/quote: the input
+// the call will carry, for the organization's rules that read it to be
+// decided in the quote rather than shown pending (QuoteOptions.Input). No
+// body, or {}, quotes with the input unknown.
+type QuoteBody struct {
+	Input json.RawMessage `json:"input,omitempty"`
+}
+
 // CallBody is the body of POST /v1/tools/{tool}/call; the tool and the
 // Idempotency-Key travel in the path and a header.
 type CallBody struct {
