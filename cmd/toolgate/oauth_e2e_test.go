@@ -298,24 +298,50 @@ func npmInstall(t *testing.T, dir string) string {
 		cache = os.TempDir()
 	}
 	target := filepath.Join(cache, "toolgate-tests", filepath.Base(dir)+"-"+hex.EncodeToString(sum[:6]))
+	if _, err := os.Stat(filepath.Join(target, "node_modules", ".installed")); err != nil {
+		installPackages(t, dir, target)
+	}
+	// The scripts are copied in on every run, so a changed one is the one
+	// that runs.
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
-	require.NoError(t, os.MkdirAll(target, 0o755))
 	for _, e := range entries {
 		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(target, e.Name()), data, 0o644))
 	}
-	done := filepath.Join(target, "node_modules", ".installed")
-	if _, err := os.Stat(done); err == nil {
-		return target
+	return target
+}
+
+// installPackages runs npm ci for dir's package files in a directory of
+// its own and then moves it to target whole: tests running at once, in
+// this process or another, never see, or run npm in, a half-installed
+// target. The first to finish wins; the others' installs are dropped.
+func installPackages(t *testing.T, dir, target string) {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(filepath.Dir(target), 0o755))
+	tmp, err := os.MkdirTemp(filepath.Dir(target), filepath.Base(target)+".installing-")
+	require.NoError(t, err)
+	defer os.RemoveAll(tmp) // left only when the move failed
+	for _, name := range []string{"package.json", "package-lock.json"} {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(tmp, name), data, 0o644))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund", "--ignore-scripts")
-	cmd.Dir = target
+	cmd.Dir = tmp
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "npm ci: %s", out)
-	require.NoError(t, os.WriteFile(done, nil, 0o644))
-	return target
+	require.NoError(t, os.WriteFile(filepath.Join(tmp, "node_modules", ".installed"), nil, 0o644))
+	if _, err := os.Stat(filepath.Join(target, "node_modules", ".installed")); err == nil {
+		return // installed meanwhile
+	}
+	// A target without the mark is a broken install of an older run.
+	require.NoError(t, os.RemoveAll(target))
+	if err := os.Rename(tmp, target); err != nil {
+		_, statErr := os.Stat(filepath.Join(target, "node_modules", ".installed"))
+		require.NoError(t, statErr, "moving the install in: %v", err)
+	}
 }
