@@ -61,3 +61,17 @@ func TestDoorsDoNotImportTheStore(t *testing.T) {
 		}
 	}
 }
+
+// The server's binary carries no identity provider: the development one
+// is a program of its own (cmd/toolgate-dev-idp), and the server speaks
+// to identity providers only as their client.
+func TestServerBinaryCarriesNoIdentityProvider(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	for _, pkg := range goList(t, "-deps", "./cmd/toolgate") {
+		assert.NotEqual(t, module+"/internal/devidp", pkg)
+		assert.NotEqual(t, "github.com/zitadel/oidc/v3/pkg/op", pkg, "the server links an OpenID provider")
+	}
+	assert.Contains(t, goList(t, "-deps", "./cmd/toolgate-dev-idp"), module+"/internal/devidp")
+}

@@ -20,7 +20,13 @@ import (
 // to dir.
 func startProcessIn(t *testing.T, dir string, args []string, env ...string) *process {
 	t.Helper()
-	cmd := exec.Command(toolgateBinary(t), args...)
+	return startBinaryIn(t, toolgateBinary(t), dir, args, env...)
+}
+
+// startBinaryIn runs a built program as startProcessIn runs the server.
+func startBinaryIn(t *testing.T, bin, dir string, args []string, env ...string) *process {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "TOOLGATE_CONFIG=") {

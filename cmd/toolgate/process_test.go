@@ -18,15 +18,17 @@ import (
 	"github.com/toolgate/toolgate/internal/testproc"
 )
 
-// The server binary, built once for every end-to-end test, and
-// upstreamtest's MCP server, which the server starts as a child process.
-var binary, upstreamServer testproc.Binary
+// The server binary, built once for every end-to-end test,
+// upstreamtest's MCP server, which the server starts as a child process,
+// and the development identity provider the README tries tokens with.
+var binary, upstreamServer, devIdp testproc.Binary
 
 func TestMain(m *testing.M) {
 	flag.Parse()
 	code := m.Run()
 	binary.Remove()
 	upstreamServer.Remove()
+	devIdp.Remove()
 	os.Exit(code)
 }
 
