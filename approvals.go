@@ -12,7 +12,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/toolgate/toolgate/internal/events"
-	"github.com/toolgate/toolgate/internal/pricing"
 	"github.com/toolgate/toolgate/internal/receipting"
 	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/internal/toolrun"
@@ -320,7 +319,7 @@ func (g *Gateway) requestApproval(ctx context.Context, p *PreparedCall, quoteID 
 		if err != nil {
 			return nil, err
 		}
-		g.ruleCall(ctx, p, g.callBudgets(ctx, principal), mode, pricing.Amounts{Price: q.PriceUSD, Fee: q.FeeUSD, Total: q.TotalUSD})
+		g.ruleCall(ctx, p, g.callBudgets(ctx, principal), mode)
 	}
 	if err := p.ruled.refusal(); err != nil {
 		return nil, err

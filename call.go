@@ -13,7 +13,6 @@ import (
 	"github.com/toolgate/toolgate/internal/budgets"
 	"github.com/toolgate/toolgate/internal/executor"
 	"github.com/toolgate/toolgate/internal/fingerprint"
-	"github.com/toolgate/toolgate/internal/pricing"
 	"github.com/toolgate/toolgate/internal/ruling"
 	"github.com/toolgate/toolgate/internal/spendlimits"
 	"github.com/toolgate/toolgate/internal/telemetry"
@@ -233,7 +232,7 @@ func (g *Gateway) decide(ctx context.Context, c *call, read storage.ReadResult, 
 		return admission{}, err
 	}
 	c.rec.SetQuote(q)
-	g.ruleCall(ctx, &c.PreparedCall, c.budgets, mode, pricing.Amounts{Price: q.PriceUSD, Fee: q.FeeUSD, Total: q.TotalUSD})
+	g.ruleCall(ctx, &c.PreparedCall, c.budgets, mode)
 	c.rec.SetRules(ruling.Uses(c.ruled.all()))
 	if err := c.ruled.refusal(); err != nil {
 		return admission{}, err

@@ -162,7 +162,7 @@ func (g *Gateway) entryOf(v *registry.Version, u storage.Usage, opts toolgatetyp
 	e.Trust.Behavior.Evidence = "gateway_calls"
 	e.Access.Mode = "gateway"
 	e.Upstream = upstreamOf(t.Upstream)
-	e.Rules = g.ruleTools.Applying(g.rules.Load(), v, policy.RiskLevel)
+	e.Rules = g.ruleTools.Applying(g.rules.Load(), v, policy.RiskLevel, g.ruleCost(v))
 	return Entry{RegistryEntry: e, version: v, cost: cost}
 }
 

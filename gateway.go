@@ -163,10 +163,12 @@ type Gateway struct {
 	// rules are the rules in force (Config.Rules, SetRules); a call
 	// decides on those it read when it began.
 	rules atomic.Pointer[rules.Set]
-	// ruleTools are tool versions as rules see them; ruleObs counts and
-	// logs what the rules decided.
-	ruleTools ruling.Tools
-	ruleObs   *ruling.Observer
+	// ruleTools are tool versions as rules see them, ruleStatics what
+	// the rules reading neither input nor time decided per caller;
+	// ruleObs counts and logs what the rules decided.
+	ruleTools   ruling.Tools
+	ruleStatics ruling.Statics
+	ruleObs     *ruling.Observer
 }
 
 // New returns a Gateway over store. cfg may be nil.

@@ -148,7 +148,7 @@ func (g *Gateway) quoteOf(ctx context.Context, principal string, v *registry.Ver
 	}
 	r := in.ruled
 	if !in.decided {
-		r = g.decideRules(ctx, principal, v, nodes, mode, amt, in.input, false)
+		r = g.decideRules(ctx, principal, v, nodes, mode, in.input, false)
 	}
 	policy := applyRules(forCaller(EvaluatePolicy(v), standingFor(approval, mode), amt.Total.IsZero()), r)
 	controls := spendlimits.PreviewControls(limits, read.Used, amt.Total)

@@ -52,26 +52,27 @@ type ruled struct {
 // that read it are pending). count says the decision is the call's (its
 // matches counted and failures logged), not a quote's view of it. Nil when
 // no rule matched, which is the common case and costs no allocation.
-func (g *Gateway) decideRules(ctx context.Context, principal string, v *registry.Version, nodes []*budgets.Node, mode toolgatetype.ApprovalMode, amt pricing.Amounts, input []byte, count bool) *ruled {
+func (g *Gateway) decideRules(ctx context.Context, principal string, v *registry.Version, nodes []*budgets.Node, mode toolgatetype.ApprovalMode, input []byte, count bool) *ruled {
 	set := g.rules.Load()
 	if set.Len() == 0 {
 		return nil
 	}
 	risk := RiskOf(v.Capabilities)
-	if set = g.ruleTools.Narrow(set, v, risk); set.Len() == 0 {
+	set, cost := g.ruleTools.Narrow(set, v, risk, g.ruleCost(v))
+	if set.Len() == 0 {
 		return nil
 	}
 	s := &rules.Subject{
 		Principal:  ruling.Principal(principal, rules.ClaimsFrom(ctx), budgetIDs(nodes), mode),
 		Tool:       g.ruleTools.Of(v, risk),
-		Cost:       rules.Cost{PriceUSD: amt.Price.InexactFloat64(), FeeUSD: amt.Fee.InexactFloat64(), TotalUSD: amt.Total.InexactFloat64()},
+		Cost:       cost,
 		Now:        g.clock.Now(),
 		InputKnown: input != nil,
 	}
 	if s.InputKnown && set.ReadsInput() {
 		s.Input = g.ruleTools.Input(v, input)
 	}
-	d := set.Decide(s)
+	d := set.DecideWith(s, g.ruleStatics.Of(set, s, mode))
 	if len(d.Matches) == 0 {
 		return nil
 	}
@@ -139,7 +140,7 @@ func (g *Gateway) hidden(ctx context.Context, principal string, v *registry.Vers
 		return false, nil
 	}
 	risk := RiskOf(v.Capabilities)
-	if set = g.ruleTools.Narrow(set, v, risk); !set.Hides() {
+	if set, _ = g.ruleTools.Narrow(set, v, risk, g.ruleCost(v)); !set.Hides() {
 		return false, nil
 	}
 	mode, err := g.approvalMode(ctx, principal)
@@ -171,6 +172,16 @@ func (g *Gateway) lookupFor(ctx context.Context, principal, slugOrID string) (*r
 	return v, ms, nil
 }
 
+// ruleCost computes what a call of v costs, as rules read it: its price
+// and the gateway's fee, the same for every call of the version (a quote
+// of another version is refused before rules decide a call under it).
+func (g *Gateway) ruleCost(v *registry.Version) func() rules.Cost {
+	return func() rules.Cost {
+		amt := pricing.WithFee(v.Tool.Pricing.Amount, g.feeRate)
+		return rules.Cost{PriceUSD: amt.Price.InexactFloat64(), FeeUSD: amt.Fee.InexactFloat64(), TotalUSD: amt.Total.InexactFloat64()}
+	}
+}
+
 // budgetIDs are the ids of nodes, the budgets a caller counts in.
 func budgetIDs(nodes []*budgets.Node) []string {
 	if len(nodes) == 0 {
@@ -185,11 +196,11 @@ func budgetIDs(nodes []*budgets.Node) []string {
 
 // ruleCall decides p's rules, once: the first door to decide them for
 // the call does, on its real input, and the others use that.
-func (g *Gateway) ruleCall(ctx context.Context, p *PreparedCall, nodes []*budgets.Node, mode toolgatetype.ApprovalMode, amt pricing.Amounts) {
+func (g *Gateway) ruleCall(ctx context.Context, p *PreparedCall, nodes []*budgets.Node, mode toolgatetype.ApprovalMode) {
 	if p.ruledDone {
 		return
 	}
-	p.ruled = g.decideRules(ctx, p.principal, p.tool, nodes, mode, amt, p.input, true).withHidden(p.hideMatches)
+	p.ruled = g.decideRules(ctx, p.principal, p.tool, nodes, mode, p.input, true).withHidden(p.hideMatches)
 	p.ruledDone = true
 }
 
@@ -214,7 +225,7 @@ func (g *Gateway) ruleToolCall(ctx context.Context, c *call, mode toolgatetype.A
 		return mode, err
 	}
 	c.hideMatches = ms
-	g.ruleCall(ctx, &c.PreparedCall, g.callBudgets(ctx, c.principal), mode, pricing.WithFee(c.tool.Tool.Pricing.Amount, g.feeRate))
+	g.ruleCall(ctx, &c.PreparedCall, g.callBudgets(ctx, c.principal), mode)
 	if err := c.ruled.refusal(); err != nil {
 		var rec telemetry.CallRecord
 		ctx = g.obs.StartCall(ctx, &rec, c.principal, c.tool.Tool.Slug)

@@ -278,3 +278,26 @@ func TestSetRulesKeepsWhatRunsOnABadRule(t *testing.T) {
 	_, err = e.gw.Call(ctx, "alice", approvedCall(q, "k1", "/prod/x"))
 	require.NoError(t, err)
 }
+
+// A rule on who calls is decided once per caller and kept; what it reads
+// of the caller changing (its budgets, on a reload) or the rules changing
+// decides it anew.
+func TestRulesOnTheCallerFollowItsBudgetsAndTheRules(t *testing.T) {
+	frozen := rules.Rule{Name: "frozen-team", When: "'frozen' in principal.budgets", Effect: rules.Deny}
+	e := newEnv(t, []toolSpec{callable}, withRules(frozen))
+	ctx := context.Background()
+	call := func(key string) error {
+		q := e.quote("alice", "echo")
+		_, err := e.gw.Call(ctx, "alice", approvedCall(q, key, "x"))
+		return err
+	}
+	require.NoError(t, call("k1"))
+	require.NoError(t, e.gw.SetBudgets([]toolgatetype.BudgetDefinition{{ID: "frozen", Members: []string{"alice"}, DailyLimitUSD: dec("100")}}))
+	requireCode(t, call("k2"), toolgatetype.CodeRuleDenied)
+	require.NoError(t, e.gw.SetBudgets(nil))
+	require.NoError(t, call("k3"))
+	require.NoError(t, e.gw.SetBudgets([]toolgatetype.BudgetDefinition{{ID: "frozen", Members: []string{"alice"}, DailyLimitUSD: dec("100")}}))
+	requireCode(t, call("k4"), toolgatetype.CodeRuleDenied)
+	require.NoError(t, e.gw.SetRules(nil))
+	require.NoError(t, call("k5"))
+}

@@ -182,7 +182,7 @@ func compileRule(e envs, i int, r Rule) (*compiled, error) {
 			Msg: fmt.Sprintf("its estimated cost, up to %s, passes the limit of %d (each list, map or string it reads counted at %d elements): loop over less, or nest fewer loops",
 				costText(est.Max), CostLimit, sizeLimit)}
 	}
-	c := &compiled{Rule: r, readsInput: readsVariable(ast, "input")}
+	c := &compiled{Rule: r, index: i, readsInput: readsVariable(ast, "input"), readsNow: readsVariable(ast, "now")}
 	// A rule without a loop does work in proportion to what it reads,
 	// which a request's size bounds, and is estimated within the limit
 	// whatever it reads: counting its cost as it runs would only slow

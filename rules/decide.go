@@ -22,9 +22,17 @@ type Set struct {
 // partial on one whose input, or all but the tool, is unknown.
 type compiled struct {
 	Rule
+	index         int // in the rules as given
 	prog, partial cel.Program
-	readsInput    bool
+	// readsInput and readsNow: the rule reads the input, the time. One
+	// that reads neither decides every call of a tool by one caller
+	// alike (see Static).
+	readsInput, readsNow bool
 }
+
+// static reports whether c is decided by who calls alone, for a tool at
+// its cost: a deny or ask rule reading neither the input nor the time.
+func (c *compiled) static() bool { return c.Effect != Hide && !c.readsInput && !c.readsNow }
 
 // Len is the number of rules.
 func (s *Set) Len() int {
@@ -57,6 +65,7 @@ func (s *Set) Rules() []Rule {
 // input not known yet, Err when evaluating it failed (which counts as a
 // match).
 type Match struct {
+	index     int // the rule's, to keep the rules' order
 	Name      string
 	Effect    Effect
 	Mode      Mode
@@ -110,13 +119,70 @@ func (d *Decision) Asked() (asked bool, approvers []string) {
 // a rule that depends on the input is Pending, unless it matches or not
 // whatever the input is.
 func (set *Set) Decide(s *Subject) Decision {
+	return set.DecideWith(s, nil)
+}
+
+// Static is what the rules that read neither the input nor the time (see
+// HasStatic) decided for one caller of one tool: the same for every call
+// of that tool by a caller of the same id, claims, budgets and approval
+// mode, so a gateway may keep it and decide only the other rules per
+// call. It is only read once made.
+type Static struct {
+	set     *Set
+	matches []Match
+}
+
+// HasStatic reports whether some deny or ask rule of set is decided by
+// who calls alone.
+func (set *Set) HasStatic() bool {
+	if set == nil {
+		return false
+	}
+	for _, c := range set.rules {
+		if c.static() {
+			return true
+		}
+	}
+	return false
+}
+
+// DecideStatic decides the rules of set that read neither the input nor
+// the time, on s.
+func (set *Set) DecideStatic(s *Subject) *Static {
+	st := &Static{set: set}
+	a := &activation{s: s}
+	for _, c := range set.rules {
+		if c.static() {
+			if m, ok := c.match(eval(c.prog, a)); ok {
+				st.matches = append(st.matches, m)
+			}
+		}
+	}
+	return st
+}
+
+// DecideWith is Decide taking the rules that read neither the input nor
+// the time from st, a DecideStatic of the same set for the same caller;
+// nil decides them too.
+func (set *Set) DecideWith(s *Subject, st *Static) Decision {
 	if set == nil || len(set.rules) == 0 {
 		return Decision{}
 	}
+	if st != nil && st.set != set {
+		st = nil // another set's: decided here instead
+	}
 	a := &activation{s: s}
 	var d Decision
+	next := 0 // st's next match
 	for _, c := range set.rules {
 		if c.Effect == Hide {
+			continue
+		}
+		if st != nil && c.static() {
+			if next < len(st.matches) && st.matches[next].index == c.index {
+				d.Matches = append(d.Matches, st.matches[next])
+				next++
+			}
 			continue
 		}
 		var out any
@@ -168,13 +234,26 @@ func (set *Set) AppliesTo(t *Tool) []Rule {
 // false in CEL). Most rules name their tools, so a gateway decides each
 // call on this smaller set, made once per tool version.
 func (set *Set) For(t *Tool) *Set {
+	return set.narrow(&Subject{Tool: t}, allButTool)
+}
+
+// ForCall is For of tool t called at cost, which a tool's price and the
+// gateway's fee fix for all its calls: rules on the cost alone are then
+// decided too.
+func (set *Set) ForCall(t *Tool, cost Cost) *Set {
+	return set.narrow(&Subject{Tool: t, Cost: cost}, allButToolAndCost)
+}
+
+// narrow is the set of the rules of set that do not come out false on s
+// with the unknown attributes unknown.
+func (set *Set) narrow(s *Subject, unknown []*cel.AttributePatternType) *Set {
 	if set == nil {
 		return nil
 	}
-	a := &activation{s: &Subject{Tool: t}}
+	a := &activation{s: s}
 	out := &Set{}
 	for _, c := range set.rules {
-		v, err := evalPartial(c.partial, a, allButTool)
+		v, err := evalPartial(c.partial, a, unknown)
 		if b, ok := v.(types.Bool); err == nil && ok && !bool(b) {
 			continue
 		}
@@ -187,7 +266,7 @@ func (set *Set) For(t *Tool) *Set {
 
 // match turns a rule's result into a Match, and whether it is one.
 func (c *compiled) match(out any, err error) (Match, bool) {
-	m := Match{Name: c.Name, Effect: c.Effect, Mode: c.Mode, Message: c.message(), Approvers: c.Approvers}
+	m := Match{index: c.index, Name: c.Name, Effect: c.Effect, Mode: c.Mode, Message: c.message(), Approvers: c.Approvers}
 	switch v := out.(type) {
 	case nil:
 		m.Err = err
@@ -226,6 +305,9 @@ var (
 	allButTool   = []*cel.AttributePatternType{
 		cel.AttributePattern("principal"), cel.AttributePattern("input"),
 		cel.AttributePattern("call"), cel.AttributePattern("now"),
+	}
+	allButToolAndCost = []*cel.AttributePatternType{
+		cel.AttributePattern("principal"), cel.AttributePattern("input"), cel.AttributePattern("now"),
 	}
 )
 

@@ -220,3 +220,49 @@ func TestEmptySet(t *testing.T) {
 		assert.Zero(t, set.Len())
 	}
 }
+
+func TestForCallDecidesRulesOnTheCostAlone(t *testing.T) {
+	set := compile(t,
+		rules.Rule{Name: "big", When: "call.totalUsd > 5.0", Effect: rules.Ask},
+		rules.Rule{Name: "small-for-eng", When: "call.totalUsd < 2.0 && 'eng' in principal.groups", Effect: rules.Deny},
+		rules.Rule{Name: "other-tool", When: "tool.slug == 'x'", Effect: rules.Deny},
+	)
+	s := subject(map[string]any{})
+	narrowed := set.ForCall(s.Tool, s.Cost)
+	assert.Equal(t, []string{"small-for-eng"}, ruleNames(narrowed.Rules()), "at $1.10 the big rule cannot match; nor can another tool's")
+	assert.Equal(t, names(set.Decide(s).Matches), names(narrowed.Decide(s).Matches), "the narrowed set decides as the whole")
+	assert.Len(t, set.For(s.Tool).Rules(), 2, "with the cost unknown, the big rule may still match")
+}
+
+func TestStaticDecisionsAreTheSameAsDecidingEveryRule(t *testing.T) {
+	set := compile(t,
+		rules.Rule{Name: "eng-prod", When: "'eng' in principal.groups && input.path.startsWith('/prod/')", Effect: rules.Deny},
+		rules.Rule{Name: "alice-asks", When: "principal.id == 'alice'", Effect: rules.Ask},
+		rules.Rule{Name: "night", When: "now.getHours() < 6", Effect: rules.Deny, Mode: rules.Audit},
+		rules.Rule{Name: "dept", When: "principal.claims.dept == 'x'", Effect: rules.Deny},
+		rules.Rule{Name: "bob", When: "principal.id == 'bob'", Effect: rules.Deny},
+	)
+	require.True(t, set.HasStatic())
+	for _, input := range []map[string]any{nil, {"path": "/prod/a"}, {"path": "/dev/a"}} {
+		s := subject(input)
+		st := set.DecideStatic(s)
+		whole, split := set.Decide(s), set.DecideWith(s, st)
+		assert.Equal(t, names(whole.Matches), names(split.Matches), "input %v", input)
+		for i := range whole.Matches {
+			assert.Equal(t, whole.Matches[i].Pending, split.Matches[i].Pending)
+			assert.Equal(t, whole.Matches[i].Err != nil, split.Matches[i].Err != nil)
+		}
+	}
+	// A static decision of another set is not used for this one.
+	other := compile(t, rules.Rule{Name: "alice-asks", When: "principal.id == 'nobody'", Effect: rules.Ask})
+	s := subject(map[string]any{"path": "/dev/a"})
+	assert.Equal(t, names(set.Decide(s).Matches), names(set.DecideWith(s, other.DecideStatic(s)).Matches))
+}
+
+func ruleNames(rs []rules.Rule) []string {
+	out := []string{}
+	for _, r := range rs {
+		out = append(out, r.Name)
+	}
+	return out
+}

@@ -147,16 +147,19 @@ type applyKey struct {
 type forTool struct {
 	set  *rules.Set
 	docs []toolgatetype.ToolRule
+	cost rules.Cost
 }
 
-// of is set as it applies to version v, found once per set and version:
-// a partial evaluation of each rule is too much for every call.
-func (t *Tools) of(set *rules.Set, v *registry.Version, risk toolgatetype.RiskLevel) *forTool {
+// of is set as it applies to version v, called at cost (which the
+// version's price and the gateway's fee fix), found once per set and
+// version: a partial evaluation of each rule is too much for every call.
+func (t *Tools) of(set *rules.Set, v *registry.Version, risk toolgatetype.RiskLevel, cost func() rules.Cost) *forTool {
 	k := applyKey{set, v}
 	if got, ok := t.applying.Load(k); ok {
 		return got.(*forTool)
 	}
-	f := &forTool{set: set.For(t.Of(v, risk))}
+	f := &forTool{cost: cost()}
+	f.set = set.ForCall(t.Of(v, risk), f.cost)
 	for _, r := range f.set.Rules() {
 		msg := r.Message
 		if msg == "" {
@@ -169,19 +172,21 @@ func (t *Tools) of(set *rules.Set, v *registry.Version, risk toolgatetype.RiskLe
 }
 
 // Narrow is the rules of set that may decide a call of version v (see
-// rules.Set.For): a call of v is decided on them alone.
-func (t *Tools) Narrow(set *rules.Set, v *registry.Version, risk toolgatetype.RiskLevel) *rules.Set {
+// rules.Set.ForCall), on which a call of v is decided alone, and what the
+// call costs as they read it; cost computes that, once per version.
+func (t *Tools) Narrow(set *rules.Set, v *registry.Version, risk toolgatetype.RiskLevel, cost func() rules.Cost) (*rules.Set, rules.Cost) {
 	if set.Len() == 0 {
-		return set
+		return set, rules.Cost{}
 	}
-	return t.of(set, v, risk).set
+	f := t.of(set, v, risk, cost)
+	return f.set, f.cost
 }
 
 // Applying are the rules of set that may decide a call of version v, as
 // its docs name them.
-func (t *Tools) Applying(set *rules.Set, v *registry.Version, risk toolgatetype.RiskLevel) []toolgatetype.ToolRule {
+func (t *Tools) Applying(set *rules.Set, v *registry.Version, risk toolgatetype.RiskLevel, cost func() rules.Cost) []toolgatetype.ToolRule {
 	if set.Len() == 0 {
 		return nil
 	}
-	return t.of(set, v, risk).docs
+	return t.of(set, v, risk, cost).docs
 }
