@@ -307,7 +307,13 @@ func (g *Gateway) approveByApprover(ctx context.Context, c *call, q *toolgatetyp
 	if err != nil {
 		return refusal(err)
 	}
-	r, err := g.requestApproval(ctx, &c.PreparedCall, quoteID)
+	// The budgets the call counts in, as its quote decided them when it
+	// was quoted in this request.
+	var counted []*budgets.Node
+	if c.quoted != nil {
+		counted = c.quoted.budgets
+	}
+	r, err := g.requestApproval(ctx, &c.PreparedCall, quoteID, counted, c.quoted != nil)
 	if err != nil {
 		return refusal(err)
 	}
