@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/toolgate/toolgate/internal/budgets"
 	"github.com/toolgate/toolgate/internal/events"
 	"github.com/toolgate/toolgate/internal/receipting"
 	"github.com/toolgate/toolgate/internal/telemetry"
@@ -212,25 +213,88 @@ func (g *Gateway) approvalMode(ctx context.Context, principal string) (toolgatet
 	return toolgatetype.ApprovalModeApprover, nil
 }
 
-// approvedPrincipals returns the principals approver approves for.
+// An approver approves for the principals its directory names, and for
+// the members of the budgets whose Approvers name it and of their
+// descendants (BudgetDefinition.Approvers), token subjects joined by their
+// claims included. Those subjects are known only to their tokens, so an
+// approval request keeps the budgets its principal counted in when it was
+// made (storage.ApprovalRequest.Budgets), and an approver's checks read
+// them there: on every instance sharing the store, whatever the config
+// names.
+
+// approvedPrincipals returns the principals approver approves for by
+// name: its directory's, and the members its budgets name.
 func (g *Gateway) approvedPrincipals(ctx context.Context, approver string) ([]string, error) {
-	if g.approvers == nil || approver == "" {
+	if approver == "" {
 		return nil, nil
 	}
-	ps, err := g.approvers.ApprovedPrincipals(ctx, approver)
-	if err != nil {
-		return nil, internalError(err)
+	var ps []string
+	if g.approvers != nil {
+		var err error
+		if ps, err = g.approvers.ApprovedPrincipals(ctx, approver); err != nil {
+			return nil, internalError(err)
+		}
+	}
+	for _, n := range g.visibleBudgets(approver) {
+		for _, m := range n.Members {
+			if !slices.Contains(ps, m) {
+				ps = append(ps, m)
+			}
+		}
 	}
 	return ps, nil
 }
 
-// approves reports whether approver approves for principal.
+// approvedBudgets returns the ids of the budgets approver approves for:
+// those whose Approvers name it, and their descendants.
+func (g *Gateway) approvedBudgets(approver string) []string {
+	if approver == "" {
+		return nil
+	}
+	return budgetIDs(g.visibleBudgets(approver))
+}
+
+// meets reports whether a and b share an id.
+func meets(a, b []string) bool {
+	return slices.ContainsFunc(a, func(id string) bool { return slices.Contains(b, id) })
+}
+
+// approves reports whether approver approves for principal: by name, by
+// the budgets the principal counts in as a member (or as everyone does),
+// or, for a token subject, by the budgets its latest approval request
+// counted in, which is all a gateway learns of a subject's claims without
+// its token.
 func (g *Gateway) approves(ctx context.Context, approver, principal string) (bool, error) {
 	ps, err := g.approvedPrincipals(ctx, approver)
-	if err != nil {
-		return false, err
+	if err != nil || slices.Contains(ps, principal) {
+		return err == nil, err
 	}
-	return slices.Contains(ps, principal), nil
+	mine := g.approvedBudgets(approver)
+	if len(mine) == 0 {
+		return false, nil
+	}
+	if tree := g.budgets.Load(); tree != nil && meets(budgetIDs(tree.For(principal, nil)), mine) {
+		return true, nil
+	}
+	latest, err := g.store.ListApprovalRequests(ctx, storage.ApprovalRequestFilter{Principals: []string{principal}, Limit: 1})
+	if err != nil {
+		return false, internalError(err)
+	}
+	return len(latest) == 1 && len(latest[0].Approvers) == 0 && meets(latest[0].Budgets, mine), nil
+}
+
+// approvesRequest reports whether approver may see and decide r: the
+// approvers a rule named alone, when it named some; else its principal's
+// approvers, and the approvers of the budgets it counted in.
+func (g *Gateway) approvesRequest(ctx context.Context, approver string, r storage.ApprovalRequest) (bool, error) {
+	if len(r.Approvers) > 0 {
+		return slices.Contains(r.Approvers, approver), nil
+	}
+	if meets(r.Budgets, g.approvedBudgets(approver)) {
+		return true, nil
+	}
+	ps, err := g.approvedPrincipals(ctx, approver)
+	return slices.Contains(ps, r.Principal), err
 }
 
 // standingFor is the standing approval that counts for a principal in
@@ -277,12 +341,14 @@ func (g *Gateway) RequestApproval(ctx context.Context, principal string, in tool
 	if err != nil {
 		return nil, err
 	}
-	return g.requestApproval(ctx, &PreparedCall{principal: principal, input: input}, quoteID)
+	return g.requestApproval(ctx, &PreparedCall{principal: principal, input: input}, quoteID, nil, false)
 }
 
 // requestApproval is RequestApproval of the call p under quote quoteID. A
-// call prepared without its tool is of the quote's tool.
-func (g *Gateway) requestApproval(ctx context.Context, p *PreparedCall, quoteID uuid.UUID) (*toolgatetype.ApprovalRequest, error) {
+// call prepared without its tool is of the quote's tool. counted are the
+// budgets the call counts in when known (decided once, with its quote);
+// else they are found here.
+func (g *Gateway) requestApproval(ctx context.Context, p *PreparedCall, quoteID uuid.UUID, counted []*budgets.Node, known bool) (*toolgatetype.ApprovalRequest, error) {
 	principal, input := p.principal, p.input
 	found, err := g.store.GetQuote(ctx, quoteID)
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
@@ -314,12 +380,15 @@ func (g *Gateway) requestApproval(ctx context.Context, p *PreparedCall, quoteID 
 	if err := p.inputError(); err != nil {
 		return nil, err
 	}
+	if !known {
+		counted = g.callBudgets(ctx, principal)
+	}
 	if !p.ruledDone && g.rules.Load().Len() > 0 {
 		mode, err := g.approvalMode(ctx, principal)
 		if err != nil {
 			return nil, err
 		}
-		g.ruleCall(ctx, p, g.callBudgets(ctx, principal), mode)
+		g.ruleCall(ctx, p, counted, mode)
 	}
 	if err := p.ruled.refusal(); err != nil {
 		return nil, err
@@ -341,6 +410,8 @@ func (g *Gateway) requestApproval(ctx context.Context, p *PreparedCall, quoteID 
 		ExpiresAt:      now.Add(g.cfg.ApprovalTTL),
 		// Only the approvers an ask rule names may see and decide it.
 		Approvers: p.ruled.namedApprovers(),
+		// The approvers of these budgets see it, on every instance.
+		Budgets: budgetIDs(counted),
 	}
 	if err := g.countApprovalRequest(ctx, principal, now); err != nil {
 		return nil, err
@@ -416,13 +487,9 @@ func (g *Gateway) approverRequest(ctx context.Context, approver, id string) (sto
 	if err != nil {
 		return storage.ApprovalRequest{}, err
 	}
-	ok := slices.Contains(r.Approvers, approver)
-	if len(r.Approvers) == 0 {
-		// A request no rule named approvers for is its principal's
-		// approvers' to decide.
-		if ok, err = g.approves(ctx, approver, r.Principal); err != nil {
-			return storage.ApprovalRequest{}, err
-		}
+	ok, err := g.approvesRequest(ctx, approver, r)
+	if err != nil {
+		return storage.ApprovalRequest{}, err
 	}
 	if !ok {
 		return storage.ApprovalRequest{}, errApprovalRequestNotFound(id)
@@ -567,8 +634,10 @@ func (g *Gateway) ListApprovalRequests(ctx context.Context, approver string, opt
 	if f.Principals, err = g.approvedPrincipals(ctx, approver); err != nil {
 		return nil, err
 	}
-	// With the requests of other principals that a rule named the
+	// With the requests of the members of its budgets, whom the config
+	// may not name, and those of other principals that a rule named the
 	// approver for.
+	f.Budgets = g.approvedBudgets(approver)
 	f.Approver = approver
 	out := &toolgatetype.ApprovalRequestList{ApprovalRequests: []toolgatetype.ApprovalRequest{}}
 	f.Limit = limit + 1 // one more tells whether a next page exists

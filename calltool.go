@@ -117,7 +117,7 @@ func (g *Gateway) CallPreparedTool(ctx context.Context, p *PreparedCall, key str
 	case q.Policy.Approval.Requirement == toolgatetype.RequirementCoveredByUserPolicy:
 		return g.runToolCall(ctx, c, toolApproval{quoteID: q.Quote.ID, digest: *q.Quote.ManifestDigest, quoted: qd})
 	case mode == toolgatetype.ApprovalModeApprover:
-		return g.approveByApprover(ctx, c, q, found)
+		return g.approveByApprover(ctx, c, qd, found)
 	case c.approval != nil:
 		// Call checks it is this very digest (approval_mismatch).
 		return g.runToolCall(ctx, c, toolApproval{quoteID: q.Quote.ID, digest: c.approval.ManifestDigest, quoted: qd})
@@ -285,7 +285,8 @@ type quoted struct {
 //   - none, used by an earlier call, expired, or for another version: a
 //     new request under quote q. An approval that expired unused is named
 //     beside it.
-func (g *Gateway) approveByApprover(ctx context.Context, c *call, q *toolgatetype.QuoteResult, found *toolgatetype.ApprovalRequest) *toolgatetype.ToolCallOutcome {
+func (g *Gateway) approveByApprover(ctx context.Context, c *call, qd *quoted, found *toolgatetype.ApprovalRequest) *toolgatetype.ToolCallOutcome {
+	q := qd.res
 	needed := &toolgatetype.ToolCallApproval{Mode: toolgatetype.ApprovalModeApprover}
 	if found != nil && found.ManifestDigest == *q.Quote.ManifestDigest {
 		switch found.Status {
@@ -307,7 +308,8 @@ func (g *Gateway) approveByApprover(ctx context.Context, c *call, q *toolgatetyp
 	if err != nil {
 		return refusal(err)
 	}
-	r, err := g.requestApproval(ctx, &c.PreparedCall, quoteID)
+	// The budgets the call counts in, as the quote just made decided them.
+	r, err := g.requestApproval(ctx, &c.PreparedCall, quoteID, qd.budgets, true)
 	if err != nil {
 		return refusal(err)
 	}

@@ -77,6 +77,10 @@ type Config struct {
 	// Approvers reports whether id, the value of a token's ApproverClaim,
 	// is an approver. Nil accepts any value.
 	Approvers func(id string) bool
+	// ClaimApprovers are the approvers whom a token with the ApproveScope
+	// reaches by its claims, when its ApproverClaim names none: the first
+	// whose Claims all match is its approver.
+	ClaimApprovers []ClaimApprover
 	// BudgetClaims are the (claim name, values) pairs that budgets match
 	// tokens by (BudgetClaims builds them from the budgets' definitions):
 	// a grant's Claims hold those of a token's claims among them, and

@@ -36,7 +36,8 @@ var ErrUnavailable = errors.New("oauth: the identity provider's keys are unavail
 // with 60 s of leeway. Its scope (a space-separated "scope" claim, or an
 // "scp" claim as a string or list) then says what it may do: with the call
 // scope it calls as the value of its principal claim, with the approve
-// scope it decides as the approver its approver claim names.
+// scope it decides as the approver its approver claim names, or else the
+// first of the claim approvers whose claims it holds.
 type Verifier struct {
 	cfg      Config
 	keys     *keySet
@@ -46,6 +47,9 @@ type Verifier struct {
 	// budgetClaims is Config.BudgetClaims, copied for lookups, or those
 	// of SetBudgetClaims since.
 	budgetClaims atomic.Pointer[budgetClaimSet]
+	// claimApprovers is Config.ClaimApprovers, or those of
+	// SetClaimApprovers since.
+	claimApprovers atomic.Pointer[claimApprovers]
 }
 
 var _ apikey.TokenVerifier = (*Verifier)(nil)
@@ -64,6 +68,7 @@ func New(cfg *Config) (*Verifier, error) {
 	v := &Verifier{cfg: c, verified: newVerified(), metadata: MetadataURL(c.Audience)}
 	set := newBudgetClaimSet(c.BudgetClaims)
 	v.budgetClaims.Store(&set)
+	v.claimApprovers.Store(newClaimApprovers(c.ClaimApprovers))
 	v.keys = &keySet{
 		issuer:    c.Issuer,
 		client:    c.HTTPClient,
@@ -149,7 +154,7 @@ type claims map[string]json.RawMessage
 // VerifyToken returns what token grants: Principal when it has the call
 // scope and its principal claim names one Config.Principals accepts,
 // Approver when it has the approve scope and its approver claim names an
-// approver. A token that verifies but grants neither, for want of a scope,
+// approver, or its claims match a claim approver's. A token that verifies but grants neither, for want of a scope,
 // is no error: the caller answers insufficient_scope. Every refusal
 // matches apikey.ErrInvalidToken, except a provider whose keys cannot be
 // fetched (ErrUnavailable).
@@ -220,18 +225,12 @@ func (v *Verifier) grant(c claims) (apikey.TokenGrant, error) {
 			g.Principal = id
 		}
 	}
-	if scopes[v.cfg.ApproveScope] && v.cfg.ApproverClaim != "" {
-		id, ok := c.str(v.cfg.ApproverClaim)
-		switch {
-		case ok && textcheck.Problem(id) != "":
-			refused = append(refused, fmt.Sprintf("its %s claim %s", v.cfg.ApproverClaim, textcheck.Problem(id)))
-		case !ok || !validID(id):
-			refused = append(refused, fmt.Sprintf("its %s claim names no approver", v.cfg.ApproverClaim))
-		case v.cfg.Approvers != nil && !v.cfg.Approvers(id):
-			refused = append(refused, fmt.Sprintf("its %s claim names no approver of this gateway", v.cfg.ApproverClaim))
-		default:
-			g.Approver = id
+	if scopes[v.cfg.ApproveScope] {
+		id, why := v.approverOf(c)
+		if why != "" && id == "" {
+			refused = append(refused, why)
 		}
+		g.Approver = id
 	}
 	if g.Principal == "" && g.Approver == "" && len(refused) > 0 {
 		return g, invalid("%s", strings.Join(refused, "; "))

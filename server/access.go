@@ -20,6 +20,11 @@ type access struct {
 	approvers toolgatetype.StaticApprovers
 	// approverIDs are the approvers an access token may decide as.
 	approverIDs map[string]bool
+	// known are the principals the config names; templateMode is the
+	// approval mode of every other, a token subject the "*" template
+	// stands for.
+	known        map[string]bool
+	templateMode toolgatetype.ApprovalMode
 }
 
 // newAccess makes the access of principals and approvers. A key given to
@@ -29,8 +34,14 @@ func newAccess(principals []Principal, approvers []Approver) (*access, error) {
 		keys:        apikey.NewKeyStore(),
 		approvers:   toolgatetype.StaticApprovers{Modes: map[string]toolgatetype.ApprovalMode{}, Approvers: map[string][]string{}},
 		approverIDs: map[string]bool{},
+		known:       map[string]bool{},
 	}
 	for _, p := range principals {
+		if p.ID == PrincipalTemplate {
+			a.templateMode = p.ApprovalMode
+		} else {
+			a.known[p.ID] = true
+		}
 		for _, k := range p.APIKeys {
 			if err := a.keys.AddKey(p.ID, k); err != nil {
 				return nil, fmt.Errorf("principal %q: %w", p.ID, err)
@@ -85,8 +96,14 @@ func (l *liveAccess) AuthenticateApprover(ctx context.Context, key string) (stri
 	return l.cur.Load().keys.AuthenticateApprover(ctx, key)
 }
 
+// ApprovalMode is the principal's own mode, or the template's for a
+// principal the config does not name: only token subjects are such.
 func (l *liveAccess) ApprovalMode(ctx context.Context, principal string) (toolgatetype.ApprovalMode, error) {
-	return l.cur.Load().approvers.ApprovalMode(ctx, principal)
+	a := l.cur.Load()
+	if !a.known[principal] {
+		return a.templateMode, nil
+	}
+	return a.approvers.ApprovalMode(ctx, principal)
 }
 
 func (l *liveAccess) ApprovedPrincipals(ctx context.Context, approver string) ([]string, error) {

@@ -3,20 +3,29 @@ package server
 import (
 	"crypto/sha256"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/toolgate/toolgate/internal/weburl"
+	"github.com/toolgate/toolgate/oauth"
 	"github.com/toolgate/toolgate/toolgatetype"
 	"github.com/toolgate/toolgate/webhook"
 )
 
 // Approver is a person who approves calls for some principals, with
-// approver keys in clear or as SHA-256 digests.
+// approver keys in clear or as SHA-256 digests, or with access tokens whose
+// claims match Claims (or name it by oauth.approverClaim).
 type Approver struct {
 	ID         string
 	Keys       []string
 	KeyDigests [][sha256.Size]byte
 	Principals []string
+	// Claims make every token with the approve scope that holds them all
+	// this approver, matched as a budget's claims are.
+	Claims map[string]string
+	// Budgets make it the approver of every principal counted in these
+	// budgets and their descendants, as the budgets' own approvers are.
+	Budgets []string
 }
 
 // Approvals are the settings of approval requests: where to tell people
@@ -43,10 +52,12 @@ func approvalMode(path, s string) (toolgatetype.ApprovalMode, error) {
 
 // approverJSON is an entry of "approvers".
 type approverJSON struct {
-	ID         *text  `json:"id"`
-	Keys       []str  `json:"keys"`
-	KeySha256  []str  `json:"keySha256"`
-	Principals []text `json:"principals"`
+	ID         *text                  `json:"id"`
+	Keys       []str                  `json:"keys"`
+	KeySha256  []str                  `json:"keySha256"`
+	Principals []text                 `json:"principals"`
+	Claims     map[string]*claimValue `json:"claims"`
+	Budgets    []text                 `json:"budgets"`
 }
 
 // approvers checks the approvers. A key belongs to one approver; that it
@@ -116,6 +127,22 @@ func approver(path string, in approverJSON, owner map[[sha256.Size]byte]string) 
 	for _, id := range texts(in.Principals) {
 		if !slices.Contains(a.Principals, id) {
 			a.Principals = append(a.Principals, id)
+		}
+	}
+	if in.Claims != nil {
+		a.Claims = make(map[string]string, len(in.Claims))
+		for _, name := range slices.Sorted(maps.Keys(in.Claims)) {
+			if name == "" {
+				return Approver{}, errorf(at(path, "claims"), "a claim's name is empty")
+			}
+			if v := in.Claims[name]; v != nil {
+				a.Claims[name] = string(*v)
+			}
+		}
+	}
+	for _, id := range texts(in.Budgets) {
+		if !slices.Contains(a.Budgets, id) {
+			a.Budgets = append(a.Budgets, id)
 		}
 	}
 	return a, nil
@@ -194,16 +221,77 @@ func (p configParser) checkApprovers(cfg *Config) error {
 				return &ConfigError{Path: fmt.Sprintf("%s.principals[%d]", at, j), Msg: fmt.Sprintf("no principal %q is configured", id)}
 			}
 		}
+		for j, id := range a.Budgets {
+			if !slices.ContainsFunc(cfg.Budgets, func(b toolgatetype.BudgetDefinition) bool { return b.ID == id }) {
+				return &ConfigError{Path: fmt.Sprintf("%s.budgets[%d]", at, j), Msg: fmt.Sprintf("no budget %q is configured", id)}
+			}
+		}
 	}
 	for i, pr := range cfg.Principals {
-		if pr.ApprovalMode != toolgatetype.ApprovalModeApprover {
+		if pr.ApprovalMode != toolgatetype.ApprovalModeApprover || approvedFor(cfg, pr.ID) {
 			continue
 		}
-		covered := slices.ContainsFunc(cfg.Approvers, func(a Approver) bool { return slices.Contains(a.Principals, pr.ID) })
-		if !covered {
-			return &ConfigError{Path: fmt.Sprintf("principals[%d].approvalMode", i),
-				Msg: fmt.Sprintf("principal %q is in approver mode, but no approver approves for it: none of its calls needing approval could ever run", pr.ID)}
+		msg := fmt.Sprintf("principal %q is in approver mode, but no approver approves for it: none of its calls needing approval could ever run", pr.ID)
+		if pr.ID == PrincipalTemplate {
+			msg = `the "*" template is in approver mode, but no budget has an approver (its "approvers", or an approver's "budgets"): no token subject's call needing approval could ever run`
 		}
+		return &ConfigError{Path: fmt.Sprintf("principals[%d].approvalMode", i), Msg: msg}
 	}
 	return nil
+}
+
+// approvedFor reports whether some approver approves for principal: one
+// naming it, or one of a budget it is a member of (or of an ancestor of
+// one). The template's subjects are approved for when any budget has an
+// approver: which budgets a subject counts in, its token says.
+func approvedFor(cfg *Config, principal string) bool {
+	if slices.ContainsFunc(cfg.Approvers, func(a Approver) bool { return slices.Contains(a.Principals, principal) }) {
+		return true
+	}
+	defs := budgetDefinitions(cfg)
+	byID := map[string]toolgatetype.BudgetDefinition{}
+	for _, b := range defs {
+		byID[b.ID] = b
+	}
+	for _, b := range defs {
+		in := principal == PrincipalTemplate || b.Everyone || slices.Contains(b.Members, principal)
+		// Up the tree, at most once round it: cycles are refused later.
+		for seen := 0; in && seen <= len(defs); seen++ {
+			if len(b.Approvers) > 0 {
+				return true
+			}
+			var ok bool
+			if b, ok = byID[b.Parent]; !ok {
+				break
+			}
+		}
+	}
+	return false
+}
+
+// budgetDefinitions are the budgets as the gateway takes them: each one's
+// approvers with the approvers whose "budgets" name it, the one relation
+// seen from both sides.
+func budgetDefinitions(cfg *Config) []toolgatetype.BudgetDefinition {
+	out := slices.Clone(cfg.Budgets)
+	for i := range out {
+		for _, a := range cfg.Approvers {
+			if slices.Contains(a.Budgets, out[i].ID) && !slices.Contains(out[i].Approvers, a.ID) {
+				out[i].Approvers = append(slices.Clip(out[i].Approvers), a.ID)
+			}
+		}
+	}
+	return out
+}
+
+// claimApprovers are the approvers tokens reach by their claims, in
+// configuration order, for the verifier.
+func claimApprovers(approvers []Approver) []oauth.ClaimApprover {
+	var out []oauth.ClaimApprover
+	for _, a := range approvers {
+		if len(a.Claims) > 0 {
+			out = append(out, oauth.ClaimApprover{ID: a.ID, Claims: a.Claims})
+		}
+	}
+	return out
 }

@@ -72,7 +72,7 @@ func TestParseConfigApproverErrors(t *testing.T) {
 			`config: approvers[1].keys[0]: this key already belongs to approver "pat"`},
 		{"an approver twice", doc(agent, pat+`, `+pat, ""), `config: approvers[1].id: approver "pat" is given twice`},
 		{"an approver without keys", doc(agent, `{"id": "pat", "principals": ["agent"]}`, ""),
-			`config: approvers[0]: approver "pat" has no keys or keySha256, so it could never sign in`},
+			`config: approvers[0]: approver "pat" has no keys, keySha256 or claims, and no oauth.approverClaim can name it, so it could never sign in`},
 		{"an approver without an id", doc(agent, `{"keys": ["k"]}`, ""), `config: approvers[0]: id is required`},
 		{"an approver id with a NUL", doc(agent, `{"id": "p\u0000at", "keys": ["tg_pat"], "principals": ["agent"]}`, ""),
 			`config: approvers[0].id: holds the control character U+0000`},

@@ -164,7 +164,7 @@ func assemble(ctx context.Context, cfg *Config, offline bool, tel *telemetry, lo
 		ApprovalRequestLimit: toolgatetype.RequestLimit{Max: cfg.Limits.ApprovalRequests, Window: cfg.Limits.ApprovalRequestWindow},
 		Logger:               log,
 		Receipts:             receiptKeys,
-		Budgets:              cfg.Budgets,
+		Budgets:              budgetDefinitions(cfg),
 		Rules:                cfg.Rules,
 	}
 	// Interfaces holding nil pointers would not be nil: set only what is on.

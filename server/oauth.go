@@ -123,9 +123,8 @@ func (c *Config) template() *Principal {
 
 // checkPrincipals checks the principals against the rest of the file:
 // without "oauth", every principal needs a key; the template needs
-// "oauth", has no keys of its own, and stays in caller mode, since an
-// approver approves for principals it names and cannot name subjects not
-// yet seen.
+// "oauth" and has no keys of its own. An approver needs a way in: keys,
+// claims, or the oauth section's approverClaim; claims need "oauth".
 func checkPrincipals(cfg *Config) error {
 	for i, pr := range cfg.Principals {
 		at := fmt.Sprintf("principals[%d]", i)
@@ -135,16 +134,17 @@ func checkPrincipals(cfg *Config) error {
 			return &ConfigError{Path: at + ".id", Msg: `"*" is the template for the subjects of access tokens, which need an "oauth" section`}
 		case pr.ID == PrincipalTemplate && keys > 0:
 			return &ConfigError{Path: at, Msg: `the "*" template stands for token subjects and has no API keys of its own`}
-		case pr.ID == PrincipalTemplate && pr.ApprovalMode == toolgatetype.ApprovalModeApprover:
-			return &ConfigError{Path: at + ".approvalMode", Msg: `the "*" template cannot be in approver mode: an approver names the principals it approves for`}
 		case keys == 0 && cfg.OAuth == nil:
 			return &ConfigError{Path: at, Msg: fmt.Sprintf("principal %q has no apiKeys or apiKeySha256, so it could never call", pr.ID)}
 		}
 	}
 	for i, a := range cfg.Approvers {
 		at := fmt.Sprintf("approvers[%d]", i)
-		if len(a.Keys)+len(a.KeyDigests) == 0 && (cfg.OAuth == nil || cfg.OAuth.ApproverClaim == "") {
-			return &ConfigError{Path: at, Msg: fmt.Sprintf("approver %q has no keys or keySha256, so it could never sign in", a.ID)}
+		if len(a.Claims) > 0 && cfg.OAuth == nil {
+			return &ConfigError{Path: at + ".claims", Msg: `claims match access tokens, which need an "oauth" section; give keys for an approver who signs in with a key`}
+		}
+		if len(a.Keys)+len(a.KeyDigests)+len(a.Claims) == 0 && (cfg.OAuth == nil || cfg.OAuth.ApproverClaim == "") {
+			return &ConfigError{Path: at, Msg: fmt.Sprintf("approver %q has no keys, keySha256 or claims, and no oauth.approverClaim can name it, so it could never sign in", a.ID)}
 		}
 		if j := slices.Index(a.Principals, PrincipalTemplate); j >= 0 {
 			return &ConfigError{Path: fmt.Sprintf("%s.principals[%d]", at, j), Msg: `an approver approves for principals it names, not for the "*" template`}
@@ -174,6 +174,7 @@ func newVerifier(ctx context.Context, cfg *Config, isApprover func(id string) bo
 		vc.Principals = func(id string) bool { return principals[id] }
 	}
 	vc.Approvers = isApprover // the approvers in force, which a reload changes
+	vc.ClaimApprovers = claimApprovers(cfg.Approvers)
 	// Tokens keep only the claims the budgets match people by.
 	vc.BudgetClaims = oauth.BudgetClaims(cfg.Budgets)
 	v, err := oauth.New(vc)

@@ -59,14 +59,20 @@ func TestParseConfigOAuthErrors(t *testing.T) {
 		{"the template with a key", `{` + oauthSection + `, "principals": [{"id": "*", "apiKeys": ["tg_x"]}]}`,
 			`config: principals[0]: the "*" template stands for token subjects and has no API keys of its own`},
 		{"the template in approver mode", `{` + oauthSection + `, "principals": [{"id": "*", "approvalMode": "approver"}]}`,
-			`config: principals[0].approvalMode: the "*" template cannot be in approver mode: an approver names the principals it approves for`},
+			`config: principals[0].approvalMode: the "*" template is in approver mode, but no budget has an approver (its "approvers", or an approver's "budgets"): no token subject's call needing approval could ever run`},
+		{"a claims approver without oauth", `{"principals": [{"id": "alice", "apiKeys": ["tg_alice_key_1"]}], "approvers": [{"id": "leads", "claims": {"groups": "leads"}}]}`,
+			`config: approvers[0].claims: claims match access tokens, which need an "oauth" section; give keys for an approver who signs in with a key`},
+		{"an approver of no configured budget", `{` + oauthSection + `, "principals": [{"id": "*"}], "approvers": [{"id": "leads", "claims": {"groups": "leads"}, "budgets": ["search-team"]}]}`,
+			`config: approvers[0].budgets[0]: no budget "search-team" is configured`},
+		{"an approver's empty claim", `{` + oauthSection + `, "principals": [{"id": "*"}], "approvers": [{"id": "leads", "claims": {"groups": ""}}]}`,
+			`config: approvers[0].claims.groups: is empty: a token's claim is matched exactly, and no team is named by nothing`},
 		{"an approver for the template", `{` + oauthSection + `, "principals": [{"id": "*"}], "approvers": [{"id": "pat", "principals": ["*"]}]}`,
 			`config: approvers[0].principals[0]: an approver approves for principals it names, not for the "*" template`},
 		{"a principal without keys or oauth", `{"principals": [{"id": "alice"}]}`,
 			`config: principals[0]: principal "alice" has no apiKeys or apiKeySha256, so it could never call`},
 		{"an approver without keys or an approver claim",
 			`{"oauth": {"issuer": "https://idp.example", "audience": "https://t.example"}, "principals": [{"id": "a"}], "approvers": [{"id": "pat", "principals": ["a"]}]}`,
-			`config: approvers[0]: approver "pat" has no keys or keySha256, so it could never sign in`},
+			`config: approvers[0]: approver "pat" has no keys, keySha256 or claims, and no oauth.approverClaim can name it, so it could never sign in`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := ParseConfig([]byte(c.doc))

@@ -29,7 +29,7 @@ var reloadable = []struct {
 }{
 	{"Rules", func(s *Server, cfg *Config) error { return s.gw.SetRules(cfg.Rules) }},
 	{"Approvers", (*Server).applyAccess},
-	{"Budgets", func(s *Server, cfg *Config) error { return s.gw.SetBudgets(cfg.Budgets) }},
+	{"Budgets", func(s *Server, cfg *Config) error { return s.gw.SetBudgets(budgetDefinitions(cfg)) }},
 }
 
 // reloader is what a reload changes, and what it compares with.
@@ -132,6 +132,7 @@ func (s *Server) reload(next *Config) error {
 		// Tokens are read again: for the budgets' claims, and for the
 		// approvers they may decide as.
 		r.verifier.SetBudgetClaims(oauth.BudgetClaims(running.Budgets))
+		r.verifier.SetClaimApprovers(claimApprovers(running.Approvers))
 	}
 	if changed := restartFields(r.last, next, skip); len(changed) > 0 {
 		s.log.Warn("config: these fields changed and take effect at the next restart", "fields", changed)

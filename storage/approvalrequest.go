@@ -113,6 +113,12 @@ type ApprovalRequest struct {
 	// approvers, as for every other request. Stores read an empty list
 	// back as nil.
 	Approvers []string
+	// Budgets are the ids of the budgets the principal counted in when
+	// the request was made (its own, those its token's claims joined, and
+	// their ancestors), so that an approver of a budget finds the requests
+	// of its members whom no config names, on every instance sharing the
+	// store. Stores read an empty list back as nil.
+	Budgets []string
 
 	// Event, when set, is written by CreateApprovalRequest with the
 	// request, in the same step (as Outbox.AddEvent writes it), and only
@@ -176,14 +182,19 @@ func bytesLess(a, b uuid.UUID) bool {
 // ListApprovalRequests. Zero fields select everything.
 type ApprovalRequestFilter struct {
 	// Principals are the principals whose requests are listed; with no
-	// Approver, none lists nothing. With an Approver they select only the
-	// requests that name no approvers.
+	// Approver and no Budgets, none lists nothing. With an Approver they
+	// select only the requests that name no approvers.
 	Principals []string
+	// Budgets keep, beside the requests of Principals, those whose
+	// Budgets hold one of these ids: an approver of budgets sees the
+	// requests of their members, whom the config may not name.
+	Budgets []string
 	// Approver, when set, makes the listing that approver's view: a
 	// request that names approvers (ApprovalRequest.Approvers) is kept
 	// only when Approver is among them, whoever its principal; a request
-	// that names none only when its principal is among Principals. Empty,
-	// requests are kept by Principals alone, whatever they name.
+	// that names none only when its principal is among Principals or its
+	// Budgets meet Budgets. Empty, requests are kept by Principals and
+	// Budgets alone, whatever they name.
 	Approver string
 	// Statuses keeps requests in one of these stored states; empty keeps all.
 	Statuses []ApprovalStatus
@@ -235,11 +246,28 @@ func (f ApprovalRequestFilter) Matches(r ApprovalRequest) bool {
 }
 
 // shows reports whether r is among the requests the filter's viewer sees:
-// those of its Principals; with an Approver, the requests that name that
-// approver, and those of its Principals that name no approvers.
+// those of its Principals and its Budgets; with an Approver, the requests
+// that name that approver, and those of its Principals and Budgets that
+// name no approvers.
 func (f ApprovalRequestFilter) shows(r ApprovalRequest) bool {
 	if f.Approver != "" && len(r.Approvers) > 0 {
 		return slices.Contains(r.Approvers, f.Approver)
 	}
-	return slices.Contains(f.Principals, r.Principal)
+	return slices.Contains(f.Principals, r.Principal) || f.InBudgets(r)
+}
+
+// InBudgets reports whether r counted in one of the filter's Budgets.
+func (f ApprovalRequestFilter) InBudgets(r ApprovalRequest) bool {
+	for _, b := range r.Budgets {
+		if slices.Contains(f.Budgets, b) {
+			return true
+		}
+	}
+	return false
+}
+
+// Selects reports whether the filter can select anything: it names
+// principals, budgets or an approver.
+func (f ApprovalRequestFilter) Selects() bool {
+	return len(f.Principals) > 0 || len(f.Budgets) > 0 || f.Approver != ""
 }

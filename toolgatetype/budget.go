@@ -48,7 +48,9 @@ type BudgetDefinition struct {
 	// TimeZone is the IANA zone whose calendar the windows follow; "" is UTC.
 	TimeZone string `json:"timeZone,omitempty"`
 	// Approvers may see the budget and its descendants (GET /v1/budgets,
-	// the Spend page).
+	// the Spend page), and approve for their members: they see and decide
+	// the approval requests of every principal counted in them, token
+	// subjects joined by Claims included.
 	Approvers []string `json:"approvers,omitempty"`
 }
 

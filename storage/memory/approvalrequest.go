@@ -15,8 +15,10 @@ import (
 // per principal in creation order, so that a listing visits the requests of
 // the principals it is about, newest first, and stops at its limit. A
 // request that names approvers is also queued under each of them, so that
-// an approver's listing visits the requests named for it the same way.
-// A request's Input and Approvers are copied in and out (see detached);
+// an approver's listing visits the requests named for it the same way,
+// and under each budget it counted in, for the listing of an approver of
+// budgets. A request's Input, Approvers and Budgets are copied in and out
+// (see detached);
 // nothing else it holds is shared.
 
 // CreateApprovalRequest implements storage.Store. The quote's expiry
@@ -71,6 +73,9 @@ func (s *Store) CreateApprovalRequest(ctx context.Context, r storage.ApprovalReq
 	for _, a := range slices.Compact(slices.Sorted(slices.Values(r.Approvers))) {
 		queueRequest(s.requestsFor, a, &r)
 	}
+	for _, b := range slices.Compact(slices.Sorted(slices.Values(r.Budgets))) {
+		queueRequest(s.requestsIn, b, &r)
+	}
 	if event != nil {
 		s.addEvent(*event)
 	}
@@ -92,22 +97,26 @@ func (s *Store) GetApprovalRequest(ctx context.Context, id uuid.UUID) (storage.A
 	if !ok {
 		return storage.ApprovalRequest{}, storage.ErrNotFound
 	}
-	// Input and Approvers are never written after creation, so they are
+	// Input, Approvers and Budgets are never written after creation, so they are
 	// copied unlocked.
 	return detached(out), nil
 }
 
 // ListApprovalRequests implements storage.Store. Each principal's requests
-// are walked from the newest (or from the cursor) back, and so are an
-// approver's named requests, and each walk stops once it has given Limit
-// matches: no principal or approver can contribute more. In an approver's
-// view the principals' walks pass over the requests that name approvers,
-// which are the approver's walk's to give.
+// are walked from the newest (or from the cursor) back, and so are each
+// budget's and an approver's named requests, and each walk stops once it
+// has given Limit matches it alone gave: no principal, budget or approver
+// can contribute more. In an approver's view the principals' and budgets'
+// walks pass over the requests that name approvers, which are the
+// approver's walk's to give.
 func (s *Store) ListApprovalRequests(ctx context.Context, f storage.ApprovalRequestFilter) ([]storage.ApprovalRequest, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	var out []storage.ApprovalRequest
+	// A request of a principal listed may count in a budget listed too,
+	// and in several: it is given once.
+	given := map[uuid.UUID]bool{}
 	walk := func(q *timeQueue[uuid.UUID], named bool) {
 		if q == nil {
 			return
@@ -115,9 +124,10 @@ func (s *Store) ListApprovalRequests(ctx context.Context, f storage.ApprovalRequ
 		items := q.items[:cut(q.items, requestCursor(f.After), queuedRequestPos)]
 		for i, found := len(items)-1, 0; i >= 0 && found < f.Limit; i-- {
 			r := s.requests[items[i].key]
-			if r == nil || (f.Approver != "" && len(r.Approvers) > 0) != named || !f.Matches(*r) {
+			if r == nil || given[r.ID] || (f.Approver != "" && len(r.Approvers) > 0) != named || !f.Matches(*r) {
 				continue
 			}
+			given[r.ID] = true
 			out = append(out, *r)
 			found++
 		}
@@ -125,6 +135,9 @@ func (s *Store) ListApprovalRequests(ctx context.Context, f storage.ApprovalRequ
 	s.mu.Lock()
 	for _, p := range uniq(f.Principals) {
 		walk(s.requestsBy[p], false)
+	}
+	for _, b := range uniq(f.Budgets) {
+		walk(s.requestsIn[b], false)
 	}
 	if f.Approver != "" {
 		walk(s.requestsFor[f.Approver], true)
@@ -204,12 +217,15 @@ func (s *Store) checkGrant(b storage.Begin) (*storage.ApprovalRequest, error) {
 // whatever their state: a grant no call can use any more, and a decision
 // long made. The caller holds s.mu.
 func (s *Store) pruneApprovalRequests(before time.Time, limit int) int {
-	principals, approvers := map[string]bool{}, map[string]bool{}
+	principals, approvers, budgets := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	n := s.requestQueue.drain(before, limit, func(id uuid.UUID) verdict {
 		r := s.requests[id]
 		principals[r.Principal] = true
 		for _, a := range r.Approvers {
 			approvers[a] = true
+		}
+		for _, b := range r.Budgets {
+			budgets[b] = true
 		}
 		s.unpend(r)
 		delete(s.requests, id)
@@ -217,6 +233,7 @@ func (s *Store) pruneApprovalRequests(before time.Time, limit int) int {
 	})
 	s.unqueueGone(s.requestsBy, principals)
 	s.unqueueGone(s.requestsFor, approvers)
+	s.unqueueGone(s.requestsIn, budgets)
 	return n
 }
 
@@ -244,14 +261,18 @@ func (s *Store) unqueueGone(by map[string]*timeQueue[uuid.UUID], touched map[str
 	}
 }
 
-// detached is r with its Input and Approvers copied, so that neither the
-// caller nor the store shares them with the other; an empty Approvers is
-// nil, as the durable stores read it back.
+// detached is r with its Input, Approvers and Budgets copied, so that
+// neither the caller nor the store shares them with the other; an empty
+// list is nil, as the durable stores read it back.
 func detached(r storage.ApprovalRequest) storage.ApprovalRequest {
 	r.Input = bytes.Clone(r.Input)
 	r.Approvers = slices.Clone(r.Approvers)
 	if len(r.Approvers) == 0 {
 		r.Approvers = nil
+	}
+	r.Budgets = slices.Clone(r.Budgets)
+	if len(r.Budgets) == 0 {
+		r.Budgets = nil
 	}
 	return r
 }

@@ -64,6 +64,7 @@ type Store struct {
 	requestQueue timeQueue[uuid.UUID]             // by ExpiresAt
 	requestsBy   map[string]*timeQueue[uuid.UUID] // by principal, by position (see cursor.go)
 	requestsFor  map[string]*timeQueue[uuid.UUID] // by each approver a request names, by position
+	requestsIn   map[string]*timeQueue[uuid.UUID] // by each budget a request counted in, by position
 	// pending names the live pending request of each (principal, quote,
 	// input), so that the same request is asked once.
 	pending map[pendingKey]uuid.UUID
@@ -106,6 +107,7 @@ func New() *Store {
 		chains:       make(map[string]*chain),
 		requestsBy:   make(map[string]*timeQueue[uuid.UUID]),
 		requestsFor:  make(map[string]*timeQueue[uuid.UUID]),
+		requestsIn:   make(map[string]*timeQueue[uuid.UUID]),
 		pending:      make(map[pendingKey]uuid.UUID),
 		outbox:       newOutbox(),
 	}

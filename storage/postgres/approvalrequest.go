@@ -18,7 +18,7 @@ import (
 // approvalRequestColumns is the select list scanApprovalRequest reads.
 const approvalRequestColumns = `id, principal, quote_id, tool_id, tool_slug, manifest_digest,
 	price_usd::text, fee_usd::text, total_usd::text, input, input_sha256, status,
-	decided_by, decided_at, remember, execution_id, created_at, expires_at, approvers`
+	decided_by, decided_at, remember, execution_id, created_at, expires_at, approvers, budgets`
 
 func scanApprovalRequest(row pgx.Row) (storage.ApprovalRequest, error) {
 	var (
@@ -30,7 +30,7 @@ func scanApprovalRequest(row pgx.Row) (storage.ApprovalRequest, error) {
 	)
 	err := row.Scan(bytesAt(&r.ID), &r.Principal, bytesAt(&r.QuoteID), &r.ToolID, &r.ToolSlug, &r.ManifestDigest,
 		&price, &fee, &total, &r.Input, &r.InputSHA256, &status,
-		&r.DecidedBy, &decidedAt, &remember, &executionID, &r.CreatedAt, &r.ExpiresAt, &r.Approvers)
+		&r.DecidedBy, &decidedAt, &remember, &executionID, &r.CreatedAt, &r.ExpiresAt, &r.Approvers, &r.Budgets)
 	if err != nil {
 		return storage.ApprovalRequest{}, translate(err)
 	}
@@ -95,7 +95,7 @@ func (s *Store) CreateApprovalRequest(ctx context.Context, r storage.ApprovalReq
 	args := []any{bytesOf(r.ID), r.Principal, bytesOf(r.QuoteID), r.ToolID, r.ToolSlug, r.ManifestDigest,
 		r.PriceUSD.String(), r.FeeUSD.String(), r.TotalUSD.String(), input, r.InputSHA256, string(status),
 		r.DecidedBy, timeOrNull(r.DecidedAt), string(r.Remember), nullID(r.ExecutionID), r.CreatedAt, r.ExpiresAt,
-		r.Approvers}
+		r.Approvers, r.Budgets}
 	args = append(args, newEventParams(r.Event)...)
 	insert := s.sql(`
 		WITH extended AS (
@@ -105,12 +105,12 @@ func (s *Store) CreateApprovalRequest(ctx context.Context, r storage.ApprovalReq
 		), request AS (
 			INSERT INTO {schema}.approval_requests (id, principal, quote_id, tool_id, tool_slug, manifest_digest,
 				price_usd, fee_usd, total_usd, input, input_sha256, status, decided_by, decided_at, remember,
-				execution_id, created_at, expires_at, approvers)
+				execution_id, created_at, expires_at, approvers, budgets)
 			SELECT $1, $2, $3, $4, $5, $6, $7::numeric, $8::numeric, $9::numeric, $10, $11, $12, $13, $14, $15,
-				$16, $17, $18, NULLIF($19::text[], '{}')
+				$16, $17, $18, NULLIF($19::text[], '{}'), NULLIF($20::text[], '{}')
 			FROM extended
 			RETURNING 1
-		), ` + addEventCTE("request", 20) + `
+		), ` + addEventCTE("request", 21) + `
 		SELECT count(*) FROM request`)
 	var (
 		n   int
@@ -186,12 +186,15 @@ func (s *Store) GetApprovalRequest(ctx context.Context, id uuid.UUID) (storage.A
 // plain equalities, added only when set, so that a plan cached for the
 // statement can answer them from the index on them.
 //
-// An approver's view (f.Approver) is two listings merged: the principals'
-// requests that name no approvers, from the principal index, and the
-// requests named for the approver, from the index on approvers (migration
-// 0021), which holds only requests that name some.
+// A listing is up to three merged, each from its own index and each
+// stopping at the limit: the principals' requests, from the principal
+// index; the requests of the budgets (f.Budgets) of other principals, from
+// the index on budgets (migration 0022); and, in an approver's view
+// (f.Approver), the requests named for the approver, from the index on
+// approvers (migration 0021), the other two then keeping to requests that
+// name none.
 func (s *Store) ListApprovalRequests(ctx context.Context, f storage.ApprovalRequestFilter) ([]storage.ApprovalRequest, error) {
-	if len(f.Principals) == 0 && f.Approver == "" {
+	if !f.Selects() {
 		return nil, nil
 	}
 	statuses := make([]string, len(f.Statuses))
@@ -206,7 +209,7 @@ func (s *Store) ListApprovalRequests(ctx context.Context, f storage.ApprovalRequ
 	}
 	principals := f.Principals
 	if principals == nil {
-		principals = []string{} // an approver's view of no principals: the named requests alone
+		principals = []string{} // a view of no principals: the budgets' and named requests alone
 	}
 	args := []any{principals, statuses, timeOrNull(f.LiveAt), timeOrNull(f.ExpiredAt), afterAt, afterID, f.Limit}
 	var filters strings.Builder
@@ -223,23 +226,36 @@ func (s *Store) ListApprovalRequests(ctx context.Context, f storage.ApprovalRequ
 		args = append(args, f.InputSHA256)
 		fmt.Fprintf(&filters, " AND input_sha256 = $%d", len(args))
 	}
-	query := `
-		SELECT ` + approvalRequestColumns + ` FROM {schema}.approval_requests
-		WHERE principal = ANY($1::text[])` + filters.String() + `
-		ORDER BY created_at DESC, id DESC
-		LIMIT $7`
+	unnamed := ""
+	if f.Approver != "" {
+		unnamed = " AND approvers IS NULL"
+	}
+	// The principals' branch is there even for none, to give $1 its type.
+	branches := []string{`principal = ANY($1::text[])` + unnamed}
+	if len(f.Budgets) > 0 {
+		args = append(args, f.Budgets)
+		// The principals' own requests are the first branch's to give.
+		branches = append(branches, `budgets && $`+strconv.Itoa(len(args))+`::text[] AND budgets IS NOT NULL`+unnamed+
+			` AND NOT (principal = ANY($1::text[]))`)
+	}
 	if f.Approver != "" {
 		args = append(args, f.Approver)
-		query = `
-		(SELECT ` + approvalRequestColumns + ` FROM {schema}.approval_requests
-		WHERE principal = ANY($1::text[]) AND approvers IS NULL` + filters.String() + `
+		branches = append(branches, `approvers @> ARRAY[$`+strconv.Itoa(len(args))+`::text]`)
+	}
+	one := func(where string) string {
+		return `
+		SELECT ` + approvalRequestColumns + ` FROM {schema}.approval_requests
+		WHERE ` + where + filters.String() + `
 		ORDER BY created_at DESC, id DESC
-		LIMIT $7)
-		UNION ALL
-		(SELECT ` + approvalRequestColumns + ` FROM {schema}.approval_requests
-		WHERE approvers @> ARRAY[$` + strconv.Itoa(len(args)) + `::text]` + filters.String() + `
-		ORDER BY created_at DESC, id DESC
-		LIMIT $7)
+		LIMIT $7`
+	}
+	query := one(branches[0])
+	if len(branches) > 1 {
+		parts := make([]string, len(branches))
+		for i, b := range branches {
+			parts[i] = "(" + one(b) + ")"
+		}
+		query = strings.Join(parts, "\n\t\tUNION ALL\n") + `
 		ORDER BY created_at DESC, id DESC
 		LIMIT $7`
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
@@ -16,7 +17,7 @@ import (
 // approvalRequestColumns is the select list scanApprovalRequest reads.
 const approvalRequestColumns = `id, principal, quote_id, tool_id, tool_slug, manifest_digest,
 	price, fee, total, input, input_sha256, status, decided_by, decided_at, remember, execution_id,
-	created_at, expires_at, approvers`
+	created_at, expires_at, approvers, budgets`
 
 func scanApprovalRequest(row scanner) (storage.ApprovalRequest, error) {
 	var (
@@ -26,11 +27,11 @@ func scanApprovalRequest(row scanner) (storage.ApprovalRequest, error) {
 		status, remember         string
 		decidedAt                *int64
 		created, expires         int64
-		approvers                *string
+		approvers, budgets       *string
 	)
 	err := translate(row.Scan(&rawID, &r.Principal, &rawQuote, &r.ToolID, &r.ToolSlug, &r.ManifestDigest,
 		&price, &fee, &total, &r.Input, &r.InputSHA256, &status, &r.DecidedBy, &decidedAt, &remember, &rawExec,
-		&created, &expires, &approvers))
+		&created, &expires, &approvers, &budgets))
 	if err != nil {
 		return storage.ApprovalRequest{}, err
 	}
@@ -50,6 +51,11 @@ func scanApprovalRequest(row scanner) (storage.ApprovalRequest, error) {
 			return storage.ApprovalRequest{}, fmt.Errorf("sqlite: stored approvers are not readable: %w", err)
 		}
 	}
+	if budgets != nil {
+		if err := json.Unmarshal([]byte(*budgets), &r.Budgets); err != nil {
+			return storage.ApprovalRequest{}, fmt.Errorf("sqlite: stored budgets are not readable: %w", err)
+		}
+	}
 	r.PriceUSD, r.FeeUSD, r.TotalUSD = fromUnits(price), fromUnits(fee), fromUnits(total)
 	r.Status, r.Remember = storage.ApprovalStatus(status), toolgatetype.StandingMode(remember)
 	r.DecidedAt, r.CreatedAt, r.ExpiresAt = nullNanos(decidedAt), fromNanos(created), fromNanos(expires)
@@ -59,14 +65,15 @@ func scanApprovalRequest(row scanner) (storage.ApprovalRequest, error) {
 	return r, nil
 }
 
-// approversColumn encodes a request's approvers for the
-// approval_requests.approvers column, a JSON array that the triggers of
-// 0016_rules.sql index by approver: NULL when it names none.
-func approversColumn(approvers []string) any {
-	if len(approvers) == 0 {
+// listColumn encodes a request's approvers or budgets for their column, a
+// JSON array that the triggers of 0016_rules.sql and
+// 0017_request_budgets.sql index by approver and by budget: NULL when
+// there are none.
+func listColumn(ids []string) any {
+	if len(ids) == 0 {
 		return nil
 	}
-	return jsonStrings(approvers)
+	return jsonStrings(ids)
 }
 
 // nullableID stores uuid.Nil as NULL.
@@ -134,11 +141,11 @@ func (s *Store) CreateApprovalRequest(ctx context.Context, r storage.ApprovalReq
 		}
 		_, err := tx.exec(`
 			INSERT INTO approval_requests (`+approvalRequestColumns+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			idBytes(r.ID), r.Principal, idBytes(r.QuoteID), r.ToolID, r.ToolSlug, r.ManifestDigest,
 			amounts[0], amounts[1], amounts[2], input, r.InputSHA256, string(status), r.DecidedBy,
 			nullableNanos(nanos(r.DecidedAt), r.DecidedAt.IsZero()), string(r.Remember), nullableID(r.ExecutionID),
-			nanos(r.CreatedAt), nanos(r.ExpiresAt), approversColumn(r.Approvers))
+			nanos(r.CreatedAt), nanos(r.ExpiresAt), listColumn(r.Approvers), listColumn(r.Budgets))
 		if err != nil || r.Event == nil {
 			return err
 		}
@@ -194,11 +201,14 @@ func (s *Store) GetApprovalRequest(ctx context.Context, id uuid.UUID) (storage.A
 // plain equalities, added only when set, so that the planner answers them
 // from the index on them.
 //
-// An approver's view (f.Approver) is two listings merged: the principals'
-// requests that name no approvers, from the principal index, and the
-// requests named for the approver, from approval_request_approvers.
+// A listing is up to three merged: the principals' requests, from the
+// principal index, which stops at the limit; and the requests of the
+// budgets (f.Budgets) of other principals, from approval_request_budgets,
+// and, in an approver's view (f.Approver), the requests named for the
+// approver, from approval_request_approvers, the other two then keeping
+// to requests that name none.
 func (s *Store) ListApprovalRequests(ctx context.Context, f storage.ApprovalRequestFilter) ([]storage.ApprovalRequest, error) {
-	if len(f.Principals) == 0 && f.Approver == "" {
+	if !f.Selects() {
 		return nil, nil
 	}
 	statuses := make([]string, len(f.Statuses))
@@ -211,48 +221,65 @@ func (s *Store) ListApprovalRequests(ctx context.Context, f storage.ApprovalRequ
 	}
 	args := []any{jsonStrings(f.Principals), jsonStrings(statuses),
 		nullableNanos(nanos(f.LiveAt), f.LiveAt.IsZero()), nullableNanos(nanos(f.ExpiredAt), f.ExpiredAt.IsZero()),
-		afterAt, afterID, f.Limit}
+		afterAt, afterID, f.Limit, f.ToolID, f.InputSHA256, f.Approver, jsonStrings(f.Budgets)}
 	oneCall := ""
+	highest := 7
 	if f.ToolID != "" {
 		oneCall += " AND tool_id = ?8"
+		highest = 8
 	}
 	if f.InputSHA256 != "" {
 		oneCall += " AND input_sha256 = ?9"
+		highest = 9
+	}
+	unnamed := ""
+	if f.Approver != "" {
+		unnamed = " AND approvers IS NULL"
+		highest = 10
+	}
+	if len(f.Budgets) > 0 {
+		highest = 11
 	}
 	// A statement takes as many arguments as its highest parameter number.
-	switch {
-	case f.Approver != "":
-		args = append(args, f.ToolID, f.InputSHA256, f.Approver)
-	case f.InputSHA256 != "":
-		args = append(args, f.ToolID, f.InputSHA256)
-	case f.ToolID != "":
-		args = append(args, f.ToolID)
-	}
+	args = args[:highest]
 	filters := `
 			AND (json_array_length(?2) = 0 OR status IN (SELECT value FROM json_each(?2)))
 			AND (?3 IS NULL OR expires_at > ?3)
 			AND (?4 IS NULL OR expires_at <= ?4)
 			AND (?5 IS NULL OR (created_at, id) < (?5, ?6))` + oneCall
-	query := `
-		SELECT ` + approvalRequestColumns + ` FROM approval_requests
-		WHERE principal IN (SELECT value FROM json_each(?1))` + filters + `
-		ORDER BY created_at DESC, id DESC
-		LIMIT ?7`
+	var branches []string
+	if len(f.Principals) > 0 {
+		branches = append(branches, `
+			SELECT `+approvalRequestColumns+` FROM approval_requests
+			WHERE principal IN (SELECT value FROM json_each(?1))`+unnamed+filters+`
+			ORDER BY created_at DESC, id DESC
+			LIMIT ?7`)
+	}
+	if len(f.Budgets) > 0 {
+		// The principals' own requests are the first branch's to give.
+		branches = append(branches, `
+			SELECT `+approvalRequestColumns+` FROM approval_requests
+			WHERE id IN (SELECT request_id FROM approval_request_budgets
+				WHERE budget IN (SELECT value FROM json_each(?11)) AND (?5 IS NULL OR (created_at, request_id) < (?5, ?6)))
+				AND principal NOT IN (SELECT value FROM json_each(?1))`+unnamed+filters+`
+			ORDER BY created_at DESC, id DESC
+			LIMIT ?7`)
+	}
 	if f.Approver != "" {
 		// The named requests of one approver are few (a rule's asks,
 		// until they expire and are pruned): they are read whole and
-		// sorted, where the principals' side stops at the limit.
-		query = `
-		SELECT * FROM (
-			SELECT ` + approvalRequestColumns + ` FROM approval_requests
-			WHERE principal IN (SELECT value FROM json_each(?1)) AND approvers IS NULL` + filters + `
-			ORDER BY created_at DESC, id DESC
-			LIMIT ?7)
-		UNION ALL
-		SELECT * FROM (
-			SELECT ` + approvalRequestColumns + ` FROM approval_requests
+		// sorted.
+		branches = append(branches, `
+			SELECT `+approvalRequestColumns+` FROM approval_requests
 			WHERE id IN (SELECT request_id FROM approval_request_approvers
-				WHERE approver = ?10 AND (?5 IS NULL OR (created_at, request_id) < (?5, ?6)))` + filters + `)
+				WHERE approver = ?10 AND (?5 IS NULL OR (created_at, request_id) < (?5, ?6)))`+filters)
+	}
+	query := branches[0]
+	if len(branches) > 1 || f.Approver != "" {
+		for i, b := range branches {
+			branches[i] = "SELECT * FROM (" + b + ")"
+		}
+		query = strings.Join(branches, "\n\t\tUNION ALL\n") + `
 		ORDER BY created_at DESC, id DESC
 		LIMIT ?7`
 	}

@@ -541,4 +541,9 @@ func assertApprovalRequest(t *testing.T, want, got storage.ApprovalRequest) {
 	} else {
 		assert.Equal(t, want.Approvers, got.Approvers)
 	}
+	if len(want.Budgets) == 0 {
+		assert.Nil(t, got.Budgets, "Budgets: none reads back as nil")
+	} else {
+		assert.Equal(t, want.Budgets, got.Budgets)
+	}
 }

@@ -66,6 +66,7 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 		{"BudgetSpend", testBudgetSpend},
 		{"Outbox", testOutbox},
 		{"Rules", testRules},
+		{"RequestBudgets", testRequestBudgets},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) { g.run(t, newStore) })
