@@ -603,6 +603,10 @@ func (h *Handler) renderListWith(w http.ResponseWriter, r *http.Request, sess Se
 // renderSignIn shows only the sign-in form: nothing about any request.
 func (h *Handler) renderSignIn(w http.ResponseWriter, r *http.Request, status int, errMsg, reason string) {
 	data := h.pageData(r, nil, "Approval requests")
+	if h.provider != nil {
+		// The provider's button comes first, the key form after it.
+		reason = strings.Replace(reason, " with your approver key", "", 1)
+	}
 	data.Error, data.SignInReason = errMsg, reason
 	h.render(w, r, status, "signin", data)
 }
