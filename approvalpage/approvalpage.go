@@ -47,6 +47,12 @@ type approvalPageData struct {
 	ListURL  string
 
 	SignInReason string
+	// Provider names the identity provider people may sign in with, when
+	// there is one, and ProviderURL starts that sign-in.
+	Provider, ProviderURL string
+	// Continue is the page to go on to, at once, after signing in through
+	// the provider.
+	Continue string
 
 	Requests []pendingRow
 	NextURL  string
@@ -199,12 +205,17 @@ func (h *Handler) approvalListPage(w http.ResponseWriter, r *http.Request) {
 	h.renderList(w, r, sess, http.StatusOK, "")
 }
 
-// approvalPage answers GET /approvals/{id}, and the Spend page beside
-// the requests' (an id is a UUID, never "spend"; one route for both keeps
-// the router's answer to other methods whole).
+// approvalPage answers GET /approvals/{id}, and the Spend page and the
+// start of a sign-in through the provider beside the requests' (an id is
+// a UUID, never "spend" or "sign-in"; one route for all keeps the
+// router's answer to other methods whole).
 func (h *Handler) approvalPage(w http.ResponseWriter, r *http.Request) {
-	if r.PathValue("id") == spendPageName {
+	switch r.PathValue("id") {
+	case spendPageName:
 		h.spendPage(w, r)
+		return
+	case providerSignInName:
+		h.startProviderSignIn(w, r)
 		return
 	}
 	sess, ok := h.pageSession(r)
@@ -592,6 +603,10 @@ func (h *Handler) renderListWith(w http.ResponseWriter, r *http.Request, sess Se
 // renderSignIn shows only the sign-in form: nothing about any request.
 func (h *Handler) renderSignIn(w http.ResponseWriter, r *http.Request, status int, errMsg, reason string) {
 	data := h.pageData(r, nil, "Approval requests")
+	if h.provider != nil {
+		// The provider's button comes first, the key form after it.
+		reason = strings.Replace(reason, " with your approver key", "", 1)
+	}
 	data.Error, data.SignInReason = errMsg, reason
 	h.render(w, r, status, "signin", data)
 }
@@ -611,6 +626,9 @@ func (h *Handler) pageData(r *http.Request, sess *Session, title string) approva
 		SpendURL: httpx.Prefix(r) + SpendPagePath}
 	if sess != nil {
 		d.SignedIn, d.Approver, d.CSRF = true, sess.Approver, sess.CSRF
+	}
+	if h.provider != nil {
+		d.Provider, d.ProviderURL = h.provider.cfg.Name, providerSignInURL(r)
 	}
 	return d
 }

@@ -1,10 +1,26 @@
 // Package approvalpage serves the approval pages: where a person signs in
-// with an approver key and approves or denies what agents ask for.
+// with an approver key, or through the identity provider, and approves or
+// denies what agents ask for.
 //
-//	GET  /approvals        the signed-in approver's pending requests
-//	POST /approvals        sign in or out
-//	GET  /approvals/{id}   one request, with Approve and Deny
-//	POST /approvals/{id}   sign in or out, or decide
+//	GET  /approvals          the signed-in approver's pending requests
+//	POST /approvals          sign in or out
+//	GET  /approvals/{id}     one request, with Approve and Deny
+//	POST /approvals/{id}     sign in or out, or decide
+//	GET  /approvals/sign-in  sign in through the identity provider
+//	GET  <redirect path>     the identity provider's answer
+//
+// With Options.Provider, people may also sign in through the
+// organization's OpenID provider (authorization code flow with PKCE): the
+// claims of their verified ID token name the approver they are
+// (ProviderSignIn.Approver), and they get the session an approver key
+// would give. The sign-in under way (state, nonce, PKCE verifier, the page
+// to come back to) is in a cookie sealed with the fleet's key, scoped to
+// the redirect's path, for 10 minutes, and spent at its first use in the
+// SessionStore, so that a redirect sent again signs no one in on any
+// instance. The provider's answer is a page that goes on to the page the
+// person opened by itself (a refresh, and a link), not a redirect: the
+// session cookie is SameSite=Strict, which a browser does not send on a
+// redirect that continues another site's navigation.
 //
 // Until someone signs in, a page shows only that something is waiting and
 // the sign-in form. It needs no JavaScript. Every form is a POST (a key never

@@ -22,6 +22,9 @@ type Options struct {
 	// too, as an apikey.KeyStore is; otherwise a caller's key is refused
 	// as any other key that is not an approver's.
 	Callers apikey.Authenticator
+	// Provider lets people sign in with the organization's identity
+	// provider beside approver keys; nil offers keys alone.
+	Provider *ProviderSignIn
 	// Sessions keeps the signed-in approvers' sessions; nil means a
 	// MemorySessionStore on the gateway's clock.
 	Sessions SessionStore
@@ -45,6 +48,7 @@ type Handler struct {
 	approvers apikey.ApproverAuthenticator
 	callers   apikey.Authenticator
 	sessions  SessionStore
+	provider  *providerSignIn
 	limit     *authlimit.Limiter
 	clock     toolgatetype.Clock
 	maxBody   int64
@@ -83,6 +87,7 @@ func NewHandler(gw *toolgate.Gateway, opts *Options) *Handler {
 		approvers: o.Approvers,
 		callers:   o.Callers,
 		sessions:  o.Sessions,
+		provider:  newProviderSignIn(o.Provider),
 		limit:     o.AuthLimit,
 		clock:     gw.Clock(),
 		maxBody:   o.MaxBodyBytes,
@@ -105,6 +110,11 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	m.Handle("GET "+httpx.ApprovalPagesPath+"/{id}", h.approvalPage)
 	m.Handle("POST "+httpx.ApprovalPagesPath+"/{id}", h.approvalPageForm)
 	m.RefuseOtherMethods()
+	if h.provider != nil {
+		// Outside the router: a path that also answered 405 to other
+		// methods would conflict with POST /approvals/{id} when under it.
+		mux.HandleFunc("GET "+h.provider.path, h.providerCallback)
+	}
 }
 
 // ServeHTTP serves the pages; any other path is the API's 404.

@@ -95,7 +95,9 @@ func (h *Handler) pageSession(r *http.Request) (Session, bool) {
 		}
 		return Session{}, false
 	}
-	if !h.clock.Now().Before(s.ExpiresAt) {
+	// A session names its approver; what names none is a record the
+	// pages keep beside sessions (a spent sign-in), never one.
+	if !h.clock.Now().Before(s.ExpiresAt) || s.Approver == "" {
 		return Session{}, false
 	}
 	return s, true

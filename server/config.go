@@ -391,6 +391,9 @@ func (doc *configJSON) config(reg *registry.Registry) (*Config, error) {
 	if err := checkPrincipals(cfg); err != nil {
 		return nil, err
 	}
+	if err := checkPages(cfg); err != nil {
+		return nil, err
+	}
 	if err := p.checkApprovers(cfg); err != nil {
 		return nil, err
 	}

@@ -234,6 +234,7 @@ func assemble(ctx context.Context, cfg *Config, offline bool, tel *telemetry, lo
 	api := toolgatehttp.NewHandler(gw, &toolgatehttp.Options{
 		Authenticator:     keys,
 		Tokens:            tokens,
+		Provider:          providerSignIn(cfg, keys.isApprover, fl.sealing),
 		Sessions:          fl.sessions,
 		AuthLimit:         fl.authLimit,
 		ExposeUsageCounts: cfg.ExposeUsageCounts,

@@ -28,6 +28,9 @@ type OAuth struct {
 	ApproverClaim  string // "" lets no token approve
 	CallScope      string // "" is "toolgate:call"
 	ApproveScope   string // "" is "toolgate:approve"
+	// Pages, when set, signs people in on the approval pages through the
+	// provider (oauthpages.go).
+	Pages *OAuthPages
 }
 
 // oauthJSON is the "oauth" section.
@@ -41,6 +44,7 @@ type oauthJSON struct {
 		Call    *string `json:"call"`
 		Approve *string `json:"approve"`
 	} `json:"scopes"`
+	Pages *oauthPagesJSON `json:"pages"`
 }
 
 // oauth checks the "oauth" section. The URLs follow the verifier's rule:
@@ -94,6 +98,12 @@ func (in *oauthJSON) oauth(path string) (*OAuth, error) {
 			return nil, &ConfigError{Path: at(path, field[ce.Field]), Msg: ce.Msg}
 		}
 		return nil, errorf(path, "%v", err)
+	}
+	if in.Pages != nil {
+		var err error
+		if o.Pages, err = in.Pages.pages(at(path, "pages")); err != nil {
+			return nil, err
+		}
 	}
 	return o, nil
 }

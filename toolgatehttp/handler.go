@@ -43,8 +43,12 @@ type Options struct {
 	Approvers apikey.ApproverAuthenticator
 	// Tokens verifies OAuth access tokens, which the API accepts beside
 	// API keys (package oauth); nil accepts API keys only. The approval
-	// pages take approver keys alone.
+	// pages take approver keys, and people signed in through Provider.
 	Tokens apikey.TokenVerifier
+	// Provider lets people sign in on the approval pages with the
+	// organization's identity provider, beside approver keys; nil offers
+	// keys alone.
+	Provider *approvalpage.ProviderSignIn
 	// Sessions keeps the sign-in sessions of the approval pages; nil keeps
 	// them in this process's memory (approvalpage.MemorySessionStore).
 	// Instances behind one address share theirs through their store
@@ -111,6 +115,7 @@ func NewHandler(gw *toolgate.Gateway, opts *Options) http.Handler {
 	approvalpage.NewHandler(gw, &approvalpage.Options{
 		Approvers:    o.Approvers,
 		Callers:      o.Authenticator,
+		Provider:     o.Provider,
 		Sessions:     o.Sessions,
 		AuthLimit:    o.AuthLimit,
 		MaxBodyBytes: o.MaxBodyBytes,

@@ -1,7 +1,8 @@
 // Package testidp runs a real OpenID provider (zitadel's op package) on
 // loopback for tests: discovery, a key set and a token endpoint over HTTP,
 // issuing JWT access tokens to clients by the client credentials grant,
-// with keys that can be rotated while it runs.
+// with keys that can be rotated while it runs; and the authorization code
+// flow with PKCE, where people sign in at its login form (authcode.go).
 package testidp
 
 import (
@@ -112,6 +113,9 @@ func start(t testing.TB, audience string, shared *store) *Provider {
 			p.keyFetch.Add(1)
 		case "/.well-known/openid-configuration":
 			p.discovery.Add(1)
+		case LoginPath:
+			p.serveLogin(w, r)
+			return
 		}
 		provider.ServeHTTP(w, r)
 	}))
@@ -233,6 +237,9 @@ type store struct {
 	mu      sync.Mutex
 	keys    []*key // the last signs
 	clients map[string]*Client
+
+	codeFlowOnce sync.Once
+	flow         *codeFlow // the authorization code flow's (authcode.go)
 }
 
 func (s *store) rotate(alg jose.SignatureAlgorithm) string {
