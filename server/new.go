@@ -234,7 +234,7 @@ func assemble(ctx context.Context, cfg *Config, offline bool, tel *telemetry, lo
 	api := toolgatehttp.NewHandler(gw, &toolgatehttp.Options{
 		Authenticator:     keys,
 		Tokens:            tokens,
-		Provider:          providerSignIn(cfg, keys.isApprover, fl.sealing),
+		Provider:          providerSignIn(cfg, keys.isApprover, fl.sealing, verifier),
 		Sessions:          fl.sessions,
 		AuthLimit:         fl.authLimit,
 		ExposeUsageCounts: cfg.ExposeUsageCounts,

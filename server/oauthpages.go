@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate/approvalpage"
+	"github.com/toolgate/toolgate/oauth"
 	"github.com/toolgate/toolgate/internal/httpx"
 	"github.com/toolgate/toolgate/internal/textcheck"
 	"github.com/toolgate/toolgate/sealing"
@@ -113,17 +114,25 @@ func checkPages(cfg *Config) error {
 	if cfg.OAuth == nil || cfg.OAuth.Pages == nil || cfg.OAuth.ApproverClaim != "" {
 		return nil
 	}
-	return errorf("oauth.pages", `needs "oauth.approverClaim", the ID token claim naming the approver a person is: without it nobody could sign in`)
+	for _, a := range cfg.Approvers {
+		if len(a.Claims) > 0 {
+			return nil
+		}
+	}
+	return errorf("oauth.pages", `needs "oauth.approverClaim", the ID token claim naming the approver a person is, or an approver with "claims": without either nobody could sign in`)
 }
 
-// pagesApprover is who a person signed in through the provider is: the
-// approver their ID token's approverClaim names, when it is one in force
-// (isApprover, which a reload changes).
-//
-// This is where approvers matched by their claims (section 30's "claims")
-// plug in: try them first, against the same claims, then the claim.
-func pagesApprover(o *OAuth, isApprover func(string) bool) func(map[string]any) (string, bool) {
+// pagesApprover is who a person signed in through the provider is, as
+// their ID token's claims say it as an access token's would: the
+// approver oauth.approverClaim names, when it is one in force, else the
+// first approver whose "claims" they hold (oauth.Verifier.ApproverFor,
+// which follows reloads). Without a verifier, approverClaim alone.
+func pagesApprover(o *OAuth, isApprover func(string) bool, verifier *oauth.Verifier) func(map[string]any) (string, bool) {
 	return func(claims map[string]any) (string, bool) {
+		if verifier != nil {
+			id, ok := verifier.ApproverFor(claims)
+			return id, ok && isApprover(id)
+		}
 		if o.ApproverClaim == "" {
 			return "", false
 		}
@@ -138,7 +147,7 @@ func pagesApprover(o *OAuth, isApprover func(string) bool) func(map[string]any) 
 // providerSignIn is the pages' sign-in through the provider, when the
 // config has one; the sealing keys are the fleet's, so that any instance
 // may answer the provider's redirect.
-func providerSignIn(cfg *Config, isApprover func(string) bool, keys *sealing.Keys) *approvalpage.ProviderSignIn {
+func providerSignIn(cfg *Config, isApprover func(string) bool, keys *sealing.Keys, verifier *oauth.Verifier) *approvalpage.ProviderSignIn {
 	if cfg.OAuth == nil || cfg.OAuth.Pages == nil {
 		return nil
 	}
@@ -150,7 +159,7 @@ func providerSignIn(cfg *Config, isApprover func(string) bool, keys *sealing.Key
 		ClientSecret: p.ClientSecret,
 		RedirectURL:  p.RedirectURL,
 		Scopes:       p.Scopes,
-		Approver:     pagesApprover(cfg.OAuth, isApprover),
+		Approver:     pagesApprover(cfg.OAuth, isApprover, verifier),
 		Sealing:      keys,
 	}
 }

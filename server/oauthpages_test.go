@@ -69,7 +69,7 @@ func TestParseConfigOAuthPagesErrors(t *testing.T) {
 			`config: oauth.pages.scopes[0]: must be one scope: no spaces, quotes or backslashes`},
 		{"no approver claim",
 			`{"oauth": {"issuer": "https://idp.example", "audience": "https://t.example/mcp", "pages": {"clientId": "p", "redirectUrl": "https://t.example/cb"}}, "principals": [{"id": "*"}]}`,
-			`config: oauth.pages: needs "oauth.approverClaim", the ID token claim naming the approver a person is: without it nobody could sign in`},
+			`config: oauth.pages: needs "oauth.approverClaim", the ID token claim naming the approver a person is, or an approver with "claims": without either nobody could sign in`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := ParseConfig([]byte(c.doc))
