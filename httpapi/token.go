@@ -8,6 +8,7 @@ import (
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/apikey"
 	"github.com/toolgate/toolgate/internal/httpx"
+	"github.com/toolgate/toolgate/internal/tokenexchange"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
@@ -44,7 +45,9 @@ func (h *Handler) serveToken(w http.ResponseWriter, r *http.Request, token strin
 	case (role == needCaller || role == needEither) && g.Principal != "":
 		// The token's claims ride with the request, so that its calls
 		// count in the budgets they join.
-		r = r.WithContext(toolgate.WithTokenClaims(r.Context(), g.Claims))
+		// The token itself rides too, for a tool whose provider is to be
+		// sent one exchanged for it (tokenexchange).
+		r = r.WithContext(tokenexchange.WithCallerToken(toolgate.WithTokenClaims(r.Context(), g.Claims), token))
 		next(w, withPrincipal(r, g.Principal))
 	case (role == needApprover || role == needEither) && g.Approver != "":
 		next(w, withApprover(r, g.Approver))

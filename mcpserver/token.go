@@ -10,6 +10,7 @@ import (
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/apikey"
 	"github.com/toolgate/toolgate/internal/httpx"
+	"github.com/toolgate/toolgate/internal/tokenexchange"
 )
 
 // accessToken returns the request's bearer credential when tokens are
@@ -80,5 +81,23 @@ func withCallerClaims(ctx context.Context, req mcp.Request) context.Context {
 		return ctx
 	}
 	claims, _ := extra.TokenInfo.Extra[extraTokenClaims].(map[string][]string)
-	return toolgate.WithTokenClaims(ctx, claims)
+	ctx = toolgate.WithTokenClaims(ctx, claims)
+	if token, ok := extra.TokenInfo.Extra[extraCallerToken].(callerToken); ok {
+		ctx = tokenexchange.WithCallerToken(ctx, string(token))
+	}
+	return ctx
 }
+
+// extraCallerToken names, among a message's TokenInfo.Extra, the access
+// token its request came with, for a tool whose provider is to be sent
+// one exchanged for it; callerTokenKey carries it from authentication to
+// the SDK's bearer check, as claimsKey carries the claims.
+const extraCallerToken = "toolgate/callerToken"
+
+type callerTokenKey struct{}
+
+// callerToken is the token as it rides: printed, it shows a mark.
+type callerToken string
+
+func (callerToken) String() string   { return "[token]" }
+func (callerToken) GoString() string { return "[token]" }
