@@ -110,6 +110,11 @@ type call struct {
 	exec           toolgatetype.Execution
 	upstreamStatus int
 	sealed         toolgatetype.SignedReceipt
+	// upstreamToken is what the provider is sent on the caller's behalf
+	// ("": what the tool always sends), or identityErr why there is none.
+	// It lives only here and in the run's context.
+	upstreamToken string
+	identityErr   error
 }
 
 // newCall checks the caller, the key and the request itself, in the order

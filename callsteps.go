@@ -10,6 +10,7 @@ import (
 	"github.com/toolgate/toolgate/internal/receipting"
 	"github.com/toolgate/toolgate/internal/ruling"
 	"github.com/toolgate/toolgate/internal/spendlimits"
+	"github.com/toolgate/toolgate/internal/tokenexchange"
 	"github.com/toolgate/toolgate/internal/toolrun"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
@@ -41,8 +42,14 @@ func (g *Gateway) unit(c *call) *executor.Call {
 	return &c.unit
 }
 
-// Reads is the call's executor.Admit.Reads: the reads of admitReads.
+// Reads is the call's executor.Admit.Reads: the reads of admitReads,
+// after the token its provider is to be sent on the caller's behalf, got
+// before anything is admitted so that a refused exchange stores nothing
+// (and a retry of a finished call is still answered from its key).
 func (c *call) Reads(ctx context.Context) (storage.Reads, error) {
+	if c.upstreamToken, c.identityErr = c.g.runner.UpstreamToken(ctx, c.tool, c.principal); c.identityErr != nil {
+		return storage.Reads{}, c.identityErr
+	}
 	return c.g.admitReads(ctx, c)
 }
 
@@ -58,6 +65,10 @@ func (c *call) Decide(ctx context.Context, read storage.ReadResult, now time.Tim
 
 // Resume is the call's executor.Admit.Resume: the checks of admitResumed.
 func (c *call) Resume(ctx context.Context, now time.Time) (storage.Begin, error) {
+	if c.identityErr != nil {
+		// Without the token its provider needs, it cannot take a run over.
+		return storage.Begin{}, c.identityErr
+	}
 	adm, err := c.g.admitResumed(ctx, c, now)
 	if err != nil {
 		return storage.Begin{}, err
@@ -125,6 +136,7 @@ func (c *call) Run(ctx context.Context, cl executor.Claim) (executor.Record, err
 		// after its request left: sending it again could run it twice.
 		c.exec = toolrun.Ambiguous(toolrun.NewExecution(c.tool, c.adm.quote, cl.Execution.ID), c.tool, "the gateway's run of it stopped before it finished")
 	} else {
+		ctx := tokenexchange.WithUpstreamToken(ctx, c.upstreamToken)
 		c.exec, c.upstreamStatus = g.runner.Call(ctx, c.tool, c.adm.quote, cl.Execution.ID, c.input, c.adm.abandon)
 	}
 	c.exec.Rules = ruling.Uses(c.ruled.all())

@@ -41,6 +41,10 @@ func (g *Gateway) QuoteWith(ctx context.Context, principal, tool string, opts to
 func (g *Gateway) quoteVersion(ctx context.Context, principal string, v *registry.Version, key string, mode toolgatetype.ApprovalMode, r *ruled) (*quoted, error) {
 	rec := g.obs.StartQuote(v.Tool.Slug)
 	rec.Tool = v
+	if err := toolrun.IdentityMissing(ctx, v); err != nil {
+		g.obs.EndQuote(ctx, rec, nil, err)
+		return &quoted{}, err
+	}
 	qd, err := g.quoteOf(ctx, principal, v, key, mode, quoteRules{decided: true, ruled: r})
 	if qd.prior == nil { // else nothing was quoted
 		g.obs.EndQuote(ctx, rec, qd.res, err)
@@ -55,6 +59,9 @@ func (g *Gateway) quote(ctx context.Context, principal, tool string, opts toolga
 	}
 	v, _, err := g.lookupFor(ctx, principal, tool)
 	if err != nil {
+		return nil, err
+	}
+	if err := toolrun.IdentityMissing(ctx, v); err != nil {
 		return nil, err
 	}
 	var in quoteRules

@@ -8,6 +8,7 @@ import (
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/apikey"
 	"github.com/toolgate/toolgate/internal/httpx"
+	"github.com/toolgate/toolgate/internal/tokenexchange"
 	"github.com/toolgate/toolgate/rules"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
@@ -45,8 +46,10 @@ func (h *Handler) serveToken(w http.ResponseWriter, r *http.Request, token strin
 	case (role == needCaller || role == needEither) && g.Principal != "":
 		// The token's claims ride with the request, so that its calls
 		// count in the budgets they join and the organization's rules
-		// read them.
-		r = r.WithContext(rules.WithClaims(toolgate.WithTokenClaims(r.Context(), g.Claims), g.RuleClaims))
+		// read them. The token itself rides too, for a tool whose provider
+		// is to be sent one exchanged for it (tokenexchange).
+		ctx := rules.WithClaims(toolgate.WithTokenClaims(r.Context(), g.Claims), g.RuleClaims)
+		r = r.WithContext(tokenexchange.WithCallerToken(ctx, token))
 		next(w, withPrincipal(r, g.Principal))
 	case (role == needApprover || role == needEither) && g.Approver != "":
 		next(w, withApprover(r, g.Approver))

@@ -87,6 +87,9 @@ func NewHandler(gw *toolgate.Gateway, opts *Options) (*Handler, error) {
 		if claims, ok := ctx.Value(claimsKey{}).(*tokenClaims); ok {
 			extra[extraTokenClaims] = claims
 		}
+		if token, ok := ctx.Value(callerTokenKey{}).(callerToken); ok {
+			extra[extraCallerToken] = token
+		}
 		if g.spans != nil {
 			extra[extraSpanContext] = trace.SpanContextFromContext(ctx)
 		}
@@ -131,6 +134,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := context.WithValue(r.Context(), principalKey{}, principal)
 	if claims != nil {
 		ctx = context.WithValue(ctx, claimsKey{}, claims)
+	}
+	if token, isToken := h.accessToken(r); isToken {
+		// Authenticated as a token, it is the caller's identity a tool's
+		// provider may be sent in exchange (tokenexchange).
+		ctx = context.WithValue(ctx, callerTokenKey{}, callerToken(token))
 	}
 	if h.g.spans != nil && !trace.SpanContextFromContext(ctx).IsValid() && r.Header.Get("Traceparent") != "" {
 		// The caller's trace continues in the spans of the messages this

@@ -10,6 +10,7 @@ import (
 	"github.com/toolgate/toolgate"
 	"github.com/toolgate/toolgate/apikey"
 	"github.com/toolgate/toolgate/internal/httpx"
+	"github.com/toolgate/toolgate/internal/tokenexchange"
 	"github.com/toolgate/toolgate/rules"
 )
 
@@ -89,9 +90,25 @@ func withCallerClaims(ctx context.Context, req mcp.Request) context.Context {
 	if extra == nil || extra.TokenInfo == nil {
 		return ctx
 	}
-	claims, _ := extra.TokenInfo.Extra[extraTokenClaims].(*tokenClaims)
-	if claims == nil {
-		return ctx
+	if claims, _ := extra.TokenInfo.Extra[extraTokenClaims].(*tokenClaims); claims != nil {
+		ctx = rules.WithClaims(toolgate.WithTokenClaims(ctx, claims.budgets), claims.rules)
 	}
-	return rules.WithClaims(toolgate.WithTokenClaims(ctx, claims.budgets), claims.rules)
+	if token, ok := extra.TokenInfo.Extra[extraCallerToken].(callerToken); ok {
+		ctx = tokenexchange.WithCallerToken(ctx, string(token))
+	}
+	return ctx
 }
+
+// extraCallerToken names, among a message's TokenInfo.Extra, the access
+// token its request came with, for a tool whose provider is to be sent
+// one exchanged for it; callerTokenKey carries it from authentication to
+// the SDK's bearer check, as claimsKey carries the claims.
+const extraCallerToken = "toolgate/callerToken"
+
+type callerTokenKey struct{}
+
+// callerToken is the token as it rides: printed, it shows a mark.
+type callerToken string
+
+func (callerToken) String() string   { return "[token]" }
+func (callerToken) GoString() string { return "[token]" }

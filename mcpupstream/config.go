@@ -59,6 +59,9 @@ type Server struct {
 	// Credential is sent with every request to URL's origin, and nowhere
 	// else.
 	Credential *Credential
+	// TokenExchange, for a URL server, sends each call a token exchanged
+	// for the caller's own; nil sends what every request carries.
+	TokenExchange *TokenExchange
 	// HTTPTransport sends URL's requests; nil means upstream.NewTransport().
 	// It is used only for URL's origin.
 	HTTPTransport http.RoundTripper
@@ -275,6 +278,9 @@ func validate(servers []Server) error {
 			if strings.ContainsAny(s.Credential.Scheme, " \t\r\n") {
 				return bad("credential.scheme", "must be one word, such as Bearer")
 			}
+		}
+		if err := validTokenExchange(&s, bad); err != nil {
+			return err
 		}
 		for j, g := range s.Include {
 			if _, err := path.Match(g, ""); err != nil {

@@ -31,6 +31,12 @@ func TestStartRefusesMistakesNamingTheField(t *testing.T) {
 		{"credential for a command", []mcpupstream.Server{{ID: "a", Command: []string{"x"}, Credential: &mcpupstream.Credential{Header: "X"}}}, "servers[0].credential"},
 		{"bad header", []mcpupstream.Server{{ID: "a", URL: "https://x.example", Credential: &mcpupstream.Credential{Header: "X Key"}}}, "servers[0].credential.header"},
 		{"url with a password", []mcpupstream.Server{{ID: "a", URL: "https://u:p@x.example"}}, "servers[0].url"},
+		{"token exchange for a command", []mcpupstream.Server{{ID: "a", Command: []string{"x"}, TokenExchange: &mcpupstream.TokenExchange{
+			TokenURL: "https://idp.example/token", Audience: "https://x.example"}}}, "servers[0].auth.tokenExchange"},
+		{"token exchange without tokenUrl", []mcpupstream.Server{{ID: "a", URL: "https://x.example", TokenExchange: &mcpupstream.TokenExchange{
+			Audience: "https://x.example"}}}, "servers[0].auth.tokenExchange.tokenUrl"},
+		{"token exchange without audience", []mcpupstream.Server{{ID: "a", URL: "https://x.example", TokenExchange: &mcpupstream.TokenExchange{
+			TokenURL: "https://idp.example/token"}}}, "servers[0].auth.tokenExchange.audience"},
 		{"bad glob", []mcpupstream.Server{{ID: "a", Command: []string{"x"}, Include: []string{"["}}}, "servers[0].include[0]"},
 		{"bad price", []mcpupstream.Server{{ID: "a", Command: []string{"x"}, Tools: map[string]mcpupstream.ToolConfig{
 			"t": {Pricing: &registry.Pricing{Type: registry.PricingFree, Amount: decimal.NewFromInt(1)}}}}}, "servers[0].tools.t.pricing"},

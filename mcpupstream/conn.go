@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/upstream"
 )
 
@@ -48,6 +49,8 @@ type dialed struct {
 	proc      *process
 	http      bool
 	secrets   []string
+	// exchange is the TokenExchange its server's tools carry, its secret read.
+	exchange *registry.TokenExchange
 }
 
 // transport makes the transport of one connection to s.
@@ -70,10 +73,11 @@ func (s *server) transport() (dialed, error) {
 		t := &mcp.CommandTransport{Command: cmd, TerminateDuration: s.opts.StopTimeout}
 		return dialed{transport: sentTransport{procTransport{t, p}}, proc: p, secrets: secrets}, nil
 	case cfg.URL != "":
-		rt, err := upstream.NewOriginTransport(cfg.origin(), cfg.HTTPTransport)
+		guard, err := upstream.NewOriginTransport(cfg.origin(), cfg.HTTPTransport)
 		if err != nil {
 			return dialed{}, err
 		}
+		rt := guard
 		var secrets []string
 		if c := cfg.Credential; c != nil {
 			value, _, err := s.resolve(c.Value, "credential")
@@ -90,12 +94,20 @@ func (s *server) transport() (dialed, error) {
 			}
 			rt = headerTransport{header: c.Header, value: value, next: rt}
 		}
+		exchange, more, err := s.exchangeOf()
+		if err != nil {
+			return dialed{}, err
+		}
+		if exchange != nil {
+			secrets = append(secrets, more...)
+			rt = callerTransport{withCredential: rt, next: guard}
+		}
 		client := &http.Client{
 			Transport: rt,
 			// A redirect could lead anywhere, with whatever the request carried.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}
-		return dialed{transport: &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: client}, http: true, secrets: secrets}, nil
+		return dialed{transport: &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: client}, http: true, secrets: secrets, exchange: exchange}, nil
 	}
 	t := cfg.Transport()
 	if t == nil {

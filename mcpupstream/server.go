@@ -39,6 +39,8 @@ type server struct {
 	mu      sync.Mutex
 	conn    *conn           // nil while down
 	secrets *redact.Secrets // the current connection's
+	// exchange is the current connection's TokenExchange for its tools.
+	exchange *registry.TokenExchange
 	// changed is closed, and replaced, whenever conn changes.
 	changed chan struct{}
 	// tools are the tools registered, by slug; versions the last version
@@ -264,6 +266,7 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 	}()
 	s.mu.Lock()
 	s.secrets = redact.New(d.secrets...)
+	s.exchange = d.exchange
 	s.mu.Unlock()
 	return c, nil
 }
@@ -409,6 +412,7 @@ func (s *server) apply(tools map[string]*served) {
 			def.Endpoint.VerifiedAt = &now
 		}
 		def.Invoke = s.invoker(sv.name, slug)
+		def.TokenExchange = s.exchange
 		if err := s.reg.Register(&def); err != nil {
 			s.log.Error("an upstream tool cannot be registered", "tool", slug, "error", err.Error())
 			continue

@@ -58,6 +58,7 @@ type manifestFile struct {
 	Provider      manifestProvider    `json:"provider"`
 	Endpoint      manifestEndpoint    `json:"endpoint"`
 	Credential    *manifestCredential `json:"credential"`
+	Auth          *manifestAuth       `json:"auth"`
 	Pricing       manifestPricing     `json:"pricing"`
 	Capabilities  *Capabilities       `json:"capabilities"`
 	InputSchema   json.RawMessage     `json:"inputSchema"`
@@ -295,6 +296,7 @@ func (p *manifestParser) tool() *Tool {
 			}
 		}
 	}
+	exchange := p.tokenExchange()
 	if len(p.errs) > 0 {
 		return nil
 	}
@@ -335,6 +337,7 @@ func (p *manifestParser) tool() *Tool {
 		HTTP:          h,
 		ExampleInput:  exampleIn,
 		ExampleOutput: exampleOut,
+		TokenExchange: exchange,
 	}
 }
 

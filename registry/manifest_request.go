@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/toolgate/toolgate/internal/tokenexchange"
 )
 
 // requestTemplate builds a manifest tool's upstream request from a call's
@@ -125,10 +127,13 @@ func (rt *requestTemplate) build(ctx context.Context, origin string, raw json.Ra
 		}
 		req.Header.Set(h.name, v)
 	}
-	if rt.cred != nil {
-		// Last, so that nothing else can set or shadow this header; and only
-		// here, on a request to the tool's own origin (redirects are never
-		// followed, so it goes nowhere else).
+	// Last, so that nothing else can set or shadow these headers; and only
+	// here, on a request to the tool's own origin (redirects are never
+	// followed, so they go nowhere else). A token exchanged for the caller
+	// (TokenExchange) stands in for the key, which is for key callers.
+	if tok, ok := tokenexchange.UpstreamToken(ctx); ok {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	} else if rt.cred != nil {
 		req.Header.Set(rt.cred.header, rt.cred.headerValue())
 	}
 	return req, nil

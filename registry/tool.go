@@ -74,6 +74,10 @@ type Tool struct {
 	// comes from and its definition as served; nil for other tools. All
 	// but its pin are part of the manifest digest.
 	Upstream *MCPUpstream
+	// TokenExchange, when set, sends the provider a token exchanged for
+	// the caller's own; nil sends what the tool always sends. It is not
+	// part of the manifest digest.
+	TokenExchange *TokenExchange
 
 	// Examples for documentation; optional.
 	ExampleInput  json.RawMessage

@@ -42,6 +42,7 @@ type mcpServerJSON struct {
 	Env         map[string]*mcpValue    `json:"env"`
 	URL         *string                 `json:"url"`
 	Credential  *credentialJSON         `json:"credential"`
+	Auth        *upstreamAuthJSON       `json:"auth"`
 	Provider    *providerJSON           `json:"provider"`
 	Defaults    *toolDefaultsJSON       `json:"defaults"`
 	Tools       map[string]*mcpToolJSON `json:"tools"`
@@ -95,6 +96,11 @@ func (in *mcpServerJSON) server(path string) (mcpupstream.Server, error) {
 			return s, err
 		}
 	}
+	if in.Auth != nil {
+		if s.TokenExchange, err = in.Auth.tokenExchange(at(path, "auth")); err != nil {
+			return s, err
+		}
+	}
 	if in.Provider != nil {
 		if s.Provider, err = in.Provider.provider(at(path, "provider")); err != nil {
 			return s, err
@@ -129,6 +135,8 @@ func (in *mcpServerJSON) server(path string) (mcpupstream.Server, error) {
 		return s, errorf(at(path, "env"), "applies only to a command; a url's server gets a credential")
 	case in.Credential != nil && s.URL == "":
 		return s, errorf(at(path, "credential"), "applies only to a url: it is sent to the url's origin and nowhere else")
+	case s.TokenExchange != nil && s.URL == "":
+		return s, errorf(at(at(path, "auth"), "tokenExchange"), "applies only to a url: a command's server cannot be sent a caller's token")
 	}
 	return s, nil
 }
@@ -427,6 +435,9 @@ func resolveMCPPaths(cfg *Config, dir string) {
 		}
 		if s.Credential != nil {
 			s.Credential.Value.File = abs(s.Credential.Value.File)
+		}
+		if s.TokenExchange != nil {
+			s.TokenExchange.ClientSecret.File = abs(s.TokenExchange.ClientSecret.File)
 		}
 		if len(s.Command) > 0 && strings.ContainsAny(s.Command[0], "/"+string(filepath.Separator)) {
 			s.Command[0] = abs(s.Command[0])

@@ -6,9 +6,9 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate/approvalpage"
-	"github.com/toolgate/toolgate/oauth"
 	"github.com/toolgate/toolgate/internal/httpx"
 	"github.com/toolgate/toolgate/internal/textcheck"
+	"github.com/toolgate/toolgate/oauth"
 	"github.com/toolgate/toolgate/sealing"
 )
 

@@ -16,13 +16,13 @@ const openAPIVersion = "3.1.0"
 // errorStatuses are the HTTP statuses of the quote and call errors, in
 // order, with the codes each is answered with: httpx.StatusOf's, for the
 // codes a quote or a call can meet.
-var errorStatuses = []int{400, 401, 403, 404, 409, 413, 415, 422, 429, 500}
+var errorStatuses = []int{400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 502}
 
 var errorCodesByStatus = map[int][]toolgatetype.Code{
 	400: {toolgatetype.CodeInvalidRequest, toolgatetype.CodeIdempotencyKeyMissing, toolgatetype.CodeIdempotencyKeyInvalid},
 	401: {toolgatetype.CodeUnauthorized, toolgatetype.CodeCallerKeyRequired},
 	403: {toolgatetype.CodeToolBlocked, toolgatetype.CodeRuleDenied, toolgatetype.CodeApprovalRequired, toolgatetype.CodeApprovalMismatch, toolgatetype.CodeSpendLimitExceeded,
-		toolgatetype.CodeApprovalPending, toolgatetype.CodeApprovalDenied},
+		toolgatetype.CodeApprovalPending, toolgatetype.CodeApprovalDenied, toolgatetype.CodeUpstreamIdentityRequired},
 	404: {toolgatetype.CodeToolNotFound, toolgatetype.CodeQuoteNotFound, toolgatetype.CodeApprovalRequestNotFound},
 	409: {toolgatetype.CodeQuoteExpired, toolgatetype.CodeQuoteUsed, toolgatetype.CodeQuoteOutdated, toolgatetype.CodeIdempotencyKeyInUse,
 		toolgatetype.CodeApprovalExpired},
@@ -31,12 +31,13 @@ var errorCodesByStatus = map[int][]toolgatetype.Code{
 	422: {toolgatetype.CodeInputInvalid, toolgatetype.CodeQuoteToolMismatch, toolgatetype.CodeIdempotencyKeyReused, toolgatetype.CodeApprovalGrantMismatch},
 	429: {toolgatetype.CodeRateLimited},
 	500: {toolgatetype.CodeInternal},
+	502: {toolgatetype.CodeUpstreamAuthFailed},
 }
 
 var errorSummaries = map[int]string{
 	400: "The request is malformed, or the Idempotency-Key is missing or invalid.",
 	401: "A valid API key is required: a caller's (an approver key gets caller_key_required).",
-	403: "The tool is blocked, a rule of the organization's denies the call (error.rule names it), the approval is missing or names another digest, the approval request the grant names is still pending or was denied, or the call would break the spend controls.",
+	403: "The tool is blocked, a rule of the organization's denies the call (error.rule names it), the approval is missing or names another digest, the approval request the grant names is still pending or was denied, the call would break the spend controls, or the tool's provider must be told who calls and the caller came with an API key (upstream_identity_required).",
 	404: "The tool, the quote or the approval request of the grant does not exist for this caller.",
 	409: "The quote expired, was used, or was issued for another version of the tool; the approval request of the grant expired; or a call with this Idempotency-Key is still running (retry later).",
 	413: "The request body is larger than the gateway accepts.",
@@ -44,6 +45,7 @@ var errorSummaries = map[int]string{
 	422: "The input does not match the tool's input schema, the quote is for another tool, the grant was given for another call (quote, tool, digest or input), or the Idempotency-Key was used for a different request.",
 	429: "Too many calls, or too many wrong keys from this address or with this key's prefix: retry after Retry-After seconds.",
 	500: "The gateway could not complete the request.",
+	502: "The identity provider refused, or could not be asked, to exchange the caller's access token for one the tool's provider accepts: nothing was run or charged.",
 }
 
 // openAPIDoc is an OpenAPI 3.1 document; a struct so its fields keep the

@@ -51,6 +51,14 @@ const (
 	CodeApprovalGrantMismatch   Code = "approval_grant_mismatch"
 	CodeApprovalRequestNotFound Code = "approval_request_not_found"
 
+	// Codes of the caller's identity at a tool's provider (its
+	// TokenExchange): upstream_identity_required is a caller with an API
+	// key, where the provider must learn who calls; upstream_auth_failed,
+	// an identity provider that refused, or could not be asked, to exchange
+	// the caller's token. Both name the provider, and the call is not run.
+	CodeUpstreamIdentityRequired Code = "upstream_identity_required"
+	CodeUpstreamAuthFailed       Code = "upstream_auth_failed"
+
 	// Codes of the resolution of ambiguous executions.
 	CodeExecutionAlreadyResolved Code = "execution_already_resolved"
 	CodeExecutionNotAmbiguous    Code = "execution_not_ambiguous"

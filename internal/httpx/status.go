@@ -52,6 +52,9 @@ var codeStatus = map[toolgatetype.Code]int{
 	toolgatetype.CodeApprovalGrantMismatch:   http.StatusUnprocessableEntity,
 	toolgatetype.CodeApprovalRequestNotFound: http.StatusNotFound,
 
+	toolgatetype.CodeUpstreamIdentityRequired: http.StatusForbidden,
+	toolgatetype.CodeUpstreamAuthFailed:       http.StatusBadGateway,
+
 	toolgatetype.CodeExecutionAlreadyResolved: http.StatusConflict,
 	toolgatetype.CodeExecutionNotAmbiguous:    http.StatusConflict,
 }

@@ -240,6 +240,8 @@ type store struct {
 
 	codeFlowOnce sync.Once
 	flow         *codeFlow // the authorization code flow's (authcode.go)
+	// exchanges is the token exchange grant's state (exchange.go).
+	exchanges exchanges
 }
 
 func (s *store) rotate(alg jose.SignatureAlgorithm) string {
@@ -393,7 +395,7 @@ func (c *opClient) ApplicationType() op.ApplicationType { return op.ApplicationT
 func (c *opClient) AuthMethod() oidc.AuthMethod         { return oidc.AuthMethodBasic }
 func (c *opClient) ResponseTypes() []oidc.ResponseType  { return nil }
 func (c *opClient) GrantTypes() []oidc.GrantType {
-	return []oidc.GrantType{oidc.GrantTypeClientCredentials}
+	return []oidc.GrantType{oidc.GrantTypeClientCredentials, oidc.GrantTypeTokenExchange}
 }
 func (c *opClient) LoginURL(string) string               { return "" }
 func (c *opClient) AccessTokenType() op.AccessTokenType  { return op.AccessTokenTypeJWT }

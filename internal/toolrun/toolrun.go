@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/toolgate/toolgate/internal/jsonbuf"
+	"github.com/toolgate/toolgate/internal/tokenexchange"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
@@ -29,6 +30,9 @@ type Runner struct {
 	Upstream *upstream.Client
 	// Finished, when set, is told how long each invoked tool took.
 	Finished func(ctx context.Context, v *registry.Version, d time.Duration)
+	// Exchanger gets, and keeps, the tokens exchanged for callers'
+	// (UpstreamToken).
+	Exchanger tokenexchange.Exchanger
 }
 
 // Ref is how an execution names its tool.
