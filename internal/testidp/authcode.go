@@ -136,7 +136,7 @@ func (s *clientStore) GetClientByClientID(ctx context.Context, clientID string) 
 	if ok {
 		return c, nil
 	}
-	return s.Storage.GetClientByClientID(ctx, clientID)
+	return s.store.GetClientByClientID(ctx, clientID) // the token exchange's clients (exchange.go)
 }
 
 func (s *clientStore) AuthorizeClientIDSecret(ctx context.Context, clientID, clientSecret string) error {
@@ -145,7 +145,7 @@ func (s *clientStore) AuthorizeClientIDSecret(ctx context.Context, clientID, cli
 	c, ok := f.webClients[clientID]
 	f.mu.Unlock()
 	if !ok {
-		return s.Storage.AuthorizeClientIDSecret(ctx, clientID, clientSecret)
+		return s.store.AuthorizeClientIDSecret(ctx, clientID, clientSecret)
 	}
 	if c.c.Secret != clientSecret {
 		return errors.New("wrong client secret")
