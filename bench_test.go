@@ -72,37 +72,20 @@ func newRuledBenchGateway(b *testing.B, store storage.Store) *toolgate.Gateway {
 	return newBenchGatewayWith(b, store, toolgate.Config{Rules: benchRules()})
 }
 
-// benchRules are twenty rules that do not match the benchmark's calls:
-// on arguments, costs, groups, claims, tools and time, each effect.
+// benchRules are the twenty rules of rules/testdata/bench-rules.json, the
+// kinds an organization writes (on arguments, costs, groups, claims,
+// budgets, tools and time, deny and ask), none of which matches the
+// benchmark's calls.
 func benchRules() []rules.Rule {
-	whens := []string{
-		"tool.slug.startsWith('fs.') && input.path.startsWith('/prod/')",
-		"call.totalUsd > 5.0",
-		"'contractors' in principal.groups",
-		"tool.slug == 'payments' && now.getHours() < 6",
-		"has(input.minmagnitude) && input.minmagnitude > 9.0",
-		"tool.risk == 'critical'",
-		"principal.id == 'intern'",
-		"tool.capabilities.spendsMoney == true",
-		"'blocked' in tool.tags",
-		"tool.provider == 'payments-inc'",
-		"has(principal.claims.dept) && principal.claims.dept == 'sales'",
-		"call.priceUsd > 100.0",
-		"input.size() > 50",
-		"tool.server == 'untrusted-mcp'",
-		"principal.budgets.exists(b, b == 'frozen')",
-		"has(input.starttime) && input.starttime < '2000-01-01'",
-		"tool.name.contains('Delete')",
-		"principal.approvalMode == 'nobody'",
-		"tool.slug in ['ticket-reply', 'kb-search'] && 'support' in principal.groups",
-		"call.feeUsd > 1.0 && !('finance' in principal.groups)",
+	data, err := os.ReadFile("rules/testdata/bench-rules.json")
+	if err != nil {
+		panic(err)
 	}
-	effects := []rules.Effect{rules.Deny, rules.Ask, rules.Deny, rules.Deny}
-	out := make([]rules.Rule, len(whens))
-	for i, w := range whens {
-		out[i] = rules.Rule{Name: fmt.Sprintf("rule-%d", i), When: w, Effect: effects[i%len(effects)]}
+	var rs []rules.Rule
+	if err := json.Unmarshal(data, &rs); err != nil {
+		panic(err)
 	}
-	return out
+	return rs
 }
 
 func newBenchGatewayWith(b *testing.B, store storage.Store, cfg toolgate.Config) *toolgate.Gateway {

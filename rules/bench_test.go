@@ -1,42 +1,30 @@
 package rules
 
 import (
-	"fmt"
+	"encoding/json"
+	"os"
 	"testing"
 	"time"
 )
 
-// benchSet is twenty rules of the kinds an organization writes, none of
-// which matches benchSubject.
+// benchSet is the twenty rules of testdata/bench-rules.json, the kinds an
+// organization writes (the gateway's QuoteCall benchmark reads them too),
+// none of which matches benchSubject.
 func benchSet(b *testing.B) *Set {
 	b.Helper()
-	whens := []string{
-		"tool.slug.startsWith('fs.') && input.path.startsWith('/prod/')",
-		"call.totalUsd > 5.0",
-		"'contractors' in principal.groups",
-		"tool.slug == 'payments' && now.getHours() < 6",
-		"has(input.minmagnitude) && input.minmagnitude > 9.0",
-		"tool.risk == 'critical'",
-		"principal.id == 'intern'",
-		"tool.capabilities.spendsMoney == true",
-		"'blocked' in tool.tags",
-		"tool.provider == 'payments-inc'",
-		"has(principal.claims.dept) && principal.claims.dept == 'sales'",
-		"call.priceUsd > 100.0",
-		"input.size() > 50",
-		"tool.server == 'untrusted-mcp'",
-		"principal.budgets.exists(b, b == 'frozen')",
-		"has(input.starttime) && input.starttime < '2000-01-01'",
-		"tool.name.contains('Delete')",
-		"principal.approvalMode == 'nobody'",
-		"tool.slug in ['ticket-reply', 'kb-search'] && 'support' in principal.groups",
-		"call.feeUsd > 1.0 && !('finance' in principal.groups)",
+	data, err := os.ReadFile("testdata/bench-rules.json")
+	if err != nil {
+		b.Fatal(err)
 	}
-	rs := make([]Rule, len(whens))
-	for i, w := range whens {
-		rs[i] = Rule{Name: fmt.Sprintf("rule-%d", i), When: w, Effect: Deny}
+	var rs []struct{ Name, When, Effect string }
+	if err := json.Unmarshal(data, &rs); err != nil {
+		b.Fatal(err)
 	}
-	s, err := Compile(rs)
+	out := make([]Rule, len(rs))
+	for i, r := range rs {
+		out[i] = Rule{Name: r.Name, When: r.When, Effect: Effect(r.Effect)}
+	}
+	s, err := Compile(out)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -3,8 +3,6 @@ package main
 import (
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -25,25 +23,7 @@ import (
 // ads team's lead sees none of it and cannot decide it (404).
 func TestServerApproversOfBudgetsByClaims(t *testing.T) {
 	t.Parallel()
-	cases := []struct {
-		name    string
-		storage func(t *testing.T) string
-	}{
-		{"SQLite", func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "toolgate.db") }},
-		{"PostgreSQL", func(t *testing.T) string {
-			dbURL := os.Getenv("TOOLGATE_TEST_POSTGRES_URL")
-			if dbURL == "" {
-				t.Skip("TOOLGATE_TEST_POSTGRES_URL is not set")
-			}
-			return dbURL
-		}},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			testApproversOfBudgetsByClaims(t, c.storage(t))
-		})
-	}
+	eachDurableStore(t, testApproversOfBudgetsByClaims)
 }
 
 func testApproversOfBudgetsByClaims(t *testing.T, storage string) {
