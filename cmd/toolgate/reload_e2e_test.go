@@ -140,12 +140,14 @@ func testReloadFleet(t *testing.T, storage string) {
 	// One reload then changes the rule and the budget together: the
 	// limit back up, and step 1 denied. From then on step 3 completes
 	// (the budget changed) and step 1 is the new rule's to refuse.
+	// Counted before the file is written: the watch of the file may
+	// reload it before the signal comes.
+	mu.Lock()
+	ruleSentAt := len(outcomes)
+	mu.Unlock()
 	cfg.teamDailyLimit, cfg.denyStep = "100000", 1
 	cfg.write(t, path)
 	wantSum := checkConfig(t, path)
-	mu.Lock()
-	ruleSentAt := len(outcomes) // the watch may reload before the signal
-	mu.Unlock()
 	for _, p := range []*process{a, b} {
 		require.NoError(t, p.cmd.Process.Signal(syscall.SIGHUP))
 	}
