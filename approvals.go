@@ -14,6 +14,7 @@ import (
 	"github.com/toolgate/toolgate/internal/budgets"
 	"github.com/toolgate/toolgate/internal/events"
 	"github.com/toolgate/toolgate/internal/receipting"
+	"github.com/toolgate/toolgate/internal/ruling"
 	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/internal/toolrun"
 	"github.com/toolgate/toolgate/registry"
@@ -251,7 +252,7 @@ func (g *Gateway) approvedBudgets(approver string) []string {
 	if approver == "" {
 		return nil
 	}
-	return budgetIDs(g.visibleBudgets(approver))
+	return ruling.BudgetIDs(g.visibleBudgets(approver))
 }
 
 // meets reports whether a and b share an id.
@@ -273,7 +274,7 @@ func (g *Gateway) approves(ctx context.Context, approver, principal string) (boo
 	if len(mine) == 0 {
 		return false, nil
 	}
-	if tree := g.budgets.Load(); tree != nil && meets(budgetIDs(tree.For(principal, nil)), mine) {
+	if tree := g.budgets.Load(); tree != nil && meets(ruling.BudgetIDs(tree.For(principal, nil)), mine) {
 		return true, nil
 	}
 	latest, err := g.store.ListApprovalRequests(ctx, storage.ApprovalRequestFilter{Principals: []string{principal}, Limit: 1})
@@ -390,7 +391,7 @@ func (g *Gateway) requestApproval(ctx context.Context, p *PreparedCall, quoteID 
 		}
 		g.ruleCall(ctx, p, counted, mode)
 	}
-	if err := p.ruled.refusal(); err != nil {
+	if err := p.ruled.Refusal(); err != nil {
 		return nil, err
 	}
 	rec := storage.ApprovalRequest{
@@ -409,9 +410,9 @@ func (g *Gateway) requestApproval(ctx context.Context, p *PreparedCall, quoteID 
 		CreatedAt:      now,
 		ExpiresAt:      now.Add(g.cfg.ApprovalTTL),
 		// Only the approvers an ask rule names may see and decide it.
-		Approvers: p.ruled.namedApprovers(),
+		Approvers: p.ruled.NamedApprovers(),
 		// The approvers of these budgets see it, on every instance.
-		Budgets: budgetIDs(counted),
+		Budgets: ruling.BudgetIDs(counted),
 	}
 	if err := g.countApprovalRequest(ctx, principal, now); err != nil {
 		return nil, err

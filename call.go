@@ -238,11 +238,11 @@ func (g *Gateway) decide(ctx context.Context, c *call, read storage.ReadResult, 
 	}
 	c.rec.SetQuote(q)
 	g.ruleCall(ctx, &c.PreparedCall, c.budgets, mode)
-	c.rec.SetRules(ruling.Uses(c.ruled.all()))
-	if err := c.ruled.refusal(); err != nil {
+	c.rec.SetRules(ruling.Uses(c.ruled.All()))
+	if err := c.ruled.Refusal(); err != nil {
 		return admission{}, err
 	}
-	if c.ruled.asks() {
+	if c.ruled.Asks() {
 		mode = toolgatetype.ApprovalModeApprover
 	}
 	policy, err := g.checkPolicy(ctx, c, q, read, mode, now)

@@ -107,7 +107,7 @@ func (c *call) begin(now time.Time) storage.Begin {
 		PriceUSD:       adm.quote.PriceUSD,
 		FeeUSD:         adm.quote.FeeUSD,
 		Approval:       c.approvalKind(),
-		Rules:          ruling.StoreUses(c.ruled.all()),
+		Rules:          ruling.StoreUses(c.ruled.All()),
 	}
 }
 
@@ -139,7 +139,7 @@ func (c *call) Run(ctx context.Context, cl executor.Claim) (executor.Record, err
 		ctx := tokenexchange.WithUpstreamToken(ctx, c.upstreamToken)
 		c.exec, c.upstreamStatus = g.runner.Call(ctx, c.tool, c.adm.quote, cl.Execution.ID, c.input, c.adm.abandon)
 	}
-	c.exec.Rules = ruling.Uses(c.ruled.all())
+	c.exec.Rules = ruling.Uses(c.ruled.All())
 	body, err := toolrun.Encode(c.exec)
 	if err != nil {
 		return executor.Record{}, internalError(err)

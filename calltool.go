@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/toolgate/toolgate/internal/budgets"
 	"github.com/toolgate/toolgate/internal/executor"
+	"github.com/toolgate/toolgate/internal/ruling"
 	"github.com/toolgate/toolgate/internal/spendlimits"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
@@ -270,7 +271,7 @@ type quoted struct {
 	prior   *storage.IdempotencyRecord
 	short   *toolgatetype.BudgetRefusal
 	// ruled is what the rules decided of the call quoted (nil: nothing).
-	ruled *ruled
+	ruled *ruling.Decided
 }
 
 // approveByApprover is the approval of a call that needs one in approver

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/toolgate/toolgate/internal/ruling"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
@@ -213,7 +214,7 @@ func (g *Gateway) checkPolicy(ctx context.Context, c *call, q storage.Quote, rea
 		policy = forCaller(policy, standingFor(external, mode), q.TotalUSD.IsZero())
 	}
 	if c.quoted == nil {
-		policy = applyRules(policy, c.ruled)
+		policy = ruling.Apply(policy, c.ruled)
 	}
 	if !policy.Callable {
 		return policy, blockedError(v, policy)
@@ -227,11 +228,11 @@ func (g *Gateway) checkPolicy(ctx context.Context, c *call, q storage.Quote, rea
 		if err := checkGrant(c, read.Grant, now); err != nil {
 			return policy, err
 		}
-		return policy, c.ruled.grantedBy(read.Grant)
+		return policy, c.ruled.GrantedBy(read.Grant)
 	case !needsApproval(policy):
 		return policy, nil
 	case mode == toolgatetype.ApprovalModeApprover:
-		e := explain(policy, newError(toolgatetype.CodeApprovalRequired, "calling %s requires an approver's approval (%s%s): create an approval request for this quote and input, and send its id as approval.grantId once approved", v.Tool.Slug, policy.Approval.Requirement, c.ruled.askedBy()))
+		e := explain(policy, newError(toolgatetype.CodeApprovalRequired, "calling %s requires an approver's approval (%s%s): create an approval request for this quote and input, and send its id as approval.grantId once approved", v.Tool.Slug, policy.Approval.Requirement, c.ruled.AskedBy()))
 		e.GrantRequired = true
 		return policy, e
 	case approval == "":

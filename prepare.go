@@ -3,6 +3,7 @@ package toolgate
 import (
 	"encoding/json"
 
+	"github.com/toolgate/toolgate/internal/ruling"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/rules"
 	"github.com/toolgate/toolgate/toolgatetype"
@@ -24,7 +25,7 @@ type PreparedCall struct {
 	// ruledDone; hideMatches are the audit hide rules that matched its
 	// tool's lookup. Both are set on a call's own copy, never on a
 	// PreparedCall shared.
-	ruled       *ruled
+	ruled       *ruling.Decided
 	ruledDone   bool
 	hideMatches []rules.Match
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/toolgate/toolgate/internal/executor"
 	"github.com/toolgate/toolgate/internal/pricing"
+	"github.com/toolgate/toolgate/internal/ruling"
 	"github.com/toolgate/toolgate/internal/spendlimits"
 	"github.com/toolgate/toolgate/internal/toolrun"
 	"github.com/toolgate/toolgate/registry"
@@ -38,7 +39,7 @@ func (g *Gateway) QuoteWith(ctx context.Context, principal, tool string, opts to
 // decided r: when the key
 // holds a record already, that is returned instead (quoted.prior), and no
 // quote is made.
-func (g *Gateway) quoteVersion(ctx context.Context, principal string, v *registry.Version, key string, mode toolgatetype.ApprovalMode, r *ruled) (*quoted, error) {
+func (g *Gateway) quoteVersion(ctx context.Context, principal string, v *registry.Version, key string, mode toolgatetype.ApprovalMode, r *ruling.Decided) (*quoted, error) {
 	rec := g.obs.StartQuote(v.Tool.Slug)
 	rec.Tool = v
 	if err := toolrun.IdentityMissing(ctx, v); err != nil {
@@ -84,7 +85,7 @@ func (g *Gateway) quote(ctx context.Context, principal, tool string, opts toolga
 // when nil.
 type quoteRules struct {
 	decided bool
-	ruled   *ruled
+	ruled   *ruling.Decided
 	input   []byte
 }
 
@@ -157,7 +158,7 @@ func (g *Gateway) quoteOf(ctx context.Context, principal string, v *registry.Ver
 	if !in.decided {
 		r = g.decideRules(ctx, principal, v, nodes, mode, in.input, false)
 	}
-	policy := applyRules(forCaller(EvaluatePolicy(v), standingFor(approval, mode), amt.Total.IsZero()), r)
+	policy := ruling.Apply(forCaller(EvaluatePolicy(v), standingFor(approval, mode), amt.Total.IsZero()), r)
 	controls := spendlimits.PreviewControls(limits, read.Used, amt.Total)
 	var short *toolgatetype.BudgetRefusal
 	if nodes != nil {

@@ -3,8 +3,6 @@ package toolgate
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/toolgate/toolgate/internal/budgets"
 	"github.com/toolgate/toolgate/internal/pricing"
@@ -12,7 +10,6 @@ import (
 	"github.com/toolgate/toolgate/internal/telemetry"
 	"github.com/toolgate/toolgate/registry"
 	"github.com/toolgate/toolgate/rules"
-	"github.com/toolgate/toolgate/storage"
 	"github.com/toolgate/toolgate/toolgatetype"
 )
 
@@ -34,25 +31,13 @@ func (g *Gateway) SetRules(rs []rules.Rule) error {
 // caller gives it. A hide rule is decided wherever the tool is looked up
 // for a caller, so that a hidden tool is absent everywhere.
 
-// ruled is what the deny and ask rules decided of one call: every rule
-// that matched (hide rules in audit mode among them), the deny that
-// refuses it, and whether a person must approve it and who.
-type ruled struct {
-	matches []rules.Match
-	denied  *rules.Match
-	asked   bool
-	// approvers are the approvers the ask rules name, who alone may
-	// approve the call; none leaves it to the caller's approvers.
-	approvers []string
-}
-
 // decideRules decides the deny and ask rules of principal's call of v,
 // whose caller counts in nodes and approves in mode, at amt. input is
 // the call's canonical input, nil for a quote that has none (then rules
 // that read it are pending). count says the decision is the call's (its
 // matches counted and failures logged), not a quote's view of it. Nil when
 // no rule matched, which is the common case and costs no allocation.
-func (g *Gateway) decideRules(ctx context.Context, principal string, v *registry.Version, nodes []*budgets.Node, mode toolgatetype.ApprovalMode, input []byte, count bool) *ruled {
+func (g *Gateway) decideRules(ctx context.Context, principal string, v *registry.Version, nodes []*budgets.Node, mode toolgatetype.ApprovalMode, input []byte, count bool) *ruling.Decided {
 	set := g.rules.Load()
 	if set.Len() == 0 {
 		return nil
@@ -63,7 +48,7 @@ func (g *Gateway) decideRules(ctx context.Context, principal string, v *registry
 		return nil
 	}
 	s := &rules.Subject{
-		Principal:  ruling.Principal(principal, rules.ClaimsFrom(ctx), budgetIDs(nodes), mode),
+		Principal:  ruling.Principal(principal, rules.ClaimsFrom(ctx), ruling.BudgetIDs(nodes), mode),
 		Tool:       g.ruleTools.Of(v, risk),
 		Cost:       cost,
 		Now:        g.clock.Now(),
@@ -80,55 +65,7 @@ func (g *Gateway) decideRules(ctx context.Context, principal string, v *registry
 		g.ruleObs.Saw(ctx, d.Matches)
 		rules.TrailFrom(ctx).Add(d.Matches)
 	}
-	r := &ruled{matches: d.Matches, denied: d.Denied()}
-	r.asked, r.approvers = d.Asked()
-	return r
-}
-
-// refusal is the call's refusal by a deny rule; nil when none denies it.
-func (r *ruled) refusal() error {
-	if r == nil || r.denied == nil {
-		return nil
-	}
-	return ruling.Denied(r.denied)
-}
-
-// asks reports whether a rule asks a person to approve the call.
-func (r *ruled) asks() bool { return r != nil && r.asked }
-
-// withHidden adds the audit hide rules that matched the call's lookup.
-func (r *ruled) withHidden(ms []rules.Match) *ruled {
-	if len(ms) == 0 {
-		return r
-	}
-	if r == nil {
-		r = &ruled{}
-	}
-	r.matches = append(slices.Clone(ms), r.matches...)
-	return r
-}
-
-// applyRules is policy p as the rules decided r: the rules listed, a
-// deny making the tool not callable for this call with its reason, and an
-// ask raising the requirement to per_call, whatever the caller's standing
-// approval.
-func applyRules(p toolgatetype.Policy, r *ruled) toolgatetype.Policy {
-	if r == nil {
-		return p
-	}
-	p.Rules = ruling.PolicyRules(r.matches)
-	if r.denied != nil {
-		p.Callable, p.EligibleForAutoCall = false, false
-		p.Reasons = append(slices.Clone(p.Reasons), ruling.Reason(r.denied))
-	}
-	if r.asked {
-		switch p.Approval.Requirement {
-		case toolgatetype.RequirementCoveredByUserPolicy, toolgatetype.RequirementFirstUse:
-			p.Approval.Requirement = toolgatetype.RequirementPerCall
-		}
-		p.EligibleForAutoCall = false
-	}
-	return p
+	return ruling.Of(d)
 }
 
 // hidden reports whether a hide rule hides v from principal, and the hide
@@ -148,7 +85,7 @@ func (g *Gateway) hidden(ctx context.Context, principal string, v *registry.Vers
 		// Hidden rather than shown: the rule could not be decided.
 		return true, nil
 	}
-	p := ruling.Principal(principal, rules.ClaimsFrom(ctx), budgetIDs(g.callBudgets(ctx, principal)), mode)
+	p := ruling.Principal(principal, rules.ClaimsFrom(ctx), ruling.BudgetIDs(g.callBudgets(ctx, principal)), mode)
 	hide, ms := set.Hidden(p, g.ruleTools.Of(v, risk))
 	if count {
 		g.ruleObs.Saw(ctx, ms)
@@ -182,34 +119,14 @@ func (g *Gateway) ruleCost(v *registry.Version) func() rules.Cost {
 	}
 }
 
-// budgetIDs are the ids of nodes, the budgets a caller counts in.
-func budgetIDs(nodes []*budgets.Node) []string {
-	if len(nodes) == 0 {
-		return nil
-	}
-	out := make([]string, len(nodes))
-	for i, n := range nodes {
-		out[i] = n.ID
-	}
-	return out
-}
-
 // ruleCall decides p's rules, once: the first door to decide them for
 // the call does, on its real input, and the others use that.
 func (g *Gateway) ruleCall(ctx context.Context, p *PreparedCall, nodes []*budgets.Node, mode toolgatetype.ApprovalMode) {
 	if p.ruledDone {
 		return
 	}
-	p.ruled = g.decideRules(ctx, p.principal, p.tool, nodes, mode, p.input, true).withHidden(p.hideMatches)
+	p.ruled = g.decideRules(ctx, p.principal, p.tool, nodes, mode, p.input, true).WithHidden(p.hideMatches)
 	p.ruledDone = true
-}
-
-// all are the rules that matched; none for a nil *ruled.
-func (r *ruled) all() []rules.Match {
-	if r == nil {
-		return nil
-	}
-	return r.matches
 }
 
 // ruleToolCall decides the rules of a call CallTool makes, before it
@@ -226,50 +143,16 @@ func (g *Gateway) ruleToolCall(ctx context.Context, c *call, mode toolgatetype.A
 	}
 	c.hideMatches = ms
 	g.ruleCall(ctx, &c.PreparedCall, g.callBudgets(ctx, c.principal), mode)
-	if err := c.ruled.refusal(); err != nil {
+	if err := c.ruled.Refusal(); err != nil {
 		var rec telemetry.CallRecord
 		ctx = g.obs.StartCall(ctx, &rec, c.principal, c.tool.Tool.Slug)
 		rec.SetTool(c.tool)
-		rec.SetRules(ruling.Uses(c.ruled.all()))
+		rec.SetRules(ruling.Uses(c.ruled.All()))
 		g.obs.EndCall(ctx, &rec, nil, err)
 		return mode, err
 	}
-	if c.ruled.asks() {
+	if c.ruled.Asks() {
 		mode = toolgatetype.ApprovalModeApprover
 	}
 	return mode, nil
-}
-
-// grantedBy refuses a grant decided by an approver the ask rules do not
-// name, when they name some: only they may approve the call.
-func (r *ruled) grantedBy(grant *storage.ApprovalRequest) error {
-	if !r.asks() || len(r.approvers) == 0 || grant == nil || slices.Contains(r.approvers, grant.DecidedBy) {
-		return nil
-	}
-	return newError(toolgatetype.CodeApprovalGrantMismatch, "the approval grant was decided by %s, but only %s may approve this call%s",
-		grant.DecidedBy, strings.Join(r.approvers, ", "), r.askedBy())
-}
-
-// askedBy names the ask rules that require a person's approval, for a
-// refusal's message; "" when none does.
-func (r *ruled) askedBy() string {
-	if !r.asks() {
-		return ""
-	}
-	var names []string
-	for _, m := range r.matches {
-		if m.Effect == rules.Ask && m.Enforced() {
-			names = append(names, m.Name)
-		}
-	}
-	return ", asked by rule " + strings.Join(names, ", ")
-}
-
-// namedApprovers are the approvers the ask rules name, for an approval
-// request only they may decide; nil when none asks or none names any.
-func (r *ruled) namedApprovers() []string {
-	if !r.asks() {
-		return nil
-	}
-	return r.approvers
 }
