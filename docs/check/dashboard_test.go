@@ -352,7 +352,14 @@ func scrapeAfterEveryEvent(t *testing.T) string {
 			map[string]any{"id": "acme", "members": []string{"alice", "carol"}, "dailyLimitUsd": "10.0000"},
 			map[string]any{"id": "tiny", "members": []string{"dave"}, "dailyLimitUsd": "0.0001"},
 		},
-		"trust":      map[string]any{"notes.write-note": map[string]any{"paymentVerified": true, "endpointVerified": true}},
+		"trust": map[string]any{"notes.write-note": map[string]any{"paymentVerified": true, "endpointVerified": true}},
+		// Rules in audit mode, which change nothing: one matching every
+		// call, one failing on every call of a key (no claims), so that
+		// the rules' metrics have series.
+		"rules": []any{
+			map[string]any{"name": "watch-every-call", "effect": "deny", "mode": "audit", "when": "true"},
+			map[string]any{"name": "watch-a-claim", "effect": "deny", "mode": "audit", "when": "principal.claims.team == 'x'"},
+		},
 		"mcpServers": []any{notesServer(bin.upstream, t.TempDir())},
 	})
 	srv, base := startServer(t, bin.toolgate, []string{"-config", path}, "TG_E2E_NOTES_TOKEN=not-a-real-token")
