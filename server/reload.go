@@ -190,13 +190,16 @@ func (s *Server) ReloadOn(ctx context.Context, signals <-chan os.Signal) {
 }
 
 // watchConfig reads the config file every interval and reloads it when
-// its SHA-256 changed, until ctx is done. A file that cannot be read (one
-// being replaced, say) is tried again at the next tick.
+// its SHA-256 changed and then stayed the same for one more tick, until
+// ctx is done: an editor or a deploy writing the file in place is read
+// once it is done, not half-written and refused. A file that cannot be
+// read (one being replaced, say) is tried again at the next tick.
 func (s *Server) watchConfig(ctx context.Context, interval time.Duration) {
 	defer close(s.reloading.watchDone)
 	path := s.cfg.source.path
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
+	var settling [sha256.Size]byte // a changed file's hash, seen once
 	for {
 		select {
 		case <-ctx.Done():
@@ -207,10 +210,15 @@ func (s *Server) watchConfig(ctx context.Context, interval time.Duration) {
 		if err != nil {
 			continue
 		}
+		sum := sha256.Sum256(data)
 		s.reloading.mu.Lock()
-		same := sha256.Sum256(data) == s.reloading.seen
+		same := sum == s.reloading.seen
 		s.reloading.mu.Unlock()
-		if !same {
+		switch {
+		case same:
+		case sum != settling:
+			settling = sum // changed: read again at the next tick
+		default:
 			_ = s.reloadFile(ctx, path, data) // logged
 		}
 	}

@@ -53,6 +53,9 @@ type ruleCaseJSON struct {
 	Tool   *string         `json:"tool"`
 	Input  json.RawMessage `json:"input"`
 	Expect *string         `json:"expect"`
+	// Now is the time the case is decided at (RFC 3339), for rules that
+	// read the time; none is the time of the run.
+	Now *string `json:"now"`
 }
 
 // ruleCase is a case checked: what the rules are asked, and what they
@@ -64,7 +67,7 @@ type ruleCase struct {
 }
 
 // RunRuleCases decides each case of cases, a JSON array of
-// {"principal": {"id", "groups", "claims"}, "tool", "input", "expect"},
+// {"principal": {"id", "groups", "claims"}, "tool", "input", "now", "expect"},
 // against cfg's rules as the gateway would decide the call (contract
 // section 29), and writes one line per case to out, then a summary as
 // opa test does: "PASS: n/m", or "FAIL: k/m" with k the cases whose
@@ -239,6 +242,14 @@ func checkRuleCases(cfg *Config, reg *registry.Registry, tree *budgets.Tree, dat
 		}
 		// As the gateway reads it: the schema's defaults filled in.
 		input := ruleTools.Input(v, raw)
+		at := now
+		if c.Now != nil {
+			t, err := time.Parse(time.RFC3339, *c.Now)
+			if err != nil {
+				return nil, fail("now", "must be a time in RFC 3339, such as 2026-12-06T23:30:00+01:00")
+			}
+			at = t
+		}
 		p := casePrincipal(cfg, tree, string(*c.Principal.ID), strs(c.Principal.Groups), c.Principal.Claims)
 		amt := pricing.WithFee(v.Tool.Pricing.Amount, rate)
 		out[i].subject = &rules.Subject{
@@ -247,7 +258,7 @@ func checkRuleCases(cfg *Config, reg *registry.Registry, tree *budgets.Tree, dat
 			Input:      input,
 			InputKnown: true,
 			Cost:       rules.Cost{PriceUSD: amt.Price.InexactFloat64(), FeeUSD: amt.Fee.InexactFloat64(), TotalUSD: amt.Total.InexactFloat64()},
-			Now:        now,
+			Now:        at,
 		}
 	}
 	return out, nil

@@ -127,3 +127,26 @@ func TestREADMERulesExample(t *testing.T) {
 	assert.False(t, passed, "the example shows a failing case")
 	assert.Equal(t, shown, out.String())
 }
+
+// A case may say when it is decided, for rules that read the time; a time
+// that is no RFC 3339 one is a mistake naming the case.
+func TestRunRuleCasesAtATime(t *testing.T) {
+	t.Parallel()
+	cfg, err := ParseConfig([]byte(`{"rules": [{"name": "no-weather-at-night", "effect": "deny",
+  "when": "tool.slug == 'current-weather' && (now.getHours('Europe/Paris') >= 22 || now.getHours('Europe/Paris') < 6)"}]}`))
+	require.NoError(t, err)
+	var out strings.Builder
+	passed, err := RunRuleCases(cfg, []byte(`[
+  {"principal": {"id": "alice"}, "tool": "current-weather", "now": "2026-12-06T23:30:00+01:00", "expect": "deny"},
+  {"principal": {"id": "alice"}, "tool": "current-weather", "now": "2026-12-06T12:00:00Z", "expect": "allow"}
+]`), &out)
+	require.NoError(t, err)
+	assert.True(t, passed, out.String())
+	assert.Equal(t, `[0] current-weather by alice: deny; rules: no-weather-at-night; PASS
+[1] current-weather by alice: allow; PASS
+PASS: 2/2
+`, out.String())
+
+	_, err = RunRuleCases(cfg, []byte(`[{"principal": {"id": "alice"}, "tool": "current-weather", "now": "tonight"}]`), &out)
+	require.EqualError(t, err, "[0].now: must be a time in RFC 3339, such as 2026-12-06T23:30:00+01:00")
+}

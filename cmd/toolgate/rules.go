@@ -15,7 +15,7 @@ var rulesTestCommand = &cli.Command{
 	Synopsis: "-config FILE CASES",
 	Summary:  "decide a JSON file of cases against the config's rules, as opa test does",
 	About: `Decides each case of CASES, a JSON array of {"principal": {"id", "groups", "claims"}, "tool",
-"input", "expect": "allow"|"deny"|"ask"|"hide"}, against the config's rules as the server would:
+"input", "now", "expect": "allow"|"deny"|"ask"|"hide"}, against the config's rules as the server would:
 one line per case, then "PASS: n/m" or "FAIL: k/m". Exit 0 when every expectation holds, 1 when
 one fails, 2 for a mistake in the config or in CASES.`,
 	Run: runRulesTest,
