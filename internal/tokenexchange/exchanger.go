@@ -82,6 +82,18 @@ type Exchanger struct {
 	mu     sync.Mutex
 	cache  map[cacheKey]cached
 	styles map[string]oauth2.AuthStyle // by token URL (discovery.go)
+	// asking are the exchanges under way: a subject's calls that come at
+	// once, before any token is kept, wait for the first one's exchange
+	// rather than each asking the provider.
+	asking map[cacheKey]*asked
+}
+
+// asked is one exchange under way: done closes once token and err are
+// set.
+type asked struct {
+	done  chan struct{}
+	token string
+	err   error
 }
 
 // cacheKey is a subject at one provider. The exchange's own settings are
@@ -111,11 +123,33 @@ func (e *Exchanger) Token(ctx context.Context, cfg Config, subject, subjectToken
 		e.mu.Unlock()
 		return c.token, nil
 	}
+	if a, ok := e.asking[k]; ok {
+		e.mu.Unlock()
+		select {
+		case <-a.done:
+			return a.token, a.err
+		case <-ctx.Done():
+			return "", &Error{Upstream: cfg.Upstream, Unreachable: true}
+		}
+	}
+	a := &asked{done: make(chan struct{})}
+	if e.asking == nil {
+		e.asking = map[cacheKey]*asked{}
+	}
+	e.asking[k] = a
 	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		delete(e.asking, k)
+		e.mu.Unlock()
+		close(a.done)
+	}()
 	tok, err := e.exchange(ctx, cfg, subjectToken)
 	if err != nil {
+		a.err = err
 		return "", err
 	}
+	a.token = tok.AccessToken
 	if !tok.Expiry.IsZero() {
 		// A token that does not say when it expires is used once.
 		if until := tok.Expiry.Add(-Early); now.Before(until) {

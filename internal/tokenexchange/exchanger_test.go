@@ -145,3 +145,29 @@ func TestContextTokensPrintAsAMark(t *testing.T) {
 	u, _ := tokenexchange.UpstreamToken(ctx)
 	assert.Equal(t, []string{"caller-secret", "upstream-secret"}, []string{c, u})
 }
+
+// A subject's calls that come at once share one exchange: the provider is
+// asked once, and every call gets the token.
+func TestCallsAtOnceShareOneExchange(t *testing.T) {
+	t.Parallel()
+	idp, cfg := provider(t)
+	ex := &tokenexchange.Exchanger{}
+	caller := idp.Token(t, "ann")
+	const calls = 16
+	got := make(chan string, calls)
+	start := make(chan struct{})
+	for range calls {
+		go func() {
+			<-start
+			tok, err := ex.Token(context.Background(), cfg, "ann", caller)
+			assert.NoError(t, err)
+			got <- tok
+		}()
+	}
+	close(start)
+	first := <-got
+	for range calls - 1 {
+		assert.True(t, <-got == first, "every call gets the one token") // not printed: a token
+	}
+	assert.EqualValues(t, 1, idp.Exchanges(), "one exchange for calls that came at once")
+}
