@@ -32,9 +32,9 @@ func (g *Gateway) SetRules(rs []rules.Rule) error {
 // for a caller, so that a hidden tool is absent everywhere.
 
 // decideRules decides the deny and ask rules of principal's call of v,
-// whose caller counts in nodes and approves in mode, at amt. input is
-// the call's canonical input, nil for a quote that has none (then rules
-// that read it are pending). count says the decision is the call's (its
+// whose caller counts in nodes and approves in mode, at v's cost (its
+// price and the gateway's fee). input is the call's canonical input, nil
+// for a quote that has none (then rules that read it are pending). count says the decision is the call's (its
 // matches counted and failures logged), not a quote's view of it. Nil when
 // no rule matched, which is the common case and costs no allocation.
 func (g *Gateway) decideRules(ctx context.Context, principal string, v *registry.Version, nodes []*budgets.Node, mode toolgatetype.ApprovalMode, input []byte, count bool) *ruling.Decided {
