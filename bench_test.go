@@ -2,6 +2,7 @@ package toolgate_test
 
 import (
 	"context"
+	_ "embed"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -77,16 +78,18 @@ func newRuledBenchGateway(b *testing.B, store storage.Store) *toolgate.Gateway {
 // budgets, tools and time, deny and ask), none of which matches the
 // benchmark's calls.
 func benchRules() []rules.Rule {
-	data, err := os.ReadFile("rules/testdata/bench-rules.json")
-	if err != nil {
-		panic(err)
-	}
 	var rs []rules.Rule
-	if err := json.Unmarshal(data, &rs); err != nil {
+	if err := json.Unmarshal(benchRulesJSON, &rs); err != nil {
 		panic(err)
 	}
 	return rs
 }
+
+// benchRulesJSON is rules/testdata/bench-rules.json, built into the test
+// binary so that it runs from any directory.
+//
+//go:embed rules/testdata/bench-rules.json
+var benchRulesJSON []byte
 
 func newBenchGatewayWith(b *testing.B, store storage.Store, cfg toolgate.Config) *toolgate.Gateway {
 	b.Helper()

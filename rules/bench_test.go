@@ -1,8 +1,8 @@
 package rules
 
 import (
+	_ "embed"
 	"encoding/json"
-	"os"
 	"testing"
 	"time"
 )
@@ -10,14 +10,14 @@ import (
 // benchSet is the twenty rules of testdata/bench-rules.json, the kinds an
 // organization writes (the gateway's QuoteCall benchmark reads them too),
 // none of which matches benchSubject.
+//
+//go:embed testdata/bench-rules.json
+var benchRulesJSON []byte
+
 func benchSet(b *testing.B) *Set {
 	b.Helper()
-	data, err := os.ReadFile("testdata/bench-rules.json")
-	if err != nil {
-		b.Fatal(err)
-	}
 	var rs []struct{ Name, When, Effect string }
-	if err := json.Unmarshal(data, &rs); err != nil {
+	if err := json.Unmarshal(benchRulesJSON, &rs); err != nil {
 		b.Fatal(err)
 	}
 	out := make([]Rule, len(rs))
