@@ -36,8 +36,9 @@ func WriteEvents(out io.Writer, events []storage.Event, asJSON bool) error {
 	return w.Flush()
 }
 
-// eventJSON is an event as WriteEvents writes it in JSON.
-type eventJSON struct {
+// EventLine is an event as WriteEvents writes it in JSON, one a line: what
+// a reader of "toolgate events list -json" decodes.
+type EventLine struct {
 	ID            string          `json:"id"`
 	Type          string          `json:"type"`
 	Status        string          `json:"status"`
@@ -49,8 +50,8 @@ type eventJSON struct {
 	Payload       json.RawMessage `json:"payload"`
 }
 
-func eventLine(e storage.Event) eventJSON {
-	out := eventJSON{ID: e.ID, Type: e.Type, Status: string(e.Status), Attempts: e.Attempts,
+func eventLine(e storage.Event) EventLine {
+	out := EventLine{ID: e.ID, Type: e.Type, Status: string(e.Status), Attempts: e.Attempts,
 		CreatedAt: e.CreatedAt.UTC(), LastError: e.LastError, Payload: e.Payload}
 	if e.Status == storage.EventPending {
 		at := e.NextAttemptAt.UTC()

@@ -23,6 +23,7 @@ import (
 
 	"github.com/toolgate/toolgate/internal/testidp"
 	"github.com/toolgate/toolgate/oauth"
+	"github.com/toolgate/toolgate/server"
 	"github.com/toolgate/toolgate/tools/goalprovider"
 	"github.com/toolgate/toolgate/webhook"
 )
@@ -779,16 +780,5 @@ func testEventAfterKill9(t *testing.T, storage string) {
 	assertNoSecrets(t, []*process{a, b}, agentKey, patKey)
 }
 
-// eventJSON is a line of "toolgate events list -json", as a reader of it
-// decodes it.
-type eventJSON struct {
-	ID            string          `json:"id"`
-	Type          string          `json:"type"`
-	Status        string          `json:"status"`
-	Attempts      int             `json:"attempts"`
-	CreatedAt     time.Time       `json:"createdAt"`
-	NextAttemptAt *time.Time      `json:"nextAttemptAt,omitempty"`
-	FinishedAt    *time.Time      `json:"finishedAt,omitempty"`
-	LastError     string          `json:"lastError,omitempty"`
-	Payload       json.RawMessage `json:"payload"`
-}
+// eventJSON is a line of "toolgate events list -json".
+type eventJSON = server.EventLine
