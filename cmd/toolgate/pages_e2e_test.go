@@ -36,7 +36,8 @@ func TestApprovalPagesSignInThroughTheProviderAcrossTheFleet(t *testing.T) {
 	redirect := two + "/approvals/signed-in"
 	idp := testidp.Start(t, one+"/mcp")
 	idp.AddUser(testidp.User{Subject: "u-pat", Username: "pat-person", Password: "pw", Claims: map[string]any{"toolgate_approver": "pat"}})
-	idp.AddWebClient(testidp.WebClient{ID: "toolgate-pages", Secret: "pages-secret", RedirectURIs: []string{redirect}})
+	pagesSecret := randomKey(t, "tg_test_pages_client_secret_")
+	idp.AddWebClient(testidp.WebClient{ID: "toolgate-pages", Secret: pagesSecret, RedirectURIs: []string{redirect}})
 
 	db := filepath.Join(t.TempDir(), "toolgate.db")
 	aliceKey := randomKey(t, "tg_test_pages_alice_")
@@ -46,7 +47,7 @@ func TestApprovalPagesSignInThroughTheProviderAcrossTheFleet(t *testing.T) {
 			"listen":  "127.0.0.1:" + port,
 			"storage": "sqlite:" + db,
 			"oauth": map[string]any{"issuer": idp.Issuer, "audience": one + "/mcp", "approverClaim": "toolgate_approver",
-				"pages": map[string]any{"clientId": "toolgate-pages", "clientSecret": "pages-secret", "redirectUrl": redirect, "name": "Test IdP"}},
+				"pages": map[string]any{"clientId": "toolgate-pages", "clientSecret": pagesSecret, "redirectUrl": redirect, "name": "Test IdP"}},
 			"principals": []any{map[string]any{"id": "alice", "apiKeys": []string{aliceKey}, "approvalMode": "approver"}},
 			"approvers":  []any{map[string]any{"id": "pat", "principals": []string{"alice"}}},
 		})
@@ -84,7 +85,9 @@ func TestApprovalPagesSignInThroughTheProviderAcrossTheFleet(t *testing.T) {
 	require.Equal(t, http.StatusOK, done.status, "%s", done.body)
 	assert.Equal(t, "completed", done.json(t)["status"])
 
-	for _, secret := range []string{back.URL.Query().Get("code"), back.URL.Query().Get("state")} {
+	// The code, the state, the pages' client secret and the caller's key
+	// are in no output of either instance.
+	for _, secret := range []string{back.URL.Query().Get("code"), back.URL.Query().Get("state"), pagesSecret, aliceKey} {
 		require.NotEmpty(t, secret)
 		for _, p := range procs {
 			assert.NotContains(t, p.stderr.String()+p.stdout.String(), secret)
