@@ -5,8 +5,8 @@ package storage
 type BatchObserver interface {
 	// ObserveBatches makes observe hear, from now on, the size of every
 	// batch the store sends (one round trip or one transaction for the
-	// writes waiting at the same moment), by operation ("admit", "finish"
-	// or, for a store with one writer, "write"), so that operators see how
+	// writes waiting at the same moment), by operation ("quote", "admit",
+	// "finish" or, for a store with one writer, "write"), so that operators see how
 	// much is shared (toolgate_store_batch_size). A lone call is a batch
 	// of one. observe must be cheap and safe for concurrent use; a later
 	// call replaces an earlier one's observe. A store that sends no

@@ -212,10 +212,12 @@ func sortedUnique(ids []string) []string {
 }
 
 // ObserveBatches makes observe hear the size of every batch of admissions
-// ("admit") and of finishes ("finish") this Store sends from now on.
+// ("admit"), of finishes ("finish") and of quotes ("quote") this Store
+// sends from now on.
 func (s *Store) ObserveBatches(observe func(operation string, size int)) {
 	s.admissions.Observe(func(n int) { observe("admit", n) })
 	s.finishes.Observe(func(n int) { observe("finish", n) })
+	s.quotes.Observe(func(n int) { observe("quote", n) })
 }
 
 // batchesInFlight is how many batches of admissions, and of finishes, a

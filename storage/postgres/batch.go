@@ -18,9 +18,10 @@ import (
 // quote one round trip and a call three (these reads, BeginExecution and
 // FinishExecution) instead of the five and four of one method at a time.
 // What it reads, the Store remembers for the calls that follow (see memo
-// and AdmitCall).
+// and AdmitCall). Quotes that arrive while others are in flight share
+// their round trip and transaction (see quoteBatch).
 func (s *Store) ReadBatch(ctx context.Context, r storage.Reads) (storage.ReadResult, error) {
-	return s.readBatch(ctx, r)
+	return s.quoteReads(ctx, r)
 }
 
 // AdmitCall does a call's reads, decides it with decide and admits it
@@ -55,12 +56,46 @@ func (s *Store) AdmitCall(ctx context.Context, r storage.Reads, decide func(stor
 	return s.BeginExecution(ctx, b)
 }
 
-// readBatch is ReadBatch from the database.
+// readBatch is ReadBatch from the database, in a batch of its own.
 func (s *Store) readBatch(ctx context.Context, r storage.Reads) (storage.ReadResult, error) {
 	var (
-		res   storage.ReadResult
-		batch = &pgx.Batch{}
+		res     storage.ReadResult
+		refused error
+		batch   = &pgx.Batch{}
 	)
+	if err := s.queueReads(batch, r, &res, &refused, false); err != nil {
+		return storage.ReadResult{}, err
+	}
+	if batch.Len() == 0 {
+		return res, nil
+	}
+	// Close runs the callbacks in order and reports the first error, the
+	// commit's included: nothing counts before it.
+	if err := s.pool.SendBatch(ctx, batch).Close(); err != nil {
+		return storage.ReadResult{}, translate(err)
+	}
+	if refused != nil {
+		return storage.ReadResult{}, refused
+	}
+	s.readDone(r, res)
+	return res, nil
+}
+
+// queueReads queues the statements of r on batch, their answers into res
+// and the refusal of r's quote, if any, into refused (see
+// queueCreateQuote); locked is queueCreateQuote's. It queues nothing when
+// it fails.
+func (s *Store) queueReads(batch *pgx.Batch, r storage.Reads, res *storage.ReadResult, refused *error, locked bool) error {
+	var (
+		measure     string
+		measureArgs []any
+	)
+	if len(r.Limits) > 0 {
+		var err error
+		if measure, measureArgs, err = s.measureSQL(r.Principal, r.Limits); err != nil {
+			return err
+		}
+	}
 	if r.Key != "" {
 		batch.Queue(s.sql(getIdempotencySQL), r.Principal, r.Key).QueryRow(func(row pgx.Row) error {
 			rec, err := scanIdempotency(row)
@@ -106,12 +141,8 @@ func (s *Store) readBatch(ctx context.Context, r storage.Reads) (storage.ReadRes
 			return absentIsNil(err)
 		})
 	}
-	if len(r.Limits) > 0 {
-		query, args, err := s.measureSQL(r.Principal, r.Limits)
-		if err != nil {
-			return storage.ReadResult{}, err
-		}
-		batch.Queue(query, args...).Query(func(rows pgx.Rows) error {
+	if measure != "" {
+		batch.Queue(measure, measureArgs...).Query(func(rows pgx.Rows) error {
 			used, err := scanMeasured(rows, len(r.Limits))
 			res.Used = used
 			return err
@@ -122,21 +153,18 @@ func (s *Store) readBatch(ctx context.Context, r storage.Reads) (storage.ReadRes
 		if r.Key != "" {
 			held = func() bool { return res.Prior != nil }
 		}
-		s.queueCreateQuote(batch, *r.CreateQuote, r.MaxOpenQuotes, r.Key, held)
+		s.queueCreateQuote(batch, *r.CreateQuote, r.MaxOpenQuotes, r.Key, held, refused, locked)
 	}
-	if batch.Len() == 0 {
-		return res, nil
-	}
-	// Close runs the callbacks in order and reports the first error, the
-	// commit's included: nothing counts before it.
-	if err := s.pool.SendBatch(ctx, batch).Close(); err != nil {
-		return storage.ReadResult{}, translate(err)
-	}
+	return nil
+}
+
+// readDone remembers what r read, res, once its batch has committed (see
+// memo), and the quote it stored, if it did.
+func (s *Store) readDone(r storage.Reads, res storage.ReadResult) {
 	s.memo.read(r, res)
 	if r.CreateQuote != nil && res.Prior == nil {
 		s.memo.quoteCreated(*r.CreateQuote)
 	}
-	return res, nil
 }
 
 // absentIsNil makes a read that found nothing a success that leaves its

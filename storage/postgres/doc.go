@@ -169,6 +169,15 @@
 // flight, so that one waiting does not hold up the calls arriving behind
 // it.
 //
+// Quotes batch the same way (issue 53; see quotebatch.go): the reads and
+// insert of each concurrent quote in one round trip and one transaction,
+// after the quote locks of the batch's capped principals, taken in the
+// order of their keys (a quote alone takes one). A quote refused by its
+// principal's cap of open quotes is that quote's answer, read from its
+// statement's row, so it never fails the batch or hides another quote's
+// answer; only a statement that fails sends the batch's quotes again one
+// by one.
+//
 // # One caller cannot hold up another
 //
 // A call that must wait for a lock (its batch gave up on one; its

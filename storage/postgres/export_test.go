@@ -36,6 +36,15 @@ func (s *Store) PendingAdmissions() (inflight, queued int) { return s.admissions
 func (s *Store) PendingFinishes() (inflight, queued int)   { return s.finishes.Pending() }
 func (s *Store) BatchRetries() int64                       { return s.batchRetries.Load() }
 
+// PendingQuotes is PendingAdmissions for quotes, and QuoteBatchesInFlight
+// AdmissionBatchesInFlight.
+func (s *Store) PendingQuotes() (inflight, queued int) { return s.quotes.Pending() }
+func QuoteBatchesInFlight() int                        { return batchesInFlight }
+
+// QuoteLockClass is the first key of the quote lock of a principal, whose
+// second is hashtext(principal), for the tests that hold one.
+const QuoteLockClass = openQuotesLockClass
+
 // AdmissionBatchesInFlight and FinishBatchesInFlight are how many
 // batches of each kind a Store sends at once.
 func AdmissionBatchesInFlight() int { return batchesInFlight }

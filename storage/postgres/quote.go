@@ -40,25 +40,35 @@ func (s *Store) CreateQuote(ctx context.Context, q storage.Quote) error {
 func (s *Store) CreateQuoteCapped(ctx context.Context, q storage.Quote, max int) error {
 	// One implicit transaction: the setting and the lock last until the
 	// batch commits.
+	var refused error
 	batch := &pgx.Batch{}
-	s.queueCreateQuote(batch, q, max, "", nil)
+	s.queueCreateQuote(batch, q, max, "", nil, &refused, false)
 	if err := s.pool.SendBatch(ctx, batch).Close(); err != nil {
 		return translate(err)
+	}
+	if refused != nil {
+		return refused
 	}
 	s.memo.quoteCreated(q)
 	return nil
 }
 
-// queueCreateQuote queues the two statements that store q, for a batch that
-// commits as one implicit transaction: the commit that does not wait for
-// its WAL (see CreateQuote), with the principal's quote lock when max caps
-// its open quotes, then the insert, which reports an
-// *storage.OpenQuotesError when the cap refuses it.
+// queueCreateQuote queues the statements that store q, for a batch that
+// commits as one implicit transaction: unless locked, the commit that does
+// not wait for its WAL (see CreateQuote), with the principal's quote lock
+// when max caps its open quotes; then the insert. When the cap refuses the
+// quote, the insert's callback sets *refused to an *storage.OpenQuotesError
+// and succeeds: a refusal is the quote's answer, not the batch's failure,
+// so that in a batch of several quotes (see quoteBatch) it hides no other
+// quote's answer.
 //
 // With a key, the quote is stored only when the principal's key holds no
 // record, which held tells once the batch has read it (see
 // storage.Reads.Key).
-func (s *Store) queueCreateQuote(batch *pgx.Batch, q storage.Quote, max int, key string, held func() bool) {
+//
+// locked is for a batch that has made its commit asynchronous and taken
+// the quote locks of all its principals already (see quoteBatch).
+func (s *Store) queueCreateQuote(batch *pgx.Batch, q storage.Quote, max int, key string, held func() bool, refused *error, locked bool) {
 	state := q.State
 	if state == "" {
 		state = storage.QuoteOpen
@@ -66,9 +76,11 @@ func (s *Store) queueCreateQuote(batch *pgx.Batch, q storage.Quote, max int, key
 	args := []any{bytesOf(q.ID), q.Principal, q.ToolID, q.ToolSlug, q.ToolVersion, q.ManifestDigest,
 		q.PriceUSD.String(), q.FeeUSD.String(), q.TotalUSD.String(), q.CreatedAt, q.ExpiresAt,
 		string(state), q.UsedByKey}
-	if max > 0 {
+	switch {
+	case locked:
+	case max > 0:
 		batch.Queue(s.sql(lockQuotesSQL), openQuotesLockClass, q.Principal)
-	} else {
+	default:
 		batch.Queue(asyncCommitSQL)
 	}
 	switch {
@@ -83,15 +95,15 @@ func (s *Store) queueCreateQuote(batch *pgx.Batch, q storage.Quote, max int, key
 			}
 			switch {
 			case inserted:
-				return nil
 			case keyHeld && held():
-				return nil
 			case keyHeld:
 				// The key's record was made between the batch's read of
 				// it and the insert: a call under it began meanwhile.
-				return storage.ErrIdempotencyConflict
+				*refused = storage.ErrIdempotencyConflict
+			default:
+				*refused = openQuotesError(max, first)
 			}
-			return openQuotesError(max, first)
+			return nil
 		})
 	case max > 0:
 		batch.Queue(s.sql(insertQuoteCappedSQL), append(args, max)...).QueryRow(func(row pgx.Row) error {
@@ -102,10 +114,10 @@ func (s *Store) queueCreateQuote(batch *pgx.Batch, q storage.Quote, max int, key
 			if err := row.Scan(&inserted, &first); err != nil {
 				return err
 			}
-			if inserted {
-				return nil
+			if !inserted {
+				*refused = openQuotesError(max, first)
 			}
-			return openQuotesError(max, first)
+			return nil
 		})
 	default:
 		batch.Queue(s.sql(insertQuoteSQL), args...)

@@ -42,6 +42,8 @@ type Store struct {
 	// (see admitbatch.go and finishbatch.go).
 	admissions *batcher.Batcher[toAdmit, admitOutcome]
 	finishes   *batcher.Batcher[storage.Finish, finishOutcome]
+	// quotes shares them between concurrent quotes (see quotebatch.go).
+	quotes *batcher.Batcher[storage.Reads, readOutcome]
 	// lockWait is how long a batch waits for a lock (see batchSettings).
 	lockWait time.Duration
 	// batchRetries counts the batches that failed as a whole and were
@@ -74,6 +76,8 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Store, error) {
 		func(err error) admitOutcome { return admitOutcome{err: err} })
 	s.finishes = batcher.New(maxFinishBatch, batchesInFlight, nil, s.runFinishes,
 		func(err error) finishOutcome { return finishOutcome{err: err} })
+	s.quotes = batcher.New(maxQuoteBatch, batchesInFlight, nil, s.runQuotes,
+		func(err error) readOutcome { return readOutcome{err: err} })
 	if err := s.migrate(ctx, cfg.Schema); err != nil {
 		return nil, err
 	}
