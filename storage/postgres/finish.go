@@ -89,25 +89,55 @@ func usageShard(id uuid.UUID) int16 {
 // counters; it is the same statement for an execution in none, at the
 // cost of the tables it names. A Store runs the form without budgets for
 // the calls it admitted in none (see plainCalls).
+//
+// And each comes in a form for an outcome that keeps the reservation
+// (charged, or ambiguous), the usual one, which leaves released_day and
+// released_minute out: a statement pays at every run for each table it
+// writes, whether or not a row of it is touched (see admitStatement). Its
+// execution update also requires $9 false, so that it writes nothing for
+// an outcome that releases.
 var (
-	finishSQL             = finishStatement(false, false)
-	finishSealedSQL       = finishStatement(true, false)
-	finishBudgetSQL       = finishStatement(false, true)
-	finishSealedBudgetSQL = finishStatement(true, true)
+	finishSQL             = finishStatement(false, false, true)
+	finishSealedSQL       = finishStatement(true, false, true)
+	finishBudgetSQL       = finishStatement(false, true, true)
+	finishSealedBudgetSQL = finishStatement(true, true, true)
+
+	finishKeptSQL             = finishStatement(false, false, false)
+	finishSealedKeptSQL       = finishStatement(true, false, false)
+	finishBudgetKeptSQL       = finishStatement(false, true, false)
+	finishSealedBudgetKeptSQL = finishStatement(true, true, false)
 )
 
+// finishForms are the finish statements by whether the finish stores a
+// receipt, whether the execution may count in budgets and whether its
+// outcome releases the reservation.
+var finishForms = [2][2][2]string{
+	{{finishKeptSQL, finishSQL}, {finishBudgetKeptSQL, finishBudgetSQL}},
+	{{finishSealedKeptSQL, finishSealedSQL}, {finishSealedBudgetKeptSQL, finishSealedBudgetSQL}},
+}
+
 // finishStatement returns the finish statement, with or without a
-// receipt, and with or without budgets.
-func finishStatement(sealed, budgets bool) string {
+// receipt, with or without budgets, and with or without the release of
+// the reservation from the principal's rollups.
+func finishStatement(sealed, budgets, releases bool) string {
 	chain, chainCheck, returning, receipt, result, receiptSeq := "", "", "", "", `
 SELECT count(*) FROM execution`, ""
 	budgetColumns, settle, settled := "", "", ""
+	// written waits for the rollups and usage counters the statement
+	// writes, for the writes that must come after them.
+	written := `(SELECT count(*) FROM usage) >= 0`
+	released, kept := "", `
+		AND NOT $9::boolean`
+	if releases {
+		written = `(SELECT count(*) FROM released_minute) + (SELECT count(*) FROM usage) >= 0`
+		released = releaseRollups("execution", "$9::boolean") + ","
+		kept = ""
+	}
 	if budgets {
 		budgetColumns = `, budgets, budget_days, tool_slug`
 		returning = `
 	RETURNING 1`
-		settle = budgetSettleSQL("execution", "$9::boolean", "$6::boolean",
-			`(SELECT count(*) FROM released_minute) + (SELECT count(*) FROM usage) >= 0`)
+		settle = budgetSettleSQL("execution", "$9::boolean", "$6::boolean", written)
 		settled = `
 		AND ` + budgetSettledSQL
 	}
@@ -129,7 +159,7 @@ SELECT count(*) FROM execution`, ""
 receipt AS (
 	INSERT INTO {schema}.receipts (principal, seq, execution_id, hash, signed)
 	SELECT $1, $12::bigint, $3::uuid, $14::text, $15::bytea FROM execution
-	WHERE (SELECT count(*) FROM released_minute) + (SELECT count(*) FROM usage) >= 0` + settled + `
+	WHERE ` + written + settled + `
 	RETURNING 1
 )`
 		result = `
@@ -139,9 +169,9 @@ SELECT (SELECT ok FROM chain), (SELECT count(*) FROM receipt)`
 WITH ` + chain + `execution AS (
 	UPDATE {schema}.executions SET status = $5, charged = $6, response = $7, finished_at = $8` + receiptSeq + `
 	WHERE id = $3 AND principal = $1 AND idempotency_key = $2 AND lease_token = $4
-		AND status = 'running'` + chainCheck + `
+		AND status = 'running'` + kept + chainCheck + `
 	RETURNING tool_id, principal, created_at, amount_usd, counted` + budgetColumns + `
-),` + releaseRollups("execution", "$9::boolean") + `,
+),` + released + `
 new_user AS (
 	INSERT INTO {schema}.tool_users (tool_id, principal)
 	SELECT tool_id, principal FROM execution WHERE $5 = 'completed'
@@ -244,10 +274,10 @@ func (s *Store) finishing(f storage.Finish) finishing {
 	return x
 }
 
-// statement is x's finish statement, with or without a receipt.
+// statement is x's finish statement: the form for its receipt, its
+// budgets and its outcome (see finishSQL).
 func (x finishing) statement() string {
-	forms := [2][2]string{{finishSQL, finishBudgetSQL}, {finishSealedSQL, finishSealedBudgetSQL}}
-	return forms[btoi(x.f.Seal != nil)][btoi(x.budgets)]
+	return finishForms[btoi(x.f.Seal != nil)][btoi(x.budgets)][btoi(x.releases)]
 }
 
 // args are $1 to $10 of x's statement; a sealed one's follow.
