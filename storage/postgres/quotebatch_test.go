@@ -139,3 +139,39 @@ func TestQuoteBatchFailingWholeIsRetriedQuoteByQuote(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "0.1", got.TotalUSD.String(), "the first quote under the id is the one kept")
 }
+
+// A quote under a key that already holds a call's record, batched with
+// others, stores nothing and answers with the record, while the quote
+// under a new key beside it, of the same principal, is stored.
+func TestBatchedQuoteUnderAKeyWithARecord(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := newStore(t)
+	z := observeSizes(s)
+	b := admitOn(t, s, "lena", "k1")
+	require.NoError(t, s.FinishExecution(ctx, testFinish(b, storage.ExecutionCompleted, t0)))
+
+	retry, fresh := testQuote("lena", "tool-a", "0.10", t0), testQuote("lena", "tool-a", "0.10", t0)
+	reads := []storage.Reads{quoteReads(retry, 5), quoteReads(fresh, 5)}
+	reads[0].Key, reads[1].Key = "k1", "k2"
+	results := make([]storage.ReadResult, len(reads))
+	errs := make([]error, len(reads))
+	calls := make([]func(), len(reads))
+	for i := range reads {
+		calls[i] = func() { results[i], errs[i] = s.ReadBatch(ctx, reads[i]) }
+	}
+	inOneBatch(t, queuedQuotes(s), holdQuotes(t, s), calls...)
+
+	assert.Contains(t, z.of("quote"), 2, "the two quotes went in one batch")
+	require.NoError(t, errs[0])
+	require.NotNil(t, results[0].Prior, "the key's record")
+	assert.Equal(t, b.ExecutionID, results[0].Prior.ExecutionID)
+	assert.True(t, results[0].Prior.Finished)
+	_, err := s.GetQuote(ctx, retry.ID)
+	assert.ErrorIs(t, err, storage.ErrNotFound, "no quote is stored for a key that holds a record")
+
+	require.NoError(t, errs[1])
+	assert.Nil(t, results[1].Prior, "a new key holds nothing")
+	_, err = s.GetQuote(ctx, fresh.ID)
+	assert.NoError(t, err, "the new key's quote is stored")
+}
